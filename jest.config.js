@@ -1,0 +1,27 @@
+// Jest in native ESM mode (NODE_OPTIONS=--experimental-vm-modules, set by `npm test`).
+// Sources are TypeScript compiled by SWC with legacy decorators and decorator metadata (NestJS DI).
+const swc = {
+  swcrc: false,
+  sourceMaps: 'inline',
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+    target: 'es2022',
+    keepClassNames: true,
+  },
+  module: { type: 'es6' },
+};
+
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/src', '<rootDir>/test'],
+  testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  setupFiles: ['<rootDir>/test/support/setup-env.ts'],
+  testTimeout: 60000,
+  maxWorkers: 2,
+  verbose: false,
+};

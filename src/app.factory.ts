@@ -1,0 +1,88 @@
+/**
+ * Builds and starts the service: the in-process sandbox when no upstream is configured, the
+ * database (embedded or server, migrated), then the Nest application on Fastify with the raw body
+ * kept for callback verification. Used by `main.ts`, the CLI and the end-to-end tests alike.
+ */
+import type { LoggerService } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AppModule } from './app.module.js';
+import type { Clock } from './common/clock.js';
+import { createValidationPipe } from './common/validation.js';
+import type { AppConfig } from './config/app-config.js';
+import { DatabaseEndpoint } from './database/database-endpoint.js';
+import { SandboxServer } from './sandbox/sandbox.server.js';
+
+/** Request bodies over this are refused with 413 `payload_too_large` (CONTRACT §5, §6). */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface RelayApp {
+  app: NestFastifyApplication;
+  config: AppConfig;
+  /** http://host:port of the listener. */
+  url: string;
+  /** The in-process sandbox upstream, when the config has no upstream. */
+  sandbox: SandboxServer | null;
+  endpoint: DatabaseEndpoint;
+  close(): Promise<void>;
+}
+
+export interface CreateRelayAppOptions {
+  logger?: LoggerService | false;
+  clock?: Clock;
+  /** Port of the in-process sandbox (default: PORT + 1, or any free port when PORT is 0). */
+  sandboxPort?: number;
+  /** A database endpoint already opened by the caller (tests share one between instances). */
+  endpoint?: DatabaseEndpoint;
+}
+
+export async function createRelayApp(config: AppConfig, options: CreateRelayAppOptions = {}): Promise<RelayApp> {
+  let sandbox: SandboxServer | null = null;
+  if (config.sandbox) {
+    sandbox = new SandboxServer({
+      profile: config.upstream.profile,
+      headerPrefix: config.upstream.headerPrefix,
+      signatureTemplate: config.upstream.signatureTemplate,
+      apiKey: config.upstream.apiKey,
+      apiSecret: config.upstream.apiSecret,
+      allowPrivateCallbackUrls: true,
+    });
+    await sandbox.start(options.sandboxPort ?? (config.port === 0 ? 0 : config.port + 1), '127.0.0.1');
+    config.upstream.baseUrl = sandbox.baseUrl;
+  }
+
+  const ownEndpoint = options.endpoint === undefined;
+  const endpoint = options.endpoint ?? (await DatabaseEndpoint.open(config.database, config.migrateOnStart));
+  try {
+    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: true });
+    const app = await NestFactory.create<NestFastifyApplication>(
+      AppModule.register({ config, endpoint, clock: options.clock }),
+      adapter,
+      { rawBody: true, logger: options.logger ?? undefined, bufferLogs: false },
+    );
+    app.useGlobalPipes(createValidationPipe());
+    await app.listen(config.port, config.host);
+    const address = app.getHttpServer().address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    const url = `http://${host}:${port}`;
+    return {
+      app,
+      config,
+      url,
+      sandbox,
+      endpoint,
+      async close() {
+        // Stop taking requests and let in-flight work finish (Nest shutdown hooks), then the pool
+        // (closed by TypeORM with the app), then the embedded server, then the sandbox.
+        await app.close();
+        if (ownEndpoint) await endpoint.close();
+        await sandbox?.stop();
+      },
+    };
+  } catch (e) {
+    if (ownEndpoint) await endpoint.close().catch(() => undefined);
+    await sandbox?.stop().catch(() => undefined);
+    throw e;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Lists of the internal API: `{ok, items, total, page, page_size}` with `page` ≥ 1 and
+ * `page_size` 1–500 (default 100) — CONTRACT §5. Query DTOs extend `PageQuery`.
+ */
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+
+export const MAX_PAGE_SIZE = 500;
+export const DEFAULT_PAGE_SIZE = 100;
+
+export class PageQuery {
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  page?: number;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_PAGE_SIZE)
+  page_size?: number;
+}
+
+export interface PageRequest {
+  page: number;
+  pageSize: number;
+  offset: number;
+}
+
+export function pageRequest(q: PageQuery): PageRequest {
+  const page = q.page ?? 1;
+  const pageSize = q.page_size ?? DEFAULT_PAGE_SIZE;
+  return { page, pageSize, offset: (page - 1) * pageSize };
+}
+
+export interface ListResponse<T> {
+  ok: true;
+  items: T[];
+  total: number;
+  page: number;
+  page_size: number;
+}
+
+export function listResponse<T>(items: T[], total: number, req: PageRequest): ListResponse<T> {
+  return { ok: true, items, total, page: req.page, page_size: req.pageSize };
+}

@@ -1,0 +1,136 @@
+import { ConfigError, loadConfig, PROFILES, REQUIRED_IN_PRODUCTION } from './app-config.js';
+
+const KEY = Buffer.alloc(32, 7).toString('base64');
+const KEY2 = Buffer.alloc(32, 9).toString('base64');
+
+const production = {
+  NODE_ENV: 'production',
+  DATABASE_URL: 'postgres://relay:pw@db:5432/relay',
+  UPSTREAM_BASE_URL: 'https://supplier.example/api/v1/upstream',
+  UPSTREAM_API_KEY: 'ak',
+  UPSTREAM_API_SECRET: 'as',
+  INTERNAL_API_TOKEN: 'tok',
+  PAYLOAD_ENCRYPTION_KEY: KEY,
+};
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  return [];
+}
+
+describe('config', () => {
+  it('starts with no configuration at all: embedded database, sandbox, generated secrets', () => {
+    const c = loadConfig({});
+    expect(c.production).toBe(false);
+    expect(c.port).toBe(3000);
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.database).toEqual({ kind: 'pglite', path: './data/pglite' });
+    expect(c.sandbox).toBe(true);
+    expect(c.upstream.apiKey).toBe('sandbox-api-key');
+    expect(c.upstream.profile).toBe('spec');
+    expect(c.upstream.headerPrefix).toBe('Service');
+    expect(c.upstream.signatureTemplate).toBe('{method}\n{path}\n{timestamp}\n{body_md5}');
+    expect(c.internalApiToken).toMatch(/^dev_[0-9a-f]{48}$/);
+    expect(c.payloadKeys).toHaveLength(1);
+    expect(c.payloadKeys[0]).toHaveLength(32);
+    expect(c.generated).toEqual(['INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']);
+    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000 });
+    expect(c.orders).toEqual({ pollBaseMs: 5000, pollMaxMs: 600_000, stuckAlertS: 86_400, maxQuantity: 1000 });
+    expect(c.pricing).toEqual({ markupPercent: '0', markupFixed: '0', rounding: '0.01' });
+    expect(c.callbacks.toleranceS).toBe(60);
+    expect(c.callbacks.publicUrl).toBeNull();
+    expect(c.upstream.timeoutMs).toBe(10_000);
+    expect(c.shopWebhook.maxAttempts).toBe(12);
+    expect(c.migrateOnStart).toBe(true);
+  });
+
+  it('keeps generated secrets in the store it is given', () => {
+    const kept: Record<string, string> = { INTERNAL_API_TOKEN: 'dev_kept' };
+    const store = { getOrCreate: (n: string, make: () => string) => (kept[n] ??= make()) };
+    const a = loadConfig({}, { secrets: store });
+    const b = loadConfig({}, { secrets: store });
+    expect(a.internalApiToken).toBe('dev_kept');
+    expect(b.payloadKeys[0].equals(a.payloadKeys[0])).toBe(true);
+  });
+
+  it('refuses production without the required variables, naming each one', () => {
+    const p = problems({ NODE_ENV: 'production' });
+    for (const name of REQUIRED_IN_PRODUCTION) expect(p.some((x) => x.startsWith(`${name}:`))).toBe(true);
+    expect(p).toHaveLength(REQUIRED_IN_PRODUCTION.length);
+    const { UPSTREAM_API_SECRET: _omit, ...missingOne } = production;
+    expect(problems(missingOne)).toEqual(['UPSTREAM_API_SECRET: is required when NODE_ENV=production']);
+    expect(loadConfig(production).production).toBe(true);
+  });
+
+  it.each([
+    ['PORT', 'eighty', /PORT: must be an integer/],
+    ['PORT', '70000', /PORT: must be between/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL: must be a postgres: or postgresql: URL/],
+    ['DATABASE_URL', 'not a url', /DATABASE_URL: is not a valid URL/],
+    ['DATABASE_URL', 'pglite://', /DATABASE_URL: pglite:\/\/ needs a path/],
+    ['UPSTREAM_BASE_URL', 'ftp://x/api/v1/upstream', /UPSTREAM_BASE_URL: must be a http: or https: URL/],
+    ['UPSTREAM_BASE_URL', 'https://supplier.example/api', /must include the path prefix/],
+    ['PAYLOAD_ENCRYPTION_KEY', Buffer.alloc(16).toString('base64'), /key 1 must be base64 of exactly 32 bytes \(got 16 bytes\)/],
+    ['PAYLOAD_ENCRYPTION_KEY', `${KEY},short`, /key 2 must be base64 of exactly 32 bytes/],
+    ['UPSTREAM_PROFILE', 'shopify', /UPSTREAM_PROFILE: must be one of spec, dujiao-next/],
+    ['SYNC_CRON', 'every minute', /SYNC_CRON: is not a valid cron expression/],
+    ['SYNC_MODE', 'sometimes', /SYNC_MODE: must be one of auto, full, incremental/],
+    ['SYNC_FULL_EVERY', 'six hours', /SYNC_FULL_EVERY: must be a duration/],
+    ['SYNC_ON_START', 'maybe', /SYNC_ON_START: must be true or false/],
+    ['PRICE_ROUNDING', '0', /PRICE_ROUNDING: must be greater than 0/],
+    ['PRICE_MARKUP_PERCENT', '10%', /PRICE_MARKUP_PERCENT: must be a decimal number/],
+    ['UPSTREAM_TIMEOUT_MS', '-5', /UPSTREAM_TIMEOUT_MS: must be between/],
+    ['CALLBACK_PUBLIC_URL', 'relay.example/cb', /CALLBACK_PUBLIC_URL: is not a valid URL/],
+    ['CALLBACK_SIGNATURE_PATH', 'callbacks', /CALLBACK_SIGNATURE_PATH: must be a path/],
+    ['UPSTREAM_SIGNATURE_TEMPLATE', '{method}{path}', /UPSTREAM_SIGNATURE_TEMPLATE: must contain/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
+    ['WALLET_LOW_BALANCE', 'ten', /WALLET_LOW_BALANCE: must be a decimal/],
+    ['SHOP_WEBHOOK_URL', 'https://shop.example/hook', /SHOP_WEBHOOK_SECRET: is required with SHOP_WEBHOOK_URL/],
+  ])('refuses %s=%s with a message naming it', (name, value, message) => {
+    const p = problems({ ...production, [name]: value });
+    expect(p.join('\n')).toMatch(message);
+  });
+
+  it('collects every problem at once', () => {
+    expect(problems({ PORT: 'x', SYNC_MODE: 'y', PRICE_ROUNDING: 'z' })).toHaveLength(3);
+  });
+
+  it('applies the dujiao-next profile presets, each still settable on its own', () => {
+    const c = loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', CALLBACK_PUBLIC_URL: 'https://relay.example/callbacks/upstream' });
+    expect(c.upstream.headerPrefix).toBe('Dujiao-Next');
+    expect(c.upstream.orderNoIdempotent).toBe(true);
+    expect(c.sync.pageSize).toBe(50);
+    expect(c.callbacks.signaturePath).toBe('/api/v1/upstream/callback');
+    const d = loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', UPSTREAM_HEADER_PREFIX: 'X', UPSTREAM_ORDER_NO_IDEMPOTENT: 'false', SYNC_PAGE_SIZE: '20', CALLBACK_SIGNATURE_PATH: '/cb' });
+    expect([d.upstream.headerPrefix, d.upstream.orderNoIdempotent, d.sync.pageSize, d.callbacks.signaturePath]).toEqual(['X', false, 20, '/cb']);
+    expect(PROFILES.spec.orderNoIdempotent).toBe(false);
+  });
+
+  it('signs callbacks over the path of CALLBACK_PUBLIC_URL under the spec profile, with the API secret by default', () => {
+    const c = loadConfig({ ...production, CALLBACK_PUBLIC_URL: 'https://relay.example/hooks/upstream?x=1' });
+    expect(c.callbacks.signaturePath).toBe('/hooks/upstream');
+    expect(c.callbacks.secret).toBe('as');
+    expect(loadConfig({ ...production, CALLBACK_SECRET: 'cs' }).callbacks.secret).toBe('cs');
+  });
+
+  it('reads a custom template with \\n, pglite URLs, durations, off, key rotation', () => {
+    const c = loadConfig({
+      ...production,
+      UPSTREAM_SIGNATURE_TEMPLATE: '{api_key}\\n{timestamp}\\n{body_sha256}',
+      DATABASE_URL: 'pglite://memory',
+      SYNC_FULL_EVERY: '90m',
+      SYNC_CRON: 'off',
+      PAYLOAD_ENCRYPTION_KEY: `${KEY}, ${KEY2}`,
+    });
+    expect(c.upstream.signatureTemplate).toBe('{api_key}\n{timestamp}\n{body_sha256}');
+    expect(c.database).toEqual({ kind: 'pglite', path: 'memory' });
+    expect(c.sync.fullEveryMs).toBe(90 * 60_000);
+    expect(c.sync.cron).toBeNull();
+    expect(c.payloadKeys.map((k) => k[0])).toEqual([7, 9]);
+  });
+});

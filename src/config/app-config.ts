@@ -1,0 +1,429 @@
+/**
+ * The one typed configuration of the service (CONTRACT §3), read once from the environment and
+ * validated at start. Pure: `loadConfig(env, options)` returns the config or throws a ConfigError that
+ * names every variable at fault. Nothing else in the code reads `process.env`.
+ */
+import { randomBytes } from 'node:crypto';
+import { validateCronExpression } from 'cron';
+import { DEFAULT_SIGNATURE_TEMPLATE, parseSignatureTemplate } from '../signing/signing.js';
+
+export type UpstreamProfile = 'spec' | 'dujiao-next';
+export type SyncMode = 'auto' | 'full' | 'incremental';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export const UPSTREAM_PATH_PREFIX = '/api/v1/upstream';
+export const SANDBOX_API_KEY = 'sandbox-api-key';
+export const SANDBOX_API_SECRET = 'sandbox-api-secret';
+
+export interface ProfilePreset {
+  headerPrefix: string;
+  signatureTemplate: string;
+  /** null: the path of CALLBACK_PUBLIC_URL. */
+  callbackSignaturePath: string | null;
+  pageSize: number;
+  orderNoIdempotent: boolean;
+}
+
+export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
+  spec: {
+    headerPrefix: 'Service',
+    signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+    callbackSignaturePath: null,
+    pageSize: 100,
+    orderNoIdempotent: false,
+  },
+  'dujiao-next': {
+    headerPrefix: 'Dujiao-Next',
+    signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+    callbackSignaturePath: `${UPSTREAM_PATH_PREFIX}/callback`,
+    pageSize: 50,
+    orderNoIdempotent: true,
+  },
+};
+
+export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; path: string | 'memory' };
+
+export interface AppConfigShape {
+  nodeEnv: string;
+  production: boolean;
+  port: number;
+  host: string;
+  dataDir: string;
+  /** True when no UPSTREAM_BASE_URL is set: the built-in sandbox is started in-process. */
+  sandbox: boolean;
+  database: DatabaseTarget;
+  migrateOnStart: boolean;
+  upstream: {
+    /** null until the in-process sandbox has started (see `sandbox`). */
+    baseUrl: string | null;
+    apiKey: string;
+    apiSecret: string;
+    profile: UpstreamProfile;
+    headerPrefix: string;
+    signatureTemplate: string;
+    orderNoIdempotent: boolean;
+    submitUnknownRecheckS: number;
+    timeoutMs: number;
+  };
+  callbacks: {
+    publicUrl: string | null;
+    /** The path callbacks are signed over; null when there is no public URL and no explicit path. */
+    signaturePath: string | null;
+    secret: string;
+    toleranceS: number;
+  };
+  internalApiToken: string;
+  sync: {
+    /** null: schedule disabled (`off`). */
+    cron: string | null;
+    onStart: boolean;
+    pageSize: number;
+    concurrency: number;
+    mode: SyncMode;
+    fullEveryMs: number;
+  };
+  orders: {
+    pollBaseMs: number;
+    pollMaxMs: number;
+    stuckAlertS: number;
+    maxQuantity: number;
+  };
+  walletLowBalance: string | null;
+  pricing: { markupPercent: string; markupFixed: string; rounding: string };
+  /** The first key encrypts; all of them may decrypt. */
+  payloadKeys: Buffer[];
+  shopWebhook: { url: string | null; secret: string | null; maxAttempts: number };
+  logLevel: LogLevel;
+  /** Secrets generated outside production (names only), to be announced in the log. */
+  generated: string[];
+}
+
+/** Injectable token and value: the validated configuration. */
+export class AppConfig implements AppConfigShape {
+  nodeEnv!: string;
+  production!: boolean;
+  port!: number;
+  host!: string;
+  dataDir!: string;
+  sandbox!: boolean;
+  database!: DatabaseTarget;
+  migrateOnStart!: boolean;
+  upstream!: AppConfigShape['upstream'];
+  callbacks!: AppConfigShape['callbacks'];
+  internalApiToken!: string;
+  sync!: AppConfigShape['sync'];
+  orders!: AppConfigShape['orders'];
+  walletLowBalance!: string | null;
+  pricing!: AppConfigShape['pricing'];
+  payloadKeys!: Buffer[];
+  shopWebhook!: AppConfigShape['shopWebhook'];
+  logLevel!: LogLevel;
+  generated!: string[];
+
+  constructor(shape: AppConfigShape) {
+    Object.assign(this, shape);
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const REQUIRED_IN_PRODUCTION = [
+  'DATABASE_URL',
+  'UPSTREAM_BASE_URL',
+  'UPSTREAM_API_KEY',
+  'UPSTREAM_API_SECRET',
+  'INTERNAL_API_TOKEN',
+  'PAYLOAD_ENCRYPTION_KEY',
+] as const;
+
+/** Secrets that may be generated outside production, and kept under the data directory. */
+export interface SecretStore {
+  /** Returns the stored value for `name`, creating it with `make` when absent. */
+  getOrCreate(name: string, make: () => string): string;
+}
+
+export interface LoadConfigOptions {
+  secrets?: SecretStore;
+}
+
+type Env = Record<string, string | undefined>;
+
+const DECIMAL_RE = /^-?\d+(\.\d+)?$/;
+const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    if (v === undefined) return undefined;
+    const t = v.trim();
+    return t === '' ? undefined : t;
+  }
+
+  fail(name: string, message: string): void {
+    this.problems.push(`${name}: ${message}`);
+  }
+
+  int(name: string, def: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    if (!/^-?\d+$/.test(v)) {
+      this.fail(name, `must be an integer, got "${v}"`);
+      return def;
+    }
+    const n = Number(v);
+    if (n < min || n > max) {
+      this.fail(name, `must be between ${min} and ${max}, got ${n}`);
+      return def;
+    }
+    return n;
+  }
+
+  bool(name: string, def: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return def;
+    if (['true', '1', 'yes', 'on'].includes(v)) return true;
+    if (['false', '0', 'no', 'off'].includes(v)) return false;
+    this.fail(name, `must be true or false, got "${v}"`);
+    return def;
+  }
+
+  oneOf<T extends string>(name: string, def: T, allowed: readonly T[]): T {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.fail(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
+      return def;
+    }
+    return v as T;
+  }
+
+  url(name: string, protocols: string[]): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol)) {
+        this.fail(name, `must be a ${protocols.join(' or ')} URL, got "${v}"`);
+        return undefined;
+      }
+      return v;
+    } catch {
+      this.fail(name, `is not a valid URL: "${v}"`);
+      return undefined;
+    }
+  }
+
+  decimal(name: string, def: string | null, opts: { positive?: boolean; nonNegative?: boolean } = {}): string | null {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    if (!DECIMAL_RE.test(v)) {
+      this.fail(name, `must be a decimal number such as 1.50, got "${v}"`);
+      return def;
+    }
+    const n = Number(v);
+    if (opts.positive && !(n > 0)) this.fail(name, `must be greater than 0, got ${v}`);
+    if (opts.nonNegative && n < 0) this.fail(name, `must not be negative, got ${v}`);
+    return v;
+  }
+
+  duration(name: string, defMs: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return defMs;
+    const m = /^(\d+)(ms|s|m|h|d)?$/.exec(v);
+    if (!m) {
+      this.fail(name, `must be a duration such as 90s, 30m, 6h or 1d, got "${v}"`);
+      return defMs;
+    }
+    const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+    const unit = units[m[2] ?? 's'] ?? 1000;
+    const ms = Number(m[1]) * unit;
+    if (ms <= 0) this.fail(name, 'must be greater than 0');
+    return ms;
+  }
+}
+
+function parseDatabaseUrl(r: Reader, dataDir: string): DatabaseTarget {
+  const v = r.raw('DATABASE_URL');
+  if (v === undefined) return { kind: 'pglite', path: `${dataDir}/pglite` };
+  if (v.startsWith('pglite://')) {
+    const path = v.slice('pglite://'.length);
+    if (path === '') {
+      r.fail('DATABASE_URL', 'pglite:// needs a path or "memory" (pglite://./data/pglite, pglite://memory)');
+      return { kind: 'pglite', path: 'memory' };
+    }
+    return { kind: 'pglite', path };
+  }
+  const url = r.url('DATABASE_URL', ['postgres:', 'postgresql:']);
+  if (url === undefined && !r.problems.some((p) => p.startsWith('DATABASE_URL'))) {
+    r.fail('DATABASE_URL', 'must be postgres://…, pglite://PATH or pglite://memory');
+  }
+  return { kind: 'postgres', url: url ?? '' };
+}
+
+function parseKeys(r: Reader, raw: string): Buffer[] {
+  const keys: Buffer[] = [];
+  raw.split(',').forEach((part, i) => {
+    const s = part.trim();
+    const buf = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
+    if (buf.length !== 32) {
+      r.fail('PAYLOAD_ENCRYPTION_KEY', `key ${i + 1} must be base64 of exactly 32 bytes (got ${buf.length} bytes)`);
+    } else {
+      keys.push(buf);
+    }
+  });
+  return keys;
+}
+
+function randomHex(bytes: number): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+function randomBase64Key(): string {
+  return randomBytes(32).toString('base64');
+}
+
+export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig {
+  const r = new Reader(env);
+  const nodeEnv = r.raw('NODE_ENV') ?? 'development';
+  const production = nodeEnv === 'production';
+
+  if (production) {
+    for (const name of REQUIRED_IN_PRODUCTION) {
+      if (r.raw(name) === undefined) r.fail(name, 'is required when NODE_ENV=production');
+    }
+  }
+
+  const dataDir = r.raw('DATA_DIR') ?? './data';
+  const generated: string[] = [];
+  const secret = (name: string, make: () => string): string => {
+    const v = r.raw(name);
+    if (v !== undefined) return v;
+    if (production) return '';
+    generated.push(name);
+    return options.secrets ? options.secrets.getOrCreate(name, make) : make();
+  };
+
+  const port = r.int('PORT', 3000, 0, 65535);
+  const host = r.raw('HOST') ?? '0.0.0.0';
+  const database = parseDatabaseUrl(r, dataDir);
+  const migrateOnStart = r.bool('DB_MIGRATE_ON_START', true);
+
+  const profile = r.oneOf<UpstreamProfile>('UPSTREAM_PROFILE', 'spec', ['spec', 'dujiao-next']);
+  const preset = PROFILES[profile];
+  const baseUrl = r.url('UPSTREAM_BASE_URL', ['http:', 'https:']) ?? null;
+  const sandbox = baseUrl === null && r.raw('UPSTREAM_BASE_URL') === undefined;
+  if (baseUrl !== null && !new URL(baseUrl).pathname.replace(/\/+$/, '').endsWith(UPSTREAM_PATH_PREFIX)) {
+    r.fail('UPSTREAM_BASE_URL', `must include the path prefix ${UPSTREAM_PATH_PREFIX}, got "${baseUrl}"`);
+  }
+  const apiKey = r.raw('UPSTREAM_API_KEY') ?? (sandbox ? SANDBOX_API_KEY : '');
+  const apiSecret = r.raw('UPSTREAM_API_SECRET') ?? (sandbox ? SANDBOX_API_SECRET : '');
+  if (!sandbox && !production) {
+    if (!apiKey) r.fail('UPSTREAM_API_KEY', 'is required with UPSTREAM_BASE_URL');
+    if (!apiSecret) r.fail('UPSTREAM_API_SECRET', 'is required with UPSTREAM_BASE_URL');
+  }
+  const headerPrefix = r.raw('UPSTREAM_HEADER_PREFIX') ?? preset.headerPrefix;
+  if (!/^[A-Za-z0-9-]+$/.test(headerPrefix)) {
+    r.fail('UPSTREAM_HEADER_PREFIX', `must be letters, digits and dashes, got "${headerPrefix}"`);
+  }
+  const templateRaw = env['UPSTREAM_SIGNATURE_TEMPLATE'];
+  const signatureTemplate =
+    templateRaw !== undefined && templateRaw !== '' ? parseSignatureTemplate(templateRaw) : preset.signatureTemplate;
+  if (!/\{(body|body_md5|body_sha256)\}/.test(signatureTemplate) || !signatureTemplate.includes('{timestamp}')) {
+    r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain {timestamp} and one of {body}, {body_md5}, {body_sha256}');
+  }
+
+  const publicUrl = r.url('CALLBACK_PUBLIC_URL', ['http:', 'https:']) ?? null;
+  const explicitPath = r.raw('CALLBACK_SIGNATURE_PATH');
+  if (explicitPath !== undefined && !explicitPath.startsWith('/')) {
+    r.fail('CALLBACK_SIGNATURE_PATH', `must be a path starting with /, got "${explicitPath}"`);
+  }
+  const signaturePath =
+    explicitPath ?? preset.callbackSignaturePath ?? (publicUrl !== null ? new URL(publicUrl).pathname : null);
+
+  const internalApiToken = secret('INTERNAL_API_TOKEN', () => `dev_${randomHex(24)}`);
+  const keyRaw = secret('PAYLOAD_ENCRYPTION_KEY', randomBase64Key);
+  const payloadKeys = keyRaw ? parseKeys(r, keyRaw) : [];
+
+  const cronRaw = r.raw('SYNC_CRON') ?? '*/15 * * * *';
+  let cron: string | null = cronRaw;
+  if (cronRaw.toLowerCase() === 'off') cron = null;
+  else if (!validateCronExpression(cronRaw).valid) r.fail('SYNC_CRON', `is not a valid cron expression: "${cronRaw}"`);
+
+  const pollBaseMs = r.int('ORDER_POLL_BASE_MS', 5000, 10, 86_400_000);
+  const pollMaxMs = r.int('ORDER_POLL_MAX_MS', 600_000, 10, 86_400_000);
+  if (pollMaxMs < pollBaseMs) r.fail('ORDER_POLL_MAX_MS', `must not be below ORDER_POLL_BASE_MS (${pollBaseMs})`);
+
+  const webhookUrl = r.url('SHOP_WEBHOOK_URL', ['http:', 'https:']) ?? null;
+  const webhookSecret = r.raw('SHOP_WEBHOOK_SECRET') ?? null;
+  if (webhookUrl !== null && webhookSecret === null) {
+    r.fail('SHOP_WEBHOOK_SECRET', 'is required with SHOP_WEBHOOK_URL (deliveries are signed)');
+  }
+
+  const config = new AppConfig({
+    nodeEnv,
+    production,
+    port,
+    host,
+    dataDir,
+    sandbox,
+    database,
+    migrateOnStart,
+    upstream: {
+      baseUrl: baseUrl === null ? null : baseUrl.replace(/\/+$/, ''),
+      apiKey,
+      apiSecret,
+      profile,
+      headerPrefix,
+      signatureTemplate,
+      orderNoIdempotent: r.bool('UPSTREAM_ORDER_NO_IDEMPOTENT', preset.orderNoIdempotent),
+      submitUnknownRecheckS: r.int('SUBMIT_UNKNOWN_RECHECK_S', 60, 1, 86_400),
+      timeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 50, 600_000),
+    },
+    callbacks: {
+      publicUrl,
+      signaturePath,
+      secret: r.raw('CALLBACK_SECRET') ?? apiSecret,
+      toleranceS: r.int('CALLBACK_TOLERANCE_S', 60, 1, 86_400),
+    },
+    internalApiToken,
+    sync: {
+      cron,
+      onStart: r.bool('SYNC_ON_START', true),
+      pageSize: r.int('SYNC_PAGE_SIZE', preset.pageSize, 1, 1000),
+      concurrency: r.int('SYNC_CONCURRENCY', 4, 1, 64),
+      mode: r.oneOf<SyncMode>('SYNC_MODE', 'auto', ['auto', 'full', 'incremental']),
+      fullEveryMs: r.duration('SYNC_FULL_EVERY', 6 * 3_600_000),
+    },
+    orders: {
+      pollBaseMs,
+      pollMaxMs,
+      stuckAlertS: r.int('STUCK_ORDER_ALERT_S', 86_400, 1, 365 * 86_400),
+      maxQuantity: r.int('ORDER_MAX_QUANTITY', 1000, 1, 1_000_000),
+    },
+    walletLowBalance: r.decimal('WALLET_LOW_BALANCE', null, { nonNegative: true }),
+    pricing: {
+      markupPercent: r.decimal('PRICE_MARKUP_PERCENT', '0') ?? '0',
+      markupFixed: r.decimal('PRICE_MARKUP_FIXED', '0') ?? '0',
+      rounding: r.decimal('PRICE_ROUNDING', '0.01', { positive: true }) ?? '0.01',
+    },
+    payloadKeys,
+    shopWebhook: {
+      url: webhookUrl,
+      secret: webhookSecret,
+      maxAttempts: r.int('SHOP_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
+    },
+    logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
+    generated,
+  });
+
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}

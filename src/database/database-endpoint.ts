@@ -1,0 +1,42 @@
+/**
+ * Where the database is: a PostgreSQL server (`DATABASE_URL=postgres://…`) or the embedded PGlite
+ * (`pglite://PATH`, `pglite://memory`, the default under ./data), served in-process over the wire
+ * protocol. Opening it runs pending migrations when `DB_MIGRATE_ON_START` is on.
+ */
+import { Logger } from '@nestjs/common';
+import type { DatabaseTarget } from '../config/app-config.js';
+import { EmbeddedPostgres } from './embedded-postgres.js';
+import { migrateUp } from './migrator.js';
+
+export class DatabaseEndpoint {
+  private readonly logger = new Logger('database');
+
+  constructor(
+    /** `postgres://…` for the `pg` driver. */
+    readonly url: string,
+    readonly kind: DatabaseTarget['kind'],
+    private readonly embedded: EmbeddedPostgres | null,
+  ) {}
+
+  static async open(target: DatabaseTarget, migrate: boolean): Promise<DatabaseEndpoint> {
+    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path }) : null;
+    const url = embedded ? embedded.url : (target as { url: string }).url;
+    const endpoint = new DatabaseEndpoint(url, target.kind, embedded);
+    if (migrate) {
+      const report = await migrateUp(url);
+      if (report.applied.length) endpoint.logger.log(`applied migrations: ${report.applied.join(', ')}`);
+    }
+    return endpoint;
+  }
+
+  /** A description safe for logs (no password). */
+  describe(): string {
+    if (this.kind === 'pglite') return 'embedded PostgreSQL (PGlite)';
+    const u = new URL(this.url);
+    return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
+  }
+
+  async close(): Promise<void> {
+    await this.embedded?.stop();
+  }
+}

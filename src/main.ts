@@ -1,0 +1,64 @@
+/** Production and development entry: `node dist/main.js` (and `npm start`). */
+import 'reflect-metadata';
+import { createRelayApp } from './app.factory.js';
+import { ConfigError } from './config/app-config.js';
+import { loadProcessConfig } from './config/load-env.js';
+import { createPino, JsonLogger } from './ops/json-logger.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadProcessConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`upstream-relay: refusing to start, ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const pino = createPino(config.logLevel);
+  const logger = new JsonLogger(pino);
+  if (config.generated.length) {
+    pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
+  }
+  const relay = await createRelayApp(config, { logger });
+  const base = relay.url.replace('127.0.0.1', 'localhost');
+  pino.info(
+    {
+      internal_api: `${base}/internal`,
+      callback_endpoint: config.callbacks.publicUrl ?? `${base}/callbacks/upstream`,
+      docs: `${base}/docs`,
+      health: `${base}/health`,
+      upstream: config.upstream.baseUrl,
+      database: relay.endpoint.describe(),
+    },
+    `upstream-relay listening on ${relay.url}`,
+  );
+  if (config.sandbox) {
+    // A development token only: outside production it is generated and kept under ./data.
+    pino.info({ dev_token: config.internalApiToken }, `sandbox mode: development token for /internal/* is ${config.internalApiToken}`);
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    pino.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    relay
+      .close()
+      .then(() => process.exit(0))
+      .catch((e: unknown) => {
+        pino.error({ err: e }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`upstream-relay: failed to start: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,83 @@
+/**
+ * Structured logs: one JSON object a line (pino), behind Nest's LoggerService so every `Logger`
+ * in the code writes through it. Secrets are redacted by key wherever they appear in a log object.
+ */
+import type { LoggerService } from '@nestjs/common';
+import pino, { type Logger as Pino } from 'pino';
+import type { LogLevel } from '../config/app-config.js';
+
+export const REDACT_PATHS = [
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'api_key',
+  'apiKey',
+  'api_secret',
+  'apiSecret',
+  'secret',
+  'token',
+  'signature',
+  'payload',
+  'items',
+  'delivery_data',
+  '*.payload',
+  '*.items',
+  '*.secret',
+  '*.token',
+  '*.signature',
+  '*.delivery_data',
+];
+
+export function createPino(level: LogLevel, destination?: pino.DestinationStream): Pino {
+  return pino(
+    {
+      level,
+      base: { service: 'upstream-relay' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+}
+
+export class JsonLogger implements LoggerService {
+  constructor(readonly pino: Pino) {}
+
+  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[]) {
+    const context = typeof params[params.length - 1] === 'string' ? (params.pop() as string) : undefined;
+    const obj: Record<string, unknown> = context ? { context } : {};
+    if (message instanceof Error) {
+      obj.err = { message: message.message, stack: message.stack };
+      this.pino[level](obj, message.message);
+      return;
+    }
+    if (message !== null && typeof message === 'object') {
+      Object.assign(obj, message);
+      this.pino[level](obj, (message as { msg?: string }).msg ?? '');
+      return;
+    }
+    if (level === 'error' && typeof params[0] === 'string' && params[0].includes('\n')) obj.stack = params[0];
+    this.pino[level](obj, String(message));
+  }
+
+  log(message: unknown, ...params: unknown[]) {
+    this.write('info', message, params);
+  }
+  error(message: unknown, ...params: unknown[]) {
+    this.write('error', message, params);
+  }
+  warn(message: unknown, ...params: unknown[]) {
+    this.write('warn', message, params);
+  }
+  debug(message: unknown, ...params: unknown[]) {
+    this.write('debug', message, params);
+  }
+  verbose(message: unknown, ...params: unknown[]) {
+    this.write('trace', message, params);
+  }
+  fatal(message: unknown, ...params: unknown[]) {
+    this.write('fatal', message, params);
+  }
+}

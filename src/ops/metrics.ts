@@ -1,0 +1,150 @@
+/**
+ * Every Prometheus metric of the service in one place (names prefixed `relay_`), on a registry of
+ * the instance's own so that several app instances in one process (tests) do not collide.
+ */
+import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+@Injectable()
+export class Metrics {
+  readonly registry = new Registry();
+
+  // Upstream calls
+  readonly upstreamCalls = new Counter({
+    name: 'relay_upstream_calls_total',
+    help: 'Upstream API calls by operation and outcome class (ok, definitive, retryable, unknown).',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly upstreamLatency = new Histogram({
+    name: 'relay_upstream_call_duration_seconds',
+    help: 'Upstream API call latency by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  // Catalog sync
+  readonly syncRuns = new Counter({
+    name: 'relay_sync_runs_total',
+    help: 'Catalog sync runs by mode and final status.',
+    labelNames: ['mode', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly syncDuration = new Histogram({
+    name: 'relay_sync_duration_seconds',
+    help: 'Catalog sync run duration.',
+    labelNames: ['mode'] as const,
+    buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800],
+    registers: [this.registry],
+  });
+  readonly syncPages = new Counter({
+    name: 'relay_sync_pages_total',
+    help: 'Product pages fetched by catalog syncs.',
+    registers: [this.registry],
+  });
+  readonly syncChanges = new Counter({
+    name: 'relay_sync_changes_total',
+    help: 'SKU changes applied by catalog syncs, by kind (created, price, stock, sku_id, listing, other).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly skuCodeConflicts = new Counter({
+    name: 'relay_sync_sku_code_conflicts_total',
+    help: 'Products claiming a sku_code already held by another product.',
+    registers: [this.registry],
+  });
+
+  // Orders
+  readonly ordersByStatus = new Gauge({
+    name: 'relay_orders',
+    help: 'Local orders by status.',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly placements = new Counter({
+    name: 'relay_order_placements_total',
+    help: 'Order placement attempts by outcome (accepted, rejected, unavailable, unknown, deduplicated).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly timeToDelivery = new Histogram({
+    name: 'relay_order_time_to_delivery_seconds',
+    help: 'Time from order creation to delivered items.',
+    buckets: [1, 5, 15, 30, 60, 300, 900, 3600, 21600, 86400],
+    registers: [this.registry],
+  });
+  readonly overcharges = new Counter({
+    name: 'relay_order_overcharge_total',
+    help: 'Orders the upstream charged above quantity × the checked unit price.',
+    registers: [this.registry],
+  });
+  readonly stateRegressions = new Counter({
+    name: 'relay_order_state_regressions_total',
+    help: 'Status reports ignored because they would move an order back.',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  readonly stateAnomalies = new Counter({
+    name: 'relay_order_state_anomalies_total',
+    help: 'Contradictory status reports kept as anomalies (e.g. canceled after delivery).',
+    registers: [this.registry],
+  });
+  readonly stuckOrders = new Gauge({
+    name: 'relay_orders_stuck',
+    help: 'Unfinished orders without progress for STUCK_ORDER_ALERT_S, and submit_unknown older than 10 minutes.',
+    registers: [this.registry],
+  });
+
+  // Callbacks
+  readonly callbacksReceived = new Counter({
+    name: 'relay_callbacks_received_total',
+    help: 'Verified upstream callbacks received.',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+  readonly callbacksRejected = new Counter({
+    name: 'relay_callbacks_rejected_total',
+    help: 'Upstream callbacks refused, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly callbackDuplicates = new Counter({
+    name: 'relay_callbacks_duplicate_total',
+    help: 'Verified callbacks already in the inbox.',
+    registers: [this.registry],
+  });
+
+  // Wallet
+  readonly walletBalance = new Gauge({
+    name: 'relay_wallet_balance',
+    help: 'Upstream wallet balance at the last ping.',
+    labelNames: ['currency'] as const,
+    registers: [this.registry],
+  });
+
+  // Outbox
+  readonly outboxBacklog = new Gauge({
+    name: 'relay_outbox_backlog',
+    help: 'Shop notifications waiting for delivery.',
+    registers: [this.registry],
+  });
+  readonly outboxDeliveries = new Counter({
+    name: 'relay_outbox_deliveries_total',
+    help: 'Shop notification delivery attempts by result (delivered, failed, dead).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  // Alerts
+  readonly alerts = new Counter({
+    name: 'relay_alerts_total',
+    help: 'Alerts raised, by kind (wallet_low, order_stuck, sync_failed).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'relay_process_' });
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * Request signing of the upstream API (CONTRACT §4). Pure: no Nest, no I/O, no clock of its own.
+ *
+ * The canonical string is a template with placeholders, HMAC-SHA256'd with the secret, lower-case hex.
+ * Used by the upstream client, the callback verifier, the sandbox upstream and the shop webhooks.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+/** The published Dujiao-Next form, the default of every profile. */
+export const DEFAULT_SIGNATURE_TEMPLATE = '{method}\n{path}\n{timestamp}\n{body_md5}';
+
+export const SIGNATURE_PLACEHOLDERS = ['api_key', 'timestamp', 'method', 'path', 'body', 'body_md5', 'body_sha256'] as const;
+export type SignaturePlaceholder = (typeof SIGNATURE_PLACEHOLDERS)[number];
+
+const PLACEHOLDER_RE = /\{(api_key|timestamp|method|path|body|body_md5|body_sha256)\}/g;
+const SIGNATURE_RE = /^[0-9a-fA-F]{64}$/;
+const TIMESTAMP_RE = /^\d{1,12}$/;
+
+export interface SigningInput {
+  apiKey: string;
+  /** Unix seconds, as sent in the timestamp header. */
+  timestamp: string | number;
+  method: string;
+  /** Path only: with the `/api/v1/upstream` prefix, no host, no query string. */
+  path: string;
+  /** The exact raw body bytes; empty when there is none. */
+  body?: Buffer | Uint8Array | string | null;
+}
+
+/**
+ * Reads a template as written in an environment variable: the two characters `\n` mean a newline
+ * (and `\\` a backslash). Unknown placeholders are left as literal text.
+ */
+export function parseSignatureTemplate(raw: string): string {
+  return raw.replace(/\\(n|\\)/g, (_m, c: string) => (c === 'n' ? '\n' : '\\'));
+}
+
+/** The placeholders a template uses, in order of appearance (duplicates kept once). */
+export function templatePlaceholders(template: string): SignaturePlaceholder[] {
+  const found = new Set<SignaturePlaceholder>();
+  for (const m of template.matchAll(PLACEHOLDER_RE)) found.add(m[1] as SignaturePlaceholder);
+  return [...found];
+}
+
+function toBuffer(body: SigningInput['body']): Buffer {
+  if (body == null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
+/**
+ * The canonical string as bytes. Substitution is a single pass, so a body that itself contains
+ * `{timestamp}` is never expanded.
+ */
+export function canonicalBytes(template: string, input: SigningInput): Buffer {
+  const body = toBuffer(input.body);
+  const parts: Buffer[] = [];
+  let last = 0;
+  for (const m of template.matchAll(PLACEHOLDER_RE)) {
+    parts.push(Buffer.from(template.slice(last, m.index), 'utf8'));
+    parts.push(placeholderValue(m[1] as SignaturePlaceholder, input, body));
+    last = m.index + m[0].length;
+  }
+  parts.push(Buffer.from(template.slice(last), 'utf8'));
+  return Buffer.concat(parts);
+}
+
+function placeholderValue(name: SignaturePlaceholder, input: SigningInput, body: Buffer): Buffer {
+  switch (name) {
+    case 'api_key':
+      return Buffer.from(input.apiKey, 'utf8');
+    case 'timestamp':
+      return Buffer.from(String(input.timestamp), 'utf8');
+    case 'method':
+      return Buffer.from(input.method.toUpperCase(), 'utf8');
+    case 'path':
+      return Buffer.from(input.path, 'utf8');
+    case 'body':
+      return body;
+    case 'body_md5':
+      return Buffer.from(createHash('md5').update(body).digest('hex'), 'utf8');
+    case 'body_sha256':
+      return Buffer.from(createHash('sha256').update(body).digest('hex'), 'utf8');
+  }
+}
+
+/** The canonical string as text (for display and tests; signing uses the bytes). */
+export function canonicalString(template: string, input: SigningInput): string {
+  return canonicalBytes(template, input).toString('utf8');
+}
+
+/** Lower-case hex HMAC-SHA256 of the canonical string keyed by the secret. */
+export function sign(secret: string, template: string, input: SigningInput): string {
+  return createHmac('sha256', secret).update(canonicalBytes(template, input)).digest('hex');
+}
+
+/** The three authentication headers: `<prefix>-Api-Key`, `<prefix>-Timestamp`, `<prefix>-Signature`. */
+export interface SignatureHeaderNames {
+  apiKey: string;
+  timestamp: string;
+  signature: string;
+}
+
+export function signatureHeaderNames(prefix: string): SignatureHeaderNames {
+  return { apiKey: `${prefix}-Api-Key`, timestamp: `${prefix}-Timestamp`, signature: `${prefix}-Signature` };
+}
+
+/** Signs a request and returns the headers to send with it. */
+export function signedHeaders(
+  prefix: string,
+  secret: string,
+  template: string,
+  input: SigningInput,
+): Record<string, string> {
+  const names = signatureHeaderNames(prefix);
+  return {
+    [names.apiKey]: input.apiKey,
+    [names.timestamp]: String(input.timestamp),
+    [names.signature]: sign(secret, template, input),
+  };
+}
+
+export type VerifyFailure =
+  | 'missing_header'
+  | 'wrong_api_key'
+  | 'malformed_timestamp'
+  | 'timestamp_out_of_range'
+  | 'malformed_signature'
+  | 'signature_mismatch';
+
+export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+
+export interface VerifyInput {
+  secret: string;
+  template: string;
+  /** The API key the request must carry (ours). */
+  expectedApiKey: string;
+  method: string;
+  path: string;
+  body: Buffer | Uint8Array | string | null | undefined;
+  /** Header values as received; undefined when absent. */
+  apiKey: string | undefined;
+  timestamp: string | undefined;
+  signature: string | undefined;
+  /** Current Unix time in seconds. */
+  nowSeconds: number;
+  /** Allowed skew in seconds, either way, inclusive. */
+  toleranceSeconds: number;
+}
+
+/** Constant-time equality of two strings that never throws on a length difference. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ab = createHash('sha256').update(a, 'utf8').digest();
+  const bb = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(ab, bb) && a.length === b.length;
+}
+
+/**
+ * Verifies a signed request: every header present, our API key, a well-formed timestamp within the
+ * tolerance either way, a well-formed hex signature, then a constant-time comparison.
+ */
+export function verifySignature(v: VerifyInput): VerifyResult {
+  if (v.apiKey === undefined || v.timestamp === undefined || v.signature === undefined) {
+    return { ok: false, reason: 'missing_header' };
+  }
+  if (!constantTimeEqual(v.apiKey, v.expectedApiKey)) return { ok: false, reason: 'wrong_api_key' };
+  if (!TIMESTAMP_RE.test(v.timestamp)) return { ok: false, reason: 'malformed_timestamp' };
+  const skew = Math.abs(v.nowSeconds - Number(v.timestamp));
+  if (skew > v.toleranceSeconds) return { ok: false, reason: 'timestamp_out_of_range' };
+  if (!SIGNATURE_RE.test(v.signature)) return { ok: false, reason: 'malformed_signature' };
+  const expected = Buffer.from(
+    sign(v.secret, v.template, {
+      apiKey: v.apiKey,
+      timestamp: v.timestamp,
+      method: v.method,
+      path: v.path,
+      body: v.body,
+    }),
+    'hex',
+  );
+  const given = Buffer.from(v.signature, 'hex');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return { ok: false, reason: 'signature_mismatch' };
+  }
+  return { ok: true };
+}

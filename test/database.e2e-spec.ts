@@ -1,0 +1,84 @@
+/**
+ * The database layer on both targets (embedded PGlite by default, PostgreSQL with TEST_DATABASE_URL):
+ * migrations up and down, and the service surviving connections cut from the server side.
+ */
+import { DataSource } from 'typeorm';
+import { migrateDown, migrateUp, pendingMigrations, readMigrations } from '../src/database/migrator.js';
+import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('database', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await openTestDatabase();
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('every migration has a down file, and down then up again restores the schema', async () => {
+    const all = readMigrations();
+    expect(all.length).toBeGreaterThan(0);
+    for (const m of all) expect(m.down).not.toBeNull();
+    expect(await pendingMigrations(db.url)).toEqual([]);
+    const tables = async () =>
+      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map((r) => r.t);
+    const before = await tables();
+    const reverted = await migrateDown(db.url, all.length);
+    expect(reverted).toHaveLength(all.length);
+    expect(await tables()).toEqual(['schema_migrations']);
+    expect(await pendingMigrations(db.url)).toHaveLength(all.length);
+    const report = await migrateUp(db.url);
+    expect(report.applied).toHaveLength(all.length);
+    expect(await tables()).toEqual(before);
+    expect((await migrateUp(db.url)).applied).toEqual([]);
+  });
+
+  it('replicas migrating at once apply each migration once', async () => {
+    await migrateDown(db.url, 1);
+    const reports = await Promise.all([migrateUp(db.url), migrateUp(db.url), migrateUp(db.url)]);
+    expect(reports.flatMap((r) => r.applied)).toHaveLength(1);
+  });
+
+  describe('a lost connection', () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await startTestApp(db, null, {
+        UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
+        UPSTREAM_API_KEY: 'k',
+        UPSTREAM_API_SECRET: 's',
+      });
+    });
+    afterAll(async () => {
+      await app.close();
+    });
+
+    it('does not crash the process: the next query reconnects', async () => {
+      const ds = app.relay.app.get(DataSource);
+      // Open several pooled connections so there is something to cut.
+      await Promise.all(Array.from({ length: 4 }, () => ds.query('SELECT 1')));
+      expect((await app.http.get('/health')).status).toBe(200);
+
+      const cut = await db.terminateConnections();
+      expect(cut).toBeGreaterThan(0);
+      // The pool notices the dead connections; the service keeps answering.
+      await new Promise((r) => setTimeout(r, 200));
+      const [row] = await ds.query('SELECT 41 + 1 AS n');
+      expect(Number(row.n)).toBe(42);
+      const health = await app.http.get('/health');
+      expect(health.status).toBe(200);
+      expect(health.data).toMatchObject({ ok: true, database: 'up' });
+    });
+
+    it('keeps working when connections are cut while queries are in flight', async () => {
+      const ds = app.relay.app.get(DataSource);
+      const inflight = Array.from({ length: 6 }, (_, i) => ds.query(`SELECT pg_sleep(0.05), ${i} AS i`).then(() => 'ok', () => 'failed'));
+      await new Promise((r) => setTimeout(r, 20));
+      await db.terminateConnections();
+      const outcomes = await Promise.all(inflight);
+      expect(outcomes.every((o) => o === 'ok' || o === 'failed')).toBe(true);
+      await new Promise((r) => setTimeout(r, 200));
+      const rows = await Promise.all(Array.from({ length: 4 }, () => ds.query('SELECT 1 AS one')));
+      expect(rows.map((r) => Number(r[0].one))).toEqual([1, 1, 1, 1]);
+    });
+  });
+});
