@@ -17,9 +17,16 @@ export default {
   roots: ['<rootDir>/src', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', swc],
+    // ESM-only dependencies that CommonJS packages require() (Node 20.19 allows it, Jest's CJS loader
+    // does not): compiled to CommonJS for Jest.
+    '/node_modules/content-disposition/.+\\.js$': ['@swc/jest', { swcrc: false, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(@fastify/static/node_modules/)?content-disposition/)'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   setupFiles: ['<rootDir>/test/support/setup-env.ts'],
   testTimeout: 60000,
   maxWorkers: 2,

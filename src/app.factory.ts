@@ -11,6 +11,7 @@ import type { Clock } from './common/clock.js';
 import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
+import { setupApiDocs } from './ops/api-docs.js';
 import { SandboxServer } from './sandbox/sandbox.server.js';
 
 /** Request bodies over this are refused with 413 `payload_too_large` (CONTRACT §5, §6). */
@@ -61,6 +62,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       { rawBody: true, logger: options.logger ?? undefined, bufferLogs: false },
     );
     app.useGlobalPipes(createValidationPipe());
+    setupApiDocs(app);
     await app.listen(config.port, config.host);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -25,6 +25,7 @@ async function main(): Promise<void> {
   const base = relay.url.replace('127.0.0.1', 'localhost');
   pino.info(
     {
+      url: relay.url,
       internal_api: `${base}/internal`,
       callback_endpoint: config.callbacks.publicUrl ?? `${base}/callbacks/upstream`,
       docs: `${base}/docs`,

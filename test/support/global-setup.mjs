@@ -1,23 +1,36 @@
 // Runs once per `npm test`, before any worker (plain JS: Jest loads global setup outside its ESM
-// transform). It clears what an earlier run left; the first test file to need a database then
-// migrates the template once (test/support/test-database.ts), under a lock shared by the workers.
-import { mkdirSync, rmSync } from 'node:fs';
+// transform). It names this run (several runs may share a checkout and a server), and clears what
+// runs older than two hours left behind. The first test file to need a database then migrates the
+// template once for the run (test/support/test-database.ts), under a lock shared by the workers.
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
+const STALE_MS = 2 * 3600_000;
+
 export default async function globalSetup() {
+  const now = Date.now();
+  const run = `${Math.floor(now / 1000)}_${process.pid}`;
+  process.env.RELAY_TEST_RUN = run;
+
   const cache = fileURLToPath(new URL('../.cache/', import.meta.url));
-  rmSync(cache, { recursive: true, force: true });
   mkdirSync(cache, { recursive: true });
+  for (const entry of readdirSync(cache)) {
+    const path = `${cache}${entry}`;
+    if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true });
+  }
+  mkdirSync(`${cache}${run}`, { recursive: true });
+
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) return;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    const { rows } = await admin.query(
-      "SELECT datname FROM pg_database WHERE datname LIKE 'relay_t_%' OR datname = 'relay_template'",
-    );
-    for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
+    const { rows } = await admin.query("SELECT datname FROM pg_database WHERE datname ~ '^relay_t(pl)?_[0-9]+_'");
+    for (const { datname } of rows) {
+      const started = Number(datname.split('_')[2]) * 1000;
+      if (now - started > STALE_MS) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    }
   } finally {
     await admin.end();
   }

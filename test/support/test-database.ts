@@ -9,7 +9,7 @@ import pg from 'pg';
 import { DatabaseEndpoint } from '../../src/database/database-endpoint.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { migrateUp } from '../../src/database/migrator.js';
-import { CACHE_DIR, PGLITE_SNAPSHOT, TEMPLATE_DB, withDatabaseName } from './test-env.js';
+import { CACHE_DIR, PGLITE_SNAPSHOT, TEMPLATE_DB, TEST_DB_PREFIX, withDatabaseName } from './test-env.js';
 
 export interface TestDatabase {
   url: string;
@@ -87,7 +87,7 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   let embedded: EmbeddedPostgres | null = null;
   if (serverUrl) {
     kind = 'postgres';
-    const name = `relay_t_${randomBytes(6).toString('hex')}`;
+    const name = `${TEST_DB_PREFIX}${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: serverUrl });
     await admin.connect();
     await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${TEMPLATE_DB}"`);
