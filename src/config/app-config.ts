@@ -94,6 +94,11 @@ export interface AppConfigShape {
   payloadKeys: Buffer[];
   shopWebhook: { url: string | null; secret: string | null; maxAttempts: number };
   logLevel: LogLevel;
+  /**
+   * Background work of this process: scheduled syncs, order polling, webhook delivery. Off in the
+   * `relay` command's in-process instance, which serves one command and exits.
+   */
+  workers: boolean;
   /** Secrets generated outside production (names only), to be announced in the log. */
   generated: string[];
 }
@@ -118,6 +123,7 @@ export class AppConfig implements AppConfigShape {
   payloadKeys!: Buffer[];
   shopWebhook!: AppConfigShape['shopWebhook'];
   logLevel!: LogLevel;
+  workers!: boolean;
   generated!: string[];
 
   constructor(shape: AppConfigShape) {
@@ -421,6 +427,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxAttempts: r.int('SHOP_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     },
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
+    workers: true,
     generated,
   });
 

@@ -1,0 +1,201 @@
+/**
+ * The `relay` command (CONTRACT §8), with the same configuration as the service:
+ *   relay sync [--mode full|incremental]   one catalog sync, with progress
+ *   relay wallet                           the upstream wallet (ping)
+ *   relay order <shop_order_no>            one order, as the internal API returns it
+ *   relay sandbox [--port N] [--products N] [--profile spec|dujiao-next]
+ *   relay migrate [--down N]               apply pending migrations (or revert the latest N)
+ * `sync`, `wallet` and `order` run an instance of the service in this process (no background work)
+ * and use its internal API; with `--url URL` (or RELAY_URL) they use a running service instead
+ * (needed when the embedded database is held by a running service).
+ * Exit codes: 0 done, 1 failed, 2 usage, 3 configuration, 4 not found.
+ */
+import 'reflect-metadata';
+import axios, { type AxiosInstance } from 'axios';
+import { ConfigError, type AppConfig } from '../config/app-config.js';
+import { loadProcessConfig } from '../config/load-env.js';
+import { DatabaseEndpoint } from '../database/database-endpoint.js';
+import { migrateDown, migrateUp } from '../database/migrator.js';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, config: 3, notFound: 4 } as const;
+
+const USAGE = `usage: relay <command> [options]
+  sync [--mode full|incremental] [--url URL]   run one catalog sync and show its progress
+  wallet [--url URL]                           show the upstream wallet
+  order <shop_order_no> [--url URL]            show one order
+  sandbox [--port N] [--products N] [--profile spec|dujiao-next]
+                                               run the sandbox upstream alone
+  migrate [--down N]                           apply pending migrations (or revert the latest N)`;
+
+interface Args {
+  command: string | undefined;
+  positional: string[];
+  flags: Record<string, string>;
+}
+
+export function parseArgs(argv: string[]): Args {
+  const flags: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a.startsWith('--')) {
+      const [k, v] = a.slice(2).split('=', 2);
+      if (v !== undefined) flags[k] = v;
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[k] = argv[++i];
+      else flags[k] = 'true';
+    } else positional.push(a);
+  }
+  return { command: positional.shift(), positional, flags };
+}
+
+class UsageError extends Error {}
+
+function intFlag(flags: Record<string, string>, name: string, def: number): number {
+  const v = flags[name];
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
+  return Number(v);
+}
+
+interface Api {
+  http: AxiosInstance;
+  close(): Promise<void>;
+}
+
+/** The internal API of a running service (--url) or of an instance started in this process. */
+async function openApi(config: AppConfig, url: string | undefined): Promise<Api> {
+  if (url) {
+    const http = axios.create({
+      baseURL: url.replace(/\/+$/, ''),
+      headers: { authorization: `Bearer ${config.internalApiToken}` },
+      validateStatus: () => true,
+    });
+    return { http, close: async () => undefined };
+  }
+  const { createRelayApp } = await import('../app.factory.js');
+  config.workers = false;
+  config.sync.onStart = false;
+  config.sync.cron = null;
+  config.port = 0;
+  config.host = '127.0.0.1';
+  const relay = await createRelayApp(config, { logger: false, sandboxPort: 0 });
+  const http = axios.create({
+    baseURL: relay.url,
+    headers: { authorization: `Bearer ${config.internalApiToken}` },
+    validateStatus: () => true,
+  });
+  return { http, close: () => relay.close() };
+}
+
+type Out = (line: string) => void;
+
+function fail(out: Out, body: { error_code?: string; error_message?: string }, status: number): number {
+  out(`error: ${body?.error_code ?? `http_${status}`}: ${body?.error_message ?? ''}`.trim());
+  return status === 404 ? EXIT.notFound : EXIT.failed;
+}
+
+function bar(done: number, total: number, width = 30): string {
+  const f = total > 0 ? Math.min(1, done / total) : 0;
+  const n = Math.round(f * width);
+  return `[${'#'.repeat(n)}${'.'.repeat(width - n)}]`;
+}
+
+async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: string) => void): Promise<number> {
+  const start = await api.http.post('/internal/catalog/sync', mode ? { mode } : {});
+  if (start.status !== 202 && start.status !== 409) return fail(out, start.data, start.status);
+  const runId = String(start.data.run_id);
+  if (start.status === 409) out(`a sync is already running (${runId}); following it`);
+  for (;;) {
+    const r = await api.http.get(`/internal/catalog/sync-runs/${encodeURIComponent(runId)}`);
+    if (r.status !== 200) return fail(out, r.data, r.status);
+    const run = r.data.run;
+    const total = Number(run.pages_total ?? 0);
+    const done = Number(run.pages_done ?? 0);
+    progress(`sync ${runId} ${bar(done, total)} pages ${done}/${total || '?'}  products ${run.products_seen ?? 0}`);
+    if (run.status !== 'running') {
+      progress('');
+      out(
+        `sync ${run.status}: mode ${run.mode}, pages ${done}/${total}, products ${run.products_seen}, ` +
+          `created ${run.skus_created}, changed ${run.skus_changed}, delisted ${run.skus_delisted}, relisted ${run.skus_relisted}` +
+          (run.error ? `\nerror: ${run.error}` : ''),
+      );
+      return run.status === 'succeeded' ? EXIT.ok : EXIT.failed;
+    }
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+export async function runCli(argv: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+  const args = parseArgs(argv);
+  const progress = (s: string) => {
+    if (process.stdout.isTTY) process.stdout.write(`\r\x1b[K${s}`);
+    else if (s) out(s);
+  };
+  try {
+    if (!args.command || args.flags.help) {
+      out(USAGE);
+      return args.command || args.flags.help ? EXIT.ok : EXIT.usage;
+    }
+    if (args.command === 'sandbox') {
+      const { runSandbox } = await import('../sandbox/sandbox.main.js');
+      const profile = args.flags.profile ?? 'spec';
+      if (profile !== 'spec' && profile !== 'dujiao-next') throw new UsageError('--profile must be spec or dujiao-next');
+      const running = await runSandbox({
+        port: intFlag(args.flags, 'port', 8787),
+        host: args.flags.host ?? '127.0.0.1',
+        profile,
+        catalog: { products: intFlag(args.flags, 'products', 40) },
+        log: out,
+      });
+      await running.stopped;
+      return EXIT.ok;
+    }
+
+    if (!['sync', 'wallet', 'order', 'migrate'].includes(args.command)) throw new UsageError(`unknown command: ${args.command}`);
+    if (args.command === 'order' && !args.positional[0]) throw new UsageError('relay order needs a shop_order_no');
+    const mode = args.flags.mode;
+    if (mode !== undefined && mode !== 'full' && mode !== 'incremental') throw new UsageError('--mode must be full or incremental');
+
+    const config = loadProcessConfig();
+    if (args.command === 'migrate') {
+      const endpoint = await DatabaseEndpoint.open(config.database, false);
+      try {
+        if (args.flags.down !== undefined) {
+          const reverted = await migrateDown(endpoint.url, intFlag(args.flags, 'down', 1));
+          out(reverted.length ? `reverted: ${reverted.join(', ')}` : 'nothing to revert');
+        } else {
+          const report = await migrateUp(endpoint.url);
+          out(report.applied.length ? `applied: ${report.applied.join(', ')}` : `up to date (${report.alreadyApplied} applied)`);
+        }
+      } finally {
+        await endpoint.close();
+      }
+      return EXIT.ok;
+    }
+
+    const url = args.flags.url ?? process.env.RELAY_URL;
+    const api = await openApi(config, url);
+    try {
+      if (args.command === 'sync') return await sync(api, mode, out, progress);
+      const path = args.command === 'wallet' ? '/internal/wallet' : `/internal/orders/${encodeURIComponent(args.positional[0])}`;
+      const r = await api.http.get(path);
+      if (r.status !== 200) return fail(out, r.data, r.status);
+      out(JSON.stringify(args.command === 'wallet' ? r.data : r.data.order, null, 2));
+      return EXIT.ok;
+    } finally {
+      await api.close();
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      out(`relay: ${e.message}\n${USAGE}`);
+      return EXIT.usage;
+    }
+    if (e instanceof ConfigError) {
+      out(`relay: ${e.message}`);
+      return EXIT.config;
+    }
+    out(`relay: ${(e as Error)?.message ?? String(e)}`);
+    return EXIT.failed;
+  }
+}
+
