@@ -1,0 +1,206 @@
+/**
+ * Switchable faults of the sandbox upstream. Tests call `sandbox.faults.set({...})`, read the current
+ * values back as plain properties, and `reset()` between tests.
+ *
+ * Rule kinds (each scoped to an operation or '*', optionally for `times` requests, then expired):
+ * - `error_before`  answer `status` (default 503) without doing the work
+ * - `error_after`   do the work, then answer `status` (default 503)
+ * - `hang_before`   never answer, do nothing (socket kept open until stop)
+ * - `hang_after`    do the work, then never answer (socket kept open until stop)
+ * - `reset_before`  destroy the socket (TCP RST) without doing the work: the client sees ECONNRESET
+ * - `reset_after`   do the work, then destroy the socket
+ * - `rate_limit`    429 with `Retry-After: retryAfterS` (default 1) without doing the work
+ * - `garbage_after` do the work, then answer 200 with an unparsable body (`body` to choose it)
+ * - `payment_failed` createOrder only: the order is recorded as `canceled` (nothing charged) and the
+ *                   answer is HTTP 200 `{ok:false, error_code:'payment_failed'}`
+ * - `coded_error`   answer `status` (default 400) with `errorCode` (default 'bad_request') without work
+ * - `delay`         wait `delayMs` (default 1000) before the work, then answer normally
+ */
+import { SANDBOX_OPERATIONS, type SandboxOperation } from './sandbox.types.js';
+
+export type FaultOperation = SandboxOperation | '*';
+
+export const FAULT_KINDS = [
+  'error_before',
+  'error_after',
+  'hang_before',
+  'hang_after',
+  'reset_before',
+  'reset_after',
+  'rate_limit',
+  'garbage_after',
+  'payment_failed',
+  'coded_error',
+  'delay',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface FaultRule {
+  kind: FaultKind;
+  /** Default '*'. */
+  operation?: FaultOperation;
+  /** Applies to this many matching requests, then expires. Default: until reset. */
+  times?: number;
+  /** HTTP status for error_before / error_after (default 503) and coded_error (default 400). */
+  status?: number;
+  /** rate_limit: the Retry-After header, seconds. Default 1. */
+  retryAfterS?: number;
+  /** coded_error / error_*: the error_code of the envelope. */
+  errorCode?: string;
+  errorMessage?: string;
+  /** garbage_after / error_*: the raw body to answer instead of the default. */
+  body?: string;
+  /** delay: how long. Default 1000. */
+  delayMs?: number;
+}
+
+export type CallbackFaultMode = 'normal' | 'drop' | 'duplicate' | 'reorder' | 'delay' | 'bad_signature';
+export const CALLBACK_FAULT_MODES: readonly CallbackFaultMode[] = ['normal', 'drop', 'duplicate', 'reorder', 'delay', 'bad_signature'];
+
+export interface FaultSettings {
+  /** Added to every API request (for createOrder: between the dedup check and the insert). */
+  latencyMs: number;
+  /** Replaces the current rules when given to set(). */
+  rules: FaultRule[];
+  callbacks: CallbackFaultMode;
+  /** `duplicate`: how many copies of each callback. Default 5. */
+  duplicateTimes: number;
+  /** `delay`: how long each callback is held before its first try. Default 500. */
+  delayMs: number;
+  /** After this page of GET /products has been served, a product is inserted at the front (once). */
+  insertAtFrontWhilePaging: { afterPage: number } | null;
+}
+
+const OPERATIONS: readonly FaultOperation[] = [...SANDBOX_OPERATIONS, '*'];
+
+function defaults(): FaultSettings {
+  return {
+    latencyMs: 0,
+    rules: [],
+    callbacks: 'normal',
+    duplicateTimes: 5,
+    delayMs: 500,
+    insertAtFrontWhilePaging: null,
+  };
+}
+
+function nonNegativeInt(name: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new RangeError(`${name} must be a non-negative integer`);
+  return v;
+}
+
+/** Checks one rule (it may come from JSON over the control API). */
+export function validateFaultRule(input: unknown): FaultRule {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new RangeError('a fault rule must be an object');
+  const r = input as Record<string, unknown>;
+  if (typeof r.kind !== 'string' || !(FAULT_KINDS as readonly string[]).includes(r.kind)) {
+    throw new RangeError(`fault kind must be one of ${FAULT_KINDS.join(', ')}`);
+  }
+  const rule: FaultRule = { kind: r.kind as FaultKind, operation: '*' };
+  if (r.operation !== undefined) {
+    if (typeof r.operation !== 'string' || !(OPERATIONS as readonly string[]).includes(r.operation)) {
+      throw new RangeError(`fault operation must be one of ${OPERATIONS.join(', ')}`);
+    }
+    rule.operation = r.operation as FaultOperation;
+  }
+  if (r.times !== undefined) {
+    rule.times = nonNegativeInt('times', r.times);
+    if (rule.times === 0) throw new RangeError('times must be at least 1');
+  }
+  if (r.status !== undefined) {
+    const s = nonNegativeInt('status', r.status);
+    if (s < 100 || s > 599) throw new RangeError('status must be an HTTP status');
+    rule.status = s;
+  }
+  if (r.retryAfterS !== undefined) rule.retryAfterS = nonNegativeInt('retryAfterS', r.retryAfterS);
+  if (r.delayMs !== undefined) rule.delayMs = nonNegativeInt('delayMs', r.delayMs);
+  for (const key of ['errorCode', 'errorMessage', 'body'] as const) {
+    const v = r[key];
+    if (v !== undefined) {
+      if (typeof v !== 'string') throw new RangeError(`${key} must be a string`);
+      rule[key] = v;
+    }
+  }
+  return rule;
+}
+
+export class SandboxFaults implements FaultSettings {
+  latencyMs = 0;
+  rules: FaultRule[] = [];
+  callbacks: CallbackFaultMode = 'normal';
+  duplicateTimes = 5;
+  delayMs = 500;
+  insertAtFrontWhilePaging: { afterPage: number } | null = null;
+
+  /** Changes the given settings (validated); `rules`, when given, replace the current ones. */
+  set(partial: Partial<FaultSettings>): void {
+    const next = this.snapshot();
+    if (partial.latencyMs !== undefined) next.latencyMs = nonNegativeInt('latencyMs', partial.latencyMs);
+    if (partial.rules !== undefined) {
+      if (!Array.isArray(partial.rules)) throw new RangeError('rules must be an array');
+      next.rules = partial.rules.map(validateFaultRule);
+    }
+    if (partial.callbacks !== undefined) {
+      if (!CALLBACK_FAULT_MODES.includes(partial.callbacks)) {
+        throw new RangeError(`callbacks must be one of ${CALLBACK_FAULT_MODES.join(', ')}`);
+      }
+      next.callbacks = partial.callbacks;
+    }
+    if (partial.duplicateTimes !== undefined) next.duplicateTimes = nonNegativeInt('duplicateTimes', partial.duplicateTimes);
+    if (partial.delayMs !== undefined) next.delayMs = nonNegativeInt('delayMs', partial.delayMs);
+    if (partial.insertAtFrontWhilePaging !== undefined) {
+      const v = partial.insertAtFrontWhilePaging;
+      next.insertAtFrontWhilePaging =
+        v === null ? null : { afterPage: Math.max(1, nonNegativeInt('insertAtFrontWhilePaging.afterPage', v.afterPage)) };
+    }
+    Object.assign(this, next);
+  }
+
+  /** Appends one rule. */
+  add(rule: FaultRule): void {
+    this.rules = [...this.rules, validateFaultRule(rule)];
+  }
+
+  /** Back to no faults at all. */
+  reset(): void {
+    Object.assign(this, defaults());
+  }
+
+  /** A copy of the current settings (rules with their remaining `times`). */
+  snapshot(): FaultSettings {
+    return {
+      latencyMs: this.latencyMs,
+      rules: this.rules.map((r) => ({ ...r })),
+      callbacks: this.callbacks,
+      duplicateTimes: this.duplicateTimes,
+      delayMs: this.delayMs,
+      insertAtFrontWhilePaging: this.insertAtFrontWhilePaging ? { ...this.insertAtFrontWhilePaging } : null,
+    };
+  }
+
+  /**
+   * The first rule that applies to a request of this operation, consumed (its `times` counted down,
+   * removed at zero). `payment_failed` applies to createOrder only.
+   */
+  take(operation: SandboxOperation): FaultRule | undefined {
+    const index = this.rules.findIndex(
+      (r) =>
+        (r.operation === undefined || r.operation === '*' || r.operation === operation) &&
+        (r.kind !== 'payment_failed' || operation === 'createOrder'),
+    );
+    if (index < 0) return undefined;
+    const rule = this.rules[index];
+    if (rule.times !== undefined) {
+      const left = rule.times - 1;
+      this.rules = left > 0 ? this.rules.map((r, i) => (i === index ? { ...r, times: left } : r)) : this.rules.filter((_, i) => i !== index);
+    }
+    return rule;
+  }
+
+  /** The one-shot insert-at-front fault, consumed when `page` is the page it waits for. */
+  takeInsertAtFront(page: number): boolean {
+    if (this.insertAtFrontWhilePaging?.afterPage !== page) return false;
+    this.insertAtFrontWhilePaging = null;
+    return true;
+  }
+}

@@ -1,0 +1,324 @@
+/**
+ * Types of the sandbox upstream: its wire shapes (../../shared/upstream-api.md) and its options.
+ * The sandbox is its own small world: it imports nothing from the service but `src/signing/`, so these
+ * shapes are declared here again on purpose.
+ */
+export type MultiLanguageText = Record<string, string>;
+
+export type SandboxStockStatus = 'unlimited' | 'in_stock' | 'low_stock' | 'out_of_stock';
+export const SANDBOX_STOCK_STATUSES: readonly SandboxStockStatus[] = ['unlimited', 'in_stock', 'low_stock', 'out_of_stock'];
+
+export type SandboxFulfillmentType = 'auto' | 'manual';
+
+export type SandboxOrderStatus =
+  | 'pending_payment'
+  | 'paid'
+  | 'fulfilling'
+  | 'partially_delivered'
+  | 'delivered'
+  | 'completed'
+  | 'canceled'
+  | 'refunded'
+  | 'partially_refunded';
+export const SANDBOX_ORDER_STATUSES: readonly SandboxOrderStatus[] = [
+  'pending_payment',
+  'paid',
+  'fulfilling',
+  'partially_delivered',
+  'delivered',
+  'completed',
+  'canceled',
+  'refunded',
+  'partially_refunded',
+];
+
+/** The operations of the API, as named in fault rules, stats and request events. */
+export type SandboxOperation = 'ping' | 'categories' | 'products' | 'product' | 'createOrder' | 'getOrder' | 'cancelOrder';
+export const SANDBOX_OPERATIONS: readonly SandboxOperation[] = [
+  'ping',
+  'categories',
+  'products',
+  'product',
+  'createOrder',
+  'getOrder',
+  'cancelOrder',
+];
+
+export type SandboxProfile = 'spec' | 'dujiao-next';
+
+// ---------------------------------------------------------------------------------------------- wire
+
+export interface SandboxErrorBody {
+  ok: false;
+  error_code: string;
+  error_message: string;
+}
+
+export interface SandboxMemberLevel {
+  id?: number;
+  name?: MultiLanguageText;
+  slug?: string;
+  icon?: string;
+}
+
+export interface SandboxPing {
+  ok: true;
+  site_name: string;
+  protocol_version: string;
+  user_id: number;
+  balance: string;
+  currency: string;
+  member_level: SandboxMemberLevel | null;
+}
+
+export interface SandboxCategory {
+  id: number;
+  parent_id: number;
+  slug: string;
+  name: MultiLanguageText;
+  icon: string;
+  sort_order: number;
+}
+
+export interface SandboxSku {
+  id: number;
+  sku_code: string;
+  spec_values: Record<string, string>;
+  price_amount: string;
+  original_price?: string;
+  member_price?: string;
+  stock_status: SandboxStockStatus;
+  stock_quantity: number;
+  is_active: boolean;
+}
+
+export interface SandboxProduct {
+  id: number;
+  slug: string;
+  title: MultiLanguageText;
+  description: MultiLanguageText;
+  content?: MultiLanguageText;
+  seo_meta?: Record<string, unknown>;
+  images?: string[];
+  tags?: string[];
+  price_amount: string;
+  original_price?: string;
+  member_price?: string;
+  fulfillment_type: SandboxFulfillmentType;
+  manual_form_schema: Record<string, unknown> | null;
+  is_active: boolean;
+  category_id: number;
+  skus: SandboxSku[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SandboxProductPage {
+  ok: true;
+  items: SandboxProduct[];
+  total: number;
+  page: number;
+  page_size: number;
+}
+
+export interface SandboxFulfillment {
+  type: SandboxFulfillmentType;
+  status: 'delivered';
+  payload: string;
+  delivery_data: Record<string, unknown> | null;
+  delivered_at: string;
+}
+
+export interface SandboxCreatedOrder {
+  ok: true;
+  order_id: number;
+  order_no: string;
+  status: SandboxOrderStatus;
+  amount: string;
+  currency: string;
+}
+
+export interface SandboxOrderItem {
+  product_id: number;
+  sku_id: number;
+  title: MultiLanguageText;
+  quantity: number;
+  unit_price: string;
+  total_price: string;
+  fulfillment_type: SandboxFulfillmentType;
+}
+
+export interface SandboxOrderDetail {
+  ok: true;
+  order_id: number;
+  order_no: string;
+  status: SandboxOrderStatus;
+  amount: string;
+  currency: string;
+  items: SandboxOrderItem[];
+  fulfillment?: SandboxFulfillment;
+  /** Present when one was given at creation (the real upstream's detail carries it). */
+  downstream_order_no?: string;
+  /** Present for `refunded` / `partially_refunded`: the total given back. */
+  refunded_amount?: string;
+}
+
+export interface SandboxCanceledOrder {
+  ok: true;
+  order_id: number;
+  order_no: string;
+  status: 'canceled';
+}
+
+export type SandboxCallbackEvent = 'order.fulfilled' | 'order.status_changed';
+
+export interface SandboxCallbackBody {
+  event: SandboxCallbackEvent;
+  order_id: number;
+  order_no: string;
+  downstream_order_no?: string;
+  status: SandboxOrderStatus;
+  fulfillment?: SandboxFulfillment;
+  /** Unix seconds of the status change. */
+  timestamp: number;
+}
+
+// ------------------------------------------------------------------------------------------- options
+
+/**
+ * Delays, measured from the creation of an order, at which an auto order moves
+ * pending_payment→paid→fulfilling→delivered→completed. `null` switches a step off: the order stops
+ * before it (only `advanceAll()` / operator helpers move it on). Manual orders stop at `fulfilling`
+ * until `deliverManual()`.
+ */
+export interface SandboxTimetable {
+  paidMs: number | null;
+  fulfillingMs: number | null;
+  deliveredMs: number | null;
+  completedMs: number | null;
+}
+
+export interface SandboxCatalogOptions {
+  /** Number of generated products (all listed). Default 40. */
+  products?: number;
+  /** PRNG seed: the same seed gives the same catalog. Default 1. */
+  seed?: number;
+}
+
+export interface SandboxWalletOptions {
+  /** Decimal string. Default '1000000.00'. */
+  balance?: string;
+  /** Default 'CNY'. */
+  currency?: string;
+}
+
+export interface SandboxOptions {
+  /** Presets: header prefix (`Service` / `Dujiao-Next`) and the path callbacks are signed over. Default 'spec'. */
+  profile?: SandboxProfile;
+  /** Overrides the profile's header prefix. */
+  headerPrefix?: string;
+  /** Canonical string template (see src/signing). Default DEFAULT_SIGNATURE_TEMPLATE. */
+  signatureTemplate?: string;
+  /** Default 'sandbox-api-key'. */
+  apiKey?: string;
+  /** Default 'sandbox-api-secret'. */
+  apiSecret?: string;
+  /** HMAC key of outgoing callbacks. Default: apiSecret. */
+  callbackSecret?: string;
+  /**
+   * Path callbacks are signed over. Default by profile: `spec` → the path of each callback_url,
+   * `dujiao-next` → `/api/v1/upstream/callback`.
+   */
+  callbackSignaturePath?: string;
+  /** Allowed request timestamp skew, seconds either way. Default 60. */
+  timestampToleranceS?: number;
+  /** `GET /products` silently caps page_size at this and echoes the used size. Default 50. */
+  pageSizeCap?: number;
+  /** Check-then-insert deduplication of `downstream_order_no`. Default true. */
+  dedupeDownstreamOrderNo?: boolean;
+  /** Largest accepted quantity (a larger one is 400 bad_request). Default 10000. */
+  maxQuantity?: number;
+  catalog?: SandboxCatalogOptions;
+  /** Default { paidMs: 50, fulfillingMs: 100, deliveredMs: 200, completedMs: null }. */
+  timetable?: Partial<SandboxTimetable>;
+  wallet?: SandboxWalletOptions;
+  /** Delays before the 2nd, 3rd, … try of a callback. Default [30000, 60000, 120000, 300000] (5 tries). */
+  callbackRetryDelaysMs?: number[];
+  /** Per-try timeout of an outgoing callback. Default 5000. */
+  callbackTimeoutMs?: number;
+  /** Default false: a callback_url on a loopback/private address is 400 invalid_callback_url. */
+  allowPrivateCallbackUrls?: boolean;
+  /** Wall clock in ms, used for every timestamp (auth, created_at, updated_at, delivered_at, callbacks). */
+  clock?: () => number;
+  /** Ping's site_name. Default 'Sandbox Upstream'. */
+  siteName?: string;
+  /** Ping's user_id. Default 1. */
+  userId?: number;
+  /** Ping's member_level. Default a `gold` level; `null` for none. */
+  memberLevel?: SandboxMemberLevel | null;
+}
+
+// ------------------------------------------------------------------------------------- observability
+
+export interface SandboxStats {
+  /** Every API request received (faulted and unauthenticated ones included), by operation. */
+  requests: Record<SandboxOperation | 'unknown', number>;
+  totalRequests: number;
+  /** `POST /orders` requests received. */
+  createsReceived: number;
+  /** Orders actually recorded (payment_failed ones included; deduplicated answers not). */
+  createsExecuted: number;
+  /** Successful cancels. */
+  cancelsExecuted: number;
+  /** Fault rules applied. */
+  faultsApplied: number;
+  /** Callback tries made (each retry and each duplicate counts). */
+  callbacksAttempted: number;
+  /** Callback tries answered 200 {"ok":true}. */
+  callbacksSucceeded: number;
+  /** Callback snapshots dropped by the `drop` fault. */
+  callbacksDropped: number;
+}
+
+export type SandboxRequestOutcome = 'answered' | 'reset' | 'hang';
+
+export interface SandboxRequestEvent {
+  operation: SandboxOperation | 'unknown';
+  phase: 'received' | 'done';
+  method: string;
+  path: string;
+  /** On `done`: the HTTP status written (absent for reset/hang). */
+  status?: number;
+  /** On `done`. */
+  outcome?: SandboxRequestOutcome;
+}
+
+export interface SandboxOrderView {
+  id: number;
+  order_no: string;
+  downstream_order_no: string | null;
+  status: SandboxOrderStatus;
+  amount: string;
+  currency: string;
+  product_id: number;
+  sku_id: number;
+  sku_code: string;
+  quantity: number;
+  fulfillment_type: SandboxFulfillmentType;
+  /** The delivered payload (null until delivered). */
+  payload: string | null;
+  refunded_amount: string | null;
+  callback_url: string | null;
+  trace_id: string | null;
+  manual_form_data: Record<string, unknown> | null;
+  created_at: string;
+  /** Every status the order has had, in order. */
+  history: SandboxOrderStatus[];
+}
+
+export interface SandboxOrderEvent {
+  orderId: number;
+  from: SandboxOrderStatus | null;
+  to: SandboxOrderStatus;
+  order: SandboxOrderView;
+}

@@ -1,0 +1,80 @@
+import {
+  isUpstreamCanceledOrder,
+  isUpstreamCreatedOrder,
+  isUpstreamOrder,
+  isUpstreamPing,
+  isUpstreamProductPage,
+} from './upstream.shapes.js';
+
+const sku = {
+  id: 11,
+  sku_code: 'SKU-1',
+  spec_values: {},
+  price_amount: '9.90',
+  stock_status: 'in_stock',
+  stock_quantity: 5,
+  is_active: true,
+};
+const product = {
+  id: 1,
+  slug: 'p',
+  title: { en: 'P' },
+  description: { en: '' },
+  price_amount: '9.90',
+  fulfillment_type: 'auto',
+  is_active: true,
+  category_id: 3,
+  skus: [sku],
+};
+const order = {
+  ok: true,
+  order_id: 7,
+  order_no: 'O7',
+  status: 'delivered',
+  amount: '19.80',
+  currency: 'CNY',
+  items: [{ sku_id: 11, quantity: 2 }],
+  fulfillment: { type: 'auto', status: 'delivered', payload: 'a\nb', delivered_at: '2025-01-01T00:00:00Z' },
+};
+
+describe('upstream answer shapes', () => {
+  it('accepts a ping and refuses a numeric balance', () => {
+    const ping = { ok: true, site_name: 's', protocol_version: '1.0', user_id: 1, balance: '10.00', currency: 'CNY' };
+    expect(isUpstreamPing(ping)).toBe(true);
+    expect(isUpstreamPing({ ...ping, member_level: null })).toBe(true);
+    expect(isUpstreamPing({ ...ping, balance: 10 })).toBe(false);
+  });
+
+  it('checks every product and SKU of a page', () => {
+    const page = { ok: true, items: [product], total: 1, page: 1, page_size: 50 };
+    expect(isUpstreamProductPage(page)).toBe(true);
+    expect(isUpstreamProductPage({ ...page, items: [{ ...product, skus: [{ ...sku, price_amount: 9.9 }] }] })).toBe(false);
+    expect(isUpstreamProductPage({ ...page, total: '1' })).toBe(false);
+    expect(isUpstreamProductPage({ ...page, items: undefined })).toBe(false);
+  });
+
+  it('lets unknown states and extra fields pass (refunded, partially_refunded)', () => {
+    expect(isUpstreamOrder({ ...order, status: 'refunded', refunded_amount: '19.80' })).toBe(true);
+    expect(isUpstreamOrder({ ...order, status: 'partially_refunded', refunded_amount: '5.00', extra: { a: 1 } })).toBe(true);
+    expect(isUpstreamOrder({ ...order, status: 'something_new' })).toBe(true);
+    expect(isUpstreamOrder({ ...order, fulfillment: null })).toBe(true);
+  });
+
+  it('refuses orders without the fields the service relies on', () => {
+    expect(isUpstreamOrder({ ...order, order_id: '7' })).toBe(false);
+    expect(isUpstreamOrder({ ...order, amount: 19.8 })).toBe(false);
+    expect(isUpstreamOrder({ ...order, items: undefined })).toBe(false);
+    expect(isUpstreamOrder({ ...order, fulfillment: { type: 'auto', status: 'delivered' } })).toBe(false);
+    expect(isUpstreamOrder({ ...order, refunded_amount: 5 })).toBe(false);
+    const { ok: _ok, ...withoutOk } = order;
+    expect(isUpstreamOrder(withoutOk)).toBe(false);
+  });
+
+  it('checks created and canceled orders', () => {
+    const created = { ok: true, order_id: 7, order_no: 'O7', status: 'paid', amount: '19.80', currency: 'CNY' };
+    expect(isUpstreamCreatedOrder(created)).toBe(true);
+    expect(isUpstreamCreatedOrder({ ...created, order_id: undefined })).toBe(false);
+    expect(isUpstreamCanceledOrder({ ok: true, order_id: 7, order_no: 'O7', status: 'canceled' })).toBe(true);
+    expect(isUpstreamCanceledOrder({ ok: true, order_no: 'O7', status: 'canceled' })).toBe(false);
+  });
+});
