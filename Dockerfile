@@ -5,6 +5,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json .swcrc nest-cli.json ./
+COPY console ./console
 COPY src ./src
 RUN npm run build
 

@@ -20,7 +20,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/config/**', 'src/cli/**', 'test/**', 'bench/**', '**/*.spec.ts', '**/*.mjs'],
+    files: ['src/config/**', 'src/cli/**', 'test/**', 'bench/**', '**/*.spec.ts', '**/*.mjs', 'console/vite.config.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   {

@@ -1,0 +1,157 @@
+/**
+ * Dashboard: the wallet, the last sync, orders by status, the orders needing a decision
+ * (`submit_unknown` and stuck), orders per day and sync durations.
+ */
+import { api } from '../api.js';
+import { BarChart, type Bar } from '../charts.js';
+import { html } from '../html.js';
+import { href } from '../router.js';
+import { ORDER_STATUSES, type ListBody, type Order, type SyncRun, type Wallet } from '../types.js';
+import { ago, Badge, Card, durationMs, ErrorBox, formatDuration, Loading, Money, pickText, Time, useInterval, useLoad } from '../ui.js';
+
+const DAYS = 14;
+const MAX_ORDER_PAGES = 4;
+
+const dayKey = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+
+async function ordersPerDay(): Promise<{ bars: Bar[]; partial: boolean }> {
+  const since = new Date();
+  since.setHours(0, 0, 0, 0);
+  since.setDate(since.getDate() - (DAYS - 1));
+  const counts = new Map<string, number>();
+  let partial = false;
+  for (let page = 1; page <= MAX_ORDER_PAGES; page++) {
+    const list = await api.get<ListBody<Order>>('/internal/orders', { page, page_size: 500 });
+    let older = false;
+    for (const o of list.items) {
+      const at = new Date(o.created_at);
+      if (at < since) {
+        older = true;
+        continue;
+      }
+      const k = dayKey(at);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    if (older || page * list.page_size >= list.total) break;
+    if (page === MAX_ORDER_PAGES) partial = true;
+  }
+  const bars: Bar[] = [];
+  for (let i = 0; i < DAYS; i++) {
+    const d = new Date(since);
+    d.setDate(since.getDate() + i);
+    const k = dayKey(d);
+    bars.push({ label: k.slice(5), value: counts.get(k) ?? 0, tone: 'info', title: `${k}: ${counts.get(k) ?? 0} orders` });
+  }
+  return { bars, partial };
+}
+
+async function statusCounts(): Promise<Array<[string, number]>> {
+  return Promise.all(
+    ORDER_STATUSES.map(async (status) => {
+      const list = await api.get<ListBody<Order>>('/internal/orders', { status, page_size: 1 });
+      return [status, list.total] as [string, number];
+    }),
+  );
+}
+
+async function needingDecision(): Promise<{ unknown: ListBody<Order>; stuck: ListBody<Order> }> {
+  const [unknown, stuck] = await Promise.all([
+    api.get<ListBody<Order>>('/internal/orders', { status: 'submit_unknown', page_size: 20 }),
+    api.get<ListBody<Order>>('/internal/orders', { stuck: true, page_size: 20 }),
+  ]);
+  return { unknown, stuck };
+}
+
+function DecisionRows({ orders, why }: { orders: Order[]; why: string }) {
+  return orders.map(
+    (o) => html`<tr>
+      <td><a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a></td>
+      <td><${Badge} value=${o.status} /></td>
+      <td>${why}</td>
+      <td><code>${o.sku_code}</code> × ${o.quantity}</td>
+      <td><${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span></td>
+    </tr>`,
+  );
+}
+
+export function DashboardPage() {
+  const wallet = useLoad(() => api.get<Wallet>('/internal/wallet'), []);
+  const runs = useLoad(() => api.get<ListBody<SyncRun>>('/internal/catalog/sync-runs', { page_size: 30 }), []);
+  const counts = useLoad(statusCounts, []);
+  const decision = useLoad(needingDecision, []);
+  const perDay = useLoad(ordersPerDay, []);
+  useInterval(() => {
+    void wallet.reload();
+    void runs.reload();
+    void counts.reload();
+    void decision.reload();
+    void perDay.reload();
+  }, 30_000);
+
+  const last = runs.data?.items[0];
+  const durations: Bar[] = (runs.data?.items ?? [])
+    .filter((r) => r.finished_at)
+    .slice(0, 20)
+    .reverse()
+    .map((r) => {
+      const ms = durationMs(r.started_at, r.finished_at) ?? 0;
+      return { label: new Date(r.started_at).toTimeString().slice(0, 5), value: ms / 1000, tone: r.status === 'failed' ? 'bad' : 'good', title: `${r.run_id} (${r.mode}, ${r.status}): ${formatDuration(ms)}` };
+    });
+  const totalOrders = counts.data?.reduce((n, [, c]) => n + c, 0);
+  const unknown = decision.data?.unknown;
+  const stuck = decision.data?.stuck;
+  const stuckOnly = (stuck?.items ?? []).filter((o) => o.status !== 'submit_unknown');
+
+  return html`<div class="page dashboard">
+    <h1>Dashboard</h1>
+    <div class="grid three">
+      <${Card} title="Upstream wallet" class="stat" >
+        ${wallet.error ? html`<${ErrorBox} error=${wallet.error} />` : !wallet.data ? html`<${Loading} />` : html`
+          <p class="big" data-testid="wallet-balance"><${Money} amount=${wallet.data.balance} currency=${wallet.data.currency} /></p>
+          <p class="muted small">${wallet.data.member_level ? html`member level ${pickText(wallet.data.member_level.name) || wallet.data.member_level.slug} · ` : null}checked <${Time} at=${wallet.data.checked_at} /></p>`}
+      <//>
+      <${Card} title="Last sync" class="stat">
+        ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : !last ? html`<p class="muted">No sync has run yet. <a href="#/sync">Start one</a>.</p>` : html`
+          <p class="big" data-testid="last-sync"><${Badge} value=${last.status} /> <span class="small">${last.mode}</span></p>
+          <p class="small"><${Time} at=${last.finished_at ?? last.started_at} /> <span class="muted">${ago(last.finished_at ?? last.started_at)} · ${formatDuration(durationMs(last.started_at, last.finished_at))}</span></p>
+          <p class="small" data-testid="last-sync-changes">${last.skus_created} created · ${last.skus_changed} changed · ${last.skus_delisted} delisted · ${last.skus_relisted} relisted</p>
+          ${last.error ? html`<p class="alert small">${last.error}</p>` : null}`}
+      <//>
+      <${Card} title="Needs a decision" class="stat">
+        ${decision.error ? html`<${ErrorBox} error=${decision.error} />` : !decision.data ? html`<${Loading} />` : html`
+          <p class="big"><a href=${href('/orders', { status: 'submit_unknown' })} data-testid="unknown-count">${unknown?.total ?? 0}</a> <span class="small">submit unknown</span></p>
+          <p class="big"><a href=${href('/orders', { stuck: true })} data-testid="stuck-count">${stuck?.total ?? 0}</a> <span class="small">stuck</span></p>`}
+      <//>
+    </div>
+
+    <${Card} title=${`Orders by status${totalOrders !== undefined ? ` (${totalOrders})` : ''}`}>
+      ${counts.error ? html`<${ErrorBox} error=${counts.error} />` : !counts.data ? html`<${Loading} />` : html`
+        <ul class="status-tiles" data-testid="status-counts">
+          ${counts.data.map(([s, n]) => html`<li class=${n ? '' : 'zero'}><a href=${href('/orders', { status: s })}><${Badge} value=${s} /><strong data-status=${s}>${n}</strong></a></li>`)}
+        </ul>`}
+    <//>
+
+    ${unknown && (unknown.items.length > 0 || stuckOnly.length > 0)
+      ? html`<${Card} title="Orders needing a decision" class="decision">
+          <table class="table" data-testid="decision-table">
+            <thead><tr><th>Order</th><th>Status</th><th>Why</th><th>SKU</th><th>Last change</th></tr></thead>
+            <tbody>
+              <${DecisionRows} orders=${unknown.items} why="outcome unknown: resolve it" />
+              <${DecisionRows} orders=${stuckOnly} why="no progress: refresh or cancel" />
+            </tbody>
+          </table>
+        <//>`
+      : null}
+
+    <div class="grid two">
+      <${Card} title=${`Orders per day (last ${DAYS} days)`}>
+        ${perDay.error ? html`<${ErrorBox} error=${perDay.error} />` : !perDay.data ? html`<${Loading} />` : html`
+          <${BarChart} bars=${perDay.data.bars} label="orders per day" />
+          ${perDay.data.partial ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>` : null}`}
+      <//>
+      <${Card} title="Sync durations (last 20 runs)">
+        ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : html`<${BarChart} bars=${durations} label="sync durations" format=${(v: number) => `${Number(v.toFixed(2))} s`} />`}
+      <//>
+    </div>
+  </div>`;
+}

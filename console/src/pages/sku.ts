@@ -1,0 +1,90 @@
+/** One SKU: its fields, its price under the rules, and its change history. */
+import { api, enc } from '../api.js';
+import { Margin, skuTitle } from '../catalog-data.js';
+import { html } from '../html.js';
+import { href } from '../router.js';
+import type { Sku, SkuChange } from '../types.js';
+import { Badge, Card, ErrorBox, Facts, Loading, Money, Time, useLoad } from '../ui.js';
+
+interface ChangesBody {
+  ok: true;
+  items?: SkuChange[];
+  changes?: SkuChange[];
+  total?: number;
+}
+
+function show(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v);
+}
+
+export function SkuPage({ skuCode }: { skuCode: string }) {
+  const base = `/internal/catalog/skus/${enc(skuCode)}`;
+  const sku = useLoad(async () => (await api.get<{ ok: true; sku: Sku }>(base)).sku, [skuCode]);
+  const changes = useLoad(async () => {
+    const body = await api.get<ChangesBody>(`${base}/changes`, { page_size: 500 });
+    const rows = body.items ?? body.changes ?? [];
+    return { rows, total: body.total ?? rows.length };
+  }, [skuCode]);
+  const s = sku.data;
+  return html`<div class="page sku">
+    <p class="back"><a href="#/catalog">‹ Catalog</a></p>
+    <div class="title-row">
+      <h1>SKU <code>${skuCode}</code></h1>
+      ${s ? html`${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html`<${Badge} value="unlisted" tone="muted" />`}` : null}
+      <span class="spacer"></span>
+      ${s ? html`<a class="btn" href=${href('/pricing', { sku_code: s.sku_code })}>Pricing rule…</a>` : null}
+    </div>
+    <${ErrorBox} error=${sku.error} />
+    ${!s && !sku.error ? html`<${Loading} what="the SKU" />` : null}
+    ${s
+      ? html`<div class="grid two">
+          <${Card} title=${skuTitle(s)}>
+            <${Facts} rows=${[
+              ['Cost', html`<${Money} amount=${s.cost_price} currency=${s.currency} />`, 'cost_price'],
+              ['Sale price', html`<${Money} amount=${s.sale_price} currency=${s.currency} />`, 'sale_price'],
+              ['Margin', html`<${Margin} cost=${s.cost_price} sale=${s.sale_price} />`],
+              ['Original price', s.original_price ? html`<${Money} amount=${s.original_price} currency=${s.currency} />` : null],
+              ['Member price', s.member_price ? html`<${Money} amount=${s.member_price} currency=${s.currency} />` : null],
+              ['Stock', html`<${Badge} value=${s.stock_status} /> ${s.stock_status === 'unlimited' ? '' : s.stock_quantity}`, 'stock'],
+            ]} />
+          <//>
+          <${Card} title="Upstream">
+            <${Facts} rows=${[
+              ['Product id', String(s.product_id)],
+              ['SKU id', String(s.upstream_sku_id)],
+              ['Category', html`<a href=${href('/catalog', { category_id: String(s.category_id) })}>${String(s.category_id)}</a>`],
+              ['Fulfillment', s.fulfillment_type],
+              ['Manual form', s.manual_form_schema ? html`<pre class="json small">${JSON.stringify(s.manual_form_schema, null, 1)}</pre>` : null],
+              ['Updated', html`<${Time} at=${s.updated_at} />`],
+            ]} />
+          <//>
+        </div>`
+      : null}
+    <${Card} title=${`Change history${changes.data ? ` (${changes.data.total})` : ''}`}>
+      <${ErrorBox} error=${changes.error} />
+      ${!changes.data && !changes.error ? html`<${Loading} what="the history" />` : null}
+      ${changes.data
+        ? html`<table class="table" data-testid="sku-changes">
+            <thead><tr><th>When</th><th>Field</th><th>Kind</th><th>Old → new</th><th>Source</th><th>Sync run</th></tr></thead>
+            <tbody>
+              ${changes.data.rows.length === 0 ? html`<tr><td colspan="6" class="muted">No changes recorded.</td></tr>` : null}
+              ${[...changes.data.rows]
+                .sort((a, b) => Date.parse(b.changed_at ?? b.at ?? '') - Date.parse(a.changed_at ?? a.at ?? ''))
+                .map(
+                  (c) => html`<tr data-field=${c.field} data-kind=${c.kind ?? ''}>
+                    <td><${Time} at=${c.changed_at ?? c.at} /></td>
+                    <td><code>${c.field}</code></td>
+                    <td>${c.kind ? html`<${Badge} value=${c.kind} tone="info" />` : null}</td>
+                    <td class="change">${c.kind === 'created' ? html`<span class="muted">new SKU</span>` : html`<span class="old">${show(c.old_value ?? c.old)}</span> → <span class="new">${show(c.new_value ?? c.new)}</span>`}</td>
+                    <td>${c.source ?? ''}</td>
+                    <td>${c.run_id ? html`<code class="small">${c.run_id}</code>` : html`<span class="muted">—</span>`}</td>
+                  </tr>`,
+                )}
+            </tbody>
+          </table>`
+        : null}
+    <//>
+  </div>`;
+}

@@ -1,0 +1,360 @@
+/**
+ * The operator console (issue 6) in a real headless Chromium: served by the service at `/console/`,
+ * behind the internal token, fed by the internal API only, against the sandbox upstream. Orders are
+ * placed through the internal API here; the console resolves an unknown outcome, cancels a pending
+ * order and records its refund, edits a pricing rule, and starts a sync. Each page is saved to
+ * docs/screenshots/ (1280×800) for the README.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import axios from 'axios';
+import playwright from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { compileRule, salePrice } from '../src/catalog/pricing.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const DIST = `${ROOT}dist/console/`;
+const SHOTS = `${ROOT}docs/screenshots/`;
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Newest modification time under a path (files only). */
+function newest(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((n) => newest(`${path}/${n}`)));
+}
+
+/** Builds the console when `dist/console/` is missing or older than its sources. */
+function ensureConsoleBuilt(): void {
+  const sources = ['console/index.html', 'console/src', 'console/public', 'console/vite.config.ts'].map((p) => `${ROOT}${p}`);
+  const shell = `${DIST}index.html`;
+  if (existsSync(shell) && statSync(shell).mtimeMs >= Math.max(...sources.map(newest))) return;
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for vite
+  execFileSync(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    cwd: ROOT,
+    env,
+    stdio: 'pipe',
+    timeout: 120_000,
+  });
+}
+
+// The few browser globals the page functions below use (this file is type-checked without the DOM lib).
+interface PageElement {
+  textContent: string | null;
+}
+declare const document: { querySelector(s: string): PageElement | null; querySelectorAll(s: string): ArrayLike<PageElement> & Iterable<PageElement> };
+declare const sessionStorage: { setItem(k: string, v: string): void; length: number } & Record<string, string>;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 1000)}`);
+    await sleep(50);
+    last = await read();
+  }
+  return last;
+}
+
+interface OrderBody {
+  shop_order_no: string;
+  status: string;
+  upstream_order_id: number | null;
+  items: string[];
+  amount: string | null;
+  refund_state: string;
+  refundable_amount: string | null;
+}
+
+interface SkuBody {
+  sku_code: string;
+  cost_price: string;
+  sale_price: string;
+  available: boolean;
+  fulfillment_type: string;
+  stock_status: string;
+}
+
+describe('operator console (headless Chromium)', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let sku: SkuBody;
+  const pageErrors: string[] = [];
+  const requests: string[] = [];
+
+  const consoleUrl = (hash = '') => `${app.url}/console/${hash}`;
+  const order = async (no: string) => (await app.http.get(`/internal/orders/${no}`)).data.order as OrderBody;
+  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png` });
+  const place = async (no: string, quantity = 1) => {
+    const res = await app.http.post('/internal/orders', { shop_order_no: no, sku_code: sku.sku_code, quantity });
+    if (res.status >= 300 && res.status !== 202) throw new Error(`order ${no} not placed: ${res.status} ${JSON.stringify(res.data)}`);
+    return res.data.order as OrderBody;
+  };
+  const syncNow = async () => {
+    const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect(started.status).toBe(202);
+    const run = await waitFor(
+      async () => (await app.http.get(`/internal/catalog/sync-runs/${started.data.run_id}`)).data.run as { status: string },
+      (r) => r.status !== 'running',
+      'the sync',
+    );
+    expect(run.status).toBe('succeeded');
+  };
+
+  beforeAll(async () => {
+    ensureConsoleBuilt();
+    mkdirSync(SHOTS, { recursive: true });
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 12 } });
+    app = await startTestApp(db, sandbox, {
+      ORDER_POLL_BASE_MS: '100',
+      ORDER_POLL_MAX_MS: '500',
+      UPSTREAM_TIMEOUT_MS: '2000',
+      PRICE_MARKUP_PERCENT: '12',
+    });
+    await syncNow();
+    const skus = (await app.http.get('/internal/catalog/skus', { params: { available: true, page_size: 500 } })).data.items as SkuBody[];
+    sku = skus.find((s) => s.fulfillment_type === 'auto' && s.stock_status === 'unlimited') ?? skus.find((s) => s.fulfillment_type === 'auto')!;
+    // A price change upstream, seen by a second sync: the SKU gets a history beyond its creation.
+    sandbox.catalog.setPrice(sku.sku_code, (BigInt(sku.cost_price.replace('.', '')) + 100n).toString().replace(/(\d{2})$/, '.$1'));
+    await syncNow();
+    sku = (await app.http.get(`/internal/catalog/skus/${sku.sku_code}`)).data.sku as SkuBody;
+
+    // Orders, placed through the internal API: two that get delivered, …
+    for (const [no, q] of [['shop-1001', 1], ['shop-1002', 2]] as const) await place(no, q);
+    await waitFor(() => order('shop-1002'), (o) => o.status === 'delivered' && o.items.length > 0, 'shop-1002 delivered');
+    await waitFor(() => order('shop-1001'), (o) => o.status === 'delivered', 'shop-1001 delivered');
+    // … one whose outcome is unknown (the upstream creates it, then answers 500), …
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', times: 1 }] });
+    expect((await place('shop-1003')).status).toBe('submit_unknown');
+    // … and one that stays unpaid upstream.
+    sandbox.setTimetable({ paidMs: null });
+    expect((await place('shop-1004')).status).toBe('pending_payment');
+
+    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US', timezoneId: 'UTC' });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) pageErrors.push(m.text());
+    });
+    page.on('request', (r) => requests.push(r.url()));
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  afterEach(() => {
+    // No script error, no CSP violation, and nothing fetched from anywhere but the service.
+    expect(pageErrors).toEqual([]);
+    const origin = app.url;
+    expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'))).toEqual([]);
+  });
+
+  it('serves the HTML shell without a token, its own files only, and keeps the data behind the token', async () => {
+    const shell = await axios.get(`${app.url}/console/`, { validateStatus: () => true });
+    expect(shell.status).toBe(200);
+    expect(shell.headers['content-type']).toMatch(/^text\/html/);
+    expect(shell.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(shell.headers['cache-control']).toBe('no-cache');
+    expect(shell.data).toContain('<div id="app">');
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(shell.data as string)![1];
+    const js = await axios.get(`${app.url}${asset}`, { validateStatus: () => true, decompress: true });
+    expect(js.status).toBe(200);
+    expect(js.headers['cache-control']).toContain('immutable');
+
+    const bare = await axios.get(`${app.url}/console`, { maxRedirects: 0, validateStatus: () => true });
+    expect(bare.status).toBe(301);
+    expect(bare.headers.location).toBe('/console/');
+    // The folder also holds the compiled server module: never served.
+    expect((await axios.get(`${app.url}/console/console.module.js`, { validateStatus: () => true })).status).toBe(404);
+    expect((await axios.get(`${app.url}/internal/orders`, { validateStatus: () => true })).status).toBe(401);
+  });
+
+  it('logs in with the internal token, refusing a wrong one', async () => {
+    await page.goto(consoleUrl());
+    await page.getByLabel('Internal API token').waitFor();
+    await shot('login');
+    await page.getByLabel('Internal API token').fill('not-the-token');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('[role=alert]', { hasText: 'unauthorized' }).waitFor();
+    await page.getByLabel('Internal API token').fill(TEST_TOKEN);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toContain(TEST_TOKEN);
+  });
+
+  it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order needing a decision', async () => {
+    await page.goto(consoleUrl('#/'));
+    const wallet = page.getByTestId('wallet-balance');
+    await page.waitForFunction((b) => document.querySelector('[data-testid=wallet-balance]')?.textContent?.includes(b), sandbox.walletBalance());
+    expect(await wallet.textContent()).toBe(`${sandbox.walletBalance()} CNY`);
+    await page.getByTestId('last-sync').getByText('succeeded').waitFor();
+    await page.locator('[data-testid=status-counts] [data-status=delivered]', { hasText: '2' }).waitFor();
+    expect(await page.locator('[data-testid=status-counts] [data-status=pending_payment]').textContent()).toBe('1');
+    expect(await page.getByTestId('unknown-count').textContent()).toBe('1');
+    await page.getByTestId('decision-table').getByText('shop-1003').waitFor();
+    expect(await page.locator('svg.chart').count()).toBe(2);
+    await shot('dashboard');
+  });
+
+  it('lists orders and filters them by status', async () => {
+    await page.getByRole('link', { name: 'Orders', exact: true }).click();
+    const rows = page.locator('[data-testid=orders-table] tbody tr[data-order]');
+    await page.locator('tr[data-order=shop-1004]').waitFor();
+    expect(await rows.count()).toBe(4);
+    await shot('orders');
+    await page.getByLabel('Status').selectOption('submit_unknown');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=orders-table] tbody tr[data-order]').length === 1);
+    expect(await rows.first().getAttribute('data-order')).toBe('shop-1003');
+  });
+
+  it('shows an order: upstream ids, amounts, the timeline, and the items masked until revealed', async () => {
+    const o = await order('shop-1002');
+    await page.goto(consoleUrl('#/orders/shop-1002'));
+    await page.getByTestId('order-status').getByText('delivered').waitFor();
+    expect(await page.locator('[data-field=upstream_order_id]').textContent()).toBe(String(o.upstream_order_id));
+    expect(await page.locator('[data-field=amount]').textContent()).toBe(`${o.amount} CNY`);
+    await page.locator('[data-testid=timeline] li[data-to=delivered]').waitFor();
+    const items = page.getByTestId('items');
+    for (const item of o.items) expect(await items.textContent()).not.toContain(item);
+    await shot('order-detail');
+    await page.getByRole('button', { name: 'Reveal items' }).click();
+    for (const item of o.items) expect(await items.textContent()).toContain(item);
+  });
+
+  it("shows the contract's error as it comes: a delivered order cannot be canceled", async () => {
+    await page.getByRole('button', { name: 'Cancel…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel the order' }).click();
+    await page.getByRole('dialog').locator('[data-error-code=cancel_not_allowed]').waitFor();
+    await page.getByRole('dialog').getByRole('button', { name: 'Back' }).click();
+    expect((await order('shop-1002')).status).toBe('delivered');
+  });
+
+  it('resolves a submit_unknown order with its upstream order id (a wrong one is refused)', async () => {
+    const upstream = sandbox.orders().find((o) => o.downstream_order_no === 'shop-1003')!;
+    const other = sandbox.orders().find((o) => o.downstream_order_no === 'shop-1001')!;
+    await page.goto(consoleUrl('#/orders/shop-1003'));
+    await page.getByTestId('order-status').getByText('submit unknown').waitFor();
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.locator('input[name=upstream_order_id]').fill(String(other.id));
+    await dialog.getByRole('button', { name: 'Resolve' }).click();
+    await dialog.locator('[data-error-code=resolve_mismatch]').waitFor();
+    await dialog.locator('input[name=upstream_order_id]').fill(String(upstream.id));
+    await dialog.getByRole('button', { name: 'Resolve' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await page.getByRole('status').getByText('Resolved').waitFor();
+    const resolved = await order('shop-1003');
+    expect(resolved.upstream_order_id).toBe(upstream.id);
+    expect(resolved.status).not.toBe('submit_unknown');
+    expect(await page.locator('[data-field=upstream_order_id]').textContent()).toBe(String(upstream.id));
+    await page.locator('[data-testid=timeline] li[data-source=operator]').first().waitFor();
+  });
+
+  it('cancels a pending order (the upstream agrees first) and records its refund', async () => {
+    const upstream = sandbox.orders().find((o) => o.downstream_order_no === 'shop-1004')!;
+    await page.goto(consoleUrl('#/orders/shop-1004'));
+    await page.getByTestId('order-status').getByText('pending payment').waitFor();
+    await page.getByRole('button', { name: 'Cancel…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel the order' }).click();
+    await page.getByTestId('order-status').getByText('canceled').waitFor();
+    expect(sandbox.order(upstream.id)?.status).toBe('canceled');
+    const canceled = await order('shop-1004');
+    expect(canceled.refund_state).toBe('refundable');
+    await page.locator('[data-field=refund_state]', { hasText: `${canceled.refundable_amount} CNY` }).getByText('refundable').waitFor();
+
+    await page.getByRole('button', { name: 'Refund…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Record the refund' }).click();
+    await page.locator('[data-field=refund_state]').getByText('refunded').waitFor();
+    expect((await order('shop-1004')).refund_state).toBe('refunded');
+    await page.locator('[data-testid=timeline] li[data-to=canceled]').first().waitFor();
+  });
+
+  it('lists the catalog with cost, sale price, margin and stock, and filters it', async () => {
+    await page.goto(consoleUrl('#/catalog'));
+    const row = page.locator(`[data-testid=skus-table] tr[data-sku="${sku.sku_code}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain(sku.cost_price);
+    await shot('catalog');
+    await page.getByLabel('Available').selectOption('false');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid=skus-table] tbody tr[data-sku]')];
+      return rows.length > 0 && rows.every((r) => r.textContent?.includes('unavailable'));
+    });
+  });
+
+  it('edits a SKU pricing rule with a preview, and the SKU sells at the new price', async () => {
+    const expected = salePrice(sku.cost_price, compileRule({ markupPercent: '25', markupFixed: '0.5', rounding: '0.1' }, '0.01', 'sku'));
+    expect(expected).not.toBe(sku.sale_price);
+    await page.goto(consoleUrl(`#/catalog/${sku.sku_code}`));
+    await page.getByRole('link', { name: 'Pricing rule…' }).click();
+    const rule = page.locator(`[data-testid=rules-table] tr[data-rule="s:${sku.sku_code}"]`);
+    await rule.waitFor();
+    await rule.locator('input[name=markup_percent]').fill('25');
+    await rule.locator('input[name=markup_fixed]').fill('0.5');
+    await rule.locator('input[name=rounding]').fill('0.1');
+    const preview = page.locator(`[data-testid=pricing-preview] tr[data-sku="${sku.sku_code}"] [data-field=preview_price]`);
+    await preview.getByText(expected).waitFor();
+    await shot('pricing');
+    await page.getByRole('button', { name: 'Save rules…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Save and reprice' }).click();
+    await page.getByRole('status').getByText('Rules saved; 1 sale price changed.').waitFor();
+    expect(((await app.http.get(`/internal/catalog/skus/${sku.sku_code}`)).data.sku as SkuBody).sale_price).toBe(expected);
+
+    await page.goto(consoleUrl(`#/catalog/${sku.sku_code}`));
+    await page.locator('dd[data-field=sale_price]', { hasText: expected }).waitFor();
+    // The history: created by the first sync, the cost moved by the second, the sale price by the rule.
+    const history = page.getByTestId('sku-changes');
+    await history.locator('tr[data-field=created]').waitFor();
+    await history.locator('tr[data-field=cost_price]').first().waitFor();
+    await history.locator('tr[data-field=sale_price]', { hasText: expected }).first().waitFor();
+    await shot('sku-history');
+  });
+
+  it('starts a sync and watches it to the end', async () => {
+    const before = (await app.http.get('/internal/catalog/sync-runs')).data.total as number;
+    await page.goto(consoleUrl('#/sync'));
+    await page.locator('[data-testid=runs-table] tbody tr[data-run]').first().waitFor();
+    await page.getByLabel('Mode').selectOption('full');
+    await page.getByRole('button', { name: 'Start sync' }).click();
+    await page.locator('[data-testid=sync-progress][data-status=succeeded]').waitFor();
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=runs-table] tbody tr[data-run]').length === n, before + 1);
+    await shot('sync-runs');
+  });
+
+  it('goes back to the login form when the service refuses the token', async () => {
+    await page.evaluate(() => {
+      for (const k of Object.keys(sessionStorage)) sessionStorage.setItem(k, 'revoked-token');
+    });
+    await page.goto(consoleUrl('#/orders'));
+    await page.getByText('The service refused the token').waitFor();
+    await page.getByLabel('Internal API token').waitFor();
+    expect(await page.evaluate(() => Object.keys(sessionStorage).length)).toBe(0);
+  });
+});
