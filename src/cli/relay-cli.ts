@@ -125,7 +125,14 @@ async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: 
   }
 }
 
-export async function runCli(argv: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+export interface CliOptions {
+  out?: Out;
+  /** Extra environment over the process's (tests). */
+  env?: Record<string, string>;
+}
+
+export async function runCli(argv: string[], options: CliOptions = {}): Promise<number> {
+  const out: Out = options.out ?? ((l) => process.stdout.write(`${l}\n`));
   const args = parseArgs(argv);
   const progress = (s: string) => {
     if (process.stdout.isTTY) process.stdout.write(`\r\x1b[K${s}`);
@@ -156,7 +163,7 @@ export async function runCli(argv: string[], out: Out = (l) => process.stdout.wr
     const mode = args.flags.mode;
     if (mode !== undefined && mode !== 'full' && mode !== 'incremental') throw new UsageError('--mode must be full or incremental');
 
-    const config = loadProcessConfig();
+    const config = loadProcessConfig(options.env);
     if (args.command === 'migrate') {
       const endpoint = await DatabaseEndpoint.open(config.database, false);
       try {
@@ -173,7 +180,7 @@ export async function runCli(argv: string[], out: Out = (l) => process.stdout.wr
       return EXIT.ok;
     }
 
-    const url = args.flags.url ?? process.env.RELAY_URL;
+    const url = args.flags.url ?? options.env?.RELAY_URL ?? process.env.RELAY_URL;
     const api = await openApi(config, url);
     try {
       if (args.command === 'sync') return await sync(api, mode, out, progress);
