@@ -1,10 +1,14 @@
 /**
  * Structured logs: one JSON object a line (pino), behind Nest's LoggerService so every `Logger`
- * in the code writes through it. Secrets are redacted by key wherever they appear in a log object.
+ * in the code writes through it; the same pino instance is Fastify's logger (request-logging.ts).
+ * Every line written while a request is served carries its `request_id`. Secrets are redacted by
+ * key wherever they appear in a log object (top level or one level down), and header objects are
+ * stripped of credentials and signatures.
  */
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
 import type { LogLevel } from '../config/app-config.js';
+import { requestContext } from './request-context.js';
 
 export const REDACT_PATHS = [
   'authorization',
@@ -21,13 +25,37 @@ export const REDACT_PATHS = [
   'payload',
   'items',
   'delivery_data',
+  'delivery_sealed',
+  'password',
+  'cookie',
+  'api_secret',
+  'shop_webhook_secret',
+  'manual_form_data',
   '*.payload',
+  '*.password',
+  '*.cookie',
+  '*.api_key',
+  '*.apiKey',
+  '*.api_secret',
+  '*.apiSecret',
+  '*.manual_form_data',
   '*.items',
   '*.secret',
   '*.token',
   '*.signature',
   '*.delivery_data',
 ];
+
+/** Header names that carry credentials: never logged. */
+const SECRET_HEADER = /authorization|cookie|api-?key|signature|secret|token/i;
+
+/** A copy of a header object without credentials and signatures. */
+export function safeHeaders(headers: unknown): unknown {
+  if (headers === null || typeof headers !== 'object') return headers;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(headers as Record<string, unknown>)) out[k] = SECRET_HEADER.test(k) ? '[redacted]' : v;
+  return out;
+}
 
 export function createPino(level: LogLevel, destination?: pino.DestinationStream): Pino {
   return pino(
@@ -36,7 +64,12 @@ export function createPino(level: LogLevel, destination?: pino.DestinationStream
       base: { service: 'upstream-relay' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { headers: safeHeaders },
       formatters: { level: (label) => ({ level: label }) },
+      mixin: () => {
+        const ctx = requestContext.getStore();
+        return ctx ? { request_id: ctx.requestId } : {};
+      },
     },
     destination,
   );
@@ -55,7 +88,9 @@ export class JsonLogger implements LoggerService {
     }
     if (message !== null && typeof message === 'object') {
       Object.assign(obj, message);
-      this.pino[level](obj, (message as { msg?: string }).msg ?? '');
+      const msg = typeof obj.msg === 'string' ? obj.msg : '';
+      delete obj.msg;
+      this.pino[level](obj, msg);
       return;
     }
     if (level === 'error' && typeof params[0] === 'string' && params[0].includes('\n')) obj.stack = params[0];

@@ -123,10 +123,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly upstreamUp = new Gauge({
+    name: 'relay_upstream_up',
+    help: 'Whether the last periodic ping reached the upstream (1) or not (0).',
+    registers: [this.registry],
+  });
+
   // Outbox
   readonly outboxBacklog = new Gauge({
     name: 'relay_outbox_backlog',
     help: 'Shop notifications waiting for delivery.',
+    registers: [this.registry],
+  });
+  readonly outboxDead = new Gauge({
+    name: 'relay_outbox_dead',
+    help: 'Shop notifications given up after SHOP_WEBHOOK_MAX_ATTEMPTS, waiting for an operator (list, replay).',
     registers: [this.registry],
   });
   readonly outboxDeliveries = new Counter({
@@ -145,6 +156,7 @@ export class Metrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'relay_process_' });
+    // relay_process_cpu_seconds_total, relay_nodejs_heap_size_used_bytes, …
+    collectDefaultMetrics({ register: this.registry, prefix: 'relay_' });
   }
 }

@@ -1,9 +1,19 @@
 /**
  * The service as a child process (`src/main.ts` through the SWC loader, no build needed), for tests
- * that start it from nothing, read its log, or kill it with SIGKILL and start it again.
+ * that start it from nothing, read its log, or kill it with SIGKILL and start it again
+ * (`startRelayChild`: on a test database against a sandbox); and small helpers shared by the orders
+ * and callbacks end-to-end tests (catalog seeding, waiting, signed callbacks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import axios, { type AxiosInstance } from 'axios';
+import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
+import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../../src/signing/signing.js';
+import { TEST_TOKEN, testEnv } from './test-app.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SWC_LOADER = pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href;
@@ -12,7 +22,7 @@ export interface ChildApp {
   process: ChildProcess;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
-  /** Resolves with the first log line (parsed JSON) for which `match` is true. */
+  /** Resolves with the first log line (parsed JSON), already written or still to come, for which `match` is true. */
   waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Resolves with the exit code. */
   exited: Promise<number | null>;
@@ -40,6 +50,7 @@ export function startChildApp(options: StartChildOptions): ChildApp {
   let out = '';
   const waiters: Array<{ match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }> = [];
   let pending = '';
+  const seen: Record<string, unknown>[] = [];
   const onData = (chunk: Buffer) => {
     const text = chunk.toString('utf8');
     out += text;
@@ -53,6 +64,7 @@ export function startChildApp(options: StartChildOptions): ChildApp {
       } catch {
         parsed = { msg: line };
       }
+      seen.push(parsed);
       for (const w of [...waiters]) {
         if (w.match(parsed)) {
           waiters.splice(waiters.indexOf(w), 1);
@@ -69,6 +81,8 @@ export function startChildApp(options: StartChildOptions): ChildApp {
     output: () => out,
     exited,
     waitForLog(match, timeoutMs = 60_000) {
+      const earlier = seen.find(match);
+      if (earlier) return Promise.resolve(earlier);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for a log line; output so far:\n${out}`)), timeoutMs);
         const entry = {
@@ -91,5 +105,135 @@ export function startChildApp(options: StartChildOptions): ChildApp {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
+  };
+}
+
+// ------------------------------------------------------------- the relay against a test database
+
+/** A free TCP port on 127.0.0.1 (for a listener whose URL must be known before it starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RelayChild extends ChildApp {
+  url: string;
+  port: number;
+  /** axios bound to the child with the internal token; never throws on an HTTP status. */
+  http: AxiosInstance;
+}
+
+export interface RelayChildOptions {
+  /** DATABASE_URL of the (already migrated) test database. */
+  databaseUrl: string;
+  sandbox: SandboxServer | null;
+  /** Default: a free port. Give a restarted instance the same one (callbacks reach it). */
+  port?: number;
+  env?: Record<string, string>;
+}
+
+/** The relay as a child process on a test database and a sandbox, started and answering /health. */
+export async function startRelayChild(options: RelayChildOptions): Promise<RelayChild> {
+  const port = options.port ?? (await freePort());
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-child-'));
+  const child = startChildApp({
+    env: { ...testEnv(options.sandbox, { LOG_LEVEL: 'info', ...options.env }), DATABASE_URL: options.databaseUrl, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir },
+  });
+  void child.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await child.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening'));
+  } catch (e) {
+    await child.kill('SIGKILL');
+    throw e;
+  }
+  const http = axios.create({ baseURL: url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  return { ...child, url, port, http };
+}
+
+// ------------------------------------------------------- helpers of the orders and callbacks tests
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `read` until `done` holds for its value (or throws with the last value after `timeoutMs`). */
+export async function waitFor<T>(read: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)?.slice(0, 2000)}`);
+    await sleep(25);
+    last = await read();
+  }
+  return last;
+}
+
+/** Runs a full catalog sync through the internal API and waits for it to succeed. */
+export async function seedCatalog(http: AxiosInstance): Promise<void> {
+  const started = await http.post('/internal/catalog/sync', { mode: 'full' });
+  if (started.status !== 202) throw new Error(`catalog sync did not start: ${started.status} ${JSON.stringify(started.data)}`);
+  const runId = (started.data as { run_id: string }).run_id;
+  const run = await waitFor(
+    async () => ((await http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run?: { status: string } }).run,
+    (r) => r !== undefined && r.status !== 'running',
+    60_000,
+    'the catalog sync',
+  );
+  if (run?.status !== 'succeeded') throw new Error(`catalog sync failed: ${JSON.stringify(run)}`);
+}
+
+export interface OrderView {
+  shop_order_no: string;
+  status: string;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: number | null;
+  items: string[];
+  refund_state: string;
+  refundable_amount: string | null;
+  error_code: string | null;
+  [k: string]: unknown;
+}
+
+export async function getOrder(http: AxiosInstance, shopOrderNo: string): Promise<OrderView | null> {
+  const r = await http.get(`/internal/orders/${shopOrderNo}`);
+  return r.status === 200 ? (r.data as { order: OrderView }).order : null;
+}
+
+export function waitForOrder(http: AxiosInstance, shopOrderNo: string, done: (o: OrderView) => boolean, timeoutMs = 20_000): Promise<OrderView> {
+  return waitFor(
+    () => getOrder(http, shopOrderNo),
+    (o) => o !== null && done(o),
+    timeoutMs,
+    `order ${shopOrderNo}`,
+  ) as Promise<OrderView>;
+}
+
+export interface CallbackSigning {
+  headerPrefix?: string;
+  apiKey?: string;
+  secret?: string;
+  /** The path signed over. Default '/callbacks/upstream'. */
+  path?: string;
+  template?: string;
+  timestamp?: number;
+}
+
+/** Headers of a callback signed as the upstream signs them (CONTRACT §4). */
+export function callbackHeaders(body: string, s: CallbackSigning = {}): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    ...signedHeaders(s.headerPrefix ?? 'Service', s.secret ?? 'sandbox-api-secret', s.template ?? DEFAULT_SIGNATURE_TEMPLATE, {
+      apiKey: s.apiKey ?? 'sandbox-api-key',
+      timestamp: s.timestamp ?? Math.floor(Date.now() / 1000),
+      method: 'POST',
+      path: s.path ?? '/callbacks/upstream',
+      body,
+    }),
   };
 }

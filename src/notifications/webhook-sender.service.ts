@@ -1,0 +1,195 @@
+/**
+ * Delivers the transactional outbox to the shop (CONTRACT §7), when `config.workers` is on and
+ * SHOP_WEBHOOK_URL is set.
+ *
+ * A loop: claim a few due events in one short transaction (a lease, see OutboxRepository), POST each
+ * one to the shop outside any transaction, record each result in its own statement: `delivered` on
+ * a 2xx, else retried with exponential backoff and jitter (webhook-backoff.ts), `dead` after
+ * SHOP_WEBHOOK_MAX_ATTEMPTS; while every delivery fails, the loop itself pauses longer and longer
+ * (up to a minute), so that a shop that is down is not flooded. The events of one subject go out in
+ * order. An event is at least once at the shop; the `Relay-Event-Id` header lets it drop a repeat
+ * (a repeat only happens when a process dies mid-delivery and its lease runs out).
+ *
+ * Shutdown: stops claiming, lets the deliveries in flight finish (each is bounded by the request
+ * timeout) and records them; nothing claimed is left unrecorded, so nothing waits for a lease.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import axios, { type AxiosInstance } from 'axios';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../ops/metrics.js';
+import { OutboxRepository, type ClaimedEvent } from './outbox.repository.js';
+import { attemptOutcome, isDelivered } from './webhook-backoff.js';
+import { buildWebhookRequest } from './webhook-request.js';
+
+/** Per delivery request. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** Deliveries at once; also the size of one claim. */
+export const WEBHOOK_CONCURRENCY = 4;
+/** How often the outbox is looked at when there was nothing to do. */
+export const WEBHOOK_IDLE_MS = 1_000;
+/** The longest rest given to a shop that failed every delivery of the last cycles. */
+export const WEBHOOK_MAX_PAUSE_MS = 60_000;
+/** A claim outlives the request it covers by this much. */
+const LEASE_MARGIN_MS = 5_000;
+
+@Injectable()
+export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('webhooks');
+  private readonly http: AxiosInstance;
+  private running = false;
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private sleepTimer: NodeJS.Timeout | null = null;
+  private kicked = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly outbox: OutboxRepository,
+  ) {
+    this.http = axios.create({
+      timeout: WEBHOOK_TIMEOUT_MS,
+      maxRedirects: 0,
+      validateStatus: () => true,
+      transformResponse: [(d: unknown) => d],
+      responseType: 'text',
+      proxy: false,
+    });
+  }
+
+  /** True when this process delivers webhooks. */
+  get enabled(): boolean {
+    return this.config.workers && this.config.shopWebhook.url !== null && this.config.shopWebhook.secret !== null;
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.enabled) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    this.running = false;
+  }
+
+  /** Looks at the outbox now instead of at the next tick (e.g. after an operator's replay). */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    let failedCycles = 0;
+    while (!this.stopping) {
+      this.kicked = false;
+      let cycle = { claimed: 0, delivered: 0 };
+      try {
+        cycle = await this.deliverDue();
+      } catch (e) {
+        this.logger.warn({ msg: `outbox delivery cycle failed: ${(e as Error).message}` });
+      }
+      await this.refreshBacklog().catch(() => undefined);
+      if (this.stopping) break;
+      // A shop that fails everything is given a rest (1 s, 2 s, … 60 s) instead of the next due events.
+      failedCycles = cycle.claimed > 0 && cycle.delivered === 0 ? failedCycles + 1 : 0;
+      if (this.kicked) continue;
+      if (failedCycles > 0) await this.sleep(Math.min(WEBHOOK_MAX_PAUSE_MS, WEBHOOK_IDLE_MS * 2 ** (failedCycles - 1)));
+      else if (cycle.claimed < WEBHOOK_CONCURRENCY) await this.sleep(WEBHOOK_IDLE_MS);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        if (this.sleepTimer) clearTimeout(this.sleepTimer);
+        this.sleepTimer = null;
+        this.wake = null;
+        resolve();
+      };
+      this.wake = done;
+      this.sleepTimer = setTimeout(done, ms);
+      this.sleepTimer.unref();
+    });
+  }
+
+  /** One cycle: claims due events and delivers them; returns how many were claimed and delivered. */
+  async deliverDue(): Promise<{ claimed: number; delivered: number }> {
+    const now = this.clock.now();
+    const leaseUntil = new Date(now.getTime() + WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
+    const events = await this.outbox.claimDue(now, leaseUntil, WEBHOOK_CONCURRENCY);
+    if (events.length === 0) return { claimed: 0, delivered: 0 };
+    if (this.stopping) {
+      await this.outbox.release(events, now);
+      return { claimed: events.length, delivered: 0 };
+    }
+    const results = await Promise.all(events.map((e) => this.deliverOne(e)));
+    return { claimed: events.length, delivered: results.filter(Boolean).length };
+  }
+
+  /** Delivers one claimed event and records the attempt; true when the shop took it. */
+  private async deliverOne(e: ClaimedEvent): Promise<boolean> {
+    const url = this.config.shopWebhook.url!;
+    const attempt = e.attempts + 1;
+    const req = buildWebhookRequest(e, { url, secret: this.config.shopWebhook.secret!, nowSeconds: this.clock.nowMs() / 1000, attempt });
+    let httpStatus: number | null = null;
+    let error: string | null = null;
+    try {
+      const res = await this.http.post(url, req.body, { headers: req.headers });
+      httpStatus = res.status;
+      if (!isDelivered(res.status)) error = `HTTP ${res.status}`;
+    } catch (err) {
+      error = describeNetworkError(err);
+    }
+    const outcome = attemptOutcome(isDelivered(httpStatus), attempt, this.config.shopWebhook.maxAttempts);
+    const at = this.clock.now();
+    const nextAttemptAt = outcome.status === 'pending' ? new Date(at.getTime() + outcome.retryInMs) : null;
+    let recorded: boolean;
+    try {
+      recorded = await this.outbox.recordAttempt(e, { status: outcome.status, nextAttemptAt, httpStatus, error, at });
+    } catch (err) {
+      // The lease runs out and the event is tried again: at least once, never lost.
+      this.logger.error({ msg: `outbox event ${e.id}: could not record the attempt: ${(err as Error).message}`, event_id: e.id });
+      return false;
+    }
+    if (!recorded) {
+      this.logger.warn({ msg: `outbox event ${e.id}: lease lost before the result was recorded`, event_id: e.id });
+      return false;
+    }
+    const result = outcome.status === 'delivered' ? 'delivered' : outcome.status === 'dead' ? 'dead' : 'failed';
+    this.metrics.outboxDeliveries.inc({ result });
+    const fields = { event_id: e.id, event: e.eventType, subject: e.subject, attempt, http_status: httpStatus };
+    if (outcome.status === 'delivered') {
+      this.logger.debug({ ...fields, msg: `webhook ${e.eventType} #${e.id} delivered` });
+    } else if (outcome.status === 'dead') {
+      this.logger.error({ ...fields, error, msg: `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); replay it with POST /internal/webhooks/deliveries/${e.id}/replay` });
+    } else {
+      this.logger.warn({ ...fields, error, next_attempt_at: nextAttemptAt?.toISOString(), msg: `webhook ${e.eventType} #${e.id} failed (${error}), retrying` });
+    }
+    return outcome.status === 'delivered';
+  }
+
+  /** Sets the backlog gauges from the table. */
+  async refreshBacklog(): Promise<void> {
+    const counts = await this.outbox.counts();
+    this.metrics.outboxBacklog.set(counts.pending);
+    this.metrics.outboxDead.set(counts.dead);
+  }
+
+  /** For tests and health: whether the loop runs in this process. */
+  get active(): boolean {
+    return this.running;
+  }
+}
+
+/** A short reason without the URL's query or any header (never a secret). */
+function describeNetworkError(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  if (e?.code === 'ECONNABORTED' || e?.code === 'ETIMEDOUT') return 'timeout';
+  return e?.code ?? (e?.message ?? 'request failed').slice(0, 200);
+}

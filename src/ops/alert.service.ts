@@ -1,0 +1,151 @@
+/**
+ * Operator alerts: a wallet below WALLET_LOW_BALANCE, a stuck order, a failed catalog sync. Each
+ * alert is a log line (level warn, `alert` field), a count in `relay_alerts_total{kind}` and a shop
+ * notification (`alert.wallet_low`, `alert.order_stuck`, `alert.sync_failed`, through the outbox).
+ *
+ * Deduplicated across replicas and restarts: one alert per condition (the wallet; an order; a sync
+ * run) per ALERT_REPEAT_MS, kept as `alert:<kind>:<subject>` in `relay_state` and claimed with one
+ * conditional upsert, in the same transaction as the outbox row. The caller may hand its own
+ * transaction (`manager`) so that the alert commits with the change it reports.
+ *
+ * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet`; the orders
+ * module calls `checkWallet` after an order and `orderStuck` for newly stuck orders; the catalog
+ * module calls `syncFailed` when a run fails.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { Decimal } from 'decimal.js';
+import { DataSource, type EntityManager } from 'typeorm';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { OutboxWriter, type OutboxEventType } from '../notifications/outbox.writer.js';
+import { Metrics } from './metrics.js';
+import { sqlRows } from './sql.js';
+
+export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed';
+
+/** The same condition alerts again after this long at the earliest. */
+export const ALERT_REPEAT_MS = 3_600_000;
+
+export interface WalletLowAlert {
+  balance: string;
+  currency: string;
+  /** Default: WALLET_LOW_BALANCE. */
+  threshold?: string;
+}
+
+export interface OrderStuckAlert {
+  shopOrderNo: string;
+  status: string;
+  /** Last progress of the order. */
+  since: Date | string;
+  traceId?: string | null;
+}
+
+export interface SyncFailedAlert {
+  runId: string;
+  mode?: string | null;
+  error?: string | null;
+}
+
+const iso = (d: Date | string): string => (d instanceof Date ? d.toISOString() : new Date(d).toISOString());
+
+@Injectable()
+export class AlertService {
+  private readonly logger = new Logger('alerts');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly outbox: OutboxWriter,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  /**
+   * Compares a wallet balance with WALLET_LOW_BALANCE (nothing to do without one) and raises
+   * `wallet_low` when it is below; sets the `relay_wallet_balance` gauge either way. Returns
+   * whether an alert was raised now (false when below but already raised within the hour).
+   */
+  async checkWallet(balance: string, currency: string, manager?: EntityManager): Promise<boolean> {
+    const value = Number(balance);
+    if (Number.isFinite(value)) this.metrics.walletBalance.set({ currency }, value);
+    const threshold = this.config.walletLowBalance;
+    if (threshold === null) return false;
+    let low: boolean;
+    try {
+      low = new Decimal(balance).lt(new Decimal(threshold));
+    } catch {
+      return false;
+    }
+    return low ? this.walletLow({ balance, currency, threshold }, manager) : false;
+  }
+
+  walletLow(a: WalletLowAlert, manager?: EntityManager): Promise<boolean> {
+    const threshold = a.threshold ?? this.config.walletLowBalance;
+    return this.raise(
+      'wallet_low',
+      'wallet',
+      { balance: a.balance, currency: a.currency, threshold },
+      `upstream wallet balance ${a.balance} ${a.currency} is below WALLET_LOW_BALANCE ${threshold ?? '?'}`,
+      { balance: a.balance, currency: a.currency, threshold },
+      manager,
+    );
+  }
+
+  orderStuck(a: OrderStuckAlert, manager?: EntityManager): Promise<boolean> {
+    const since = iso(a.since);
+    return this.raise(
+      'order_stuck',
+      a.shopOrderNo,
+      { shop_order_no: a.shopOrderNo, status: a.status, since, trace_id: a.traceId ?? null },
+      `order ${a.shopOrderNo} is stuck in ${a.status} since ${since}`,
+      { shop_order_no: a.shopOrderNo, trace_id: a.traceId ?? undefined, status: a.status, since },
+      manager,
+    );
+  }
+
+  syncFailed(a: SyncFailedAlert, manager?: EntityManager): Promise<boolean> {
+    const error = a.error ? a.error.slice(0, 500) : null;
+    return this.raise(
+      'sync_failed',
+      a.runId,
+      { run_id: a.runId, mode: a.mode ?? null, error },
+      `catalog sync ${a.runId} failed${error ? `: ${error}` : ''}`,
+      { run_id: a.runId, mode: a.mode ?? undefined, error },
+      manager,
+    );
+  }
+
+  private async raise(
+    kind: AlertKind,
+    subject: string,
+    payload: Record<string, unknown>,
+    message: string,
+    logFields: Record<string, unknown>,
+    manager?: EntityManager,
+  ): Promise<boolean> {
+    const now = this.clock.now();
+    const key = `alert:${kind}:${subject}`;
+    const claim = async (em: EntityManager): Promise<boolean> => {
+      const rows = await sqlRows<{ key: string }>(
+        em,
+        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, $3)
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
+          WHERE relay_state.updated_at <= $4
+         RETURNING key`,
+        [key, JSON.stringify({ kind, subject, raised_at: now.toISOString(), ...payload }), now, new Date(now.getTime() - ALERT_REPEAT_MS)],
+      );
+      if (rows.length === 0) return false;
+      await this.outbox.append(em, [
+        { type: `alert.${kind}` as OutboxEventType, subject: `${kind}:${subject}`, payload: { kind, ...payload, at: now.toISOString() } },
+      ]);
+      return true;
+    };
+    const raised = manager ? await claim(manager) : await this.dataSource.transaction(claim);
+    if (raised) {
+      this.metrics.alerts.inc({ kind });
+      this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
+    }
+    return raised;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Every `error_code` the service answers with (CONTRACT §5, §6, and the operator endpoints), its
+ * HTTP status and meaning: the table of the API docs. An upstream refusal of an order is passed on
+ * with the upstream's own code and status (e.g. `payment_failed` 402, `insufficient_balance` 402).
+ */
+export interface ErrorCodeDoc {
+  code: string;
+  status: number;
+  meaning: string;
+}
+
+export const ERROR_CODES: readonly ErrorCodeDoc[] = [
+  { code: 'bad_request', status: 400, meaning: 'invalid request (query, path or body); `fields` names each field at fault; also a body that is not JSON' },
+  { code: 'manual_form_required', status: 400, meaning: 'the SKU is fulfilled manually and `manual_form_data` is missing or incomplete' },
+  { code: 'unauthorized', status: 401, meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*`' },
+  { code: 'invalid_signature', status: 401, meaning: 'callback: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature' },
+  { code: 'payment_failed', status: 402, meaning: 'the upstream refused the payment from the wallet; the order is `rejected` (in `order`)' },
+  { code: 'insufficient_balance', status: 402, meaning: 'the upstream wallet cannot pay the order; the order is `rejected` (in `order`)' },
+  { code: 'not_found', status: 404, meaning: 'no such route' },
+  { code: 'sku_not_found', status: 404, meaning: 'no SKU with this `sku_code`' },
+  { code: 'sync_run_not_found', status: 404, meaning: 'no sync run with this `run_id`' },
+  { code: 'order_not_found', status: 404, meaning: 'no order with this `shop_order_no`' },
+  { code: 'delivery_not_found', status: 404, meaning: 'no shop webhook delivery with this id' },
+  { code: 'method_not_allowed', status: 405, meaning: 'the route does not take this method' },
+  { code: 'sync_in_progress', status: 409, meaning: 'a catalog sync is already running; `run_id` names it' },
+  { code: 'idempotency_conflict', status: 409, meaning: 'this `shop_order_no` was used with another request body' },
+  { code: 'sku_unavailable', status: 409, meaning: 'the SKU is unlisted, inactive or out of stock (locally, or on the fresh read)' },
+  { code: 'price_changed', status: 409, meaning: 'the fresh upstream price is above `max_unit_cost` (default: the sale price before the read)' },
+  { code: 'cancel_not_allowed', status: 409, meaning: 'the upstream refused to cancel; the local order is unchanged' },
+  { code: 'outcome_unknown', status: 409, meaning: 'cancel/refund of an order whose submission is `submitting` or `submit_unknown`' },
+  { code: 'resolve_mismatch', status: 409, meaning: 'resolve: the upstream order belongs to another `downstream_order_no`' },
+  { code: 'not_unknown', status: 409, meaning: 'resolve: the order is not `submit_unknown`' },
+  { code: 'delivery_pending', status: 409, meaning: 'replay: the webhook delivery is still pending (it will be tried again by itself)' },
+  { code: 'payload_too_large', status: 413, meaning: 'request body over 64 KiB' },
+  { code: 'unsupported_media_type', status: 415, meaning: 'a body that is not `application/json`' },
+  { code: 'too_many_requests', status: 429, meaning: 'too many requests' },
+  { code: 'internal_error', status: 500, meaning: 'unexpected error (logged); for a callback, the upstream retries it' },
+  { code: 'upstream_auth_failed', status: 502, meaning: 'the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile' },
+  { code: 'upstream_unavailable', status: 503, meaning: 'the upstream could not be reached (nothing was placed, or the local order is unchanged)' },
+];

@@ -1,0 +1,151 @@
+/**
+ * The periodic upstream ping (when `config.workers` is on): every PING_INTERVAL_MS, one `POST /ping`
+ * whose result — reachable or not, latency, the wallet — is kept in memory for `/health`, stored in
+ * `relay_state` (`upstream_ping`) for the replicas without workers, fed to the `relay_upstream_up`
+ * and `relay_wallet_balance` gauges, and checked against WALLET_LOW_BALANCE (AlertService).
+ * `/health` never waits for the upstream: it shows the last result.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError, isUpstreamError } from '../upstream/upstream.errors.js';
+import type { UpstreamMemberLevel } from '../upstream/upstream.types.js';
+import { AlertService } from './alert.service.js';
+import { Metrics } from './metrics.js';
+
+export const PING_INTERVAL_MS = 30_000;
+export const UPSTREAM_PING_STATE_KEY = 'upstream_ping';
+
+export interface WalletSnapshot {
+  balance: string;
+  currency: string;
+  member_level: UpstreamMemberLevel | null;
+  checked_at: string;
+}
+
+export interface UpstreamSnapshot {
+  status: 'up' | 'down';
+  checked_at: string;
+  latency_ms: number;
+  /** Why the last ping failed (a class and a reason, never a secret). */
+  error: string | null;
+  /** From the last successful ping. */
+  wallet: WalletSnapshot | null;
+}
+
+@Injectable()
+export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('upstream');
+  private last: UpstreamSnapshot | null = null;
+  private inflight: Promise<UpstreamSnapshot> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly upstream: UpstreamClient,
+    private readonly metrics: Metrics,
+    private readonly alerts: AlertService,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.workers) return;
+    this.schedule(0);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    // A ping in flight ends within the upstream timeout; do not hold the shutdown for it long.
+    if (this.inflight) await Promise.race([this.inflight.catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.pingNow()
+        .catch(() => undefined)
+        .finally(() => this.schedule(PING_INTERVAL_MS));
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** The last result of this process, if any. */
+  current(): UpstreamSnapshot | null {
+    return this.last;
+  }
+
+  /** The last result of this process, else the last one any replica stored; null when none. */
+  async latest(): Promise<UpstreamSnapshot | null> {
+    if (this.last) return this.last;
+    const rows: Array<{ value: UpstreamSnapshot | string }> = await this.dataSource.query('SELECT value FROM relay_state WHERE key = $1', [
+      UPSTREAM_PING_STATE_KEY,
+    ]);
+    if (!rows[0]) return null;
+    const v = rows[0].value;
+    return typeof v === 'string' ? (JSON.parse(v) as UpstreamSnapshot) : v;
+  }
+
+  /** Pings now (one ping at a time per process) and records the result. */
+  pingNow(): Promise<UpstreamSnapshot> {
+    this.inflight ??= this.doPing().finally(() => {
+      this.inflight = null;
+    });
+    return this.inflight;
+  }
+
+  private async doPing(): Promise<UpstreamSnapshot> {
+    const started = this.clock.nowMs();
+    const t0 = performance.now();
+    let snapshot: UpstreamSnapshot;
+    try {
+      const pong = await this.upstream.ping();
+      snapshot = {
+        status: 'up',
+        checked_at: new Date(started).toISOString(),
+        latency_ms: Math.round(performance.now() - t0),
+        error: null,
+        wallet: { balance: pong.balance, currency: pong.currency, member_level: pong.member_level ?? null, checked_at: new Date(started).toISOString() },
+      };
+    } catch (e) {
+      snapshot = {
+        status: 'down',
+        checked_at: new Date(started).toISOString(),
+        latency_ms: Math.round(performance.now() - t0),
+        error: describe(e),
+        wallet: this.last?.wallet ?? null,
+      };
+    }
+    const wasUp = this.last?.status;
+    this.last = snapshot;
+    this.metrics.upstreamUp.set(snapshot.status === 'up' ? 1 : 0);
+    if (snapshot.status === 'down' && wasUp !== 'down') this.logger.warn({ msg: `upstream unreachable: ${snapshot.error}`, error: snapshot.error });
+    if (snapshot.status === 'up' && wasUp === 'down') this.logger.log({ msg: 'upstream reachable again' });
+    if (this.stopped) return snapshot;
+    try {
+      await this.dataSource.query(
+        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, $3)
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
+        [UPSTREAM_PING_STATE_KEY, JSON.stringify(snapshot), this.clock.now()],
+      );
+      if (snapshot.status === 'up' && snapshot.wallet) await this.alerts.checkWallet(snapshot.wallet.balance, snapshot.wallet.currency);
+    } catch (e) {
+      this.logger.warn({ msg: `could not record the upstream ping: ${(e as Error).message}` });
+    }
+    return snapshot;
+  }
+}
+
+function describe(e: unknown): string {
+  if (e instanceof UpstreamDefinitiveError) return `definitive: ${e.errorCode} (HTTP ${e.httpStatus})`;
+  if (isUpstreamError(e)) {
+    const reason = (e as { reason?: string }).reason;
+    return `${e.failureClass}: ${reason ?? e.message}`;
+  }
+  return (e as Error)?.message ?? String(e);
+}

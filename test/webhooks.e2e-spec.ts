@@ -1,0 +1,398 @@
+/**
+ * Shop webhooks from the transactional outbox (CONTRACT §7), end to end: events written with
+ * `OutboxWriter.append` in a transaction, delivered by the app's sender to a real local HTTP server
+ * (the "shop"), retried with growing backoff, given up into `dead`, listed and replayed through the
+ * internal API, kept across a restart, delivered once with two instances on one database, and signed
+ * so that `verifySignature` accepts them. Time moves through the clock seam (a test clock that runs
+ * with the wall clock plus an offset the test advances), never by waiting for a backoff.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import axios, { type AxiosInstance } from 'axios';
+import { DataSource } from 'typeorm';
+import { createRelayApp, type RelayApp } from '../src/app.factory.js';
+import { Clock } from '../src/common/clock.js';
+import { loadConfig } from '../src/config/app-config.js';
+import { OutboxWriter, type OutboxEvent } from '../src/notifications/outbox.writer.js';
+import { WebhookSender } from '../src/notifications/webhook-sender.service.js';
+import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE } from '../src/notifications/webhook-request.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { verifySignature } from '../src/signing/signing.js';
+import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+
+const SHOP_SECRET = 'shop-webhook-secret-for-tests';
+
+/** The wall clock plus an offset that only grows. */
+class TestClock extends Clock {
+  private offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+interface Received {
+  id: string;
+  event: string;
+  attempt: number;
+  subject: string;
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: string;
+  path: string;
+}
+
+/** The shop: records every webhook and answers what `respond` says. */
+class FakeShop {
+  readonly received: Received[] = [];
+  respond: (r: Omit<Received, 'status'>) => number | Promise<number> = () => 200;
+  private server: Server | null = null;
+  url = '';
+
+  async start(path = '/hooks/relay'): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const parsed = JSON.parse(body) as { subject: string };
+        const r = {
+          id: String(req.headers['relay-event-id']),
+          event: String(req.headers['relay-event']),
+          attempt: Number(req.headers['relay-attempt']),
+          subject: parsed.subject,
+          headers: req.headers,
+          body,
+          path: req.url ?? '',
+        };
+        void Promise.resolve(this.respond(r)).then((status) => {
+          this.received.push({ ...r, status });
+          res.writeHead(status, { 'content-type': 'application/json' }).end(status < 300 ? '{"ok":true}' : '{"ok":false}');
+        });
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    const { port } = this.server.address() as { port: number };
+    this.url = `http://127.0.0.1:${port}${path}`;
+  }
+
+  /** The 2xx answers given to event `id` about `subject` (ids repeat across test databases). */
+  delivered(id: string, subject: string): Received[] {
+    return this.received.filter((r) => r.status >= 200 && r.status < 300 && r.id === id && r.subject === subject);
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+interface App {
+  relay: RelayApp;
+  http: AxiosInstance;
+  append(events: OutboxEvent[]): Promise<void>;
+  kick(): void;
+  close(): Promise<void>;
+}
+
+async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> {
+  const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
+  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
+  const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const ds = relay.app.get(DataSource);
+  const writer = relay.app.get(OutboxWriter);
+  return {
+    relay,
+    http,
+    append: (events) => ds.transaction((em) => writer.append(em, events)),
+    kick: () => relay.app.get(WebhookSender).kick(),
+    close: () => relay.close(),
+  };
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 25));
+    last = await read();
+  }
+  return last;
+}
+
+interface Row {
+  id: string;
+  subject: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: Date;
+  last_attempt_at: Date | null;
+  lease_token: string | null;
+}
+
+const rowOf = async (db: TestDatabase, subject: string): Promise<Row | undefined> =>
+  (await db.query<Row>('SELECT id::text, subject, status, attempts, next_attempt_at, last_attempt_at, lease_token FROM outbox_events WHERE subject = $1', [subject]))[0];
+
+const orderEvent = (subject: string, status = 'delivered'): OutboxEvent => ({
+  type: 'order.status_changed',
+  subject,
+  payload: { shop_order_no: subject, status, previous_status: 'fulfilling', source: 'poll', attempt: 1, at: new Date().toISOString() },
+});
+
+const metricValue = (text: string, name: string): number => {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ')[1]) : NaN;
+};
+
+describe('shop webhooks', () => {
+  let sandbox: SandboxServer;
+  let shop: FakeShop;
+  beforeAll(async () => {
+    sandbox = await startSandbox();
+    shop = new FakeShop();
+    await shop.start();
+  });
+  afterAll(async () => {
+    await shop.stop();
+    await sandbox.stop();
+  });
+
+  describe('one instance', () => {
+    let db: TestDatabase;
+    let app: App;
+    const clock = new TestClock();
+    beforeAll(async () => {
+      db = await openTestDatabase();
+      app = await startApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET, SHOP_WEBHOOK_MAX_ATTEMPTS: '4' }, clock);
+    });
+    afterAll(async () => {
+      await app?.close();
+      await db?.close();
+    });
+
+    it('retries a failing shop with growing backoff and delivers once it answers 2xx; the signature verifies', async () => {
+      let failuresLeft = 3;
+      shop.respond = (r) => (r.subject === 'SO-RETRY' && failuresLeft-- > 0 ? 503 : 200);
+      await app.append([orderEvent('SO-RETRY')]);
+      app.kick();
+
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const row = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
+        expect(row!.status).toBe('pending');
+        delays.push(new Date(row!.next_attempt_at).getTime() - new Date(row!.last_attempt_at!).getTime());
+        // Not due before its time: nothing more reaches the shop until the clock passes it.
+        expect(shop.received.filter((r) => r.subject === 'SO-RETRY')).toHaveLength(attempt);
+        clock.advance(delays[attempt - 1] + 1000);
+        app.kick();
+      }
+      const done = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r?.status === 'delivered', 'delivery');
+      expect(done!.attempts).toBe(4);
+      expect(delays[0]).toBeGreaterThan(0);
+      expect(delays[1]).toBeGreaterThan(delays[0]);
+      expect(delays[2]).toBeGreaterThan(delays[1]);
+
+      const got = shop.received.filter((r) => r.subject === 'SO-RETRY');
+      expect(got.map((r) => r.status)).toEqual([503, 503, 503, 200]);
+      expect(got.map((r) => r.attempt)).toEqual([1, 2, 3, 4]);
+      expect(new Set(got.map((r) => r.id)).size).toBe(1);
+      expect(new Set(got.map((r) => r.body)).size).toBe(1);
+      expect(shop.delivered(done!.id, 'SO-RETRY')).toHaveLength(1);
+
+      const last = got[3];
+      expect(JSON.parse(last.body)).toMatchObject({ id: done!.id, event: 'order.status_changed', subject: 'SO-RETRY', data: { shop_order_no: 'SO-RETRY', status: 'delivered' } });
+      const verify = (secret: string) =>
+        verifySignature({
+          secret,
+          template: WEBHOOK_SIGNATURE_TEMPLATE,
+          expectedApiKey: WEBHOOK_API_KEY,
+          method: 'POST',
+          path: '/hooks/relay',
+          body: Buffer.from(last.body),
+          apiKey: last.headers['relay-api-key'] as string,
+          timestamp: last.headers['relay-timestamp'] as string,
+          signature: last.headers['relay-signature'] as string,
+          nowSeconds: Math.floor(clock.now().getTime() / 1000),
+          toleranceSeconds: 60,
+        });
+      expect(verify(SHOP_SECRET)).toEqual({ ok: true });
+      expect(verify('another-secret')).toEqual({ ok: false, reason: 'signature_mismatch' });
+      // Nothing more arrives for it.
+      clock.advance(24 * 3600_000);
+      app.kick();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(shop.received.filter((r) => r.subject === 'SO-RETRY')).toHaveLength(4);
+    });
+
+    it('gives up after SHOP_WEBHOOK_MAX_ATTEMPTS into dead, lists it, and delivers it on replay', async () => {
+      let shopDown = true;
+      shop.respond = (r) => (r.subject === 'SO-DEAD' && shopDown ? 500 : 200);
+      await app.append([orderEvent('SO-DEAD', 'canceled')]);
+      app.kick();
+      for (let attempt = 1; attempt < 4; attempt++) {
+        await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
+        clock.advance(2 * 3600_000);
+        app.kick();
+      }
+      const dead = await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r?.status === 'dead', 'dead letter');
+      expect(dead!.attempts).toBe(4);
+      expect(shop.received.filter((r) => r.subject === 'SO-DEAD').map((r) => r.status)).toEqual([500, 500, 500, 500]);
+
+      const listed = await app.http.get('/internal/webhooks/deliveries', { params: { status: 'dead' } });
+      expect(listed.status).toBe(200);
+      expect(listed.data).toMatchObject({ ok: true, total: 1, page: 1, page_size: 100 });
+      expect(listed.data.items[0]).toMatchObject({
+        id: dead!.id,
+        event: 'order.status_changed',
+        subject: 'SO-DEAD',
+        status: 'dead',
+        attempts: 4,
+        last_status: 500,
+        last_error: 'HTTP 500',
+        next_attempt_at: null,
+        payload: { shop_order_no: 'SO-DEAD', status: 'canceled' },
+      });
+      const all = await app.http.get('/internal/webhooks/deliveries', { params: { page_size: 1 } });
+      expect(all.data).toMatchObject({ ok: true, total: 2, page_size: 1 });
+      expect(all.data.items).toHaveLength(1);
+
+      const metrics = (await axios.get(`${app.relay.url}/metrics`)).data as string;
+      expect(metricValue(metrics, 'relay_outbox_deliveries_total{result="dead"}')).toBe(1);
+      expect(metricValue(metrics, 'relay_outbox_deliveries_total{result="delivered"}')).toBe(1);
+      expect(metricValue(metrics, 'relay_outbox_deliveries_total{result="failed"}')).toBe(6);
+      expect(metricValue(metrics, 'relay_outbox_dead')).toBe(1);
+      expect(metricValue(metrics, 'relay_outbox_backlog')).toBe(0);
+
+      shopDown = false;
+      const replay = await app.http.post(`/internal/webhooks/deliveries/${dead!.id}/replay`);
+      expect(replay.status).toBe(200);
+      expect(replay.data).toMatchObject({ ok: true, delivery: { id: dead!.id, status: 'pending', attempts: 0, replays: 1 } });
+      const delivered = await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r?.status === 'delivered', 'replayed delivery');
+      expect(delivered!.attempts).toBe(1);
+      expect(shop.delivered(dead!.id, 'SO-DEAD')).toHaveLength(1);
+      expect((await app.http.get('/internal/webhooks/deliveries', { params: { status: 'dead' } })).data.total).toBe(0);
+    });
+
+    it('answers the operator endpoints with the contract envelope', async () => {
+      expect((await axios.get(`${app.relay.url}/internal/webhooks/deliveries`, { validateStatus: () => true })).status).toBe(401);
+      const bad = await app.http.get('/internal/webhooks/deliveries', { params: { status: 'lost' } });
+      expect(bad.status).toBe(400);
+      expect(bad.data).toMatchObject({ ok: false, error_code: 'bad_request', fields: { status: expect.any(Array) } });
+      const tooBig = await app.http.get('/internal/webhooks/deliveries', { params: { page_size: 501 } });
+      expect(tooBig.status).toBe(400);
+      for (const id of ['999999', 'abc', '0']) {
+        const missing = await app.http.post(`/internal/webhooks/deliveries/${id}/replay`);
+        expect(missing.status).toBe(404);
+        expect(missing.data).toMatchObject({ ok: false, error_code: 'delivery_not_found' });
+      }
+      // A pending one is on its way already: not replayed.
+      shop.respond = (r) => (r.subject === 'SO-PENDING' ? 503 : 200);
+      await app.append([orderEvent('SO-PENDING')]);
+      app.kick();
+      const row = await waitFor(() => rowOf(db, 'SO-PENDING'), (r) => r?.attempts === 1, 'first attempt');
+      const pending = await app.http.post(`/internal/webhooks/deliveries/${row!.id}/replay`);
+      expect(pending.status).toBe(409);
+      expect(pending.data).toMatchObject({ ok: false, error_code: 'delivery_pending', delivery: { id: row!.id, status: 'pending' } });
+    });
+  });
+
+  it('loses nothing across a restart: another instance on the same database delivers what the first could not', async () => {
+    const db = await openTestDatabase();
+    const clock = new TestClock();
+    const env = { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET };
+    let first: App | null = await startApp(db, sandbox, env, clock);
+    let second: App | null = null;
+    try {
+      shop.respond = (r) => (r.subject.startsWith('SO-RESTART') ? 502 : 200);
+      await first.append([orderEvent('SO-RESTART-1'), orderEvent('SO-RESTART-2')]);
+      first.kick();
+      await waitFor(async () => [await rowOf(db, 'SO-RESTART-1'), await rowOf(db, 'SO-RESTART-2')], (rs) => rs.every((r) => r?.attempts === 1), 'first attempts');
+      await first.close();
+      first = null;
+      // Written while no instance runs (e.g. by a migration or another service's transaction).
+      await db.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ('order.status_changed', 'SO-RESTART-3', '{"event":"order.status_changed","status":"paid"}')`);
+
+      shop.respond = () => 200;
+      second = await startApp(db, sandbox, env, clock);
+      clock.advance(3600_000);
+      second.kick();
+      const rows = await waitFor(
+        async () => db.query<Row>(`SELECT id::text, subject, status FROM outbox_events WHERE subject LIKE 'SO-RESTART-%' ORDER BY id`),
+        (rs) => rs.length === 3 && rs.every((r) => r.status === 'delivered'),
+        'every event delivered',
+      );
+      for (const r of rows) expect(shop.delivered(r.id, r.subject)).toHaveLength(1);
+    } finally {
+      await first?.close();
+      await second?.close();
+      await db.close();
+    }
+  });
+
+  it('delivers each event once with two instances on one database, in order per subject', async () => {
+    const db = await openTestDatabase();
+    const env = { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET };
+    const a = await startApp(db, sandbox, env);
+    const b = await startApp(db, sandbox, env);
+    try {
+      shop.respond = async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        return 200;
+      };
+      const events: OutboxEvent[] = [];
+      for (let i = 0; i < 40; i++) events.push(orderEvent(`SO-PAIR-${i % 8}`, `status-${Math.floor(i / 8)}`));
+      await a.append(events.slice(0, 20));
+      await b.append(events.slice(20));
+      a.kick();
+      b.kick();
+      const rows = await waitFor(
+        async () => db.query<Row>(`SELECT id::text, subject, status FROM outbox_events WHERE subject LIKE 'SO-PAIR-%' ORDER BY id`),
+        (rs) => rs.length === 40 && rs.every((r) => r.status === 'delivered'),
+        'every event delivered',
+        60_000,
+      );
+      const got = shop.received.filter((r) => r.subject.startsWith('SO-PAIR-'));
+      expect(got).toHaveLength(40);
+      expect(new Set(got.map((r) => r.id)).size).toBe(40);
+      for (const r of rows) expect(shop.delivered(r.id, r.subject)).toHaveLength(1);
+      for (let s = 0; s < 8; s++) {
+        const ids = got.filter((r) => r.subject === `SO-PAIR-${s}`).map((r) => Number(r.id));
+        expect(ids).toEqual([...ids].sort((x, y) => x - y));
+      }
+    } finally {
+      await a.close();
+      await b.close();
+      await db.close();
+    }
+  });
+
+  it('sends nothing without SHOP_WEBHOOK_URL, and nothing from an instance without workers', async () => {
+    const db = await openTestDatabase();
+    const off = await startApp(db, sandbox, {});
+    try {
+      await off.append([orderEvent('SO-OFF')]);
+      expect(await rowOf(db, 'SO-OFF')).toBeUndefined();
+    } finally {
+      await off.close();
+    }
+    const config = loadConfig({ ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }), DATABASE_URL: db.url });
+    config.workers = false;
+    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
+    try {
+      const ds = relay.app.get(DataSource);
+      await ds.transaction((em) => relay.app.get(OutboxWriter).append(em, [orderEvent('SO-NOWORKERS')]));
+      relay.app.get(WebhookSender).kick();
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await rowOf(db, 'SO-NOWORKERS')).toMatchObject({ status: 'pending', attempts: 0 });
+      expect(shop.received.filter((r) => r.subject === 'SO-NOWORKERS')).toHaveLength(0);
+      // Its metrics still show the backlog, read from the table.
+      const metrics = (await axios.get(`${relay.url}/metrics`)).data as string;
+      expect(metricValue(metrics, 'relay_outbox_backlog')).toBe(1);
+    } finally {
+      await relay.close();
+      await db.close();
+    }
+  });
+});
