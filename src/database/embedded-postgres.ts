@@ -37,6 +37,7 @@ export class EmbeddedPostgres {
       port: 0,
       maxConnections: options.maxConnections ?? 100,
     });
+    keepExchangesTogether(server);
     await server.start();
     const [, port] = server.getServerConn().split(':');
     return new EmbeddedPostgres(db, server, `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`);
@@ -57,3 +58,79 @@ export class EmbeddedPostgres {
     await this.db.close();
   }
 }
+
+/** Extended-protocol messages that leave an exchange open until its Sync: Parse, Bind, Describe, Execute, Close, Flush. */
+const OPEN_EXCHANGE = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
+const SYNC = new Uint8Array([0x53, 0, 0, 0, 4]);
+
+interface QueuedMessage {
+  handlerId: number;
+  message: Uint8Array;
+  resolve(size: number): void;
+  reject(e: Error): void;
+  onData(data: Uint8Array): void;
+}
+
+interface QueryQueue {
+  queue: QueuedMessage[];
+  processing: boolean;
+  lastHandlerId: number | null;
+  db: PGlite;
+  processQueue(): Promise<void>;
+  clearTransactionIfNeeded(handlerId: number): Promise<void>;
+}
+
+/**
+ * pglite-socket 0.2.17 queues each wire message on its own and keeps only a transaction's messages
+ * together: outside a transaction, the Parse/Bind/Execute/Sync of two connections interleave, so one
+ * connection binds the other's unnamed statement ("bind message supplies 1 parameters, but prepared
+ * statement requires 2"); and its queue stops for good after one failed message (`processing` is
+ * never reset). This keeps a connection's extended-protocol exchange together up to its Sync (as a
+ * transaction is), goes on after a failed message, and ends a dropped connection's open exchange.
+ */
+function keepExchangesTogether(server: PGLiteSocketServer): void {
+  const q = (server as unknown as { queryQueue: QueryQueue }).queryQueue;
+  let openHandler: number | null = null;
+  q.processQueue = async function (this: QueryQueue): Promise<void> {
+    if (this.processing || this.queue.length === 0) return;
+    this.processing = true;
+    try {
+      while (this.queue.length > 0) {
+        const sticky = this.lastHandlerId !== null && (openHandler === this.lastHandlerId || this.db.isInTransaction());
+        const i = sticky ? this.queue.findIndex((m) => m.handlerId === this.lastHandlerId) : 0;
+        if (i === -1) break;
+        const [m] = this.queue.splice(i, 1);
+        let size = 0;
+        try {
+          await this.db.runExclusive(() =>
+            this.db.execProtocolRawStream(m.message, {
+              onRawData: (data: Uint8Array) => {
+                size += data.length;
+                m.onData(data);
+              },
+            }),
+          );
+        } catch (e) {
+          openHandler = null;
+          m.reject(e as Error);
+          continue;
+        }
+        this.lastHandlerId = m.handlerId;
+        openHandler = OPEN_EXCHANGE.has(m.message[0]) ? m.handlerId : null;
+        m.resolve(size);
+      }
+    } finally {
+      this.processing = false;
+    }
+  };
+  const clear = q.clearTransactionIfNeeded.bind(q);
+  q.clearTransactionIfNeeded = async function (this: QueryQueue, handlerId: number): Promise<void> {
+    if (openHandler === handlerId) {
+      openHandler = null;
+      await this.db.runExclusive(() => this.db.execProtocolRaw(SYNC)).catch(() => undefined);
+    }
+    await clear(handlerId);
+    await this.processQueue();
+  };
+}
+

@@ -1,0 +1,303 @@
+/**
+ * Orders and callbacks throughput, against a floor measured in the same run (`npm run bench:orders`).
+ *
+ * Three processes, as in production: this one (the load), the sandbox upstream on loopback adding
+ * 20 ms to every call, and the service (`src/main.ts`) on its database. For each database (embedded
+ * PGlite in the service's process, and a fresh database on a PostgreSQL server):
+ * - floor: the upstream calls an order needs (GET /products/{id}, then POST /orders) sent straight to
+ *   the sandbox with the service's own HTTP client, 300 at concurrency 30;
+ * - relay: 300 orders through `POST /internal/orders` at concurrency 30 (each makes the same two
+ *   upstream calls, plus its checks, the reservation and the outcome in the database);
+ * - callbacks: 2,000 signed callbacks through `POST /callbacks/upstream` at concurrency 20 (each
+ *   verified and stored before the answer; processed after it).
+ * Targets: relay ≥ 0.8 × the floor's orders/s, relay p99 ≤ floor p99 + 50 ms.
+ *
+ * Options: `--db pglite|postgres|both` (default both; postgres is skipped when no server answers),
+ * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), `--orders N`, `--callbacks N`.
+ */
+import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import axios, { type AxiosInstance } from 'axios';
+import pg from 'pg';
+import { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
+import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name: string, def: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1] : def;
+};
+const ORDERS = Number(arg('orders', '300'));
+const CALLBACKS = Number(arg('callbacks', '2000'));
+const ORDER_CONCURRENCY = 30;
+const CALLBACK_CONCURRENCY = 20;
+const LATENCY_MS = 20;
+const SKUS = 10;
+const TOKEN = 'bench-token';
+const KEY = 'sandbox-api-key';
+const SECRET = 'sandbox-api-secret';
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+interface Figures {
+  n: number;
+  failed: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+}
+
+async function measure(n: number, concurrency: number, op: (i: number) => Promise<boolean>): Promise<Figures> {
+  const latencies: number[] = [];
+  let failed = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const t = performance.now();
+        const ok = await op(i).catch(() => false);
+        latencies.push(performance.now() - t);
+        if (!ok) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
+  return { n, failed, perSecond: n / seconds, p50: pct(50), p99: pct(99) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a TypeScript entry of this repository as a child process; resolves once `ready` answers. */
+async function child(entry: string, extraArgs: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<ChildProcess> {
+  const { NODE_OPTIONS: _o, ...inherited } = process.env;
+  const proc = spawn(process.execPath, ['--no-warnings', '--import', '@swc-node/register/esm-register', entry, ...extraArgs], {
+    cwd: ROOT,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const deadline = Date.now() + 90_000;
+  while (!(await ready().catch(() => false))) {
+    if (proc.exitCode !== null) throw new Error(`${entry} exited (${proc.exitCode})`);
+    if (Date.now() > deadline) throw new Error(`${entry} did not start`);
+    await sleep(200);
+  }
+  return proc;
+}
+
+function stop(proc: ChildProcess | null): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    proc.once('exit', () => resolve());
+    proc.kill('SIGTERM');
+  });
+}
+
+async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> } | null> {
+  const admin = new pg.Client({ connectionString: PG_URL });
+  try {
+    await admin.connect();
+  } catch {
+    return null;
+  }
+  const name = `relay_bench_${Date.now()}`;
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const u = new URL(PG_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const a = new pg.Client({ connectionString: PG_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+async function run(kind: 'pglite' | 'postgres'): Promise<void> {
+  let dropDb: (() => Promise<void>) | null = null;
+  let databaseUrl = 'pglite://memory';
+  if (kind === 'postgres') {
+    const fresh = await freshPostgres();
+    if (!fresh) {
+      console.log(`\n[postgres] skipped: no server at ${PG_URL}`);
+      return;
+    }
+    databaseUrl = fresh.url;
+    dropDb = fresh.drop;
+  }
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  let sandboxProc: ChildProcess | null = null;
+  let relayProc: ChildProcess | null = null;
+  let upstream: UpstreamHttpClient | null = null;
+  try {
+    const sandboxPort = await freePort();
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const control = axios.create({ baseURL: `${sandboxUrl}/__sandbox`, httpAgent: agent });
+    sandboxProc = await child('bench/orders.bench.ts', ['--serve-sandbox', String(sandboxPort)], {}, async () => (await control.get('/state')).status === 200);
+    const skus: Array<{ code: string; productId: number; skuId: number }> = [];
+    for (let i = 0; i < SKUS; i++) {
+      const { product } = (await control.post('/catalog/products', { skus: [{ skuCode: `BENCH-${i}`, price: '1.00' }] })).data as {
+        product: { id: number; skus: Array<{ id: number }> };
+      };
+      skus.push({ code: `BENCH-${i}`, productId: product.id, skuId: product.skus[0].id });
+    }
+
+    const port = await freePort();
+    const client: AxiosInstance = axios.create({
+      baseURL: `http://127.0.0.1:${port}`,
+      headers: { authorization: `Bearer ${TOKEN}` },
+      validateStatus: () => true,
+      httpAgent: agent,
+      timeout: 60_000,
+    });
+    relayProc = await child(
+      'src/main.ts',
+      [],
+      {
+        NODE_ENV: 'test',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: databaseUrl,
+        UPSTREAM_BASE_URL: `${sandboxUrl}/api/v1/upstream`,
+        UPSTREAM_API_KEY: KEY,
+        UPSTREAM_API_SECRET: SECRET,
+        INTERNAL_API_TOKEN: TOKEN,
+        PAYLOAD_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+        SYNC_CRON: 'off',
+        SYNC_ON_START: 'true',
+        DB_MIGRATE_ON_START: 'true',
+        DATA_DIR: `${ROOT}test/.cache/bench-data`,
+      },
+      async () => (await client.get('/health')).status === 200,
+    );
+    // the first sync has run (or runs now)
+    for (;;) {
+      const runs = (await client.get('/internal/catalog/sync-runs')).data as { items?: Array<{ status: string }> };
+      if (runs.items?.some((r) => r.status === 'succeeded')) break;
+      if (!runs.items?.some((r) => r.status === 'running')) await client.post('/internal/catalog/sync', { mode: 'full' });
+      await sleep(200);
+    }
+
+    upstream = new UpstreamHttpClient({
+      baseUrl: `${sandboxUrl}/api/v1/upstream`,
+      apiKey: KEY,
+      apiSecret: SECRET,
+      headerPrefix: 'Service',
+      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+      timeoutMs: 10_000,
+    });
+    const up = upstream;
+    await control.post('/faults', { latencyMs: LATENCY_MS });
+    // warm-up of both paths (JIT, pools, keep-alive sockets), not measured
+    await measure(ORDER_CONCURRENCY * 2, ORDER_CONCURRENCY, async (i) => {
+      const s = skus[i % skus.length];
+      await up.getProduct(s.productId);
+      await up.createOrder({ sku_id: s.skuId, quantity: 1, downstream_order_no: `WARM-F-${i}` });
+      return (await client.post('/internal/orders', { shop_order_no: `WARM-${i}`, sku_code: s.code, quantity: 1 })).status === 201;
+    });
+
+    const floor = await measure(ORDERS, ORDER_CONCURRENCY, async (i) => {
+      const s = skus[i % skus.length];
+      await up.getProduct(s.productId);
+      await up.createOrder({ sku_id: s.skuId, quantity: 1, downstream_order_no: `FLOOR-${i}`, trace_id: `floor-${i}` });
+      return true;
+    });
+    const placed: Array<{ id: number; shopNo: string }> = [];
+    const orders = await measure(ORDERS, ORDER_CONCURRENCY, async (i) => {
+      const s = skus[i % skus.length];
+      const r = await client.post('/internal/orders', { shop_order_no: `BENCH-${i}`, sku_code: s.code, quantity: 1 });
+      if (r.status === 201) placed.push({ id: (r.data as { order: { upstream_order_id: number } }).order.upstream_order_id, shopNo: `BENCH-${i}` });
+      return r.status === 201;
+    });
+
+    // callbacks: status snapshots of the placed orders, every body distinct, signed as the upstream does
+    const statuses = ['paid', 'fulfilling', 'delivered', 'completed'];
+    const callbacks = await measure(CALLBACKS, CALLBACK_CONCURRENCY, async (i) => {
+      const o = placed[i % placed.length];
+      const body = JSON.stringify({
+        event: 'order.status_changed',
+        order_id: o.id,
+        downstream_order_no: o.shopNo,
+        status: statuses[Math.floor(i / placed.length) % statuses.length],
+        timestamp: 1_700_000_000 + i,
+      });
+      const headers = {
+        'content-type': 'application/json',
+        ...signedHeaders('Service', SECRET, DEFAULT_SIGNATURE_TEMPLATE, {
+          apiKey: KEY,
+          timestamp: Math.floor(Date.now() / 1000),
+          method: 'POST',
+          path: '/callbacks/upstream',
+          body,
+        }),
+      };
+      const r = await client.post('/callbacks/upstream', body, { headers, transformRequest: [(d: unknown) => d] });
+      return r.status === 200;
+    });
+
+    const ratio = orders.perSecond / floor.perSecond;
+    const f = (x: number) => x.toFixed(1);
+    console.log(`\n[${kind}] ${ORDERS} orders at concurrency ${ORDER_CONCURRENCY}, upstream latency ${LATENCY_MS} ms per call`);
+    console.log(`  floor (product read + create, straight to the sandbox): ${f(floor.perSecond)} /s, p50 ${f(floor.p50)} ms, p99 ${f(floor.p99)} ms`);
+    console.log(`  relay POST /internal/orders:                            ${f(orders.perSecond)} /s, p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}`);
+    console.log(
+      `  ratio ${ratio.toFixed(2)} (target >= 0.80: ${ratio >= 0.8 ? 'met' : 'NOT met'}); p99 - floor p99 = ${f(orders.p99 - floor.p99)} ms (target <= 50: ${
+        orders.p99 - floor.p99 <= 50 ? 'met' : 'NOT met'
+      })`,
+    );
+    console.log(
+      `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
+    );
+  } finally {
+    upstream?.close();
+    await stop(relayProc);
+    await stop(sandboxProc);
+    agent.destroy();
+    await dropDb?.();
+  }
+}
+
+async function serveSandbox(port: number): Promise<void> {
+  const sandbox = new SandboxServer({ catalog: { products: 20 }, allowPrivateCallbackUrls: true, wallet: { balance: '100000000.00' }, dedupeDownstreamOrderNo: false });
+  sandbox.catalog.warm();
+  await sandbox.start(port, '127.0.0.1');
+  const bye = () => void sandbox.stop().then(() => process.exit(0));
+  process.on('SIGTERM', bye);
+  process.on('SIGINT', bye);
+}
+
+async function main(): Promise<void> {
+  if (args.includes('--serve-sandbox')) return serveSandbox(Number(arg('serve-sandbox', '0')));
+  const which = arg('db', 'both');
+  if (which === 'pglite' || which === 'both') await run('pglite');
+  if (which === 'postgres' || which === 'both') await run('postgres');
+  process.exit(0);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,88 @@
+/**
+ * The inbox of verified callbacks: every one is stored (its summary, never its delivered items),
+ * duplicates are recognised by the SHA-256 of the raw body, and pending ones are claimed by one
+ * replica at a time (FOR UPDATE SKIP LOCKED, with a lease in `next_try_at`).
+ */
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { rows } from '../orders/order.repository.js';
+
+export interface CallbackSummary {
+  bodySha256: string;
+  event: string | null;
+  upstreamOrderId: number;
+  upstreamOrderNo: string | null;
+  downstreamOrderNo: string | null;
+  status: string;
+  callbackTs: number | null;
+}
+
+export interface InboxRow {
+  id: string;
+  upstreamOrderId: number;
+  downstreamOrderNo: string | null;
+  status: string;
+  tries: number;
+}
+
+export type InboxState = 'applied' | 'unknown_order' | 'read_failed' | 'ignored';
+
+@Injectable()
+export class CallbackInboxRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Stores a verified callback; `duplicate` when the same body was stored before. */
+  async store(c: CallbackSummary, now: Date): Promise<{ id: string; duplicate: boolean }> {
+    const [row] = await rows<{ id: string; duplicates: number }>(
+      this.dataSource,
+      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts, next_try_at, received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+       ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
+       RETURNING id, duplicates`,
+      [c.bodySha256, c.event, c.upstreamOrderId, c.upstreamOrderNo, c.downstreamOrderNo, c.status, c.callbackTs, now],
+    );
+    return { id: String(row.id), duplicate: row.duplicates > 0 };
+  }
+
+  /** Claims due pending callbacks: the lease pushes `next_try_at` so no other replica takes them. */
+  async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
+    const claimed = await rows<{ id: string; upstream_order_id: string; downstream_order_no: string | null; reported_status: string; tries: number }>(
+      this.dataSource,
+      `UPDATE callback_inbox SET next_try_at = $2, tries = tries + 1
+        WHERE id IN (
+          SELECT id FROM callback_inbox WHERE state = 'pending' AND next_try_at <= $1
+           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING id, upstream_order_id, downstream_order_no, reported_status, tries`,
+      [now, leaseUntil, limit],
+    );
+    return claimed
+      .map((r) => ({ id: String(r.id), upstreamOrderId: Number(r.upstream_order_id), downstreamOrderNo: r.downstream_order_no, status: r.reported_status, tries: r.tries }))
+      .sort((a, b) => Number(a.id) - Number(b.id));
+  }
+
+  async finish(ids: string[], state: InboxState, outcome: string, orderId: string | null, now: Date): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE callback_inbox SET state = $2, outcome = $3, order_id = $4, processed_at = $5 WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
+      [ids, state, outcome, orderId, now],
+    );
+  }
+
+  /** Leaves callbacks pending until `at` (an attempt or a cancel of their order is in progress). */
+  async defer(ids: string[], orderId: string | null, at: Date, outcome: string): Promise<void> {
+    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2, order_id = $3, outcome = $4 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [
+      ids,
+      at,
+      orderId,
+      outcome,
+    ]);
+  }
+
+  /** Makes the deferred callbacks of an order due now. */
+  async release(orderId: string, now: Date): Promise<number> {
+    const released = await rows(this.dataSource, `UPDATE callback_inbox SET next_try_at = $2 WHERE order_id = $1 AND state = 'pending' RETURNING id`, [
+      orderId,
+      now,
+    ]);
+    return released.length;
+  }
+}

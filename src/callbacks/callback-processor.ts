@@ -1,0 +1,203 @@
+/**
+ * Works through the callback inbox. A callback is a hint: its order's state is read with
+ * `GET /orders/{id}` and the upstream's answer is applied (never the callback's own claim).
+ * - an unknown order: recorded, never applied;
+ * - an order whose attempt is `submit_unknown`: settled through the callback's `downstream_order_no`
+ *   (the upstream order read must be that attempt's);
+ * - an attempt still in flight or a cancel in progress: the callback waits in the inbox and is taken
+ *   up as soon as the order is settled (OrderSignals) or at its next retry;
+ * - a failed read: the order is left to the poller (made due now).
+ * Callbacks of one order claimed together are read once.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { OrderFollowService } from '../orders/order-follow.service.js';
+import { OrderPoller } from '../orders/order-poller.js';
+import { OrderRepository, type AttemptRecord, type OrderRecord } from '../orders/order.repository.js';
+import { OrderSignals } from '../orders/order-signals.js';
+import { CallbackInboxRepository, type InboxRow } from './callback-inbox.repository.js';
+import { runLimited } from '../orders/run-limited.js';
+
+const BATCH = 50;
+const CONCURRENCY = 8;
+/** A submit_unknown order whose read failed: tries before it is left to the inbox's record alone. */
+const MAX_RESOLVE_TRIES = 8;
+
+@Injectable()
+export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('callbacks');
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  /** Orders whose callbacks this instance left waiting for an attempt or a cancel. */
+  private readonly deferred = new Set<string>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly inbox: CallbackInboxRepository,
+    private readonly orders: OrderRepository,
+    private readonly follow: OrderFollowService,
+    private readonly poller: OrderPoller,
+    signals: OrderSignals,
+  ) {
+    this.unsubscribe = signals.onSettled((orderId) => {
+      // callbacks deferred here are taken up at once; those deferred by another replica at its next retry
+      if (!this.deferred.delete(orderId)) return;
+      void this.inbox
+        .release(orderId, this.clock.now())
+        .then((n) => {
+          if (n > 0) this.kick();
+        })
+        .catch(() => undefined);
+    });
+  }
+
+  /** Retry interval of the inbox (deferred callbacks, crashed processors). */
+  get retryMs(): number {
+    return Math.max(20, Math.min(this.config.orders.pollBaseMs, 1000));
+  }
+
+  onApplicationBootstrap(): void {
+    this.scheduleRetry();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** Processes the inbox soon (a callback was just stored). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain().finally(() => {
+      this.running = null;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.kick();
+      this.scheduleRetry();
+    }, this.retryMs);
+    this.timer.unref?.();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      for (let round = 0; round < 100 && !this.stopped; round++) {
+        const now = this.clock.now();
+        const claimed = await this.inbox.claim(now, new Date(now.getTime() + this.config.upstream.timeoutMs + 1000), BATCH);
+        if (claimed.length === 0) return;
+        const groups = new Map<number, InboxRow[]>();
+        for (const row of claimed) groups.set(row.upstreamOrderId, [...(groups.get(row.upstreamOrderId) ?? []), row]);
+        await runLimited([...groups.values()], CONCURRENCY, (g) =>
+          this.process(g).catch((e: unknown) => this.logger.error({ msg: `callback processing failed: ${(e as Error).message}`, upstream_order_id: g[0].upstreamOrderId })),
+        );
+        if (claimed.length < BATCH) return;
+      }
+    } catch (e) {
+      if (!this.stopped) this.logger.error({ msg: `callback inbox drain failed: ${(e as Error).message}` });
+    }
+  }
+
+  /** The callbacks of one upstream order. */
+  private async process(group: InboxRow[]): Promise<void> {
+    const ids = group.map((r) => r.id);
+    const upstreamOrderId = group[0].upstreamOrderId;
+    const numbers = [...new Set(group.map((r) => r.downstreamOrderNo).filter((n): n is string => n !== null))];
+    const found = await this.findOrder(upstreamOrderId, numbers);
+    const now = () => this.clock.now();
+    if (!found) {
+      await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
+      this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
+      return;
+    }
+    const { order, attempt } = found;
+    if (attempt?.status === 'submitting') {
+      await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'attempt_in_flight');
+      return;
+    }
+    if (order.upstreamOrderId !== null && order.upstreamOrderId !== upstreamOrderId) {
+      await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} follows upstream order ${order.upstreamOrderId}`, order.id, now());
+      this.logger.warn({
+        msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo}, which follows ${order.upstreamOrderId}: ignored`,
+        shop_order_no: order.shopOrderNo,
+      });
+      return;
+    }
+    if (order.opToken !== null && order.opUntil !== null && order.opUntil > now()) {
+      await this.defer(ids, order.id, order.opUntil, 'operation_in_progress');
+      return;
+    }
+    if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
+      const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback');
+      switch (r.kind) {
+        case 'resolved':
+          await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
+          return;
+        case 'not_unknown':
+          break; // settled meanwhile: apply as any other order below
+        case 'mismatch':
+          await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
+          return;
+        case 'read_failed': {
+          const tries = Math.max(...group.map((g) => g.tries));
+          if (tries >= MAX_RESOLVE_TRIES) {
+            await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
+            return;
+          }
+          const backoff = Math.min(this.config.orders.pollMaxMs, this.config.orders.pollBaseMs * 2 ** tries);
+          await this.inbox.defer(ids, order.id, new Date(now().getTime() + backoff), `read_failed: ${r.error.message}`);
+          return;
+        }
+      }
+    }
+    const r = await this.follow.refresh(order.id, 'callback');
+    switch (r.kind) {
+      case 'applied':
+        await this.inbox.finish(ids, 'applied', `applied ${r.order.status}`, order.id, now());
+        return;
+      case 'deferred':
+        await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'operation_in_progress');
+        return;
+      case 'read_failed':
+        await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
+        this.poller.wake();
+        return;
+      case 'missing':
+        await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} has no upstream order to read (${order.status})`, order.id, now());
+        return;
+    }
+  }
+
+  private async defer(ids: string[], orderId: string, at: Date, outcome: string): Promise<void> {
+    this.deferred.add(orderId);
+    await this.inbox.defer(ids, orderId, at, outcome);
+  }
+
+  private async findOrder(upstreamOrderId: number, numbers: string[]): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
+    for (const n of numbers) {
+      const attempt = await this.orders.findAttemptByDownstreamNo(n);
+      if (!attempt) continue;
+      const order = await this.orders.findById(attempt.orderId);
+      if (order) return { order, attempt };
+    }
+    const order = await this.orders.findByUpstreamId(upstreamOrderId);
+    return order ? { order, attempt: null } : null;
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * Cancel and refund, cancel-upstream-first (CONTRACT §5): only the upstream's yes (`canceled`)
+ * cancels locally and makes the order refundable; `cancel_not_allowed` and an unreachable upstream
+ * leave the local order as it was; an attempt whose outcome is unknown cannot be canceled.
+ *
+ * No transaction waits on the upstream: a first short transaction marks the order "cancel in
+ * progress" (op_token, with a lease), the upstream is called, and a second transaction on the locked
+ * row applies the answer and clears the mark. While the mark is set, polls and callbacks leave the
+ * order alone (callbacks wait in the inbox and are applied after), so nothing slips between the
+ * upstream's answer and the local write.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/upstream.errors.js';
+import type { UpstreamOrder } from '../upstream/upstream.types.js';
+import { OUTCOME_UNKNOWN, refundEligibility } from './order-state.js';
+import { OrderPresenter } from './order-presenter.js';
+import { OrderRepository, type OrderRecord } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+import { OrderUpdater } from './order-updater.js';
+
+type UpstreamCancelAnswer =
+  | { kind: 'canceled' }
+  /** refused; `current` is the order as read right after (null when that read failed) */
+  | { kind: 'not_allowed'; current: UpstreamOrder | null }
+  | { kind: 'unreachable'; reason: string }
+  | { kind: 'unknown'; reason: string }
+  | { kind: 'error'; error: UpstreamDefinitiveError };
+
+const refundFacts = (o: OrderRecord) => ({
+  status: o.status,
+  amount: o.amount,
+  expectedAmount: o.expectedAmount,
+  refundedAmount: o.refundedAmount,
+  refundRecorded: o.refundAt !== null,
+});
+
+@Injectable()
+export class OrderCancelService {
+  private readonly logger = new Logger('orders');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly upstream: UpstreamClient,
+    private readonly repo: OrderRepository,
+    private readonly updater: OrderUpdater,
+    private readonly presenter: OrderPresenter,
+    private readonly signals: OrderSignals,
+  ) {}
+
+  /** How long a cancel may hold its mark: the cancel call and one read, each within the timeout. */
+  get opLeaseMs(): number {
+    return 2 * this.config.upstream.timeoutMs + 1000;
+  }
+
+  async cancel(shopOrderNo: string): Promise<OrderRecord> {
+    const deadline = Date.now() + this.opLeaseMs + 1000;
+    for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
+      const order = await this.mustFind(shopOrderNo);
+      if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
+      if (order.status === 'canceled') return order;
+      if (order.status === 'rejected') return this.cancelLocally(order);
+      const token = randomUUID();
+      const begun = await this.begin(order, token);
+      if (begun === 'changed') continue;
+      if (begun === 'busy') {
+        // another cancel of this order is in progress: wait for it, then answer from what it left
+        if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress`);
+        await sleep(delay);
+        continue;
+      }
+      try {
+        const answer = await this.askUpstream(order);
+        return await this.finish(order, token, answer);
+      } finally {
+        this.signals.settled(order.id);
+      }
+    }
+  }
+
+  async refund(shopOrderNo: string): Promise<OrderRecord> {
+    let order = await this.mustFind(shopOrderNo);
+    if (order.refundAt !== null) return order;
+    if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
+    if (refundEligibility(refundFacts(order)).state !== 'refundable') order = await this.cancel(shopOrderNo);
+    const now = this.clock.now();
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      if (!locked || locked.refundAt !== null) return;
+      const eligibility = refundEligibility(refundFacts(locked));
+      if (eligibility.state !== 'refundable') {
+        throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
+      }
+      await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now);
+      await tx.insertEvent(locked.id, { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } }, now);
+      await tx.updateOrder(locked, { updated_at: now });
+      this.logger.log({ msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`, shop_order_no: shopOrderNo, trace_id: locked.traceId });
+    });
+    return this.mustFind(shopOrderNo);
+  }
+
+  private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
+    const order = await this.repo.findByShopOrderNo(shopOrderNo);
+    if (!order) throw new AppError('order_not_found', 404, `no order ${shopOrderNo}`);
+    return order;
+  }
+
+  private outcomeUnknown(order: OrderRecord): AppError {
+    return new AppError('outcome_unknown', 409, `order ${order.shopOrderNo} is ${order.status}: whether the upstream has it is not known yet`, {
+      order: this.presenter.present(order),
+    });
+  }
+
+  /** Nothing exists upstream for a rejected attempt: canceled here, still refundable. */
+  private async cancelLocally(order: OrderRecord): Promise<OrderRecord> {
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      if (locked?.status === 'rejected') await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
+    });
+    return this.mustFind(order.shopOrderNo);
+  }
+
+  /** First transaction: the "cancel in progress" mark. */
+  private async begin(order: OrderRecord, token: string): Promise<'begun' | 'busy' | 'changed'> {
+    return this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      if (!locked || locked.status !== order.status || locked.upstreamOrderId === null) return 'changed';
+      const now = this.clock.now();
+      if (locked.opToken !== null && locked.opUntil !== null && locked.opUntil > now) return 'busy';
+      await tx.updateOrder(locked, { op_kind: 'cancel', op_token: token, op_until: new Date(now.getTime() + this.opLeaseMs) });
+      return 'begun';
+    });
+  }
+
+  private async askUpstream(order: OrderRecord): Promise<UpstreamCancelAnswer> {
+    const id = order.upstreamOrderId as number;
+    try {
+      await this.upstream.cancelOrder(id);
+      return { kind: 'canceled' };
+    } catch (e) {
+      if (e instanceof UpstreamDefinitiveError) {
+        if (e.errorCode !== 'cancel_not_allowed') return { kind: 'error', error: e };
+        // refused: it may already be canceled (an earlier cancel whose answer was lost)
+        const current = await this.upstream.getOrder(id).catch(() => null);
+        return { kind: 'not_allowed', current };
+      }
+      if (e instanceof UpstreamRetryableError) return { kind: 'unreachable', reason: e.reason };
+      return { kind: 'unknown', reason: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  /** Second transaction: apply the upstream's answer on the locked row and clear the mark. */
+  private async finish(order: OrderRecord, token: string, answer: UpstreamCancelAnswer): Promise<OrderRecord> {
+    const now = this.clock.now();
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      if (!locked) return;
+      const mine = locked.opToken === token;
+      if (answer.kind === 'canceled' || (answer.kind === 'not_allowed' && answer.current?.status === 'canceled')) {
+        await this.updater.applyReport(tx, locked, answer.kind === 'canceled' ? { status: 'canceled' } : (answer.current as UpstreamOrder), 'api', {
+          schedule: 'hint',
+          patch: mine ? { op_kind: null, op_token: null, op_until: null } : {},
+          detail: { action: 'cancel' },
+        });
+        return;
+      }
+      await tx.updateOrder(locked, {
+        ...(mine ? { op_kind: null, op_token: null, op_until: null } : {}),
+        // no answer: the upstream's state is read soon by the poller
+        ...(answer.kind === 'unknown' && locked.nextPollAt !== null ? { next_poll_at: now } : {}),
+      });
+    });
+    const updated = await this.mustFind(order.shopOrderNo);
+    switch (answer.kind) {
+      case 'canceled':
+        return updated;
+      case 'not_allowed':
+        if (updated.status === 'canceled') return updated;
+        throw new AppError('cancel_not_allowed', 409, `the upstream does not allow canceling order ${order.shopOrderNo} now`, { order: this.presenter.present(updated) });
+      case 'unreachable':
+        throw new AppError('upstream_unavailable', 503, `the upstream could not be reached (${answer.reason}); the order is unchanged`, { order: this.presenter.present(updated) });
+      case 'unknown':
+        throw new AppError('upstream_unavailable', 503, `no answer from the upstream to the cancel (${answer.reason}); the order is unchanged until the upstream's state is read`, {
+          order: this.presenter.present(updated),
+        });
+      case 'error': {
+        const auth = answer.error.httpStatus === 401 || answer.error.httpStatus === 403;
+        throw new AppError(auth ? 'upstream_auth_failed' : 'upstream_error', 502, `the upstream refused the cancel: ${answer.error.errorCode}`, {
+          order: this.presenter.present(updated),
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Following orders after the create call: reading an order from the upstream and applying it (poll,
+ * callback hint, operator refresh), settling `submit_unknown` attempts (a callback or an operator
+ * naming the upstream order, or a re-send under the same number where the upstream deduplicates),
+ * and turning attempts left `submitting` by a stopped process into `submit_unknown`.
+ *
+ * Pattern everywhere: claim (short transaction) → upstream call outside any transaction → apply in a
+ * second short transaction on the locked row.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
+import type { UpstreamOrder } from '../upstream/upstream.types.js';
+import type { EventSource } from './order-state.js';
+import { OrderRepository, type AttemptRecord, type OrderRecord, type PollClaim } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+import { OrderSubmitter } from './order-submitter.js';
+import { OrderUpdater } from './order-updater.js';
+
+export type RefreshResult =
+  | { kind: 'applied'; order: OrderRecord }
+  /** A cancel is in progress: the report waits (the inbox keeps it). */
+  | { kind: 'deferred' }
+  | { kind: 'read_failed'; error: Error }
+  | { kind: 'missing' };
+
+export type ResolveResult =
+  | { kind: 'resolved'; order: OrderRecord }
+  /** The upstream order is not this attempt's (another downstream_order_no, or unknown there). */
+  | { kind: 'mismatch'; reason: string }
+  | { kind: 'read_failed'; error: Error }
+  /** The attempt is no longer `submit_unknown`. */
+  | { kind: 'not_unknown'; order: OrderRecord | null };
+
+@Injectable()
+export class OrderFollowService {
+  private readonly logger = new Logger('orders');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly upstream: UpstreamClient,
+    private readonly repo: OrderRepository,
+    private readonly updater: OrderUpdater,
+    private readonly submitter: OrderSubmitter,
+    private readonly signals: OrderSignals,
+  ) {}
+
+  /** Lease of a poll claim: the read ends within the timeout. */
+  get pollLeaseMs(): number {
+    return this.config.upstream.timeoutMs + 1000;
+  }
+
+  /** Polls one claimed order: read, then apply (backing off when nothing moved). */
+  async pollOne(claim: PollClaim): Promise<void> {
+    let answer: UpstreamOrder;
+    try {
+      answer = await this.upstream.getOrder(claim.upstreamOrderId);
+    } catch (e) {
+      await this.repo.transaction(async (tx) => {
+        const order = await tx.lockOrder(claim.id);
+        if (!order) return;
+        const { pollBaseMs, pollMaxMs } = this.config.orders;
+        const interval = Math.min(pollMaxMs, Math.max(pollBaseMs, (order.pollIntervalMs ?? pollBaseMs) * 2));
+        const now = this.clock.now();
+        await tx.updateOrder(order, {
+          poll_lease_until: null,
+          ...(order.nextPollAt !== null ? { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval } : {}),
+        });
+      });
+      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo });
+      return;
+    }
+    await this.repo.transaction(async (tx) => {
+      const order = await tx.lockOrder(claim.id);
+      if (!order) return;
+      if (this.opInProgress(order)) {
+        await tx.updateOrder(order, { poll_lease_until: null, next_poll_at: order.nextPollAt === null ? null : order.opUntil });
+        return;
+      }
+      await this.updater.applyReport(tx, order, answer, 'poll', { schedule: 'poll' });
+    });
+  }
+
+  /** Reads the order from the upstream and applies it (a callback hint, an operator refresh). */
+  async refresh(orderId: string, source: EventSource): Promise<RefreshResult> {
+    const order = await this.repo.findById(orderId);
+    if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
+    if (this.opInProgress(order)) return { kind: 'deferred' };
+    let answer: UpstreamOrder;
+    try {
+      answer = await this.upstream.getOrder(order.upstreamOrderId);
+    } catch (e) {
+      if (source === 'callback') await this.repo.pollSoon(order.id, this.clock.now());
+      return { kind: 'read_failed', error: e as Error };
+    }
+    return this.apply(orderId, answer, source);
+  }
+
+  /** Applies an upstream answer already read (e.g. by a cancel) on the locked row. */
+  async apply(orderId: string, answer: UpstreamOrder, source: EventSource, opToken?: string): Promise<RefreshResult> {
+    const deferred = await this.repo.transaction(async (tx) => {
+      const order = await tx.lockOrder(orderId);
+      if (!order) return true;
+      if (this.opInProgress(order) && order.opToken !== opToken) return true;
+      await this.updater.applyReport(tx, order, answer, source, { schedule: 'hint' });
+      return false;
+    });
+    if (deferred) return { kind: 'deferred' };
+    const updated = await this.repo.findById(orderId);
+    return updated ? { kind: 'applied', order: updated } : { kind: 'missing' };
+  }
+
+  /**
+   * Settles a `submit_unknown` attempt from an upstream order id (a callback carrying its number, or
+   * the operator): the order is read, and its `downstream_order_no` must be the attempt's.
+   */
+  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource): Promise<ResolveResult> {
+    let answer: UpstreamOrder;
+    try {
+      answer = await this.upstream.getOrder(upstreamOrderId);
+    } catch (e) {
+      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
+      return { kind: 'read_failed', error: e as Error };
+    }
+    // The callback that named this order carried the attempt's number, signed by the upstream; an
+    // operator's id must be proven by the upstream's own answer.
+    const proven = answer.downstream_order_no !== undefined ? answer.downstream_order_no === attempt.downstreamOrderNo : source === 'callback';
+    if (!proven) {
+      return {
+        kind: 'mismatch',
+        reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no ?? '(none)'}, not ${attempt.downstreamOrderNo}`,
+      };
+    }
+    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    if (taken && taken.id !== attempt.orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
+    const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
+    if (!current || current.status !== 'submit_unknown') return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId) };
+    const order = await this.submitter.record(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request }, source);
+    return { kind: 'resolved', order };
+  }
+
+  /** Attempts still `submitting` past their lease (the sender stopped): `submit_unknown` now. */
+  async sweepStale(): Promise<number> {
+    const now = this.clock.now();
+    const stale = await this.repo.staleSubmitting(now, 50);
+    let swept = 0;
+    for (const s of stale) {
+      const done = await this.repo.transaction(async (tx) => {
+        const order = await tx.lockOrder(s.orderId, true);
+        const attempt = order ? await tx.lockAttempt(s.orderId, s.attemptNo) : null;
+        if (!order || !attempt || attempt.status !== 'submitting' || !attempt.sendingUntil || attempt.sendingUntil >= now) return false;
+        await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.submitter.resendAt(now) });
+        if (order.status === 'submitting' && order.attempt === s.attemptNo) {
+          await this.updater.moveLocal(
+            tx,
+            order,
+            'sweep',
+            'submit_unknown',
+            'poll',
+            { error_code: null, error_message: 'outcome unknown: the attempt was in flight when its sender stopped' },
+            { attempt: s.attemptNo, downstream_order_no: attempt.downstreamOrderNo },
+          );
+        }
+        this.logger.warn({ msg: `order ${order.shopOrderNo}: attempt ${s.attemptNo} found in flight after its lease: submit_unknown`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+        return true;
+      });
+      if (done) {
+        swept++;
+        this.signals.settled(s.orderId);
+      }
+    }
+    return swept;
+  }
+
+  /**
+   * Where the upstream deduplicates `downstream_order_no`: sends due `submit_unknown` attempts again
+   * under the same number (one send at a time: the claim takes the attempt's sending lease).
+   */
+  async resendDue(limit = 10): Promise<number> {
+    if (!this.config.upstream.orderNoIdempotent) return 0;
+    const now = this.clock.now();
+    const claimed = await this.repo.claimResends(now, new Date(now.getTime() + this.submitter.sendLeaseMs), limit);
+    await Promise.all(
+      claimed.map(async (a) => {
+        const outcome = await this.submitter.send(a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });
+        this.logger.log({ msg: `re-sent unknown attempt ${a.downstreamOrderNo}: ${outcome.kind}`, downstream_order_no: a.downstreamOrderNo });
+        await this.submitter.record(a.orderId, a.attemptNo, outcome, 'poll');
+      }),
+    );
+    return claimed.length;
+  }
+
+  private opInProgress(order: OrderRecord): boolean {
+    return order.opToken !== null && order.opUntil !== null && order.opUntil > this.clock.now();
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Operator actions (CONTRACT §5): `refresh` reads the order from the upstream and applies it;
+ * `resolve` settles a `submit_unknown` order, either with the upstream order that is this attempt
+ * (its `downstream_order_no` checked) or as never placed (`rejected`). Both are recorded as events
+ * with source `operator`.
+ */
+import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
+import { OrderFollowService } from './order-follow.service.js';
+import { OrderRepository, type AttemptRecord, type OrderRecord } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+import { OrderSubmitter } from './order-submitter.js';
+import { OrderUpdater } from './order-updater.js';
+
+export type ResolveInput = { upstream_order_id: number } | { not_placed: true; reason: string };
+
+@Injectable()
+export class OrderOperatorService {
+  constructor(
+    private readonly clock: Clock,
+    private readonly repo: OrderRepository,
+    private readonly follow: OrderFollowService,
+    private readonly submitter: OrderSubmitter,
+    private readonly updater: OrderUpdater,
+    private readonly signals: OrderSignals,
+  ) {}
+
+  async refresh(shopOrderNo: string): Promise<OrderRecord> {
+    const order = await this.mustFind(shopOrderNo);
+    if (order.upstreamOrderId === null) return order;
+    const r = await this.follow.refresh(order.id, 'operator');
+    if (r.kind === 'read_failed') {
+      throw new AppError('upstream_unavailable', 503, `the order could not be read from the upstream: ${r.error.message}`);
+    }
+    const after = r.kind === 'applied' ? r.order : await this.mustFind(shopOrderNo);
+    // the action itself is recorded (a status it changed has its own event too)
+    await this.repo.addEvent(order.id, { source: 'operator', kind: 'refresh', from: order.status, to: after.status, detail: { outcome: r.kind } }, this.clock.now());
+    return after;
+  }
+
+  async resolve(shopOrderNo: string, input: ResolveInput): Promise<OrderRecord> {
+    const order = await this.mustFind(shopOrderNo);
+    if (order.status !== 'submit_unknown') throw this.notUnknown(order);
+    const attempt = await this.repo.findAttempt(order.id, order.attempt);
+    if (!attempt || attempt.status !== 'submit_unknown') throw this.notUnknown(order);
+    await this.claim(attempt);
+    try {
+      if ('not_placed' in input) return await this.notPlaced(order, attempt, input.reason);
+      const r = await this.follow.resolveUnknown(attempt, input.upstream_order_id, 'operator');
+      switch (r.kind) {
+        case 'resolved':
+          return r.order;
+        case 'mismatch':
+          throw new AppError('resolve_mismatch', 409, r.reason);
+        case 'read_failed':
+          throw new AppError('upstream_unavailable', 503, `the upstream order could not be read: ${r.error.message}`);
+        case 'not_unknown':
+          throw this.notUnknown(r.order ?? order);
+      }
+    } finally {
+      await this.repo.releaseAttemptLease(attempt.id);
+      this.signals.settled(order.id);
+    }
+  }
+
+  /** Takes the attempt's sending lease, so that no re-send runs while the operator settles it. */
+  private async claim(attempt: AttemptRecord): Promise<void> {
+    const deadline = Date.now() + this.submitter.sendLeaseMs + 1000;
+    for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
+      const now = this.clock.now();
+      if (await this.repo.claimUnknownAttempt(attempt.id, now, new Date(now.getTime() + this.submitter.sendLeaseMs))) return;
+      const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
+      if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
+      if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');
+      await sleep(delay);
+    }
+  }
+
+  private async notPlaced(order: OrderRecord, attempt: AttemptRecord, reason: string): Promise<OrderRecord> {
+    const now = this.clock.now();
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      const current = await tx.lockAttempt(order.id, attempt.attemptNo);
+      if (!locked || !current || current.status !== 'submit_unknown' || locked.status !== 'submit_unknown') throw this.notUnknown(locked ?? order);
+      await tx.updateAttempt(current.id, { status: 'rejected', sending_until: null, finished_at: now, error_code: 'not_placed', error_message: reason });
+      await this.updater.moveLocal(tx, locked, 'not_placed', 'rejected', 'operator', { error_code: 'not_placed', error_message: reason }, { reason, attempt: attempt.attemptNo });
+    });
+    return this.mustFind(order.shopOrderNo);
+  }
+
+  private notUnknown(order: OrderRecord): AppError {
+    return new AppError('not_unknown', 409, `order ${order.shopOrderNo} is ${order.status}, not submit_unknown`);
+  }
+
+  private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
+    const order = await this.repo.findByShopOrderNo(shopOrderNo);
+    if (!order) throw new AppError('order_not_found', 404, `no order ${shopOrderNo}`);
+    return order;
+  }
+
+  private async mustFindById(id: string): Promise<OrderRecord> {
+    const order = await this.repo.findById(id);
+    if (!order) throw new AppError('order_not_found', 404, `no order ${id}`);
+    return order;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The background loop of each instance: turns attempts left `submitting` by a stopped process into
+ * `submit_unknown`, re-sends due unknown attempts (where the upstream deduplicates), polls due
+ * unfinished orders (claimed with FOR UPDATE SKIP LOCKED, so replicas share the work), and flags stuck
+ * orders (log, metric, outbox alert).
+ *
+ * Its tick is at most a quarter of UPSTREAM_TIMEOUT_MS (and at most ORDER_POLL_BASE_MS and 1 s), so a
+ * leftover `submitting` attempt becomes `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of a start.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { OutboxWriter } from '../notifications/outbox.writer.js';
+import { Metrics } from '../ops/metrics.js';
+import { DataSource } from 'typeorm';
+import { ORDER_STATUSES, stuckThresholds } from './order-state.js';
+import { OrderFollowService } from './order-follow.service.js';
+import { OrderRepository } from './order.repository.js';
+import { runLimited } from './run-limited.js';
+
+const POLL_BATCH = 20;
+const POLL_CONCURRENCY = 8;
+const HOUSEKEEPING_MS = 1000;
+
+@Injectable()
+export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('order-poller');
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private again = false;
+  private lastHousekeeping = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly repo: OrderRepository,
+    private readonly follow: OrderFollowService,
+    private readonly outbox: OutboxWriter,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  get tickMs(): number {
+    const { pollBaseMs } = this.config.orders;
+    return Math.max(10, Math.min(pollBaseMs, this.config.upstream.timeoutMs / 4, 1000));
+  }
+
+  onApplicationBootstrap(): void {
+    this.schedule(0);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** Runs a tick soon (e.g. after a callback made an order due). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.tick().finally(() => {
+        this.running = null;
+        const more = this.again;
+        this.again = false;
+        this.schedule(more ? 0 : this.tickMs);
+      });
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  /** One pass. Public for tests and tools; errors are logged, never thrown. */
+  async tick(): Promise<void> {
+    try {
+      await this.follow.sweepStale();
+      await this.follow.resendDue();
+      for (let round = 0; round < 10 && !this.stopped; round++) {
+        const now = this.clock.now();
+        const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
+        await runLimited(claims, POLL_CONCURRENCY, (c) =>
+          this.follow.pollOne(c).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo })),
+        );
+        if (claims.length < POLL_BATCH) break;
+      }
+      if (this.clock.nowMs() - this.lastHousekeeping >= HOUSEKEEPING_MS) {
+        this.lastHousekeeping = this.clock.nowMs();
+        await this.housekeeping();
+      }
+    } catch (e) {
+      if (!this.stopped) this.logger.error({ msg: `order poller tick failed: ${(e as Error).message}` });
+    }
+  }
+
+  /** Stuck orders flagged (log once, metric, alert) and the orders-by-status gauge. */
+  private async housekeeping(): Promise<void> {
+    const now = this.clock.now();
+    const { newlyStuck, count } = await this.repo.flagStuck(now, stuckThresholds(now, this.config.orders.stuckAlertS));
+    this.metrics.stuckOrders.set(count);
+    if (newlyStuck.length) {
+      for (const s of newlyStuck) {
+        this.metrics.alerts.inc({ kind: 'order_stuck' });
+        this.logger.warn({ msg: `order ${s.shopOrderNo} is stuck in ${s.status}`, shop_order_no: s.shopOrderNo, trace_id: s.traceId, status: s.status });
+      }
+      await this.dataSource.transaction((em) =>
+        this.outbox.append(
+          em,
+          newlyStuck.map((s) => ({ type: 'alert.order_stuck' as const, subject: s.shopOrderNo, payload: { shop_order_no: s.shopOrderNo, status: s.status, at: now.toISOString() } })),
+        ),
+      );
+    }
+    const counts = new Map((await this.repo.countByStatus()).map((c) => [c.status, c.n]));
+    for (const status of ORDER_STATUSES) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
+  }
+}

@@ -1,0 +1,30 @@
+/** Builds internal API answers from records: decrypts the items (only here) and maps the order. */
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { toOrderResponse, type OrderResponse } from './order.mapper.js';
+import type { OrderRecord } from './order.repository.js';
+import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
+
+@Injectable()
+export class OrderPresenter {
+  private readonly logger = new Logger('orders');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly cipher: PayloadCipher,
+  ) {}
+
+  present(order: OrderRecord): OrderResponse {
+    let delivered: DeliveredData | null = null;
+    if (order.deliverySealed) {
+      try {
+        delivered = this.cipher.open(order.id, order.deliverySealed);
+      } catch (e) {
+        this.logger.error({ msg: `order ${order.shopOrderNo}: stored items cannot be decrypted (${(e as Error).message})`, shop_order_no: order.shopOrderNo });
+      }
+    }
+    return toOrderResponse(order, delivered, this.clock.now(), this.config.orders.stuckAlertS);
+  }
+}

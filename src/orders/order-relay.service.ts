@@ -1,0 +1,254 @@
+/**
+ * Placing an order (CONTRACT §5 `POST /internal/orders`):
+ * 1. the same `shop_order_no`: the recorded order (200), 409 for another body, or a wait for the
+ *    attempt in flight; a `rejected` order with the same body gets a new attempt;
+ * 2. the checks before sending, nothing recorded when they fail, then the price guard on a fresh
+ *    `GET /products/{id}`;
+ * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
+ *    one open attempt per order), the create call outside it, the outcome recorded after it.
+ */
+import { Injectable } from '@nestjs/common';
+import { Decimal } from 'decimal.js';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError, badRequest } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { CatalogService } from '../catalog/catalog.service.js';
+import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { OrderPresenter } from './order-presenter.js';
+import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
+import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord } from './order.repository.js';
+import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
+import { OrderUpdater } from './order-updater.js';
+
+export interface PlaceResult {
+  /** 201 accepted, 202 outcome unknown, 200 the recorded order. */
+  httpStatus: 200 | 201 | 202;
+  order: OrderRecord;
+}
+
+interface CheckedSku {
+  productId: number;
+  skuId: number;
+  unitCost: string;
+  currency: string | null;
+  fulfillmentType: string | null;
+}
+
+@Injectable()
+export class OrderRelayService {
+  /** Placements in flight in this process, by shop_order_no: other requests with the key wait for them. */
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly repo: OrderRepository,
+    private readonly catalog: CatalogService,
+    private readonly submitter: OrderSubmitter,
+    private readonly updater: OrderUpdater,
+    private readonly presenter: OrderPresenter,
+  ) {}
+
+  async place(input: PlaceOrderInput): Promise<PlaceResult> {
+    if (input.quantity > this.config.orders.maxQuantity) {
+      throw badRequest('invalid request: quantity', { quantity: [`quantity must not be greater than ${this.config.orders.maxQuantity}`] });
+    }
+    const fingerprint = requestFingerprint(input);
+    for (;;) {
+      // One request per key at a time in this process: the others wait for it, then answer from
+      // what it recorded (replicas meet at the unique keys of the database instead).
+      const running = this.inflight.get(input.shop_order_no);
+      if (running) {
+        await running.catch(() => undefined);
+        const after = await this.repo.findByShopOrderNo(input.shop_order_no);
+        if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
+        continue; // it recorded nothing (a check failed): make our own checks
+      }
+      const placing = this.placeOrReplay(input, fingerprint);
+      this.inflight.set(input.shop_order_no, placing);
+      try {
+        const result = await placing;
+        if (result) return result;
+      } finally {
+        if (this.inflight.get(input.shop_order_no) === placing) this.inflight.delete(input.shop_order_no);
+      }
+      // lost a race with another replica: look again
+    }
+  }
+
+  /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
+  private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
+    const existing = await this.repo.findByShopOrderNo(input.shop_order_no);
+    if (existing) {
+      if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
+      if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
+      if (existing.status !== 'rejected' || existing.refundAt !== null) return { httpStatus: 200, order: existing };
+    }
+    return this.placeAttempt(input, fingerprint, existing);
+  }
+
+  private answerWaiter(order: OrderRecord, fingerprint: string): PlaceResult {
+    if (order.requestFingerprint !== fingerprint) throw this.conflict(order);
+    return { httpStatus: 200, order };
+  }
+
+  private conflict(order: OrderRecord): AppError {
+    return new AppError('idempotency_conflict', 409, `order ${order.shopOrderNo} was recorded with another request body`);
+  }
+
+  /** Waits for an attempt in flight elsewhere (another request, another replica) to settle. */
+  private async waitSettled(order: OrderRecord): Promise<OrderRecord> {
+    const deadline = Date.now() + this.submitter.sendLeaseMs + 2 * this.config.upstream.timeoutMs;
+    let current = order;
+    for (let delay = 20; current.status === 'submitting' && Date.now() < deadline; delay = Math.min(delay * 2, 200)) {
+      await sleep(delay);
+      current = (await this.repo.findById(order.id)) ?? current;
+    }
+    return current;
+  }
+
+  /** Checks, reserves and sends one attempt; null when another request took the key meanwhile. */
+  private async placeAttempt(input: PlaceOrderInput, fingerprint: string, rejected: OrderRecord | null): Promise<PlaceResult | null> {
+    const sku = await this.check(input);
+    const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
+    const request: AttemptRequest = {
+      sku_id: sku.skuId,
+      quantity: input.quantity,
+      ...(input.manual_form_data !== undefined ? { manual_form_data: input.manual_form_data } : {}),
+      trace_id: traceId,
+      with_callback: this.submitter.withCallback,
+    };
+    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId);
+    if (!reserved) return null;
+    const { order, attempt } = reserved;
+    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo });
+    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api');
+    return this.answer(recorded, outcome);
+  }
+
+  /** The checks before sending (CONTRACT §5): nothing is recorded when one fails. */
+  private async check(input: PlaceOrderInput): Promise<CheckedSku> {
+    const sku = await this.catalog.getSku(input.sku_code);
+    if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
+    if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
+    if (sku.fulfillmentType === 'manual') {
+      const data = input.manual_form_data;
+      const missing = data === undefined || Object.keys(data).length === 0 ? ['manual_form_data'] : missingManualFields(sku.manualFormSchema, data);
+      if (missing.length) {
+        throw new AppError('manual_form_required', 400, `SKU ${input.sku_code} is fulfilled manually: manual_form_data is required (${missing.join(', ')})`, {
+          fields: Object.fromEntries(missing.map((k) => [k === 'manual_form_data' ? k : `manual_form_data.${k}`, ['required']])),
+        });
+      }
+    }
+    const ceiling = input.max_unit_cost ?? sku.salePrice;
+    let product: UpstreamProduct | null;
+    try {
+      product = await this.catalog.refreshProduct(sku.productId);
+    } catch (e) {
+      throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
+    }
+    const fresh = product?.skus.find((s) => s.sku_code === input.sku_code);
+    if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
+      throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is no longer available upstream`);
+    }
+    if (new Decimal(fresh.price_amount).gt(new Decimal(ceiling))) {
+      throw new AppError('price_changed', 409, `the unit price is now ${fresh.price_amount}, above ${ceiling}`, {
+        unit_cost: fresh.price_amount,
+        max_unit_cost: ceiling,
+      });
+    }
+    return {
+      productId: product.id,
+      skuId: fresh.id,
+      unitCost: fresh.price_amount,
+      currency: sku.currency,
+      fulfillmentType: product.fulfillment_type,
+    };
+  }
+
+  /** The attempt row, reserved before the HTTP call. */
+  private async reserve(
+    input: PlaceOrderInput,
+    fingerprint: string,
+    rejected: OrderRecord | null,
+    sku: CheckedSku,
+    request: AttemptRequest,
+    traceId: string,
+  ): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    const now = this.clock.now();
+    const leaseUntil = new Date(now.getTime() + this.submitter.sendLeaseMs);
+    const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
+    try {
+      return await this.repo.transaction(async (tx) => {
+        if (!rejected) {
+          const created = await tx.insertOrder(
+            {
+              shopOrderNo: input.shop_order_no,
+              skuCode: input.sku_code,
+              quantity: input.quantity,
+              requestFingerprint: fingerprint,
+              maxUnitCost: input.max_unit_cost ?? null,
+              traceId,
+              productId: sku.productId,
+              skuId: sku.skuId,
+              unitCost: sku.unitCost,
+              expectedAmount,
+              currency: sku.currency,
+              fulfillmentType: sku.fulfillmentType,
+            },
+            request,
+            now,
+            leaseUntil,
+          );
+          if (created) await this.updater.announce(tx, created.order, null, 'submitting', 'api', now);
+          return created;
+        }
+        const order = await tx.lockOrder(rejected.id);
+        if (!order || order.status !== 'rejected' || order.refundAt !== null || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) return null;
+        const n = order.attempt + 1;
+        const dno = downstreamOrderNo(order.shopOrderNo, n);
+        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseUntil);
+        const patch = {
+          attempt: n,
+          downstream_order_no: dno,
+          product_id: sku.productId,
+          sku_id: sku.skuId,
+          unit_cost: sku.unitCost,
+          expected_amount: expectedAmount,
+          error_code: null,
+          error_message: null,
+        };
+        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', 'submitting', 'api', patch, { attempt: n, downstream_order_no: dno });
+        return { order: updated, attempt };
+      });
+    } catch (e) {
+      if (e instanceof DownstreamNumberTaken) {
+        throw new AppError('idempotency_conflict', 409, `the upstream order number ${e.downstreamOrderNo} is already used by another order`);
+      }
+      throw e;
+    }
+  }
+
+  /** The answer of the request that made the attempt. */
+  private answer(order: OrderRecord, outcome: SendOutcome): PlaceResult {
+    switch (order.status) {
+      case 'submit_unknown':
+        return { httpStatus: 202, order };
+      case 'rejected': {
+        const view = this.presenter.present(order);
+        if (outcome.kind === 'rejected') {
+          const auth = outcome.httpStatus === 401 || outcome.httpStatus === 403;
+          const status = auth ? 502 : outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
+          throw new AppError(auth ? 'upstream_auth_failed' : outcome.errorCode, status, `the upstream refused the order: ${outcome.message}`, { order: view });
+        }
+        throw new AppError('upstream_unavailable', 503, order.errorMessage ?? 'the upstream could not be reached', { order: view });
+      }
+      case 'submitting':
+        return { httpStatus: 202, order };
+      default:
+        return { httpStatus: 201, order };
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The shop's order request as the idempotency key sees it (pure): two requests with one
+ * `shop_order_no` are "the same" when their fingerprints match. `trace_id` is not part of it (a retry
+ * may carry a new one).
+ */
+import { createHash } from 'node:crypto';
+import { Decimal } from 'decimal.js';
+
+export interface PlaceOrderInput {
+  shop_order_no: string;
+  sku_code: string;
+  quantity: number;
+  manual_form_data?: Record<string, unknown>;
+  max_unit_cost?: string;
+  trace_id?: string;
+}
+
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v !== null && typeof v === 'object') {
+    return Object.fromEntries(
+      Object.keys(v as Record<string, unknown>)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
+  }
+  return v;
+}
+
+export function requestFingerprint(input: PlaceOrderInput): string {
+  const normalized = {
+    sku_code: input.sku_code,
+    quantity: input.quantity,
+    manual_form_data: canonical(input.manual_form_data ?? null),
+    max_unit_cost: input.max_unit_cost === undefined ? null : new Decimal(input.max_unit_cost).toFixed(),
+  };
+  return createHash('sha256').update(JSON.stringify(normalized)).digest('hex');
+}
+
+/** Attempt 1 goes upstream as the shop's number, attempt n > 1 as `<shop_order_no>-<n>`. */
+export function downstreamOrderNo(shopOrderNo: string, attempt: number): string {
+  return attempt === 1 ? shopOrderNo : `${shopOrderNo}-${attempt}`;
+}
+
+/** Required keys of a manual form schema `{fields: [{key, required}]}` missing from the data. */
+export function missingManualFields(schema: Record<string, unknown> | null | undefined, data: Record<string, unknown> | undefined): string[] {
+  const fields = (schema as { fields?: unknown } | null | undefined)?.fields;
+  if (!Array.isArray(fields)) return [];
+  return fields
+    .filter((f): f is { key: string; required: true } => typeof f === 'object' && f !== null && (f as { required?: unknown }).required === true && typeof (f as { key?: unknown }).key === 'string')
+    .map((f) => f.key)
+    .filter((key) => {
+      const v = data?.[key];
+      return v === undefined || v === null || v === '';
+    });
+}

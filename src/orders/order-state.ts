@@ -1,0 +1,195 @@
+/**
+ * The order lifecycle (CONTRACT §5), pure: statuses with their ranks, the table of allowed moves,
+ * and the decision for every status report, whatever its source. No Nest, no I/O.
+ *
+ * Two kinds of move:
+ * - a report of the upstream's state (`report`): applied only when it ranks above the current status
+ *   (a later status never moves an order back); a lower or equal rank is ignored (a regression is
+ *   counted); a contradiction listed in ANOMALIES (e.g. `canceled` after items were delivered) is kept
+ *   as an anomaly and not applied;
+ * - a local move with a named trigger (`submit`, `submit_outcome`, `resubmit`, `local_cancel`,
+ *   `not_placed`, `sweep`): allowed only where TRANSITIONS lists it.
+ */
+
+export const UPSTREAM_STATUSES = [
+  'pending_payment',
+  'paid',
+  'fulfilling',
+  'partially_delivered',
+  'delivered',
+  'completed',
+  'canceled',
+  'partially_refunded',
+  'refunded',
+] as const;
+export type UpstreamStatus = (typeof UPSTREAM_STATUSES)[number];
+
+export const LOCAL_STATUSES = ['submitting', 'submit_unknown', 'rejected'] as const;
+export type LocalStatus = (typeof LOCAL_STATUSES)[number];
+
+export type OrderStatus = UpstreamStatus | LocalStatus;
+export const ORDER_STATUSES: readonly OrderStatus[] = [...LOCAL_STATUSES, ...UPSTREAM_STATUSES];
+
+/** Where a status change came from (stored with every event). */
+export type EventSource = 'api' | 'callback' | 'poll' | 'operator';
+
+/**
+ * Ranks: a report applies only when it ranks higher than the current status. The local statuses
+ * rank below every upstream status (an upstream report always settles them), except `rejected`,
+ * which no report may move (the upstream never had that attempt).
+ */
+export const RANK: Readonly<Record<OrderStatus, number>> = {
+  submitting: 0,
+  submit_unknown: 1,
+  pending_payment: 10,
+  paid: 20,
+  fulfilling: 30,
+  partially_delivered: 40,
+  delivered: 50,
+  completed: 60,
+  canceled: 70,
+  partially_refunded: 80,
+  refunded: 90,
+  rejected: 100,
+};
+
+export type LocalTrigger =
+  /** a new order's first attempt is reserved */
+  | 'submit'
+  /** the create call answered: accepted (an upstream status), refused (`rejected`) or unknown */
+  | 'submit_outcome'
+  /** a `rejected` order is submitted again with the same key: a new attempt */
+  | 'resubmit'
+  /** cancel of a `rejected` order: nothing exists upstream */
+  | 'local_cancel'
+  /** the operator settles a `submit_unknown` order as never placed */
+  | 'not_placed'
+  /** an attempt found `submitting` past its lease (after a crash) */
+  | 'sweep';
+
+const ANY_UPSTREAM: readonly OrderStatus[] = UPSTREAM_STATUSES;
+
+/** The local moves: trigger → from → allowed targets. */
+export const TRANSITIONS: Readonly<Record<LocalTrigger, ReadonlyArray<readonly [readonly (OrderStatus | null)[], readonly OrderStatus[]]>>> = {
+  submit: [[[null], ['submitting']]],
+  submit_outcome: [
+    [['submitting'], ['rejected', 'submit_unknown', ...ANY_UPSTREAM]],
+    // the outcome of a send made while the attempt was already unknown (a re-send, or a slow sender)
+    [['submit_unknown'], ['rejected', ...ANY_UPSTREAM]],
+  ],
+  resubmit: [[['rejected'], ['submitting']]],
+  local_cancel: [[['rejected'], ['canceled']]],
+  not_placed: [[['submit_unknown'], ['rejected']]],
+  sweep: [[['submitting'], ['submit_unknown']]],
+};
+
+export function canTransition(trigger: LocalTrigger, from: OrderStatus | null, to: OrderStatus): boolean {
+  return TRANSITIONS[trigger].some(([froms, tos]) => froms.includes(from) && tos.includes(to));
+}
+
+/** Statuses where items have been handed over: canceling after them is a contradiction. */
+export const ITEMS_DELIVERED: ReadonlySet<OrderStatus> = new Set(['partially_delivered', 'delivered', 'completed']);
+
+/** Contradictions: reported `to` while the order is in one of `from`. Kept, logged, not applied. */
+export const ANOMALIES: ReadonlyArray<{ from: ReadonlySet<OrderStatus>; to: OrderStatus; reason: string }> = [
+  { from: ITEMS_DELIVERED, to: 'canceled', reason: 'canceled_after_delivery' },
+];
+
+/** Statuses the poller keeps following. */
+export const FOLLOWED: ReadonlySet<OrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
+/** Statuses with an attempt whose outcome is not known yet. */
+export const OUTCOME_UNKNOWN: ReadonlySet<OrderStatus> = new Set(['submitting', 'submit_unknown']);
+/** Unfinished: still expected to move (followed, or its attempt still open). */
+export const UNFINISHED: ReadonlySet<OrderStatus> = new Set([...FOLLOWED, ...OUTCOME_UNKNOWN]);
+
+export function isUpstreamStatus(s: string): s is UpstreamStatus {
+  return (UPSTREAM_STATUSES as readonly string[]).includes(s);
+}
+
+export function isOrderStatus(s: string): s is OrderStatus {
+  return (ORDER_STATUSES as readonly string[]).includes(s);
+}
+
+export type ReportDecision =
+  | { kind: 'apply'; to: UpstreamStatus }
+  /** same status: nothing to record (data such as items or refunded_amount may still be taken) */
+  | { kind: 'same' }
+  /** ranks below (or beside) the current status: ignored and counted */
+  | { kind: 'regression' }
+  | { kind: 'anomaly'; reason: string };
+
+/** What to do with a report of the upstream's state `reported` for an order in `current`. */
+export function decideReport(current: OrderStatus, reported: string): ReportDecision {
+  if (!isUpstreamStatus(reported)) return { kind: 'anomaly', reason: 'unknown_status' };
+  if (current === 'rejected') {
+    // nothing exists upstream for a rejected attempt: a report for it contradicts what we know
+    return { kind: 'anomaly', reason: 'report_for_rejected' };
+  }
+  if (reported === current) return { kind: 'same' };
+  const anomaly = ANOMALIES.find((a) => a.to === reported && a.from.has(current));
+  if (anomaly) return { kind: 'anomaly', reason: anomaly.reason };
+  if (RANK[reported] > RANK[current]) return { kind: 'apply', to: reported };
+  return { kind: 'regression' };
+}
+
+// ------------------------------------------------------------------------------------------ refunds
+
+export type RefundState = 'not_refundable' | 'refundable' | 'refunded';
+
+export interface RefundFacts {
+  status: OrderStatus;
+  /** What the upstream charged (null when it never charged). */
+  amount: string | null;
+  /** The order's whole amount when nothing was charged (quantity × checked unit price). */
+  expectedAmount: string | null;
+  /** With `partially_refunded` / `refunded`: what the upstream gave back. */
+  refundedAmount: string | null;
+  /** A local refund has been recorded. */
+  refundRecorded: boolean;
+}
+
+/** Statuses that make the whole order refundable: nothing was kept by the upstream. */
+export const REFUNDABLE_WHOLE: ReadonlySet<OrderStatus> = new Set(['rejected', 'canceled', 'refunded']);
+
+/**
+ * Refund eligibility: `rejected`, `canceled` or `refunded` make the whole amount refundable,
+ * `partially_refunded` the refunded amount; once recorded, `refunded`. "No refund unless the
+ * upstream canceled" is this guard: every other status is not refundable.
+ */
+export function refundEligibility(f: RefundFacts): { state: RefundState; amount: string | null } {
+  const whole = f.amount ?? f.expectedAmount;
+  if (f.refundRecorded) {
+    return { state: 'refunded', amount: f.status === 'partially_refunded' ? f.refundedAmount : whole };
+  }
+  if (REFUNDABLE_WHOLE.has(f.status)) return { state: 'refundable', amount: whole };
+  if (f.status === 'partially_refunded' && f.refundedAmount !== null) return { state: 'refundable', amount: f.refundedAmount };
+  return { state: 'not_refundable', amount: null };
+}
+
+// ------------------------------------------------------------------------------------------- stuck
+
+/** A `submit_unknown` attempt older than this is stuck (or STUCK_ORDER_ALERT_S when shorter). */
+export const SUBMIT_UNKNOWN_STUCK_S = 600;
+
+export interface StuckFacts {
+  status: OrderStatus;
+  /** Last time the order moved. */
+  progressAt: Date;
+  /** When it entered its current status. */
+  statusChangedAt: Date;
+}
+
+/** The thresholds of `isStuck`, as instants (the SQL filter uses the same ones). */
+export function stuckThresholds(now: Date, stuckAlertS: number): { stuckBefore: Date; unknownBefore: Date } {
+  return {
+    stuckBefore: new Date(now.getTime() - stuckAlertS * 1000),
+    unknownBefore: new Date(now.getTime() - Math.min(SUBMIT_UNKNOWN_STUCK_S, stuckAlertS) * 1000),
+  };
+}
+
+/** Stuck: unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes. */
+export function isStuck(f: StuckFacts, now: Date, stuckAlertS: number): boolean {
+  const t = stuckThresholds(now, stuckAlertS);
+  if (f.status === 'submit_unknown') return f.statusChangedAt < t.unknownBefore;
+  return (f.status === 'submitting' || FOLLOWED.has(f.status)) && f.progressAt < t.stuckBefore;
+}

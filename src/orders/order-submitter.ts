@@ -1,0 +1,232 @@
+/**
+ * Sending an attempt to the upstream and recording what came of it. The send happens outside any
+ * transaction, under the attempt's sending lease (taken when the attempt was reserved, or by a
+ * re-send claim); the outcome is written in one short transaction on the locked order.
+ *
+ * Outcome classes (CONTRACT §5): accepted; a definitive refusal (`rejected`, the upstream's code);
+ * nothing reached the upstream after a few quick tries (`rejected`, `upstream_unavailable`); unknown
+ * (`submit_unknown`). `invalid_callback_url` is not a refusal of the order: the same attempt goes again
+ * at once without the callback address.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { Decimal } from 'decimal.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../ops/metrics.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
+import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
+import type { EventSource } from './order-state.js';
+import { OrderRepository, type AttemptRequest, type OrderRecord } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+import { OrderUpdater, type UpstreamReport } from './order-updater.js';
+
+/** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
+export type AcceptedReport = UpstreamReport & { order_id: number };
+
+export type SendOutcome =
+  | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest }
+  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string }
+  | { kind: 'unavailable'; reason: string }
+  | { kind: 'unknown'; reason: string };
+
+/** Quick tries when nothing reached the upstream (the first one included). */
+export const MAX_SEND_TRIES = 3;
+const RETRY_DELAYS_MS = [100, 300];
+
+@Injectable()
+export class OrderSubmitter {
+  private readonly logger = new Logger('orders');
+  /** The upstream refused our callback address once: orders are followed by polling alone. */
+  private callbackRefused = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly upstream: UpstreamClient,
+    private readonly repo: OrderRepository,
+    private readonly updater: OrderUpdater,
+    private readonly signals: OrderSignals,
+  ) {}
+
+  /** Whether new attempts carry our callback_url. */
+  get withCallback(): boolean {
+    return this.config.callbacks.publicUrl !== null && !this.callbackRefused;
+  }
+
+  /**
+   * How long an attempt's sending lease lasts: new tries start only within the first half of
+   * UPSTREAM_TIMEOUT_MS and each ends within it, so a live sender is done by 1.5 × the timeout; the
+   * sweeper then turns a leftover `submitting` into `submit_unknown` within 2 × the timeout.
+   */
+  get sendLeaseMs(): number {
+    const t = this.config.upstream.timeoutMs;
+    return Math.ceil(t * 1.5 + Math.min(t / 4, 1000));
+  }
+
+  /** Sends one attempt (outside any transaction). */
+  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }): Promise<SendOutcome> {
+    const started = performance.now();
+    const budget = this.config.upstream.timeoutMs / 2;
+    let req = request;
+    for (let tryNo = 0; ; tryNo++) {
+      const body: UpstreamCreateOrderRequest = {
+        sku_id: req.sku_id,
+        quantity: req.quantity,
+        ...(req.manual_form_data !== undefined ? { manual_form_data: req.manual_form_data } : {}),
+        downstream_order_no: downstreamOrderNo,
+        trace_id: req.trace_id,
+        ...(req.with_callback && this.config.callbacks.publicUrl ? { callback_url: this.config.callbacks.publicUrl } : {}),
+      };
+      try {
+        const created = await this.upstream.createOrder(body);
+        return { kind: 'accepted', report: created, request: req };
+      } catch (e) {
+        const elapsed = performance.now() - started;
+        if (e instanceof UpstreamDefinitiveError) {
+          if (e.errorCode === 'invalid_callback_url' && body.callback_url !== undefined) {
+            this.callbackRefused = true;
+            this.logger.warn({
+              msg: 'the upstream refused our callback_url (invalid_callback_url): sending again without it; orders are followed by polling',
+              ...log,
+              trace_id: req.trace_id,
+            });
+            req = { ...req, with_callback: false };
+            if (elapsed < budget) continue;
+            return { kind: 'unavailable', reason: 'invalid_callback_url_retry_out_of_time' };
+          }
+          return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message };
+        }
+        if (e instanceof UpstreamRetryableError) {
+          const delay = Math.min(e.retryAfterMs ?? RETRY_DELAYS_MS[tryNo] ?? 300, 1000);
+          if (tryNo + 1 < MAX_SEND_TRIES && elapsed + delay < budget) {
+            await sleep(delay);
+            continue;
+          }
+          return { kind: 'unavailable', reason: e.reason };
+        }
+        return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
+      }
+    }
+  }
+
+  /**
+   * Records the outcome of a send (or a proof that the attempt exists upstream) on the attempt and the
+   * order, in one transaction. An attempt that is no longer open is left as it is.
+   */
+  async record(orderId: string, attemptNo: number, outcome: SendOutcome, source: EventSource): Promise<OrderRecord> {
+    const now = this.clock.now();
+    const recorded = await this.repo.transaction(async (tx): Promise<OrderRecord | null> => {
+      const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
+      if (!locked) return null;
+      const { order, attempt } = locked;
+      if ((attempt.status !== 'submitting' && attempt.status !== 'submit_unknown') || order.attempt !== attemptNo) {
+        if (attempt.sendingUntil) await tx.updateAttempt(attempt.id, { sending_until: null });
+        return order;
+      }
+      const wasUnknown = attempt.status === 'submit_unknown';
+      const detail = { attempt: attemptNo, downstream_order_no: attempt.downstreamOrderNo };
+      switch (outcome.kind) {
+        case 'accepted': {
+          const r = outcome.report;
+          await tx.updateAttempt(attempt.id, {
+            status: 'accepted',
+            sending_until: null,
+            upstream_order_id: r.order_id,
+            finished_at: now,
+            http_status: 200,
+            ...(outcome.request !== attempt.request ? { request: outcome.request } : {}),
+          });
+          const applied = await this.updater.applyReport(tx, order, r, source, {
+            schedule: 'hint',
+            patch: { upstream_order_id: r.order_id, upstream_order_no: r.order_no ?? null },
+            detail,
+          });
+          this.metrics.placements.inc({ outcome: wasUnknown ? 'deduplicated' : 'accepted' });
+          this.checkCharge(order, r);
+          return applied.order;
+        }
+        case 'rejected':
+          await tx.updateAttempt(attempt.id, {
+            status: 'rejected',
+            sending_until: null,
+            finished_at: now,
+            http_status: outcome.httpStatus,
+            error_code: outcome.errorCode,
+            error_message: outcome.message,
+          });
+          this.metrics.placements.inc({ outcome: 'rejected' });
+          return this.updater.moveLocal(tx, order, 'submit_outcome', 'rejected', source, { error_code: outcome.errorCode, error_message: outcome.message }, {
+            ...detail,
+            error_code: outcome.errorCode,
+          });
+        case 'unavailable':
+          if (wasUnknown) {
+            // a re-send that could not reach the upstream: still unknown, try again later
+            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
+            return order;
+          }
+          await tx.updateAttempt(attempt.id, {
+            status: 'rejected',
+            sending_until: null,
+            finished_at: now,
+            error_code: 'upstream_unavailable',
+            error_message: outcome.reason,
+          });
+          this.metrics.placements.inc({ outcome: 'unavailable' });
+          return this.updater.moveLocal(
+            tx,
+            order,
+            'submit_outcome',
+            'rejected',
+            source,
+            { error_code: 'upstream_unavailable', error_message: `the upstream could not be reached (${outcome.reason})` },
+            { ...detail, error_code: 'upstream_unavailable' },
+          );
+        case 'unknown':
+          if (wasUnknown) {
+            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
+            return order;
+          }
+          await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.resendAt(now) });
+          this.metrics.placements.inc({ outcome: 'unknown' });
+          this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+          return this.updater.moveLocal(
+            tx,
+            order,
+            'submit_outcome',
+            'submit_unknown',
+            source,
+            { error_code: null, error_message: `outcome unknown: ${outcome.reason}` },
+            { ...detail, reason: outcome.reason },
+          );
+      }
+    });
+    this.signals.settled(orderId);
+    if (!recorded) throw new Error(`order ${orderId} vanished`);
+    return recorded;
+  }
+
+  /** When a `submit_unknown` attempt is sent again (where the upstream deduplicates order numbers). */
+  resendAt(now: Date): Date {
+    return new Date(now.getTime() + this.config.upstream.submitUnknownRecheckS * 1000);
+  }
+
+  /** A charge above quantity × the checked unit price is counted and logged. */
+  private checkCharge(order: OrderRecord, r: AcceptedReport): void {
+    if (!r.amount || order.unitCost === null) return;
+    const ceiling = new Decimal(order.unitCost).mul(order.quantity);
+    if (new Decimal(r.amount).gt(ceiling)) {
+      this.metrics.overcharges.inc();
+      this.logger.warn({
+        msg: `order ${order.shopOrderNo}: the upstream charged ${r.amount}, above ${ceiling.toFixed()} (quantity × checked unit price)`,
+        shop_order_no: order.shopOrderNo,
+        trace_id: order.traceId,
+        amount: r.amount,
+        ceiling: ceiling.toFixed(),
+      });
+    }
+  }
+}

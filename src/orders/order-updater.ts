@@ -1,0 +1,212 @@
+/**
+ * The one place where an order's status changes, inside the caller's transaction on the locked row:
+ * upstream reports (API answer, callback, poll, operator) through `decideReport`, local moves through
+ * the transition table. Every applied change writes an event row and a shop notification (outbox);
+ * regressions are counted, anomalies kept and logged; delivered items are sealed before they are
+ * stored. Never logs an item.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { Decimal } from 'decimal.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { OutboxWriter } from '../notifications/outbox.writer.js';
+import { Metrics } from '../ops/metrics.js';
+import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
+import { parseDeliveryPayload } from './delivery-payload.js';
+import {
+  FOLLOWED,
+  ITEMS_DELIVERED,
+  canTransition,
+  decideReport,
+  type EventSource,
+  type LocalTrigger,
+  type OrderStatus,
+  type ReportDecision,
+} from './order-state.js';
+import type { OrderPatch, OrderRecord, OrderTx } from './order.repository.js';
+import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
+
+/** What the upstream says about an order (a created-order answer, an order detail). */
+export interface UpstreamReport {
+  status: string;
+  order_no?: string;
+  amount?: string;
+  currency?: string;
+  refunded_amount?: string | null;
+  fulfillment?: UpstreamFulfillment | null;
+}
+
+export interface ApplyOptions {
+  /** `poll`: the poller's own read (backs off when nothing moved, releases its lease); `hint`: any other. */
+  schedule: 'poll' | 'hint';
+  /** Columns to set along with the report (e.g. the upstream ids of an accepted attempt). */
+  patch?: OrderPatch;
+  /** Extra detail for the event row. */
+  detail?: Record<string, unknown>;
+}
+
+export interface ApplyResult {
+  /** The order as it now is. */
+  order: OrderRecord;
+  from: OrderStatus;
+  to: OrderStatus;
+  decision: ReportDecision;
+  /** The status changed, or items / a refunded amount arrived. */
+  progressed: boolean;
+}
+
+const eqMoney = (a: string | null | undefined, b: string | null | undefined): boolean =>
+  a == null || b == null ? a == b : new Decimal(a).eq(new Decimal(b));
+
+@Injectable()
+export class OrderUpdater {
+  private readonly logger = new Logger('orders');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly outbox: OutboxWriter,
+    private readonly cipher: PayloadCipher,
+  ) {}
+
+  /** Applies an upstream report to `order` (locked by the caller in `tx`). */
+  async applyReport(tx: OrderTx, order: OrderRecord, report: UpstreamReport, source: EventSource, opts: ApplyOptions): Promise<ApplyResult> {
+    const now = this.clock.now();
+    const decision = decideReport(order.status, report.status);
+    const patch: OrderPatch = { ...opts.patch };
+    let to = order.status;
+    let progressed = false;
+    let deliveredNow = false;
+
+    if (decision.kind === 'apply' || decision.kind === 'same') {
+      if (report.order_no && report.order_no !== order.upstreamOrderNo) patch.upstream_order_no = report.order_no;
+      if (report.amount && !eqMoney(report.amount, order.amount)) patch.amount = report.amount;
+      if (report.currency && report.currency !== order.currency) patch.currency = report.currency;
+      if (report.refunded_amount != null && !eqMoney(report.refunded_amount, order.refundedAmount)) {
+        patch.refunded_amount = report.refunded_amount;
+        progressed = true;
+      }
+      const delivery = this.delivery(order, report.fulfillment, now);
+      if (delivery) {
+        Object.assign(patch, delivery);
+        progressed = true;
+        deliveredNow = order.deliveredAt === null;
+      }
+    }
+
+    switch (decision.kind) {
+      case 'apply':
+        to = decision.to;
+        progressed = true;
+        Object.assign(patch, { status: to, status_changed_at: now });
+        if (order.errorCode !== null && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
+        await this.recordChange(tx, order, to, source, now, { ...opts.detail });
+        break;
+      case 'regression':
+        this.metrics.stateRegressions.inc({ source });
+        this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, status: order.status, reported: report.status, source });
+        break;
+      case 'anomaly':
+        if (order.anomaly !== decision.reason) {
+          patch.anomaly = decision.reason;
+          this.metrics.stateAnomalies.inc();
+          await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason: decision.reason, reported: report.status } }, now);
+          this.logger.warn({
+            msg: `contradictory status report kept as an anomaly: ${decision.reason}`,
+            shop_order_no: order.shopOrderNo,
+            trace_id: order.traceId,
+            status: order.status,
+            reported: report.status,
+            source,
+          });
+        }
+        break;
+      case 'same':
+        break;
+    }
+
+    if (progressed) Object.assign(patch, { progress_at: now, stuck_since: null });
+    // updated_at moves only when something the API shows changed, not for the polling schedule
+    if (Object.keys(patch).length > 0) patch.updated_at = now;
+    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now));
+    const updated = await tx.updateOrder(order, patch);
+    if (deliveredNow && ITEMS_DELIVERED.has(to)) this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000);
+    return { order: updated, from: order.status, to, decision, progressed };
+  }
+
+  /** A local move of the transition table (throws when the table does not allow it). */
+  async moveLocal(
+    tx: OrderTx,
+    order: OrderRecord,
+    trigger: LocalTrigger,
+    to: OrderStatus,
+    source: EventSource,
+    patch: OrderPatch = {},
+    detail: Record<string, unknown> = {},
+  ): Promise<OrderRecord> {
+    if (!canTransition(trigger, order.status, to)) {
+      throw new Error(`order ${order.shopOrderNo}: ${trigger} does not allow ${order.status} → ${to}`);
+    }
+    const now = this.clock.now();
+    await this.recordChange(tx, order, to, source, now, { trigger, ...detail });
+    return tx.updateOrder(order, {
+      ...patch,
+      status: to,
+      status_changed_at: now,
+      progress_at: now,
+      stuck_since: null,
+      ...this.schedule(order, to, true, 'hint', now),
+      updated_at: now,
+    });
+  }
+
+  /** Event row and shop notification of a status change. */
+  async recordChange(tx: OrderTx, order: OrderRecord, to: OrderStatus, source: EventSource, now: Date, detail: Record<string, unknown>): Promise<void> {
+    await tx.insertEvent(order.id, { source, kind: 'status', from: order.status === to ? null : order.status, to, detail: Object.keys(detail).length ? detail : null }, now);
+    await this.announce(tx, order, order.status === to ? null : order.status, to, source, now);
+  }
+
+  /** The shop notification (outbox, same transaction) and the log line of a status change whose event row is written. */
+  async announce(tx: OrderTx, order: OrderRecord, from: OrderStatus | null, to: OrderStatus, source: EventSource, now: Date): Promise<void> {
+    await this.outbox.append(tx.em, [
+      {
+        type: 'order.status_changed',
+        subject: order.shopOrderNo,
+        payload: { shop_order_no: order.shopOrderNo, status: to, previous_status: from, source, attempt: order.attempt, at: now.toISOString() },
+      },
+    ]);
+    this.logger.log({ msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, from, to, source });
+  }
+
+  /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
+  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date): OrderPatch {
+    const { pollBaseMs, pollMaxMs } = this.config.orders;
+    if (!FOLLOWED.has(to)) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
+    if (mode === 'poll') {
+      const interval = progressed ? pollBaseMs : Math.min(pollMaxMs, Math.max(pollBaseMs, (order.pollIntervalMs ?? pollBaseMs) * 2));
+      return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };
+    }
+    if (progressed || order.nextPollAt === null) return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };
+    return {};
+  }
+
+  /** The sealed items when the report brings new ones; null when there are none or they are unchanged. */
+  private delivery(order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {
+    if (!f || typeof f.payload !== 'string') return null;
+    const data: DeliveredData = { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null };
+    if (order.deliverySealed) {
+      try {
+        if (JSON.stringify(this.cipher.open(order.id, order.deliverySealed)) === JSON.stringify(data)) return null;
+      } catch {
+        // unreadable with the configured keys: replace it
+      }
+    }
+    const at = f.delivered_at ? new Date(f.delivered_at) : now;
+    return {
+      delivery_sealed: this.cipher.seal(order.id, data),
+      delivered_at: Number.isNaN(at.getTime()) ? now : at,
+      fulfillment_type: typeof f.type === 'string' ? f.type : order.fulfillmentType,
+    };
+  }
+}

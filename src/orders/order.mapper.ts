@@ -1,0 +1,89 @@
+/**
+ * The order as the internal API shows it (CONTRACT §5). Pure: the caller hands in the decrypted items.
+ */
+import { isStuck, refundEligibility, type OrderStatus, type RefundState } from './order-state.js';
+import type { OrderEventRecord, OrderRecord } from './order.repository.js';
+import type { DeliveredData } from './payload-cipher.js';
+
+export interface OrderResponse {
+  shop_order_no: string;
+  sku_code: string;
+  quantity: number;
+  status: OrderStatus;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: number | null;
+  upstream_order_no: string | null;
+  amount: string | null;
+  currency: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  items: string[];
+  fulfillment: {
+    type: string | null;
+    status: 'delivered' | 'pending';
+    delivered_at: string | null;
+    delivery_data: Record<string, unknown> | null;
+  };
+  refund_state: RefundState;
+  refundable_amount: string | null;
+  refunded_amount: string | null;
+  anomaly: string | null;
+  stuck: boolean;
+  trace_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null, now: Date, stuckAlertS: number): OrderResponse {
+  const refund = refundEligibility({
+    status: o.status,
+    amount: o.amount,
+    expectedAmount: o.expectedAmount,
+    refundedAmount: o.refundedAmount,
+    refundRecorded: o.refundAt !== null,
+  });
+  return {
+    shop_order_no: o.shopOrderNo,
+    sku_code: o.skuCode,
+    quantity: o.quantity,
+    status: o.status,
+    attempt: o.attempt,
+    downstream_order_no: o.downstreamOrderNo,
+    upstream_order_id: o.upstreamOrderId,
+    upstream_order_no: o.upstreamOrderNo,
+    amount: o.amount,
+    currency: o.currency,
+    error_code: o.errorCode,
+    error_message: o.errorMessage,
+    items: delivered?.items ?? [],
+    fulfillment: {
+      type: o.fulfillmentType,
+      status: o.deliveredAt ? 'delivered' : 'pending',
+      delivered_at: o.deliveredAt ? o.deliveredAt.toISOString() : null,
+      delivery_data: delivered?.delivery_data ?? null,
+    },
+    refund_state: refund.state,
+    refundable_amount: refund.amount,
+    refunded_amount: o.refundedAmount,
+    anomaly: o.anomaly,
+    stuck: isStuck(o, now, stuckAlertS),
+    trace_id: o.traceId,
+    created_at: o.createdAt.toISOString(),
+    updated_at: o.updatedAt.toISOString(),
+  };
+}
+
+export interface OrderEventResponse {
+  id: string;
+  source: string;
+  kind: string;
+  from: string | null;
+  to: string | null;
+  detail: Record<string, unknown> | null;
+  at: string;
+}
+
+export function toOrderEventResponse(e: OrderEventRecord): OrderEventResponse {
+  return { id: e.id, source: e.source, kind: e.kind, from: e.oldStatus, to: e.newStatus, detail: e.detail, at: e.createdAt.toISOString() };
+}

@@ -1,0 +1,682 @@
+/**
+ * SQL of the orders: one order row per shop order, one row per attempt, events and the local refund.
+ * Records (`OrderRecord`, `AttemptRecord`) never leave the orders module: responses are built by
+ * `toOrderResponse()`.
+ *
+ * Locking: a transaction that touches an order locks its `orders` row first (then its attempts), so
+ * two transactions never wait on each other crosswise. No transaction here ever awaits anything but
+ * its own queries.
+ */
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { PageRequest } from '../common/pagination.js';
+import type { EventSource, OrderStatus } from './order-state.js';
+
+type Runner = Pick<EntityManager, 'query'>;
+
+/** Rows of a query; UPDATE/DELETE … RETURNING come back from TypeORM as `[rows, count]`. */
+export async function rows<T>(runner: Runner, text: string, params: unknown[] = []): Promise<T[]> {
+  const r: unknown = await runner.query(text, params);
+  if (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number') return r[0] as T[];
+  return (Array.isArray(r) ? r : []) as T[];
+}
+
+export interface OrderRecord {
+  id: string;
+  shopOrderNo: string;
+  skuCode: string;
+  quantity: number;
+  requestFingerprint: string;
+  maxUnitCost: string | null;
+  traceId: string;
+  status: OrderStatus;
+  attempt: number;
+  downstreamOrderNo: string;
+  upstreamOrderId: number | null;
+  upstreamOrderNo: string | null;
+  productId: number | null;
+  skuId: number | null;
+  unitCost: string | null;
+  expectedAmount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refundedAmount: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  fulfillmentType: string | null;
+  deliveredAt: Date | null;
+  deliverySealed: Buffer | null;
+  anomaly: string | null;
+  statusChangedAt: Date;
+  progressAt: Date;
+  stuckSince: Date | null;
+  nextPollAt: Date | null;
+  pollIntervalMs: number | null;
+  pollLeaseUntil: Date | null;
+  opKind: string | null;
+  opToken: string | null;
+  opUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  refundAt: Date | null;
+  refundAmount: string | null;
+}
+
+export interface AttemptRequest {
+  sku_id: number;
+  quantity: number;
+  manual_form_data?: Record<string, unknown>;
+  trace_id: string;
+  /** Send our callback_url with it (false once the upstream refused our address). */
+  with_callback: boolean;
+}
+
+export type AttemptStatus = 'submitting' | 'accepted' | 'rejected' | 'submit_unknown';
+
+export interface AttemptRecord {
+  id: string;
+  orderId: string;
+  attemptNo: number;
+  downstreamOrderNo: string;
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sends: number;
+  sendingUntil: Date | null;
+  unknownSince: Date | null;
+  nextResendAt: Date | null;
+  upstreamOrderId: number | null;
+}
+
+export interface OrderEventRecord {
+  id: string;
+  source: EventSource;
+  kind: string;
+  oldStatus: string | null;
+  newStatus: string | null;
+  detail: Record<string, unknown> | null;
+  createdAt: Date;
+}
+
+/** Columns an order update may set. */
+export type OrderPatch = Partial<{
+  status: OrderStatus;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: number | null;
+  upstream_order_no: string | null;
+  product_id: number | null;
+  sku_id: number | null;
+  unit_cost: string | null;
+  expected_amount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refunded_amount: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  fulfillment_type: string | null;
+  delivered_at: Date | null;
+  delivery_sealed: Buffer | null;
+  anomaly: string | null;
+  status_changed_at: Date;
+  progress_at: Date;
+  stuck_since: Date | null;
+  next_poll_at: Date | null;
+  poll_interval_ms: number | null;
+  poll_lease_until: Date | null;
+  op_kind: string | null;
+  op_token: string | null;
+  op_until: Date | null;
+  updated_at: Date;
+}>;
+
+export type AttemptPatch = Partial<{
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sending_until: Date | null;
+  unknown_since: Date | null;
+  next_resend_at: Date | null;
+  upstream_order_id: number | null;
+  http_status: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  finished_at: Date | null;
+}>;
+
+interface OrderRow {
+  id: string;
+  shop_order_no: string;
+  sku_code: string;
+  quantity: number;
+  request_fingerprint: string;
+  max_unit_cost: string | null;
+  trace_id: string;
+  status: OrderStatus;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: string | null;
+  upstream_order_no: string | null;
+  product_id: string | null;
+  sku_id: string | null;
+  unit_cost: string | null;
+  expected_amount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refunded_amount: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  fulfillment_type: string | null;
+  delivered_at: Date | null;
+  delivery_sealed: Buffer | null;
+  anomaly: string | null;
+  status_changed_at: Date;
+  progress_at: Date;
+  stuck_since: Date | null;
+  next_poll_at: Date | null;
+  poll_interval_ms: number | null;
+  poll_lease_until: Date | null;
+  op_kind: string | null;
+  op_token: string | null;
+  op_until: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  refund_at?: Date | null;
+  refund_amount?: string | null;
+}
+
+interface AttemptRow {
+  id: string;
+  order_id: string;
+  attempt_no: number;
+  downstream_order_no: string;
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sends: number;
+  sending_until: Date | null;
+  unknown_since: Date | null;
+  next_resend_at: Date | null;
+  upstream_order_id: string | null;
+}
+
+const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
+function toOrder(r: OrderRow): OrderRecord {
+  return {
+    id: String(r.id),
+    shopOrderNo: r.shop_order_no,
+    skuCode: r.sku_code,
+    quantity: r.quantity,
+    requestFingerprint: r.request_fingerprint,
+    maxUnitCost: r.max_unit_cost,
+    traceId: r.trace_id,
+    status: r.status,
+    attempt: r.attempt,
+    downstreamOrderNo: r.downstream_order_no,
+    upstreamOrderId: num(r.upstream_order_id),
+    upstreamOrderNo: r.upstream_order_no,
+    productId: num(r.product_id),
+    skuId: num(r.sku_id),
+    unitCost: r.unit_cost,
+    expectedAmount: r.expected_amount,
+    amount: r.amount,
+    currency: r.currency,
+    refundedAmount: r.refunded_amount,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    fulfillmentType: r.fulfillment_type,
+    deliveredAt: r.delivered_at,
+    deliverySealed: r.delivery_sealed,
+    anomaly: r.anomaly,
+    statusChangedAt: r.status_changed_at,
+    progressAt: r.progress_at,
+    stuckSince: r.stuck_since,
+    nextPollAt: r.next_poll_at,
+    pollIntervalMs: r.poll_interval_ms,
+    pollLeaseUntil: r.poll_lease_until,
+    opKind: r.op_kind,
+    opToken: r.op_token,
+    opUntil: r.op_until,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    refundAt: r.refund_at ?? null,
+    refundAmount: r.refund_amount ?? null,
+  };
+}
+
+function toAttempt(r: AttemptRow): AttemptRecord {
+  return {
+    id: String(r.id),
+    orderId: String(r.order_id),
+    attemptNo: r.attempt_no,
+    downstreamOrderNo: r.downstream_order_no,
+    status: r.status,
+    request: r.request,
+    sends: r.sends,
+    sendingUntil: r.sending_until,
+    unknownSince: r.unknown_since,
+    nextResendAt: r.next_resend_at,
+    upstreamOrderId: num(r.upstream_order_id),
+  };
+}
+
+const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
+  FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id`;
+
+/** Unfinished orders without progress since `stuckBefore`, and `submit_unknown` since `unknownBefore`. */
+const STUCK_CONDITION = `((o.status IN ('submitting','pending_payment','paid','fulfilling','partially_delivered') AND o.progress_at < $STUCK)
+  OR (o.status = 'submit_unknown' AND o.status_changed_at < $UNKNOWN))`;
+
+function stuckCondition(stuckParam: number, unknownParam: number): string {
+  return STUCK_CONDITION.replace('$STUCK', `$${stuckParam}`).replace('$UNKNOWN', `$${unknownParam}`);
+}
+
+export interface StuckThresholds {
+  stuckBefore: Date;
+  unknownBefore: Date;
+}
+
+export interface NewOrderInput {
+  shopOrderNo: string;
+  skuCode: string;
+  quantity: number;
+  requestFingerprint: string;
+  maxUnitCost: string | null;
+  traceId: string;
+  productId: number;
+  skuId: number;
+  unitCost: string;
+  expectedAmount: string;
+  currency: string | null;
+  fulfillmentType: string | null;
+}
+
+/** The operations of one transaction on orders. */
+export class OrderTx {
+  constructor(readonly em: EntityManager) {}
+
+  async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(
+      this.em,
+      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
+         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
+        WHERE o.id = $1 FOR UPDATE OF o${skipLocked ? ' SKIP LOCKED' : ''}`,
+      [id],
+    );
+    return row ? toOrder(row) : null;
+  }
+
+  async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(
+      this.em,
+      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
+         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
+        WHERE o.shop_order_no = $1 FOR UPDATE OF o`,
+      [shopOrderNo],
+    );
+    return row ? toOrder(row) : null;
+  }
+
+  /** Locks an order and one of its attempts in one statement. */
+  async lockOrderAndAttempt(orderId: string, attemptNo: number): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    const [row] = await rows<OrderRow & { a: AttemptRow }>(
+      this.em,
+      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount, to_jsonb(a.*) AS a
+         FROM orders o JOIN order_attempts a ON a.order_id = o.id AND a.attempt_no = $2
+         LEFT JOIN order_refunds r ON r.order_id = o.id
+        WHERE o.id = $1 FOR UPDATE OF o, a`,
+      [orderId, attemptNo],
+    );
+    if (!row) return null;
+    const a = row.a;
+    return {
+      order: toOrder(row),
+      attempt: toAttempt({
+        ...a,
+        sending_until: a.sending_until === null ? null : new Date(a.sending_until),
+        unknown_since: a.unknown_since === null ? null : new Date(a.unknown_since),
+        next_resend_at: a.next_resend_at === null ? null : new Date(a.next_resend_at),
+      }),
+    };
+  }
+
+  async lockAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
+    const [row] = await rows<AttemptRow>(this.em, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2 FOR UPDATE', [
+      orderId,
+      attemptNo,
+    ]);
+    return row ? toAttempt(row) : null;
+  }
+
+  /**
+   * Inserts a new order with its first attempt (being sent now) and its first event, in one statement;
+   * null when the shop_order_no already exists. Throws DownstreamNumberTaken when another attempt
+   * already uses the order number.
+   */
+  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    let found: Array<OrderRow & { attempt_id: string }>;
+    try {
+      found = await rows<OrderRow & { attempt_id: string }>(
+        this.em,
+        `WITH o AS (
+           INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, trace_id, status, attempt,
+             downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
+             status_changed_at, progress_at, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, 'submitting', 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
+           ON CONFLICT (shop_order_no) DO NOTHING
+           RETURNING *),
+         a AS (
+           INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
+           SELECT o.id, 1, o.downstream_order_no, 'submitting', $14::jsonb, 1, $15, $13 FROM o
+           RETURNING id),
+         e AS (
+           INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at)
+           SELECT o.id, 'api', 'status', NULL, 'submitting', '{"trigger":"submit","attempt":1}'::jsonb, $13 FROM o)
+         SELECT o.*, a.id AS attempt_id FROM o, a`,
+        [
+          input.shopOrderNo,
+          input.skuCode,
+          input.quantity,
+          input.requestFingerprint,
+          input.maxUnitCost,
+          input.traceId,
+          input.productId,
+          input.skuId,
+          input.unitCost,
+          input.expectedAmount,
+          input.currency,
+          input.fulfillmentType,
+          now,
+          JSON.stringify(request),
+          leaseUntil,
+        ],
+      );
+    } catch (e) {
+      if (isUniqueViolation(e, 'order_attempts_downstream_order_no_key')) throw new DownstreamNumberTaken(input.shopOrderNo);
+      throw e;
+    }
+    const [row] = found;
+    if (!row) return null;
+    const order = toOrder(row);
+    return {
+      order,
+      attempt: {
+        id: String(row.attempt_id),
+        orderId: order.id,
+        attemptNo: 1,
+        downstreamOrderNo: order.downstreamOrderNo,
+        status: 'submitting',
+        request,
+        sends: 1,
+        sendingUntil: leaseUntil,
+        unknownSince: null,
+        nextResendAt: null,
+        upstreamOrderId: null,
+      },
+    };
+  }
+
+  /** Inserts an attempt being sent now; throws DownstreamNumberTaken when its number is used. */
+  async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<AttemptRecord> {
+    const [row] = await rows<AttemptRow>(
+      this.em,
+      `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
+       VALUES ($1, $2, $3, 'submitting', $4::jsonb, 1, $5, $6)
+       ON CONFLICT (downstream_order_no) DO NOTHING
+       RETURNING *`,
+      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), leaseUntil, now],
+    );
+    if (!row) throw new DownstreamNumberTaken(downstreamOrderNo);
+    return toAttempt(row);
+  }
+
+  /** Updates the order (locked by this transaction) and returns it as it now is. */
+  async updateOrder(order: OrderRecord, patch: OrderPatch): Promise<OrderRecord> {
+    const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) return order;
+    const sets = entries.map(([k], i) => `${k} = $${i + 2}`);
+    const [row] = await rows<OrderRow>(this.em, `UPDATE orders SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, [order.id, ...entries.map(([, v]) => v)]);
+    return { ...toOrder(row), refundAt: order.refundAt, refundAmount: order.refundAmount };
+  }
+
+  async updateAttempt(id: string, patch: AttemptPatch): Promise<void> {
+    const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) return;
+    const sets = entries.map(([k], i) => (k === 'request' ? `${k} = $${i + 2}::jsonb` : `${k} = $${i + 2}`));
+    await this.em.query(`UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $1`, [
+      id,
+      ...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)),
+    ]);
+  }
+
+  async insertEvent(
+    orderId: string,
+    e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null },
+    at: Date,
+  ): Promise<void> {
+    await this.em.query(
+      `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
+      [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
+    );
+  }
+
+  /** Records the local refund; false when one already exists. */
+  async insertRefund(orderId: string, amount: string | null, currency: string | null, at: Date): Promise<boolean> {
+    const inserted = await rows<{ order_id: string }>(
+      this.em,
+      `INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (order_id) DO NOTHING RETURNING order_id`,
+      [orderId, amount, currency, at],
+    );
+    return inserted.length > 0;
+  }
+
+  /** Another order already follows this upstream order. */
+  async upstreamIdTaken(upstreamOrderId: number, exceptOrderId: string): Promise<boolean> {
+    const found = await rows(this.em, 'SELECT 1 FROM orders WHERE upstream_order_id = $1 AND id <> $2', [upstreamOrderId, exceptOrderId]);
+    return found.length > 0;
+  }
+}
+
+function isUniqueViolation(e: unknown, constraint: string): boolean {
+  const d = (e as { driverError?: { code?: string; constraint?: string } }).driverError ?? (e as { code?: string; constraint?: string });
+  return d?.code === '23505' && d.constraint === constraint;
+}
+
+export class DownstreamNumberTaken extends Error {
+  constructor(readonly downstreamOrderNo: string) {
+    super(`downstream_order_no ${downstreamOrderNo} is already used by another attempt`);
+    this.name = 'DownstreamNumberTaken';
+  }
+}
+
+export interface PollClaim {
+  id: string;
+  upstreamOrderId: number;
+  shopOrderNo: string;
+}
+
+export interface OrderListFilter {
+  status?: string;
+  stuck?: StuckThresholds;
+}
+
+@Injectable()
+export class OrderRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  transaction<T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction((em) => fn(new OrderTx(em)));
+  }
+
+  /** An event on its own (e.g. an operator's refresh that changed nothing). */
+  async addEvent(orderId: string, e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null }, at: Date): Promise<void> {
+    await new OrderTx(this.dataSource.manager).insertEvent(orderId, e, at);
+  }
+
+  async findByShopOrderNo(shopOrderNo: string): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(this.dataSource, `${ORDER_SELECT} WHERE o.shop_order_no = $1`, [shopOrderNo]);
+    return row ? toOrder(row) : null;
+  }
+
+  async findById(id: string): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(this.dataSource, `${ORDER_SELECT} WHERE o.id = $1`, [id]);
+    return row ? toOrder(row) : null;
+  }
+
+  async findByUpstreamId(upstreamOrderId: number): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(this.dataSource, `${ORDER_SELECT} WHERE o.upstream_order_id = $1`, [upstreamOrderId]);
+    return row ? toOrder(row) : null;
+  }
+
+  async findAttemptByDownstreamNo(downstreamOrderNo: string): Promise<AttemptRecord | null> {
+    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE downstream_order_no = $1', [downstreamOrderNo]);
+    return row ? toAttempt(row) : null;
+  }
+
+  async findAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
+    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2', [orderId, attemptNo]);
+    return row ? toAttempt(row) : null;
+  }
+
+  async list(filter: OrderListFilter, page: PageRequest): Promise<{ items: OrderRecord[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status !== undefined) {
+      params.push(filter.status);
+      where.push(`o.status = $${params.length}`);
+    }
+    if (filter.stuck) {
+      params.push(filter.stuck.stuckBefore, filter.stuck.unknownBefore);
+      where.push(stuckCondition(params.length - 1, params.length));
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const [{ n }] = await rows<{ n: number }>(this.dataSource, `SELECT count(*)::int AS n FROM orders o ${clause}`, params);
+    const found = await rows<OrderRow>(
+      this.dataSource,
+      `${ORDER_SELECT} ${clause} ORDER BY o.created_at DESC, o.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, page.pageSize, page.offset],
+    );
+    return { items: found.map(toOrder), total: n };
+  }
+
+  async events(orderId: string): Promise<OrderEventRecord[]> {
+    const found = await rows<{
+      id: string;
+      source: EventSource;
+      kind: string;
+      old_status: string | null;
+      new_status: string | null;
+      detail: Record<string, unknown> | null;
+      created_at: Date;
+    }>(this.dataSource, 'SELECT * FROM order_events WHERE order_id = $1 ORDER BY id', [orderId]);
+    return found.map((e) => ({
+      id: String(e.id),
+      source: e.source,
+      kind: e.kind,
+      oldStatus: e.old_status,
+      newStatus: e.new_status,
+      detail: e.detail,
+      createdAt: e.created_at,
+    }));
+  }
+
+  /**
+   * Claims due orders for polling (one replica at a time): a short transaction that takes the rows
+   * with FOR UPDATE SKIP LOCKED and sets a lease. The upstream call happens after it commits.
+   */
+  async claimDuePolls(now: Date, leaseUntil: Date, limit: number): Promise<PollClaim[]> {
+    const claimed = await rows<{ id: string; upstream_order_id: string; shop_order_no: string }>(
+      this.dataSource,
+      `UPDATE orders SET poll_lease_until = $2
+        WHERE id IN (
+          SELECT id FROM orders
+           WHERE next_poll_at <= $1
+             AND upstream_order_id IS NOT NULL
+             AND (poll_lease_until IS NULL OR poll_lease_until < $1)
+             AND (op_until IS NULL OR op_until < $1)
+           ORDER BY next_poll_at
+           LIMIT $3
+           FOR UPDATE SKIP LOCKED)
+        RETURNING id, upstream_order_id, shop_order_no`,
+      [now, leaseUntil, limit],
+    );
+    return claimed.map((c) => ({ id: String(c.id), upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: c.shop_order_no }));
+  }
+
+  /** Attempts still `submitting` after their lease: their sender is gone. */
+  async staleSubmitting(now: Date, limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
+    const found = await rows<{ order_id: string; attempt_no: number }>(
+      this.dataSource,
+      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'submitting' AND sending_until < $1 ORDER BY sending_until LIMIT $2`,
+      [now, limit],
+    );
+    return found.map((f) => ({ orderId: String(f.order_id), attemptNo: f.attempt_no }));
+  }
+
+  /**
+   * Claims `submit_unknown` attempts due for a re-send under the same number (only where the upstream
+   * deduplicates): sets the sending lease, so that one send at a time is ever in flight.
+   */
+  async claimResends(now: Date, leaseUntil: Date, limit: number): Promise<AttemptRecord[]> {
+    const claimed = await rows<AttemptRow>(
+      this.dataSource,
+      `UPDATE order_attempts SET sending_until = $2, sends = sends + 1
+        WHERE id IN (
+          SELECT a.id FROM order_attempts a JOIN orders o ON o.id = a.order_id
+           WHERE a.status = 'submit_unknown' AND a.next_resend_at <= $1
+             AND (a.sending_until IS NULL OR a.sending_until < $1)
+             AND (o.op_until IS NULL OR o.op_until < $1)
+           ORDER BY a.next_resend_at
+           LIMIT $3
+           FOR UPDATE OF a SKIP LOCKED)
+        RETURNING *`,
+      [now, leaseUntil, limit],
+    );
+    return claimed.map(toAttempt);
+  }
+
+  /** Takes the sending lease of one `submit_unknown` attempt (operator resolve); false when busy. */
+  async claimUnknownAttempt(attemptId: string, now: Date, leaseUntil: Date): Promise<boolean> {
+    const claimed = await rows(
+      this.dataSource,
+      `UPDATE order_attempts SET sending_until = $3
+        WHERE id = $1 AND status = 'submit_unknown' AND (sending_until IS NULL OR sending_until < $2)
+        RETURNING id`,
+      [attemptId, now, leaseUntil],
+    );
+    return claimed.length > 0;
+  }
+
+  async releaseAttemptLease(attemptId: string): Promise<void> {
+    await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1', [attemptId]);
+  }
+
+  /** Makes an order due for polling now (a callback hint, an unknown cancel outcome). */
+  async pollSoon(orderId: string, now: Date): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE orders SET next_poll_at = $2 WHERE id = $1 AND next_poll_at IS NOT NULL AND next_poll_at > $2`,
+      [orderId, now],
+    );
+  }
+
+  /** Flags newly stuck orders (returned) and unflags those that moved on; returns the stuck count too. */
+  async flagStuck(now: Date, t: StuckThresholds): Promise<{ newlyStuck: Array<{ shopOrderNo: string; status: string; traceId: string }>; count: number }> {
+    return this.transaction(async (tx) => {
+      const newly = await rows<{ shop_order_no: string; status: string; trace_id: string }>(
+        tx.em,
+        `UPDATE orders o SET stuck_since = $1 WHERE o.stuck_since IS NULL AND ${stuckCondition(2, 3)}
+         RETURNING o.shop_order_no, o.status, o.trace_id`,
+        [now, t.stuckBefore, t.unknownBefore],
+      );
+      await tx.em.query(`UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT ${stuckCondition(1, 2)}`, [
+        t.stuckBefore,
+        t.unknownBefore,
+      ]);
+      const [{ n }] = await rows<{ n: number }>(tx.em, 'SELECT count(*)::int AS n FROM orders WHERE stuck_since IS NOT NULL');
+      return { newlyStuck: newly.map((r) => ({ shopOrderNo: r.shop_order_no, status: r.status, traceId: r.trace_id })), count: n };
+    });
+  }
+
+  async countByStatus(): Promise<Array<{ status: string; n: number }>> {
+    return rows<{ status: string; n: number }>(this.dataSource, 'SELECT status, count(*)::int AS n FROM orders GROUP BY status');
+  }
+}

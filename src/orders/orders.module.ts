@@ -1,0 +1,39 @@
+import { Module } from '@nestjs/common';
+import { CatalogModule } from '../catalog/catalog.module.js';
+import { OrderCancelService } from './order-cancel.service.js';
+import { OrderFollowService } from './order-follow.service.js';
+import { OrderOperatorService } from './order-operator.service.js';
+import { OrderPoller } from './order-poller.js';
+import { OrderPresenter } from './order-presenter.js';
+import { OrderQueryService } from './order-query.service.js';
+import { OrderRelayService } from './order-relay.service.js';
+import { OrderRepository } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+import { OrderSubmitter } from './order-submitter.js';
+import { OrderUpdater } from './order-updater.js';
+import { OrdersController } from './orders.controller.js';
+import { PayloadCipher } from './payload-cipher.js';
+import { WalletService } from './wallet.service.js';
+
+/** Orders: placing, following (poller), cancel and refund, operator actions, the wallet. */
+@Module({
+  imports: [CatalogModule],
+  controllers: [OrdersController],
+  providers: [
+    OrderRepository,
+    PayloadCipher,
+    OrderSignals,
+    OrderUpdater,
+    OrderSubmitter,
+    OrderPresenter,
+    OrderRelayService,
+    OrderFollowService,
+    OrderCancelService,
+    OrderOperatorService,
+    OrderQueryService,
+    OrderPoller,
+    WalletService,
+  ],
+  exports: [OrderRepository, OrderFollowService, OrderSignals, OrderPoller],
+})
+export class OrdersModule {}

@@ -1,0 +1,207 @@
+/**
+ * Cancel and refund, cancel-upstream-first (CONTRACT §5): a pending order, a delivered one, an
+ * unknown one, the upstream unreachable, a rejected one, refunds by the upstream, refund twice, and a
+ * callback arriving while a cancel is in progress.
+ */
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('orders: cancel and refund', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+  let n = 0;
+  const no = (tag: string) => `${tag}-${++n}`;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    // orders stay in pending_payment until a test moves them
+    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: null }, callbackRetryDelaysMs: [100, 200, 400] });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'C-AUTO', price: '8.00' }] });
+    const port = await freePort();
+    app = await startTestApp(db, sandbox, {
+      PORT: String(port),
+      CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
+      ORDER_POLL_BASE_MS: '50',
+      ORDER_POLL_MAX_MS: '200',
+      UPSTREAM_TIMEOUT_MS: '800',
+    });
+    await seedCatalog(app.http);
+  });
+
+  afterEach(async () => {
+    sandbox.faults.reset();
+    await sandbox.acceptConnections();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  const placed = async (tag: string): Promise<OrderView> => {
+    const r = await app.http.post('/internal/orders', { shop_order_no: no(tag), sku_code: 'C-AUTO', quantity: 2 });
+    expect(r.status).toBe(201);
+    return (r.data as { order: OrderView }).order;
+  };
+  const cancel = (o: { shop_order_no: string }) => app.http.post(`/internal/orders/${o.shop_order_no}/cancel`);
+  const refund = (o: { shop_order_no: string }) => app.http.post(`/internal/orders/${o.shop_order_no}/refund`);
+
+  it('cancels a pending order upstream first, then locally (refundable); again answers the same', async () => {
+    const o = await placed('CXL');
+    const cancels = sandbox.stats.cancelsExecuted;
+    const r = await cancel(o);
+    expect(r.status).toBe(200);
+    expect((r.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '16.00' });
+    expect(sandbox.order(o.upstream_order_id as number)?.status).toBe('canceled');
+    const again = await cancel(o);
+    expect(again.status).toBe(200);
+    expect(sandbox.stats.cancelsExecuted).toBe(cancels + 1);
+  });
+
+  it('refuses to cancel or refund a delivered order (409 cancel_not_allowed), leaving it as it was', async () => {
+    const o = await placed('DLV');
+    sandbox.setOrderStatus(o.upstream_order_id as number, 'delivered', { payload: 'CODE-A\nCODE-B' });
+    await waitForOrder(app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    for (const call of [cancel, refund]) {
+      const r = await call(o);
+      expect(r.status).toBe(409);
+      expect(r.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed' });
+    }
+    const after = await waitForOrder(app.http, o.shop_order_no, () => true);
+    expect(after).toMatchObject({ status: 'delivered', refund_state: 'not_refundable', items: ['CODE-A', 'CODE-B'] });
+  });
+
+  it('keeps "canceled after delivery" as an anomaly: the order stays delivered and not refundable', async () => {
+    const o = await placed('ANOM');
+    sandbox.setOrderStatus(o.upstream_order_id as number, 'delivered', { payload: 'CODE-X' });
+    await waitForOrder(app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    sandbox.setOrderStatus(o.upstream_order_id as number, 'canceled');
+    const after = await waitForOrder(app.http, o.shop_order_no, (x) => x.anomaly !== null);
+    expect(after).toMatchObject({ status: 'delivered', anomaly: 'canceled_after_delivery', refund_state: 'not_refundable', items: ['CODE-X'] });
+    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ kind: string; detail: Record<string, unknown> | null }> };
+    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([expect.objectContaining({ detail: { reason: 'canceled_after_delivery', reported: 'canceled' } })]);
+    expect((await refund(o)).status).toBe(409);
+  });
+
+  it('answers 503 upstream_unavailable when the upstream cannot be reached, the order unchanged', async () => {
+    const o = await placed('UNREACH');
+    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'rate_limit', retryAfterS: 0 }] });
+    const r = await cancel(o);
+    expect(r.status).toBe(503);
+    expect(r.data).toMatchObject({ error_code: 'upstream_unavailable', order: { status: 'pending_payment' } });
+    await sandbox.refuseConnections();
+    const refused = await refund(o);
+    expect(refused.status).toBe(503);
+    expect(refused.data).toMatchObject({ error_code: 'upstream_unavailable' });
+    await sandbox.acceptConnections();
+    sandbox.faults.reset();
+    expect(sandbox.order(o.upstream_order_id as number)?.status).toBe('pending_payment');
+    expect((await cancel(o)).status).toBe(200);
+  });
+
+  it('a cancel whose answer is lost: 503, then the truth is learned and a retry answers canceled', async () => {
+    const o = await placed('LOST');
+    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'reset_after', times: 1 }] });
+    const r = await cancel(o);
+    expect(r.status).toBe(503);
+    expect(sandbox.order(o.upstream_order_id as number)?.status).toBe('canceled');
+    const again = await cancel(o);
+    expect(again.status).toBe(200);
+    expect((again.data as { order: OrderView }).order.status).toBe('canceled');
+  });
+
+  it('cannot cancel an order whose outcome is unknown (409 outcome_unknown)', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 500, times: 1 }, { operation: 'getOrder', kind: 'error_before', status: 500 }] });
+    const shopNo = no('UNK');
+    const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
+    expect(r.status).toBe(202);
+    for (const call of [cancel, refund]) {
+      const c = await call({ shop_order_no: shopNo });
+      expect(c.status).toBe(409);
+      expect(c.data).toMatchObject({ error_code: 'outcome_unknown' });
+    }
+  });
+
+  it('cancels a rejected order locally (still refundable), refunds it once; refunding twice answers the same', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    const shopNo = no('REJ');
+    const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
+    expect(r.status).toBe(409);
+    expect(r.data).toMatchObject({ error_code: 'insufficient_stock', order: { status: 'rejected' } });
+    const cancels = sandbox.stats.requests.cancelOrder;
+    const c = await cancel({ shop_order_no: shopNo });
+    expect(c.status).toBe(200);
+    expect((c.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '8.00' });
+    expect(sandbox.stats.requests.cancelOrder).toBe(cancels);
+    const first = await refund({ shop_order_no: shopNo });
+    const second = await refund({ shop_order_no: shopNo });
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect((first.data as { order: OrderView }).order).toMatchObject({ refund_state: 'refunded', refundable_amount: '8.00' });
+    expect((second.data as { order: OrderView }).order).toEqual((first.data as { order: OrderView }).order);
+    expect(await db.query('SELECT o.shop_order_no FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo])).toHaveLength(1);
+    // a refunded order is final: the same key does not start a new attempt
+    const replay = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
+    expect(replay.status).toBe(200);
+  });
+
+  it('refund of a pending order: cancel upstream first, then recorded; twice answers the same, one cancel sent', async () => {
+    const o = await placed('RFD');
+    const cancels = sandbox.stats.cancelsExecuted;
+    const [a, b] = await Promise.all([refund(o), refund(o)]);
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect((a.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refunded', refundable_amount: '16.00' });
+    expect((b.data as { order: OrderView }).order.refund_state).toBe('refunded');
+    expect(sandbox.stats.cancelsExecuted).toBe(cancels + 1);
+  });
+
+  it('stores refunded and partially_refunded from the upstream, with the refundable amount', async () => {
+    const full = await placed('UPREF');
+    sandbox.setOrderStatus(full.upstream_order_id as number, 'delivered');
+    await waitForOrder(app.http, full.shop_order_no, (x) => x.status === 'delivered');
+    sandbox.refundOrder(full.upstream_order_id as number);
+    const refunded = await waitForOrder(app.http, full.shop_order_no, (x) => x.status === 'refunded');
+    expect(refunded).toMatchObject({ refund_state: 'refundable', refundable_amount: '16.00' });
+
+    const part = await placed('UPPART');
+    sandbox.setOrderStatus(part.upstream_order_id as number, 'delivered');
+    await waitForOrder(app.http, part.shop_order_no, (x) => x.status === 'delivered');
+    sandbox.refundOrder(part.upstream_order_id as number, '5.00');
+    const partial = await waitForOrder(app.http, part.shop_order_no, (x) => x.status === 'partially_refunded');
+    expect(partial).toMatchObject({ refund_state: 'refundable', refundable_amount: '5.00', refunded_amount: '5.00' });
+    const r = await refund(part);
+    expect(r.status).toBe(200);
+    expect((r.data as { order: OrderView }).order).toMatchObject({ status: 'partially_refunded', refund_state: 'refunded', refundable_amount: '5.00' });
+  });
+
+  it('a callback arriving while a cancel is in progress waits in the inbox and is applied after it', async () => {
+    const o = await placed('HOLD');
+    const id = o.upstream_order_id as number;
+    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'delay', delayMs: 600, times: 1 }] });
+    const cancelling = cancel(o);
+    await waitFor(
+      () => db.query<{ op_token: string | null }>('SELECT op_token FROM orders WHERE shop_order_no = $1', [o.shop_order_no]),
+      (rows) => rows[0]?.op_token !== null,
+    );
+    sandbox.setOrderStatus(id, 'paid'); // sends a callback while the cancel is in flight
+    const held = await waitFor(
+      () => db.query<{ state: string; outcome: string | null }>("SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'", [id]),
+      (rows) => rows.length === 1 && rows[0].outcome === 'operation_in_progress',
+    );
+    expect(held[0].state).toBe('pending');
+    const r = await cancelling;
+    expect(r.status).toBe(200);
+    expect((r.data as { order: OrderView }).order.status).toBe('canceled');
+    const applied = await waitFor(
+      () => db.query<{ state: string; outcome: string }>("SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'", [id]),
+      (rows) => rows[0]?.state === 'applied',
+    );
+    expect(applied[0].outcome).toBe('applied canceled');
+    const events = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ to: string | null }> };
+    expect(events.events.map((e) => e.to)).not.toContain('paid');
+  });
+});
