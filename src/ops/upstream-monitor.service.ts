@@ -16,6 +16,8 @@ import { AlertService } from './alert.service.js';
 import { Metrics } from './metrics.js';
 
 export const PING_INTERVAL_MS = 30_000;
+/** The shortest time between two pings asked for by `pingSoon()`. */
+export const PING_SOON_MIN_MS = 5_000;
 export const UPSTREAM_PING_STATE_KEY = 'upstream_ping';
 
 export interface WalletSnapshot {
@@ -41,6 +43,8 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
   private last: UpstreamSnapshot | null = null;
   private inflight: Promise<UpstreamSnapshot> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private soonTimer: NodeJS.Timeout | null = null;
+  private lastPingAtMs = 0;
   private stopped = false;
 
   constructor(
@@ -60,7 +64,9 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.soonTimer) clearTimeout(this.soonTimer);
     this.timer = null;
+    this.soonTimer = null;
     // A ping in flight ends within the upstream timeout; do not hold the shutdown for it long.
     if (this.inflight) await Promise.race([this.inflight.catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
   }
@@ -91,6 +97,20 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     return typeof v === 'string' ? (JSON.parse(v) as UpstreamSnapshot) : v;
   }
 
+  /**
+   * A ping soon, after something spent from the wallet (an accepted order), so that a low balance is
+   * seen at once; coalesced to at most one every PING_SOON_MIN_MS whatever the order rate.
+   */
+  pingSoon(): void {
+    if (this.stopped || this.soonTimer) return;
+    const wait = Math.max(0, this.lastPingAtMs + PING_SOON_MIN_MS - this.clock.nowMs());
+    this.soonTimer = setTimeout(() => {
+      this.soonTimer = null;
+      void this.pingNow().catch(() => undefined);
+    }, wait);
+    this.soonTimer.unref();
+  }
+
   /** Pings now (one ping at a time per process) and records the result. */
   pingNow(): Promise<UpstreamSnapshot> {
     this.inflight ??= this.doPing().finally(() => {
@@ -101,6 +121,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
 
   private async doPing(): Promise<UpstreamSnapshot> {
     const started = this.clock.nowMs();
+    this.lastPingAtMs = started;
     const t0 = performance.now();
     let snapshot: UpstreamSnapshot;
     try {

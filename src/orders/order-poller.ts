@@ -47,6 +47,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   onApplicationBootstrap(): void {
+    if (!this.config.workers) return; // the relay command's in-process instance does no background work
     this.schedule(0);
   }
 
@@ -59,7 +60,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Runs a tick soon (e.g. after a callback made an order due). */
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.config.workers) return;
     if (this.running) {
       this.again = true;
       return;

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
+import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
@@ -49,6 +50,7 @@ export class OrderSubmitter {
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly signals: OrderSignals,
+    private readonly monitor: UpstreamMonitor,
   ) {}
 
   /** Whether new attempts carry our callback_url. */
@@ -145,6 +147,7 @@ export class OrderSubmitter {
             detail,
           });
           this.metrics.placements.inc({ outcome: wasUnknown ? 'deduplicated' : 'accepted' });
+          this.monitor.pingSoon(); // the wallet was debited: check it against WALLET_LOW_BALANCE
           this.checkCharge(order, r);
           return applied.order;
         }

@@ -1,9 +1,10 @@
-/** The upstream wallet as ping reports it (`GET /internal/wallet`); the balance gauge follows it. */
+/**
+ * The upstream wallet as ping reports it (`GET /internal/wallet`). The ping goes through the
+ * upstream monitor, which keeps the balance gauge, the health snapshot and the low-balance alert.
+ */
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
-import { Clock } from '../common/clock.js';
-import { Metrics } from '../ops/metrics.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import type { UpstreamMemberLevel } from '../upstream/upstream.types.js';
 
 export interface WalletResponse {
@@ -16,20 +17,14 @@ export interface WalletResponse {
 
 @Injectable()
 export class WalletService {
-  constructor(
-    private readonly clock: Clock,
-    private readonly metrics: Metrics,
-    private readonly upstream: UpstreamClient,
-  ) {}
+  constructor(private readonly monitor: UpstreamMonitor) {}
 
   async wallet(): Promise<WalletResponse> {
-    try {
-      const ping = await this.upstream.ping();
-      const balance = Number(ping.balance);
-      if (Number.isFinite(balance)) this.metrics.walletBalance.set({ currency: ping.currency }, balance);
-      return { ok: true, balance: ping.balance, currency: ping.currency, member_level: ping.member_level ?? null, checked_at: this.clock.now().toISOString() };
-    } catch (e) {
-      throw new AppError('upstream_unavailable', 503, `the upstream wallet could not be read: ${(e as Error).message}`);
+    const snapshot = await this.monitor.pingNow();
+    if (snapshot.status !== 'up' || !snapshot.wallet) {
+      throw new AppError('upstream_unavailable', 503, `the upstream wallet could not be read: ${snapshot.error ?? 'no answer'}`);
     }
+    const w = snapshot.wallet;
+    return { ok: true, balance: w.balance, currency: w.currency, member_level: w.member_level, checked_at: w.checked_at };
   }
 }
