@@ -36,5 +36,7 @@ export const ERROR_CODES: readonly ErrorCodeDoc[] = [
   { code: 'too_many_requests', status: 429, meaning: 'too many requests' },
   { code: 'internal_error', status: 500, meaning: 'unexpected error (logged); for a callback, the upstream retries it' },
   { code: 'upstream_auth_failed', status: 502, meaning: 'the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile' },
+  { code: 'upstream_error', status: 502, meaning: 'the upstream refused an operation with a code the relay does not expect (kept in `error_message`); the local order is unchanged' },
+  { code: 'service_unavailable', status: 503, meaning: 'the instance is shutting down; try another replica or again shortly' },
   { code: 'upstream_unavailable', status: 503, meaning: 'the upstream could not be reached (nothing was placed, or the local order is unchanged)' },
 ];
