@@ -3,15 +3,20 @@
  * database (embedded or server, migrated), then the Nest application on Fastify with the raw body
  * kept for callback verification. Used by `main.ts`, the CLI and the end-to-end tests alike.
  */
+import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import type { Clock } from './common/clock.js';
 import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
 import { setupApiDocs } from './ops/api-docs.js';
+import { createPino } from './ops/json-logger.js';
+import { installRequestLogging, REQUEST_ID_HEADER, requestIdFrom } from './ops/request-logging.js';
+import { trackRoutes, type RegisteredRoute } from './ops/route-registry.js';
 import { SandboxServer } from './sandbox/sandbox.server.js';
 
 /** Request bodies over this are refused with 413 `payload_too_large` (CONTRACT §5, §6). */
@@ -25,11 +30,18 @@ export interface RelayApp {
   /** The in-process sandbox upstream, when the config has no upstream. */
   sandbox: SandboxServer | null;
   endpoint: DatabaseEndpoint;
+  /** Every route the HTTP server registered (method, Fastify path). */
+  routes: RegisteredRoute[];
   close(): Promise<void>;
 }
 
 export interface CreateRelayAppOptions {
   logger?: LoggerService | false;
+  /**
+   * The pino instance of the HTTP layer (one log line per request). Default: a new one at
+   * LOG_LEVEL on stdout, or a silent one when `logger` is false.
+   */
+  pino?: Pino;
   clock?: Clock;
   /** Port of the in-process sandbox (default: PORT + 1, or any free port when PORT is 0). */
   sandboxPort?: number;
@@ -55,7 +67,18 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
   const ownEndpoint = options.endpoint === undefined;
   const endpoint = options.endpoint ?? (await DatabaseEndpoint.open(config.database, config.migrateOnStart));
   try {
-    const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: true });
+    const log = options.pino ?? createPino(options.logger === false ? 'silent' : config.logLevel);
+    const adapter = new FastifyAdapter({
+      bodyLimit: BODY_LIMIT_BYTES,
+      trustProxy: true,
+      // Fastify's own lines ("Server listening at …") repeat main's; requests are logged by request-logging.
+      loggerInstance: log.child({}, { level: log.isLevelEnabled('warn') ? 'warn' : log.level }),
+      disableRequestLogging: true,
+      requestIdHeader: false,
+      genReqId: (req: IncomingMessage) => requestIdFrom(req.headers[REQUEST_ID_HEADER]),
+    });
+    const routes = trackRoutes(adapter.getInstance());
+    installRequestLogging(adapter.getInstance(), log);
     const app = await NestFactory.create<NestFastifyApplication>(
       AppModule.register({ config, endpoint, clock: options.clock }),
       adapter,
@@ -74,6 +97,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       url,
       sandbox,
       endpoint,
+      routes,
       async close() {
         // Stop taking requests and let in-flight work finish (Nest shutdown hooks), then the pool
         // (closed by TypeORM with the app), then the embedded server, then the sandbox.

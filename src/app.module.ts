@@ -1,15 +1,20 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
+import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { CatalogModule } from './catalog/catalog.module.js';
 import { Clock, SystemClock } from './common/clock.js';
+import { ConsoleModule } from './console/console.module.js';
 import { AppExceptionFilter } from './common/exception.filter.js';
 import { InternalAuthGuard } from './common/internal-auth.guard.js';
 import { AppConfig } from './config/app-config.js';
 import type { DatabaseEndpoint } from './database/database-endpoint.js';
 import { DatabaseEndpointModule, DatabaseModule } from './database/database.module.js';
 import { OutboxWriter } from './notifications/outbox.writer.js';
-import { HealthController } from './ops/health.controller.js';
+import { NotificationsModule } from './notifications/notifications.module.js';
 import { Metrics } from './ops/metrics.js';
+import { OpsModule } from './ops/ops.module.js';
+import { OrdersModule } from './orders/orders.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
 
 @Global()
@@ -46,8 +51,13 @@ export class AppModule {
         DatabaseModule,
         ScheduleModule.forRoot(),
         UpstreamModule,
+        CatalogModule,
+        OrdersModule,
+        CallbacksModule,
+        NotificationsModule,
+        OpsModule,
+        ConsoleModule,
       ],
-      controllers: [HealthController],
       providers: [
         { provide: APP_GUARD, useClass: InternalAuthGuard },
         { provide: APP_FILTER, useClass: AppExceptionFilter },

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   if (config.generated.length) {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }
-  const relay = await createRelayApp(config, { logger });
+  const relay = await createRelayApp(config, { logger, pino });
   const base = relay.url.replace('127.0.0.1', 'localhost');
   pino.info(
     {

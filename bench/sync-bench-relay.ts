@@ -1,0 +1,122 @@
+/**
+ * The relay under measurement for `npm run bench:sync`: compiled JavaScript in a process of its own
+ * (as `node dist/main.js` runs in production: no TypeScript loader in its memory), driven over IPC by
+ * bench/sync.bench.ts. Every figure is taken here, in this one process: the floor (the same pages
+ * fetched and parsed by the same client, no database work) and the syncs.
+ *   ← {id, cmd:'floor'}              → {id, ms, products}
+ *   ← {id, cmd:'sync', mode}         → {id, ms, run, rssBefore, peakRss, peakHeap}
+ *   ← {id, cmd:'snapshot'}           → {id}             row versions of catalog_skus, kept in the database
+ *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
+ *   ← {id, cmd:'count', table}       → {id, n}
+ *   ← {id, cmd:'close'}              → {id}, then exits
+ */
+import { DataSource } from 'typeorm';
+import { createRelayApp } from '../src/app.factory.js';
+import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
+import { DEFAULT_RETRY_POLICY, fetchAllPages } from '../src/catalog/product-pager.js';
+import { loadConfig } from '../src/config/app-config.js';
+import { UpstreamClient } from '../src/upstream/upstream.client.js';
+
+interface RelaySettings {
+  databaseUrl: string;
+  upstreamBaseUrl: string;
+  concurrency: number;
+  dataDir: string;
+}
+
+const settings = JSON.parse(process.env.BENCH_RELAY ?? '{}') as RelaySettings;
+const config = loadConfig({
+  NODE_ENV: 'bench',
+  PORT: '0',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'silent',
+  DATA_DIR: settings.dataDir,
+  DATABASE_URL: settings.databaseUrl,
+  UPSTREAM_BASE_URL: settings.upstreamBaseUrl,
+  UPSTREAM_API_KEY: 'sandbox-api-key',
+  UPSTREAM_API_SECRET: 'sandbox-api-secret',
+  INTERNAL_API_TOKEN: 'bench-token',
+  PAYLOAD_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+  SYNC_CRON: 'off',
+  SYNC_ON_START: 'false',
+  SYNC_CONCURRENCY: String(settings.concurrency),
+  SYNC_PAGE_SIZE: '100',
+});
+const relay = await createRelayApp(config, { logger: false });
+const upstream = relay.app.get(UpstreamClient);
+const sync = relay.app.get(CatalogSyncService);
+const ds = relay.app.get(DataSource);
+
+async function floor(): Promise<Record<string, unknown>> {
+  const t = performance.now();
+  const r = await fetchAllPages({
+    fetchPage: (q) => upstream.listProducts(q),
+    requestedPageSize: config.sync.pageSize,
+    concurrency: config.sync.concurrency,
+    retry: DEFAULT_RETRY_POLICY,
+    onPage: async () => undefined,
+  });
+  return { ms: performance.now() - t, products: r.products };
+}
+
+async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, unknown>> {
+  const rssBefore = process.memoryUsage.rss();
+  let peakRss = rssBefore;
+  let peakHeap = process.memoryUsage().heapUsed;
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    peakRss = Math.max(peakRss, m.rss);
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+  }, 10);
+  try {
+    const t = performance.now();
+    const run = await (await sync.start({ mode, trigger: 'cli' })).done;
+    const ms = performance.now() - t;
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    return { ms, run, rssBefore, peakRss, peakHeap };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string }): Promise<Record<string, unknown>> {
+  switch (m.cmd) {
+    case 'floor':
+      return floor();
+    case 'sync':
+      return timedSync(m.mode ?? 'full');
+    case 'snapshot':
+      await ds.query('DROP TABLE IF EXISTS bench_snapshot');
+      await ds.query('CREATE TABLE bench_snapshot AS SELECT sku_code, xmin::text AS x FROM catalog_skus');
+      return {};
+    case 'rowsWritten': {
+      const [r] = (await ds.query(
+        `SELECT count(*)::int AS n FROM catalog_skus s LEFT JOIN bench_snapshot b ON b.sku_code = s.sku_code
+          WHERE b.x IS DISTINCT FROM s.xmin::text`,
+      )) as Array<{ n: number }>;
+      return { n: r.n };
+    }
+    case 'count': {
+      if (!/^[a-z_]+$/.test(m.table ?? '')) throw new Error('bad table');
+      const [r] = (await ds.query(`SELECT count(*)::int AS n FROM ${m.table}`)) as Array<{ n: number }>;
+      return { n: r.n };
+    }
+    case 'close':
+      await ds.query('DROP TABLE IF EXISTS bench_snapshot');
+      await relay.close();
+      return {};
+    default:
+      throw new Error(`unknown command ${m.cmd}`);
+  }
+}
+
+process.on('message', (m: { id: number; cmd: string }) => {
+  handle(m).then(
+    (answer) => {
+      process.send!({ id: m.id, ...answer });
+      if (m.cmd === 'close') setImmediate(() => process.exit(0));
+    },
+    (e: unknown) => process.send!({ id: m.id, error: (e as Error)?.stack ?? String(e) }),
+  );
+});
+process.send!({ type: 'ready', rss: process.memoryUsage.rss() });

@@ -1,0 +1,286 @@
+/**
+ * `npm run bench:sync`: the catalog sync against the sandbox upstream on loopback, 20,000 products
+ * (~50,000 SKUs), page size capped at 50, 4 pages in flight, on PostgreSQL (BENCH_DATABASE_URL, default
+ * postgres://postgres@127.0.0.1:5432/test: a fresh database is created, and dropped at the end) and on
+ * the embedded PGlite (a fresh data directory).
+ *
+ * Three processes: this one (orchestrates and prints), the sandbox upstream (bench/sync-bench-sandbox.ts),
+ * and the relay under measurement (bench/sync-bench-relay.ts), compiled to JavaScript first so that its
+ * memory is the service's and not a TypeScript loader's (under the loader the process starts ~170 MB
+ * higher). The floor is measured in the relay process in the same run: the same pages fetched and
+ * parsed by the same client with the same concurrency, no database work. Printed per database:
+ *   - first full sync: time, and time ÷ floor (target ≤ 1.5 on PostgreSQL);
+ *   - a re-sync with no upstream change: SKU rows written (target 0) and time ÷ floor (target ≤ 1.2);
+ *   - peak RSS of the relay process during the syncs (target ≤ 350 MB);
+ *   - an incremental run after 100 products changed: time and rows written.
+ *
+ * Environment: BENCH_DATABASE_URL, BENCH_TARGETS (postgres,pglite), BENCH_PRODUCTS (20000),
+ * BENCH_PAGE_CAP (50), BENCH_CONCURRENCY (4), BENCH_FLOOR_RUNS (3).
+ */
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { printBenchSummary, type BenchRow } from './run-all.js';
+
+const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 20_000);
+const PAGE_CAP = Number(process.env.BENCH_PAGE_CAP ?? 50);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const FLOOR_RUNS = Number(process.env.BENCH_FLOOR_RUNS ?? 3);
+const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TARGETS = (process.env.BENCH_TARGETS ?? 'postgres,pglite').split(',').map((t) => t.trim()) as Array<'postgres' | 'pglite'>;
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const BUILD = join(ROOT, 'node_modules/.cache/upstream-relay-bench');
+const MB = 1024 * 1024;
+
+// -------------------------------------------------------------------------------- child processes
+
+/** A child driven over IPC: one request at a time, answered by id. */
+class Child {
+  private nextId = 1;
+  private readonly waiting = new Map<number, (m: Record<string, unknown>) => void>();
+
+  constructor(private readonly child: ChildProcess) {
+    child.on('message', (m: Record<string, unknown>) => {
+      const done = this.waiting.get(m.id as number);
+      if (done) {
+        this.waiting.delete(m.id as number);
+        done(m);
+      }
+    });
+  }
+
+  static async start(script: string, execArgv: string[], env: Record<string, string>): Promise<{ child: Child; hello: Record<string, unknown> }> {
+    const proc = fork(script, [], { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const hello = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      proc.once('error', reject);
+      proc.once('exit', (code) => reject(new Error(`${script} exited (${code})`)));
+      proc.once('message', (m: Record<string, unknown>) => resolve(m));
+    });
+    proc.removeAllListeners('exit');
+    return { child: new Child(proc), hello };
+  }
+
+  async ask<T extends Record<string, unknown>>(msg: Record<string, unknown>): Promise<T> {
+    const id = this.nextId++;
+    const answer = await new Promise<Record<string, unknown>>((resolve) => {
+      this.waiting.set(id, resolve);
+      this.child.send({ id, ...msg });
+    });
+    if (typeof answer.error === 'string') throw new Error(answer.error);
+    return answer as T;
+  }
+
+  /** For the sandbox, whose protocol has no ids (see sync-bench-sandbox.ts). */
+  askRaw<T>(msg: Record<string, unknown>): Promise<T> {
+    return new Promise((resolve) => {
+      this.child.once('message', (m: T) => resolve(m));
+      this.child.send(msg);
+    });
+  }
+
+  stop(): void {
+    this.child.kill('SIGTERM');
+  }
+}
+
+/** Compiles src/ and the relay helper to JavaScript (the project's SWC settings) under node_modules/.cache. */
+function buildRelay(): string {
+  rmSync(BUILD, { recursive: true, force: true });
+  mkdirSync(BUILD, { recursive: true });
+  const swc = join(ROOT, 'node_modules/.bin/swc');
+  execFileSync(swc, ['src', '-d', join(BUILD, 'src'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(swc, ['bench/sync-bench-relay.ts', '-o', join(BUILD, 'bench/sync-bench-relay.js'), '--config-file', '.swcrc', '-q'], { cwd: ROOT, stdio: 'inherit' });
+  cpSync(join(ROOT, 'migrations'), join(BUILD, 'migrations'), { recursive: true });
+  writeFileSync(join(BUILD, 'package.json'), '{"type":"module","private":true}\n');
+  return join(BUILD, 'bench/sync-bench-relay.js');
+}
+
+// -------------------------------------------------------------------------------------- databases
+
+interface Target {
+  name: 'postgres' | 'pglite';
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function openTarget(name: 'postgres' | 'pglite'): Promise<Target> {
+  if (name === 'pglite') {
+    const dir = mkdtempSync(join(tmpdir(), 'relay-bench-pglite-'));
+    return { name, url: `pglite://${dir}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const db = `relay_bench_${Date.now()}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: SERVER_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${db}"`);
+  await admin.end();
+  const u = new URL(SERVER_URL);
+  u.pathname = `/${db}`;
+  return {
+    name,
+    url: u.toString(),
+    async drop() {
+      const a = new pg.Client({ connectionString: SERVER_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------ bench
+
+interface SyncFigures {
+  ms: number;
+  rssBefore: number;
+  peakRss: number;
+  peakHeap: number;
+  run: { status: string; error: string | null; skus_created: number; skus_changed: number; products_seen: number };
+}
+
+interface Figures {
+  target: 'postgres' | 'pglite';
+  floorMs: number;
+  floorRuns: number[];
+  startRss: number;
+  first: SyncFigures;
+  resync: SyncFigures & { rows: number; history: number };
+  incremental: SyncFigures & { rows: number };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const mb = (n: number) => `${(n / MB).toFixed(0)} MB`;
+
+async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, sandbox: Child, sandboxUrl: string, products: number): Promise<Figures> {
+  const target = await openTarget(name);
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-data-'));
+  const { child: relay, hello } = await Child.start(relayScript, [], {
+    BENCH_RELAY: JSON.stringify({ databaseUrl: target.url, upstreamBaseUrl: sandboxUrl, concurrency: CONCURRENCY, dataDir }),
+  });
+  const log = (line: string) => process.stdout.write(`  [${name}] ${line}\n`);
+  try {
+    await relay.ask({ cmd: 'floor' }); // warms the upstream's caches and the relay's JIT
+    const floorRuns: number[] = [];
+    for (let i = 0; i < FLOOR_RUNS; i++) {
+      const f = await relay.ask<{ ms: number; products: number }>({ cmd: 'floor' });
+      if (f.products !== products) throw new Error(`the floor saw ${f.products} products of ${products}`);
+      floorRuns.push(f.ms);
+    }
+    const floorMs = median(floorRuns);
+    log(`floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}`);
+
+    const sync = async (mode: 'full' | 'incremental') => {
+      const r = await relay.ask<SyncFigures & Record<string, unknown>>({ cmd: 'sync', mode });
+      if (r.run.status !== 'succeeded') throw new Error(`the ${mode} sync failed: ${r.run.error}`);
+      return r;
+    };
+    const first = await sync('full');
+    log(`first full sync ${s(first.ms)} (${first.run.skus_created} SKUs created), peak RSS ${mb(first.peakRss)}`);
+
+    await relay.ask({ cmd: 'snapshot' });
+    const historyBefore = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n;
+    const resync = await sync('full');
+    const resyncRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
+    const history = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n - historyBefore;
+    log(`re-sync ${s(resync.ms)}, ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`);
+
+    await sandbox.askRaw({ cmd: 'touch', n: 100 });
+    await relay.ask({ cmd: 'snapshot' });
+    const inc = await sync('incremental');
+    const incRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
+    log(`incremental ${s(inc.ms)}, ${incRows} SKU rows written`);
+
+    return {
+      target: name,
+      floorMs,
+      floorRuns,
+      startRss: hello.rss as number,
+      first,
+      resync: { ...resync, rows: resyncRows, history },
+      incremental: { ...inc, rows: incRows },
+    };
+  } finally {
+    await relay.ask({ cmd: 'close' }).catch(() => relay.stop());
+    await target.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function report(r: Figures): string {
+  const first = r.first.ms / r.floorMs;
+  const resync = r.resync.ms / r.floorMs;
+  const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss);
+  const ok = (b: boolean) => (b ? 'ok' : 'MISSED');
+  return [
+    r.target === 'postgres' ? 'PostgreSQL' : 'PGlite (embedded, in the relay process)',
+    `  floor: fetch + parse, no database   ${s(r.floorMs)}   (runs ${r.floorRuns.map(s).join(', ')})`,
+    `  first full sync                     ${s(r.first.ms)}   ÷ floor ${first.toFixed(2)}   target ≤ 1.5${r.target === 'pglite' ? ' (PostgreSQL)' : ` ${ok(first <= 1.5)}`}   ${r.first.run.skus_created} SKUs created`,
+    `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ floor ${resync.toFixed(2)}   target ≤ 1.2 ${ok(resync <= 1.2)}`,
+    `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
+    `  peak RSS during the syncs           ${mb(peak)}   target ≤ 350 MB ${ok(peak <= 350 * MB)}   (at start ${mb(r.startRss)}, before the first sync ${mb(r.first.rssBefore)}, peak heap ${mb(Math.max(r.first.peakHeap, r.resync.peakHeap))})`,
+    `  incremental, 100 products changed   ${s(r.incremental.ms)}   ${r.incremental.run.products_seen} products fetched, ${r.incremental.rows} SKU rows written (${r.incremental.run.skus_changed} SKUs changed)`,
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  process.stdout.write('building the relay (SWC)…\n');
+  const relayScript = buildRelay();
+  const { child: sandbox, hello } = await Child.start(fileURLToPath(new URL('./sync-bench-sandbox.ts', import.meta.url)), ['--import', '@swc-node/register/esm-register'], {
+    BENCH_PRODUCTS: String(PRODUCTS),
+    BENCH_PAGE_CAP: String(PAGE_CAP),
+  });
+  const products = hello.products as number;
+  process.stdout.write(
+    `sync bench: ${products} products, ${hello.skus} SKUs, page cap ${PAGE_CAP}, concurrency ${CONCURRENCY}; ` +
+      `node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(2)}\n`,
+  );
+  const results: Figures[] = [];
+  const skipped: Array<{ target: string; why: string }> = [];
+  try {
+    for (const [i, t] of TARGETS.entries()) {
+      if (i > 0) await sandbox.askRaw({ cmd: 'regenerate' });
+      try {
+        results.push(await benchTarget(t, relayScript, sandbox, hello.baseUrl as string, products));
+      } catch (e) {
+        // e.g. no PostgreSQL server: the other database is still measured.
+        const why = e instanceof Error ? e.message.split('\n')[0] : String(e);
+        skipped.push({ target: t, why });
+        process.stdout.write(`  [${t}] not measured: ${why}\n`);
+      }
+    }
+  } finally {
+    sandbox.stop();
+  }
+  process.stdout.write(`\n${results.map(report).join('\n')}load average at the end ${loadavg()[0].toFixed(2)}\n`);
+  printBenchSummary('sync', summaryRows(results, skipped));
+}
+
+/** The rows of `npm run bench`'s table (see bench/run-all.ts). */
+function summaryRows(results: Figures[], skipped: Array<{ target: string; why: string }>): Array<Omit<BenchRow, 'bench'>> {
+  const rows: Array<Omit<BenchRow, 'bench'>> = [];
+  for (const r of results) {
+    const db = r.target === 'postgres' ? 'PostgreSQL' : 'PGlite';
+    const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss);
+    rows.push(
+      { figure: `${db}: first full sync ÷ floor`, value: r.first.ms / r.floorMs, unit: '×', target: r.target === 'postgres' ? '≤ 1.5' : undefined, note: `${s(r.first.ms)} vs floor ${s(r.floorMs)}` },
+      { figure: `${db}: re-sync, no change ÷ floor`, value: r.resync.ms / r.floorMs, unit: '×', target: '≤ 1.2', note: s(r.resync.ms) },
+      { figure: `${db}: re-sync, SKU rows written`, value: r.resync.rows, unit: 'rows', target: '0' },
+      { figure: `${db}: peak RSS during the syncs`, value: peak / MB, unit: 'MB', target: '≤ 350', note: `before the first sync ${mb(r.first.rssBefore)}` },
+      { figure: `${db}: incremental after 100 products changed`, value: r.incremental.ms / 1000, unit: 's', note: `${r.incremental.rows} SKU rows written` },
+    );
+  }
+  for (const k of skipped) rows.push({ figure: `${k.target}: not measured`, value: null, unit: '', note: k.why });
+  return rows;
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`bench failed: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.exit(1);
+  },
+);

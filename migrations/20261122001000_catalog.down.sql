@@ -1,0 +1,10 @@
+DROP TABLE IF EXISTS catalog_pricing_state;
+DROP TABLE IF EXISTS catalog_pricing_rules;
+DROP TABLE IF EXISTS catalog_sku_conflicts;
+DROP TABLE IF EXISTS catalog_sync_seen;
+DROP TABLE IF EXISTS catalog_product_fingerprints;
+DROP TABLE IF EXISTS catalog_sync_runs;
+DROP TABLE IF EXISTS catalog_sku_changes;
+DROP TABLE IF EXISTS catalog_skus;
+DROP TABLE IF EXISTS catalog_categories;
+DELETE FROM relay_state WHERE key = 'catalog.currency';

@@ -1,0 +1,592 @@
+/**
+ * Catalog sync runs: one at a time across replicas, started by the API, the schedule, the start of the
+ * service or the CLI, and run in the background of this process.
+ *
+ * A run: ping (the catalog currency) → categories → the products pass (full or incremental, see
+ * sync-plan.ts), every page written as it arrives → after a complete full pass only, every listed SKU
+ * the pass did not see is checked with `GET /products/{id}` (404 → unlisted; found → kept and updated)
+ * → finished with its summary. A run that cannot fetch every page fails, says which page and why, and
+ * unlists nothing.
+ *
+ * Progress is published to `onProgress` listeners and to the `onProgress` of the run's own options
+ * (the `relay sync` command shows it); `done` resolves with the finished run.
+ */
+import { randomBytes } from 'node:crypto';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppError } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { OutboxWriter } from '../notifications/outbox.writer.js';
+import { Metrics } from '../ops/metrics.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
+import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { CatalogRepository } from './catalog.repository.js';
+import { CatalogWriter, type WriteResult } from './catalog-writer.service.js';
+import { PricingContextService } from './pricing-context.service.js';
+import { PricingService } from './pricing.service.js';
+import { isProductGone } from './product-gone.js';
+import {
+  AbortedError,
+  DEFAULT_RETRY_POLICY,
+  fetchAllPages,
+  PageFailure,
+  RetriesExhausted,
+  sleep,
+  withRetries,
+  type FetchedPage,
+  type RetryPolicy,
+} from './product-pager.js';
+import { emptyCounts } from './sku-diff.js';
+import { planPass, type PassMode, type PassPlan } from './sync-plan.js';
+import { SyncRunRepository, type RunCounters, type SyncRunRecord } from './sync-run.repository.js';
+
+export type SyncTrigger = 'api' | 'schedule' | 'start' | 'cli';
+export type SyncPhase = 'starting' | 'categories' | 'products' | 'confirming' | 'finished';
+
+export interface SyncProgress {
+  runId: string;
+  mode: PassMode;
+  phase: SyncPhase;
+  pagesDone: number;
+  pagesTotal: number;
+  productsSeen: number;
+  skusSeen: number;
+  skusCreated: number;
+  skusChanged: number;
+  skusDelisted: number;
+  skusRelisted: number;
+  conflicts: number;
+  /** Set in the `finished` event. */
+  status?: 'succeeded' | 'failed';
+  error?: string | null;
+}
+
+export interface StartSyncOptions {
+  /** Default: SYNC_MODE (auto decides between full and incremental). */
+  mode?: PassMode;
+  trigger?: SyncTrigger;
+  /** Progress of this run only (see also `onProgress()`). */
+  onProgress?: (p: SyncProgress) => void;
+}
+
+export interface StartedSync {
+  runId: string;
+  mode: PassMode;
+  /** Resolves with the finished run (succeeded or failed); never rejects. */
+  done: Promise<SyncRunRecord>;
+}
+
+/** A running row without a heartbeat for this long belongs to a process that stopped. */
+export const STALE_RUN_MS = 60_000;
+const HEARTBEAT_MS = 5_000;
+const PROGRESS_FLUSH_MS = 1_000;
+/**
+ * Pages written at once. Their statements run on separate connections (on PostgreSQL, separate
+ * backends): a page's database work overlaps the next one's. (The embedded database runs them one
+ * after the other anyway.)
+ */
+const PAGE_WRITERS = 2;
+/** Products checked per batch after a full pass. */
+const CONFIRM_BATCH = 100;
+
+interface ActiveRun {
+  runId: string;
+  plan: PassPlan;
+  mode: PassMode;
+  fallback: string | null;
+  startedAt: Date;
+  counters: RunCounters;
+  abort: AbortController;
+  onProgress?: (p: SyncProgress) => void;
+  phase: SyncPhase;
+  notes: string[];
+  /** When the counters were last written to the run row (ms). */
+  flushedAt: number;
+  /** The last page was mostly writes: send the next one whole (see WriteOptions.strategy). */
+  writeFirst: boolean;
+  conflictKeys: Set<string>;
+}
+
+function newRunId(now: Date): string {
+  return `run_${now.toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
+}
+
+function emptyCounters(): RunCounters {
+  return {
+    pagesTotal: 0,
+    pagesDone: 0,
+    productsSeen: 0,
+    skusSeen: 0,
+    skusCreated: 0,
+    skusChanged: 0,
+    skusDelisted: 0,
+    skusRelisted: 0,
+    changes: emptyCounts(),
+    conflicts: 0,
+    confirmedLive: 0,
+    unconfirmed: 0,
+  };
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Runs `fn` over `items`, `limit` at a time. */
+async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+@Injectable()
+export class CatalogSyncService implements OnModuleDestroy {
+  private readonly logger = new Logger('catalog-sync');
+  /** This process, as the owner of the runs it starts. */
+  readonly instanceId = `${process.pid}-${randomBytes(3).toString('hex')}`;
+  /** Retries of upstream reads during a run. */
+  retryPolicy: RetryPolicy = DEFAULT_RETRY_POLICY;
+  private readonly listeners = new Set<(p: SyncProgress) => void>();
+  private active: { run: ActiveRun; done: Promise<SyncRunRecord> } | null = null;
+  private closing = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly dataSource: DataSource,
+    private readonly upstream: UpstreamClient,
+    private readonly runs: SyncRunRepository,
+    private readonly catalog: CatalogRepository,
+    private readonly writer: CatalogWriter,
+    private readonly pricing: PricingContextService,
+    private readonly pricingRules: PricingService,
+    private readonly outbox: OutboxWriter,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** Subscribes to the progress of every run of this process; returns the unsubscribe function. */
+  onProgress(listener: (p: SyncProgress) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The run this process is executing, if any. */
+  get activeRunId(): string | null {
+    return this.active?.run.runId ?? null;
+  }
+
+  /**
+   * Starts a run in the background. Throws AppError 409 `sync_in_progress` (with `run_id`) when a run
+   * is running anywhere.
+   */
+  async start(options: StartSyncOptions = {}): Promise<StartedSync> {
+    if (this.closing) throw new AppError('service_unavailable', 503, 'the service is shutting down');
+    const now = this.clock.now();
+    const facts = await this.runs.planningFacts();
+    const plan = planPass({
+      requested: options.mode,
+      configured: this.config.sync.mode,
+      now,
+      fullEveryMs: this.config.sync.fullEveryMs,
+      ...facts,
+    });
+    const runId = newRunId(now);
+    const row = {
+      runId,
+      mode: plan.mode,
+      requestedMode: options.mode ?? null,
+      trigger: options.trigger ?? 'api',
+      owner: this.instanceId,
+      startedAt: now,
+      updatedAfter: plan.updatedAfter,
+      note: plan.reason,
+    };
+    for (let attempt = 0; ; attempt++) {
+      if (await this.runs.tryInsertRunning(row)) break;
+      const recovered = await this.runs.recoverStale(new Date(now.getTime() - STALE_RUN_MS), now);
+      if (recovered) {
+        this.logger.warn(`sync run ${recovered} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
+        continue;
+      }
+      const running = await this.runs.running();
+      if (running) {
+        throw new AppError('sync_in_progress', 409, `a catalog sync is already running (${running.run_id})`, { run_id: running.run_id });
+      }
+      if (attempt >= 3) throw new AppError('sync_in_progress', 409, 'a catalog sync is already running', { run_id: null });
+    }
+
+    const run: ActiveRun = {
+      runId,
+      plan,
+      mode: plan.mode,
+      fallback: null,
+      startedAt: now,
+      counters: emptyCounters(),
+      abort: new AbortController(),
+      onProgress: options.onProgress,
+      phase: 'starting',
+      notes: [plan.reason],
+      flushedAt: now.getTime(),
+      writeFirst: false,
+      conflictKeys: new Set(),
+    };
+    const done = this.execute(run).finally(() => {
+      if (this.active?.run === run) this.active = null;
+    });
+    this.active = { run, done };
+    this.logger.log(`sync run ${runId} started (${plan.mode}: ${plan.reason}; trigger ${row.trigger})`);
+    return { runId, mode: plan.mode, done };
+  }
+
+  /** Starts a run and waits for its end (the `relay sync` command). */
+  async runSync(options: StartSyncOptions = {}): Promise<SyncRunRecord> {
+    const started = await this.start({ trigger: 'cli', ...options });
+    return started.done;
+  }
+
+  async getRun(runId: string): Promise<SyncRunRecord> {
+    const run = await this.runs.get(runId);
+    if (!run) throw new AppError('sync_run_not_found', 404, `no sync run ${runId}`);
+    return run;
+  }
+
+  listRuns(offset: number, limit: number): Promise<{ items: SyncRunRecord[]; total: number }> {
+    return this.runs.list(offset, limit);
+  }
+
+  lastFinishedRun(): Promise<SyncRunRecord | null> {
+    return this.runs.lastFinished();
+  }
+
+  /** Stops this process's run (it is recorded as failed) before the database goes away. */
+  async onModuleDestroy(): Promise<void> {
+    this.closing = true;
+    const active = this.active;
+    if (!active) return;
+    active.run.abort.abort();
+    await active.done.catch(() => undefined);
+  }
+
+  // --------------------------------------------------------------------------------- the run
+
+  private async execute(run: ActiveRun): Promise<SyncRunRecord> {
+    const started = performance.now();
+    const heartbeat = setInterval(() => {
+      this.runs.heartbeat(run.runId, run.counters, this.clock.now()).catch((e: unknown) => this.logger.warn(`heartbeat failed: ${message(e)}`));
+    }, HEARTBEAT_MS);
+    heartbeat.unref();
+    let status: 'succeeded' | 'failed' = 'succeeded';
+    let error: string | null = null;
+    try {
+      await this.catalog.clearOrphanSeen();
+      this.emit(run);
+      await this.readCurrency(run);
+      await this.syncCategories(run);
+      await this.productsPass(run);
+      if (run.mode === 'full') {
+        await this.confirmUnseen(run);
+        await this.followFreedCodes(run);
+      }
+    } catch (e) {
+      status = 'failed';
+      error =
+        e instanceof AbortedError
+          ? 'aborted: the service is shutting down'
+          : e instanceof PageFailure
+            ? `${e.message}; nothing was unlisted`
+            : message(e);
+      if (!(e instanceof PageFailure) && !(e instanceof AbortedError) && !(e instanceof RetriesExhausted)) {
+        this.logger.error(`sync run ${run.runId} failed: ${(e as Error)?.stack ?? String(e)}`);
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+    await this.finishWithRetries(run, status, error);
+    await this.catalog.clearSeen(run.runId).catch(() => undefined);
+    this.metrics.syncRuns.inc({ mode: run.mode, status });
+    this.metrics.syncDuration.observe({ mode: run.mode }, (performance.now() - started) / 1000);
+    const c = run.counters;
+    const summary = `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})`;
+    if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
+    else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
+    run.phase = 'finished';
+    this.emit(run, { status, error });
+    const record = await this.runs.get(run.runId).catch(() => null);
+    return record ?? this.syntheticRecord(run, status, error);
+  }
+
+  private async readCurrency(run: ActiveRun): Promise<void> {
+    try {
+      const ping = await this.upstream.ping();
+      await this.catalog.setCurrency(ping.currency);
+    } catch (e) {
+      if (run.abort.signal.aborted) throw new AbortedError();
+      this.logger.warn(`ping failed, the catalog currency is not refreshed: ${message(e)}`);
+    }
+  }
+
+  private async syncCategories(run: ActiveRun): Promise<void> {
+    run.phase = 'categories';
+    this.emit(run);
+    let categories;
+    try {
+      categories = await withRetries(() => this.upstream.listCategories(), { policy: this.retryPolicy, signal: run.abort.signal });
+    } catch (e) {
+      if (e instanceof AbortedError) throw e;
+      throw new Error(`categories: ${message(e)}; nothing was unlisted`, { cause: e });
+    }
+    const now = this.clock.now();
+    const r = await this.dataSource.transaction((em) => this.catalog.syncCategories(em, categories, now));
+    if (r.unlisted > 0) run.notes.push(`${r.unlisted} categories unlisted`);
+    // The category tree feeds the pricing rules (a parent's rule applies to its children): a category
+    // that moved may move sale prices, whose SKUs' upstream data did not change.
+    if (r.reparented > 0) {
+      const n = await this.pricingRules.repriceCatalog();
+      run.notes.push(`${r.reparented} categories moved: ${n} sale prices updated`);
+    } else {
+      await this.pricing.reload();
+    }
+  }
+
+  private async productsPass(run: ActiveRun): Promise<void> {
+    run.phase = 'products';
+    try {
+      await this.pass(run, run.plan.updatedAfter ?? undefined);
+    } catch (e) {
+      const refused =
+        run.mode === 'incremental' &&
+        e instanceof PageFailure &&
+        e.page === 1 &&
+        e.upstreamCause instanceof UpstreamDefinitiveError &&
+        e.upstreamCause.httpStatus >= 400 &&
+        e.upstreamCause.httpStatus < 500 &&
+        e.upstreamCause.httpStatus !== 401 &&
+        e.upstreamCause.httpStatus !== 403;
+      if (!refused) throw e;
+      this.logger.warn(`the upstream refused updated_after (${message(e.upstreamCause)}): falling back to a full pass`);
+      await this.switchToFull(run, 'filter_refused');
+      run.counters.pagesDone = 0;
+      run.counters.pagesTotal = 0;
+      await this.pass(run, undefined);
+    }
+  }
+
+  private async switchToFull(run: ActiveRun, fallback: string): Promise<void> {
+    run.mode = 'full';
+    run.fallback = fallback;
+    run.notes.push(fallback === 'filter_refused' ? 'the upstream refused updated_after: full pass' : 'the upstream ignored updated_after: full pass');
+    await this.runs.setMode(run.runId, 'full', fallback);
+  }
+
+  private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<void> {
+    // An upstream that ignores the filter answers with older products too: the pass is then a full one.
+    const cutoff = updatedAfter ? Math.floor(updatedAfter.getTime() / 1000) * 1000 : null;
+    await fetchAllPages({
+      fetchPage: (q) => this.upstream.listProducts(q),
+      requestedPageSize: this.config.sync.pageSize,
+      concurrency: this.config.sync.concurrency,
+      writeConcurrency: Math.min(PAGE_WRITERS, this.config.sync.concurrency),
+      updatedAfter,
+      retry: this.retryPolicy,
+      signal: run.abort.signal,
+      onPlan: (plan) => {
+        run.counters.pagesTotal = plan.pages;
+        this.emit(run);
+      },
+      onRetry: (info) =>
+        this.logger.warn(`page ${info.page}: ${message(info.error)}; ${info.rateLimited ? 'rate limited, waiting' : 'retrying in'} ${info.delayMs} ms`),
+      onPage: async (page: FetchedPage) => {
+        if (cutoff !== null && run.mode === 'incremental' && page.items.some((p) => this.olderThan(p, cutoff))) {
+          await this.switchToFull(run, 'filter_ignored');
+        }
+        const r = await this.writer.applyProducts(page.items, { runId: run.runId, source: 'sync', strategy: run.writeFirst ? 'write' : 'check' });
+        // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
+        run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
+        this.count(run, r);
+        run.counters.pagesDone++;
+        run.counters.productsSeen += page.items.length;
+        this.metrics.syncPages.inc();
+        await this.flushProgress(run);
+        this.emit(run);
+      },
+    });
+  }
+
+  private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {
+    if (typeof p.updated_at !== 'string') return false;
+    const t = Date.parse(p.updated_at);
+    return !Number.isNaN(t) && t <= cutoffMs;
+  }
+
+  /** After a complete full pass: every listed SKU not seen is checked with `GET /products/{id}`. */
+  private async confirmUnseen(run: ActiveRun): Promise<void> {
+    run.phase = 'confirming';
+    this.emit(run);
+    let after = 0;
+    for (;;) {
+      if (run.abort.signal.aborted) throw new AbortedError();
+      const ids = await this.catalog.unseenProducts(run.runId, run.startedAt, after, CONFIRM_BATCH);
+      if (ids.length === 0) return;
+      after = ids[ids.length - 1];
+      await mapLimit(ids, this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
+    }
+  }
+
+  private async confirmProduct(run: ActiveRun, productId: number): Promise<void> {
+    let product: UpstreamProduct;
+    try {
+      product = await withRetries(() => this.upstream.getProduct(productId), { policy: this.retryPolicy, signal: run.abort.signal });
+    } catch (e) {
+      if (e instanceof AbortedError) throw e;
+      const cause = e instanceof RetriesExhausted ? e.cause : e;
+      if (isProductGone(cause)) {
+        this.count(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm' }));
+        this.emit(run);
+        return;
+      }
+      run.counters.unconfirmed++;
+      this.logger.warn(`product ${productId} was not in the listing and could not be checked (${message(cause)}): left listed`);
+      return;
+    }
+    // Found: the listing shifted under the pass. Only the SKUs it no longer has are unlisted; it is kept
+    // and updated.
+    run.counters.confirmedLive++;
+    this.count(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }));
+    this.count(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
+    this.emit(run);
+  }
+
+  /**
+   * A sku_code claimed by another product while its owner still held it is a conflict; once the
+   * owner is confirmed gone, the claimant is read fresh and takes it over.
+   */
+  private async followFreedCodes(run: ActiveRun): Promise<void> {
+    const claimants = await this.catalog.claimantsOfFreedCodes(run.runId);
+    for (const id of claimants) {
+      try {
+        const product = await withRetries(() => this.upstream.getProduct(id), { policy: this.retryPolicy, signal: run.abort.signal });
+        this.count(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
+      } catch (e) {
+        if (e instanceof AbortedError) throw e;
+        this.logger.warn(`product ${id} claims a freed sku_code but could not be read: ${message(e)}`);
+      }
+    }
+  }
+
+  /** The run row's counters (the CLI follows them over the API), at most once a second. */
+  private async flushProgress(run: ActiveRun): Promise<void> {
+    const now = this.clock.now();
+    if (now.getTime() - run.flushedAt < PROGRESS_FLUSH_MS) return;
+    run.flushedAt = now.getTime();
+    await this.runs.heartbeat(run.runId, run.counters, now);
+  }
+
+  private count(run: ActiveRun, r: WriteResult): void {
+    const c = run.counters;
+    c.skusSeen += r.skus;
+    c.skusCreated += r.created;
+    c.skusChanged += r.changed;
+    c.skusDelisted += r.delisted;
+    c.skusRelisted += r.relisted;
+    // A conflicted product is looked at in full again (and may be read again to confirm it): each
+    // conflict counts once per run.
+    for (const k of r.conflicts) {
+      const key = `${k.skuCode}\u0000${k.claimantProductId}`;
+      if (!run.conflictKeys.has(key)) {
+        run.conflictKeys.add(key);
+        c.conflicts++;
+      }
+    }
+    for (const k of Object.keys(r.counts) as Array<keyof typeof r.counts>) c.changes[k] += r.counts[k];
+  }
+
+  /** The end of a run is recorded even through a passing database hiccup (else it would block runs until it is stale). */
+  private async finishWithRetries(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.finish(run, status, error);
+      } catch (e) {
+        if (attempt >= 5) {
+          this.logger.error(`could not record the end of sync run ${run.runId}: ${message(e)}`);
+          return;
+        }
+        await sleep(200 * 2 ** attempt);
+      }
+    }
+  }
+
+  private async finish(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
+    const now = this.clock.now();
+    await this.dataSource.transaction(async (em) => {
+      await this.runs.finish(em, run.runId, { status, counters: run.counters, error, note: run.notes.join('; '), now });
+      if (status === 'failed' && this.outbox.enabled) {
+        await this.outbox.append(em, [
+          { type: 'alert.sync_failed', subject: run.runId, payload: { run_id: run.runId, mode: run.mode, error, failed_at: now.toISOString() } },
+        ]);
+      }
+    });
+    if (status === 'failed') this.metrics.alerts.inc({ kind: 'sync_failed' });
+  }
+
+  private emit(run: ActiveRun, end?: { status: 'succeeded' | 'failed'; error: string | null }): void {
+    const c = run.counters;
+    const p: SyncProgress = {
+      runId: run.runId,
+      mode: run.mode,
+      phase: run.phase,
+      pagesDone: c.pagesDone,
+      pagesTotal: c.pagesTotal,
+      productsSeen: c.productsSeen,
+      skusSeen: c.skusSeen,
+      skusCreated: c.skusCreated,
+      skusChanged: c.skusChanged,
+      skusDelisted: c.skusDelisted,
+      skusRelisted: c.skusRelisted,
+      conflicts: c.conflicts,
+      ...(end ?? {}),
+    };
+    for (const l of [...this.listeners, ...(run.onProgress ? [run.onProgress] : [])]) {
+      try {
+        l(p);
+      } catch (e) {
+        this.logger.warn(`a sync progress listener failed: ${message(e)}`);
+      }
+    }
+  }
+
+  private syntheticRecord(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): SyncRunRecord {
+    const c = run.counters;
+    return {
+      run_id: run.runId,
+      mode: run.mode,
+      planned_mode: run.plan.mode,
+      requested_mode: null,
+      fallback: run.fallback,
+      trigger: 'unknown',
+      status,
+      owner: this.instanceId,
+      started_at: run.startedAt,
+      heartbeat_at: this.clock.now(),
+      finished_at: this.clock.now(),
+      updated_after: run.plan.updatedAfter,
+      pages_total: c.pagesTotal,
+      pages_done: c.pagesDone,
+      products_seen: c.productsSeen,
+      skus_seen: c.skusSeen,
+      skus_created: c.skusCreated,
+      skus_changed: c.skusChanged,
+      skus_delisted: c.skusDelisted,
+      skus_relisted: c.skusRelisted,
+      changes: c.changes,
+      conflicts: c.conflicts,
+      confirmed_live: c.confirmedLive,
+      unconfirmed: c.unconfirmed,
+      note: run.notes.join('; '),
+      error,
+    };
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * The one write path of the local catalog. A sync page, a delisting check, an order's fresh read and
+ * a rule change all go through here, so that each write is diff-based (nothing written when nothing
+ * changed), priced by the rules in force, recorded in the change history and announced to the shop
+ * (transactional outbox) in the same transaction.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { Clock } from '../common/clock.js';
+import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
+import { Metrics } from '../ops/metrics.js';
+import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { CatalogRepository, type ConflictInput, type HistoryInput } from './catalog.repository.js';
+import { PricingContextService, type PricingContext } from './pricing-context.service.js';
+import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
+
+export type ChangeSource = 'sync' | 'confirm' | 'refresh' | 'pricing';
+
+export interface WriteOptions {
+  /** The run the change belongs to (null outside a run). */
+  runId: string | null;
+  source: ChangeSource;
+  /**
+   * `check` (default): compare product fingerprints first and map, price and send only the products
+   * whose fingerprint moved (cheap when little changed); `write`: send every product at once (cheaper
+   * when most are new or changed, e.g. a first sync). Both give the same result.
+   */
+  strategy?: 'check' | 'write';
+}
+
+export interface WriteResult {
+  /** SKU rows handed in (distinct codes per product). */
+  skus: number;
+  /** SKU rows written. */
+  written: number;
+  created: number;
+  /** Existing SKUs that changed. */
+  changed: number;
+  relisted: number;
+  delisted: number;
+  counts: ChangeCounts;
+  conflicts: ConflictInput[];
+  diffs: SkuDiff[];
+}
+
+function emptyResult(): WriteResult {
+  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [] };
+}
+
+const MAX_PRICING_RETRIES = 3;
+
+@Injectable()
+export class CatalogWriter {
+  private readonly logger = new Logger('catalog');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repo: CatalogRepository,
+    private readonly pricing: PricingContextService,
+    private readonly outbox: OutboxWriter,
+    private readonly metrics: Metrics,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Applies products seen live (a listing page, a detail read): products whose fingerprint did not
+   * move are only marked seen; the others' SKUs are mapped, priced and upserted (a row is written only
+   * when a field differs), their changes recorded, and sku_codes another live product owns reported
+   * (never overwritten).
+   */
+  async applyProducts(products: UpstreamProduct[], opts: WriteOptions): Promise<WriteResult> {
+    if (products.length === 0) return emptyResult();
+    const all = products.map((product) => ({ product, fingerprint: productFingerprint(product) }));
+    let todo = all;
+    if (opts.strategy !== 'write') {
+      // Outside any transaction: for a re-sync, this one look is all a page costs.
+      const changed = await this.repo.checkProducts(
+        this.dataSource.manager,
+        all.map((f) => ({ productId: f.product.id, fingerprint: f.fingerprint })),
+        opts.runId,
+      );
+      todo = all.filter((f) => changed.has(f.product.id));
+    }
+    const looked = new Set(todo);
+    let unchangedSkus = 0;
+    for (const f of all) if (!looked.has(f)) unchangedSkus += f.product.skus.length;
+    if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus };
+
+    // Loaded before the transaction: never wait for another connection while holding one.
+    const initial = await this.pricing.current();
+    const result = await this.retryOnDeadlock(() =>
+      this.dataSource.transaction(async (em) => {
+        const now = this.clock.now();
+        let ctx = initial;
+        for (let attempt = 0; ; attempt++) {
+          const rounds = this.rounds(
+            todo.map((f) => f.product),
+            ctx,
+          );
+          const out = emptyResult();
+          const pairs: Array<{ old: SkuRow | null; next: SkuRow }> = [];
+          let stale = false;
+          for (const round of rounds) {
+            const byCode = new Map(round.map((r) => [r.sku_code, r]));
+            const outcome = await this.repo.upsertSkus(em, round, { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source });
+            if (outcome.stalePricing !== null) {
+              stale = true;
+              break;
+            }
+            out.skus += round.length;
+            for (const w of outcome.written) pairs.push({ old: w.old, next: byCode.get(w.skuCode)! });
+            for (const c of outcome.conflicts) {
+              const claim = byCode.get(c.skuCode)!;
+              out.conflicts.push({ skuCode: c.skuCode, ownerProductId: c.ownerProductId, claimantProductId: claim.product_id, claimantSkuId: claim.upstream_sku_id });
+            }
+          }
+          if (stale) {
+            // A rule changed since these prices were computed (only the first statement can see it: from
+            // then on this transaction holds the version). Reprice with the rules in force and retry.
+            if (attempt >= MAX_PRICING_RETRIES) throw new Error('pricing rules kept changing during a catalog write');
+            ctx = await this.pricing.reload(em);
+            continue;
+          }
+          await this.record(em, pairs, out, opts, now);
+          await this.repo.recordConflicts(em, out.conflicts, { runId: opts.runId, now });
+          const conflicted = new Set(out.conflicts.map((c) => c.claimantProductId));
+          await this.repo.writeFingerprints(
+            em,
+            todo.map((f) => ({
+              productId: f.product.id,
+              fingerprint: f.fingerprint,
+              skuCodes: [...new Set(f.product.skus.map((s) => s.sku_code))],
+              keep: !conflicted.has(f.product.id),
+            })),
+            { runId: opts.runId, now },
+          );
+          return out;
+        }
+      }),
+    );
+    result.skus += unchangedSkus;
+    this.report(result, opts);
+    return result;
+  }
+
+  /**
+   * Pages may be written two at a time (PostgreSQL): should two of them ever lock the same rows in
+   * opposite orders (a product listed twice), the server aborts one, which is simply written again.
+   */
+  private async retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (e) {
+        const code = (e as { code?: string; driverError?: { code?: string } })?.driverError?.code ?? (e as { code?: string })?.code;
+        if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
+      }
+    }
+  }
+
+  /** Unlists the listed SKUs of a product: all of them (the product is gone), or those not in `keep`. */
+  async unlistProduct(productId: number, opts: WriteOptions & { keep?: string[] }): Promise<WriteResult> {
+    const result = await this.dataSource.transaction(async (em) => {
+      const now = this.clock.now();
+      const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
+      const out = emptyResult();
+      await this.record(
+        em,
+        olds.map((old) => ({ old, next: { ...old, listed: false } })),
+        out,
+        opts,
+        now,
+      );
+      return out;
+    });
+    this.report(result, opts);
+    return result;
+  }
+
+  /**
+   * Reprices every SKU with `ctx` inside the caller's transaction (a rule change), batch by batch.
+   * Returns what changed.
+   */
+  async repriceAll(em: EntityManager, ctx: PricingContext, batchSize = 1000): Promise<WriteResult> {
+    const now = this.clock.now();
+    const out = emptyResult();
+    let after = '';
+    for (;;) {
+      const batch = await this.repo.skuBatch(em, after, batchSize);
+      if (batch.length === 0) break;
+      after = batch[batch.length - 1].sku_code;
+      const pairs: Array<{ old: SkuRow; next: SkuRow }> = [];
+      for (const old of batch) {
+        const sale = ctx.price(old.cost_price, { skuCode: old.sku_code, categoryId: old.category_id });
+        const next = { ...old, sale_price: sale };
+        if (diffSku(old, next).changes.length > 0) pairs.push({ old, next });
+      }
+      const written = new Set(
+        await this.repo.setSalePrices(
+          em,
+          pairs.map((p) => ({ sku_code: p.next.sku_code, sale_price: p.next.sale_price })),
+          now,
+        ),
+      );
+      out.skus += batch.length;
+      await this.record(
+        em,
+        pairs.filter((p) => written.has(p.next.sku_code)),
+        out,
+        { runId: null, source: 'pricing' },
+        now,
+      );
+    }
+    this.report(out, { runId: null, source: 'pricing' });
+    return out;
+  }
+
+  /** Rows of the products, split in rounds so that one statement never holds a sku_code twice. */
+  private rounds(products: UpstreamProduct[], ctx: PricingContext): SkuRow[][] {
+    const rounds: SkuRow[][] = [];
+    const claims = new Map<string, number>();
+    for (const p of products) {
+      const { rows, duplicates } = skuRowsFromProduct(p, ctx.price);
+      if (duplicates.length) this.logger.warn(`product ${p.id} lists sku_code ${duplicates.join(', ')} more than once; the first is kept`);
+      for (const row of rows) {
+        const n = claims.get(row.sku_code) ?? 0;
+        claims.set(row.sku_code, n + 1);
+        (rounds[n] ??= []).push(row);
+      }
+    }
+    return rounds;
+  }
+
+  /** History, counts and shop notifications of written rows. */
+  private async record(
+    em: Pick<EntityManager, 'query'>,
+    pairs: Array<{ old: SkuRow | null; next: SkuRow }>,
+    out: WriteResult,
+    opts: WriteOptions,
+    now: Date,
+  ): Promise<void> {
+    const history: HistoryInput[] = [];
+    const events: OutboxEvent[] = [];
+    const diffs: Array<{ old: SkuRow | null; next: SkuRow; diff: SkuDiff }> = [];
+    for (const { old, next } of pairs) {
+      const diff = diffSku(old, next);
+      if (!diff.created && diff.changes.length === 0) continue;
+      out.written++;
+      if (diff.created) out.created++;
+      else out.changed++;
+      if (diff.relisted) out.relisted++;
+      if (diff.delisted) out.delisted++;
+      addCounts(out.counts, diff);
+      out.diffs.push(diff);
+      // A new SKU's `created` history row is written by the upsert statement itself.
+      if (!diff.created) for (const change of diff.changes) history.push({ skuCode: diff.skuCode, change });
+      diffs.push({ old, next, diff });
+    }
+    if (diffs.length === 0) return;
+    await this.repo.appendHistory(em, history, { runId: opts.runId, source: opts.source, now });
+    if (this.outbox.enabled) {
+      const currency = diffs.some((d) => d.diff.kinds.includes('price')) ? await this.repo.currency(em) : null;
+      for (const d of diffs) events.push(...eventsForDiff(d.old, d.next, d.diff, currency));
+      await this.outbox.append(em as EntityManager, events);
+    }
+  }
+
+  private report(r: WriteResult, opts: WriteOptions): void {
+    for (const [kind, n] of Object.entries(r.counts)) if (n > 0) this.metrics.syncChanges.inc({ kind }, n);
+    if (r.conflicts.length > 0) {
+      this.metrics.skuCodeConflicts.inc(r.conflicts.length);
+      for (const c of r.conflicts.slice(0, 20)) {
+        this.logger.warn(
+          `sku_code conflict: ${c.skuCode} is claimed by product ${c.claimantProductId} but belongs to product ${c.ownerProductId}; kept with its owner` +
+            (opts.runId ? ` (run ${opts.runId})` : ''),
+        );
+      }
+    }
+  }
+}

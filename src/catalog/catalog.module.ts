@@ -1,0 +1,34 @@
+/**
+ * The local catalog: sync (scheduled, on start, on request), pricing rules, internal API.
+ * Exports for other modules: CatalogService (`getSku`, `refreshProduct`) and CatalogSyncService
+ * (runs with progress, for the CLI).
+ */
+import { Module } from '@nestjs/common';
+import { CatalogController } from './catalog.controller.js';
+import { CatalogRepository } from './catalog.repository.js';
+import { CatalogScheduler } from './catalog.scheduler.js';
+import { CatalogService } from './catalog.service.js';
+import { CatalogSyncService } from './catalog-sync.service.js';
+import { CatalogWriter } from './catalog-writer.service.js';
+import { PricingContextService } from './pricing-context.service.js';
+import { PricingController } from './pricing.controller.js';
+import { PricingRepository } from './pricing.repository.js';
+import { PricingService } from './pricing.service.js';
+import { SyncRunRepository } from './sync-run.repository.js';
+
+@Module({
+  controllers: [CatalogController, PricingController],
+  providers: [
+    CatalogRepository,
+    SyncRunRepository,
+    PricingRepository,
+    PricingContextService,
+    CatalogWriter,
+    PricingService,
+    CatalogService,
+    CatalogSyncService,
+    CatalogScheduler,
+  ],
+  exports: [CatalogService, CatalogSyncService],
+})
+export class CatalogModule {}

@@ -1,0 +1,639 @@
+/**
+ * SQL of the local catalog: SKUs (multi-row, diff-guarded upserts), product fingerprints, categories,
+ * the change history, sku_code conflicts, the per-run "seen" set and the catalog currency. Every write takes the caller's
+ * EntityManager so that it joins the caller's transaction. Rows leave as plain objects; money stays a
+ * string (`numeric::text`).
+ */
+import { randomBytes } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import type { Pool, PoolClient } from 'pg';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { UpstreamCategory } from '../upstream/upstream.types.js';
+import type { ChangeKind, FieldChange, SkuRow } from './sku-diff.js';
+
+type Db = Pick<EntityManager, 'query'>;
+
+/** Writable columns of catalog_skus besides the key and `listed`, with their SQL types. */
+const SKU_COLUMNS: ReadonlyArray<readonly [Exclude<keyof SkuRow, 'sku_code' | 'listed'>, string]> = [
+  ['upstream_sku_id', 'bigint'],
+  ['product_id', 'bigint'],
+  ['product_slug', 'text'],
+  ['product_title', 'jsonb'],
+  ['product_description', 'jsonb'],
+  ['category_id', 'bigint'],
+  ['spec_values', 'jsonb'],
+  ['cost_price', 'numeric'],
+  ['sale_price', 'numeric'],
+  ['original_price', 'numeric'],
+  ['member_price', 'numeric'],
+  ['stock_status', 'text'],
+  ['stock_quantity', 'integer'],
+  ['sku_active', 'boolean'],
+  ['product_active', 'boolean'],
+  ['fulfillment_type', 'text'],
+  ['manual_form_schema', 'jsonb'],
+];
+const COLS = SKU_COLUMNS.map(([c]) => c);
+/** The columns that come from the SKU's product: sent once per product, not once per SKU. */
+const PRODUCT_COLUMNS: ReadonlySet<string> = new Set([
+  'product_slug',
+  'product_title',
+  'product_description',
+  'category_id',
+  'product_active',
+  'fulfillment_type',
+  'manual_form_schema',
+]);
+const SKU_DEFS = ['sku_code text', ...SKU_COLUMNS.filter(([c]) => !PRODUCT_COLUMNS.has(c)).map(([c, t]) => `${c} ${t}`)].join(', ');
+const PRODUCT_DEFS = ['product_id bigint', ...SKU_COLUMNS.filter(([c]) => PRODUCT_COLUMNS.has(c)).map(([c, t]) => `${c} ${t}`)].join(', ');
+
+/** Sets the transaction's commit not to wait for the WAL flush (used as a column of a CTE). */
+const ASYNC_COMMIT =
+  // The catalog is a copy of the upstream's: a write lost in a crash is made again by the next sync.
+  "set_config('synchronous_commit', 'off', true) AS async_commit";
+
+/** A SkuRow as JSON from alias `a` (money as text, so that no digit is lost on the way). */
+function rowJson(a: string): string {
+  const fields = SKU_COLUMNS.map(([c, t]) => `'${c}', ${a}.${c}${t === 'numeric' ? '::text' : ''}`);
+  return `json_build_object('sku_code', ${a}.sku_code, ${fields.join(', ')}, 'listed', ${a}.listed)`;
+}
+
+/**
+ * The first look at a page: (product_id, fingerprint) per product. Marks every product seen by the run
+ * and answers those whose fingerprint differs from the one stored (or has none): only they are mapped,
+ * priced and compared in full.
+ */
+const CHECK_PRODUCTS_SQL = `
+WITH input AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint, fingerprint text)),
+seen AS (
+  INSERT INTO catalog_sync_seen (run_id, product_id)
+  SELECT $2::text, product_id FROM input WHERE $2::text IS NOT NULL
+  ON CONFLICT DO NOTHING
+)
+SELECT i.product_id::text AS product_id FROM input i
+  LEFT JOIN catalog_product_fingerprints f ON f.product_id = i.product_id
+ WHERE f.fingerprint IS DISTINCT FROM i.fingerprint`;
+
+/**
+ * SKU rows in one statement ($1: the SKUs' own fields, $5: their products' fields, once per product):
+ * insert the new (with their `created` history row), update the changed (only when a column differs:
+ * `IS DISTINCT FROM`, so that `updated_at` moves only when a field does), and return the old row of
+ * each write and every sku_code another live product already owns (never overwritten). Nothing is
+ * written when the pricing version moved since the sale prices were computed ($4): the caller reprices
+ * and retries.
+ */
+const UPSERT_SKUS_SQL = `
+WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS k(${SKU_DEFS})
+    JOIN json_to_recordset($5::json) AS p(${PRODUCT_DEFS}) USING (product_id)
+),
+ver AS (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
+ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, ${ASYNC_COMMIT}),
+old AS (SELECT s.* FROM input i CROSS JOIN LATERAL (SELECT * FROM catalog_skus x WHERE x.sku_code = i.sku_code LIMIT 1) s),
+up AS (
+  INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at)
+  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, true, $2::timestamptz, $2::timestamptz
+    FROM input i WHERE (SELECT fresh FROM ok)
+  ON CONFLICT (sku_code) DO UPDATE SET ${COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = true, updated_at = EXCLUDED.updated_at
+  WHERE (s.product_id = EXCLUDED.product_id OR NOT s.listed)
+    AND (${COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, true)
+  RETURNING s.sku_code
+),
+created AS (
+  INSERT INTO catalog_sku_changes (sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
+  SELECT up.sku_code, 'created', 'created', NULL, NULL, $3::text, $6::text, $2::timestamptz
+    FROM up LEFT JOIN old o ON o.sku_code = up.sku_code WHERE o.sku_code IS NULL
+)
+SELECT 'changed' AS what, up.sku_code, CASE WHEN o.sku_code IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS owner
+  FROM up LEFT JOIN old o ON o.sku_code = up.sku_code
+UNION ALL
+SELECT 'conflict', i.sku_code, NULL, o.product_id::text
+  FROM input i JOIN old o ON o.sku_code = i.sku_code
+ WHERE (SELECT fresh FROM ok) AND o.product_id <> i.product_id AND o.listed
+UNION ALL
+SELECT 'stale_pricing', NULL, NULL, (SELECT version FROM ver)::text FROM ok WHERE NOT fresh`;
+
+/**
+ * Records the fingerprints of products written in full, and marks every one of them seen by the run.
+ * No fingerprint is kept for a product that claims a code another product owns (a conflict), nor for
+ * one that still has listed SKUs it no longer lists (to be confirmed and unlisted after a complete
+ * pass): both are looked at in full again. So a product with a fingerprint has no listed SKU outside
+ * its fingerprint's codes.
+ */
+const WRITE_FINGERPRINTS_SQL = `
+WITH given AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint, fingerprint text, sku_codes text[], keep boolean)),
+input AS (
+  SELECT g.product_id, g.fingerprint, g.sku_codes,
+         g.keep AND NOT EXISTS (SELECT 1 FROM catalog_skus s
+                                 WHERE s.product_id = g.product_id AND s.listed AND NOT (s.sku_code = ANY(g.sku_codes))) AS keep
+    FROM given g
+),
+seen AS (
+  INSERT INTO catalog_sync_seen (run_id, product_id)
+  SELECT $2::text, product_id FROM input WHERE $2::text IS NOT NULL
+  ON CONFLICT DO NOTHING
+),
+dropped AS (
+  DELETE FROM catalog_product_fingerprints f USING input i WHERE f.product_id = i.product_id AND NOT i.keep
+)
+INSERT INTO catalog_product_fingerprints AS f (product_id, fingerprint, sku_codes, updated_at)
+SELECT product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
+ON CONFLICT (product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
+WHERE (f.fingerprint, f.sku_codes) IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.sku_codes)`;
+
+/** The columns of a SKU for reading (API, orders). */
+const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
+  s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
+  s.cost_price::text AS cost_price, s.sale_price::text AS sale_price, s.original_price::text AS original_price,
+  s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
+  s.fulfillment_type, s.manual_form_schema, s.listed, s.available, s.created_at, s.updated_at`;
+
+export interface StoredSku extends SkuRow {
+  available: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface FingerprintInput {
+  productId: number;
+  fingerprint: string;
+  /** The sku_codes the product lists. */
+  skuCodes: string[];
+  /** False: the product claims a code another product owns; no fingerprint is kept. */
+  keep: boolean;
+}
+
+export interface UpsertOutcome {
+  /** Rows written, with the row before (null: inserted). */
+  written: Array<{ skuCode: string; old: SkuRow | null }>;
+  /** sku_codes claimed by this input but owned by another listed product. */
+  conflicts: Array<{ skuCode: string; ownerProductId: number }>;
+  /** Set when nothing was written because the pricing version moved: the current version. */
+  stalePricing: number | null;
+}
+
+export interface ConflictInput {
+  skuCode: string;
+  ownerProductId: number;
+  claimantProductId: number;
+  claimantSkuId: number | null;
+}
+
+export interface HistoryInput {
+  skuCode: string;
+  change: FieldChange;
+}
+
+export interface StoredCategory {
+  id: number;
+  parent_id: number;
+  slug: string;
+  name: Record<string, string>;
+  icon: string;
+  sort_order: number;
+  listed: boolean;
+  updated_at: Date;
+}
+
+export interface SkuListFilter {
+  categoryId?: number;
+  listed?: boolean;
+  available?: boolean;
+  changedSince?: Date;
+  offset: number;
+  limit: number;
+}
+
+export interface StoredChange {
+  id: string;
+  sku_code: string;
+  field: string;
+  kind: ChangeKind;
+  old_value: unknown;
+  new_value: unknown;
+  run_id: string | null;
+  source: string;
+  changed_at: Date;
+}
+
+export interface StoredConflict {
+  id: string;
+  sku_code: string;
+  owner_product_id: string;
+  claimant_product_id: string;
+  claimant_sku_id: string | null;
+  run_id: string | null;
+  occurrences: number;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+const CURRENCY_KEY = 'catalog.currency';
+
+function toSkuRow(raw: Record<string, unknown>): SkuRow {
+  return {
+    ...(raw as unknown as SkuRow),
+    upstream_sku_id: Number(raw.upstream_sku_id),
+    product_id: Number(raw.product_id),
+    category_id: Number(raw.category_id),
+  };
+}
+
+function toStoredSku(raw: Record<string, unknown>): StoredSku {
+  return { ...toSkuRow(raw), available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
+}
+
+/**
+ * Names of prepared statements: per connection (several connections may share one session on the
+ * embedded database, and several processes one embedded server), so unique per process and client.
+ */
+const STATEMENT_PREFIX = `relay_${process.pid}_${randomBytes(3).toString('hex')}`;
+const statementIds = new WeakMap<object, number>();
+let lastStatementId = 0;
+
+/** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */
+async function select<T>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await db.query(sql, params)) as T[];
+}
+
+@Injectable()
+export class CatalogRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  private db(em?: Db): Db {
+    return em ?? this.dataSource.manager;
+  }
+
+  /**
+   * A hot statement as a named prepared statement of its connection (planned once per connection
+   * rather than once per page): on the transaction's connection when `em` has one, else on a pooled one.
+   */
+  private async prepared<T>(em: Db, key: string, text: string, params: unknown[]): Promise<T[]> {
+    const run = async (client: PoolClient): Promise<T[]> => {
+      let id = statementIds.get(client);
+      if (id === undefined) {
+        id = ++lastStatementId;
+        statementIds.set(client, id);
+      }
+      const r = await client.query({ name: `${STATEMENT_PREFIX}_${id}_${key}`, text, values: params });
+      return r.rows as T[];
+    };
+    const runner = (em as Partial<EntityManager>).queryRunner;
+    if (runner && !runner.isReleased) return run((await runner.connect()) as PoolClient);
+    // Outside a transaction: straight from the driver's pool (TypeORM's own pool, no query runner).
+    const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
+    if (pool) {
+      const client = await pool.connect();
+      let failure: Error | undefined;
+      try {
+        return await run(client);
+      } catch (e) {
+        failure = e as Error; // the connection may be broken: the pool drops it
+        throw e;
+      } finally {
+        client.release(failure);
+      }
+    }
+    const own = this.dataSource.createQueryRunner();
+    try {
+      return await run((await own.connect()) as PoolClient);
+    } finally {
+      await own.release();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------- SKU writes
+
+  /**
+   * First look at products seen live, by fingerprint: marks them seen by `runId` and returns the ids
+   * of those that must be looked at in full.
+   */
+  async checkProducts(em: Db, items: Array<{ productId: number; fingerprint: string }>, runId: string | null): Promise<Set<number>> {
+    if (items.length === 0) return new Set();
+    const unique = new Map(items.map((i) => [i.productId, i]));
+    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [
+      JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint }))),
+      runId,
+    ]);
+    return new Set(rows.map((r) => Number(r.product_id)));
+  }
+
+  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { runId: string | null; now: Date }): Promise<void> {
+    if (items.length === 0) return;
+    const unique = new Map(items.map((i) => [i.productId, i]));
+    await this.prepared(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
+      JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes, keep: i.keep }))),
+      opts.runId,
+      opts.now,
+    ]);
+  }
+
+  /**
+   * Upserts rows (distinct sku_codes) seen live, guarded by the pricing version they were priced
+   * with. `runId` marks them seen by that run.
+   */
+  async upsertSkus(
+    em: Db,
+    rows: SkuRow[],
+    opts: { now: Date; runId: string | null; pricingVersion: number; source: string },
+  ): Promise<UpsertOutcome> {
+    const out: UpsertOutcome = { written: [], conflicts: [], stalePricing: null };
+    if (rows.length === 0) return out;
+    const skus: Array<Record<string, unknown>> = [];
+    const products = new Map<number, Record<string, unknown>>();
+    for (const r of rows) {
+      skus.push({
+        sku_code: r.sku_code,
+        upstream_sku_id: r.upstream_sku_id,
+        product_id: r.product_id,
+        spec_values: r.spec_values,
+        cost_price: r.cost_price,
+        sale_price: r.sale_price,
+        original_price: r.original_price,
+        member_price: r.member_price,
+        stock_status: r.stock_status,
+        stock_quantity: r.stock_quantity,
+        sku_active: r.sku_active,
+      });
+      if (!products.has(r.product_id)) {
+        products.set(r.product_id, {
+          product_id: r.product_id,
+          product_slug: r.product_slug,
+          product_title: r.product_title,
+          product_description: r.product_description,
+          category_id: r.category_id,
+          product_active: r.product_active,
+          fulfillment_type: r.fulfillment_type,
+          manual_form_schema: r.manual_form_schema,
+        });
+      }
+    }
+    const result = await this.prepared<{ what: string; sku_code: string | null; old: Record<string, unknown> | null; owner: string | null }>(
+      em,
+      'upsert_skus',
+      UPSERT_SKUS_SQL,
+      [JSON.stringify(skus), opts.now, opts.runId, opts.pricingVersion, JSON.stringify([...products.values()]), opts.source],
+    );
+    for (const r of result) {
+      if (r.what === 'changed') out.written.push({ skuCode: r.sku_code!, old: r.old ? toSkuRow(r.old) : null });
+      else if (r.what === 'conflict') out.conflicts.push({ skuCode: r.sku_code!, ownerProductId: Number(r.owner) });
+      else if (r.what === 'stale_pricing') out.stalePricing = Number(r.owner);
+    }
+    return out;
+  }
+
+  /**
+   * Unlists the listed SKUs of a product (all of them, or those not in `keep`). Returns their rows
+   * as they were before.
+   */
+  async unlistProductSkus(em: Db, productId: number, opts: { now: Date; keep?: string[] }): Promise<SkuRow[]> {
+    const rows = await select<{ row: Record<string, unknown> }>(
+      em,
+      `WITH u AS (
+         UPDATE catalog_skus s SET listed = false, updated_at = $2
+          WHERE s.product_id = $1 AND s.listed AND ($3::text[] IS NULL OR NOT (s.sku_code = ANY($3::text[])))
+          RETURNING ${rowJson('s')} AS row),
+       -- Looked at in full the next time it is seen (e.g. relisted with the very same data).
+       f AS (DELETE FROM catalog_product_fingerprints WHERE product_id = $1 AND EXISTS (SELECT 1 FROM u))
+       SELECT row FROM u`,
+      [productId, opts.now, opts.keep ?? null],
+    );
+    return rows.map((r) => ({ ...toSkuRow(r.row), listed: true }));
+  }
+
+  /** Sets new sale prices, only where different. Returns the sku_codes written. */
+  async setSalePrices(em: Db, prices: Array<{ sku_code: string; sale_price: string }>, now: Date): Promise<string[]> {
+    if (prices.length === 0) return [];
+    const rows = await select<{ sku_code: string }>(
+      em,
+      `WITH u AS (
+         UPDATE catalog_skus s SET sale_price = v.sale_price, updated_at = $2
+           FROM json_to_recordset($1::json) AS v(sku_code text, sale_price numeric)
+          WHERE s.sku_code = v.sku_code AND s.sale_price IS DISTINCT FROM v.sale_price
+          RETURNING s.sku_code)
+       SELECT sku_code FROM u`,
+      [JSON.stringify(prices), now],
+    );
+    return rows.map((r) => r.sku_code);
+  }
+
+  /** A batch of SKUs in sku_code order after `afterCode`, for repricing. */
+  async skuBatch(em: Db, afterCode: string, limit: number): Promise<SkuRow[]> {
+    const rows = await select<{ row: Record<string, unknown> }>(
+      em,
+      `SELECT ${rowJson('s')} AS row FROM catalog_skus s WHERE s.sku_code > $1 ORDER BY s.sku_code LIMIT $2`,
+      [afterCode, limit],
+    );
+    return rows.map((r) => toSkuRow(r.row));
+  }
+
+  async appendHistory(em: Db, entries: HistoryInput[], opts: { runId: string | null; source: string; now: Date }): Promise<void> {
+    if (entries.length === 0) return;
+    const payload = entries.map((e) => ({
+      sku_code: e.skuCode,
+      field: e.change.field,
+      kind: e.change.kind,
+      old_value: e.change.old ?? null,
+      new_value: e.change.new ?? null,
+    }));
+    await em.query(
+      `INSERT INTO catalog_sku_changes (sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
+       SELECT sku_code, field, kind, old_value, new_value, $2, $3, $4
+         FROM json_to_recordset($1::json) AS t(sku_code text, field text, kind text, old_value jsonb, new_value jsonb)`,
+      [JSON.stringify(payload), opts.runId, opts.source, opts.now],
+    );
+  }
+
+  async recordConflicts(em: Db, conflicts: ConflictInput[], opts: { runId: string | null; now: Date }): Promise<void> {
+    if (conflicts.length === 0) return;
+    const unique = new Map<string, ConflictInput>();
+    for (const c of conflicts) unique.set(`${c.skuCode}\u0000${c.ownerProductId}\u0000${c.claimantProductId}`, c);
+    const payload = [...unique.values()].map((c) => ({
+      sku_code: c.skuCode,
+      owner_product_id: c.ownerProductId,
+      claimant_product_id: c.claimantProductId,
+      claimant_sku_id: c.claimantSkuId,
+    }));
+    await em.query(
+      `INSERT INTO catalog_sku_conflicts AS c (sku_code, owner_product_id, claimant_product_id, claimant_sku_id, run_id, first_seen_at, last_seen_at)
+       SELECT sku_code, owner_product_id, claimant_product_id, claimant_sku_id, $2, $3, $3
+         FROM json_to_recordset($1::json) AS t(sku_code text, owner_product_id bigint, claimant_product_id bigint, claimant_sku_id bigint)
+       ON CONFLICT (sku_code, owner_product_id, claimant_product_id) DO UPDATE
+         SET occurrences = c.occurrences + 1, last_seen_at = EXCLUDED.last_seen_at, run_id = EXCLUDED.run_id,
+             claimant_sku_id = EXCLUDED.claimant_sku_id`,
+      [JSON.stringify(payload), opts.runId, opts.now],
+    );
+  }
+
+  // ------------------------------------------------------------------------------ delisting
+
+  /**
+   * Products with a listed SKU that existed before the run started, and that the run did not see or
+   * that have no fingerprint (they claim another product's code, or still have SKUs they no longer
+   * list: see WRITE_FINGERPRINTS_SQL). In id order after `afterId`. (A SKU created during the run was
+   * seen live by then.)
+   */
+  async unseenProducts(runId: string, runStartedAt: Date, afterId: number, limit: number): Promise<number[]> {
+    const rows = await select<{ product_id: string }>(
+      this.db(),
+      `SELECT product_id FROM (
+         SELECT s.product_id FROM catalog_skus s WHERE s.listed AND s.product_id > $2 AND s.created_at < $4
+         EXCEPT
+         SELECT x.product_id FROM catalog_sync_seen x JOIN catalog_product_fingerprints f ON f.product_id = x.product_id
+          WHERE x.run_id = $1 AND x.product_id > $2
+       ) c ORDER BY product_id LIMIT $3`,
+      [runId, afterId, limit, runStartedAt],
+    );
+    return rows.map((r) => Number(r.product_id));
+  }
+
+  /** Products that claimed a sku_code in this run whose owner is no longer listed (the code moved). */
+  async claimantsOfFreedCodes(runId: string): Promise<number[]> {
+    const rows = await select<{ id: string }>(
+      this.db(),
+      `SELECT DISTINCT c.claimant_product_id::text AS id FROM catalog_sku_conflicts c
+         JOIN catalog_skus s ON s.sku_code = c.sku_code
+        WHERE c.run_id = $1 AND NOT s.listed AND s.product_id = c.owner_product_id`,
+      [runId],
+    );
+    return rows.map((r) => Number(r.id));
+  }
+
+  async clearSeen(runId: string): Promise<void> {
+    await this.db().query('DELETE FROM catalog_sync_seen WHERE run_id = $1', [runId]);
+  }
+
+  /** Drops what runs that are no longer running left behind. */
+  async clearOrphanSeen(): Promise<void> {
+    await this.db().query(
+      `DELETE FROM catalog_sync_seen x WHERE NOT EXISTS
+         (SELECT 1 FROM catalog_sync_runs r WHERE r.run_id = x.run_id AND r.status = 'running')`,
+    );
+  }
+
+  async countSeen(runId: string): Promise<number> {
+    const [r] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sync_seen WHERE run_id = $1', [runId]);
+    return r.n;
+  }
+
+  // ---------------------------------------------------------------------------- categories
+
+  /**
+   * Upserts the upstream's categories (diff-guarded) and unlists the local ones it no longer has.
+   * `reparented`: existing categories that moved under another parent (a parent's pricing rule applies
+   * to its children, so their SKUs may need new sale prices).
+   */
+  async syncCategories(em: Db, categories: UpstreamCategory[], now: Date): Promise<{ changed: number; unlisted: number; reparented: number }> {
+    const payload = categories.map((c) => ({
+      id: c.id,
+      parent_id: c.parent_id,
+      slug: c.slug,
+      name: c.name,
+      icon: c.icon ?? '',
+      sort_order: c.sort_order,
+    }));
+    const [r] = await select<{ changed: number; unlisted: number; reparented: number }>(
+      em,
+      `WITH input AS (SELECT * FROM json_to_recordset($1::json) AS t(id bigint, parent_id bigint, slug text, name jsonb, icon text, sort_order integer)),
+       moved AS (SELECT count(*)::int AS n FROM input i JOIN catalog_categories c ON c.id = i.id WHERE c.parent_id <> i.parent_id),
+       up AS (
+         INSERT INTO catalog_categories AS c (id, parent_id, slug, name, icon, sort_order, listed, created_at, updated_at)
+         SELECT id, parent_id, slug, name, coalesce(icon, ''), sort_order, true, $2, $2 FROM input
+         ON CONFLICT (id) DO UPDATE SET parent_id = EXCLUDED.parent_id, slug = EXCLUDED.slug, name = EXCLUDED.name,
+           icon = EXCLUDED.icon, sort_order = EXCLUDED.sort_order, listed = true, updated_at = EXCLUDED.updated_at
+         WHERE (c.parent_id, c.slug, c.name, c.icon, c.sort_order, c.listed)
+               IS DISTINCT FROM (EXCLUDED.parent_id, EXCLUDED.slug, EXCLUDED.name, EXCLUDED.icon, EXCLUDED.sort_order, true)
+         RETURNING 1),
+       gone AS (
+         UPDATE catalog_categories c SET listed = false, updated_at = $2
+          WHERE c.listed AND NOT EXISTS (SELECT 1 FROM input i WHERE i.id = c.id)
+          RETURNING 1)
+       SELECT (SELECT count(*) FROM up)::int AS changed, (SELECT count(*) FROM gone)::int AS unlisted, (SELECT n FROM moved) AS reparented`,
+      [JSON.stringify(payload), now],
+    );
+    return r;
+  }
+
+  async categories(em?: Db): Promise<StoredCategory[]> {
+    const rows = await select<Record<string, unknown>>(
+      this.db(em),
+      `SELECT id::text AS id, parent_id::text AS parent_id, slug, name, icon, sort_order, listed, updated_at
+         FROM catalog_categories ORDER BY sort_order DESC, id`,
+    );
+    return rows.map((r) => ({ ...(r as unknown as StoredCategory), id: Number(r.id), parent_id: Number(r.parent_id) }));
+  }
+
+  // --------------------------------------------------------------------------------- reading
+
+  async findSku(skuCode: string): Promise<StoredSku | null> {
+    const rows = await select<Record<string, unknown>>(this.db(), `SELECT ${SKU_SELECT} FROM catalog_skus s WHERE s.sku_code = $1`, [skuCode]);
+    return rows.length ? toStoredSku(rows[0]) : null;
+  }
+
+  async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    if (f.categoryId !== undefined) {
+      const id = p(f.categoryId);
+      where.push(`(s.category_id = ${id} OR s.category_id IN (SELECT c.id FROM catalog_categories c WHERE c.parent_id = ${id}))`);
+    }
+    if (f.listed !== undefined) where.push(`s.listed = ${p(f.listed)}`);
+    if (f.available !== undefined) where.push(`s.available = ${p(f.available)}`);
+    if (f.changedSince !== undefined) where.push(`s.updated_at > ${p(f.changedSince)}`);
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code' : 's.sku_code';
+    const [{ n }] = await select<{ n: number }>(this.db(), `SELECT count(*)::int AS n FROM catalog_skus s ${clause}`, params);
+    const rows = await select<Record<string, unknown>>(
+      this.db(),
+      `SELECT ${SKU_SELECT} FROM catalog_skus s ${clause} ORDER BY ${order} LIMIT ${p(f.limit)} OFFSET ${p(f.offset)}`,
+      params,
+    );
+    return { items: rows.map(toStoredSku), total: n };
+  }
+
+  async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+    const [{ n }] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sku_changes WHERE sku_code = $1', [skuCode]);
+    const items = await select<StoredChange>(
+      this.db(),
+      `SELECT id::text AS id, sku_code, field, kind, old_value, new_value, run_id, source, changed_at
+         FROM catalog_sku_changes c WHERE c.sku_code = $1 ORDER BY c.id DESC LIMIT $2 OFFSET $3`,
+      [skuCode, limit, offset],
+    );
+    return { items, total: n };
+  }
+
+  async conflicts(offset: number, limit: number): Promise<{ items: StoredConflict[]; total: number }> {
+    const [{ n }] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sku_conflicts');
+    const items = await select<StoredConflict>(
+      this.db(),
+      `SELECT id::text AS id, sku_code, owner_product_id::text AS owner_product_id, claimant_product_id::text AS claimant_product_id,
+              claimant_sku_id::text AS claimant_sku_id, run_id, occurrences, first_seen_at, last_seen_at
+         FROM catalog_sku_conflicts c ORDER BY c.last_seen_at DESC, c.id DESC LIMIT $1 OFFSET $2`,
+      [limit, offset],
+    );
+    return { items, total: n };
+  }
+
+  // -------------------------------------------------------------------------------- currency
+
+  async currency(em?: Db): Promise<string | null> {
+    const rows = await select<{ currency: string | null }>(
+      this.db(em),
+      `SELECT value->>'currency' AS currency FROM relay_state WHERE key = $1`,
+      [CURRENCY_KEY],
+    );
+    return rows[0]?.currency ?? null;
+  }
+
+  async setCurrency(currency: string): Promise<void> {
+    await this.db().query(
+      `INSERT INTO relay_state AS r (key, value, updated_at) VALUES ($1, $2::jsonb, now())
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now() WHERE r.value IS DISTINCT FROM EXCLUDED.value`,
+      [CURRENCY_KEY, JSON.stringify({ currency })],
+    );
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The local catalog for its readers: the internal API, and the orders engine, which relies on two
+ * stable calls:
+ *
+ * - `getSku(skuCode)`: the local SKU (or null), with its upstream ids, listing state, stock, prices,
+ *   fulfillment and currency;
+ * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
+ *   diff-based write path as a sync (its SKUs' sku_id, prices and stock move locally; SKUs it no longer
+ *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
+ *   product's SKUs and returns null; any other upstream error is rethrown untouched.
+ */
+import { Injectable } from '@nestjs/common';
+import { AppError } from '../common/app-error.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { CatalogRepository, type SkuListFilter, type StoredCategory, type StoredChange, type StoredConflict, type StoredSku } from './catalog.repository.js';
+import { CatalogWriter } from './catalog-writer.service.js';
+import { isProductGone } from './product-gone.js';
+import type { MultiLanguageText } from './sku-diff.js';
+
+/** A local SKU, for the orders engine. Money as decimal strings. */
+export interface CatalogSku {
+  skuCode: string;
+  /** The `sku_id` to order with. */
+  upstreamSkuId: number;
+  productId: number;
+  productTitle: MultiLanguageText;
+  categoryId: number;
+  specValues: Record<string, unknown>;
+  /** In the upstream's listing (false once delisted). */
+  listed: boolean;
+  /** The SKU and its product are enabled upstream. */
+  active: boolean;
+  /** listed, active and not out of stock. */
+  available: boolean;
+  stockStatus: string;
+  /** -1: unlimited. */
+  stockQuantity: number;
+  /** What the upstream charges us (`price_amount`). */
+  costPrice: string;
+  /** The pricing rules applied to the cost. */
+  salePrice: string;
+  originalPrice: string | null;
+  memberPrice: string | null;
+  /** From the upstream's ping; null before the first successful one. */
+  currency: string | null;
+  fulfillmentType: string;
+  manualFormSchema: Record<string, unknown> | null;
+  updatedAt: Date;
+}
+
+export interface CategoryNode {
+  category: StoredCategory;
+  children: CategoryNode[];
+}
+
+export function toCatalogSku(s: StoredSku, currency: string | null): CatalogSku {
+  return {
+    skuCode: s.sku_code,
+    upstreamSkuId: s.upstream_sku_id,
+    productId: s.product_id,
+    productTitle: s.product_title,
+    categoryId: s.category_id,
+    specValues: s.spec_values,
+    listed: s.listed,
+    active: s.sku_active && s.product_active,
+    available: s.available,
+    stockStatus: s.stock_status,
+    stockQuantity: s.stock_quantity,
+    costPrice: s.cost_price,
+    salePrice: s.sale_price,
+    originalPrice: s.original_price,
+    memberPrice: s.member_price,
+    currency,
+    fulfillmentType: s.fulfillment_type,
+    manualFormSchema: s.manual_form_schema,
+    updatedAt: s.updated_at,
+  };
+}
+
+@Injectable()
+export class CatalogService {
+  constructor(
+    private readonly repo: CatalogRepository,
+    private readonly writer: CatalogWriter,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  // ---------------------------------------------------------------------- for the orders engine
+
+  /** The local SKU, or null when the catalog has never seen this code. */
+  async getSku(skuCode: string): Promise<CatalogSku | null> {
+    const s = await this.repo.findSku(skuCode);
+    return s ? toCatalogSku(s, await this.repo.currency()) : null;
+  }
+
+  /**
+   * Reads the product fresh and applies it locally. Returns the fresh product, or null when the
+   * upstream says it is gone (its SKUs are then unlisted). Other upstream errors are rethrown.
+   */
+  async refreshProduct(productId: number): Promise<UpstreamProduct | null> {
+    let product: UpstreamProduct;
+    try {
+      product = await this.upstream.getProduct(productId);
+    } catch (e) {
+      if (isProductGone(e)) {
+        await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });
+        return null;
+      }
+      throw e;
+    }
+    await this.writer.unlistProduct(productId, { runId: null, source: 'refresh', keep: product.skus.map((s) => s.sku_code) });
+    await this.writer.applyProducts([product], { runId: null, source: 'refresh' });
+    return product;
+  }
+
+  // ------------------------------------------------------------------------ for the internal API
+
+  async findSku(skuCode: string): Promise<{ sku: StoredSku; currency: string | null }> {
+    const sku = await this.repo.findSku(skuCode);
+    if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
+    return { sku, currency: await this.repo.currency() };
+  }
+
+  async listSkus(filter: SkuListFilter): Promise<{ items: StoredSku[]; total: number; currency: string | null }> {
+    const { items, total } = await this.repo.listSkus(filter);
+    return { items, total, currency: await this.repo.currency() };
+  }
+
+  async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+    const r = await this.repo.skuChanges(skuCode, offset, limit);
+    if (r.total === 0 && !(await this.repo.findSku(skuCode))) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
+    return r;
+  }
+
+  conflicts(offset: number, limit: number): Promise<{ items: StoredConflict[]; total: number }> {
+    return this.repo.conflicts(offset, limit);
+  }
+
+  /** The category tree, each level by sort_order descending (a child whose parent is unknown is a root). */
+  async categoryTree(): Promise<CategoryNode[]> {
+    const all = await this.repo.categories();
+    const nodes = new Map<number, CategoryNode>(all.map((c) => [c.id, { category: c, children: [] }]));
+    const roots: CategoryNode[] = [];
+    for (const c of all) {
+      const node = nodes.get(c.id)!;
+      const parent = c.parent_id !== 0 && c.parent_id !== c.id ? nodes.get(c.parent_id) : undefined;
+      (parent ? parent.children : roots).push(node);
+    }
+    return roots;
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Pricing rules of the internal API (`GET/PUT /internal/pricing/rules`): a rule change is stored and the
+ * whole local catalog repriced in the same transaction, at once, without a sync. At start, a change
+ * of the configured defaults (PRICE_MARKUP_*, PRICE_ROUNDING) reprices the catalog the same way.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { AppError } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
+import { CatalogWriter } from './catalog-writer.service.js';
+import { PricingError, validateMarkup, type PricingDefaults, type PricingRule } from './pricing.js';
+import { PricingContextService, type PricingContext } from './pricing-context.service.js';
+import { PricingRepository, type StoredPricingRule } from './pricing.repository.js';
+
+export interface PricingRulesView {
+  defaults: PricingDefaults;
+  rules: StoredPricingRule[];
+  version: number;
+}
+
+export interface RulesChange extends PricingRulesView {
+  /** SKUs whose sale price the change moved. */
+  repriced: number;
+}
+
+function sameDefaults(a: PricingDefaults | null, b: PricingDefaults): boolean {
+  return a !== null && a.markupPercent === b.markupPercent && a.markupFixed === b.markupFixed && a.rounding === b.rounding;
+}
+
+@Injectable()
+export class PricingService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('pricing');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repo: PricingRepository,
+    private readonly context: PricingContextService,
+    private readonly writer: CatalogWriter,
+    private readonly clock: Clock,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    // Not awaited: startup does not wait for a reprice.
+    this.applyConfiguredDefaults().catch((e: unknown) => this.logger.error(`repricing with the configured defaults failed: ${String(e)}`));
+  }
+
+  async getRules(): Promise<PricingRulesView> {
+    const [state, rules] = [await this.repo.state(), await this.repo.rules()];
+    return { defaults: this.context.defaults, rules, version: state.version };
+  }
+
+  /** Replaces every rule and reprices the catalog (one transaction). */
+  async replaceRules(rules: PricingRule[]): Promise<RulesChange> {
+    this.validate(rules);
+    const result = await this.reprice(async (em) => this.repo.replaceRules(em, rules, this.clock.now()));
+    const view = await this.getRules();
+    return { ...view, repriced: result };
+  }
+
+  /** Reprices the whole catalog with the rules in force (e.g. after the category tree changed). */
+  async repriceCatalog(): Promise<number> {
+    return this.reprice(async () => undefined);
+  }
+
+  /** Reprices when the configured defaults differ from those the stored prices were made with. */
+  async applyConfiguredDefaults(): Promise<number | null> {
+    const state = await this.repo.state();
+    if (sameDefaults(state.defaults, this.context.defaults)) return null;
+    const n = await this.reprice(async () => undefined);
+    if (state.defaults !== null) this.logger.log(`pricing defaults changed: ${n} sale prices updated`);
+    return n;
+  }
+
+  private async reprice(change: (em: EntityManager) => Promise<void>): Promise<number> {
+    const { written, ctx } = await this.dataSource.transaction(async (em) => {
+      // First: take the version row, so that no price write interleaves with the change.
+      const version = await this.repo.bumpVersion(em, this.context.defaults);
+      await change(em);
+      const loaded: PricingContext = await this.context.load(em, version);
+      const r = await this.writer.repriceAll(em, loaded);
+      return { written: r.written, ctx: loaded };
+    });
+    this.context.use(ctx);
+    return written;
+  }
+
+  private validate(rules: PricingRule[]): void {
+    const fields: Record<string, string[]> = {};
+    const seen = new Set<string>();
+    rules.forEach((r, i) => {
+      try {
+        validateMarkup(r, `rules.${i}.`);
+      } catch (e) {
+        if (e instanceof PricingError) (fields[e.field] ??= []).push(e.message);
+        else throw e;
+      }
+      const key = r.scope === 'category' ? `category:${r.categoryId}` : `sku:${r.skuCode}`;
+      if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key.replace(':', ' ')}`);
+      seen.add(key);
+    });
+    if (Object.keys(fields).length > 0) {
+      throw new AppError('bad_request', 400, `invalid request: ${Object.keys(fields).join(', ')}`, { fields });
+    }
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * The page loop of a catalog pass (no Nest, no database): `GET /products` page by page, following the
+ * `total` and the `page_size` the upstream echoes (it caps what was asked), `concurrency` pages in
+ * flight, each page handed to `onPage` as it arrives (`writeConcurrency` at a time, in arrival order),
+ * with backpressure so that at most about 2 × `concurrency` pages are ever held.
+ *
+ * - Page 1 comes first: it tells the total and the real page size; later pages ask for that size.
+ * - A `total` that grows while paging (a product inserted) extends the pass; an empty page ends it.
+ * - A 429 waits for its `Retry-After`; any other failure that may pass (retryable, unknown) is retried
+ *   with exponential backoff a bounded number of times; a coded refusal (definitive) is not retried.
+ * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
+ */
+import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
+import type { ProductPageQuery, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
+
+export interface RetryPolicy {
+  /** Tries of one request for failures other than 429 (the first try included). */
+  maxAttempts: number;
+  /** Backoff before the 2nd try; doubled each time, capped at maxDelayMs (±20 % jitter). */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** 429 answers one request may wait out before it fails. */
+  maxRateLimitWaits: number;
+  /** Wait when a 429 carries no usable Retry-After. */
+  defaultRetryAfterMs: number;
+  /** A longer Retry-After is waited for this long at most. */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 4,
+  baseDelayMs: 250,
+  maxDelayMs: 5000,
+  maxRateLimitWaits: 10,
+  defaultRetryAfterMs: 1000,
+  maxRetryAfterMs: 60_000,
+};
+
+export type RetryDecision = { retry: false } | { retry: true; delayMs: number; rateLimited: boolean };
+
+/**
+ * Whether to try again after `error`, given the tries so far (`attempts` failures other than 429,
+ * `rateLimitWaits` 429s), and how long to wait first. `random` in [0, 1) gives the jitter.
+ */
+export function retryDecision(error: unknown, attempts: number, rateLimitWaits: number, policy: RetryPolicy, random = 0.5): RetryDecision {
+  if (!isUpstreamError(error) || error instanceof UpstreamDefinitiveError) return { retry: false };
+  if (error instanceof UpstreamRetryableError && error.httpStatus === 429) {
+    if (rateLimitWaits >= policy.maxRateLimitWaits) return { retry: false };
+    const wait = error.retryAfterMs ?? policy.defaultRetryAfterMs;
+    return { retry: true, delayMs: Math.min(Math.max(0, wait), policy.maxRetryAfterMs), rateLimited: true };
+  }
+  if (attempts >= policy.maxAttempts) return { retry: false };
+  const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempts - 1));
+  return { retry: true, delayMs: Math.round(backoff * (0.8 + 0.4 * random)), rateLimited: false };
+}
+
+export class AbortedError extends Error {
+  constructor(message = 'aborted') {
+    super(message);
+    this.name = 'AbortedError';
+  }
+}
+
+/** A wait that an abort signal ends at once (rejecting with AbortedError). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new AbortedError());
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class RetriesExhausted extends Error {
+  constructor(
+    override readonly cause: unknown,
+    /** Requests made (429s included). */
+    readonly tries: number,
+  ) {
+    super(`${cause instanceof Error ? cause.message : String(cause)} (after ${tries} ${tries === 1 ? 'try' : 'tries'})`);
+    this.name = 'RetriesExhausted';
+  }
+}
+
+export interface RetryOptions {
+  policy: RetryPolicy;
+  signal?: AbortSignal;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+  onRetry?: (info: { error: unknown; tries: number; delayMs: number; rateLimited: boolean }) => void;
+}
+
+/** Runs `op` until it succeeds or the policy gives up (then RetriesExhausted with the last cause). */
+export async function withRetries<T>(op: () => Promise<T>, options: RetryOptions): Promise<T> {
+  const wait = options.sleep ?? sleep;
+  let attempts = 0;
+  let rateLimitWaits = 0;
+  for (;;) {
+    if (options.signal?.aborted) throw new AbortedError();
+    try {
+      return await op();
+    } catch (error) {
+      if (options.signal?.aborted) throw new AbortedError();
+      const rateLimited = error instanceof UpstreamRetryableError && error.httpStatus === 429;
+      if (!rateLimited) attempts++;
+      const d = retryDecision(error, attempts, rateLimitWaits, options.policy, (options.random ?? Math.random)());
+      if (!d.retry) throw new RetriesExhausted(error, attempts + rateLimitWaits);
+      if (d.rateLimited) rateLimitWaits++;
+      options.onRetry?.({ error, tries: attempts + rateLimitWaits, delayMs: d.delayMs, rateLimited: d.rateLimited });
+      await wait(d.delayMs, options.signal);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------ pager
+
+export interface FetchedPage {
+  page: number;
+  items: UpstreamProduct[];
+  /** The total this page announced. */
+  total: number;
+  pageSize: number;
+}
+
+export interface PagePlan {
+  total: number;
+  pageSize: number;
+  pages: number;
+}
+
+export interface PagerOptions {
+  fetchPage(query: ProductPageQuery): Promise<UpstreamProductPage>;
+  /** The page size asked for on page 1 (the upstream may cap it). */
+  requestedPageSize: number;
+  concurrency: number;
+  /** Pages handed to onPage at once (default 1: one at a time). */
+  writeConcurrency?: number;
+  updatedAfter?: Date;
+  retry: RetryPolicy;
+  signal?: AbortSignal;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Called after page 1 and whenever the plan grows. */
+  onPlan?(plan: PagePlan): void;
+  /** Called for every fetched page, `writeConcurrency` calls at a time. A rejection fails the pass. */
+  onPage(page: FetchedPage): Promise<void>;
+  onRetry?(info: { page: number; error: unknown; tries: number; delayMs: number; rateLimited: boolean }): void;
+}
+
+export interface PagerResult {
+  /** The last page of the plan (pages actually needed: up to the first empty page). */
+  pages: number;
+  pagesFetched: number;
+  total: number;
+  pageSize: number;
+  /** Products handed to onPage. */
+  products: number;
+}
+
+/** A pass that could not fetch (or write) one of its pages. */
+export class PageFailure extends Error {
+  constructor(
+    readonly page: number,
+    override readonly cause: unknown,
+    readonly tries: number,
+    readonly stage: 'fetch' | 'write',
+  ) {
+    super(`page ${page}: ${PageFailure.describe(cause, tries, stage)}`);
+    this.name = 'PageFailure';
+  }
+
+  private static describe(cause: unknown, tries: number, stage: 'fetch' | 'write'): string {
+    const root = cause instanceof RetriesExhausted ? cause.cause : cause;
+    const text = root instanceof Error ? root.message : String(root);
+    if (stage === 'write') return `writing failed: ${text}`;
+    return `${text} (after ${tries} ${tries === 1 ? 'try' : 'tries'})`;
+  }
+
+  /** The upstream error behind the failure, if any. */
+  get upstreamCause(): unknown {
+    return this.cause instanceof RetriesExhausted ? this.cause.cause : this.cause;
+  }
+}
+
+function pagesFor(total: number, pageSize: number): number {
+  return Math.max(1, Math.ceil(total / pageSize));
+}
+
+/** Runs the pass; resolves once every page up to the end was fetched and handed to onPage. */
+export async function fetchAllPages(o: PagerOptions): Promise<PagerResult> {
+  // Ends every retry of this pass once it is settled (a failed pass leaves no request behind it).
+  const stop = new AbortController();
+  const onOuterAbort = () => stop.abort();
+  if (o.signal?.aborted) stop.abort();
+  o.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    return await pass(o, stop.signal);
+  } finally {
+    o.signal?.removeEventListener('abort', onOuterAbort);
+    stop.abort();
+  }
+}
+
+async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> {
+  const concurrency = Math.max(1, o.concurrency);
+  const fetchOne = async (page: number, pageSize: number): Promise<UpstreamProductPage> => {
+    let tries = 0;
+    try {
+      return await withRetries(
+        () => {
+          tries++;
+          return o.fetchPage({ page, pageSize, ...(o.updatedAfter ? { updatedAfter: o.updatedAfter } : {}) });
+        },
+        {
+          policy: o.retry,
+          signal,
+          sleep: o.sleep,
+          onRetry: (info) => o.onRetry?.({ page, ...info }),
+        },
+      );
+    } catch (e) {
+      if (e instanceof AbortedError) throw e;
+      throw new PageFailure(page, e, tries, 'fetch');
+    }
+  };
+
+  const first = await fetchOne(1, o.requestedPageSize);
+  const pageSize = first.page_size;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || first.items.length > pageSize) {
+    throw new PageFailure(1, new Error(`unusable page_size ${String(pageSize)} with ${first.items.length} items`), 1, 'fetch');
+  }
+  let total = first.total;
+  let lastPage = pagesFor(total, pageSize);
+  o.onPlan?.({ total, pageSize, pages: lastPage });
+
+  return new Promise<PagerResult>((resolve, reject) => {
+    const ready: FetchedPage[] = [{ page: 1, items: first.items, total: first.total, pageSize }];
+    let stopAt = first.items.length === 0 ? 1 : Number.POSITIVE_INFINITY;
+    let next = 2;
+    let inFlight = 0;
+    let writing = 0;
+    const writers = Math.max(1, o.writeConcurrency ?? 1);
+    let failure: unknown = null;
+    let settled = false;
+    let pagesFetched = 1;
+    let products = 0;
+
+    const fail = (e: unknown) => {
+      failure ??= e;
+    };
+    const onAbort = () => {
+      fail(o.signal?.aborted ? new AbortedError() : new AbortedError('the pass ended'));
+      pump();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    const finish = (ok: boolean) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      if (ok) resolve({ pages: Math.min(lastPage, stopAt === Number.POSITIVE_INFINITY ? lastPage : stopAt), pagesFetched, total, pageSize, products });
+      else reject(failure);
+    };
+
+    const accept = (page: number, res: UpstreamProductPage) => {
+      pagesFetched++;
+      if (res.page_size !== pageSize) {
+        fail(new PageFailure(page, new Error(`page_size changed during the pass (${pageSize} then ${res.page_size})`), 1, 'fetch'));
+        return;
+      }
+      if (res.total > total) {
+        total = res.total;
+        const grown = pagesFor(total, pageSize);
+        if (grown > lastPage) {
+          lastPage = grown;
+          o.onPlan?.({ total, pageSize, pages: lastPage });
+        }
+      }
+      if (res.items.length === 0) stopAt = Math.min(stopAt, page);
+      ready.push({ page, items: res.items, total: res.total, pageSize });
+    };
+
+    const pump = () => {
+      if (settled) return;
+      while (
+        failure === null &&
+        inFlight < concurrency &&
+        next <= lastPage &&
+        next < stopAt &&
+        ready.length + inFlight < 2 * concurrency
+      ) {
+        const page = next++;
+        inFlight++;
+        fetchOne(page, pageSize).then(
+          (res) => {
+            inFlight--;
+            if (failure === null) accept(page, res);
+            pump();
+          },
+          (e: unknown) => {
+            inFlight--;
+            fail(e);
+            pump();
+          },
+        );
+      }
+      while (writing < writers && failure === null && ready.length > 0) {
+        const item = ready.shift()!;
+        writing++;
+        o.onPage(item).then(
+          () => {
+            writing--;
+            products += item.items.length;
+            pump();
+          },
+          (e: unknown) => {
+            writing--;
+            fail(e instanceof PageFailure || e instanceof AbortedError ? e : new PageFailure(item.page, e, 1, 'write'));
+            pump();
+          },
+        );
+      }
+      if (writing > 0) return;
+      if (failure !== null) return finish(false);
+      if (inFlight === 0 && ready.length === 0 && (next > lastPage || next >= stopAt)) finish(true);
+    };
+    pump();
+  });
+}

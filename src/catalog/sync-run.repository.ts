@@ -1,0 +1,203 @@
+/**
+ * Sync runs. "One run at a time across replicas" is the partial unique index on `status = 'running'`
+ * (advisory and row locks exclude nothing on the embedded database's single session); a running row
+ * whose heartbeat stopped is recovered as failed.
+ */
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { ChangeCounts } from './sku-diff.js';
+import type { PassMode } from './sync-plan.js';
+
+type Db = Pick<EntityManager, 'query'>;
+
+export type RunStatus = 'running' | 'succeeded' | 'failed';
+
+export interface SyncRunRecord {
+  run_id: string;
+  mode: PassMode;
+  planned_mode: PassMode;
+  requested_mode: string | null;
+  fallback: string | null;
+  trigger: string;
+  status: RunStatus;
+  owner: string;
+  started_at: Date;
+  heartbeat_at: Date;
+  finished_at: Date | null;
+  updated_after: Date | null;
+  pages_total: number;
+  pages_done: number;
+  products_seen: number;
+  skus_seen: number;
+  skus_created: number;
+  skus_changed: number;
+  skus_delisted: number;
+  skus_relisted: number;
+  changes: Partial<ChangeCounts>;
+  conflicts: number;
+  confirmed_live: number;
+  unconfirmed: number;
+  note: string | null;
+  error: string | null;
+}
+
+export interface RunCounters {
+  pagesTotal: number;
+  pagesDone: number;
+  productsSeen: number;
+  skusSeen: number;
+  skusCreated: number;
+  skusChanged: number;
+  skusDelisted: number;
+  skusRelisted: number;
+  changes: ChangeCounts;
+  conflicts: number;
+  confirmedLive: number;
+  unconfirmed: number;
+}
+
+export interface NewRun {
+  runId: string;
+  mode: PassMode;
+  requestedMode: string | null;
+  trigger: string;
+  owner: string;
+  startedAt: Date;
+  updatedAfter: Date | null;
+  note: string | null;
+}
+
+const COUNTER_SET = `pages_total = $2, pages_done = $3, products_seen = $4, skus_seen = $5, skus_created = $6,
+  skus_changed = $7, skus_delisted = $8, skus_relisted = $9, changes = $10::jsonb, conflicts = $11,
+  confirmed_live = $12, unconfirmed = $13`;
+
+function counterParams(c: RunCounters): unknown[] {
+  return [
+    c.pagesTotal,
+    c.pagesDone,
+    c.productsSeen,
+    c.skusSeen,
+    c.skusCreated,
+    c.skusChanged,
+    c.skusDelisted,
+    c.skusRelisted,
+    JSON.stringify(c.changes),
+    c.conflicts,
+    c.confirmedLive,
+    c.unconfirmed,
+  ];
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; driverError?: { code?: string } };
+  return (err?.driverError?.code ?? err?.code) === '23505';
+}
+
+@Injectable()
+export class SyncRunRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  private get db(): Db {
+    return this.dataSource.manager;
+  }
+
+  /** Inserts a running run; false when another run is running (the unique index refused it). */
+  async tryInsertRunning(run: NewRun): Promise<boolean> {
+    try {
+      await this.db.query(
+        `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, requested_mode, trigger, status, owner, started_at, heartbeat_at, updated_after, note)
+         VALUES ($1, $2, $2, $3, $4, 'running', $5, $6, $6, $7, $8)`,
+        [run.runId, run.mode, run.requestedMode, run.trigger, run.owner, run.startedAt, run.updatedAfter, run.note],
+      );
+      return true;
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
+  async running(): Promise<SyncRunRecord | null> {
+    const rows = (await this.db.query(`SELECT * FROM catalog_sync_runs WHERE status = 'running' LIMIT 1`)) as SyncRunRecord[];
+    return rows[0] ?? null;
+  }
+
+  /** Fails a running run whose heartbeat is older than `staleBefore`. Returns its id, if any. */
+  async recoverStale(staleBefore: Date, now: Date): Promise<string | null> {
+    const rows = (await this.db.query(
+      `WITH u AS (
+         UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
+                error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' (the process running it stopped)'
+          WHERE status = 'running' AND heartbeat_at < $1
+          RETURNING run_id)
+       SELECT run_id FROM u`,
+      [staleBefore, now],
+    )) as Array<{ run_id: string }>;
+    return rows[0]?.run_id ?? null;
+  }
+
+  /** Progress of a running run; also its heartbeat (a run whose heartbeat stops is recovered as failed). */
+  async heartbeat(runId: string, c: RunCounters, now: Date): Promise<void> {
+    await this.db.query(
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = $14 WHERE run_id = $1 AND status = 'running'`,
+      [runId, ...counterParams(c), now],
+    );
+  }
+
+  async setMode(runId: string, mode: PassMode, fallback: string | null): Promise<void> {
+    await this.db.query(`UPDATE catalog_sync_runs SET mode = $2, fallback = $3 WHERE run_id = $1`, [runId, mode, fallback]);
+  }
+
+  async finish(
+    em: Db,
+    runId: string,
+    r: { status: 'succeeded' | 'failed'; counters: RunCounters; error: string | null; note: string | null; now: Date },
+  ): Promise<void> {
+    await em.query(
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $14, error = $15, note = coalesce($16, note), finished_at = $17, heartbeat_at = $17
+        WHERE run_id = $1 AND status = 'running'`,
+      [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now],
+    );
+  }
+
+  async get(runId: string): Promise<SyncRunRecord | null> {
+    const rows = (await this.db.query('SELECT * FROM catalog_sync_runs WHERE run_id = $1', [runId])) as SyncRunRecord[];
+    return rows[0] ?? null;
+  }
+
+  async list(offset: number, limit: number, status?: RunStatus): Promise<{ items: SyncRunRecord[]; total: number }> {
+    const where = status ? 'WHERE status = $3' : '';
+    const params: unknown[] = [limit, offset, ...(status ? [status] : [])];
+    const items = (await this.db.query(
+      `SELECT * FROM catalog_sync_runs ${where} ORDER BY started_at DESC, run_id DESC LIMIT $1 OFFSET $2`,
+      params,
+    )) as SyncRunRecord[];
+    const [{ n }] = (await this.db.query(
+      `SELECT count(*)::int AS n FROM catalog_sync_runs ${status ? 'WHERE status = $1' : ''}`,
+      status ? [status] : [],
+    )) as Array<{ n: number }>;
+    return { items, total: n };
+  }
+
+  /** What planning needs: the last complete run, the last complete full pass, and whether the filter was refused last time. */
+  async planningFacts(): Promise<{ lastCompleteAt: Date | null; lastFullAt: Date | null; filterRefusedLastTime: boolean }> {
+    const [row] = (await this.db.query(
+      `SELECT
+         (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded') AS last_complete,
+         (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded' AND mode = 'full') AS last_full,
+         (SELECT fallback FROM catalog_sync_runs WHERE planned_mode = 'incremental' AND status <> 'running'
+           ORDER BY started_at DESC LIMIT 1) AS last_fallback`,
+    )) as Array<{ last_complete: Date | null; last_full: Date | null; last_fallback: string | null }>;
+    return {
+      lastCompleteAt: row.last_complete,
+      lastFullAt: row.last_full,
+      filterRefusedLastTime: row.last_fallback === 'filter_refused',
+    };
+  }
+
+  async lastFinished(): Promise<SyncRunRecord | null> {
+    const rows = (await this.db.query(
+      `SELECT * FROM catalog_sync_runs WHERE status <> 'running' ORDER BY started_at DESC LIMIT 1`,
+    )) as SyncRunRecord[];
+    return rows[0] ?? null;
+  }
+}

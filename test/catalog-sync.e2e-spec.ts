@@ -1,0 +1,318 @@
+/**
+ * Catalog sync end to end: the relay on a real database, the sandbox upstream as a real HTTP server
+ * (page size capped at 7, so that a 60-product catalog takes 9 pages), runs started over the internal
+ * API. Tests run in order and build on each other's catalog.
+ */
+import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+
+interface Run {
+  run_id: string;
+  mode: string;
+  status: string;
+  pages_total: number;
+  pages_done: number;
+  products_seen: number;
+  skus_created: number;
+  skus_changed: number;
+  skus_delisted: number;
+  skus_relisted: number;
+  error: string | null;
+  changes: Record<string, number>;
+  conflicts: number;
+  confirmed_live: number;
+  fallback: string | null;
+}
+
+interface Sku {
+  sku_code: string;
+  upstream_sku_id: number;
+  product_id: number;
+  cost_price: string;
+  sale_price: string;
+  stock_status: string;
+  stock_quantity: number;
+  listed: boolean;
+  available: boolean;
+  updated_at: string;
+}
+
+const PRODUCTS = 60;
+const CAP = 7;
+
+async function waitRun(app: TestApp, runId: string): Promise<Run> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const r = await app.http.get(`/internal/catalog/sync-runs/${runId}`);
+    expect(r.status).toBe(200);
+    const run = (r.data as { run: Run }).run;
+    if (run.status !== 'running') return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still running`);
+    await new Promise((res) => setTimeout(res, 25));
+  }
+}
+
+async function sync(app: TestApp, body: Record<string, unknown> = { mode: 'full' }): Promise<Run> {
+  const r = await app.http.post('/internal/catalog/sync', body);
+  expect(r.status).toBe(202);
+  expect(r.data).toMatchObject({ ok: true, run_id: expect.any(String) });
+  return waitRun(app, (r.data as { run_id: string }).run_id);
+}
+
+async function sku(app: TestApp, code: string): Promise<Sku> {
+  const r = await app.http.get(`/internal/catalog/skus/${encodeURIComponent(code)}`);
+  expect(r.status).toBe(200);
+  return (r.data as { sku: Sku }).sku;
+}
+
+/** Row versions of every SKU: a write of any kind changes a row's xmin. */
+async function rowVersions(db: TestDatabase): Promise<Map<string, string>> {
+  const rows = await db.query<{ sku_code: string; x: string }>('SELECT sku_code, xmin::text AS x FROM catalog_skus');
+  return new Map(rows.map((r) => [r.sku_code, r.x]));
+}
+
+function rowsWritten(before: Map<string, string>, after: Map<string, string>): number {
+  let n = 0;
+  for (const [code, x] of after) if (before.get(code) !== x) n++;
+  return n;
+}
+
+describe('catalog sync', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ pageSizeCap: CAP, catalog: { products: PRODUCTS, seed: 3 } });
+    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: '3' });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+  afterEach(() => {
+    sandbox.faults.reset();
+    sandbox.events.removeAllListeners('request');
+  });
+
+  it('maps the whole catalog by sku_code, following the page size the upstream echoes (capped below the request)', async () => {
+    sandbox.resetStats();
+    const run = await sync(app);
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      mode: 'full',
+      pages_total: Math.ceil(PRODUCTS / CAP),
+      pages_done: Math.ceil(PRODUCTS / CAP),
+      products_seen: PRODUCTS,
+      skus_created: sandbox.catalog.skuCount,
+      skus_changed: 0,
+      skus_delisted: 0,
+      error: null,
+    });
+    expect(run.changes).toEqual({ created: sandbox.catalog.skuCount, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 });
+    expect(sandbox.stats.requests.products).toBe(Math.ceil(PRODUCTS / CAP));
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE listed');
+    expect(n).toBe(sandbox.catalog.skuCount);
+
+    // Every upstream SKU is there with its fields.
+    for (const p of sandbox.catalog.listedProducts().slice(0, 10)) {
+      for (const s of p.skus) {
+        const local = await sku(app, s.sku_code);
+        expect(local).toMatchObject({
+          upstream_sku_id: s.id,
+          product_id: p.id,
+          cost_price: s.price_amount,
+          sale_price: s.price_amount, // no markup by default, already on the 0.01 step
+          stock_status: s.stock_status,
+          stock_quantity: s.stock_quantity,
+          listed: true,
+          available: s.is_active && s.stock_status !== 'out_of_stock',
+        });
+      }
+    }
+  });
+
+  it('a re-sync with no upstream change writes no SKU row and reports 0 changes', async () => {
+    const before = await rowVersions(db);
+    const [{ n: historyBefore }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sku_changes');
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_created: 0, skus_changed: 0, skus_delisted: 0, skus_relisted: 0 });
+    expect(Object.values(run.changes).every((v) => v === 0)).toBe(true);
+    expect(rowsWritten(before, await rowVersions(db))).toBe(0);
+    const [{ n: historyAfter }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sku_changes');
+    expect(historyAfter).toBe(historyBefore);
+    const [{ n: seenLeft }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sync_seen');
+    expect(seenLeft).toBe(0);
+  });
+
+  it('applies price, stock and sku_id changes, counted by kind and kept as history behind changed_since', async () => {
+    const [a, b, c] = sandbox.catalog.listedProducts().slice(20, 23).map((p) => p.skus[0]);
+    const since = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 5));
+    sandbox.catalog.setPrice(a.sku_code, '123.45');
+    sandbox.catalog.setStock(b.sku_code, 'out_of_stock');
+    const newId = sandbox.catalog.changeSkuId(c.sku_code);
+    const before = await rowVersions(db);
+
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_created: 0, skus_changed: 3 });
+    expect(run.changes).toMatchObject({ price: 1, stock: 1, sku_id: 1, listing: 0 });
+    expect(rowsWritten(before, await rowVersions(db))).toBe(3);
+
+    expect(await sku(app, a.sku_code)).toMatchObject({ cost_price: '123.45', sale_price: '123.45' });
+    expect(await sku(app, b.sku_code)).toMatchObject({ stock_status: 'out_of_stock', stock_quantity: 0, available: false, listed: true });
+    expect(await sku(app, c.sku_code)).toMatchObject({ upstream_sku_id: newId });
+
+    const changed = await app.http.get('/internal/catalog/skus', { params: { changed_since: since } });
+    expect(changed.status).toBe(200);
+    expect((changed.data as { items: Sku[] }).items.map((s) => s.sku_code).sort()).toEqual([a.sku_code, b.sku_code, c.sku_code].sort());
+
+    const history = await app.http.get(`/internal/catalog/skus/${a.sku_code}/changes`);
+    expect(history.status).toBe(200);
+    const items = (history.data as { items: Array<Record<string, unknown>> }).items;
+    expect(items.filter((h) => h.run_id === run.run_id)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ sku_code: a.sku_code, field: 'cost_price', kind: 'price', old: a.price_amount, new: '123.45', source: 'sync' }),
+        expect.objectContaining({ field: 'sale_price', kind: 'price', new: '123.45' }),
+      ]),
+    );
+    const idHistory = (await app.http.get(`/internal/catalog/skus/${c.sku_code}/changes`)).data as { items: Array<Record<string, unknown>> };
+    expect(idHistory.items[0]).toMatchObject({ field: 'upstream_sku_id', kind: 'sku_id', old: c.id, new: newId, run_id: run.run_id });
+  });
+
+  it('unlists a product gone upstream only after confirming it with GET /products/{id}, and relists it', async () => {
+    const product = sandbox.catalog.listedProducts()[30];
+    sandbox.catalog.delistProduct(product.id);
+    const productReads = sandbox.stats.requests.product;
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: product.skus.length, skus_relisted: 0 });
+    expect(sandbox.stats.requests.product).toBeGreaterThan(productReads);
+    for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false, available: false });
+    const unlisted = await app.http.get('/internal/catalog/skus', { params: { listed: false } });
+    expect((unlisted.data as { items: Sku[] }).items.map((s) => s.sku_code).sort()).toEqual(product.skus.map((s) => s.sku_code).sort());
+
+    sandbox.catalog.relistProduct(product.id);
+    const again = await sync(app);
+    expect(again).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
+    expect(again.changes.listing).toBe(product.skus.length);
+    for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+  });
+
+  it('a listing that shifts during paging never unlists a live product (confirmed found → kept)', async () => {
+    // After two pages are served, a product of page 1 (already read) is withdrawn: every later product
+    // moves one place forward, so a live product slips into a page already read and the pass misses it.
+    const first = sandbox.catalog.listedProducts()[1];
+    let served = 0;
+    sandbox.events.on('request', (e: SandboxRequestEvent) => {
+      if (e.operation === 'products' && e.phase === 'done' && ++served === 2) sandbox.catalog.delistProduct(first.id);
+    });
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: 0 });
+    expect(run.confirmed_live).toBeGreaterThanOrEqual(1);
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE NOT listed');
+    expect(n).toBe(0);
+
+    // The withdrawn product was seen live by that pass; the next one unlists it, and only it.
+    sandbox.events.removeAllListeners('request');
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: first.skus.length });
+    const unlisted = await app.http.get('/internal/catalog/skus', { params: { listed: false, page_size: 500 } });
+    expect((unlisted.data as { items: Sku[] }).items.map((s) => s.sku_code).sort()).toEqual(first.skus.map((s) => s.sku_code).sort());
+    sandbox.catalog.relistProduct(first.id);
+    expect((await sync(app)).skus_relisted).toBe(first.skus.length);
+  });
+
+  it('a product inserted at the front during paging: nothing live is unlisted, the newcomer comes with the next run', async () => {
+    sandbox.faults.set({ insertAtFrontWhilePaging: { afterPage: 2 } });
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: 0 });
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE NOT listed');
+    expect(n).toBe(0);
+    const newcomer = sandbox.catalog.listedProducts()[0];
+    const next = await sync(app);
+    expect(next).toMatchObject({ status: 'succeeded', skus_delisted: 0 });
+    expect(await sku(app, newcomer.skus[0].sku_code)).toMatchObject({ product_id: newcomer.id, listed: true });
+  });
+
+  it('one page failing for good fails the run, naming the page and why, and unlists nothing', async () => {
+    const gone = sandbox.catalog.listedProducts()[40];
+    sandbox.catalog.delistProduct(gone.id);
+    let received = 0;
+    sandbox.events.on('request', (e: SandboxRequestEvent) => {
+      if (e.operation === 'products' && e.phase === 'received' && ++received === 3) {
+        sandbox.faults.set({ rules: [{ operation: 'products', kind: 'error_before', status: 503 }] });
+      }
+    });
+    const run = await sync(app);
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(/^page \d+: upstream listProducts outcome unknown: http_503 \(after 4 tries\); nothing was unlisted$/);
+    expect(run.skus_delisted).toBe(0);
+    for (const s of gone.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sync_seen');
+    expect(n).toBe(0);
+
+    sandbox.faults.reset();
+    sandbox.events.removeAllListeners('request');
+    const after = await sync(app);
+    expect(after).toMatchObject({ status: 'succeeded', skus_delisted: gone.skus.length });
+    sandbox.catalog.relistProduct(gone.id);
+    expect((await sync(app)).skus_relisted).toBe(gone.skus.length);
+  });
+
+  it('a 429 once: the run waits for Retry-After and completes', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'products', kind: 'rate_limit', times: 1, retryAfterS: 1 }] });
+    sandbox.resetStats();
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', pages_done: run.pages_total, skus_delisted: 0 });
+    expect(sandbox.stats.faultsApplied).toBe(1);
+    expect(sandbox.stats.requests.products).toBe(run.pages_total + 1);
+  });
+
+  it('a category gone upstream is unlisted, not deleted; it comes back listed', async () => {
+    await db.query(
+      `INSERT INTO catalog_categories (id, parent_id, slug, name, icon, sort_order, listed) VALUES (9, 0, 'retired', '{"en":"Retired"}', '', 1, true),
+       (901, 9, 'retired-child', '{"en":"Retired child"}', '', 1, true)`,
+    );
+    expect((await sync(app)).status).toBe('succeeded');
+    const tree = (await app.http.get('/internal/catalog/categories')).data as { categories: Array<{ id: number; listed: boolean; children: Array<{ id: number; listed: boolean }> }> };
+    const retired = tree.categories.find((c) => c.id === 9);
+    expect(retired).toMatchObject({ listed: false, children: [{ id: 901, listed: false }] });
+    expect(tree.categories.filter((c) => c.id !== 9).every((c) => c.listed && c.children.every((k) => k.listed))).toBe(true);
+    await db.query("UPDATE catalog_categories SET listed = false WHERE id = 2");
+    expect((await sync(app)).status).toBe('succeeded');
+    const [{ slug, listed }] = await db.query<{ slug: string; listed: boolean }>('SELECT slug, listed FROM catalog_categories WHERE id = 2');
+    expect({ slug, listed }).toEqual({ slug: 'streaming', listed: true });
+  });
+
+  it('a duplicate sku_code is a reported conflict, never a silent overwrite; the code moves once its owner is gone', async () => {
+    const owner = sandbox.catalog.listedProducts()[10];
+    const code = owner.skus[0].sku_code;
+    const dup = sandbox.catalog.duplicateSkuCode(code);
+    const run = await sync(app);
+    expect(run.status).toBe('succeeded');
+    expect(run.conflicts).toBeGreaterThanOrEqual(1);
+    expect(await sku(app, code)).toMatchObject({ product_id: owner.id, upstream_sku_id: owner.skus[0].id, listed: true });
+    const conflicts = await app.http.get('/internal/catalog/conflicts');
+    expect(conflicts.status).toBe(200);
+    expect((conflicts.data as { items: unknown[] }).items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ sku_code: code, owner_product_id: owner.id, claimant_product_id: dup.productId, claimant_sku_id: dup.skuId, run_id: run.run_id }),
+      ]),
+    );
+    const metrics = await app.http.get('/metrics');
+    if (metrics.status === 200) expect(String(metrics.data)).toMatch(/relay_sync_sku_code_conflicts_total [1-9]/);
+
+    // Still the owner's at the next run.
+    expect((await sync(app)).conflicts).toBeGreaterThanOrEqual(1);
+    expect(await sku(app, code)).toMatchObject({ product_id: owner.id });
+
+    // The owner is withdrawn: once that is confirmed, the claimant takes the code over in the same run.
+    sandbox.catalog.delistProduct(owner.id);
+    const moved = await sync(app);
+    expect(moved.status).toBe('succeeded');
+    expect(await sku(app, code)).toMatchObject({ product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
+    for (const s of owner.skus.slice(1)) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
+  });
+});
