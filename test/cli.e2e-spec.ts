@@ -74,7 +74,7 @@ describe('relay command', () => {
     try {
       const placed = await app.http.post('/internal/orders', {
         shop_order_no: 'cli-1',
-        sku_code: sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' }).sku.sku_code,
+        sku_code: sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!.sku.sku_code,
         quantity: 1,
       });
       expect([200, 201]).toContain(placed.status);

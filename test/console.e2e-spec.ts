@@ -2,8 +2,9 @@
  * The operator console (issue 6) in a real headless Chromium: served by the service at `/console/`,
  * behind the internal token, fed by the internal API only, against the sandbox upstream. Orders are
  * placed through the internal API here; the console resolves an unknown outcome, cancels a pending
- * order and records its refund, edits a pricing rule, and starts a sync. Each page is saved to
- * docs/screenshots/ (1280×800) for the README.
+ * order and records its refund, edits a pricing rule, and starts a sync. Each page is saved as a
+ * 1280×800 screenshot: to docs/screenshots/ for the README with `UPDATE_SCREENSHOTS=1`, else to the
+ * test cache (so that a test run leaves the checkout as it was).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp,
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DIST = `${ROOT}dist/console/`;
-const SHOTS = `${ROOT}docs/screenshots/`;
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? `${ROOT}docs/screenshots/` : `${ROOT}test/.cache/screenshots/`;
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless',
