@@ -28,6 +28,7 @@ export class CatalogScheduler implements OnApplicationBootstrap, OnModuleDestroy
   ) {}
 
   onApplicationBootstrap(): void {
+    if (!this.config.workers) return; // the relay command's in-process instance schedules nothing
     const cron = this.config.sync.cron;
     if (cron !== null) {
       const job = CronJob.from({ cronTime: cron, onTick: () => this.trigger('schedule'), start: false });
