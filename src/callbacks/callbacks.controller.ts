@@ -6,10 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import { Controller, HttpCode, Logger, Post, Req, type RawBodyRequest } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
+import { ApiErrors, okSchema } from '../ops/api-docs.js';
 import { Metrics } from '../ops/metrics.js';
+import { CALLBACK_BODY_SCHEMA, CALLBACK_ERRORS, CALLBACK_EXAMPLES, CALLBACK_HEADERS } from '../ops/ops.api-examples.js';
 import { CallbackInboxRepository, type CallbackSummary } from './callback-inbox.repository.js';
 import { CallbackProcessor } from './callback-processor.js';
 import { CallbackVerifier } from './callback-verifier.js';
@@ -40,6 +43,7 @@ export function summarizeCallback(rawBody: Buffer): CallbackSummary | null {
   };
 }
 
+@ApiTags('callbacks')
 @Controller('callbacks')
 export class CallbacksController {
   private readonly logger = new Logger('callbacks');
@@ -54,6 +58,21 @@ export class CallbacksController {
 
   @Post('upstream')
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'Order callback from the upstream',
+    description:
+      'Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), ' +
+      'stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the ' +
+      'upstream tries again. A hint: the order is read back with `GET /orders/{id}` and the upstream\'s answer applied; a callback for an ' +
+      'unknown order is stored and acknowledged, never applied.',
+  })
+  // (listed in the docs in the reverse order of the decorators)
+  @ApiHeader({ ...CALLBACK_HEADERS[2], required: true })
+  @ApiHeader({ ...CALLBACK_HEADERS[1], required: true })
+  @ApiHeader({ ...CALLBACK_HEADERS[0], required: true })
+  @ApiBody({ schema: CALLBACK_BODY_SCHEMA, examples: CALLBACK_EXAMPLES })
+  @ApiOkResponse({ description: 'stored (or a duplicate): acknowledged', schema: okSchema({}), example: { ok: true } })
+  @ApiErrors(...CALLBACK_ERRORS)
   async receive(@Req() req: RawBodyRequest<FastifyRequest>): Promise<{ ok: true }> {
     const raw = req.rawBody ?? Buffer.alloc(0);
     const verdict = this.verifier.verify(req.headers, raw);

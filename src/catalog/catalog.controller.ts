@@ -1,7 +1,29 @@
 /** The catalog calls of the internal API (CONTRACT §5). Every `/internal/*` call needs the bearer token. */
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { listResponse, pageRequest } from '../common/pagination.js';
+import { ApiErrors, ApiPageQuery, listSchema, okSchema } from '../ops/api-docs.js';
+import {
+  CATEGORIES_EXAMPLE,
+  CATEGORY_SCHEMA,
+  CHANGE_LIST_EXAMPLE,
+  CHANGE_SCHEMA,
+  CONFLICT_LIST_EXAMPLE,
+  CONFLICT_SCHEMA,
+  PAGE_ERRORS,
+  RUN_EXAMPLE,
+  RUN_LIST_EXAMPLE,
+  RUN_SCHEMA,
+  SKU_DETAIL_EXAMPLE,
+  SKU_DETAIL_SCHEMA,
+  SKU_LIST_ERRORS,
+  SKU_LIST_EXAMPLE,
+  SKU_NOT_FOUND,
+  SKU_SCHEMA,
+  START_SYNC_ERRORS,
+  START_SYNC_EXAMPLES,
+  SYNC_RUN_NOT_FOUND,
+} from './catalog.api-examples.js';
 import { CatalogService } from './catalog.service.js';
 import { CatalogSyncService } from './catalog-sync.service.js';
 import { ListQuery, SkuListQuery, StartSyncBody } from './catalog.dto.js';
@@ -14,8 +36,11 @@ import {
   toSyncRunResponse,
 } from './catalog.responses.js';
 
+const SkuCodeParam = () => ApiParam({ name: 'sku_code', description: 'the SKU\'s code', example: 'SKU-00042-1' });
+
 @ApiTags('catalog')
 @ApiBearerAuth()
+@ApiExtraModels(StartSyncBody)
 @Controller('internal/catalog')
 export class CatalogController {
   constructor(
@@ -24,11 +49,25 @@ export class CatalogController {
   ) {}
 
   @Get('categories')
+  @ApiOperation({
+    summary: 'The category tree',
+    description: 'Every category the upstream lists, as a tree (upstream ids), each level ordered by `sort_order` descending.',
+  })
+  @ApiResponse({ status: 200, description: 'the tree', schema: okSchema({ categories: { type: 'array', items: CATEGORY_SCHEMA } }), example: CATEGORIES_EXAMPLE })
   async categories() {
     return { ok: true, categories: toCategoryTreeResponse(await this.catalog.categoryTree()) };
   }
 
   @Get('skus')
+  @ApiOperation({
+    summary: 'List SKUs',
+    description:
+      'A page of the local catalog, by `sku_code` (by `updated_at` with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
+      '`changed_since` returns the SKUs changed after it, delisted ones included.',
+  })
+  @ApiPageQuery()
+  @ApiResponse({ status: 200, description: 'a page of SKUs', schema: listSchema(SKU_SCHEMA), example: SKU_LIST_EXAMPLE })
+  @ApiErrors(...SKU_LIST_ERRORS)
   async skus(@Query() q: SkuListQuery) {
     const page = pageRequest(q);
     const { items, total, currency } = await this.catalog.listSkus({
@@ -47,6 +86,10 @@ export class CatalogController {
   }
 
   @Get('skus/:sku_code')
+  @ApiOperation({ summary: 'Get a SKU', description: 'One SKU, with its product\'s slug and description.' })
+  @SkuCodeParam()
+  @ApiResponse({ status: 200, description: 'the SKU', schema: okSchema({ sku: SKU_DETAIL_SCHEMA }), example: { ok: true, sku: SKU_DETAIL_EXAMPLE } })
+  @ApiErrors(SKU_NOT_FOUND)
   async sku(@Param('sku_code') skuCode: string) {
     const { sku, currency } = await this.catalog.findSku(skuCode);
     return { ok: true, sku: toSkuDetailResponse(sku, currency) };
@@ -54,6 +97,11 @@ export class CatalogController {
 
   /** The change history of one SKU, newest first. */
   @Get('skus/:sku_code/changes')
+  @ApiOperation({ summary: 'The change history of a SKU', description: 'Every change of a field of the SKU (price, stock, listing…), newest first.' })
+  @SkuCodeParam()
+  @ApiPageQuery()
+  @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
+  @ApiErrors(SKU_NOT_FOUND, ...PAGE_ERRORS)
   async skuChanges(@Param('sku_code') skuCode: string, @Query() q: ListQuery) {
     const page = pageRequest(q);
     const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize);
@@ -62,6 +110,13 @@ export class CatalogController {
 
   /** sku_codes claimed by two products (the owner keeps them), most recent first. */
   @Get('conflicts')
+  @ApiOperation({
+    summary: 'sku_code conflicts',
+    description: 'sku_codes that a second product claimed during a sync (the owner keeps them), most recent first.',
+  })
+  @ApiPageQuery()
+  @ApiResponse({ status: 200, description: 'a page of conflicts', schema: listSchema(CONFLICT_SCHEMA), example: CONFLICT_LIST_EXAMPLE })
+  @ApiErrors(...PAGE_ERRORS)
   async conflicts(@Query() q: ListQuery) {
     const page = pageRequest(q);
     const { items, total } = await this.catalog.conflicts(page.offset, page.pageSize);
@@ -70,12 +125,28 @@ export class CatalogController {
 
   @Post('sync')
   @HttpCode(202)
+  @ApiOperation({
+    summary: 'Start a catalog sync',
+    description: 'Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.',
+  })
+  @ApiBody({ schema: { $ref: getSchemaPath(StartSyncBody) }, required: false, examples: START_SYNC_EXAMPLES })
+  @ApiResponse({
+    status: 202,
+    description: 'started',
+    schema: okSchema({ run_id: { type: 'string' }, mode: { type: 'string', enum: ['full', 'incremental'], description: 'the mode the run starts in' } }),
+    example: { ok: true, run_id: 'run_20261122101500_7506e4e6', mode: 'incremental' },
+  })
+  @ApiErrors(...START_SYNC_ERRORS)
   async startSync(@Body() body: StartSyncBody) {
     const started = await this.sync.start({ mode: body?.mode, trigger: 'api' });
     return { ok: true, run_id: started.runId, mode: started.mode };
   }
 
   @Get('sync-runs')
+  @ApiOperation({ summary: 'List sync runs', description: 'Catalog sync runs, newest first.' })
+  @ApiPageQuery()
+  @ApiResponse({ status: 200, description: 'a page of runs', schema: listSchema(RUN_SCHEMA), example: RUN_LIST_EXAMPLE })
+  @ApiErrors(...PAGE_ERRORS)
   async runs(@Query() q: ListQuery) {
     const page = pageRequest(q);
     const { items, total } = await this.sync.listRuns(page.offset, page.pageSize);
@@ -83,6 +154,10 @@ export class CatalogController {
   }
 
   @Get('sync-runs/:run_id')
+  @ApiOperation({ summary: 'Get a sync run', description: 'One run with its progress (pages, products, SKUs created, changed, delisted, relisted) and its error.' })
+  @ApiParam({ name: 'run_id', description: 'as `POST /internal/catalog/sync` answered it', example: 'run_20261122094500_1d51e096' })
+  @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RUN_SCHEMA }), example: { ok: true, run: RUN_EXAMPLE } })
+  @ApiErrors(SYNC_RUN_NOT_FOUND)
   async run(@Param('run_id') runId: string) {
     return { ok: true, run: toSyncRunResponse(await this.sync.getRun(runId)) };
   }

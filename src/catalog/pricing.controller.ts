@@ -1,23 +1,38 @@
 /** `GET/PUT /internal/pricing/rules`: markup rules by category and by sku_code over the defaults of §3. */
 import { Body, Controller, Get, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiErrors } from '../ops/api-docs.js';
+import { PRICING_RULES_SCHEMA, PUT_RULES_ANSWER_EXAMPLE, PUT_RULES_ERRORS, PUT_RULES_EXAMPLE, RULES_EXAMPLE } from './catalog.api-examples.js';
 import { PutPricingRulesBody } from './catalog.dto.js';
 import { toPricingRulesResponse } from './catalog.responses.js';
 import { PricingService } from './pricing.service.js';
 
 @ApiTags('pricing')
 @ApiBearerAuth()
+@ApiExtraModels(PutPricingRulesBody)
 @Controller('internal/pricing')
 export class PricingController {
   constructor(private readonly pricing: PricingService) {}
 
   @Get('rules')
+  @ApiOperation({
+    summary: 'The pricing rules',
+    description: 'The markup rules by category and by `sku_code`, over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).',
+  })
+  @ApiResponse({ status: 200, description: 'the rules', schema: PRICING_RULES_SCHEMA, example: RULES_EXAMPLE })
   async rules() {
     return toPricingRulesResponse(await this.pricing.getRules());
   }
 
   /** Replaces every rule; the local catalog is repriced before the answer. */
   @Put('rules')
+  @ApiOperation({
+    summary: 'Replace the pricing rules',
+    description: 'Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed.',
+  })
+  @ApiBody({ schema: { $ref: getSchemaPath(PutPricingRulesBody) }, examples: { rules: { summary: 'a category rule and a SKU rule', value: PUT_RULES_EXAMPLE } } })
+  @ApiResponse({ status: 200, description: 'the rules now', schema: PRICING_RULES_SCHEMA, example: PUT_RULES_ANSWER_EXAMPLE })
+  @ApiErrors(...PUT_RULES_ERRORS)
   async replace(@Body() body: PutPricingRulesBody) {
     const change = await this.pricing.replaceRules(
       body.rules.map((r) =>

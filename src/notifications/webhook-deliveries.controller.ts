@@ -9,6 +9,7 @@ import { IsIn, IsOptional } from 'class-validator';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { PageQuery, listResponse, pageRequest } from '../common/pagination.js';
+import { ApiErrors, ApiPageQuery, apiError } from '../ops/api-docs.js';
 import { DELIVERY_STATUSES, OutboxRepository, type DeliveryRecord, type DeliveryStatus } from './outbox.repository.js';
 import { WebhookSender } from './webhook-sender.service.js';
 
@@ -86,9 +87,9 @@ export class WebhookDeliveriesController {
     description: 'The outbox of shop notifications, newest first; `status=dead` lists those given up after SHOP_WEBHOOK_MAX_ATTEMPTS.',
   })
   @ApiQuery({ name: 'status', required: false, enum: DELIVERY_STATUSES })
-  @ApiQuery({ name: 'page', required: false, type: Number })
-  @ApiQuery({ name: 'page_size', required: false, type: Number, description: '1–500, default 100' })
-  @ApiOkResponse({ schema: { example: { ok: true, items: [DELIVERY_EXAMPLE], total: 1, page: 1, page_size: 100 } } })
+  @ApiPageQuery()
+  @ApiOkResponse({ description: 'a page of deliveries', schema: { example: { ok: true, items: [DELIVERY_EXAMPLE], total: 1, page: 1, page_size: 100 } } })
+  @ApiErrors(apiError(400, 'bad_request', 'invalid request: status', { fields: { status: ['status must be one of the following values: pending, delivered, dead'] } }))
   async list(@Query() query: DeliveriesQuery) {
     const page = pageRequest(query);
     const { items, total } = await this.outbox.list(query.status, page);
@@ -104,7 +105,13 @@ export class WebhookDeliveriesController {
       'receives the same `Relay-Event-Id`. 404 `delivery_not_found`; 409 `delivery_pending` when it is still being delivered.',
   })
   @ApiParam({ name: 'id', description: 'the delivery id' })
-  @ApiOkResponse({ schema: { example: { ok: true, delivery: { ...DELIVERY_EXAMPLE, status: 'pending', attempts: 0, replays: 1 } } } })
+  @ApiOkResponse({ description: 'due again', schema: { example: { ok: true, delivery: { ...DELIVERY_EXAMPLE, status: 'pending', attempts: 0, replays: 1 } } } })
+  @ApiErrors(
+    apiError(404, 'delivery_not_found', 'no delivery 4242'),
+    apiError(409, 'delivery_pending', 'delivery 42 is still pending (next attempt 2026-11-22T13:35:00.000Z)', {
+      delivery: { ...DELIVERY_EXAMPLE, status: 'pending', next_attempt_at: '2026-11-22T13:35:00.000Z', last_error: 'HTTP 503', attempts: 3 },
+    }),
+  )
   async replay(@Param('id') id: string) {
     if (!ID_RE.test(id)) throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
     const r = await this.outbox.replay(id, this.clock.now());

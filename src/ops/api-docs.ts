@@ -1,12 +1,16 @@
 /**
  * OpenAPI documentation of the service: the UI at `/docs`, the JSON at `/docs-json` (CONTRACT §5).
  * Besides what the controllers declare, every operation gets the error envelope (a shared
- * `ErrorResponse` schema) as its `default` response, `/internal/*` operations the bearer scheme and a
- * 401, and operations without a tag one from their path; the description holds the table of every
- * error code (error-codes.ts).
+ * `ErrorResponse` schema) as its `default` response with the generic codes as examples, operations
+ * with a body a 413 and a 415, `/internal/*` operations the bearer scheme and a 401, and operations
+ * without a tag one from their path; the description holds the table of every error code
+ * (error-codes.ts).
+ *
+ * The controllers declare the rest with the helpers below (`ApiErrors`, `ApiPageQuery`, the schema
+ * builders); their examples live in one `*.api-examples.ts` file per area.
  */
-import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { applyDecorators, type INestApplication } from '@nestjs/common';
+import { ApiQuery, ApiResponse, DocumentBuilder, SwaggerModule, type OpenAPIObject, type SchemaObject } from '@nestjs/swagger';
 import { ERROR_CODES } from './error-codes.js';
 
 export const ERROR_SCHEMA_NAME = 'ErrorResponse';
@@ -55,7 +59,10 @@ const ERROR_SCHEMA = {
     error_message: { type: 'string' },
     fields: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'with `bad_request`: the fields at fault' },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
-    run_id: { type: 'string', description: 'with `sync_in_progress`: the running sync' },
+    run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
+    unit_cost: { type: 'string', description: 'with `price_changed`: the fresh upstream unit price (decimal string)' },
+    max_unit_cost: { type: 'string', description: 'with `price_changed`: the ceiling it was checked against (decimal string)' },
+    delivery: { type: 'object', description: 'with `delivery_pending`: the webhook delivery' },
   },
   example: { ok: false, error_code: 'order_not_found', error_message: 'no order SO-1001' },
 } as const;
@@ -67,23 +74,134 @@ function tagFor(path: string): string {
   return 'ops';
 }
 
+const ERROR_REF = { $ref: `#/components/schemas/${ERROR_SCHEMA_NAME}` };
+
+// ------------------------------------------------------------------ helpers for the controllers
+
+/** One documented error answer: the envelope `{ok: false, error_code, error_message, …extra}` with its HTTP status. */
+export interface ErrorExample {
+  status: number;
+  code: string;
+  message: string;
+  /** Extra members of the envelope: `fields`, `order`, `run_id`… */
+  extra?: Record<string, unknown>;
+  /** What this case means for the operation; default: the meaning of the code in the table. */
+  summary?: string;
+  /** The example's name, when one operation shows a code twice; default: the code. */
+  name?: string;
+}
+
+export function apiError(status: number, code: string, message: string, extra: Record<string, unknown> = {}, summary?: string, name?: string): ErrorExample {
+  return { status, code, message, extra, summary, name };
+}
+
+export function errorBody(e: ErrorExample): Record<string, unknown> {
+  return { ok: false, error_code: e.code, error_message: e.message, ...e.extra };
+}
+
+const meaningOf = (code: string): string => ERROR_CODES.find((e) => e.code === code)?.meaning ?? 'refused by the upstream with this code';
+
+function errorResponseObject(errors: readonly ErrorExample[], lead?: string) {
+  const codes = [...new Set(errors.map((e) => e.code))];
+  const lines = codes.map((c) => {
+    const own = [...new Set(errors.filter((e) => e.code === c && e.summary).map((e) => e.summary))];
+    return `- \`${c}\`: ${own.length ? own.join('; or: ') : meaningOf(c)}`;
+  });
+  return {
+    description: [...(lead ? [lead] : []), ...lines].join('\n'),
+    schema: { allOf: [ERROR_REF, { type: 'object', properties: { error_code: { type: 'string', enum: codes } } }] } as SchemaObject,
+    examples: Object.fromEntries(errors.map((e) => [e.name ?? e.code, { summary: e.summary ?? meaningOf(e.code), value: errorBody(e) }])),
+  };
+}
+
+/**
+ * Documents the errors an operation answers: one response per HTTP status, its `error_code`s as an
+ * enum over the shared envelope and one named example each.
+ */
+export function ApiErrors(...errors: ErrorExample[]): MethodDecorator & ClassDecorator {
+  const byStatus = new Map<number, ErrorExample[]>();
+  for (const e of errors) byStatus.set(e.status, [...(byStatus.get(e.status) ?? []), e]);
+  return applyDecorators(...[...byStatus].map(([status, list]) => ApiResponse({ status, ...errorResponseObject(list) })));
+}
+
+/** `page` ≥ 1 and `page_size` 1–500 (default 100) of every list (common/pagination.ts). */
+export function ApiPageQuery(): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiQuery({ name: 'page', required: false, type: 'integer', minimum: 1, default: 1, description: 'page number, from 1' }),
+    ApiQuery({ name: 'page_size', required: false, type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'items per page, 1–500' }),
+  );
+}
+
+/** A decimal string (money, markups): never a JSON number. */
+export const decimalSchema = (description: string, nullable = false): SchemaObject => ({ type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description, ...(nullable ? { nullable } : {}) });
+export const dateTimeSchema = (description?: string, nullable = false): SchemaObject => ({ type: 'string', format: 'date-time', ...(description ? { description } : {}), ...(nullable ? { nullable } : {}) });
+export const nullableSchema = (s: SchemaObject): SchemaObject => ({ ...s, nullable: true });
+
+/** An object with exactly these members (all required unless named in `optional`). */
+export function objectSchema(properties: Record<string, SchemaObject>, optional: readonly string[] = [], description?: string): SchemaObject {
+  return {
+    type: 'object',
+    ...(description ? { description } : {}),
+    required: Object.keys(properties).filter((k) => !optional.includes(k)),
+    properties,
+  };
+}
+
+/** `{ok: true, …members}`. */
+export function okSchema(members: Record<string, SchemaObject>, optional: readonly string[] = []): SchemaObject {
+  return objectSchema({ ok: { type: 'boolean', enum: [true] }, ...members }, optional);
+}
+
+/** The list envelope `{ok, items, total, page, page_size}`. */
+export function listSchema(item: SchemaObject): SchemaObject {
+  return okSchema({
+    items: { type: 'array', items: item },
+    total: { type: 'integer', minimum: 0, description: 'all matching items' },
+    page: { type: 'integer', minimum: 1 },
+    page_size: { type: 'integer', minimum: 1, maximum: 500 },
+  });
+}
+
+export function listExample<T>(items: T[], total = items.length): { ok: true; items: T[]; total: number; page: number; page_size: number } {
+  return { ok: true, items, total, page: 1, page_size: 100 };
+}
+
+// ---------------------------------------------------------------- what every operation gets
+
+/** The codes any call may get (the `default` response of every operation). */
+const GENERIC_ERRORS: readonly ErrorExample[] = [
+  apiError(500, 'internal_error', 'internal error', {}, 'unexpected error (logged)'),
+  apiError(429, 'too_many_requests', 'Too Many Requests'),
+  apiError(404, 'not_found', 'Cannot GET /internal/order', {}, 'no such route (a mistyped path)'),
+  apiError(405, 'method_not_allowed', 'Method Not Allowed', {}, 'the route does not take this method'),
+];
+const BODY_TOO_LARGE = apiError(413, 'payload_too_large', 'request body exceeds 64 KiB');
+const NOT_JSON = apiError(415, 'unsupported_media_type', 'Unsupported Media Type', {}, 'a body that is not `application/json`');
+const UNAUTHORIZED = apiError(401, 'unauthorized', 'missing or invalid bearer token', {}, 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`');
+
 /** Adds the error envelope, the bearer scheme on `/internal/*`, and tags, to every operation. */
 export function decorateDocument(doc: OpenAPIObject): OpenAPIObject {
   doc.components ??= {};
   doc.components.schemas ??= {};
   doc.components.schemas[ERROR_SCHEMA_NAME] = ERROR_SCHEMA as never;
-  const errorRef = { $ref: `#/components/schemas/${ERROR_SCHEMA_NAME}` };
-  const errorResponse = (d: string) => ({ description: d, content: { 'application/json': { schema: errorRef } } });
+  const withExamples = (errors: readonly ErrorExample[], lead: string) => {
+    const r = errorResponseObject(errors, lead);
+    return { description: r.description, content: { 'application/json': { schema: ERROR_REF, examples: r.examples } } };
+  };
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const method of HTTP_METHODS) {
       const op = item[method];
       if (!op) continue;
       op.responses ??= {};
-      if (!op.responses.default) op.responses.default = errorResponse('error envelope (see the error codes)');
+      if (!op.responses.default) op.responses.default = withExamples(GENERIC_ERRORS, 'error envelope (see the error codes); besides the codes listed for this operation, any call may get:');
       if (!op.tags?.length) op.tags = [tagFor(path)];
+      if (op.requestBody) {
+        if (!op.responses['413']) op.responses['413'] = withExamples([BODY_TOO_LARGE], 'the body is over 64 KiB:');
+        if (!op.responses['415']) op.responses['415'] = withExamples([NOT_JSON], 'the body is not JSON:');
+      }
       if (path === '/internal' || path.startsWith('/internal/')) {
         if (!op.security?.length) op.security = [{ [BEARER_SCHEME]: [] }];
-        if (!op.responses['401']) op.responses['401'] = errorResponse('`unauthorized`: missing or wrong bearer token');
+        if (!op.responses['401']) op.responses['401'] = withExamples([UNAUTHORIZED], 'the bearer token is missing or wrong:');
       }
     }
   }

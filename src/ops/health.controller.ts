@@ -2,6 +2,7 @@ import { Controller, Get, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { HealthService } from './health.service.js';
+import { HEALTH_DOWN_EXAMPLE, HEALTH_EXAMPLE, HEALTH_SCHEMA, LIVE_SCHEMA, NOT_READY_EXAMPLE, READY_EXAMPLE, READY_SCHEMA } from './ops.api-examples.js';
 
 /**
  * `GET /health` (no token): `{ok, status, database, upstream, last_sync, wallet?}`, 503 when the
@@ -20,27 +21,8 @@ export class HealthController {
       'every 30 s by instances running background work, never during this request), the latest catalog sync run, and the ' +
       'wallet from the last successful ping. `ok` is the database: an unreachable upstream does not make the service unhealthy.',
   })
-  @ApiOkResponse({
-    schema: {
-      example: {
-        ok: true,
-        status: 'ok',
-        database: 'up',
-        upstream: { status: 'up', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
-        last_sync: {
-          run_id: 'r_01',
-          mode: 'full',
-          status: 'succeeded',
-          started_at: '2026-11-22T09:45:00.000Z',
-          finished_at: '2026-11-22T09:45:12.000Z',
-          error: null,
-          last_success_at: '2026-11-22T09:45:12.000Z',
-        },
-        wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
-      },
-    },
-  })
-  @ApiServiceUnavailableResponse({ description: 'the database is down' })
+  @ApiOkResponse({ description: 'the database answers', schema: HEALTH_SCHEMA, example: HEALTH_EXAMPLE })
+  @ApiServiceUnavailableResponse({ description: 'the database is down (the same shape, `ok: false`)', schema: HEALTH_SCHEMA, example: HEALTH_DOWN_EXAMPLE })
   async get(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.health();
     if (!body.ok) void reply.status(503);
@@ -49,6 +31,7 @@ export class HealthController {
 
   @Get('live')
   @ApiOperation({ summary: 'Liveness', description: 'The process answers. Always 200 `{ok: true}`.' })
+  @ApiOkResponse({ description: 'alive', schema: LIVE_SCHEMA, example: { ok: true } })
   live() {
     return { ok: true };
   }
@@ -58,8 +41,8 @@ export class HealthController {
     summary: 'Readiness',
     description: 'The database answers and every migration of this build is applied, and the instance is not shutting down; 503 otherwise.',
   })
-  @ApiOkResponse({ schema: { example: { ok: true, database: 'up', migrations: { pending: [] }, shutting_down: false } } })
-  @ApiServiceUnavailableResponse({ description: 'not ready' })
+  @ApiOkResponse({ description: 'ready', schema: READY_SCHEMA, example: READY_EXAMPLE })
+  @ApiServiceUnavailableResponse({ description: 'not ready (the same shape, `ok: false`)', schema: READY_SCHEMA, example: NOT_READY_EXAMPLE })
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.ready();
     if (!body.ok) void reply.status(503);

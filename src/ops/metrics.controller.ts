@@ -2,6 +2,7 @@ import { Controller, Get, Header, Logger } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { WebhookSender } from '../notifications/webhook-sender.service.js';
 import { Metrics } from './metrics.js';
+import { METRICS_EXAMPLE } from './ops.api-examples.js';
 
 /** `GET /metrics` (no token): Prometheus text exposition, every name prefixed `relay_`. */
 @ApiTags('ops')
@@ -19,7 +20,7 @@ export class MetricsController {
   @Header('cache-control', 'no-store')
   @ApiOperation({ summary: 'Prometheus metrics', description: 'Text exposition format 0.0.4; every metric is named `relay_…`.' })
   @ApiProduces('text/plain')
-  @ApiOkResponse({ schema: { type: 'string', example: '# HELP relay_outbox_backlog Shop notifications waiting for delivery.\n# TYPE relay_outbox_backlog gauge\nrelay_outbox_backlog 0\n' } })
+  @ApiOkResponse({ description: 'the metrics', schema: { type: 'string' }, example: METRICS_EXAMPLE })
   async get(): Promise<string> {
     // The outbox gauges are read from the table, so that an instance without workers shows them too.
     await this.webhooks.refreshBacklog().catch((e: unknown) => this.logger.debug({ msg: `outbox backlog unavailable: ${(e as Error).message}` }));

@@ -1,4 +1,5 @@
 /** Request bodies and queries of the orders' internal API (CONTRACT §5), validated by class-validator. */
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
@@ -8,27 +9,48 @@ export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
 const DECIMAL_RE = /^\d{1,15}(\.\d{1,8})?$/;
 
 export class CreateOrderDto {
+  @ApiProperty({
+    type: String,
+    pattern: SHOP_ORDER_NO_RE.source,
+    description: 'the shop\'s order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, attempt n > 1 as `<shop_order_no>-<n>`',
+    example: 'SO-20261122-0001',
+  })
   @IsString()
   @Matches(SHOP_ORDER_NO_RE, { message: 'shop_order_no must match [A-Za-z0-9._:-]{1,64}' })
   shop_order_no!: string;
 
+  @ApiProperty({ type: String, minLength: 1, maxLength: 255, description: 'the SKU to buy', example: 'SKU-00042-1' })
   @IsString()
   @Length(1, 255)
   sku_code!: string;
 
+  @ApiProperty({ type: 'integer', minimum: 1, description: '1 to ORDER_MAX_QUANTITY (default 1000)', example: 2 })
   @IsInt()
   @Min(1)
   quantity!: number;
 
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'required for a `manual` SKU: the answers to its `manual_form_schema`',
+    example: { account: 'player-88412', server: 'asia-1' },
+  })
   @IsOptional()
   @IsObject()
   manual_form_data?: Record<string, unknown>;
 
+  @ApiPropertyOptional({
+    type: String,
+    pattern: DECIMAL_RE.source,
+    description: 'the highest unit price to pay, a decimal string; default: the SKU\'s sale price before the fresh read',
+    example: '25.90',
+  })
   @IsOptional()
   @IsString()
   @Matches(DECIMAL_RE, { message: 'max_unit_cost must be a decimal string such as 12.50' })
   max_unit_cost?: string;
 
+  @ApiPropertyOptional({ type: String, maxLength: 128, description: 'sent upstream as `trace_id`; one is generated when absent', example: 'shop-7f3a9c2e' })
   @IsOptional()
   @IsString()
   @MaxLength(128)
@@ -36,26 +58,32 @@ export class CreateOrderDto {
 }
 
 export class ListOrdersQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: ORDER_STATUSES, description: 'only orders in this status' })
   @IsOptional()
   @IsIn(ORDER_STATUSES)
   status?: string;
 
+  @ApiPropertyOptional({ type: Boolean, description: '`true`: only stuck orders (unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes)' })
   @IsOptional()
   @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
   @IsBoolean()
   stuck?: boolean;
 }
 
+/** Either `{upstream_order_id}` or `{not_placed: true, reason}`. */
 export class ResolveOrderDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'the upstream order of this attempt (without `not_placed`)', example: 100232 })
   @ValidateIf((o: ResolveOrderDto) => o.not_placed === undefined)
   @IsInt()
   @Min(1)
   upstream_order_id?: number;
 
+  @ApiPropertyOptional({ type: Boolean, enum: [true], description: '`true`: the upstream never got this attempt (without `upstream_order_id`)' })
   @ValidateIf((o: ResolveOrderDto) => o.upstream_order_id === undefined)
   @Equals(true, { message: 'not_placed must be true (or give upstream_order_id)' })
   not_placed?: boolean;
 
+  @ApiPropertyOptional({ type: String, minLength: 1, maxLength: 500, description: 'required with `not_placed`: why', example: 'no such order in the upstream console (checked by ops)' })
   @ValidateIf((o: ResolveOrderDto) => o.not_placed === true)
   @IsString()
   @Length(1, 500)

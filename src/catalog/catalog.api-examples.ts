@@ -1,0 +1,350 @@
+/**
+ * OpenAPI schemas and examples of the catalog's and the pricing rules' internal API (CONTRACT §5),
+ * exactly as `catalog.responses.ts` and the controllers answer: field names as they are, money as
+ * decimal strings, upstream ids. test/ops-docs-examples.e2e-spec.ts checks them against real answers.
+ */
+import type { SchemaObject } from '@nestjs/swagger';
+import { apiError, dateTimeSchema, decimalSchema, listExample, objectSchema, okSchema } from '../ops/api-docs.js';
+import { CHANGE_KINDS } from './sku-diff.js';
+
+// ---------------------------------------------------------------------------------- schemas
+
+const text = (description: string): SchemaObject => ({ type: 'object', additionalProperties: { type: 'string' }, description });
+const nullableString = (description?: string): SchemaObject => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+const count = (description?: string): SchemaObject => ({ type: 'integer', minimum: 0, ...(description ? { description } : {}) });
+
+const SKU_PROPERTIES: Record<string, SchemaObject> = {
+  sku_code: { type: 'string' },
+  upstream_sku_id: { type: 'integer' },
+  product_id: { type: 'integer', description: 'upstream product id' },
+  product_title: text('the product title by language'),
+  category_id: { type: 'integer', description: 'upstream category id' },
+  spec_values: { type: 'object', additionalProperties: true },
+  cost_price: decimalSchema('the upstream `price_amount`: what this API user pays'),
+  sale_price: decimalSchema('the pricing rules applied to the current cost'),
+  original_price: decimalSchema('the upstream list price', true),
+  member_price: decimalSchema('the upstream member price', true),
+  currency: nullableString('from ping'),
+  stock_status: { type: 'string', description: '`in_stock`, `low_stock`, `out_of_stock` or `unlimited`' },
+  stock_quantity: { type: 'integer', description: '-1: unlimited' },
+  fulfillment_type: { type: 'string', description: '`auto` or `manual`' },
+  manual_form_schema: { type: 'object', nullable: true, additionalProperties: true, description: 'for a `manual` SKU: what `manual_form_data` must answer' },
+  listed: { type: 'boolean', description: 'in the upstream\'s current listing' },
+  available: { type: 'boolean', description: 'listed, active and not `out_of_stock`' },
+  active: { type: 'boolean', description: 'the SKU and its product are enabled upstream' },
+  updated_at: dateTimeSchema('moves only when a field of the SKU changes'),
+};
+
+export const SKU_SCHEMA: SchemaObject = objectSchema(SKU_PROPERTIES, [], 'a SKU (CONTRACT §5)');
+export const SKU_DETAIL_SCHEMA: SchemaObject = objectSchema(
+  { ...SKU_PROPERTIES, product_slug: { type: 'string' }, product_description: text('the product description by language') },
+  [],
+  'a SKU with its product\'s slug and description',
+);
+
+const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
+  id: { type: 'integer', description: 'upstream id' },
+  parent_id: { type: 'integer', description: '0 for a top-level category' },
+  slug: { type: 'string' },
+  name: text('the name by language'),
+  icon: { type: 'string' },
+  sort_order: { type: 'integer', description: 'each level is ordered by it, descending' },
+  listed: { type: 'boolean' },
+};
+export const CATEGORY_SCHEMA: SchemaObject = objectSchema({
+  ...CATEGORY_PROPERTIES,
+  children: { type: 'array', items: objectSchema({ ...CATEGORY_PROPERTIES, children: { type: 'array', items: { type: 'object' }, description: 'the same shape' } }) },
+});
+
+const MODES = ['full', 'incremental'];
+export const RUN_SCHEMA: SchemaObject = objectSchema(
+  {
+    run_id: { type: 'string', description: 'opaque' },
+    mode: { type: 'string', enum: MODES, description: 'the mode the run ran in' },
+    status: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
+    started_at: dateTimeSchema(),
+    finished_at: dateTimeSchema(undefined, true),
+    pages_total: count(),
+    pages_done: count(),
+    products_seen: count(),
+    skus_created: count(),
+    skus_changed: count(),
+    skus_delisted: count(),
+    skus_relisted: count(),
+    error: nullableString(),
+    trigger: { type: 'string', enum: ['api', 'schedule', 'start', 'cli'] },
+    planned_mode: { type: 'string', enum: MODES },
+    requested_mode: { type: 'string', enum: MODES, nullable: true },
+    fallback: nullableString('why an incremental run fell back to a full pass'),
+    updated_after: dateTimeSchema('the `updated_after` filter of an incremental run', true),
+    skus_seen: count(),
+    changes: objectSchema(Object.fromEntries(CHANGE_KINDS.map((k) => [k, count()])), [], 'SKUs changed, by kind of change'),
+    conflicts: count('sku_codes claimed by two products'),
+    confirmed_live: count(),
+    unconfirmed: count(),
+    note: nullableString(),
+    heartbeat_at: dateTimeSchema(undefined, true),
+  },
+  [],
+  'a catalog sync run (CONTRACT §5)',
+);
+
+export const CHANGE_SCHEMA: SchemaObject = objectSchema({
+  id: { type: 'string' },
+  sku_code: { type: 'string' },
+  field: { type: 'string', description: 'the SKU field, or `created`' },
+  kind: { type: 'string', enum: [...CHANGE_KINDS] },
+  old: { nullable: true, description: 'the previous value (any JSON)' },
+  new: { nullable: true, description: 'the new value (any JSON)' },
+  run_id: nullableString('the sync run, if a sync made the change'),
+  source: { type: 'string', description: '`sync`, `refresh`, `pricing`, `confirm`…' },
+  changed_at: dateTimeSchema(),
+});
+
+export const CONFLICT_SCHEMA: SchemaObject = objectSchema({
+  sku_code: { type: 'string' },
+  owner_product_id: { type: 'integer', description: 'keeps the sku_code' },
+  claimant_product_id: { type: 'integer' },
+  claimant_sku_id: { type: 'integer', nullable: true },
+  run_id: nullableString(),
+  occurrences: count(),
+  first_seen_at: dateTimeSchema(),
+  last_seen_at: dateTimeSchema(),
+});
+
+const MARKUPS: Record<string, SchemaObject> = {
+  markup_percent: decimalSchema('percent added to the cost'),
+  markup_fixed: decimalSchema('amount added after the percent'),
+};
+export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
+  {
+    defaults: objectSchema({ ...MARKUPS, rounding: decimalSchema('rounding step (PRICE_ROUNDING)') }, [], 'PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING'),
+    rules: {
+      type: 'array',
+      items: objectSchema({
+        scope: { type: 'string', enum: ['category', 'sku'] },
+        category_id: { type: 'integer', nullable: true },
+        sku_code: nullableString(),
+        ...MARKUPS,
+        rounding: decimalSchema('rounding step; null: the default', true),
+        updated_at: dateTimeSchema(undefined, true),
+      }),
+    },
+    version: { type: 'integer', description: 'bumped by every change of the rules' },
+    repriced: count('PUT only: the SKUs whose sale price changed'),
+  },
+  ['repriced'],
+);
+
+// --------------------------------------------------------------------------------- examples
+
+export const SKU_EXAMPLE = {
+  sku_code: 'SKU-00042-1',
+  upstream_sku_id: 1042,
+  product_id: 42,
+  product_title: { en: 'Steam Wallet Code 50 CNY', 'zh-CN': 'Steam 钱包充值码 50 元' },
+  category_id: 101,
+  spec_values: { 面值: '50元', denomination: '50 CNY' },
+  cost_price: '23.10',
+  sale_price: '25.90',
+  original_price: '50.00',
+  member_price: null,
+  currency: 'CNY',
+  stock_status: 'in_stock',
+  stock_quantity: 318,
+  fulfillment_type: 'auto',
+  manual_form_schema: null,
+  listed: true,
+  available: true,
+  active: true,
+  updated_at: '2026-11-22T09:45:11.204Z',
+};
+
+export const MANUAL_SKU_EXAMPLE = {
+  ...SKU_EXAMPLE,
+  sku_code: 'SKU-00057-1',
+  upstream_sku_id: 1057,
+  product_id: 57,
+  product_title: { en: 'Mobile game top-up 60 gems', 'zh-CN': '手游充值 60 钻石' },
+  category_id: 102,
+  spec_values: { 面值: '60钻石', denomination: '60 gems' },
+  cost_price: '5.60',
+  sale_price: '6.30',
+  original_price: null,
+  stock_status: 'unlimited',
+  stock_quantity: -1,
+  fulfillment_type: 'manual',
+  manual_form_schema: {
+    fields: [
+      { key: 'account', type: 'text', required: true },
+      { key: 'server', type: 'text', required: false },
+    ],
+  },
+};
+
+export const SKU_DETAIL_EXAMPLE = {
+  ...SKU_EXAMPLE,
+  product_slug: 'steam-wallet-50-cny',
+  product_description: { en: 'Redeem in the Steam client: Games → Redeem a Steam Wallet Code.', 'zh-CN': '在 Steam 客户端中兑换：游戏 → 兑换 Steam 钱包充值码。' },
+};
+
+export const CATEGORIES_EXAMPLE = {
+  ok: true,
+  categories: [
+    {
+      id: 1,
+      parent_id: 0,
+      slug: 'games',
+      name: { en: 'Games', 'zh-CN': '游戏' },
+      icon: 'https://cdn.example.com/icons/games.png',
+      sort_order: 400,
+      listed: true,
+      children: [
+        { id: 101, parent_id: 1, slug: 'games-steam-keys', name: { en: 'Steam keys', 'zh-CN': 'Steam 激活码' }, icon: '', sort_order: 30, listed: true, children: [] },
+        { id: 102, parent_id: 1, slug: 'games-mobile-topup', name: { en: 'Mobile top-up', 'zh-CN': '手游充值' }, icon: '', sort_order: 20, listed: true, children: [] },
+      ],
+    },
+    {
+      id: 2,
+      parent_id: 0,
+      slug: 'streaming',
+      name: { en: 'Streaming', 'zh-CN': '影音会员' },
+      icon: '',
+      sort_order: 300,
+      listed: true,
+      children: [{ id: 201, parent_id: 2, slug: 'streaming-video', name: { en: 'Video memberships', 'zh-CN': '视频会员' }, icon: '', sort_order: 30, listed: false, children: [] }],
+    },
+  ],
+};
+
+export const RUN_EXAMPLE = {
+  run_id: 'run_20261122094500_1d51e096',
+  mode: 'full',
+  status: 'succeeded',
+  started_at: '2026-11-22T09:45:00.012Z',
+  finished_at: '2026-11-22T09:45:12.337Z',
+  pages_total: 25,
+  pages_done: 25,
+  products_seen: 1240,
+  skus_created: 3,
+  skus_changed: 41,
+  skus_delisted: 2,
+  skus_relisted: 0,
+  error: null,
+  trigger: 'schedule',
+  planned_mode: 'full',
+  requested_mode: null,
+  fallback: null,
+  updated_after: null,
+  skus_seen: 3712,
+  changes: { created: 3, price: 37, stock: 6, sku_id: 0, listing: 2, other: 1 },
+  conflicts: 0,
+  confirmed_live: 0,
+  unconfirmed: 0,
+  note: 'periodic full pass',
+  heartbeat_at: '2026-11-22T09:45:12.337Z',
+};
+
+export const RUNNING_RUN_EXAMPLE = {
+  ...RUN_EXAMPLE,
+  run_id: 'run_20261122101500_7506e4e6',
+  mode: 'incremental',
+  status: 'running',
+  started_at: '2026-11-22T10:15:00.004Z',
+  finished_at: null,
+  pages_total: 1,
+  pages_done: 0,
+  products_seen: 0,
+  skus_created: 0,
+  skus_changed: 0,
+  skus_delisted: 0,
+  skus_relisted: 0,
+  trigger: 'api',
+  planned_mode: 'incremental',
+  requested_mode: 'incremental',
+  updated_after: '2026-11-22T09:40:00.012Z',
+  skus_seen: 0,
+  changes: { created: 0, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 },
+  note: 'incremental pass requested',
+  heartbeat_at: '2026-11-22T10:15:00.004Z',
+};
+
+export const SKU_LIST_EXAMPLE = listExample([SKU_EXAMPLE, MANUAL_SKU_EXAMPLE], 3712);
+export const RUN_LIST_EXAMPLE = listExample([RUNNING_RUN_EXAMPLE, RUN_EXAMPLE], 148);
+export const CHANGE_LIST_EXAMPLE = listExample(
+  [
+    { id: '9127', sku_code: 'SKU-00042-1', field: 'sale_price', kind: 'price', old: '25.20', new: '25.90', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
+    { id: '9126', sku_code: 'SKU-00042-1', field: 'cost_price', kind: 'price', old: '22.50', new: '23.10', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
+    { id: '311', sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
+  ],
+  3,
+);
+export const CONFLICT_LIST_EXAMPLE = listExample(
+  [
+    {
+      sku_code: 'SKU-00042-1',
+      owner_product_id: 42,
+      claimant_product_id: 977,
+      claimant_sku_id: 9771,
+      run_id: 'run_20261122094500_1d51e096',
+      occurrences: 4,
+      first_seen_at: '2026-11-21T09:45:03.100Z',
+      last_seen_at: '2026-11-22T09:45:08.920Z',
+    },
+  ],
+  1,
+);
+
+export const START_SYNC_EXAMPLES = {
+  incremental: { summary: 'the SKUs updated since the last successful run (with a fallback to a full pass)', value: { mode: 'incremental' } },
+  full: { summary: 'every product', value: { mode: 'full' } },
+  default: { summary: 'the mode of SYNC_MODE and the schedule of full passes', value: {} },
+};
+
+export const PUT_RULES_EXAMPLE = {
+  rules: [
+    { scope: 'category', category_id: 1, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1' },
+    { scope: 'sku', sku_code: 'SKU-00042-1', markup_percent: '0', markup_fixed: '2.80' },
+  ],
+};
+
+const RULES_DEFAULTS = { markup_percent: '10', markup_fixed: '0', rounding: '0.01' };
+export const RULES_EXAMPLE = {
+  ok: true,
+  defaults: RULES_DEFAULTS,
+  rules: [
+    { scope: 'category', category_id: 1, sku_code: null, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1', updated_at: '2026-11-20T08:00:00.000Z' },
+    { scope: 'sku', category_id: null, sku_code: 'SKU-00042-1', markup_percent: '0', markup_fixed: '2.80', rounding: null, updated_at: '2026-11-20T08:00:00.000Z' },
+  ],
+  version: 7,
+};
+export const PUT_RULES_ANSWER_EXAMPLE = {
+  ...RULES_EXAMPLE,
+  rules: RULES_EXAMPLE.rules.map((r) => ({ ...r, updated_at: '2026-11-22T10:30:00.000Z' })),
+  version: 8,
+  repriced: 412,
+};
+
+// ----------------------------------------------------------------------------------- errors
+
+export const SKU_NOT_FOUND = apiError(404, 'sku_not_found', 'no SKU SKU-99999-1');
+export const SYNC_RUN_NOT_FOUND = apiError(404, 'sync_run_not_found', 'no sync run run_20261122000000_00000000');
+export const PAGE_ERRORS = [apiError(400, 'bad_request', 'invalid request: page_size', { fields: { page_size: ['page_size must not be greater than 500'] } })];
+export const SKU_LIST_ERRORS = [
+  apiError(400, 'bad_request', 'invalid request: listed, changed_since', {
+    fields: { listed: ['listed must be true or false'], changed_since: ['changed_since must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z'] },
+  }),
+];
+export const START_SYNC_ERRORS = [
+  apiError(400, 'bad_request', 'invalid request: mode', { fields: { mode: ['mode must be one of the following values: full, incremental'] } }),
+  apiError(409, 'sync_in_progress', 'a catalog sync is already running (run_20261122101500_7506e4e6)', { run_id: 'run_20261122101500_7506e4e6' }, 'a run is running on some replica: `run_id` names it'),
+  apiError(503, 'service_unavailable', 'the service is shutting down', {}, 'this instance is shutting down: try another replica'),
+];
+export const PUT_RULES_ERRORS = [
+  apiError(400, 'bad_request', 'invalid request: rules.0.markup_percent', {
+    fields: { 'rules.0.markup_percent': ['markup_percent must be a decimal such as 12.5'] },
+  }, 'an invalid member; nothing changed', 'invalid_member'),
+  apiError(400, 'bad_request', 'invalid request: rules.1, rules.2.rounding', {
+    fields: { 'rules.1': ['a second rule for category 1'], 'rules.2.rounding': ['rules.2.rounding must be greater than 0'] },
+  }, 'two rules for one category or sku_code, a rounding step of 0, a percent below -100; nothing changed', 'invalid_rules'),
+];

@@ -1,0 +1,152 @@
+/**
+ * OpenAPI schemas and examples of the public endpoints: `/health*` (health.service.ts), `/metrics`
+ * and `POST /callbacks/upstream` (CONTRACT §6). test/ops-docs-examples.e2e-spec.ts checks them
+ * against real answers.
+ */
+import type { SchemaObject } from '@nestjs/swagger';
+import { apiError, dateTimeSchema, decimalSchema, objectSchema } from './api-docs.js';
+
+const nullableString = (description?: string): SchemaObject => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+
+// ------------------------------------------------------------------------------------ health
+
+export const HEALTH_SCHEMA: SchemaObject = objectSchema(
+  {
+    ok: { type: 'boolean', description: 'the database answers' },
+    status: { type: 'string', enum: ['ok', 'unavailable'] },
+    database: { type: 'string', enum: ['up', 'down'] },
+    upstream: objectSchema(
+      {
+        status: { type: 'string', enum: ['up', 'down', 'unknown'] },
+        checked_at: dateTimeSchema(undefined, true),
+        latency_ms: { type: 'integer', nullable: true },
+        error: nullableString(),
+      },
+      [],
+      'the last periodic ping (never a call made for this request)',
+    ),
+    last_sync: {
+      ...objectSchema({
+        run_id: nullableString(),
+        mode: nullableString(),
+        status: nullableString(),
+        started_at: dateTimeSchema(undefined, true),
+        finished_at: dateTimeSchema(undefined, true),
+        error: nullableString(),
+        last_success_at: dateTimeSchema('the end of the latest run that succeeded', true),
+      }),
+      nullable: true,
+      description: 'the latest catalog sync run',
+    },
+    wallet: objectSchema({ balance: decimalSchema('the upstream wallet balance'), currency: { type: 'string' }, checked_at: dateTimeSchema() }, [], 'from the last successful ping'),
+  },
+  ['wallet'],
+);
+
+export const HEALTH_EXAMPLE = {
+  ok: true,
+  status: 'ok',
+  database: 'up',
+  upstream: { status: 'up', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
+  last_sync: {
+    run_id: 'run_20261122094500_1d51e096',
+    mode: 'full',
+    status: 'succeeded',
+    started_at: '2026-11-22T09:45:00.012Z',
+    finished_at: '2026-11-22T09:45:12.337Z',
+    error: null,
+    last_success_at: '2026-11-22T09:45:12.337Z',
+  },
+  wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
+};
+
+export const HEALTH_DOWN_EXAMPLE = {
+  ok: false,
+  status: 'unavailable',
+  database: 'down',
+  upstream: { status: 'up', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
+  last_sync: null,
+  wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
+};
+
+export const LIVE_SCHEMA: SchemaObject = objectSchema({ ok: { type: 'boolean', enum: [true] } });
+
+export const READY_SCHEMA: SchemaObject = objectSchema({
+  ok: { type: 'boolean' },
+  database: { type: 'string', enum: ['up', 'down'] },
+  migrations: { ...objectSchema({ pending: { type: 'array', items: { type: 'string' } } }), nullable: true, description: 'null when the database cannot tell' },
+  shutting_down: { type: 'boolean' },
+});
+export const READY_EXAMPLE = { ok: true, database: 'up', migrations: { pending: [] }, shutting_down: false };
+export const NOT_READY_EXAMPLE = { ok: false, database: 'up', migrations: { pending: [] }, shutting_down: true };
+
+export const METRICS_EXAMPLE = [
+  '# HELP relay_order_placements_total Order placement attempts by outcome (accepted, rejected, unavailable, unknown, deduplicated).',
+  '# TYPE relay_order_placements_total counter',
+  'relay_order_placements_total{outcome="accepted"} 1287',
+  '# HELP relay_upstream_up Whether the last periodic ping reached the upstream (1) or not (0).',
+  '# TYPE relay_upstream_up gauge',
+  'relay_upstream_up 1',
+  '# HELP relay_outbox_backlog Shop notifications waiting for delivery.',
+  '# TYPE relay_outbox_backlog gauge',
+  'relay_outbox_backlog 0',
+  '',
+].join('\n');
+
+// --------------------------------------------------------------------------------- callbacks
+
+export const CALLBACK_BODY_SCHEMA: SchemaObject = {
+  type: 'object',
+  required: ['order_id', 'status'],
+  description: 'the upstream\'s order callback: a snapshot of the order (a hint; the order is read back with `GET /orders/{id}`)',
+  properties: {
+    event: { type: 'string', description: '`order.status_changed` or `order.fulfilled`' },
+    order_id: { type: 'integer', minimum: 1 },
+    order_no: { type: 'string' },
+    downstream_order_no: { type: 'string', description: 'the number the relay sent (`shop_order_no`, or `<shop_order_no>-<n>`)' },
+    status: { type: 'string', description: 'an upstream order state' },
+    fulfillment: { type: 'object', additionalProperties: true, description: 'never stored from the callback: the items are taken from `GET /orders/{id}`' },
+    timestamp: { type: 'integer', description: 'Unix time' },
+  },
+};
+
+export const CALLBACK_EXAMPLES = {
+  status_changed: {
+    summary: 'a status change',
+    value: { event: 'order.status_changed', order_id: 100231, order_no: 'DJ20261122101502000231', downstream_order_no: 'SO-20261122-0001', status: 'fulfilling', timestamp: 1795342505 },
+  },
+  fulfilled: {
+    summary: 'delivered, with the fulfillment',
+    value: {
+      event: 'order.fulfilled',
+      order_id: 100231,
+      order_no: 'DJ20261122101502000231',
+      downstream_order_no: 'SO-20261122-0001',
+      status: 'delivered',
+      fulfillment: {
+        type: 'auto',
+        status: 'delivered',
+        payload: 'STEAM-7K4QM-2XD9P-LA3ZR\nSTEAM-H3ZRQ-8WN5T-BE71K',
+        delivery_data: null,
+        delivered_at: '2026-11-22T10:15:09Z',
+      },
+      timestamp: 1795342509,
+    },
+  },
+};
+
+export const CALLBACK_HEADERS = [
+  { name: 'Service-Api-Key', description: 'our UPSTREAM_API_KEY (the prefix is UPSTREAM_HEADER_PREFIX: `Service`, or `Dujiao-Next` with that profile)', example: 'ak_live_3f9c' },
+  { name: 'Service-Timestamp', description: 'Unix seconds, within ±CALLBACK_TOLERANCE_S (default 60) of now', example: '1795342509' },
+  {
+    name: 'Service-Signature',
+    description: 'lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body)',
+    example: '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592',
+  },
+];
+
+export const CALLBACK_ERRORS = [
+  apiError(401, 'invalid_signature', 'callback signature verification failed', {}, 'missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched'),
+  apiError(400, 'bad_request', 'a callback needs a JSON object with order_id (integer ≥ 1) and status', {}, 'verified, but not a callback: nothing is stored'),
+  apiError(500, 'internal_error', 'internal error', {}, 'the callback could not be stored: the upstream tries again'),
+];
