@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ConnectionGuard } from './connection-guard.js';
 import { DatabaseEndpoint } from './database-endpoint.js';
 
 /** Connections per process. The embedded server accepts far more (see EmbeddedPostgres). */
@@ -23,6 +24,7 @@ export const POOL_SIZE = 10;
       }),
     }),
   ],
+  providers: [ConnectionGuard],
 })
 export class DatabaseModule {}
 
