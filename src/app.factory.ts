@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { LogController } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import type { Clock } from './common/clock.js';
@@ -73,7 +74,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       trustProxy: true,
       // Fastify's own lines ("Server listening at …") repeat main's; requests are logged by request-logging.
       loggerInstance: log.child({}, { level: log.isLevelEnabled('warn') ? 'warn' : log.level }),
-      disableRequestLogging: true,
+      logController: new LogController({ disableRequestLogging: true }),
       requestIdHeader: false,
       genReqId: (req: IncomingMessage) => requestIdFrom(req.headers[REQUEST_ID_HEADER]),
     });

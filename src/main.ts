@@ -1,5 +1,6 @@
 /** Production and development entry: `node dist/main.js` (and `npm start`). */
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { createRelayApp } from './app.factory.js';
 import { ConfigError } from './config/app-config.js';
 import { loadProcessConfig } from './config/load-env.js';
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   }
   const pino = createPino(config.logLevel);
   const logger = new JsonLogger(pino);
+  // Lines logged before the Nest application exists (migrations at start) are JSON too.
+  Logger.overrideLogger(logger);
   if (config.generated.length) {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }
