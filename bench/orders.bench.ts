@@ -2,8 +2,9 @@
  * Orders and callbacks throughput, against a floor measured in the same run (`npm run bench:orders`).
  *
  * Three processes, as in production: this one (the load), the sandbox upstream on loopback adding
- * 20 ms to every call, and the service (`src/main.ts`) on its database. For each database (embedded
- * PGlite in the service's process, and a fresh database on a PostgreSQL server):
+ * 20 ms to every call, and the service (`src/` compiled into `dist/` first, then `node dist/main.js`,
+ * no TypeScript loader) on its database. For each database (embedded PGlite in the service's process,
+ * and a fresh database on a PostgreSQL server):
  * - floor: the upstream calls an order needs (GET /products/{id}, then POST /orders) sent straight to
  *   the sandbox with the service's own HTTP client, 300 at concurrency 30;
  * - relay: 300 orders through `POST /internal/orders` at concurrency 30 (each makes the same two
@@ -19,6 +20,7 @@ import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { createServer } from 'node:net';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import axios, { type AxiosInstance } from 'axios';
@@ -87,10 +89,30 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Runs a TypeScript entry of this repository as a child process; resolves once `ready` answers. */
+/**
+ * Compiles `src/` into `dist/` as `npm run build` does (without the console), so that the service runs
+ * as in production: plain JavaScript, no TypeScript loader in its process.
+ */
+function buildService(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const swc = spawn(process.execPath, [`${ROOT}node_modules/@swc/cli/bin/swc.js`, 'src', '-d', 'dist', '--strip-leading-paths', '--config-file', '.swcrc', '-q'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    swc.once('error', reject);
+    swc.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`swc exited (${code})`))));
+  });
+}
+
+/**
+ * Runs an entry of this repository as a child process (a `.ts` one through the TypeScript loader, a
+ * `.js` one as it is); resolves once `ready` answers. BENCH_RELAY_NODE_ARGS (e.g. `--cpu-prof`) is
+ * handed to the service's process only.
+ */
 async function child(entry: string, extraArgs: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<ChildProcess> {
-  const { NODE_OPTIONS: _o, ...inherited } = process.env;
-  const proc = spawn(process.execPath, ['--no-warnings', '--import', '@swc-node/register/esm-register', entry, ...extraArgs], {
+  const { NODE_OPTIONS: _o, BENCH_RELAY_NODE_ARGS: nodeArgs, ...inherited } = process.env;
+  const loader = entry.endsWith('.ts') ? ['--import', '@swc-node/register/esm-register'] : (nodeArgs ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, ['--no-warnings', ...loader, entry, ...extraArgs], {
     cwd: ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -173,7 +195,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       timeout: 60_000,
     });
     relayProc = await child(
-      'src/main.ts',
+      'dist/main.js',
       [],
       {
         NODE_ENV: 'test',
@@ -225,6 +247,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       await up.createOrder({ sku_id: s.skuId, quantity: 1, downstream_order_no: `FLOOR-${i}`, trace_id: `floor-${i}` });
       return true;
     });
+    const loadAfterFloor = loadavg()[0];
     const placed: Array<{ id: number; shopNo: string }> = [];
     const orders = await measure(ORDERS, ORDER_CONCURRENCY, async (i) => {
       const s = skus[i % skus.length];
@@ -233,6 +256,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       return r.status === 201;
     });
 
+    const loadAfterRelay = loadavg()[0];
     // callbacks: status snapshots of the placed orders, every body distinct, signed as the upstream does
     const statuses = ['paid', 'fulfilling', 'delivered', 'completed'];
     const callbacks = await measure(CALLBACKS, CALLBACK_CONCURRENCY, async (i) => {
@@ -268,6 +292,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         orders.p99 - floor.p99 <= 50 ? 'met' : 'NOT met'
       })`,
     );
+    console.log(`  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs)`);
     console.log(
       `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
     );
@@ -292,6 +317,7 @@ async function serveSandbox(port: number): Promise<void> {
 async function main(): Promise<void> {
   if (args.includes('--serve-sandbox')) return serveSandbox(Number(arg('serve-sandbox', '0')));
   const which = arg('db', 'both');
+  await buildService();
   if (which === 'pglite' || which === 'both') await run('pglite');
   if (which === 'postgres' || which === 'both') await run('postgres');
   process.exit(0);

@@ -86,11 +86,43 @@ export class CatalogWriter {
     for (const f of all) if (!looked.has(f)) unchangedSkus += f.product.skus.length;
     if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus };
 
+    const result = await this.write(todo, opts, null);
+    result.skus += unchangedSkus;
+    this.report(result, opts);
+    return result;
+  }
+
+  /**
+   * Applies one product just read fresh (an order's price guard): its SKUs no longer in it are
+   * unlisted and the others written, in one transaction. When its fingerprint did not move, nothing
+   * is written at all: the stored fingerprint vouches that the last write stored exactly this product
+   * and that none of its other SKUs is listed (a fingerprint is kept only then, and dropped whenever
+   * one of its SKUs is unlisted), so the unlisting would find nothing and the upsert change nothing.
+   */
+  async applyFreshProduct(product: UpstreamProduct, opts: WriteOptions): Promise<WriteResult> {
+    const f = { product, fingerprint: productFingerprint(product) };
+    const changed = await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId);
+    if (!changed.has(product.id)) return { ...emptyResult(), skus: product.skus.length };
+    const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) });
+    this.report(result, opts);
+    return result;
+  }
+
+  /**
+   * Writes products in one transaction (retried on a deadlock), after unlisting `unlist`'s other SKUs
+   * in it when given.
+   */
+  private async write(
+    todo: Array<{ product: UpstreamProduct; fingerprint: string }>,
+    opts: WriteOptions,
+    unlist: { productId: number; keep: string[] } | null,
+  ): Promise<WriteResult> {
     // Loaded before the transaction: never wait for another connection while holding one.
     const initial = await this.pricing.current();
-    const result = await this.retryOnDeadlock(() =>
+    return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
         const now = this.clock.now();
+        const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         let ctx = initial;
         for (let attempt = 0; ; attempt++) {
           const rounds = this.rounds(
@@ -115,11 +147,23 @@ export class CatalogWriter {
             }
           }
           if (stale) {
-            // A rule changed since these prices were computed (only the first statement can see it: from
+            // A rule changed since these prices were computed (only the first upsert can see it: from
             // then on this transaction holds the version). Reprice with the rules in force and retry.
             if (attempt >= MAX_PRICING_RETRIES) throw new Error('pricing rules kept changing during a catalog write');
             ctx = await this.pricing.reload(em);
             continue;
+          }
+          if (unlisted.length > 0) {
+            // The unlisting is recorded first, as when it was a transaction of its own, and committed
+            // durably as then (the upserts turn synchronous_commit off for their transaction).
+            await this.record(
+              em,
+              unlisted.map((old) => ({ old, next: { ...old, listed: false } })),
+              out,
+              opts,
+              now,
+            );
+            await em.query("SELECT set_config('synchronous_commit', 'on', true)");
           }
           await this.record(em, pairs, out, opts, now);
           await this.repo.recordConflicts(em, out.conflicts, { runId: opts.runId, now });
@@ -138,9 +182,6 @@ export class CatalogWriter {
         }
       }),
     );
-    result.skus += unchangedSkus;
-    this.report(result, opts);
-    return result;
   }
 
   /**

@@ -90,8 +90,9 @@ export class CatalogService {
 
   /** The local SKU, or null when the catalog has never seen this code. */
   async getSku(skuCode: string): Promise<CatalogSku | null> {
-    const s = await this.repo.findSku(skuCode);
-    return s ? toCatalogSku(s, await this.repo.currency()) : null;
+    // Two independent reads, at once.
+    const [s, currency] = await Promise.all([this.repo.findSku(skuCode), this.repo.currency()]);
+    return s ? toCatalogSku(s, currency) : null;
   }
 
   /**
@@ -109,8 +110,9 @@ export class CatalogService {
       }
       throw e;
     }
-    await this.writer.unlistProduct(productId, { runId: null, source: 'refresh', keep: product.skus.map((s) => s.sku_code) });
-    await this.writer.applyProducts([product], { runId: null, source: 'refresh' });
+    // Its SKUs no longer in it are unlisted and the others written, in one transaction; nothing at all
+    // when its fingerprint did not move.
+    await this.writer.applyFreshProduct(product, { runId: null, source: 'refresh' });
     return product;
   }
 

@@ -3,8 +3,18 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ConnectionGuard } from './connection-guard.js';
 import { DatabaseEndpoint } from './database-endpoint.js';
 
-/** Connections per process. The embedded server accepts far more (see EmbeddedPostgres). */
+/**
+ * Connections per process on the embedded database. It runs one transaction at a time (one backend),
+ * so more connections only queue there; it accepts far more (see EmbeddedPostgres).
+ */
 export const POOL_SIZE = 10;
+
+/** Connections per process on a PostgreSQL server: enough for ~30 concurrent orders without queueing for one. */
+export const SERVER_POOL_SIZE = 20;
+
+export function poolSize(kind: DatabaseEndpoint['kind']): number {
+  return kind === 'pglite' ? POOL_SIZE : SERVER_POOL_SIZE;
+}
 
 @Global()
 @Module({
@@ -19,7 +29,7 @@ export const POOL_SIZE = 10;
         synchronize: false,
         migrationsRun: false,
         logging: false,
-        poolSize: POOL_SIZE,
+        poolSize: poolSize(endpoint.kind),
         extra: { connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, keepAlive: true },
       }),
     }),

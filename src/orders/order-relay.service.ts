@@ -5,7 +5,8 @@
  * 2. the checks before sending, nothing recorded when they fail, then the price guard on a fresh
  *    `GET /products/{id}`;
  * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
- *    one open attempt per order), the create call outside it, the outcome recorded after it.
+ *    one open attempt per order; a new order is a single statement), committed before the create
+ *    call, which is made outside it; the outcome recorded after it.
  */
 import { Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
@@ -18,7 +19,7 @@ import { CatalogService } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
-import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord } from './order.repository.js';
+import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderTx } from './order.repository.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
 
@@ -180,8 +181,12 @@ export class OrderRelayService {
     const now = this.clock.now();
     const leaseUntil = new Date(now.getTime() + this.submitter.sendLeaseMs);
     const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
+    // A new order is one statement (order, attempt and event in one INSERT): on its own, committed as
+    // it returns, when there is no outbox row to write with it; else in a transaction with that row.
+    const alone = !rejected && !this.updater.announceWrites;
+    const run = <T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> => (alone ? this.repo.autocommit(fn) : this.repo.transaction(fn));
     try {
-      return await this.repo.transaction(async (tx) => {
+      return await run(async (tx) => {
         if (!rejected) {
           const created = await tx.insertOrder(
             {

@@ -167,6 +167,11 @@ export class OrderUpdater {
     await this.announce(tx, order, order.status === to ? null : order.status, to, source, now);
   }
 
+  /** Whether `announce` writes (a shop notification into the outbox): else it only logs. */
+  get announceWrites(): boolean {
+    return this.outbox.enabled;
+  }
+
   /** The shop notification (outbox, same transaction) and the log line of a status change whose event row is written. */
   async announce(tx: OrderTx, order: OrderRecord, from: OrderStatus | null, to: OrderStatus, source: EventSource, now: Date): Promise<void> {
     await this.outbox.append(tx.em, [

@@ -289,11 +289,61 @@ export interface NewOrderInput {
   fulfillmentType: string | null;
 }
 
-/** The operations of one transaction on orders. */
+/** A write held back until the next statement of its transaction: SQL with `$?` for each parameter. */
+interface HeldWrite {
+  sql: string;
+  params: unknown[];
+  /** The attempt it updates (a row is never updated twice in one statement). */
+  attemptId?: string;
+}
+
+/** `$?` placeholders of `sql` numbered from `first`. */
+function numbered(sql: string, first: number): string {
+  let n = first;
+  return sql.replace(/\$\?/g, () => `$${n++}`);
+}
+
+/**
+ * The operations of one transaction on orders. In a transaction (`OrderRepository.transaction`),
+ * attempt updates and event rows are held back and sent with the transaction's next statement (as
+ * data-modifying CTEs of the order update, typically), so that an outcome costs one round trip rather
+ * than three; they are always sent before the transaction commits, and before any other statement of
+ * it (each of which goes after them, as before). Outside a transaction every write goes at once.
+ */
 export class OrderTx {
-  constructor(readonly em: EntityManager) {}
+  private held: HeldWrite[] = [];
+
+  constructor(
+    readonly em: EntityManager,
+    private readonly holdWrites = false,
+  ) {}
+
+  /** Sends the held writes (one statement). */
+  async flush(): Promise<void> {
+    if (this.held.length === 0) return;
+    const held = this.held;
+    this.held = [];
+    const { ctes, params } = this.withHeld(held, 1);
+    await this.em.query(`WITH ${ctes} SELECT 1`, params);
+  }
+
+  /** The held writes as CTEs whose parameters start at `$first`. */
+  private withHeld(held: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
+    const params: unknown[] = [];
+    const ctes = held.map((h, i) => {
+      const sql = numbered(h.sql, first + params.length);
+      params.push(...h.params);
+      return `held_${i} AS (${sql})`;
+    });
+    return { ctes: ctes.join(', '), params };
+  }
+
+  private hold(w: HeldWrite): void {
+    this.held.push(w);
+  }
 
   async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {
+    await this.flush();
     const [row] = await rows<OrderRow>(
       this.em,
       `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
@@ -305,6 +355,7 @@ export class OrderTx {
   }
 
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
+    await this.flush();
     const [row] = await rows<OrderRow>(
       this.em,
       `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
@@ -317,6 +368,7 @@ export class OrderTx {
 
   /** Locks an order and one of its attempts in one statement. */
   async lockOrderAndAttempt(orderId: string, attemptNo: number): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    await this.flush();
     const [row] = await rows<OrderRow & { a: AttemptRow }>(
       this.em,
       `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount, to_jsonb(a.*) AS a
@@ -339,6 +391,7 @@ export class OrderTx {
   }
 
   async lockAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
+    await this.flush();
     const [row] = await rows<AttemptRow>(this.em, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2 FOR UPDATE', [
       orderId,
       attemptNo,
@@ -352,6 +405,7 @@ export class OrderTx {
    * already uses the order number.
    */
   async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    await this.flush();
     let found: Array<OrderRow & { attempt_id: string }>;
     try {
       found = await rows<OrderRow & { attempt_id: string }>(
@@ -416,6 +470,7 @@ export class OrderTx {
 
   /** Inserts an attempt being sent now; throws DownstreamNumberTaken when its number is used. */
   async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<AttemptRecord> {
+    await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
       `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
@@ -428,23 +483,37 @@ export class OrderTx {
     return toAttempt(row);
   }
 
-  /** Updates the order (locked by this transaction) and returns it as it now is. */
+  /** Updates the order (locked by this transaction) and returns it as it now is; held writes go with it. */
   async updateOrder(order: OrderRecord, patch: OrderPatch): Promise<OrderRecord> {
     const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-    if (entries.length === 0) return order;
+    if (entries.length === 0) {
+      await this.flush();
+      return order;
+    }
     const sets = entries.map(([k], i) => `${k} = $${i + 2}`);
-    const [row] = await rows<OrderRow>(this.em, `UPDATE orders SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, [order.id, ...entries.map(([, v]) => v)]);
+    const params: unknown[] = [order.id, ...entries.map(([, v]) => v)];
+    const held = this.held;
+    this.held = [];
+    const withHeld = held.length ? this.withHeld(held, params.length + 1) : null;
+    const [row] = await rows<OrderRow>(this.em, `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, [
+      ...params,
+      ...(withHeld?.params ?? []),
+    ]);
     return { ...toOrder(row), refundAt: order.refundAt, refundAmount: order.refundAmount };
   }
 
   async updateAttempt(id: string, patch: AttemptPatch): Promise<void> {
     const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return;
-    const sets = entries.map(([k], i) => (k === 'request' ? `${k} = $${i + 2}::jsonb` : `${k} = $${i + 2}`));
-    await this.em.query(`UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $1`, [
-      id,
-      ...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)),
-    ]);
+    if (this.held.some((h) => h.attemptId === id)) await this.flush();
+    const sets = entries.map(([k]) => (k === 'request' ? `${k} = $?::jsonb` : `${k} = $?`));
+    const write: HeldWrite = {
+      sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`,
+      params: [...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)), id],
+      attemptId: id,
+    };
+    if (this.holdWrites) this.hold(write);
+    else await this.em.query(numbered(write.sql, 1), write.params);
   }
 
   async insertEvent(
@@ -452,14 +521,17 @@ export class OrderTx {
     e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null },
     at: Date,
   ): Promise<void> {
-    await this.em.query(
-      `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
-      [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
-    );
+    const write: HeldWrite = {
+      sql: `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at) VALUES ($?, $?, $?, $?, $?, $?::jsonb, $?)`,
+      params: [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
+    };
+    if (this.holdWrites) this.hold(write);
+    else await this.em.query(numbered(write.sql, 1), write.params);
   }
 
   /** Records the local refund; false when one already exists. */
   async insertRefund(orderId: string, amount: string | null, currency: string | null, at: Date): Promise<boolean> {
+    await this.flush();
     const inserted = await rows<{ order_id: string }>(
       this.em,
       `INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, $2, $3, $4)
@@ -471,6 +543,7 @@ export class OrderTx {
 
   /** Another order already follows this upstream order. */
   async upstreamIdTaken(upstreamOrderId: number, exceptOrderId: string): Promise<boolean> {
+    await this.flush();
     const found = await rows(this.em, 'SELECT 1 FROM orders WHERE upstream_order_id = $1 AND id <> $2', [upstreamOrderId, exceptOrderId]);
     return found.length > 0;
   }
@@ -503,8 +576,19 @@ export interface OrderListFilter {
 export class OrderRepository {
   constructor(private readonly dataSource: DataSource) {}
 
+  /** A transaction on orders: its held writes are sent before it commits. */
   transaction<T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction((em) => fn(new OrderTx(em)));
+    return this.dataSource.transaction(async (em) => {
+      const tx = new OrderTx(em, true);
+      const result = await fn(tx);
+      await tx.flush();
+      return result;
+    });
+  }
+
+  /** Operations outside a transaction: each statement commits on its own (a single-statement write). */
+  autocommit<T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> {
+    return fn(new OrderTx(this.dataSource.manager));
   }
 
   /** An event on its own (e.g. an operator's refresh that changed nothing). */
