@@ -28,6 +28,7 @@ import pg from 'pg';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
+import { printBenchSummary, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -156,6 +157,8 @@ async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void>
     },
   };
 }
+
+const summary: BenchRow[] = [];
 
 async function run(kind: 'pglite' | 'postgres'): Promise<void> {
   let dropDb: (() => Promise<void>) | null = null;
@@ -296,6 +299,14 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     console.log(
       `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
     );
+    const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
+    summary.push(
+      { bench: 'orders', figure: `${name}: floor (product read + create)`, value: floor.perSecond, unit: 'orders/s', note: `p99 ${f(floor.p99)} ms` },
+      { bench: 'orders', figure: `${name}: POST /internal/orders`, value: orders.perSecond, unit: 'orders/s', note: `p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}` },
+      { bench: 'orders', figure: `${name}: orders throughput ÷ floor`, value: ratio, unit: '×', target: '≥ 0.8' },
+      { bench: 'orders', figure: `${name}: p99 − floor p99`, value: orders.p99 - floor.p99, unit: 'ms', target: '≤ 50' },
+      { bench: 'orders', figure: `${name}: verified callbacks`, value: callbacks.perSecond, unit: 'accepted/s', note: `p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}` },
+    );
   } finally {
     upstream?.close();
     await stop(relayProc);
@@ -320,6 +331,7 @@ async function main(): Promise<void> {
   await buildService();
   if (which === 'pglite' || which === 'both') await run('pglite');
   if (which === 'postgres' || which === 'both') await run('postgres');
+  printBenchSummary('orders', summary);
   process.exit(0);
 }
 
