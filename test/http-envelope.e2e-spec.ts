@@ -1,0 +1,67 @@
+/**
+ * The HTTP envelope of CONTRACT §5: every error is `{ok:false, error_code, error_message}`; a body
+ * that is not JSON is 400 `bad_request`, one over 64 KiB is 413 `payload_too_large`, a missing
+ * token is 401 `unauthorized`; and none of them records anything.
+ */
+import axios from 'axios';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('HTTP envelope', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+  const orders = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM orders'))[0].n;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 10 } });
+    app = await startTestApp(db, sandbox);
+  });
+  afterAll(async () => {
+    await app.close();
+    await sandbox.stop();
+    await db.close();
+  });
+
+  it('answers a body that is not JSON with 400 bad_request and records nothing', async () => {
+    // Sent as bytes: axios would otherwise turn a string that is not JSON into a JSON string.
+    const raw = { headers: { 'content-type': 'application/json' }, transformRequest: [(d: unknown) => d] };
+    const r = await app.http.post('/internal/orders', '{"shop_order_no": "x", ', raw);
+    expect(r.status).toBe(400);
+    expect(r.data).toEqual({ ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/not valid JSON/) });
+    // A JSON value that is not an object is refused too.
+    const scalar = await app.http.post('/internal/orders', '"just a string"', raw);
+    expect(scalar.status).toBe(400);
+    expect(scalar.data).toMatchObject({ ok: false, error_code: 'bad_request' });
+    expect(await orders()).toBe(0);
+  });
+
+  it('answers a body over 64 KiB with 413 payload_too_large and records nothing', async () => {
+    const body = JSON.stringify({ shop_order_no: 'big-1', sku_code: 'x', quantity: 1, manual_form_data: { note: 'y'.repeat(66 * 1024) } });
+    const r = await app.http.post('/internal/orders', body, { headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(413);
+    expect(r.data).toMatchObject({ ok: false, error_code: 'payload_too_large' });
+    expect(await orders()).toBe(0);
+  });
+
+  it('answers a missing or wrong token with 401 unauthorized, and an unknown route with 404 in the envelope', async () => {
+    const anonymous = axios.create({ baseURL: app.url, validateStatus: () => true });
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }]) {
+      const r = await anonymous.post('/internal/orders', { shop_order_no: 'a-1', sku_code: 'x', quantity: 1 }, { headers });
+      expect([r.status, r.data]).toEqual([401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
+    }
+    expect(await orders()).toBe(0);
+    const missing = await app.http.get('/internal/no-such-thing');
+    expect(missing.status).toBe(404);
+    expect(missing.data).toMatchObject({ ok: false, error_code: 'not_found' });
+  });
+
+  it('names every field at fault in bad_request', async () => {
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'bad no!', sku_code: '', quantity: 0, max_unit_cost: 1.5, extra: true });
+    expect(r.status).toBe(400);
+    expect(r.data.error_code).toBe('bad_request');
+    expect(Object.keys(r.data.fields).sort()).toEqual(['extra', 'max_unit_cost', 'quantity', 'shop_order_no', 'sku_code']);
+    expect(await orders()).toBe(0);
+  });
+});
