@@ -4,6 +4,7 @@
  */
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { sleep, waitFor } from './support/wait.js';
 
 interface Run {
   run_id: string;
@@ -14,17 +15,7 @@ interface Run {
   pages_total: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await sleep(25);
-  }
-}
 
 async function getRun(app: TestApp, runId: string): Promise<Run> {
   const r = await app.http.get(`/internal/catalog/sync-runs/${runId}`);

@@ -15,6 +15,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { compileRule, salePrice } from '../src/catalog/pricing.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DIST = `${ROOT}dist/console/`;
@@ -60,18 +61,7 @@ interface PageElement {
 declare const document: { querySelector(s: string): PageElement | null; querySelectorAll(s: string): ArrayLike<PageElement> & Iterable<PageElement> };
 declare const sessionStorage: { setItem(k: string, v: string): void; length: number } & Record<string, string>;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 1000)}`);
-    await sleep(50);
-    last = await read();
-  }
-  return last;
-}
 
 interface OrderBody {
   shop_order_no: string;

@@ -503,7 +503,7 @@ describe('API docs: operations, examples and error codes', () => {
       const runId = (started.data as { run_id: string }).run_id;
       expectDocumented(await app.http.get(`/internal/catalog/sync-runs/${runId}`), 'get', '/internal/catalog/sync-runs/{run_id}', 200);
       sandbox.faults.reset();
-      await waitFor(async () => ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: { status: string } }).run.status, (s) => s !== 'running', 30_000, 'the sync');
+      await waitFor(async () => ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: { status: string } }).run.status, (s) => s !== 'running', 'the sync', 30_000);
 
       const rulesPath = '/internal/pricing/rules';
       expectDocumented(await app.http.get(rulesPath), 'get', rulesPath, 200);

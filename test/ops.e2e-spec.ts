@@ -15,6 +15,7 @@ import { AlertService } from '../src/ops/alert.service.js';
 import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 class TestClock extends Clock {
   private offsetMs = 0;
@@ -41,16 +42,6 @@ async function startApp(db: TestDatabase, sandbox: SandboxServer | null, env: Re
   return { relay, url: relay.url, http, close: () => relay.close() };
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 25));
-    last = await read();
-  }
-  return last;
-}
 
 const metricValue = (text: string, name: string): number => {
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));

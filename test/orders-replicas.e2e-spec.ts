@@ -71,8 +71,8 @@ describe('two replicas on one database', () => {
       const orders = await waitFor(
         async () => ((await b.http.get('/internal/orders', { params: { page_size: 500 } })).data as { items: OrderView[] }).items,
         (items) => rest.every((shopNo) => items.find((o) => o.shop_order_no === shopNo)?.status === 'delivered'),
-        30_000,
         'the other 15 orders to be delivered',
+        30_000,
       );
       for (const shopNo of toCancel) expect(orders.find((o) => o.shop_order_no === shopNo)?.status).toBe('canceled');
       const sources = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM order_events WHERE source = 'poll' AND new_status = 'delivered'");

@@ -15,19 +15,10 @@ import { WebhookSender, WEBHOOK_CONCURRENCY } from '../src/notifications/webhook
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { startChildApp } from './support/child-app.js';
 import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-shutdown';
 
-async function waitFor<T>(read: () => Promise<T> | T, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 25));
-    last = await read();
-  }
-  return last;
-}
 
 describe('shop webhooks: SIGTERM during delivery', () => {
   let db: TestDatabase;

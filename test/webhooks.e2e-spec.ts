@@ -18,6 +18,7 @@ import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE } from '../src/notification
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { verifySignature } from '../src/signing/signing.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-tests';
 
@@ -111,16 +112,6 @@ async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<st
   };
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 25));
-    last = await read();
-  }
-  return last;
-}
 
 interface Row {
   id: string;

@@ -7,6 +7,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { ChangeCounts } from './sku-diff.js';
 import type { PassMode } from './sync-plan.js';
+import { isUniqueViolation } from '../database/pg-errors.js';
 
 type Db = Pick<EntityManager, 'query'>;
 
@@ -88,10 +89,6 @@ function counterParams(c: RunCounters): unknown[] {
   ];
 }
 
-function isUniqueViolation(e: unknown): boolean {
-  const err = e as { code?: string; driverError?: { code?: string } };
-  return (err?.driverError?.code ?? err?.code) === '23505';
-}
 
 @Injectable()
 export class SyncRunRepository {

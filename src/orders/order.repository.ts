@@ -11,6 +11,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import type { EventSource, OrderStatus } from './order-state.js';
+import { isUniqueViolation } from '../database/pg-errors.js';
 
 type Runner = Pick<EntityManager, 'query'>;
 
@@ -549,10 +550,6 @@ export class OrderTx {
   }
 }
 
-function isUniqueViolation(e: unknown, constraint: string): boolean {
-  const d = (e as { driverError?: { code?: string; constraint?: string } }).driverError ?? (e as { code?: string; constraint?: string });
-  return d?.code === '23505' && d.constraint === constraint;
-}
 
 export class DownstreamNumberTaken extends Error {
   constructor(readonly downstreamOrderNo: string) {

@@ -42,14 +42,17 @@ export function isUpstreamCategory(v: unknown): v is UpstreamCategory {
   return isRecord(v) && isInt(v.id) && isInt(v.parent_id) && isStr(v.slug) && isRecord(v.name) && isInt(v.sort_order);
 }
 
+/** The price fields a product and its SKUs share: a decimal price, optional original and member prices. */
+function hasPrices(v: Record<string, unknown>): boolean {
+  return isMoney(v.price_amount) && isOptMoney(v.original_price) && isOptMoney(v.member_price);
+}
+
 export function isUpstreamSku(v: unknown): v is UpstreamSku {
   return (
     isRecord(v) &&
     isInt(v.id) &&
     isStr(v.sku_code) &&
-    isMoney(v.price_amount) &&
-    isOptMoney(v.original_price) &&
-    isOptMoney(v.member_price) &&
+    hasPrices(v) &&
     isStr(v.stock_status) &&
     isInt(v.stock_quantity) &&
     typeof v.is_active === 'boolean'
@@ -62,9 +65,7 @@ export function isUpstreamProduct(v: unknown): v is UpstreamProduct {
     isInt(v.id) &&
     isStr(v.slug) &&
     isRecord(v.title) &&
-    isMoney(v.price_amount) &&
-    isOptMoney(v.original_price) &&
-    isOptMoney(v.member_price) &&
+    hasPrices(v) &&
     isStr(v.fulfillment_type) &&
     typeof v.is_active === 'boolean' &&
     isInt(v.category_id) &&

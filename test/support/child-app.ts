@@ -14,6 +14,7 @@ import axios, { type AxiosInstance } from 'axios';
 import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../../src/signing/signing.js';
 import { TEST_TOKEN, testEnv } from './test-app.js';
+import { sleep, waitFor } from './wait.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SWC_LOADER = pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href;
@@ -159,19 +160,7 @@ export async function startRelayChild(options: RelayChildOptions): Promise<Relay
 
 // ------------------------------------------------------- helpers of the orders and callbacks tests
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `read` until `done` holds for its value (or throws with the last value after `timeoutMs`). */
-export async function waitFor<T>(read: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)?.slice(0, 2000)}`);
-    await sleep(25);
-    last = await read();
-  }
-  return last;
-}
+export { sleep, waitFor };
 
 /** Runs a full catalog sync through the internal API and waits for it to succeed. */
 export async function seedCatalog(http: AxiosInstance): Promise<void> {
@@ -181,8 +170,8 @@ export async function seedCatalog(http: AxiosInstance): Promise<void> {
   const run = await waitFor(
     async () => ((await http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run?: { status: string } }).run,
     (r) => r !== undefined && r.status !== 'running',
-    60_000,
     'the catalog sync',
+    60_000,
   );
   if (run?.status !== 'succeeded') throw new Error(`catalog sync failed: ${JSON.stringify(run)}`);
 }
@@ -209,8 +198,8 @@ export function waitForOrder(http: AxiosInstance, shopOrderNo: string, done: (o:
   return waitFor(
     () => getOrder(http, shopOrderNo),
     (o) => o !== null && done(o),
-    timeoutMs,
     `order ${shopOrderNo}`,
+    timeoutMs,
   ) as Promise<OrderView>;
 }
 
