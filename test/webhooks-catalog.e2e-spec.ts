@@ -26,6 +26,7 @@ describe('catalog changes as shop webhooks', () => {
   let app: TestApp;
   let shop: Server;
   const hooks: Hook[] = [];
+  const pending = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE status = 'pending'"))[0].n;
   const outboxCount = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE event_type LIKE 'sku.%'"))[0].n;
 
   beforeAll(async () => {
@@ -58,15 +59,19 @@ describe('catalog changes as shop webhooks', () => {
     const { sku, product } = sandbox.catalog.findSku({ fulfillmentType: 'auto' })!;
     const other = sandbox.catalog.findSku({ skip: 3 })!;
     expect(other.product.id).not.toBe(product.id); // the delisted product is another one
+    // The first sync's own events (SKUs created) are all delivered before the change.
+    await waitFor(pending, (n) => n === 0, 'the first sync\'s webhooks');
+    const mark = hooks.length;
+    const since = () => hooks.slice(mark);
     sandbox.catalog.setPrice(sku.sku_code, '987.65');
     sandbox.catalog.delistProduct(other.product.id);
     await seedCatalog(app.http);
 
-    const price = await waitFor(() => hooks.find((h) => h.event === 'sku.price_changed' && h.subject === sku.sku_code), Boolean, 'the price webhook');
+    const price = await waitFor(() => since().find((h) => h.event === 'sku.price_changed' && h.subject === sku.sku_code), Boolean, 'the price webhook');
     expect(JSON.parse(price!.body)).toMatchObject({ event: 'sku.price_changed', subject: sku.sku_code });
     expect(price!.body).toContain('987.65');
     const delisted = other.product.skus.map((s) => s.sku_code);
-    await waitFor(() => hooks.filter((h) => h.event === 'sku.listing_changed' && delisted.includes(h.subject)).length, (n) => n === delisted.length, 'the listing webhooks');
+    await waitFor(() => since().filter((h) => h.event === 'sku.listing_changed' && delisted.includes(h.subject)).length, (n) => n === delisted.length, 'the listing webhooks');
 
     const verified = verifySignature({
       secret: SECRET,
