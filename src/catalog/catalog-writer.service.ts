@@ -4,6 +4,7 @@
  * changed), priced by the rules in force, recorded in the change history and announced to the shop
  * (transactional outbox) in the same transaction.
  */
+import { sqlState } from '../database/pg-errors.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
@@ -99,10 +100,13 @@ export class CatalogWriter {
    * and that none of its other SKUs is listed (a fingerprint is kept only then, and dropped whenever
    * one of its SKUs is unlisted), so the unlisting would find nothing and the upsert change nothing.
    */
-  async applyFreshProduct(product: UpstreamProduct, opts: WriteOptions): Promise<WriteResult> {
+  async applyFreshProduct(product: UpstreamProduct, opts: WriteOptions, knownFingerprint: string | null = null): Promise<WriteResult> {
     const f = { product, fingerprint: productFingerprint(product) };
-    const changed = await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId);
-    if (!changed.has(product.id)) return { ...emptyResult(), skus: product.skus.length };
+    // `knownFingerprint` was read just before: equal means nothing to write, without asking again
+    const unchanged =
+      (knownFingerprint !== null && knownFingerprint === f.fingerprint && opts.runId === null) ||
+      !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(product.id);
+    if (unchanged) return { ...emptyResult(), skus: product.skus.length };
     const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) });
     this.report(result, opts);
     return result;
@@ -193,7 +197,7 @@ export class CatalogWriter {
       try {
         return await fn();
       } catch (e) {
-        const code = (e as { code?: string; driverError?: { code?: string } })?.driverError?.code ?? (e as { code?: string })?.code;
+        const code = sqlState(e);
         if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
       }
     }

@@ -4,10 +4,9 @@
  * EntityManager so that it joins the caller's transaction. Rows leave as plain objects; money stays a
  * string (`numeric::text`).
  */
-import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import type { Pool, PoolClient } from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
+import { runPrepared } from '../database/prepared-statements.js';
 import type { UpstreamCategory } from '../upstream/upstream.types.js';
 import type { ChangeKind, FieldChange, SkuRow } from './sku-diff.js';
 
@@ -148,6 +147,11 @@ const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.pr
   s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
   s.fulfillment_type, s.manual_form_schema, s.listed, s.available, s.created_at, s.updated_at`;
 
+const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_SELECT},
+  (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
+  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint
+  FROM catalog_skus s WHERE s.sku_code = $1`;
+
 export interface StoredSku extends SkuRow {
   available: boolean;
   created_at: Date;
@@ -243,14 +247,6 @@ function toStoredSku(raw: Record<string, unknown>): StoredSku {
   return { ...toSkuRow(raw), available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
 }
 
-/**
- * Names of prepared statements: per connection (several connections may share one session on the
- * embedded database, and several processes one embedded server), so unique per process and client.
- */
-const STATEMENT_PREFIX = `relay_${process.pid}_${randomBytes(3).toString('hex')}`;
-const statementIds = new WeakMap<object, number>();
-let lastStatementId = 0;
-
 /** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */
 async function select<T>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> {
   return (await db.query(sql, params)) as T[];
@@ -264,42 +260,9 @@ export class CatalogRepository {
     return em ?? this.dataSource.manager;
   }
 
-  /**
-   * A hot statement as a named prepared statement of its connection (planned once per connection
-   * rather than once per page): on the transaction's connection when `em` has one, else on a pooled one.
-   */
-  private async prepared<T>(em: Db, key: string, text: string, params: unknown[]): Promise<T[]> {
-    const run = async (client: PoolClient): Promise<T[]> => {
-      let id = statementIds.get(client);
-      if (id === undefined) {
-        id = ++lastStatementId;
-        statementIds.set(client, id);
-      }
-      const r = await client.query({ name: `${STATEMENT_PREFIX}_${id}_${key}`, text, values: params });
-      return r.rows as T[];
-    };
-    const runner = (em as Partial<EntityManager>).queryRunner;
-    if (runner && !runner.isReleased) return run((await runner.connect()) as PoolClient);
-    // Outside a transaction: straight from the driver's pool (TypeORM's own pool, no query runner).
-    const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
-    if (pool) {
-      const client = await pool.connect();
-      let failure: Error | undefined;
-      try {
-        return await run(client);
-      } catch (e) {
-        failure = e as Error; // the connection may be broken: the pool drops it
-        throw e;
-      } finally {
-        client.release(failure);
-      }
-    }
-    const own = this.dataSource.createQueryRunner();
-    try {
-      return await run((await own.connect()) as PoolClient);
-    } finally {
-      await own.release();
-    }
+  /** A hot statement as a named prepared statement (see runPrepared). */
+  private prepared<T>(em: Db, key: string, text: string, params: unknown[]): Promise<T[]> {
+    return runPrepared<T>(this.dataSource, em as Partial<EntityManager>, { key, text }, params);
   }
 
   // ---------------------------------------------------------------------------------- SKU writes
@@ -575,6 +538,13 @@ export class CatalogRepository {
   async findSku(skuCode: string): Promise<StoredSku | null> {
     const rows = await select<Record<string, unknown>>(this.db(), `SELECT ${SKU_SELECT} FROM catalog_skus s WHERE s.sku_code = $1`, [skuCode]);
     return rows.length ? toStoredSku(rows[0]) : null;
+  }
+
+  /** A SKU for an order: with the currency and its product's fingerprint, in one statement. */
+  async findSkuForOrder(skuCode: string): Promise<{ sku: StoredSku; currency: string | null; productFingerprint: string | null } | null> {
+    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_for_order', FIND_SKU_FOR_ORDER_SQL, [skuCode, CURRENCY_KEY]);
+    if (!rows.length) return null;
+    return { sku: toStoredSku(rows[0]), currency: (rows[0].relay_currency as string | null) ?? null, productFingerprint: (rows[0].relay_fingerprint as string | null) ?? null };
   }
 
   async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {

@@ -47,6 +47,8 @@ export interface CatalogSku {
   fulfillmentType: string;
   manualFormSchema: Record<string, unknown> | null;
   updatedAt: Date;
+  /** The fingerprint of the product as last written locally (null when unknown). */
+  productFingerprint: string | null;
 }
 
 export interface CategoryNode {
@@ -54,7 +56,7 @@ export interface CategoryNode {
   children: CategoryNode[];
 }
 
-export function toCatalogSku(s: StoredSku, currency: string | null): CatalogSku {
+export function toCatalogSku(s: StoredSku, currency: string | null, productFingerprint: string | null = null): CatalogSku {
   return {
     skuCode: s.sku_code,
     upstreamSkuId: s.upstream_sku_id,
@@ -75,6 +77,7 @@ export function toCatalogSku(s: StoredSku, currency: string | null): CatalogSku 
     fulfillmentType: s.fulfillment_type,
     manualFormSchema: s.manual_form_schema,
     updatedAt: s.updated_at,
+    productFingerprint,
   };
 }
 
@@ -90,16 +93,15 @@ export class CatalogService {
 
   /** The local SKU, or null when the catalog has never seen this code. */
   async getSku(skuCode: string): Promise<CatalogSku | null> {
-    // Two independent reads, at once.
-    const [s, currency] = await Promise.all([this.repo.findSku(skuCode), this.repo.currency()]);
-    return s ? toCatalogSku(s, currency) : null;
+    const found = await this.repo.findSkuForOrder(skuCode);
+    return found ? toCatalogSku(found.sku, found.currency, found.productFingerprint) : null;
   }
 
   /**
    * Reads the product fresh and applies it locally. Returns the fresh product, or null when the
    * upstream says it is gone (its SKUs are then unlisted). Other upstream errors are rethrown.
    */
-  async refreshProduct(productId: number): Promise<UpstreamProduct | null> {
+  async refreshProduct(productId: number, knownFingerprint: string | null = null): Promise<UpstreamProduct | null> {
     let product: UpstreamProduct;
     try {
       product = await this.upstream.getProduct(productId);
@@ -111,8 +113,9 @@ export class CatalogService {
       throw e;
     }
     // Its SKUs no longer in it are unlisted and the others written, in one transaction; nothing at all
-    // when its fingerprint did not move.
-    await this.writer.applyFreshProduct(product, { runId: null, source: 'refresh' });
+    // when its fingerprint did not move (compared with `knownFingerprint`, read with the SKU just
+    // before, without another query).
+    await this.writer.applyFreshProduct(product, { runId: null, source: 'refresh' }, knownFingerprint);
     return product;
   }
 

@@ -30,7 +30,9 @@ export function poolSize(kind: DatabaseEndpoint['kind']): number {
         migrationsRun: false,
         logging: false,
         poolSize: poolSize(endpoint.kind),
-        extra: { connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, keepAlive: true },
+        // The embedded database keeps its connections: they all share its one session, where the
+        // named prepared statements of a closed connection would stay behind (see prepared-statements.ts).
+        extra: { connectionTimeoutMillis: 5000, idleTimeoutMillis: endpoint.kind === 'pglite' ? 0 : 30000, keepAlive: true },
       }),
     }),
   ],

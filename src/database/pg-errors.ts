@@ -6,5 +6,11 @@ const UNIQUE_VIOLATION = '23505';
 export function isUniqueViolation(e: unknown, constraint?: string): boolean {
   const wrapped = e as { driverError?: { code?: string; constraint?: string } } | null;
   const d = wrapped?.driverError ?? (e as { code?: string; constraint?: string } | null);
-  return d?.code === UNIQUE_VIOLATION && (constraint === undefined || d.constraint === constraint);
+  return sqlState(e) === UNIQUE_VIOLATION && (constraint === undefined || d?.constraint === constraint);
+}
+
+/** The SQLSTATE of an error (raw or wrapped by TypeORM). */
+export function sqlState(e: unknown): string | undefined {
+  const wrapped = e as { driverError?: { code?: string } } | null;
+  return (wrapped?.driverError ?? (e as { code?: string } | null))?.code;
 }

@@ -32,13 +32,20 @@ export class OutboxWriter {
 
   /** Appends events in the transaction of `manager`. One multi-row insert. */
   async append(manager: EntityManager, events: OutboxEvent[]): Promise<void> {
-    if (!this.enabled || events.length === 0) return;
-    const values: string[] = [];
+    const insert = this.insert(events);
+    if (!insert) return;
+    let n = 0;
+    await manager.query(insert.sql.replace(/\$\?/g, () => `$${++n}`), insert.params);
+  }
+
+  /**
+   * The multi-row insert of `events` with `$?` placeholders, for a caller that sends it with other
+   * writes of its transaction; null when there is nothing to write (no webhook configured, no event).
+   */
+  insert(events: OutboxEvent[]): { sql: string; params: unknown[] } | null {
+    if (!this.enabled || events.length === 0) return null;
     const params: unknown[] = [];
-    for (const e of events) {
-      values.push(`($${params.length + 1}, $${params.length + 2}, $${params.length + 3}::jsonb)`);
-      params.push(e.type, e.subject, JSON.stringify({ event: e.type, ...e.payload }));
-    }
-    await manager.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ${values.join(', ')}`, params);
+    for (const e of events) params.push(e.type, e.subject, JSON.stringify({ event: e.type, ...e.payload }));
+    return { sql: `INSERT INTO outbox_events (event_type, subject, payload) VALUES ${events.map(() => '($?, $?, $?::jsonb)').join(', ')}`, params };
   }
 }

@@ -15,11 +15,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { CatalogService } from '../catalog/catalog.service.js';
+import { CatalogService, type CatalogSku } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
-import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderTx } from './order.repository.js';
+import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
 
@@ -81,13 +81,14 @@ export class OrderRelayService {
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
   private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
-    const existing = await this.repo.findByShopOrderNo(input.shop_order_no);
+    // Both reads at once: a new order (the usual case) needs the SKU, a replay does not.
+    const [existing, sku] = await Promise.all([this.repo.findByShopOrderNo(input.shop_order_no), this.catalog.getSku(input.sku_code)]);
     if (existing) {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
       if (existing.status !== 'rejected' || existing.refundAt !== null) return { httpStatus: 200, order: existing };
     }
-    return this.placeAttempt(input, fingerprint, existing);
+    return this.placeAttempt(input, fingerprint, existing, sku);
   }
 
   private answerWaiter(order: OrderRecord, fingerprint: string): PlaceResult {
@@ -111,8 +112,8 @@ export class OrderRelayService {
   }
 
   /** Checks, reserves and sends one attempt; null when another request took the key meanwhile. */
-  private async placeAttempt(input: PlaceOrderInput, fingerprint: string, rejected: OrderRecord | null): Promise<PlaceResult | null> {
-    const sku = await this.check(input);
+  private async placeAttempt(input: PlaceOrderInput, fingerprint: string, rejected: OrderRecord | null, local: CatalogSku | null): Promise<PlaceResult | null> {
+    const sku = await this.check(input, local);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     const request: AttemptRequest = {
       sku_id: sku.skuId,
@@ -125,13 +126,12 @@ export class OrderRelayService {
     if (!reserved) return null;
     const { order, attempt } = reserved;
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo });
-    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api');
+    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', 'version' in reserved ? reserved : undefined);
     return this.answer(recorded, outcome);
   }
 
-  /** The checks before sending (CONTRACT §5): nothing is recorded when one fails. */
-  private async check(input: PlaceOrderInput): Promise<CheckedSku> {
-    const sku = await this.catalog.getSku(input.sku_code);
+  /** The checks before sending (CONTRACT §5) on the local SKU `sku`: nothing is recorded when one fails. */
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null): Promise<CheckedSku> {
     if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -146,7 +146,7 @@ export class OrderRelayService {
     const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId);
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint);
     } catch (e) {
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
@@ -177,7 +177,7 @@ export class OrderRelayService {
     sku: CheckedSku,
     request: AttemptRequest,
     traceId: string,
-  ): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+  ): Promise<OrderSnapshot | { order: OrderRecord; attempt: AttemptRecord } | null> {
     const now = this.clock.now();
     const leaseUntil = new Date(now.getTime() + this.submitter.sendLeaseMs);
     const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);

@@ -19,7 +19,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
 import type { EventSource } from './order-state.js';
-import { OrderRepository, type AttemptRequest, type OrderRecord } from './order.repository.js';
+import { OrderRepository, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.js';
 
@@ -117,10 +117,14 @@ export class OrderSubmitter {
   /**
    * Records the outcome of a send (or a proof that the attempt exists upstream) on the attempt and the
    * order, in one transaction. An attempt that is no longer open is left as it is.
+   *
+   * With `snapshot` (the order and attempt as the reservation wrote them), it is first tried as one
+   * statement that checks, under the row locks, that nothing changed them since; when something did
+   * (a callback, the sweeper, an operator), nothing is written and it is done in a transaction.
    */
-  async record(orderId: string, attemptNo: number, outcome: SendOutcome, source: EventSource): Promise<OrderRecord> {
+  async record(orderId: string, attemptNo: number, outcome: SendOutcome, source: EventSource, snapshot?: OrderSnapshot): Promise<OrderRecord> {
     const now = this.clock.now();
-    const recorded = await this.repo.transaction(async (tx): Promise<OrderRecord | null> => {
+    const work = async (tx: OrderTx): Promise<OrderRecord | null> => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked) return null;
       const { order, attempt } = locked;
@@ -146,9 +150,11 @@ export class OrderSubmitter {
             patch: { upstream_order_id: r.order_id, upstream_order_no: r.order_no ?? null },
             detail,
           });
-          this.metrics.placements.inc({ outcome: wasUnknown ? 'deduplicated' : 'accepted' });
-          this.monitor.pingSoon(); // the wallet was debited: check it against WALLET_LOW_BALANCE
-          this.checkCharge(order, r);
+          tx.afterCommit(() => {
+            this.metrics.placements.inc({ outcome: wasUnknown ? 'deduplicated' : 'accepted' });
+            this.monitor.pingSoon(); // the wallet was debited: check it against WALLET_LOW_BALANCE
+            this.checkCharge(order, r);
+          });
           return applied.order;
         }
         case 'rejected':
@@ -160,7 +166,7 @@ export class OrderSubmitter {
             error_code: outcome.errorCode,
             error_message: outcome.message,
           });
-          this.metrics.placements.inc({ outcome: 'rejected' });
+          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'rejected' }));
           return this.updater.moveLocal(tx, order, 'submit_outcome', 'rejected', source, { error_code: outcome.errorCode, error_message: outcome.message }, {
             ...detail,
             error_code: outcome.errorCode,
@@ -178,7 +184,7 @@ export class OrderSubmitter {
             error_code: 'upstream_unavailable',
             error_message: outcome.reason,
           });
-          this.metrics.placements.inc({ outcome: 'unavailable' });
+          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'unavailable' }));
           return this.updater.moveLocal(
             tx,
             order,
@@ -194,8 +200,10 @@ export class OrderSubmitter {
             return order;
           }
           await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.resendAt(now) });
-          this.metrics.placements.inc({ outcome: 'unknown' });
-          this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+          tx.afterCommit(() => {
+            this.metrics.placements.inc({ outcome: 'unknown' });
+            this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+          });
           return this.updater.moveLocal(
             tx,
             order,
@@ -206,7 +214,8 @@ export class OrderSubmitter {
             { ...detail, reason: outcome.reason },
           );
       }
-    });
+    };
+    const recorded = (snapshot ? await this.repo.fromSnapshot(snapshot, work) : null) ?? (await this.repo.transaction(work));
     this.signals.settled(orderId);
     if (!recorded) throw new Error(`order ${orderId} vanished`);
     return recorded;

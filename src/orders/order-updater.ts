@@ -104,21 +104,25 @@ export class OrderUpdater {
         await this.recordChange(tx, order, to, source, now, { ...opts.detail });
         break;
       case 'regression':
-        this.metrics.stateRegressions.inc({ source });
-        this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, status: order.status, reported: report.status, source });
+        tx.afterCommit(() => {
+          this.metrics.stateRegressions.inc({ source });
+          this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, status: order.status, reported: report.status, source });
+        });
         break;
       case 'anomaly':
         if (order.anomaly !== decision.reason) {
           patch.anomaly = decision.reason;
-          this.metrics.stateAnomalies.inc();
           await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason: decision.reason, reported: report.status } }, now);
-          this.logger.warn({
-            msg: `contradictory status report kept as an anomaly: ${decision.reason}`,
-            shop_order_no: order.shopOrderNo,
-            trace_id: order.traceId,
-            status: order.status,
-            reported: report.status,
-            source,
+          tx.afterCommit(() => {
+            this.metrics.stateAnomalies.inc();
+            this.logger.warn({
+              msg: `contradictory status report kept as an anomaly: ${decision.reason}`,
+              shop_order_no: order.shopOrderNo,
+              trace_id: order.traceId,
+              status: order.status,
+              reported: report.status,
+              source,
+            });
           });
         }
         break;
@@ -131,7 +135,7 @@ export class OrderUpdater {
     if (Object.keys(patch).length > 0) patch.updated_at = now;
     Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now));
     const updated = await tx.updateOrder(order, patch);
-    if (deliveredNow && ITEMS_DELIVERED.has(to)) this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000);
+    if (deliveredNow && ITEMS_DELIVERED.has(to)) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
     return { order: updated, from: order.status, to, decision, progressed };
   }
 
@@ -174,14 +178,17 @@ export class OrderUpdater {
 
   /** The shop notification (outbox, same transaction) and the log line of a status change whose event row is written. */
   async announce(tx: OrderTx, order: OrderRecord, from: OrderStatus | null, to: OrderStatus, source: EventSource, now: Date): Promise<void> {
-    await this.outbox.append(tx.em, [
+    const insert = this.outbox.insert([
       {
         type: 'order.status_changed',
         subject: order.shopOrderNo,
         payload: { shop_order_no: order.shopOrderNo, status: to, previous_status: from, source, attempt: order.attempt, at: now.toISOString() },
       },
     ]);
-    this.logger.log({ msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, from, to, source });
+    if (insert) await tx.write(insert.sql, insert.params);
+    tx.afterCommit(() =>
+      this.logger.log({ msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, from, to, source }),
+    );
   }
 
   /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */

@@ -11,15 +11,16 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import type { EventSource, OrderStatus } from './order-state.js';
-import { isUniqueViolation } from '../database/pg-errors.js';
+import { isUniqueViolation, sqlState } from '../database/pg-errors.js';
+import { runPrepared, statementFor } from '../database/prepared-statements.js';
 
-type Runner = Pick<EntityManager, 'query'>;
-
-/** Rows of a query; UPDATE/DELETE … RETURNING come back from TypeORM as `[rows, count]`. */
-export async function rows<T>(runner: Runner, text: string, params: unknown[] = []): Promise<T[]> {
-  const r: unknown = await runner.query(text, params);
-  if (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number') return r[0] as T[];
-  return (Array.isArray(r) ? r : []) as T[];
+/**
+ * Rows of a statement, run as a prepared statement named after its text (parsed and planned once per
+ * connection): in the transaction of `runner` when it is a transaction's manager.
+ */
+export function rows<T>(runner: DataSource | EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+  const em = runner instanceof DataSource ? runner.manager : runner;
+  return runPrepared<T>(em.connection, em, statementFor(text), params);
 }
 
 export interface OrderRecord {
@@ -305,27 +306,97 @@ function numbered(sql: string, first: number): string {
 }
 
 /**
+ * What an optimistic one-statement write was computed from: an order and one of its attempts as this
+ * process last wrote them, with the row version (`xmin`) of both (they were written together).
+ */
+export interface OrderSnapshot {
+  order: OrderRecord;
+  attempt: AttemptRecord;
+  version: string;
+}
+
+/** The snapshot cannot be used (the rows moved, or the work needs more than one statement): nothing was written. */
+export class SnapshotUnusable extends Error {
+  constructor(reason: string) {
+    super(`optimistic write not possible: ${reason}`);
+    this.name = 'SnapshotUnusable';
+  }
+}
+
+/** SQLSTATE raised by relay_expect_unchanged() (migration 20261122004000_row_guard). */
+const ROW_CHANGED = 'RL001';
+
+/**
  * The operations of one transaction on orders. In a transaction (`OrderRepository.transaction`),
  * attempt updates and event rows are held back and sent with the transaction's next statement (as
  * data-modifying CTEs of the order update, typically), so that an outcome costs one round trip rather
  * than three; they are always sent before the transaction commits, and before any other statement of
  * it (each of which goes after them, as before). Outside a transaction every write goes at once.
+ *
+ * With a snapshot (`OrderRepository.fromSnapshot`) there is no transaction at all: the snapshot stands
+ * in for the locked rows, and every write goes in one statement that checks, under the row locks, that
+ * neither row changed since (else it aborts, writing nothing). Work that needs another statement is
+ * refused before anything is sent.
+ *
+ * Side effects (metrics, log lines) are registered with `afterCommit`: they happen once the writes
+ * are committed, and not at all when the transaction rolls back.
  */
 export class OrderTx {
   private held: HeldWrite[] = [];
+  private readonly effects: Array<() => void> = [];
+  /** Statements sent with the snapshot (at most one). */
+  private snapshotStatements = 0;
 
   constructor(
     readonly em: EntityManager,
     private readonly holdWrites = false,
+    private readonly snapshot: OrderSnapshot | null = null,
   ) {}
+
+  /** Runs `effect` once this transaction's writes are committed (at once outside a transaction). */
+  afterCommit(effect: () => void): void {
+    if (this.holdWrites) this.effects.push(effect);
+    else effect();
+  }
+
+  /** The effects registered with `afterCommit`, after the commit. */
+  runEffects(): void {
+    for (const effect of this.effects.splice(0)) effect();
+  }
+
+  /** Refuses a statement the snapshot cannot stand for. */
+  private direct(what: string): void {
+    if (this.snapshot) throw new SnapshotUnusable(what);
+  }
+
+  /** Counts the one statement allowed with a snapshot. */
+  private snapshotStatement(): void {
+    if (this.snapshotStatements++ > 0) throw new Error('an optimistic write sends a single statement'); // a bug: the first one is committed
+  }
+
+  /** `AND relay_expect_unchanged(…)` for a statement on the snapshot's rows, its parameter numbered `n`. */
+  private unchanged(n: number): string {
+    return ` AND relay_expect_unchanged(xmin = $${n}::xid)`;
+  }
 
   /** Sends the held writes (one statement). */
   async flush(): Promise<void> {
     if (this.held.length === 0) return;
     const held = this.held;
     this.held = [];
+    if (this.snapshot) {
+      // no order update to carry them: lock and check the order row in the statement itself
+      this.snapshotStatement();
+      const { ctes, params } = this.withHeld(held, 3);
+      await rows(this.em, `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`, [
+        this.snapshot.order.id,
+        this.snapshot.version,
+        ...params,
+      ]);
+      return;
+    }
     const { ctes, params } = this.withHeld(held, 1);
-    await this.em.query(`WITH ${ctes} SELECT 1`, params);
+    await rows(this.em, `WITH ${ctes} SELECT 1`, params);
   }
 
   /** The held writes as CTEs whose parameters start at `$first`. */
@@ -343,7 +414,15 @@ export class OrderTx {
     this.held.push(w);
   }
 
+  /** A write of another module in this transaction (`$?` placeholders): held like the others. */
+  async write(sql: string, params: unknown[]): Promise<void> {
+    const w: HeldWrite = { sql, params };
+    if (this.holdWrites) this.hold(w);
+    else await rows(this.em, numbered(sql, 1), params);
+  }
+
   async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {
+    this.direct('lockOrder');
     await this.flush();
     const [row] = await rows<OrderRow>(
       this.em,
@@ -356,6 +435,7 @@ export class OrderTx {
   }
 
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
+    this.direct('lockOrderByShopNo');
     await this.flush();
     const [row] = await rows<OrderRow>(
       this.em,
@@ -369,6 +449,11 @@ export class OrderTx {
 
   /** Locks an order and one of its attempts in one statement. */
   async lockOrderAndAttempt(orderId: string, attemptNo: number): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+    if (this.snapshot) {
+      // the snapshot stands for the locked rows; the write checks that they did not move
+      if (this.snapshot.order.id !== orderId || this.snapshot.attempt.attemptNo !== attemptNo) throw new SnapshotUnusable('another order or attempt');
+      return { order: this.snapshot.order, attempt: this.snapshot.attempt };
+    }
     await this.flush();
     const [row] = await rows<OrderRow & { a: AttemptRow }>(
       this.em,
@@ -392,6 +477,7 @@ export class OrderTx {
   }
 
   async lockAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
+    this.direct('lockAttempt');
     await this.flush();
     const [row] = await rows<AttemptRow>(this.em, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2 FOR UPDATE', [
       orderId,
@@ -405,11 +491,12 @@ export class OrderTx {
    * null when the shop_order_no already exists. Throws DownstreamNumberTaken when another attempt
    * already uses the order number.
    */
-  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
+  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<OrderSnapshot | null> {
+    this.direct('insertOrder');
     await this.flush();
-    let found: Array<OrderRow & { attempt_id: string }>;
+    let found: Array<OrderRow & { attempt_id: string; row_version: string }>;
     try {
-      found = await rows<OrderRow & { attempt_id: string }>(
+      found = await rows<OrderRow & { attempt_id: string; row_version: string }>(
         this.em,
         `WITH o AS (
            INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, trace_id, status, attempt,
@@ -417,7 +504,7 @@ export class OrderTx {
              status_changed_at, progress_at, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, 'submitting', 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
            ON CONFLICT (shop_order_no) DO NOTHING
-           RETURNING *),
+           RETURNING *, xmin::text AS row_version),
          a AS (
            INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
            SELECT o.id, 1, o.downstream_order_no, 'submitting', $14::jsonb, 1, $15, $13 FROM o
@@ -453,6 +540,7 @@ export class OrderTx {
     const order = toOrder(row);
     return {
       order,
+      version: row.row_version,
       attempt: {
         id: String(row.attempt_id),
         orderId: order.id,
@@ -471,6 +559,7 @@ export class OrderTx {
 
   /** Inserts an attempt being sent now; throws DownstreamNumberTaken when its number is used. */
   async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<AttemptRecord> {
+    this.direct('insertAttempt');
     await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
@@ -493,10 +582,17 @@ export class OrderTx {
     }
     const sets = entries.map(([k], i) => `${k} = $${i + 2}`);
     const params: unknown[] = [order.id, ...entries.map(([, v]) => v)];
+    let check = '';
+    if (this.snapshot) {
+      if (order.id !== this.snapshot.order.id) throw new SnapshotUnusable('another order');
+      this.snapshotStatement();
+      params.push(this.snapshot.version);
+      check = this.unchanged(params.length);
+    }
     const held = this.held;
     this.held = [];
     const withHeld = held.length ? this.withHeld(held, params.length + 1) : null;
-    const [row] = await rows<OrderRow>(this.em, `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1 RETURNING *`, [
+    const [row] = await rows<OrderRow>(this.em, `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1${check} RETURNING *`, [
       ...params,
       ...(withHeld?.params ?? []),
     ]);
@@ -508,13 +604,13 @@ export class OrderTx {
     if (entries.length === 0) return;
     if (this.held.some((h) => h.attemptId === id)) await this.flush();
     const sets = entries.map(([k]) => (k === 'request' ? `${k} = $?::jsonb` : `${k} = $?`));
-    const write: HeldWrite = {
-      sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`,
-      params: [...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)), id],
-      attemptId: id,
-    };
+    const values = [...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)), id];
+    if (this.snapshot && id !== this.snapshot.attempt.id) throw new SnapshotUnusable('another attempt');
+    const write: HeldWrite = this.snapshot
+      ? { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $? AND relay_expect_unchanged(xmin = $?::xid)`, params: [...values, this.snapshot.version], attemptId: id }
+      : { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`, params: values, attemptId: id };
     if (this.holdWrites) this.hold(write);
-    else await this.em.query(numbered(write.sql, 1), write.params);
+    else await rows(this.em, numbered(write.sql, 1), write.params);
   }
 
   async insertEvent(
@@ -527,11 +623,12 @@ export class OrderTx {
       params: [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
     };
     if (this.holdWrites) this.hold(write);
-    else await this.em.query(numbered(write.sql, 1), write.params);
+    else await rows(this.em, numbered(write.sql, 1), write.params);
   }
 
   /** Records the local refund; false when one already exists. */
   async insertRefund(orderId: string, amount: string | null, currency: string | null, at: Date): Promise<boolean> {
+    this.direct('insertRefund');
     await this.flush();
     const inserted = await rows<{ order_id: string }>(
       this.em,
@@ -544,6 +641,7 @@ export class OrderTx {
 
   /** Another order already follows this upstream order. */
   async upstreamIdTaken(upstreamOrderId: number, exceptOrderId: string): Promise<boolean> {
+    this.direct('upstreamIdTaken');
     await this.flush();
     const found = await rows(this.em, 'SELECT 1 FROM orders WHERE upstream_order_id = $1 AND id <> $2', [upstreamOrderId, exceptOrderId]);
     return found.length > 0;
@@ -573,14 +671,36 @@ export interface OrderListFilter {
 export class OrderRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** A transaction on orders: its held writes are sent before it commits. */
-  transaction<T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction(async (em) => {
-      const tx = new OrderTx(em, true);
-      const result = await fn(tx);
+  /** A transaction on orders: its held writes are sent before it commits, its effects after. */
+  async transaction<T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> {
+    let tx: OrderTx | undefined;
+    const result = await this.dataSource.transaction(async (em) => {
+      tx = new OrderTx(em, true);
+      const value = await fn(tx);
       await tx.flush();
-      return result;
+      return value;
     });
+    tx?.runEffects();
+    return result;
+  }
+
+  /**
+   * `fn` on the snapshot's rows as one statement without a transaction (see OrderTx): its result, or
+   * `null` when the rows moved since the snapshot or `fn` needs more than the snapshot can give; then
+   * nothing was written and no effect ran, and the caller does the work in a transaction.
+   */
+  async fromSnapshot<T>(snapshot: OrderSnapshot, fn: (tx: OrderTx) => Promise<T>): Promise<T | null> {
+    const tx = new OrderTx(this.dataSource.manager, true, snapshot);
+    let result: T;
+    try {
+      result = await fn(tx);
+      await tx.flush();
+    } catch (e) {
+      if (e instanceof SnapshotUnusable || sqlState(e) === ROW_CHANGED) return null;
+      throw e;
+    }
+    tx.runEffects();
+    return result;
   }
 
   /** Operations outside a transaction: each statement commits on its own (a single-statement write). */

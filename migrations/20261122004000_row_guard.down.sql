@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS relay_expect_unchanged(boolean);

@@ -1,0 +1,78 @@
+/**
+ * Hot statements as named prepared statements of their connection: parsed and planned once per
+ * connection instead of once per call, and sent straight through the `pg` client (no TypeORM query
+ * runner around them). Inside a transaction they run on its connection; outside one, on a connection
+ * borrowed from TypeORM's own pool for the one statement.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
+
+/**
+ * Names are per connection (several connections may share one session on the embedded database, and
+ * several processes one embedded server), so unique per process and client.
+ */
+const STATEMENT_PREFIX = `relay_${process.pid}_${randomBytes(3).toString('hex')}`;
+const statementIds = new WeakMap<object, number>();
+let lastStatementId = 0;
+
+export interface PreparedStatement {
+  /** Short name, unique in the process. */
+  key: string;
+  text: string;
+}
+
+function statementName(client: PoolClient, key: string): string {
+  let id = statementIds.get(client);
+  if (id === undefined) {
+    id = ++lastStatementId;
+    statementIds.set(client, id);
+  }
+  return `${STATEMENT_PREFIX}_${id}_${key}`;
+}
+
+/** Statement keys by text, for the statements named after their text. */
+const textKeys = new Map<string, string>();
+const MAX_TEXT_KEYS = 2000;
+
+/**
+ * A statement named after its text (a hash of it): the statements a repository builds from a few
+ * shapes (e.g. the columns an update sets) are each parsed and planned once per connection.
+ */
+export function statementFor(text: string): PreparedStatement {
+  let key = textKeys.get(text);
+  if (key === undefined) {
+    key = createHash('sha1').update(text).digest('base64url').slice(0, 16);
+    if (textKeys.size < MAX_TEXT_KEYS) textKeys.set(text, key);
+  }
+  return { key, text };
+}
+
+/** Runs `statement` on the transaction of `em` when it has one, else on a pooled connection. */
+export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<EntityManager, 'queryRunner'>> | null, statement: PreparedStatement, params: unknown[]): Promise<T[]> {
+  const run = async (client: PoolClient): Promise<T[]> => {
+    const r: QueryResult = await client.query({ name: statementName(client, statement.key), text: statement.text, values: params });
+    return r.rows as T[];
+  };
+  const runner = em?.queryRunner;
+  if (runner && !runner.isReleased) return run((await runner.connect()) as PoolClient);
+  const pool = (dataSource.driver as unknown as { master?: Pool }).master;
+  if (pool) {
+    const client = await pool.connect();
+    let failure: Error | undefined;
+    try {
+      return await run(client);
+    } catch (e) {
+      failure = e as Error; // the connection may be broken: the pool drops it
+      throw e;
+    } finally {
+      client.release(failure);
+    }
+  }
+  const own = dataSource.createQueryRunner();
+  try {
+    return await run((await own.connect()) as PoolClient);
+  } finally {
+    await own.release();
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The optimistic one-statement write of an outcome (OrderRepository.fromSnapshot), on both databases:
+ * it writes everything at once when neither the order nor its attempt changed since the reservation,
+ * and writes nothing at all (no attempt update, no event, no side effect) when either did, whether
+ * the change was committed before it or by a transaction it had to wait for; work that needs more
+ * than one statement is refused before anything is sent.
+ */
+import { DataSource } from 'typeorm';
+import { OrderRepository, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
+import { sleep } from './support/wait.js';
+import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('optimistic outcome write (fromSnapshot)', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+  let repo: OrderRepository;
+  let ds: DataSource;
+  let n = 0;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    app = await startTestApp(db, null, {
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
+      UPSTREAM_API_KEY: 'k',
+      UPSTREAM_API_SECRET: 's',
+      ORDER_POLL_BASE_MS: '3600000',
+      ORDER_POLL_MAX_MS: '3600000',
+    });
+    repo = app.relay.app.get(OrderRepository);
+    ds = app.relay.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  /** A new order with its attempt being sent, as the reservation writes it. */
+  async function reserve(): Promise<OrderSnapshot> {
+    const shopOrderNo = `SNAP-${++n}`;
+    const now = new Date();
+    const request = { sku_id: 1, quantity: 1, trace_id: `t-${n}`, with_callback: false };
+    const created = await repo.autocommit((tx) =>
+      tx.insertOrder(
+        {
+          shopOrderNo,
+          skuCode: 'SKU-1',
+          quantity: 1,
+          requestFingerprint: 'f',
+          maxUnitCost: null,
+          traceId: `t-${n}`,
+          productId: 1,
+          skuId: 1,
+          unitCost: '1.00',
+          expectedAmount: '1.00',
+          currency: 'CNY',
+          fulfillmentType: 'auto',
+        },
+        request,
+        now,
+        new Date(now.getTime() + 60_000),
+      ),
+    );
+    if (!created) throw new Error('not inserted');
+    return created;
+  }
+
+  /** What `record` does for an accepted create: attempt, event, order, in that transaction. */
+  function accept(snapshot: OrderSnapshot, effects: string[]) {
+    return async (tx: OrderTx) => {
+      const locked = await tx.lockOrderAndAttempt(snapshot.order.id, snapshot.attempt.attemptNo);
+      if (!locked) throw new Error('gone');
+      await tx.updateAttempt(locked.attempt.id, { status: 'accepted', sending_until: null, upstream_order_id: 9000 + n });
+      await tx.insertEvent(locked.order.id, { source: 'api', kind: 'status', from: 'submitting', to: 'paid' }, new Date());
+      tx.afterCommit(() => effects.push('counted'));
+      return tx.updateOrder(locked.order, { status: 'paid', upstream_order_id: 9000 + n });
+    };
+  }
+
+  async function state(orderId: string) {
+    const [o] = await db.query<{ status: string; upstream_order_id: string | null }>('SELECT status, upstream_order_id FROM orders WHERE id = $1', [orderId]);
+    const [a] = await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE order_id = $1', [orderId]);
+    const [{ events }] = await db.query<{ events: number }>('SELECT count(*)::int AS events FROM order_events WHERE order_id = $1', [orderId]);
+    return { order: o.status, attempt: a.status, events };
+  }
+
+  it('writes the attempt, the event and the order in one go when nothing moved', async () => {
+    const snap = await reserve();
+    const effects: string[] = [];
+    const order = await repo.fromSnapshot(snap, accept(snap, effects));
+    expect(order?.status).toBe('paid');
+    expect(await state(snap.order.id)).toEqual({ order: 'paid', attempt: 'accepted', events: 2 });
+    expect(effects).toEqual(['counted']);
+  });
+
+  it('writes nothing when the order changed since (e.g. a callback was applied first)', async () => {
+    const snap = await reserve();
+    await db.query("UPDATE orders SET status = 'pending_payment' WHERE id = $1", [snap.order.id]);
+    const effects: string[] = [];
+    expect(await repo.fromSnapshot(snap, accept(snap, effects))).toBeNull();
+    expect(await state(snap.order.id)).toEqual({ order: 'pending_payment', attempt: 'submitting', events: 1 });
+    expect(effects).toEqual([]);
+  });
+
+  it('writes nothing when only the attempt changed (under the order lock)', async () => {
+    const snap = await reserve();
+    await ds.transaction(async (em) => {
+      await em.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [snap.order.id]);
+      await em.query("UPDATE order_attempts SET status = 'submit_unknown', sending_until = NULL WHERE id = $1", [snap.attempt.id]);
+    });
+    const effects: string[] = [];
+    expect(await repo.fromSnapshot(snap, accept(snap, effects))).toBeNull();
+    expect(await state(snap.order.id)).toEqual({ order: 'submitting', attempt: 'submit_unknown', events: 1 });
+    expect(effects).toEqual([]);
+  });
+
+  it('waits for a transaction holding the order, then writes nothing when it changed the order', async () => {
+    const snap = await reserve();
+    const effects: string[] = [];
+    let optimistic: Promise<unknown> | null = null;
+    await ds.transaction(async (em) => {
+      await em.query("UPDATE orders SET status = 'canceled' WHERE id = $1", [snap.order.id]);
+      optimistic = repo.fromSnapshot(snap, accept(snap, effects)); // blocks on the row lock
+      await sleep(100);
+    });
+    expect(await optimistic).toBeNull();
+    expect(await state(snap.order.id)).toEqual({ order: 'canceled', attempt: 'submitting', events: 1 });
+    expect(effects).toEqual([]);
+  });
+
+  it('writes when a transaction only locked the order meanwhile', async () => {
+    const snap = await reserve();
+    await ds.transaction(async (em) => {
+      await em.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [snap.order.id]);
+    });
+    const effects: string[] = [];
+    expect((await repo.fromSnapshot(snap, accept(snap, effects)))?.status).toBe('paid');
+    expect(effects).toEqual(['counted']);
+  });
+
+  it('refuses work that needs another statement, before sending anything', async () => {
+    const snap = await reserve();
+    const effects: string[] = [];
+    const result = await repo.fromSnapshot(snap, async (tx) => {
+      await tx.updateAttempt(snap.attempt.id, { status: 'accepted' });
+      tx.afterCommit(() => effects.push('counted'));
+      return tx.insertRefund(snap.order.id, '1.00', 'CNY', new Date());
+    });
+    expect(result).toBeNull();
+    expect(await state(snap.order.id)).toEqual({ order: 'submitting', attempt: 'submitting', events: 1 });
+    expect(effects).toEqual([]);
+  });
+});
