@@ -15,7 +15,8 @@
  *   - an incremental run after 100 products changed: time and rows written.
  *
  * Environment: BENCH_DATABASE_URL, BENCH_TARGETS (postgres,pglite), BENCH_PRODUCTS (20000),
- * BENCH_PAGE_CAP (50), BENCH_CONCURRENCY (4), BENCH_FLOOR_RUNS (3).
+ * BENCH_PAGE_CAP (50), BENCH_CONCURRENCY (4), BENCH_FLOOR_RUNS (3), BENCH_RELAY_NODE_ARGS (node options for
+ * the relay process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -157,7 +158,7 @@ const mb = (n: number) => `${(n / MB).toFixed(0)} MB`;
 async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, sandbox: Child, sandboxUrl: string, products: number): Promise<Figures> {
   const target = await openTarget(name);
   const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-data-'));
-  const { child: relay, hello } = await Child.start(relayScript, [], {
+  const { child: relay, hello } = await Child.start(relayScript, (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean), {
     BENCH_RELAY: JSON.stringify({ databaseUrl: target.url, upstreamBaseUrl: sandboxUrl, concurrency: CONCURRENCY, dataDir }),
   });
   const log = (line: string) => process.stdout.write(`  [${name}] ${line}\n`);

@@ -33,6 +33,12 @@ describe('database', () => {
     expect((await migrateUp(db.url)).applied).toEqual([]);
   });
 
+  it('the embedded database runs with a small buffer pool (it lives in the service memory)', async () => {
+    if (!db.embedded) return; // a PostgreSQL server keeps its own settings
+    const [{ shared_buffers }] = await db.query<{ shared_buffers: string }>('SHOW shared_buffers');
+    expect(shared_buffers).toBe('16MB');
+  });
+
   it('replicas migrating at once apply each migration once', async () => {
     await migrateDown(db.url, 1);
     const reports = await Promise.all([migrateUp(db.url), migrateUp(db.url), migrateUp(db.url)]);

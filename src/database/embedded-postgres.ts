@@ -30,6 +30,7 @@ export class EmbeddedPostgres {
     const db = await PGlite.create({
       dataDir: options.path === 'memory' ? undefined : options.path,
       loadDataDir: options.loadDataDir,
+      startParams: EMBEDDED_START_PARAMS,
     });
     const server = new PGLiteSocketServer({
       db,
@@ -58,6 +59,14 @@ export class EmbeddedPostgres {
     await this.db.close();
   }
 }
+
+/**
+ * PGlite's own start parameters, with a smaller buffer pool: the embedded database lives in the
+ * service's memory (its WebAssembly heap only grows), and its data files are read through the
+ * operating system's page cache anyway. 16 MB instead of PostgreSQL's 128 MB took the service's peak
+ * RSS during a 50,000-SKU sync from ~595 MB to ~460 MB without slowing it (bench/sync.bench.ts).
+ */
+const EMBEDDED_START_PARAMS = [...(PGlite as unknown as { defaultStartParams: string[] }).defaultStartParams, '-c', 'shared_buffers=16MB'];
 
 /** Extended-protocol messages that leave an exchange open until its Sync: Parse, Bind, Describe, Execute, Close, Flush. */
 const OPEN_EXCHANGE = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
