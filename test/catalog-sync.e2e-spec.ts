@@ -136,6 +136,7 @@ describe('catalog sync', () => {
   });
 
   it('a re-sync with no upstream change writes no SKU row and reports 0 changes', async () => {
+    sandbox.resetStats();
     const before = await rowVersions(db);
     const [{ n: historyBefore }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sku_changes');
     const run = await sync(app);
@@ -146,6 +147,8 @@ describe('catalog sync', () => {
     expect(historyAfter).toBe(historyBefore);
     const [{ n: seenLeft }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sync_seen');
     expect(seenLeft).toBe(0);
+    // every product counted as seen by the pass: none read again to confirm it
+    expect(sandbox.stats.requests.product).toBe(0);
   });
 
   it('applies price, stock and sku_id changes, counted by kind and kept as history behind changed_since', async () => {
