@@ -318,4 +318,20 @@ describe('catalog sync', () => {
     expect(await sku(app, code)).toMatchObject({ product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
     for (const s of owner.skus.slice(1)) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
   });
+
+  // last: the removed SKU stays unlisted (the sandbox cannot put it back)
+  it('a SKU removed from a live product is unlisted after the pass; the product and its other SKUs stay', async () => {
+    const product = sandbox.catalog.listedProducts().find((p, i) => i > 40 && p.skus.length >= 3)!;
+    const [gone, ...kept] = product.skus;
+    sandbox.catalog.removeSku(gone.sku_code);
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: 1, skus_relisted: 0, skus_created: 0 });
+    expect(run.changes.listing).toBe(1);
+    expect(await sku(app, gone.sku_code)).toMatchObject({ listed: false, available: false });
+    for (const s of kept) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+    // and the next pass finds nothing more to do
+    const again = await sync(app);
+    expect(again).toMatchObject({ status: 'succeeded', skus_delisted: 0, skus_changed: 0, skus_relisted: 0 });
+  });
+
 });

@@ -27,6 +27,12 @@ describe('orders: placing and following', () => {
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-GONE', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-OFF', price: '10.00', isActive: false }] });
     sandbox.catalog.addProduct({
+      skus: [
+        { skuCode: 'T-PAIR-KEPT', price: '4.00' },
+        { skuCode: 'T-PAIR-GONE', price: '5.00' },
+      ],
+    });
+    sandbox.catalog.addProduct({
       fulfillmentType: 'manual',
       manualFormSchema: { fields: [{ key: 'account', type: 'text', required: true }] },
       skus: [{ skuCode: 'T-MANUAL', price: '3.00' }],
@@ -102,6 +108,19 @@ describe('orders: placing and following', () => {
     const ids = new Set(answers.map((a) => (a.data as { order: OrderView }).order.upstream_order_id));
     expect(ids.size).toBe(1);
     expect(sandbox.orders().filter((o) => o.downstream_order_no === shopNo)).toHaveLength(1);
+  });
+
+  it("the price guard's fresh read of a product that lost a SKU unlists that SKU and places the order", async () => {
+    const sku = async (code: string) => ((await app.http.get(`/internal/catalog/skus/${code}`)).data as { sku: { listed: boolean; available: boolean } }).sku;
+    expect(await sku('T-PAIR-GONE')).toMatchObject({ listed: true });
+    sandbox.catalog.removeSku('T-PAIR-GONE');
+    const r = await place({ shop_order_no: no('PAIR'), sku_code: 'T-PAIR-KEPT', quantity: 1 });
+    expect(r.status).toBe(201);
+    expect(await sku('T-PAIR-GONE')).toMatchObject({ listed: false, available: false });
+    expect(await sku('T-PAIR-KEPT')).toMatchObject({ listed: true, available: true });
+    const gone = await place({ shop_order_no: no('PAIR'), sku_code: 'T-PAIR-GONE', quantity: 1 });
+    expect(gone.status).toBe(409);
+    expect(gone.data).toMatchObject({ error_code: 'sku_unavailable' });
   });
 
   it('records what the upstream charged; a charge above quantity × the checked unit price is counted', async () => {

@@ -123,6 +123,23 @@ describe('sandbox catalog', () => {
     expect(updatedOf()).toBeGreaterThanOrEqual(now);
   });
 
+  it('removes one SKU from a product that keeps its others, never its last one', () => {
+    const c = new SandboxCatalog(40, 1, () => Date.UTC(2026, 0, 1));
+    const product = c.listedProducts().find((p) => p.skus.length >= 2)!;
+    const [gone, kept] = product.skus;
+    const skus = c.skuCount;
+    c.removeSku(gone.sku_code);
+    expect(c.getSku(gone.sku_code)).toBeUndefined();
+    expect(c.getSkuById(gone.id)).toBeUndefined();
+    expect(c.skuCount).toBe(skus - 1);
+    const served = c.getProduct(product.id)!;
+    expect(served.skus.map((s) => s.sku_code)).not.toContain(gone.sku_code);
+    expect(served.skus.map((s) => s.sku_code)).toContain(kept.sku_code);
+    expect(Date.parse(served.updated_at)).toBeGreaterThan(Date.parse(product.updated_at));
+    const single = c.listedProducts().find((p) => p.skus.length === 1)!;
+    expect(() => c.removeSku(single.skus[0].sku_code)).toThrow(RangeError);
+  });
+
   it('adds products at the end, inserts at the front, duplicates a sku_code, touches n products', () => {
     const c = new SandboxCatalog(40, 1, fixedClock);
     const added = c.addProduct({ skus: [{ price: '9.99', stockQuantity: 4 }] });

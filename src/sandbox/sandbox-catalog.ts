@@ -395,6 +395,22 @@ export class SandboxCatalog {
     return s.id;
   }
 
+  /**
+   * Removes one SKU from its product (which keeps its other SKUs and stays listed): the code and the
+   * id become unknown. A product's last SKU cannot be removed (delist the product instead).
+   */
+  removeSku(skuCode: string): void {
+    const s = this.sku(skuCode);
+    const p = this.product(s.productId);
+    if (p.skus.length < 2) throw new RangeError(`product ${p.id} has no other SKU: delist it instead`);
+    p.skus = p.skus.filter((x) => x !== s);
+    this.skusById.delete(s.id);
+    const rest = (this.skusByCode.get(s.skuCode) ?? []).filter((x) => x !== s);
+    if (rest.length) this.skusByCode.set(s.skuCode, rest);
+    else this.skusByCode.delete(s.skuCode);
+    this.touch(p.id);
+  }
+
   delistProduct(productId: number): void {
     const p = this.product(productId);
     p.listed = false;

@@ -98,6 +98,10 @@ describe('sandbox control API', () => {
     await control('POST', '/catalog/delist', { product_id: added.id });
     expect(sandbox.catalog.getProduct(added.id)!.is_active).toBe(false);
     await control('POST', '/catalog/relist', { product_id: added.id });
+    const pair = (await control('POST', '/catalog/products', { skus: [{ price: '1.00' }, { price: '2.00' }] })).body.product as SandboxProduct;
+    expect((await control('POST', '/catalog/remove-sku', { sku_code: pair.skus[1].sku_code })).status).toBe(200);
+    expect(sandbox.catalog.getProduct(pair.id)!.skus.map((s) => s.sku_code)).toEqual([pair.skus[0].sku_code]);
+    expect((await control('POST', '/catalog/remove-sku', { sku_code: pair.skus[0].sku_code })).status).toBe(400); // its last SKU
     const touched = (await control('POST', '/catalog/touch', { n: 2 })).body.product_ids as number[];
     expect(touched).toHaveLength(2);
     const dup = await control('POST', '/catalog/duplicate-sku-code', { sku_code: code });

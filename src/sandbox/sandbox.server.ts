@@ -29,6 +29,7 @@
  *   POST /__sandbox/catalog/stock              body: {sku_code, stock_status, stock_quantity?}
  *   POST /__sandbox/catalog/sku-active         body: {sku_code, is_active}
  *   POST /__sandbox/catalog/sku-id             body: {sku_code}             → {sku_id}
+ *   POST /__sandbox/catalog/remove-sku         body: {sku_code}: the product keeps its other SKUs
  *   POST /__sandbox/catalog/delist             body: {product_id}
  *   POST /__sandbox/catalog/relist             body: {product_id}
  *   POST /__sandbox/catalog/products           body: AddProductInput        → {product}
@@ -1231,6 +1232,9 @@ export class SandboxServer {
         return { sku: this.catalog.getSku(str('sku_code'))?.sku };
       case 'POST /catalog/sku-id':
         return { sku_id: this.catalog.changeSkuId(str('sku_code')) };
+      case 'POST /catalog/remove-sku':
+        this.catalog.removeSku(str('sku_code'));
+        return {};
       case 'POST /catalog/delist':
         this.catalog.delistProduct(int('product_id'));
         return {};
