@@ -124,6 +124,19 @@ describe('catalog sync across replicas', () => {
     expect(n).toBe(0);
   });
 
+  it('a shutdown during a run ends its upstream requests in flight instead of waiting for them', async () => {
+    const c = await startTestApp(db, sandbox, { UPSTREAM_TIMEOUT_MS: '60000' });
+    sandbox.faults.set({ latencyMs: 20_000 });
+    const r = await c.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect(r.status).toBe(202);
+    await sleep(200);
+    const started = Date.now();
+    await c.close();
+    expect(Date.now() - started).toBeLessThan(10_000); // the requests in flight would take 20 s
+    sandbox.faults.reset();
+    expect(await getRun(a, (r.data as { run_id: string }).run_id)).toMatchObject({ status: 'failed', error: 'aborted: the service is shutting down' });
+  });
+
   it('a shutdown during a run records it as failed (aborted), never leaves it running', async () => {
     const c = await startTestApp(db, sandbox);
     sandbox.faults.set({ latencyMs: 300 });

@@ -321,7 +321,7 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   private async readCurrency(run: ActiveRun): Promise<void> {
     try {
-      const ping = await this.upstream.ping();
+      const ping = await this.upstream.ping(run.abort.signal);
       await this.catalog.setCurrency(ping.currency);
     } catch (e) {
       if (run.abort.signal.aborted) throw new AbortedError();
@@ -334,7 +334,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     this.emit(run);
     let categories;
     try {
-      categories = await withRetries(() => this.upstream.listCategories(), { policy: this.retryPolicy, signal: run.abort.signal });
+      categories = await withRetries(() => this.upstream.listCategories(run.abort.signal), { policy: this.retryPolicy, signal: run.abort.signal });
     } catch (e) {
       if (e instanceof AbortedError) throw e;
       throw new Error(`categories: ${message(e)}; nothing was unlisted`, { cause: e });
@@ -386,7 +386,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     // An upstream that ignores the filter answers with older products too: the pass is then a full one.
     const cutoff = updatedAfter ? Math.floor(updatedAfter.getTime() / 1000) * 1000 : null;
     await fetchAllPages({
-      fetchPage: (q) => this.upstream.listProducts(q),
+      fetchPage: (q, signal) => this.upstream.listProducts(q, signal),
       requestedPageSize: this.config.sync.pageSize,
       concurrency: this.config.sync.concurrency,
       writeConcurrency: Math.min(PAGE_WRITERS, this.config.sync.concurrency),
@@ -439,7 +439,7 @@ export class CatalogSyncService implements OnModuleDestroy {
   private async confirmProduct(run: ActiveRun, productId: number): Promise<void> {
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId), { policy: this.retryPolicy, signal: run.abort.signal });
+      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal), { policy: this.retryPolicy, signal: run.abort.signal });
     } catch (e) {
       if (e instanceof AbortedError) throw e;
       const cause = e instanceof RetriesExhausted ? e.cause : e;
@@ -468,7 +468,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const claimants = await this.catalog.claimantsOfFreedCodes(run.runId);
     for (const id of claimants) {
       try {
-        const product = await withRetries(() => this.upstream.getProduct(id), { policy: this.retryPolicy, signal: run.abort.signal });
+        const product = await withRetries(() => this.upstream.getProduct(id, run.abort.signal), { policy: this.retryPolicy, signal: run.abort.signal });
         this.count(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
       } catch (e) {
         if (e instanceof AbortedError) throw e;

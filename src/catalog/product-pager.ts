@@ -136,7 +136,8 @@ export interface PagePlan {
 }
 
 export interface PagerOptions {
-  fetchPage(query: ProductPageQuery): Promise<UpstreamProductPage>;
+  /** `signal` ends the request when the pass is stopped or settled. */
+  fetchPage(query: ProductPageQuery, signal: AbortSignal): Promise<UpstreamProductPage>;
   /** The page size asked for on page 1 (the upstream may cap it). */
   requestedPageSize: number;
   concurrency: number;
@@ -215,7 +216,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
       return await withRetries(
         () => {
           tries++;
-          return o.fetchPage({ page, pageSize, ...(o.updatedAfter ? { updatedAfter: o.updatedAfter } : {}) });
+          return o.fetchPage({ page, pageSize, ...(o.updatedAfter ? { updatedAfter: o.updatedAfter } : {}) }, signal);
         },
         {
           policy: o.retry,

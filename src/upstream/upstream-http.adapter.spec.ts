@@ -273,6 +273,19 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
       expect(e.reason).toBe('ECONNRESET');
     });
 
+    it("the caller's abort ends a catalog read at once → unknown aborted", async () => {
+      sandbox.faults.set({ latencyMs: 5000 });
+      const controller = new AbortController();
+      const started = Date.now();
+      const pending = client.listProducts({ page: 1, pageSize: 10 }, controller.signal);
+      setTimeout(() => controller.abort(), 50);
+      const e = await failure(pending, UpstreamUnknownError);
+      expect(e.reason).toBe('aborted');
+      expect(Date.now() - started).toBeLessThan(4000); // not the upstream's 5 s
+      const again = await failure(client.getProduct(1, controller.signal), UpstreamUnknownError); // already aborted: not sent
+      expect(again.reason).toBe('aborted');
+    });
+
     it('429 → retryable rate_limited with retryAfterMs from Retry-After', async () => {
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 2 }] });
       const e = await failure(client.createOrder({ sku_id: autoSku().id, quantity: 1 }), UpstreamRetryableError);

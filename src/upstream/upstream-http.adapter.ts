@@ -92,6 +92,8 @@ interface RequestSpec {
   query?: URLSearchParams;
   /** Exact bytes to send and sign; `undefined` for a GET. */
   body?: Buffer;
+  /** The caller's: aborting it ends the call at once (unknown outcome, reason `aborted`). */
+  signal?: AbortSignal;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
@@ -146,13 +148,13 @@ export class UpstreamHttpClient extends UpstreamClient {
     });
   }
 
-  override async ping(): Promise<UpstreamPing> {
-    return this.call({ operation: 'ping', method: 'POST', path: '/ping', body: EMPTY_BODY }, isUpstreamPing);
+  override async ping(signal?: AbortSignal): Promise<UpstreamPing> {
+    return this.call({ operation: 'ping', method: 'POST', path: '/ping', body: EMPTY_BODY, signal }, isUpstreamPing);
   }
 
-  override async listCategories(): Promise<UpstreamCategory[]> {
+  override async listCategories(signal?: AbortSignal): Promise<UpstreamCategory[]> {
     const answer = await this.call(
-      { operation: 'listCategories', method: 'GET', path: '/categories' },
+      { operation: 'listCategories', method: 'GET', path: '/categories', signal },
       (v): v is { ok: true; categories: UpstreamCategory[] } =>
         Array.isArray((v as { categories?: unknown }).categories) &&
         (v as { categories: unknown[] }).categories.every(isUpstreamCategory),
@@ -160,15 +162,15 @@ export class UpstreamHttpClient extends UpstreamClient {
     return answer.categories;
   }
 
-  override async listProducts(query: ProductPageQuery): Promise<UpstreamProductPage> {
+  override async listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage> {
     const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
     if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
-    return this.call({ operation: 'listProducts', method: 'GET', path: '/products', query: params }, isUpstreamProductPage);
+    return this.call({ operation: 'listProducts', method: 'GET', path: '/products', query: params, signal }, isUpstreamProductPage);
   }
 
-  override async getProduct(id: number): Promise<UpstreamProduct> {
+  override async getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct> {
     const answer = await this.call(
-      { operation: 'getProduct', method: 'GET', path: `/products/${positiveId(id, 'product id')}` },
+      { operation: 'getProduct', method: 'GET', path: `/products/${positiveId(id, 'product id')}`, signal },
       (v): v is { ok: true; product: UpstreamProduct } => isUpstreamProduct((v as { product?: unknown }).product),
     );
     return answer.product;
@@ -240,6 +242,7 @@ export class UpstreamHttpClient extends UpstreamClient {
 
   /** Sends one signed request; resolves with any complete HTTP answer, rejects with a transport failure. */
   private async send(spec: RequestSpec): Promise<HttpAnswer> {
+    if (spec.signal?.aborted) throw new UpstreamUnknownError(spec.operation, 'aborted');
     const signedPath = `${this.basePath}${spec.path}`;
     const query = spec.query?.toString() ?? '';
     const url = `${this.origin}${signedPath}${query === '' ? '' : `?${query}`}`;
@@ -277,6 +280,13 @@ export class UpstreamHttpClient extends UpstreamClient {
       state.connected = true;
       clearTimeout(connectTimer);
     };
+    let aborted = false;
+    const onCallerAbort = (): void => {
+      aborted = true;
+      controller.abort();
+      req?.destroy();
+    };
+    spec.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
     const watch = (r: http.ClientRequest): void => {
       req = r;
@@ -321,10 +331,12 @@ export class UpstreamHttpClient extends UpstreamClient {
       const after = socket?.bytesWritten;
       state.requestWritten =
         flushed || (socket !== undefined && (typeof after !== 'number' || typeof bytesBefore !== 'number' || after > bytesBefore));
+      if (aborted) throw new UpstreamUnknownError(spec.operation, 'aborted');
       throw transportFailure(spec.operation, e, state);
     } finally {
       clearTimeout(connectTimer);
       clearTimeout(responseTimer);
+      spec.signal?.removeEventListener('abort', onCallerAbort);
     }
   }
 }

@@ -16,11 +16,15 @@ import type {
 } from './upstream.types.js';
 
 export abstract class UpstreamClient {
-  abstract ping(): Promise<UpstreamPing>;
-  abstract listCategories(): Promise<UpstreamCategory[]>;
-  abstract listProducts(query: ProductPageQuery): Promise<UpstreamProductPage>;
+  /**
+   * Ping and the catalog reads take an abort signal (a sync run stopped at shutdown): an aborted call
+   * ends at once and rejects with an unknown outcome, reason `aborted`.
+   */
+  abstract ping(signal?: AbortSignal): Promise<UpstreamPing>;
+  abstract listCategories(signal?: AbortSignal): Promise<UpstreamCategory[]>;
+  abstract listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage>;
   /** Rejects with a definitive `product_not_found` / `product_unavailable` (404) when gone. */
-  abstract getProduct(id: number): Promise<UpstreamProduct>;
+  abstract getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct>;
   /** `payment_failed` (HTTP 200, ok false) rejects as definitive. */
   abstract createOrder(request: UpstreamCreateOrderRequest): Promise<UpstreamCreatedOrder>;
   abstract getOrder(id: number): Promise<UpstreamOrder>;
