@@ -3,7 +3,9 @@
  * plus the success paths. Connect timeouts use a loopback listener whose accept queue is full (a
  * worker thread listens and then blocks its own event loop, so nothing is ever accepted).
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { DEFAULT_SIGNATURE_TEMPLATE, verifySignature } from '../signing/signing.js';
@@ -375,6 +377,52 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
         await hole.close();
       }
     });
+  });
+});
+
+describe('UpstreamHttpClient over TLS', () => {
+  const tlsClient = (port: number, over: Partial<UpstreamHttpOptions> = {}) =>
+    new UpstreamHttpClient({
+      baseUrl: `https://127.0.0.1:${port}/api/v1/upstream`,
+      apiKey: 'k',
+      apiSecret: 's',
+      headerPrefix: 'Service',
+      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+      timeoutMs: 5000,
+      ...over,
+    });
+
+  it('a TLS handshake that never completes is a connect timeout (retryable: nothing was sent)', async () => {
+    const server = net.createServer((s) => s.on('data', () => undefined)); // takes the ClientHello, never answers
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = tlsClient((server.address() as net.AddressInfo).port, { connectTimeoutMs: 200 });
+    try {
+      const e = await failure(c.createOrder({ sku_id: 1, quantity: 1, downstream_order_no: 'TLS-1' }), UpstreamRetryableError);
+      expect(e.reason).toBe('connect_timeout');
+    } finally {
+      c.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('a certificate nobody trusts fails the handshake: retryable, and no request reached the server', async () => {
+    const fixtures = new URL('../../test/fixtures/tls/', import.meta.url);
+    let requests = 0;
+    const server = https.createServer({ key: readFileSync(new URL('self-signed.key', fixtures)), cert: readFileSync(new URL('self-signed.crt', fixtures)) }, (_req, res) => {
+      requests++;
+      res.end('{}');
+    });
+    server.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = tlsClient((server.address() as net.AddressInfo).port);
+    try {
+      const e = await failure(c.createOrder({ sku_id: 1, quantity: 1, downstream_order_no: 'TLS-2' }), UpstreamRetryableError);
+      expect(e.reason).toMatch(/SELF_SIGNED|CERT/);
+      expect(requests).toBe(0);
+    } finally {
+      c.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 
