@@ -53,11 +53,14 @@ export class OrderFollowService {
     return this.config.upstream.timeoutMs + 1000;
   }
 
-  /** Polls one claimed order: read, then apply (backing off when nothing moved). */
-  async pollOne(claim: PollClaim): Promise<void> {
+  /**
+   * Polls one claimed order: read, then apply (backing off when nothing moved). `signal` (shutdown)
+   * ends the read; the lease is then given back.
+   */
+  async pollOne(claim: PollClaim, signal?: AbortSignal): Promise<void> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(claim.upstreamOrderId);
+      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
     } catch (e) {
       await this.repo.transaction(async (tx) => {
         const order = await tx.lockOrder(claim.id);

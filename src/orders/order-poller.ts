@@ -28,6 +28,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** Aborted at shutdown: ends the polls' reads in flight. */
+  private readonly shutdown = new AbortController();
   private again = false;
   private lastHousekeeping = 0;
 
@@ -55,6 +57,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.shutdown.abort(); // reads in flight end now (a re-send in flight runs to its answer)
     await this.running?.catch(() => undefined);
   }
 
@@ -92,7 +95,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
         await runLimited(claims, POLL_CONCURRENCY, (c) =>
-          this.follow.pollOne(c).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo })),
+          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo })),
         );
         if (claims.length < POLL_BATCH) break;
       }

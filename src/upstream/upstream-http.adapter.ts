@@ -181,9 +181,9 @@ export class UpstreamHttpClient extends UpstreamClient {
     return this.call({ operation: 'createOrder', method: 'POST', path: '/orders', body }, isUpstreamCreatedOrder);
   }
 
-  override async getOrder(id: number): Promise<UpstreamOrder> {
+  override async getOrder(id: number, signal?: AbortSignal): Promise<UpstreamOrder> {
     return this.call(
-      { operation: 'getOrder', method: 'GET', path: `/orders/${positiveId(id, 'order id')}` },
+      { operation: 'getOrder', method: 'GET', path: `/orders/${positiveId(id, 'order id')}`, signal },
       isUpstreamOrder,
     );
   }

@@ -17,8 +17,9 @@ import type {
 
 export abstract class UpstreamClient {
   /**
-   * Ping and the catalog reads take an abort signal (a sync run stopped at shutdown): an aborted call
-   * ends at once and rejects with an unknown outcome, reason `aborted`.
+   * The reads take an abort signal (a sync run or the poller stopped at shutdown): an aborted call
+   * ends at once and rejects with an unknown outcome, reason `aborted`. Writes (create, cancel) never
+   * do: once sent, they run to their answer or their timeout.
    */
   abstract ping(signal?: AbortSignal): Promise<UpstreamPing>;
   abstract listCategories(signal?: AbortSignal): Promise<UpstreamCategory[]>;
@@ -27,7 +28,7 @@ export abstract class UpstreamClient {
   abstract getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct>;
   /** `payment_failed` (HTTP 200, ok false) rejects as definitive. */
   abstract createOrder(request: UpstreamCreateOrderRequest): Promise<UpstreamCreatedOrder>;
-  abstract getOrder(id: number): Promise<UpstreamOrder>;
+  abstract getOrder(id: number, signal?: AbortSignal): Promise<UpstreamOrder>;
   /** `cancel_not_allowed` (409) rejects as definitive. */
   abstract cancelOrder(id: number): Promise<UpstreamCanceledOrder>;
 }
