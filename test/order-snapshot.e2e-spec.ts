@@ -137,6 +137,27 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     expect(effects).toEqual(['counted']);
   });
 
+  it('without an order update the writes still go in one statement that checks the order row', async () => {
+    const writeAside = (snap: OrderSnapshot, effects: string[]) => async (tx: OrderTx) => {
+      await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo);
+      await tx.updateAttempt(snap.attempt.id, { sending_until: null });
+      await tx.insertEvent(snap.order.id, { source: 'api', kind: 'note', from: null, to: null }, new Date());
+      tx.afterCommit(() => effects.push('counted'));
+      return 'done';
+    };
+    const kept = await reserve();
+    const effects: string[] = [];
+    expect(await repo.fromSnapshot(kept, writeAside(kept, effects))).toBe('done');
+    expect(await state(kept.order.id)).toEqual({ order: 'submitting', attempt: 'submitting', events: 2 });
+    expect(effects).toEqual(['counted']);
+
+    const moved = await reserve();
+    await db.query("UPDATE orders SET status = 'pending_payment' WHERE id = $1", [moved.order.id]);
+    expect(await repo.fromSnapshot(moved, writeAside(moved, effects))).toBeNull();
+    expect(await state(moved.order.id)).toEqual({ order: 'pending_payment', attempt: 'submitting', events: 1 });
+    expect(effects).toEqual(['counted']);
+  });
+
   it('refuses work that needs another statement, before sending anything', async () => {
     const snap = await reserve();
     const effects: string[] = [];
