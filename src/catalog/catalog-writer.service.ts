@@ -4,10 +4,10 @@
  * changed), priced by the rules in force, recorded in the change history and announced to the shop
  * (transactional outbox) in the same transaction.
  */
-import { sqlState } from '../database/pg-errors.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
+import { sqlState } from '../database/pg-errors.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';

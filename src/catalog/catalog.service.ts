@@ -56,7 +56,7 @@ export interface CategoryNode {
   children: CategoryNode[];
 }
 
-export function toCatalogSku(s: StoredSku, currency: string | null, productFingerprint: string | null = null): CatalogSku {
+export function toCatalogSku(s: StoredSku, currency: string | null, productFingerprint: string | null): CatalogSku {
   return {
     skuCode: s.sku_code,
     upstreamSkuId: s.upstream_sku_id,

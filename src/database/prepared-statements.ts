@@ -31,6 +31,12 @@ function statementName(client: PoolClient, key: string): string {
   return `${STATEMENT_PREFIX}_${id}_${key}`;
 }
 
+/** `$?` placeholders of `sql` numbered from `first` (`$first`, `$first+1`, …). */
+export function numbered(sql: string, first: number): string {
+  let n = first;
+  return sql.replace(/\$\?/g, () => `$${n++}`);
+}
+
 /** Statement keys by text, for the statements named after their text. */
 const textKeys = new Map<string, string>();
 const MAX_TEXT_KEYS = 2000;

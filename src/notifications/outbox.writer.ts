@@ -5,6 +5,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
+import { numbered } from '../database/prepared-statements.js';
 
 export type OutboxEventType =
   | 'order.status_changed'
@@ -34,8 +35,7 @@ export class OutboxWriter {
   async append(manager: EntityManager, events: OutboxEvent[]): Promise<void> {
     const insert = this.insert(events);
     if (!insert) return;
-    let n = 0;
-    await manager.query(insert.sql.replace(/\$\?/g, () => `$${++n}`), insert.params);
+    await manager.query(numbered(insert.sql, 1), insert.params);
   }
 
   /**

@@ -124,9 +124,9 @@ export class OrderRelayService {
     };
     const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId);
     if (!reserved) return null;
-    const { order, attempt } = reserved;
+    const { order, attempt, snapshot } = reserved;
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo });
-    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', 'version' in reserved ? reserved : undefined);
+    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     return this.answer(recorded, outcome);
   }
 
@@ -169,7 +169,10 @@ export class OrderRelayService {
     };
   }
 
-  /** The attempt row, reserved before the HTTP call. */
+  /**
+   * The attempt row, reserved before the HTTP call; with the snapshot the outcome is written from when
+   * it is a new order (a resubmission's outcome goes through a transaction).
+   */
   private async reserve(
     input: PlaceOrderInput,
     fingerprint: string,
@@ -177,7 +180,7 @@ export class OrderRelayService {
     sku: CheckedSku,
     request: AttemptRequest,
     traceId: string,
-  ): Promise<OrderSnapshot | { order: OrderRecord; attempt: AttemptRecord } | null> {
+  ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
     const leaseUntil = new Date(now.getTime() + this.submitter.sendLeaseMs);
     const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
@@ -208,7 +211,7 @@ export class OrderRelayService {
             leaseUntil,
           );
           if (created) await this.updater.announce(tx, created.order, null, 'submitting', 'api', now);
-          return created;
+          return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
         if (!order || order.status !== 'rejected' || order.refundAt !== null || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) return null;
@@ -226,7 +229,7 @@ export class OrderRelayService {
           error_message: null,
         };
         const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', 'submitting', 'api', patch, { attempt: n, downstream_order_no: dno });
-        return { order: updated, attempt };
+        return { order: updated, attempt, snapshot: null };
       });
     } catch (e) {
       if (e instanceof DownstreamNumberTaken) {

@@ -12,7 +12,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import type { EventSource, OrderStatus } from './order-state.js';
 import { isUniqueViolation, sqlState } from '../database/pg-errors.js';
-import { runPrepared, statementFor } from '../database/prepared-statements.js';
+import { numbered, runPrepared, statementFor } from '../database/prepared-statements.js';
 
 /**
  * Rows of a statement, run as a prepared statement named after its text (parsed and planned once per
@@ -299,12 +299,6 @@ interface HeldWrite {
   attemptId?: string;
 }
 
-/** `$?` placeholders of `sql` numbered from `first`. */
-function numbered(sql: string, first: number): string {
-  let n = first;
-  return sql.replace(/\$\?/g, () => `$${n++}`);
-}
-
 /**
  * What an optimistic one-statement write was computed from: an order and one of its attempts as this
  * process last wrote them, with the row version (`xmin`) of both (they were written together).
@@ -410,15 +404,15 @@ export class OrderTx {
     return { ctes: ctes.join(', '), params };
   }
 
-  private hold(w: HeldWrite): void {
-    this.held.push(w);
+  /** Holds `w` for the transaction's next statement, or sends it at once outside a transaction. */
+  private async holdOrSend(w: HeldWrite): Promise<void> {
+    if (this.holdWrites) this.held.push(w);
+    else await rows(this.em, numbered(w.sql, 1), w.params);
   }
 
   /** A write of another module in this transaction (`$?` placeholders): held like the others. */
-  async write(sql: string, params: unknown[]): Promise<void> {
-    const w: HeldWrite = { sql, params };
-    if (this.holdWrites) this.hold(w);
-    else await rows(this.em, numbered(sql, 1), params);
+  write(sql: string, params: unknown[]): Promise<void> {
+    return this.holdOrSend({ sql, params });
   }
 
   async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {
@@ -609,8 +603,7 @@ export class OrderTx {
     const write: HeldWrite = this.snapshot
       ? { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $? AND relay_expect_unchanged(xmin = $?::xid)`, params: [...values, this.snapshot.version], attemptId: id }
       : { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`, params: values, attemptId: id };
-    if (this.holdWrites) this.hold(write);
-    else await rows(this.em, numbered(write.sql, 1), write.params);
+    await this.holdOrSend(write);
   }
 
   async insertEvent(
@@ -622,8 +615,7 @@ export class OrderTx {
       sql: `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at) VALUES ($?, $?, $?, $?, $?, $?::jsonb, $?)`,
       params: [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
     };
-    if (this.holdWrites) this.hold(write);
-    else await rows(this.em, numbered(write.sql, 1), write.params);
+    await this.holdOrSend(write);
   }
 
   /** Records the local refund; false when one already exists. */
