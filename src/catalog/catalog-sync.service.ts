@@ -45,19 +45,12 @@ import { SyncRunRepository, type RunCounters, type SyncRunRecord } from './sync-
 export type SyncTrigger = 'api' | 'schedule' | 'start' | 'cli';
 export type SyncPhase = 'starting' | 'categories' | 'products' | 'confirming' | 'finished';
 
-export interface SyncProgress {
+/** A run's progress: its counters so far (those of the run row, see RunCounters). */
+export interface SyncProgress
+  extends Pick<RunCounters, 'pagesDone' | 'pagesTotal' | 'productsSeen' | 'skusSeen' | 'skusCreated' | 'skusChanged' | 'skusDelisted' | 'skusRelisted' | 'conflicts'> {
   runId: string;
   mode: PassMode;
   phase: SyncPhase;
-  pagesDone: number;
-  pagesTotal: number;
-  productsSeen: number;
-  skusSeen: number;
-  skusCreated: number;
-  skusChanged: number;
-  skusDelisted: number;
-  skusRelisted: number;
-  conflicts: number;
   /** Set in the `finished` event. */
   status?: 'succeeded' | 'failed';
   error?: string | null;

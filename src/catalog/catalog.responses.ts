@@ -59,14 +59,8 @@ export function toSkuDetailResponse(s: StoredSku, currency: string | null) {
   return { ...toSkuResponse(s, currency), product_slug: s.product_slug, product_description: s.product_description };
 }
 
-export interface CategoryResponse {
-  id: number;
-  parent_id: number;
-  slug: string;
-  name: Record<string, string>;
-  icon: string;
-  sort_order: number;
-  listed: boolean;
+/** A stored category as the API shows it (without its bookkeeping time), with its children. */
+export interface CategoryResponse extends Omit<StoredCategory, 'updated_at'> {
   children: CategoryResponse[];
 }
 
