@@ -5,7 +5,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { rows } from '../orders/order.repository.js';
+import { rows } from '../database/prepared-statements.js';
 
 export interface CallbackSummary {
   bodySha256: string;

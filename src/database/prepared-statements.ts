@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Pool, PoolClient, QueryResult } from 'pg';
-import type { DataSource, EntityManager } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 
 /**
  * Names are per connection (several connections may share one session on the embedded database, and
@@ -81,4 +81,13 @@ export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<En
   } finally {
     await own.release();
   }
+}
+
+/**
+ * Rows of a statement, run as a prepared statement named after its text (parsed and planned once per
+ * connection): in the transaction of `runner` when it is a transaction's manager.
+ */
+export function rows<T>(runner: DataSource | EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+  const em = runner instanceof DataSource ? runner.manager : runner;
+  return runPrepared<T>(em.connection, em, statementFor(text), params);
 }

@@ -12,16 +12,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import type { EventSource, OrderStatus } from './order-state.js';
 import { isUniqueViolation, sqlState } from '../database/pg-errors.js';
-import { numbered, runPrepared, statementFor } from '../database/prepared-statements.js';
-
-/**
- * Rows of a statement, run as a prepared statement named after its text (parsed and planned once per
- * connection): in the transaction of `runner` when it is a transaction's manager.
- */
-export function rows<T>(runner: DataSource | EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
-  const em = runner instanceof DataSource ? runner.manager : runner;
-  return runPrepared<T>(em.connection, em, statementFor(text), params);
-}
+import { numbered, rows } from '../database/prepared-statements.js';
 
 export interface OrderRecord {
   id: string;
