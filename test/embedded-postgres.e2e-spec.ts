@@ -1,0 +1,53 @@
+/**
+ * The embedded PostgreSQL on disk: created on first start (initdb runs in a short-lived child process,
+ * so that its working memory never stays in the service's), reopened as it is afterwards.
+ */
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
+
+async function query<T>(db: EmbeddedPostgres, sql: string): Promise<T[]> {
+  const client = new pg.Client(db.url);
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+describe('the embedded database on disk', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'relay-embedded-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is created on first start, and reopened with its data afterwards', async () => {
+    const path = join(dir, 'nested', 'pglite');
+    const first = await EmbeddedPostgres.start({ path });
+    try {
+      expect(existsSync(join(path, 'PG_VERSION'))).toBe(true);
+      await query(first, 'CREATE TABLE kept (v text)');
+      await query(first, "INSERT INTO kept VALUES ('still here')");
+      const [{ shared_buffers }] = await query<{ shared_buffers: string }>(first, 'SHOW shared_buffers');
+      expect(shared_buffers).toBe('16MB');
+    } finally {
+      await first.stop();
+    }
+    const again = await EmbeddedPostgres.start({ path });
+    try {
+      expect(await query(again, 'SELECT v FROM kept')).toEqual([{ v: 'still here' }]);
+    } finally {
+      await again.stop();
+    }
+  }, 60_000);
+
+  it('a directory that cannot be created is a clear error naming it', async () => {
+    const blocker = join(dir, 'a-file');
+    writeFileSync(blocker, 'not a directory');
+    await expect(EmbeddedPostgres.start({ path: join(blocker, 'pglite') })).rejects.toThrow(/^could not create the embedded database in .*a-file\/pglite: /);
+  });
+});
