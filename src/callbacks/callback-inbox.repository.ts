@@ -77,6 +77,17 @@ export class CallbackInboxRepository {
     ]);
   }
 
+  /**
+   * Gives claimed callbacks back untouched (their processing was cut short by a shutdown): due at once
+   * for the next processor, and the claim not counted as a try.
+   */
+  async giveBack(ids: string[], now: Date): Promise<void> {
+    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2, tries = greatest(tries - 1, 0) WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [
+      ids,
+      now,
+    ]);
+  }
+
   /** Makes the deferred callbacks of an order due now. */
   async release(orderId: string, now: Date): Promise<number> {
     const released = await rows(this.dataSource, `UPDATE callback_inbox SET next_try_at = $2 WHERE order_id = $1 AND state = 'pending' RETURNING id`, [

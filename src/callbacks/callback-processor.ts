@@ -7,7 +7,8 @@
  * - an attempt still in flight or a cancel in progress: the callback waits in the inbox and is taken
  *   up as soon as the order is settled (OrderSignals) or at its next retry;
  * - a failed read: the order is left to the poller (made due now).
- * Callbacks of one order claimed together are read once.
+ * Callbacks of one order claimed together are read once. Shutdown ends the reads in flight and gives
+ * their callbacks back to the inbox as they were, for the next start or another replica.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
@@ -34,6 +35,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private unsubscribe: (() => void) | null = null;
   /** Orders whose callbacks this instance left waiting for an attempt or a cancel. */
   private readonly deferred = new Set<string>();
+  /** Aborted at shutdown: ends the upstream reads in flight. */
+  private readonly shutdown = new AbortController();
 
   constructor(
     private readonly config: AppConfig,
@@ -67,6 +70,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    this.shutdown.abort();
     this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     await this.running?.catch(() => undefined);
@@ -145,7 +149,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       return;
     }
     if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
-      const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback');
+      const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal);
+      if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
       switch (r.kind) {
         case 'resolved':
           await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
@@ -167,7 +172,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         }
       }
     }
-    const r = await this.follow.refresh(order.id, 'callback');
+    const r = await this.follow.refresh(order.id, 'callback', this.shutdown.signal);
+    if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
     switch (r.kind) {
       case 'applied':
         await this.inbox.finish(ids, 'applied', `applied ${r.order.status}`, order.id, now());

@@ -87,14 +87,17 @@ export class OrderFollowService {
     });
   }
 
-  /** Reads the order from the upstream and applies it (a callback hint, an operator refresh). */
-  async refresh(orderId: string, source: EventSource): Promise<RefreshResult> {
+  /**
+   * Reads the order from the upstream and applies it (a callback hint, an operator refresh). `signal`
+   * (shutdown) ends the read: `read_failed`.
+   */
+  async refresh(orderId: string, source: EventSource, signal?: AbortSignal): Promise<RefreshResult> {
     const order = await this.repo.findById(orderId);
     if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
     if (this.opInProgress(order)) return { kind: 'deferred' };
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(order.upstreamOrderId);
+      answer = await this.upstream.getOrder(order.upstreamOrderId, signal);
     } catch (e) {
       if (source === 'callback') await this.repo.pollSoon(order.id, this.clock.now());
       return { kind: 'read_failed', error: e as Error };
@@ -120,10 +123,10 @@ export class OrderFollowService {
    * Settles a `submit_unknown` attempt from an upstream order id (a callback carrying its number, or
    * the operator): the order is read, and its `downstream_order_no` must be the attempt's.
    */
-  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource): Promise<ResolveResult> {
+  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource, signal?: AbortSignal): Promise<ResolveResult> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(upstreamOrderId);
+      answer = await this.upstream.getOrder(upstreamOrderId, signal);
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
       return { kind: 'read_failed', error: e as Error };
