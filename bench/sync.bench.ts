@@ -10,7 +10,8 @@
  * higher). The floor is measured in the relay process in the same run: the same pages fetched and
  * parsed by the same client with the same concurrency, no database work. Printed per database:
  *   - first full sync: time, and time ÷ floor (target ≤ 1.5 on PostgreSQL);
- *   - a re-sync with no upstream change: SKU rows written (target 0) and time ÷ floor (target ≤ 1.2);
+ *   - a re-sync with no upstream change (run as many times as the floor, the median reported): SKU
+ *     rows written by all of them (target 0) and time ÷ floor (target ≤ 1.2);
  *   - peak RSS of the relay process during the syncs (target ≤ 350 MB);
  *   - an incremental run after 100 products changed: time and rows written.
  *
@@ -148,6 +149,7 @@ interface Figures {
   startRss: number;
   first: SyncFigures;
   resync: SyncFigures & { rows: number; history: number };
+  resyncRuns: number[];
   incremental: SyncFigures & { rows: number };
 }
 
@@ -183,10 +185,13 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
 
     await relay.ask({ cmd: 'snapshot' });
     const historyBefore = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n;
-    const resync = await sync('full');
+    // as many re-syncs as floor runs, the median reported (rows written: by all of them)
+    const resyncs: Array<SyncFigures & Record<string, unknown>> = [];
+    for (let i = 0; i < FLOOR_RUNS; i++) resyncs.push(await sync('full'));
+    const resync = { ...[...resyncs].sort((x, y) => x.ms - y.ms)[Math.floor(resyncs.length / 2)], peakRss: Math.max(...resyncs.map((r) => r.peakRss)), peakHeap: Math.max(...resyncs.map((r) => r.peakHeap)) };
     const resyncRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
     const history = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n - historyBefore;
-    log(`re-sync ${s(resync.ms)}, ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`);
+    log(`re-sync ${resyncs.map((r) => s(r.ms)).join(', ')} → ${s(resync.ms)}, ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`);
 
     await sandbox.askRaw({ cmd: 'touch', n: 100 });
     await relay.ask({ cmd: 'snapshot' });
@@ -201,6 +206,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       startRss: hello.rss as number,
       first,
       resync: { ...resync, rows: resyncRows, history },
+      resyncRuns: resyncs.map((r) => r.ms),
       incremental: { ...inc, rows: incRows },
     };
   } finally {
@@ -219,7 +225,7 @@ function report(r: Figures): string {
     r.target === 'postgres' ? 'PostgreSQL' : 'PGlite (embedded, in the relay process)',
     `  floor: fetch + parse, no database   ${s(r.floorMs)}   (runs ${r.floorRuns.map(s).join(', ')})`,
     `  first full sync                     ${s(r.first.ms)}   ÷ floor ${first.toFixed(2)}   target ≤ 1.5${r.target === 'pglite' ? ' (PostgreSQL)' : ` ${ok(first <= 1.5)}`}   ${r.first.run.skus_created} SKUs created`,
-    `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ floor ${resync.toFixed(2)}   target ≤ 1.2 ${ok(resync <= 1.2)}`,
+    `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ floor ${resync.toFixed(2)}   target ≤ 1.2 ${ok(resync <= 1.2)}   (runs ${r.resyncRuns.map(s).join(', ')})`,
     `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
     `  peak RSS during the syncs           ${mb(peak)}   target ≤ 350 MB ${ok(peak <= 350 * MB)}   (at start ${mb(r.startRss)}, before the first sync ${mb(r.first.rssBefore)}, peak heap ${mb(Math.max(r.first.peakHeap, r.resync.peakHeap))})`,
     `  incremental, 100 products changed   ${s(r.incremental.ms)}   ${r.incremental.run.products_seen} products fetched, ${r.incremental.rows} SKU rows written (${r.incremental.run.skus_changed} SKUs changed)`,

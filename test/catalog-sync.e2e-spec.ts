@@ -3,7 +3,10 @@
  * (page size capped at 7, so that a 60-product catalog takes 9 pages), runs started over the internal
  * API. Tests run in order and build on each other's catalog.
  */
+import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
+import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
+import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 
@@ -202,6 +205,28 @@ describe('catalog sync', () => {
     expect(again).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
     expect(again.changes.listing).toBe(product.skus.length);
     for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+  });
+
+  it("a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start", async () => {
+    expect(await sync(app)).toMatchObject({ status: 'succeeded' });
+    const writer = app.relay.app.get(CatalogWriter);
+    const upstream = app.relay.app.get(UpstreamClient);
+    const [a, b] = sandbox.catalog.listedProducts().slice(40, 42);
+    const known = (await app.relay.app.get(CatalogRepository).fingerprintIndex(1000))!;
+    expect(known.size).toBe(sandbox.catalog.listedProducts().length);
+    // the page as listed at the start of the pass
+    const page = [await upstream.getProduct(a.id), await upstream.getProduct(b.id)];
+    // meanwhile an order's fresh read found b gone: its SKUs unlisted, its fingerprint dropped
+    await writer.unlistProduct(b.id, { runId: null, source: 'refresh' });
+
+    const r = await writer.applyProducts(page, { runId: null, source: 'sync', known });
+    expect(r).toMatchObject({ skus: a.skus.length + b.skus.length, written: 0, relisted: 0 });
+    for (const s of b.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
+
+    // without them, the page is compared with the database: b differs (no fingerprint) and is written
+    const checked = await writer.applyProducts(page, { runId: null, source: 'sync' });
+    expect(checked).toMatchObject({ written: b.skus.length, relisted: b.skus.length });
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
   });
 
   it('a listing that shifts during paging never unlists a live product (confirmed found → kept)', async () => {

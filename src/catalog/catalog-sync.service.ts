@@ -81,6 +81,12 @@ const PROGRESS_FLUSH_MS = 1_000;
  * after the other anyway.)
  */
 const PAGE_WRITERS = 2;
+/**
+ * Up to this many products, a full pass compares its pages with the fingerprints stored at its start
+ * in memory, and keeps the ids it saw there (some 100 bytes a product in all); above, it asks the
+ * database page by page.
+ */
+const MAX_KNOWN_FINGERPRINTS = 250_000;
 /** Products checked per batch after a full pass. */
 const CONFIRM_BATCH = 100;
 
@@ -100,6 +106,8 @@ interface ActiveRun {
   /** The last page was mostly writes: send the next one whole (see WriteOptions.strategy). */
   writeFirst: boolean;
   conflictKeys: Set<string>;
+  /** The products a full pass saw, kept in memory (null: recorded in catalog_sync_seen). */
+  seen: Set<number> | null;
 }
 
 function newRunId(now: Date): string {
@@ -226,6 +234,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       flushedAt: now.getTime(),
       writeFirst: false,
       conflictKeys: new Set(),
+      seen: null,
     };
     const done = this.execute(run).finally(() => {
       if (this.active?.run === run) this.active = null;
@@ -378,6 +387,12 @@ export class CatalogSyncService implements OnModuleDestroy {
   private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<void> {
     // An upstream that ignores the filter answers with older products too: the pass is then a full one.
     const cutoff = updatedAfter ? Math.floor(updatedAfter.getTime() / 1000) * 1000 : null;
+    // A full pass over a stored catalog compares its pages with the fingerprints stored at its start
+    // (read while the first pages are fetched): its unchanged products (most of a re-sync) cost no
+    // query, and what it saw is kept in memory.
+    const index = updatedAfter ? null : this.catalog.fingerprintIndex(MAX_KNOWN_FINGERPRINTS);
+    index?.catch(() => undefined); // awaited with the first page; a pass that fails before it ends here
+    const seen = new Set<number>();
     await fetchAllPages({
       fetchPage: (q, signal) => this.upstream.listProducts(q, signal),
       requestedPageSize: this.config.sync.pageSize,
@@ -396,9 +411,12 @@ export class CatalogSyncService implements OnModuleDestroy {
         if (cutoff !== null && run.mode === 'incremental' && page.items.some((p) => this.olderThan(p, cutoff))) {
           await this.switchToFull(run, 'filter_ignored');
         }
-        const r = await this.writer.applyProducts(page.items, { runId: run.runId, source: 'sync', strategy: run.writeFirst ? 'write' : 'check' });
+        const fingerprints = await index;
+        const known = fingerprints && fingerprints.size > 0 ? fingerprints : undefined;
+        const r = await this.writer.applyProducts(page.items, { runId: run.runId, source: 'sync', strategy: run.writeFirst ? 'write' : 'check', known });
         // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
         run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
+        for (const p of page.items) seen.add(p.id);
         this.count(run, r);
         run.counters.pagesDone++;
         run.counters.productsSeen += page.items.length;
@@ -407,6 +425,9 @@ export class CatalogSyncService implements OnModuleDestroy {
         this.emit(run);
       },
     });
+    // Without stored fingerprints (a first sync), every product was marked seen in catalog_sync_seen.
+    const fingerprints = await index;
+    run.seen = fingerprints && fingerprints.size > 0 ? seen : null;
   }
 
   private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {
@@ -415,10 +436,25 @@ export class CatalogSyncService implements OnModuleDestroy {
     return !Number.isNaN(t) && t <= cutoffMs;
   }
 
-  /** After a complete full pass: every listed SKU not seen is checked with `GET /products/{id}`. */
+  /**
+   * After a complete full pass: every product with a listed SKU that it did not see, or that has no
+   * fingerprint, is checked with `GET /products/{id}`. (A product without a fingerprint claims another
+   * product's code or still has SKUs it no longer lists; a SKU created during the run was seen live.)
+   */
   private async confirmUnseen(run: ActiveRun): Promise<void> {
     run.phase = 'confirming';
     this.emit(run);
+    const seen = run.seen;
+    if (seen) {
+      // what the pass saw is in memory: the candidates are read at once (ids only)
+      const c = await this.catalog.confirmCandidates(run.startedAt);
+      const ids = [...new Set([...c.unfingerprinted, ...c.fingerprinted.filter((id) => !seen.has(id))])].sort((a, b) => a - b);
+      for (let i = 0; i < ids.length; i += CONFIRM_BATCH) {
+        if (run.abort.signal.aborted) throw new AbortedError();
+        await mapLimit(ids.slice(i, i + CONFIRM_BATCH), this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
+      }
+      return;
+    }
     let after = 0;
     for (;;) {
       if (run.abort.signal.aborted) throw new AbortedError();

@@ -27,6 +27,12 @@ export interface WriteOptions {
    * when most are new or changed, e.g. a first sync). Both give the same result.
    */
   strategy?: 'check' | 'write';
+  /**
+   * A full pass's fingerprints as stored when it started: a product whose fingerprint equals its entry
+   * is unchanged without asking the database (nor marking it seen there: the pass keeps what it saw).
+   * The others are checked against the database as usual.
+   */
+  known?: Map<number, string>;
 }
 
 export interface WriteResult {
@@ -71,20 +77,26 @@ export class CatalogWriter {
    */
   async applyProducts(products: UpstreamProduct[], opts: WriteOptions): Promise<WriteResult> {
     if (products.length === 0) return emptyResult();
-    const all = products.map((product) => ({ product, fingerprint: productFingerprint(product) }));
-    let todo = all;
-    if (opts.strategy !== 'write') {
+    let unchangedSkus = 0;
+    let todo: Array<{ product: UpstreamProduct; fingerprint: string }> = [];
+    for (const product of products) {
+      const fingerprint = productFingerprint(product);
+      if (opts.known?.get(product.id) === fingerprint) {
+        unchangedSkus += product.skus.length;
+      } else {
+        todo.push({ product, fingerprint });
+      }
+    }
+    if (todo.length > 0 && opts.strategy !== 'write') {
       // Outside any transaction: for a re-sync, this one look is all a page costs.
       const changed = await this.repo.checkProducts(
         this.dataSource.manager,
-        all.map((f) => ({ productId: f.product.id, fingerprint: f.fingerprint })),
+        todo.map((f) => ({ productId: f.product.id, fingerprint: f.fingerprint })),
         opts.runId,
       );
-      todo = all.filter((f) => changed.has(f.product.id));
+      for (const f of todo) if (!changed.has(f.product.id)) unchangedSkus += f.product.skus.length;
+      todo = todo.filter((f) => changed.has(f.product.id));
     }
-    const looked = new Set(todo);
-    let unchangedSkus = 0;
-    for (const f of all) if (!looked.has(f)) unchangedSkus += f.product.skus.length;
     if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus };
 
     const result = await this.write(todo, opts, null);

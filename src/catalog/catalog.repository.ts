@@ -469,6 +469,39 @@ export class CatalogRepository {
     return rows.map((r) => Number(r.id));
   }
 
+  /**
+   * Every stored fingerprint by product (a full pass compares its pages with them in memory: some 60
+   * bytes a product), or null when there are more than `limit` products.
+   */
+  async fingerprintIndex(limit: number): Promise<Map<number, string> | null> {
+    const rows = await select<{ id: string; fp: string }>(
+      this.db(),
+      'SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1',
+      [limit + 1],
+    );
+    if (rows.length > limit) return null;
+    const index = new Map<number, string>();
+    for (const r of rows) index.set(Number(r.id), r.fp);
+    return index;
+  }
+
+  /**
+   * The products a full pass that kept what it saw in memory must confirm, but for those it did not see
+   * (see `unseenProducts`): those with a listed SKU that existed before `createdBefore` and no
+   * fingerprint, and every product with a fingerprint (the caller drops those it saw).
+   */
+  async confirmCandidates(createdBefore: Date): Promise<{ unfingerprinted: number[]; fingerprinted: number[] }> {
+    const unfingerprinted = await select<{ id: string }>(
+      this.db(),
+      `SELECT DISTINCT s.product_id::text AS id FROM catalog_skus s
+        WHERE s.listed AND s.created_at < $1
+          AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id)`,
+      [createdBefore],
+    );
+    const fingerprinted = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints');
+    return { unfingerprinted: unfingerprinted.map((r) => Number(r.id)), fingerprinted: fingerprinted.map((r) => Number(r.id)) };
+  }
+
   async clearSeen(runId: string): Promise<void> {
     await this.db().query('DELETE FROM catalog_sync_seen WHERE run_id = $1', [runId]);
   }
