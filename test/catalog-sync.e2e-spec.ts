@@ -3,6 +3,7 @@
  * (page size capped at 7, so that a 60-product catalog takes 9 pages), runs started over the internal
  * API. Tests run in order and build on each other's catalog.
  */
+import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
 import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
@@ -205,6 +206,26 @@ describe('catalog sync', () => {
     expect(again).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
     expect(again.changes.listing).toBe(product.skus.length);
     for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+  });
+
+  it('above the in-memory limit, a pass asks the database page by page and records what it saw there: the same unlisting and relisting', async () => {
+    const service = app.relay.app.get(CatalogSyncService);
+    const limit = service.knownFingerprintsLimit;
+    service.knownFingerprintsLimit = 0;
+    try {
+      const product = sandbox.catalog.listedProducts()[12];
+      sandbox.catalog.delistProduct(product.id);
+      const productReads = sandbox.stats.requests.product;
+      expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: product.skus.length, skus_changed: product.skus.length });
+      expect(sandbox.stats.requests.product).toBe(productReads + 1); // that product alone was confirmed
+      for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
+      sandbox.catalog.relistProduct(product.id);
+      expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
+      expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
+      expect(sandbox.stats.requests.product).toBe(productReads + 1);
+    } finally {
+      service.knownFingerprintsLimit = limit;
+    }
   });
 
   it("a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start", async () => {

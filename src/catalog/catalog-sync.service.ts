@@ -84,7 +84,7 @@ const PAGE_WRITERS = 2;
 /**
  * Up to this many products, a full pass compares its pages with the fingerprints stored at its start
  * in memory, and keeps the ids it saw there (some 100 bytes a product in all); above, it asks the
- * database page by page.
+ * database page by page and records what it saw in catalog_sync_seen.
  */
 const MAX_KNOWN_FINGERPRINTS = 250_000;
 /** Products checked per batch after a full pass. */
@@ -384,13 +384,16 @@ export class CatalogSyncService implements OnModuleDestroy {
     await this.runs.setMode(run.runId, 'full', fallback);
   }
 
+  /** See MAX_KNOWN_FINGERPRINTS (a test sets 0 to take the database's way). */
+  knownFingerprintsLimit = MAX_KNOWN_FINGERPRINTS;
+
   private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<void> {
     // An upstream that ignores the filter answers with older products too: the pass is then a full one.
     const cutoff = updatedAfter ? Math.floor(updatedAfter.getTime() / 1000) * 1000 : null;
     // A full pass over a stored catalog compares its pages with the fingerprints stored at its start
     // (read while the first pages are fetched): its unchanged products (most of a re-sync) cost no
     // query, and what it saw is kept in memory.
-    const index = updatedAfter ? null : this.catalog.fingerprintIndex(MAX_KNOWN_FINGERPRINTS);
+    const index = updatedAfter ? null : this.catalog.fingerprintIndex(this.knownFingerprintsLimit);
     index?.catch(() => undefined); // awaited with the first page; a pass that fails before it ends here
     const seen = new Set<number>();
     await fetchAllPages({
