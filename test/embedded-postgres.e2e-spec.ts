@@ -2,7 +2,7 @@
  * The embedded PostgreSQL on disk: created on first start (initdb runs in a short-lived child process,
  * so that its working memory never stays in the service's), reopened as it is afterwards.
  */
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -44,6 +44,29 @@ describe('the embedded database on disk', () => {
       await again.stop();
     }
   }, 60_000);
+
+  it('a first start killed half-way leaves nothing the next start trips on', async () => {
+    const path = join(dir, 'pglite');
+    // what a first start killed during initdb leaves: its work directory, beside an empty target
+    mkdirSync(path);
+    mkdirSync(join(dir, 'pglite.initialising-99999', 'base'), { recursive: true });
+    writeFileSync(join(dir, 'pglite.initialising-99999', 'PG_VERSION'), '17\n');
+    const db = await EmbeddedPostgres.start({ path });
+    try {
+      expect(await query(db, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await db.stop();
+    }
+    expect(readdirSync(dir)).toEqual(['pglite']);
+  }, 60_000);
+
+  it('a directory that is neither empty nor a database is refused, and left as it was', async () => {
+    const path = join(dir, 'not-a-database');
+    mkdirSync(path);
+    writeFileSync(join(path, 'notes.txt'), 'mine');
+    await expect(EmbeddedPostgres.start({ path })).rejects.toThrow(/^could not create the embedded database in .*not-a-database: the directory is not empty/);
+    expect(readdirSync(path)).toEqual(['notes.txt']);
+  });
 
   it('a directory that cannot be created is a clear error naming it', async () => {
     const blocker = join(dir, 'a-file');

@@ -5,9 +5,9 @@
  * run one at a time. Never await a query on another connection while holding a transaction.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -72,8 +72,10 @@ export class EmbeddedPostgres {
  * WebAssembly instance of its own that needs some 500 MB while it works; in the service's process
  * most of that stayed resident for good afterwards (measured: 334 MB after a 50,000-row write into a
  * directory created in-process, 233 MB when it was created by another process), so the service's
- * memory depended on whether it had created its database. The child costs a Node start (~0.1 s),
- * once per data directory.
+ * memory depended on whether it had created its database. The child costs a Node start (~0.3 s in
+ * all), once per data directory. It works in a sibling directory renamed into place when complete,
+ * so a first start killed half-way leaves no half-made database behind (only that sibling, removed
+ * by the next start). A directory that is neither empty nor a database is refused, never written.
  */
 async function initialiseDataDir(path: string): Promise<void> {
   if (existsSync(join(path, 'PG_VERSION'))) return;
@@ -81,14 +83,25 @@ async function initialiseDataDir(path: string): Promise<void> {
   const script = `require(process.argv[1]).PGlite.create({ dataDir: process.argv[2] }).then((db) => db.close()).then(
     () => process.exit(0),
     (e) => { console.error(e && e.stack ? e.stack : String(e)); process.exit(1); })`;
+  const parent = dirname(path);
+  const partial = `${basename(path)}${PARTIAL_SUFFIX}`;
   try {
-    mkdirSync(path, { recursive: true });
-    await promisify(execFile)(process.execPath, ['-e', script, pglite, path], { maxBuffer: 1 << 20 });
+    if (existsSync(path) && readdirSync(path).length > 0) {
+      throw new Error('the directory is not empty and holds no database (no PG_VERSION): refusing to use it');
+    }
+    mkdirSync(parent, { recursive: true });
+    for (const name of readdirSync(parent)) if (name.startsWith(partial)) rmSync(join(parent, name), { recursive: true, force: true });
+    const work = join(parent, `${partial}${process.pid}`);
+    await promisify(execFile)(process.execPath, ['-e', script, pglite, work], { maxBuffer: 1 << 20 });
+    if (existsSync(path)) rmdirSync(path); // empty
+    renameSync(work, path);
   } catch (e) {
     const reason = (e as { stderr?: string }).stderr?.trim() || (e as Error).message;
     throw new Error(`could not create the embedded database in ${path}: ${reason}`, { cause: e });
   }
 }
+
+const PARTIAL_SUFFIX = '.initialising-';
 
 /**
  * PGlite's own start parameters, with a smaller buffer pool: the embedded database lives in the
