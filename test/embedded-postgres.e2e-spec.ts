@@ -60,13 +60,18 @@ describe('the embedded database on disk', () => {
     expect(readdirSync(dir)).toEqual(['pglite']);
   }, 60_000);
 
-  it('a directory that is neither empty nor a database is refused, and left as it was', async () => {
-    const path = join(dir, 'not-a-database');
+  it('a directory that already holds other files (pglite://./data beside the secrets) is initialised in place, its files kept', async () => {
+    const path = join(dir, 'data');
     mkdirSync(path);
-    writeFileSync(join(path, 'notes.txt'), 'mine');
-    await expect(EmbeddedPostgres.start({ path })).rejects.toThrow(/^could not create the embedded database in .*not-a-database: the directory is not empty/);
-    expect(readdirSync(path)).toEqual(['notes.txt']);
-  });
+    writeFileSync(join(path, 'secrets.json'), '{}');
+    const db = await EmbeddedPostgres.start({ path });
+    try {
+      expect(await query(db, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await db.stop();
+    }
+    expect(readdirSync(path)).toEqual(expect.arrayContaining(['PG_VERSION', 'secrets.json']));
+  }, 60_000);
 
   it('a directory that cannot be created is a clear error naming it', async () => {
     const blocker = join(dir, 'a-file');

@@ -75,7 +75,8 @@ export class EmbeddedPostgres {
  * memory depended on whether it had created its database. The child costs a Node start (~0.3 s in
  * all), once per data directory. It works in a sibling directory renamed into place when complete,
  * so a first start killed half-way leaves no half-made database behind (only that sibling, removed
- * by the next start). A directory that is neither empty nor a database is refused, never written.
+ * by the next start). A directory that already holds other files is initialised in place, as PGlite
+ * itself would.
  */
 async function initialiseDataDir(path: string): Promise<void> {
   if (existsSync(join(path, 'PG_VERSION'))) return;
@@ -85,14 +86,17 @@ async function initialiseDataDir(path: string): Promise<void> {
     (e) => { console.error(e && e.stack ? e.stack : String(e)); process.exit(1); })`;
   const parent = dirname(path);
   const partial = `${basename(path)}${PARTIAL_SUFFIX}`;
+  const initdb = (dir: string) => promisify(execFile)(process.execPath, ['-e', script, pglite, dir], { maxBuffer: 1 << 20 });
   try {
     if (existsSync(path) && readdirSync(path).length > 0) {
-      throw new Error('the directory is not empty and holds no database (no PG_VERSION): refusing to use it');
+      // a directory of other files (e.g. pglite://./data beside the generated secrets), as PGlite itself would
+      await initdb(path);
+      return;
     }
     mkdirSync(parent, { recursive: true });
     for (const name of readdirSync(parent)) if (name.startsWith(partial)) rmSync(join(parent, name), { recursive: true, force: true });
     const work = join(parent, `${partial}${process.pid}`);
-    await promisify(execFile)(process.execPath, ['-e', script, pglite, work], { maxBuffer: 1 << 20 });
+    await initdb(work);
     if (existsSync(path)) rmdirSync(path); // empty
     renameSync(work, path);
   } catch (e) {
