@@ -25,6 +25,7 @@ describe('orders: placing and following', () => {
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-AUTO', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-PRICE', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-GONE', price: '10.00' }] });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-REPLAY', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-OFF', price: '10.00', isActive: false }] });
     sandbox.catalog.addProduct({
       skus: [
@@ -94,6 +95,24 @@ describe('orders: placing and following', () => {
     const other = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 2 });
     expect(other.status).toBe(409);
     expect(other.data).toMatchObject({ ok: false, error_code: 'idempotency_conflict' });
+    expect(sandbox.stats.createsReceived).toBe(creates);
+  });
+
+  it('a replay is answered from the record whatever the catalog and the upstream say now; another body is still 409', async () => {
+    const shopNo = no('REPLAY');
+    const first = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 1 });
+    expect(first.status).toBe(201);
+    const recorded = (first.data as { order: OrderView }).order;
+    const creates = sandbox.stats.createsReceived;
+    // the price went up (a new order would be 409 price_changed) and the product cannot be read (503)
+    sandbox.catalog.setPrice('T-REPLAY', '12.00');
+    for (const faults of [{}, { rules: [{ operation: 'product' as const, kind: 'rate_limit' as const, retryAfterS: 0 }] }]) {
+      sandbox.faults.set(faults);
+      const again = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 1 });
+      expect({ status: again.status, id: (again.data as { order: OrderView }).order.upstream_order_id }).toEqual({ status: 200, id: recorded.upstream_order_id });
+      const other = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 2 });
+      expect({ status: other.status, code: (other.data as { error_code: string }).error_code }).toEqual({ status: 409, code: 'idempotency_conflict' });
+    }
     expect(sandbox.stats.createsReceived).toBe(creates);
   });
 
