@@ -3,56 +3,35 @@
  * shop as a signed webhook from the outbox, written in the sync's own transaction; a sync that
  * changes nothing sends nothing.
  */
-import { createServer, type Server } from 'node:http';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { verifySignature } from '../src/signing/signing.js';
-import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE } from '../src/notifications/webhook-request.js';
 import { seedCatalog } from './support/child-app.js';
+import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 const SECRET = 'catalog-webhook-secret';
 
-interface Hook {
-  event: string;
-  subject: string;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
 describe('catalog changes as shop webhooks', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
-  let shop: Server;
-  const hooks: Hook[] = [];
+  const shop = new FakeShop();
+  const hooks = shop.received;
   const pending = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE status = 'pending'"))[0].n;
   const outboxCount = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE event_type LIKE 'sku.%'"))[0].n;
 
   beforeAll(async () => {
-    shop = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const parsed = JSON.parse(body) as { event: string; subject: string };
-        hooks.push({ event: parsed.event, subject: parsed.subject, body, headers: req.headers });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-      });
-    });
-    await new Promise<void>((r) => shop.listen(0, '127.0.0.1', r));
-    const { port } = shop.address() as { port: number };
+    await shop.start('/shop/hooks');
     db = await openTestDatabase();
     sandbox = await startSandbox({ catalog: { products: 12 } });
-    app = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: `http://127.0.0.1:${port}/shop/hooks`, SHOP_WEBHOOK_SECRET: SECRET });
+    app = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SECRET });
     await seedCatalog(app.http);
   });
   afterAll(async () => {
     await app.close();
     await sandbox.stop();
     await db.close();
-    shop.closeAllConnections();
-    await new Promise<void>((r) => shop.close(() => r()));
+    await shop.stop();
   });
 
   it('delivers a price change and a delisting, signed, and nothing for a sync without change', async () => {
@@ -73,19 +52,7 @@ describe('catalog changes as shop webhooks', () => {
     const delisted = other.product.skus.map((s) => s.sku_code);
     await waitFor(() => since().filter((h) => h.event === 'sku.listing_changed' && delisted.includes(h.subject)).length, (n) => n === delisted.length, 'the listing webhooks');
 
-    const verified = verifySignature({
-      secret: SECRET,
-      template: WEBHOOK_SIGNATURE_TEMPLATE,
-      expectedApiKey: WEBHOOK_API_KEY,
-      method: 'POST',
-      path: '/shop/hooks',
-      body: Buffer.from(price!.body),
-      apiKey: price!.headers['relay-api-key'] as string,
-      timestamp: price!.headers['relay-timestamp'] as string,
-      signature: price!.headers['relay-signature'] as string,
-      nowSeconds: Math.floor(Date.now() / 1000),
-      toleranceSeconds: 300,
-    });
+    const verified = shop.verify(price!, SECRET);
     expect(verified).toEqual({ ok: true });
 
     const before = await outboxCount();

@@ -6,7 +6,6 @@
  * so that `verifySignature` accepts them. Time moves through the clock seam (a test clock that runs
  * with the wall clock plus an offset the test advances), never by waiting for a backoff.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import axios, { type AxiosInstance } from 'axios';
 import { DataSource } from 'typeorm';
 import { createRelayApp, type RelayApp } from '../src/app.factory.js';
@@ -14,9 +13,8 @@ import { Clock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { OutboxWriter, type OutboxEvent } from '../src/notifications/outbox.writer.js';
 import { WebhookSender } from '../src/notifications/webhook-sender.service.js';
-import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE } from '../src/notifications/webhook-request.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { verifySignature } from '../src/signing/signing.js';
+import { FakeShop } from './support/fake-shop.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
@@ -30,62 +28,6 @@ class TestClock extends Clock {
   }
   advance(ms: number): void {
     this.offsetMs += ms;
-  }
-}
-
-interface Received {
-  id: string;
-  event: string;
-  attempt: number;
-  subject: string;
-  status: number;
-  headers: IncomingMessage['headers'];
-  body: string;
-  path: string;
-}
-
-/** The shop: records every webhook and answers what `respond` says. */
-class FakeShop {
-  readonly received: Received[] = [];
-  respond: (r: Omit<Received, 'status'>) => number | Promise<number> = () => 200;
-  private server: Server | null = null;
-  url = '';
-
-  async start(path = '/hooks/relay'): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const parsed = JSON.parse(body) as { subject: string };
-        const r = {
-          id: String(req.headers['relay-event-id']),
-          event: String(req.headers['relay-event']),
-          attempt: Number(req.headers['relay-attempt']),
-          subject: parsed.subject,
-          headers: req.headers,
-          body,
-          path: req.url ?? '',
-        };
-        void Promise.resolve(this.respond(r)).then((status) => {
-          this.received.push({ ...r, status });
-          res.writeHead(status, { 'content-type': 'application/json' }).end(status < 300 ? '{"ok":true}' : '{"ok":false}');
-        });
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    const { port } = this.server.address() as { port: number };
-    this.url = `http://127.0.0.1:${port}${path}`;
-  }
-
-  /** The 2xx answers given to event `id` about `subject` (ids repeat across test databases). */
-  delivered(id: string, subject: string): Received[] {
-    return this.received.filter((r) => r.status >= 200 && r.status < 300 && r.id === id && r.subject === subject);
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 }
 
@@ -194,20 +136,7 @@ describe('shop webhooks', () => {
 
       const last = got[3];
       expect(JSON.parse(last.body)).toMatchObject({ id: done!.id, event: 'order.status_changed', subject: 'SO-RETRY', data: { shop_order_no: 'SO-RETRY', status: 'delivered' } });
-      const verify = (secret: string) =>
-        verifySignature({
-          secret,
-          template: WEBHOOK_SIGNATURE_TEMPLATE,
-          expectedApiKey: WEBHOOK_API_KEY,
-          method: 'POST',
-          path: '/hooks/relay',
-          body: Buffer.from(last.body),
-          apiKey: last.headers['relay-api-key'] as string,
-          timestamp: last.headers['relay-timestamp'] as string,
-          signature: last.headers['relay-signature'] as string,
-          nowSeconds: Math.floor(clock.now().getTime() / 1000),
-          toleranceSeconds: 60,
-        });
+      const verify = (secret: string) => shop.verify(last, secret, { nowSeconds: Math.floor(clock.now().getTime() / 1000), toleranceSeconds: 60 });
       expect(verify(SHOP_SECRET)).toEqual({ ok: true });
       expect(verify('another-secret')).toEqual({ ok: false, reason: 'signature_mismatch' });
       // Nothing more arrives for it.
