@@ -26,6 +26,7 @@ interface Run {
   changes: Record<string, number>;
   conflicts: number;
   confirmed_live: number;
+  unconfirmed: number;
   fallback: string | null;
 }
 
@@ -206,6 +207,19 @@ describe('catalog sync', () => {
     expect(again).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
     expect(again.changes.listing).toBe(product.skus.length);
     for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+  });
+
+  it('a product not in the listing that cannot be read to confirm it stays listed (counted unconfirmed), and is unlisted once it can', async () => {
+    const product = sandbox.catalog.listedProducts()[20];
+    sandbox.catalog.delistProduct(product.id);
+    sandbox.faults.set({ rules: [{ operation: 'product', kind: 'error_before', status: 503 }] });
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: 0, unconfirmed: 1 });
+    for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
+
+    sandbox.faults.reset();
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: product.skus.length, unconfirmed: 0 });
+    sandbox.catalog.relistProduct(product.id);
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length });
   });
 
   it('above the in-memory limit, a pass asks the database page by page and records what it saw there: the same unlisting and relisting', async () => {
