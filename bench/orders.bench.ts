@@ -32,7 +32,7 @@ import pg from 'pg';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
-import { printBenchSummary, type BenchRow } from './run-all.js';
+import { medianBy, printBenchSummary, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -271,7 +271,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       });
       rounds.push({ floor, orders });
     }
-    const { floor, orders } = [...rounds].sort((a, b) => a.orders.perSecond / a.floor.perSecond - b.orders.perSecond / b.floor.perSecond)[Math.floor(rounds.length / 2)];
+    const { floor, orders } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
     const loadAfterRelay = loadavg()[0];
     // callbacks: status snapshots of the placed orders, every body distinct, signed as the upstream does
     const statuses = ['paid', 'fulfilling', 'delivered', 'completed'];

@@ -23,6 +23,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const SUMMARY_PREFIX = 'BENCH_SUMMARY ';
 
+/** The middle item of `items` ordered by `key` (the upper one of an even count): a run that happened. */
+export function medianBy<T>(items: T[], key: (item: T) => number): T {
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)];
+}
+
 export interface BenchRow {
   bench: string;
   figure: string;

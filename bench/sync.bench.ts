@@ -25,7 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { printBenchSummary, type BenchRow } from './run-all.js';
+import { medianBy, printBenchSummary, type BenchRow } from './run-all.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 20_000);
 const PAGE_CAP = Number(process.env.BENCH_PAGE_CAP ?? 50);
@@ -155,7 +155,6 @@ interface Figures {
   incremental: SyncFigures & { rows: number };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (n: number) => `${(n / MB).toFixed(0)} MB`;
 
@@ -174,7 +173,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       if (f.products !== products) throw new Error(`the floor saw ${f.products} products of ${products}`);
       floorRuns.push(f.ms);
     }
-    const floorMs = median(floorRuns);
+    const floorMs = medianBy(floorRuns, (ms) => ms);
     log(`floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}`);
 
     const sync = async (mode: 'full' | 'incremental') => {
@@ -195,7 +194,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       const f = await relay.ask<{ ms: number; products: number }>({ cmd: 'floor' });
       pairs.push({ floorMs: f.ms, sync: await sync('full') });
     }
-    const mid = [...pairs].sort((x, y) => x.sync.ms / x.floorMs - y.sync.ms / y.floorMs)[Math.floor(pairs.length / 2)];
+    const mid = medianBy(pairs, (p) => p.sync.ms / p.floorMs);
     const resync = {
       ...mid.sync,
       peakRss: Math.max(...pairs.map((p) => p.sync.peakRss)),
