@@ -242,6 +242,22 @@ describe('catalog sync', () => {
     }
   });
 
+  it('a pass over a stored catalog without a single fingerprint keeps what it saw in memory: it confirms and unlists the unseen product alone', async () => {
+    await db.query('DELETE FROM catalog_product_fingerprints');
+    const product = sandbox.catalog.listedProducts()[14];
+    sandbox.catalog.delistProduct(product.id);
+    const productReads = sandbox.stats.requests.product;
+    const before = await rowVersions(db);
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: product.skus.length, skus_changed: product.skus.length, unconfirmed: 0 });
+    expect(sandbox.stats.requests.product).toBe(productReads + 1); // that product alone was confirmed
+    expect(rowsWritten(before, await rowVersions(db))).toBe(product.skus.length);
+    for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sync_seen');
+    expect(n).toBe(0);
+    sandbox.catalog.relistProduct(product.id);
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
+  });
+
   it("a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start", async () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded' });
     const writer = app.relay.app.get(CatalogWriter);

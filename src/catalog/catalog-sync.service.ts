@@ -82,6 +82,13 @@ const PROGRESS_FLUSH_MS = 1_000;
  */
 const PAGE_WRITERS = 2;
 /**
+ * Pages that wait for a writer go to it together, up to this many: a first sync (every page written)
+ * then makes ~4× fewer transactions and statements. Measured on PostgreSQL, 20,000 products in pages
+ * of 50: 2.2–2.5 s one page a transaction, 1.8–1.9 s with 4, 2.0 s with 2 or 8. A re-sync's writers
+ * keep up, so its pages still go one by one.
+ */
+const PAGE_BATCH = 4;
+/**
  * Up to this many products, a full pass compares its pages with the fingerprints stored at its start
  * in memory, and keeps the ids it saw there (some 100 bytes a product in all); above, it asks the
  * database page by page and records what it saw in catalog_sync_seen.
@@ -401,6 +408,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       requestedPageSize: this.config.sync.pageSize,
       concurrency: this.config.sync.concurrency,
       writeConcurrency: Math.min(PAGE_WRITERS, this.config.sync.concurrency),
+      writeBatch: PAGE_BATCH,
       updatedAfter,
       retry: this.retryPolicy,
       signal: run.abort.signal,
@@ -415,22 +423,22 @@ export class CatalogSyncService implements OnModuleDestroy {
           await this.switchToFull(run, 'filter_ignored');
         }
         const fingerprints = await index;
-        const known = fingerprints && fingerprints.size > 0 ? fingerprints : undefined;
+        const known = fingerprints ?? undefined;
         const r = await this.writer.applyProducts(page.items, { runId: run.runId, source: 'sync', strategy: run.writeFirst ? 'write' : 'check', known });
         // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
         run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
         for (const p of page.items) seen.add(p.id);
         this.count(run, r);
-        run.counters.pagesDone++;
+        run.counters.pagesDone += page.pages.length;
         run.counters.productsSeen += page.items.length;
         this.metrics.syncPages.inc();
         await this.flushProgress(run);
         this.emit(run);
       },
     });
-    // Without stored fingerprints (a first sync), every product was marked seen in catalog_sync_seen.
-    const fingerprints = await index;
-    run.seen = fingerprints && fingerprints.size > 0 ? seen : null;
+    // Above MAX_KNOWN_FINGERPRINTS (and in an incremental pass) every product was marked seen in
+    // catalog_sync_seen instead.
+    run.seen = (await index) ? seen : null;
   }
 
   private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {

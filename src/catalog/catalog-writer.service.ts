@@ -28,9 +28,10 @@ export interface WriteOptions {
    */
   strategy?: 'check' | 'write';
   /**
-   * A full pass's fingerprints as stored when it started: a product whose fingerprint equals its entry
-   * is unchanged without asking the database (nor marking it seen there: the pass keeps what it saw).
-   * The others are checked against the database as usual.
+   * A full pass's fingerprints as stored when it started (possibly none): a product whose fingerprint
+   * equals its entry is unchanged without asking the database. The others are checked against the
+   * database as usual. Given, the pass keeps what it saw in memory: nothing is marked seen in the
+   * database.
    */
   known?: Map<number, string>;
 }
@@ -55,6 +56,11 @@ function emptyResult(): WriteResult {
 }
 
 const MAX_PRICING_RETRIES = 3;
+
+/** The run whose "seen" rows the database keeps for these products (none when the pass keeps them in memory). */
+function seenBy(opts: WriteOptions): string | null {
+  return opts.known ? null : opts.runId;
+}
 
 @Injectable()
 export class CatalogWriter {
@@ -92,7 +98,7 @@ export class CatalogWriter {
       const changed = await this.repo.checkProducts(
         this.dataSource.manager,
         todo.map((f) => ({ productId: f.product.id, fingerprint: f.fingerprint })),
-        opts.runId,
+        seenBy(opts),
       );
       for (const f of todo) if (!changed.has(f.product.id)) unchangedSkus += f.product.skus.length;
       todo = todo.filter((f) => changed.has(f.product.id));
@@ -192,7 +198,7 @@ export class CatalogWriter {
               skuCodes: [...new Set(f.product.skus.map((s) => s.sku_code))],
               keep: !conflicted.has(f.product.id),
             })),
-            { runId: opts.runId, now },
+            { seenBy: seenBy(opts), now },
           );
           return out;
         }

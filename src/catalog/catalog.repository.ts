@@ -113,7 +113,7 @@ UNION ALL
 SELECT 'stale_pricing', NULL, NULL, (SELECT version FROM ver)::text FROM ok WHERE NOT fresh`;
 
 /**
- * Records the fingerprints of products written in full, and marks every one of them seen by the run.
+ * Records the fingerprints of products written in full, and marks every one of them seen by run $2 (when given).
  * No fingerprint is kept for a product that claims a code another product owns (a conflict), nor for
  * one that still has listed SKUs it no longer lists (to be confirmed and unlisted after a complete
  * pass): both are looked at in full again. So a product with a fingerprint has no listed SKU outside
@@ -268,10 +268,10 @@ export class CatalogRepository {
   // ---------------------------------------------------------------------------------- SKU writes
 
   /**
-   * First look at products seen live, by fingerprint: marks them seen by `runId` and returns the ids
-   * of those that must be looked at in full.
+   * First look at products seen live, by fingerprint: marks them seen by run `seenBy` (when given) and
+   * returns the ids of those that must be looked at in full.
    */
-  async checkProducts(em: Db, items: Array<{ productId: number; fingerprint: string }>, runId: string | null): Promise<Set<number>> {
+  async checkProducts(em: Db, items: Array<{ productId: number; fingerprint: string }>, seenBy: string | null): Promise<Set<number>> {
     if (items.length === 0) return new Set();
     const unique = new Map(items.map((i) => [i.productId, i]));
     const ids: number[] = [];
@@ -284,23 +284,24 @@ export class CatalogRepository {
     // parameter at a few rows and looks each product up by key, where json_to_recordset (estimated at
     // 100 rows) had it scan every stored fingerprint for every page (measured on PostgreSQL, 20,000
     // fingerprints, 50 products: 0.43 ms instead of 2.3 ms a page, and no longer growing with the catalog).
-    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [ids, runId, fingerprints]);
+    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [ids, seenBy, fingerprints]);
     return new Set(rows.map((r) => Number(r.product_id)));
   }
 
-  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { runId: string | null; now: Date }): Promise<void> {
+  /** Fingerprints of products written in full; marks them seen by run `seenBy` (when given). */
+  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { seenBy: string | null; now: Date }): Promise<void> {
     if (items.length === 0) return;
     const unique = new Map(items.map((i) => [i.productId, i]));
     await this.prepared(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
       JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes, keep: i.keep }))),
-      opts.runId,
+      opts.seenBy,
       opts.now,
     ]);
   }
 
   /**
    * Upserts rows (distinct sku_codes) seen live, guarded by the pricing version they were priced
-   * with. `runId` marks them seen by that run.
+   * with. `runId`: the run their history rows belong to.
    */
   async upsertSkus(
     em: Db,

@@ -211,6 +211,49 @@ describe('fetchAllPages', () => {
     expect((err as PageFailure).message).toBe('page 2: writing failed: disk full');
   });
 
+  it('hands pages that waited for a writer over together, up to writeBatch, in arrival order', async () => {
+    const listing = new FakeListing(1000, 10);
+    const batches: FetchedPage[] = [];
+    const { result } = await run(listing, {
+      concurrency: 4,
+      writeBatch: 3,
+      onPage: async (p) => {
+        batches.push(p);
+        await new Promise((r) => setTimeout(r, 3)); // slower than the fetches: pages wait
+      },
+    });
+    expect(result.products).toBe(1000);
+    const pages = batches.flatMap((b) => b.pages);
+    expect([...pages].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(batches.every((b) => b.pages.length <= 3 && b.page === b.pages[0])).toBe(true);
+    expect(batches.some((b) => b.pages.length > 1)).toBe(true);
+    // each batch holds its pages' products, page after page
+    for (const b of batches) {
+      expect(b.items.map((i) => i.id)).toEqual(b.pages.flatMap((n) => Array.from({ length: 10 }, (_, i) => (n - 1) * 10 + i + 1)));
+    }
+  });
+
+  it('writes that keep up get their pages one by one, even with writeBatch', async () => {
+    const { pages } = await run(new FakeListing(300, 10), { concurrency: 1, writeBatch: 4 });
+    expect(pages.every((p) => p.pages.length === 1)).toBe(true);
+  });
+
+  it('a batch that fails to be written names its pages', async () => {
+    const listing = new FakeListing(1000, 10);
+    const err = (await run(listing, {
+      concurrency: 4,
+      writeBatch: 4,
+      onPage: async (p) => {
+        await new Promise((r) => setTimeout(r, 3));
+        if (p.pages.length > 1) throw new Error('disk full');
+      },
+    }).catch((e: unknown) => e)) as PageFailure;
+    expect(err).toBeInstanceOf(PageFailure);
+    expect(err.pages.length).toBeGreaterThan(1);
+    expect(err.page).toBe(err.pages[0]);
+    expect(err.message).toBe(`pages ${err.pages.join(', ')}: writing failed: disk full`);
+  });
+
   it('an abort ends the pass at once', async () => {
     const listing = new FakeListing(1000, 10);
     const ac = new AbortController();

@@ -1,8 +1,9 @@
 /**
  * The page loop of a catalog pass (no Nest, no database): `GET /products` page by page, following the
  * `total` and the `page_size` the upstream echoes (it caps what was asked), `concurrency` pages in
- * flight, each page handed to `onPage` as it arrives (`writeConcurrency` at a time, in arrival order),
- * with backpressure so that at most about 2 × `concurrency` pages are ever held.
+ * flight, each page handed to `onPage` as it arrives (`writeConcurrency` at a time, in arrival order;
+ * pages that arrived while every writer was busy go together, up to `writeBatch`), with backpressure
+ * so that at most about 2 × `concurrency` pages are ever held.
  *
  * - Page 1 comes first: it tells the total and the real page size; later pages ask for that size.
  * - A `total` that grows while paging (a product inserted) extends the pass; an empty page ends it.
@@ -122,7 +123,11 @@ export async function withRetries<T>(op: () => Promise<T>, options: RetryOptions
 // ------------------------------------------------------------------------------------------ pager
 
 export interface FetchedPage {
+  /** The (first) page number. */
   page: number;
+  /** Every page number it holds: more than one when pages waiting for a writer were handed over together. */
+  pages: number[];
+  /** Their products, in arrival order. */
   items: UpstreamProduct[];
   /** The total this page announced. */
   total: number;
@@ -143,13 +148,19 @@ export interface PagerOptions {
   concurrency: number;
   /** Pages handed to onPage at once (default 1: one at a time). */
   writeConcurrency?: number;
+  /**
+   * Pages waiting for a writer are handed to one onPage call together, up to this many (default 1).
+   * A pass that writes most of what it fetches (a first sync) makes fewer, larger transactions; one
+   * whose writes keep up never waits to fill a batch.
+   */
+  writeBatch?: number;
   updatedAfter?: Date;
   retry: RetryPolicy;
   signal?: AbortSignal;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called after page 1 and whenever the plan grows. */
   onPlan?(plan: PagePlan): void;
-  /** Called for every fetched page, `writeConcurrency` calls at a time. A rejection fails the pass. */
+  /** Called for every fetched page (or batch of pages), `writeConcurrency` calls at a time. A rejection fails the pass. */
   onPage(page: FetchedPage): Promise<void>;
   onRetry?(info: { page: number; error: unknown; tries: number; delayMs: number; rateLimited: boolean }): void;
 }
@@ -171,8 +182,10 @@ export class PageFailure extends Error {
     override readonly cause: unknown,
     readonly tries: number,
     readonly stage: 'fetch' | 'write',
+    /** The pages of a batch that failed to be written together (`page` is the first). */
+    readonly pages: number[] = [page],
   ) {
-    super(`page ${page}: ${PageFailure.describe(cause, tries, stage)}`);
+    super(`${pages.length > 1 ? `pages ${pages.join(', ')}` : `page ${page}`}: ${PageFailure.describe(cause, tries, stage)}`);
     this.name = 'PageFailure';
   }
 
@@ -187,6 +200,19 @@ export class PageFailure extends Error {
   get upstreamCause(): unknown {
     return this.cause instanceof RetriesExhausted ? this.cause.cause : this.cause;
   }
+}
+
+/** The first waiting page, with up to `max - 1` more that wait behind it (arrival order kept). */
+function takeBatch(ready: FetchedPage[], max: number): FetchedPage {
+  const taken = ready.splice(0, max);
+  if (taken.length === 1) return taken[0];
+  return {
+    page: taken[0].page,
+    pages: taken.flatMap((p) => p.pages),
+    items: taken.flatMap((p) => p.items),
+    total: Math.max(...taken.map((p) => p.total)),
+    pageSize: taken[0].pageSize,
+  };
 }
 
 function pagesFor(total: number, pageSize: number): number {
@@ -241,12 +267,13 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
   o.onPlan?.({ total, pageSize, pages: lastPage });
 
   return new Promise<PagerResult>((resolve, reject) => {
-    const ready: FetchedPage[] = [{ page: 1, items: first.items, total: first.total, pageSize }];
+    const ready: FetchedPage[] = [{ page: 1, pages: [1], items: first.items, total: first.total, pageSize }];
     let stopAt = first.items.length === 0 ? 1 : Number.POSITIVE_INFINITY;
     let next = 2;
     let inFlight = 0;
     let writing = 0;
     const writers = Math.max(1, o.writeConcurrency ?? 1);
+    const batch = Math.max(1, o.writeBatch ?? 1);
     let failure: unknown = null;
     let settled = false;
     let pagesFetched = 1;
@@ -284,7 +311,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
         }
       }
       if (res.items.length === 0) stopAt = Math.min(stopAt, page);
-      ready.push({ page, items: res.items, total: res.total, pageSize });
+      ready.push({ page, pages: [page], items: res.items, total: res.total, pageSize });
     };
 
     const pump = () => {
@@ -312,7 +339,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
         );
       }
       while (writing < writers && failure === null && ready.length > 0) {
-        const item = ready.shift()!;
+        const item = takeBatch(ready, batch);
         writing++;
         o.onPage(item).then(
           () => {
@@ -322,7 +349,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
           },
           (e: unknown) => {
             writing--;
-            fail(e instanceof PageFailure || e instanceof AbortedError ? e : new PageFailure(item.page, e, 1, 'write'));
+            fail(e instanceof PageFailure || e instanceof AbortedError ? e : new PageFailure(item.page, e, 1, 'write', item.pages));
             pump();
           },
         );
