@@ -280,6 +280,28 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
   });
 
+  it('a product fingerprinted during the pass (an order\'s fresh read) that the pass did not see is confirmed: gone, it is unlisted', async () => {
+    expect(await sync(app)).toMatchObject({ status: 'succeeded' });
+    const writer = app.relay.app.get(CatalogWriter);
+    const gone = sandbox.catalog.listedProducts()[33];
+    const asRead = await app.relay.app.get(UpstreamClient).getProduct(gone.id);
+    // no fingerprint at the start of the next pass, and no longer listed upstream
+    await db.query('DELETE FROM catalog_product_fingerprints WHERE product_id = $1', [gone.id]);
+    sandbox.catalog.delistProduct(gone.id);
+    // once the pass has begun, an order's fresh read (made just before the product went) writes it
+    let fresh: Promise<unknown> | null = null;
+    sandbox.faults.set({ latencyMs: 30 });
+    sandbox.events.on('request', (e: SandboxRequestEvent) => {
+      if (e.operation === 'products' && !fresh) fresh = writer.applyFreshProduct(asRead, { runId: null, source: 'refresh' });
+    });
+    const run = await sync(app);
+    await fresh;
+    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: gone.skus.length });
+    for (const s of gone.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
+    sandbox.catalog.relistProduct(gone.id);
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: gone.skus.length });
+  });
+
   it('a listing that shifts during paging never unlists a live product (confirmed found → kept)', async () => {
     // After two pages are served, a product of page 1 (already read) is withdrawn: every later product
     // moves one place forward, so a live product slips into a page already read and the pass misses it.

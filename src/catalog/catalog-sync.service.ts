@@ -113,8 +113,11 @@ interface ActiveRun {
   /** The last page was mostly writes: send the next one whole (see WriteOptions.strategy). */
   writeFirst: boolean;
   conflictKeys: Set<string>;
-  /** The products a full pass saw, kept in memory (null: recorded in catalog_sync_seen). */
-  seen: Set<number> | null;
+  /**
+   * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
+   * is recorded in catalog_sync_seen).
+   */
+  seen: { ids: Set<number>; fingerprintedAtStart: Map<number, string> } | null;
 }
 
 function newRunId(now: Date): string {
@@ -438,7 +441,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     });
     // Above MAX_KNOWN_FINGERPRINTS (and in an incremental pass) every product was marked seen in
     // catalog_sync_seen instead.
-    run.seen = (await index) ? seen : null;
+    const fingerprintedAtStart = await index;
+    run.seen = fingerprintedAtStart ? { ids: seen, fingerprintedAtStart } : null;
   }
 
   private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {
@@ -457,12 +461,17 @@ export class CatalogSyncService implements OnModuleDestroy {
     this.emit(run);
     const seen = run.seen;
     if (seen) {
-      // what the pass saw is in memory: the candidates are read at once (ids only)
+      // What the pass saw is in memory. The fingerprinted products are those fingerprinted at its
+      // start (read then) and the few fingerprinted since (e.g. by an order's fresh read): only those
+      // are read now, with the products that have no fingerprint.
       const c = await this.catalog.confirmCandidates(run.startedAt);
-      const ids = [...new Set([...c.unfingerprinted, ...c.fingerprinted.filter((id) => !seen.has(id))])].sort((a, b) => a - b);
-      for (let i = 0; i < ids.length; i += CONFIRM_BATCH) {
+      const ids = new Set(c.unfingerprinted);
+      for (const id of seen.fingerprintedAtStart.keys()) if (!seen.ids.has(id)) ids.add(id);
+      for (const id of c.fingerprintedSince) if (!seen.ids.has(id)) ids.add(id);
+      const sorted = [...ids].sort((a, b) => a - b);
+      for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
         if (run.abort.signal.aborted) throw new AbortedError();
-        await mapLimit(ids.slice(i, i + CONFIRM_BATCH), this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
+        await mapLimit(sorted.slice(i, i + CONFIRM_BATCH), this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
       }
       return;
     }

@@ -487,20 +487,23 @@ export class CatalogRepository {
   }
 
   /**
-   * The products a full pass that kept what it saw in memory must confirm, but for those it did not see
-   * (see `unseenProducts`): those with a listed SKU that existed before `createdBefore` and no
-   * fingerprint, and every product with a fingerprint (the caller drops those it saw).
+   * For a full pass that kept what it saw in memory (see `unseenProducts`): the products with a listed
+   * SKU that existed before `runStartedAt` and no fingerprint, and those fingerprinted since
+   * `runStartedAt` (the pass read the others' fingerprints at its start; the caller drops those it saw).
    */
-  async confirmCandidates(createdBefore: Date): Promise<{ unfingerprinted: number[]; fingerprinted: number[] }> {
+  async confirmCandidates(runStartedAt: Date): Promise<{ unfingerprinted: number[]; fingerprintedSince: number[] }> {
     const unfingerprinted = await select<{ id: string }>(
       this.db(),
       `SELECT DISTINCT s.product_id::text AS id FROM catalog_skus s
         WHERE s.listed AND s.created_at < $1
           AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id)`,
-      [createdBefore],
+      [runStartedAt],
     );
-    const fingerprinted = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints');
-    return { unfingerprinted: unfingerprinted.map((r) => Number(r.id)), fingerprinted: fingerprinted.map((r) => Number(r.id)) };
+    // updated_at moves whenever a fingerprint is written anew (WRITE_FINGERPRINTS_SQL)
+    const since = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1', [
+      runStartedAt,
+    ]);
+    return { unfingerprinted: unfingerprinted.map((r) => Number(r.id)), fingerprintedSince: since.map((r) => Number(r.id)) };
   }
 
   async clearSeen(runId: string): Promise<void> {
