@@ -119,6 +119,9 @@ describe('catalog sync', () => {
     });
     expect(run.changes).toEqual({ created: sandbox.catalog.skuCount, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 });
     expect(sandbox.stats.requests.products).toBe(Math.ceil(PRODUCTS / CAP));
+    // pages written together still count one by one
+    const metrics = String((await app.http.get('/metrics')).data);
+    expect(metrics).toMatch(new RegExp(`^relay_sync_pages_total ${Math.ceil(PRODUCTS / CAP)}$`, 'm'));
     const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE listed');
     expect(n).toBe(sandbox.catalog.skuCount);
 

@@ -434,7 +434,7 @@ export class CatalogSyncService implements OnModuleDestroy {
         this.count(run, r);
         run.counters.pagesDone += page.pages.length;
         run.counters.productsSeen += page.items.length;
-        this.metrics.syncPages.inc();
+        this.metrics.syncPages.inc(page.pages.length);
         await this.flushProgress(run);
         this.emit(run);
       },

@@ -3,7 +3,7 @@
  * `total` and the `page_size` the upstream echoes (it caps what was asked), `concurrency` pages in
  * flight, each page handed to `onPage` as it arrives (`writeConcurrency` at a time, in arrival order;
  * pages that arrived while every writer was busy go together, up to `writeBatch`), with backpressure
- * so that at most about 2 × `concurrency` pages are ever held.
+ * so that at most about 2 × `concurrency` pages ever wait, besides those being written.
  *
  * - Page 1 comes first: it tells the total and the real page size; later pages ask for that size.
  * - A `total` that grows while paging (a product inserted) extends the pass; an empty page ends it.
