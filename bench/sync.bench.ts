@@ -140,6 +140,8 @@ interface SyncFigures {
   rssBefore: number;
   peakRss: number;
   peakHeap: number;
+  /** CPU time of the relay process. */
+  cpuMs: number;
   run: { status: string; error: string | null; skus_created: number; skus_changed: number; products_seen: number };
 }
 
@@ -189,10 +191,10 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     // Re-syncs, each right after a floor run of its own: this machine's speed drifts by tens of per
     // cent within a minute, so each re-sync is compared with the floor measured next to it, and the
     // median of those ratios reported (rows written: by all of them).
-    const pairs: Array<{ floorMs: number; sync: SyncFigures & Record<string, unknown> }> = [];
+    const pairs: Array<{ floorMs: number; floorCpuMs: number; sync: SyncFigures & Record<string, unknown> }> = [];
     for (let i = 0; i < RESYNC_PAIRS; i++) {
-      const f = await relay.ask<{ ms: number; products: number }>({ cmd: 'floor' });
-      pairs.push({ floorMs: f.ms, sync: await sync('full') });
+      const f = await relay.ask<{ ms: number; products: number; cpuMs: number }>({ cmd: 'floor' });
+      pairs.push({ floorMs: f.ms, floorCpuMs: f.cpuMs, sync: await sync('full') });
     }
     const mid = medianBy(pairs, (p) => p.sync.ms / p.floorMs);
     const resync = {
@@ -203,6 +205,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     const resyncRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
     const history = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n - historyBefore;
     log(`re-sync ${pairs.map((p) => `${s(p.sync.ms)} / floor ${s(p.floorMs)}`).join(', ')}; ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`);
+    log(`relay CPU, re-sync / floor: ${pairs.map((p) => `${Math.round(p.sync.cpuMs)} / ${Math.round(p.floorCpuMs)} ms`).join(', ')}`);
 
     await sandbox.askRaw({ cmd: 'touch', n: 100 });
     await relay.ask({ cmd: 'snapshot' });

@@ -157,6 +157,8 @@ describe('catalog sync', () => {
     expect(seenLeft).toBe(0);
     // every product counted as seen by the pass: none read again to confirm it
     expect(sandbox.stats.requests.product).toBe(0);
+    // every page came byte for byte as in the previous pass: no fingerprint computed again
+    expect(app.relay.app.get(CatalogSyncService).pageFingerprints.stats).toEqual({ remembered: Math.ceil(PRODUCTS / CAP), computed: 0 });
   });
 
   it('applies price, stock and sku_id changes, counted by kind and kept as history behind changed_since', async () => {
@@ -172,6 +174,9 @@ describe('catalog sync', () => {
     expect(run).toMatchObject({ status: 'succeeded', skus_created: 0, skus_changed: 3 });
     expect(run.changes).toMatchObject({ price: 1, stock: 1, sku_id: 1, listing: 0 });
     expect(rowsWritten(before, await rowVersions(db))).toBe(3);
+    // the pages of the changed products (20, 21 and 22 in listing order) were fingerprinted anew, the others remembered
+    const changedPages = new Set([20, 21, 22].map((i) => Math.floor(i / CAP))).size;
+    expect(app.relay.app.get(CatalogSyncService).pageFingerprints.stats).toEqual({ remembered: Math.ceil(PRODUCTS / CAP) - changedPages, computed: changedPages });
 
     expect(await sku(app, a.sku_code)).toMatchObject({ cost_price: '123.45', sale_price: '123.45' });
     expect(await sku(app, b.sku_code)).toMatchObject({ stock_status: 'out_of_stock', stock_quantity: 0, available: false, listed: true });

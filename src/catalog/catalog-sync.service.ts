@@ -24,6 +24,7 @@ import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogWriter, type WriteResult } from './catalog-writer.service.js';
+import { PageFingerprints } from './page-fingerprints.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingService } from './pricing.service.js';
 import { isProductGone } from './product-gone.js';
@@ -118,7 +119,14 @@ interface ActiveRun {
    * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
    * is recorded in catalog_sync_seen).
    */
-  seen: { ids: Set<number>; fingerprintedAtStart: Map<number, string> } | null;
+  seen: {
+    ids: Set<number>;
+    fingerprintedAtStart: Map<number, string>;
+    /** Products with a listed SKU and no fingerprint, at the start of the pass. */
+    unfingerprintedAtStart: number[];
+    /** Products the pass wrote without keeping their fingerprint. */
+    unfingerprinted: Set<number>;
+  } | null;
 }
 
 function newRunId(now: Date): string {
@@ -397,6 +405,8 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   /** See MAX_KNOWN_FINGERPRINTS (a test sets 0 to take the database's way). */
   knownFingerprintsLimit = MAX_KNOWN_FINGERPRINTS;
+  /** The fingerprints of the last complete full pass's pages, by page content (see PageFingerprints). */
+  readonly pageFingerprints = new PageFingerprints(MAX_KNOWN_FINGERPRINTS);
 
   private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<void> {
     // An upstream that ignores the filter answers with older products too: the pass is then a full one.
@@ -406,9 +416,22 @@ export class CatalogSyncService implements OnModuleDestroy {
     // query, and what it saw is kept in memory.
     const index = updatedAfter ? null : this.catalog.fingerprintIndex(this.knownFingerprintsLimit);
     index?.catch(() => undefined); // awaited with the first page; a pass that fails before it ends here
+    // Read while the pass runs too, for the confirmation after it (see confirmUnseen).
+    const unfingerprinted = index?.then((fps) => (fps ? this.catalog.unfingerprintedProducts() : null)) ?? null;
+    unfingerprinted?.catch(() => undefined);
     const seen = new Set<number>();
+    const droppedFingerprints = new Set<number>();
+    // A full pass fingerprints its products as their pages arrive, from memory for a page whose body
+    // the previous complete pass received too.
+    const memo = updatedAfter ? null : this.pageFingerprints;
+    memo?.startPass();
     await fetchAllPages({
-      fetchPage: (q, signal) => this.upstream.listProducts(q, signal),
+      fetchPage: async (q, signal) => {
+        if (!memo) return this.upstream.listProducts(q, signal);
+        const page = await this.upstream.listProducts({ ...q, digest: true }, signal);
+        memo.addPage(page);
+        return page;
+      },
       requestedPageSize: this.config.sync.pageSize,
       concurrency: this.config.sync.concurrency,
       writeConcurrency: Math.min(PAGE_WRITERS, this.config.sync.concurrency),
@@ -428,10 +451,17 @@ export class CatalogSyncService implements OnModuleDestroy {
         }
         const fingerprints = await index;
         const known = fingerprints ?? undefined;
-        const r = await this.writer.applyProducts(page.items, { runId: run.runId, source: 'sync', strategy: run.writeFirst ? 'write' : 'check', known });
+        const r = await this.writer.applyProducts(page.items, {
+          runId: run.runId,
+          source: 'sync',
+          strategy: run.writeFirst ? 'write' : 'check',
+          known,
+          ...(memo ? { fingerprintOf: memo.fingerprintOf } : {}),
+        });
         // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
         run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
         for (const p of page.items) seen.add(p.id);
+        for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);
         run.counters.pagesDone += page.pages.length;
         run.counters.productsSeen += page.items.length;
@@ -440,10 +470,15 @@ export class CatalogSyncService implements OnModuleDestroy {
         this.emit(run);
       },
     });
+    memo?.completePass();
     // Above MAX_KNOWN_FINGERPRINTS (and in an incremental pass) every product was marked seen in
     // catalog_sync_seen instead.
     const fingerprintedAtStart = await index;
-    run.seen = fingerprintedAtStart ? { ids: seen, fingerprintedAtStart } : null;
+    const unfingerprintedAtStart = await unfingerprinted;
+    run.seen =
+      fingerprintedAtStart && unfingerprintedAtStart
+        ? { ids: seen, fingerprintedAtStart, unfingerprintedAtStart, unfingerprinted: droppedFingerprints }
+        : null;
   }
 
   private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {
@@ -462,13 +497,14 @@ export class CatalogSyncService implements OnModuleDestroy {
     this.emit(run);
     const seen = run.seen;
     if (seen) {
-      // What the pass saw is in memory. The fingerprinted products are those fingerprinted at its
-      // start (read then) and the few fingerprinted since (e.g. by an order's fresh read): only those
-      // are read now, with the products that have no fingerprint.
-      const c = await this.catalog.confirmCandidates(run.startedAt);
-      const ids = new Set(c.unfingerprinted);
+      // What the pass saw is in memory, with what was fingerprinted and what was not at its start. The
+      // products fingerprinted since (by the pass, or e.g. by an order's fresh read) are read now.
+      const since = new Set(await this.catalog.fingerprintedSince(run.startedAt));
+      const ids = new Set(seen.unfingerprinted);
+      // Without a fingerprint at the start: unless the pass saw it and fingerprinted it.
+      for (const id of seen.unfingerprintedAtStart) if (!(since.has(id) && seen.ids.has(id))) ids.add(id);
       for (const id of seen.fingerprintedAtStart.keys()) if (!seen.ids.has(id)) ids.add(id);
-      for (const id of c.fingerprintedSince) if (!seen.ids.has(id)) ids.add(id);
+      for (const id of since) if (!seen.ids.has(id)) ids.add(id);
       const sorted = [...ids].sort((a, b) => a - b);
       for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
         if (run.abort.signal.aborted) throw new AbortedError();

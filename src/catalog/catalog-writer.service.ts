@@ -34,6 +34,8 @@ export interface WriteOptions {
    * database.
    */
   known?: Map<number, string>;
+  /** Where the products' fingerprints come from (default: computed; see PageFingerprints). */
+  fingerprintOf?: (product: UpstreamProduct) => string;
 }
 
 export interface WriteResult {
@@ -49,10 +51,12 @@ export interface WriteResult {
   counts: ChangeCounts;
   conflicts: ConflictInput[];
   diffs: SkuDiff[];
+  /** Products written in full whose fingerprint was not kept (see WRITE_FINGERPRINTS_SQL): to be looked at again. */
+  unfingerprinted: number[];
 }
 
 function emptyResult(): WriteResult {
-  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [] };
+  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [], unfingerprinted: [] };
 }
 
 const MAX_PRICING_RETRIES = 3;
@@ -85,8 +89,9 @@ export class CatalogWriter {
     if (products.length === 0) return emptyResult();
     let unchangedSkus = 0;
     let todo: Array<{ product: UpstreamProduct; fingerprint: string }> = [];
+    const fingerprintOf = opts.fingerprintOf ?? productFingerprint;
     for (const product of products) {
-      const fingerprint = productFingerprint(product);
+      const fingerprint = fingerprintOf(product);
       if (opts.known?.get(product.id) === fingerprint) {
         unchangedSkus += product.skus.length;
       } else {
@@ -190,7 +195,7 @@ export class CatalogWriter {
           await this.record(em, pairs, out, opts, now);
           await this.repo.recordConflicts(em, out.conflicts, { runId: opts.runId, now });
           const conflicted = new Set(out.conflicts.map((c) => c.claimantProductId));
-          await this.repo.writeFingerprints(
+          out.unfingerprinted = await this.repo.writeFingerprints(
             em,
             todo.map((f) => ({
               productId: f.product.id,

@@ -113,7 +113,8 @@ UNION ALL
 SELECT 'stale_pricing', NULL, NULL, (SELECT version FROM ver)::text FROM ok WHERE NOT fresh`;
 
 /**
- * Records the fingerprints of products written in full, and marks every one of them seen by run $2 (when given).
+ * Records the fingerprints of products written in full, and marks every one of them seen by run $2
+ * (when given). Returns the products whose fingerprint was not kept.
  * No fingerprint is kept for a product that claims a code another product owns (a conflict), nor for
  * one that still has listed SKUs it no longer lists (to be confirmed and unlisted after a complete
  * pass): both are looked at in full again. So a product with a fingerprint has no listed SKU outside
@@ -134,11 +135,14 @@ seen AS (
 ),
 dropped AS (
   DELETE FROM catalog_product_fingerprints f USING input i WHERE f.product_id = i.product_id AND NOT i.keep
+),
+kept AS (
+  INSERT INTO catalog_product_fingerprints AS f (product_id, fingerprint, sku_codes, updated_at)
+  SELECT product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
+  ON CONFLICT (product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
+  WHERE (f.fingerprint, f.sku_codes) IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.sku_codes)
 )
-INSERT INTO catalog_product_fingerprints AS f (product_id, fingerprint, sku_codes, updated_at)
-SELECT product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
-ON CONFLICT (product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
-WHERE (f.fingerprint, f.sku_codes) IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.sku_codes)`;
+SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
 
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
@@ -288,15 +292,19 @@ export class CatalogRepository {
     return new Set(rows.map((r) => Number(r.product_id)));
   }
 
-  /** Fingerprints of products written in full; marks them seen by run `seenBy` (when given). */
-  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { seenBy: string | null; now: Date }): Promise<void> {
-    if (items.length === 0) return;
+  /**
+   * Fingerprints of products written in full; marks them seen by run `seenBy` (when given). Returns
+   * the products whose fingerprint was not kept.
+   */
+  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { seenBy: string | null; now: Date }): Promise<number[]> {
+    if (items.length === 0) return [];
     const unique = new Map(items.map((i) => [i.productId, i]));
-    await this.prepared(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
+    const rows = await this.prepared<{ product_id: string }>(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
       JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes, keep: i.keep }))),
       opts.seenBy,
       opts.now,
     ]);
+    return rows.map((r) => Number(r.product_id));
   }
 
   /**
@@ -487,23 +495,23 @@ export class CatalogRepository {
   }
 
   /**
-   * For a full pass that kept what it saw in memory (see `unseenProducts`): the products with a listed
-   * SKU that existed before `runStartedAt` and no fingerprint, and those fingerprinted since
-   * `runStartedAt` (the pass read the others' fingerprints at its start; the caller drops those it saw).
+   * For a full pass that keeps what it sees in memory (see `unseenProducts`), read at its start: the
+   * products with a listed SKU and no fingerprint (they claim another product's code, or still have
+   * SKUs they no longer list: see WRITE_FINGERPRINTS_SQL).
    */
-  async confirmCandidates(runStartedAt: Date): Promise<{ unfingerprinted: number[]; fingerprintedSince: number[] }> {
-    const unfingerprinted = await select<{ id: string }>(
+  async unfingerprintedProducts(): Promise<number[]> {
+    const rows = await select<{ id: string }>(
       this.db(),
       `SELECT DISTINCT s.product_id::text AS id FROM catalog_skus s
-        WHERE s.listed AND s.created_at < $1
-          AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id)`,
-      [runStartedAt],
+        WHERE s.listed AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id)`,
     );
-    // updated_at moves whenever a fingerprint is written anew (WRITE_FINGERPRINTS_SQL)
-    const since = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1', [
-      runStartedAt,
-    ]);
-    return { unfingerprinted: unfingerprinted.map((r) => Number(r.id)), fingerprintedSince: since.map((r) => Number(r.id)) };
+    return rows.map((r) => Number(r.id));
+  }
+
+  /** The products fingerprinted anew since `since` (a fingerprint's updated_at moves whenever it is written anew). */
+  async fingerprintedSince(since: Date): Promise<number[]> {
+    const rows = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1', [since]);
+    return rows.map((r) => Number(r.id));
   }
 
   async clearSeen(runId: string): Promise<void> {

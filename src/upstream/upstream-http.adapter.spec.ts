@@ -163,6 +163,22 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
       expect(typeof first.items[0].skus[0].price_amount).toBe('string');
     });
 
+    it("gives a page's body digest when asked: the same bytes the same digest, a change on the page another", async () => {
+      const plain = await client.listProducts({ page: 1, pageSize: 50 });
+      expect(plain.digest).toBeUndefined();
+      const [a, b, other] = await Promise.all([
+        client.listProducts({ page: 1, pageSize: 50, digest: true }),
+        client.listProducts({ page: 1, pageSize: 50, digest: true }),
+        client.listProducts({ page: 2, pageSize: 50, digest: true }),
+      ]);
+      expect(a.digest).toMatch(/^[A-Za-z0-9_-]{43}$/); // SHA-256, base64url
+      expect(b.digest).toBe(a.digest);
+      expect(other.digest).not.toBe(a.digest);
+      sandbox.catalog.setPrice(a.items[3].skus[0].sku_code, '77.77');
+      expect((await client.listProducts({ page: 1, pageSize: 50, digest: true })).digest).not.toBe(a.digest);
+      expect((await client.listProducts({ page: 2, pageSize: 50, digest: true })).digest).toBe(other.digest);
+    });
+
     it('sends updated_after (RFC 3339) when given', async () => {
       const all = sandbox.catalog.listedProducts();
       const latest = Math.max(...all.map((p) => Date.parse(p.updated_at)));

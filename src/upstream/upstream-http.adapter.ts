@@ -12,6 +12,7 @@
  * `connect_timeout`. The response timer (`timeoutMs`, from the start) aborts the rest: unknown
  * `response_timeout` when connected, else retryable `connect_timeout`.
  */
+import { hash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -94,6 +95,8 @@ interface RequestSpec {
   body?: Buffer;
   /** The caller's: aborting it ends the call at once (unknown outcome, reason `aborted`). */
   signal?: AbortSignal;
+  /** Adds the SHA-256 of the response body as received to the parsed answer, as `digest`. */
+  digest?: boolean;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
@@ -165,7 +168,7 @@ export class UpstreamHttpClient extends UpstreamClient {
   override async listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage> {
     const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
     if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
-    return this.call({ operation: 'listProducts', method: 'GET', path: '/products', query: params, signal }, isUpstreamProductPage);
+    return this.call({ operation: 'listProducts', method: 'GET', path: '/products', query: params, signal, digest: query.digest === true }, isUpstreamProductPage);
   }
 
   override async getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct> {
@@ -215,6 +218,7 @@ export class UpstreamHttpClient extends UpstreamClient {
       const c = classifyHttpAnswer(spec.operation, answer, this.clock());
       if (!c.ok) throw c.error;
       if (!isExpected(c.body)) throw new UpstreamUnknownError(spec.operation, 'unexpected_shape', answer.status);
+      if (spec.digest) (c.body as { digest?: string }).digest = hash('sha256', answer.body ?? EMPTY_BODY, 'base64url');
       this.report(spec.operation, 'ok', started, httpStatus);
       return c.body;
     } catch (e: unknown) {

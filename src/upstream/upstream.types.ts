@@ -73,6 +73,12 @@ export interface UpstreamProductPage {
   page: number;
   /** The page size the upstream actually used: it may cap what was asked. */
   page_size: number;
+  /**
+   * Not the upstream's: set by the client when the query asked for it (`digest`), the SHA-256 of the
+   * response body exactly as received (base64url). Two pages with one digest hold the same products,
+   * byte for byte.
+   */
+  digest?: string;
 }
 
 export interface ProductPageQuery {
@@ -80,6 +86,8 @@ export interface ProductPageQuery {
   pageSize: number;
   /** Undocumented filter of the real upstream: only products changed after this instant. */
   updatedAfter?: Date;
+  /** Also give the page's `digest` (the body's SHA-256). */
+  digest?: boolean;
 }
 
 /** Upstream order states, including the undocumented refund states. Unknown strings pass through. */
