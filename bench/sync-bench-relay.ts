@@ -4,7 +4,7 @@
  * bench/sync.bench.ts. Every figure is taken here, in this one process: the floor (the same pages
  * fetched and parsed by the same client, no database work) and the syncs.
  *   ← {id, cmd:'floor'}              → {id, ms, products, cpuMs}
- *   ← {id, cmd:'sync', mode}         → {id, ms, run, rssBefore, peakRss, peakHeap, cpuMs}
+ *   ← {id, cmd:'sync', mode}         → {id, ms, run, rssBefore, peakRss, peakHeap, cpuMs, pageStats}
  *   ← {id, cmd:'snapshot'}           → {id}             row versions of catalog_skus, kept in the database
  *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
  *   ← {id, cmd:'count', table}       → {id, n}
@@ -84,7 +84,7 @@ async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, u
     const m = process.memoryUsage();
     peakRss = Math.max(peakRss, m.rss);
     peakHeap = Math.max(peakHeap, m.heapUsed);
-    return { ms, run, rssBefore, peakRss, peakHeap, cpuMs: cpuMs(cpu) };
+    return { ms, run, rssBefore, peakRss, peakHeap, cpuMs: cpuMs(cpu), pageStats: { ...sync.pageFingerprints.stats } };
   } finally {
     clearInterval(sampler);
   }

@@ -13,7 +13,10 @@
  *   - a re-sync with no upstream change, five times, each right after a floor run of its own: SKU
  *     rows written by all of them (target 0) and the median of re-sync ÷ that floor (target ≤ 1.2);
  *   - peak RSS of the relay process during the syncs (target ≤ 350 MB);
- *   - an incremental run after 100 products changed: time and rows written.
+ *   - an incremental run after 100 products changed: time and rows written;
+ *   - then a full pass (after a floor run of its own): its time ÷ that floor, and how many pages it
+ *     parsed (those whose bytes differ from the previous full pass: the changed products' pages).
+ * Each sync also reports the relay's CPU time, and the floor runs theirs.
  *
  * Environment: BENCH_DATABASE_URL, BENCH_TARGETS (postgres,pglite), BENCH_PRODUCTS (20000),
  * BENCH_PAGE_CAP (50), BENCH_CONCURRENCY (4), BENCH_FLOOR_RUNS (3), BENCH_RELAY_NODE_ARGS (node options for
@@ -142,6 +145,8 @@ interface SyncFigures {
   peakHeap: number;
   /** CPU time of the relay process. */
   cpuMs: number;
+  /** The pass's pages: not parsed (unchanged), parsed with remembered fingerprints, parsed and fingerprinted. */
+  pageStats: { unchanged: number; remembered: number; computed: number };
   run: { status: string; error: string | null; skus_created: number; skus_changed: number; products_seen: number };
 }
 
@@ -155,6 +160,8 @@ interface Figures {
   resync: SyncFigures & { rows: number; history: number; floorMs: number };
   resyncPairs: Array<{ ms: number; floorMs: number }>;
   incremental: SyncFigures & { rows: number };
+  /** A full pass after the incremental one, with the floor run just before it. */
+  afterChanges: SyncFigures & { floorMs: number };
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -212,6 +219,13 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     const inc = await sync('incremental');
     const incRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
     log(`incremental ${s(inc.ms)}, ${incRows} SKU rows written`);
+    // A full pass after those changes (the incremental run applied them): the pages that hold a
+    // changed product came with other bytes than in the last full pass, and are parsed again.
+    const afterFloor = await relay.ask<{ ms: number; products: number; cpuMs: number }>({ cmd: 'floor' });
+    const afterChanges = await sync('full');
+    log(
+      `full pass after the 100 changes ${s(afterChanges.ms)} / floor ${s(afterFloor.ms)}; pages not parsed ${afterChanges.pageStats.unchanged}, parsed ${afterChanges.pageStats.remembered + afterChanges.pageStats.computed}`,
+    );
 
     return {
       target: name,
@@ -222,6 +236,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       resync: { ...resync, rows: resyncRows, history, floorMs: mid.floorMs },
       resyncPairs: pairs.map((p) => ({ ms: p.sync.ms, floorMs: p.floorMs })),
       incremental: { ...inc, rows: incRows },
+      afterChanges: { ...afterChanges, floorMs: afterFloor.ms },
     };
   } finally {
     await relay.ask({ cmd: 'close' }).catch(() => relay.stop());
@@ -233,7 +248,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
 function report(r: Figures): string {
   const first = r.first.ms / r.floorMs;
   const resync = r.resync.ms / r.resync.floorMs;
-  const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss);
+  const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss, r.afterChanges.peakRss);
   const ok = (b: boolean) => (b ? 'ok' : 'MISSED');
   return [
     r.target === 'postgres' ? 'PostgreSQL' : 'PGlite (embedded, in the relay process)',
@@ -244,6 +259,7 @@ function report(r: Figures): string {
     `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
     `  peak RSS during the syncs           ${mb(peak)}   target ≤ 350 MB ${ok(peak <= 350 * MB)}   (at start ${mb(r.startRss)}, before the first sync ${mb(r.first.rssBefore)}, peak heap ${mb(Math.max(r.first.peakHeap, r.resync.peakHeap))})`,
     `  incremental, 100 products changed   ${s(r.incremental.ms)}   ${r.incremental.run.products_seen} products fetched, ${r.incremental.rows} SKU rows written (${r.incremental.run.skus_changed} SKUs changed)`,
+    `  full pass after those changes       ${s(r.afterChanges.ms)}   ÷ its floor ${s(r.afterChanges.floorMs)} = ${(r.afterChanges.ms / r.afterChanges.floorMs).toFixed(2)}   pages parsed ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} of ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed + r.afterChanges.pageStats.unchanged}`,
     '',
   ].join('\n');
 }
@@ -286,13 +302,19 @@ function summaryRows(results: Figures[], skipped: Array<{ target: string; why: s
   const rows: Array<Omit<BenchRow, 'bench'>> = [];
   for (const r of results) {
     const db = r.target === 'postgres' ? 'PostgreSQL' : 'PGlite';
-    const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss);
+    const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss, r.afterChanges.peakRss);
     rows.push(
       { figure: `${db}: first full sync ÷ floor`, value: r.first.ms / r.floorMs, unit: '×', target: r.target === 'postgres' ? '≤ 1.5' : undefined, note: `${s(r.first.ms)} vs floor ${s(r.floorMs)}` },
       { figure: `${db}: re-sync, no change ÷ floor`, value: r.resync.ms / r.resync.floorMs, unit: '×', target: '≤ 1.2', note: `${s(r.resync.ms)} vs floor ${s(r.resync.floorMs)}, median of ${r.resyncPairs.length} pairs` },
       { figure: `${db}: re-sync, SKU rows written`, value: r.resync.rows, unit: 'rows', target: '0' },
       { figure: `${db}: peak RSS during the syncs`, value: peak / MB, unit: 'MB', target: '≤ 350', note: `before the first sync ${mb(r.first.rssBefore)}` },
       { figure: `${db}: incremental after 100 products changed`, value: r.incremental.ms / 1000, unit: 's', note: `${r.incremental.rows} SKU rows written` },
+      {
+        figure: `${db}: full pass after those changes ÷ floor`,
+        value: r.afterChanges.ms / r.afterChanges.floorMs,
+        unit: '×',
+        note: `${s(r.afterChanges.ms)} vs floor ${s(r.afterChanges.floorMs)}, ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} pages parsed`,
+      },
     );
   }
   for (const k of skipped) rows.push({ figure: `${k.target}: not measured`, value: null, unit: '', note: k.why });

@@ -18,6 +18,7 @@ interface Run {
   pages_total: number;
   pages_done: number;
   products_seen: number;
+  skus_seen: number;
   skus_created: number;
   skus_changed: number;
   skus_delisted: number;
@@ -45,6 +46,8 @@ interface Sku {
 
 const PRODUCTS = 60;
 const CAP = 7;
+/** SYNC_CONCURRENCY of the app under test. */
+const CONCURRENCY = 3;
 
 async function waitRun(app: TestApp, runId: string): Promise<Run> {
   const deadline = Date.now() + 60_000;
@@ -91,7 +94,7 @@ describe('catalog sync', () => {
   beforeAll(async () => {
     db = await openTestDatabase();
     sandbox = await startSandbox({ pageSizeCap: CAP, catalog: { products: PRODUCTS, seed: 3 } });
-    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: '3' });
+    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: String(CONCURRENCY) });
   });
   afterAll(async () => {
     await app?.close();
@@ -157,8 +160,12 @@ describe('catalog sync', () => {
     expect(seenLeft).toBe(0);
     // every product counted as seen by the pass: none read again to confirm it
     expect(sandbox.stats.requests.product).toBe(0);
-    // every page came byte for byte as in the previous pass: no fingerprint computed again
-    expect(app.relay.app.get(CatalogSyncService).pageFingerprints.stats).toEqual({ remembered: Math.ceil(PRODUCTS / CAP), computed: 0 });
+    // every page came byte for byte as in the previous pass, its products as stored: no fingerprint computed, and none
+    // parsed but those that arrived before the stored fingerprints were read (their fingerprints from memory)
+    const stats = app.relay.app.get(CatalogSyncService).pageFingerprints.stats;
+    expect(stats).toMatchObject({ computed: 0, unchanged: Math.ceil(PRODUCTS / CAP) - stats.remembered });
+    expect(stats.remembered).toBeLessThanOrEqual(1 + CONCURRENCY);
+    expect(run).toMatchObject({ products_seen: PRODUCTS, skus_seen: sandbox.catalog.skuCount, pages_done: Math.ceil(PRODUCTS / CAP) });
   });
 
   it('applies price, stock and sku_id changes, counted by kind and kept as history behind changed_since', async () => {
@@ -174,9 +181,10 @@ describe('catalog sync', () => {
     expect(run).toMatchObject({ status: 'succeeded', skus_created: 0, skus_changed: 3 });
     expect(run.changes).toMatchObject({ price: 1, stock: 1, sku_id: 1, listing: 0 });
     expect(rowsWritten(before, await rowVersions(db))).toBe(3);
-    // the pages of the changed products (20, 21 and 22 in listing order) were fingerprinted anew, the others remembered
+    // the pages of the changed products (20, 21 and 22 in listing order) were parsed and fingerprinted, the others not parsed
     const changedPages = new Set([20, 21, 22].map((i) => Math.floor(i / CAP))).size;
-    expect(app.relay.app.get(CatalogSyncService).pageFingerprints.stats).toEqual({ remembered: Math.ceil(PRODUCTS / CAP) - changedPages, computed: changedPages });
+    const stats = app.relay.app.get(CatalogSyncService).pageFingerprints.stats;
+    expect(stats).toMatchObject({ computed: changedPages, unchanged: Math.ceil(PRODUCTS / CAP) - changedPages - stats.remembered });
 
     expect(await sku(app, a.sku_code)).toMatchObject({ cost_price: '123.45', sale_price: '123.45' });
     expect(await sku(app, b.sku_code)).toMatchObject({ stock_status: 'out_of_stock', stock_quantity: 0, available: false, listed: true });
@@ -197,6 +205,23 @@ describe('catalog sync', () => {
     );
     const idHistory = (await app.http.get(`/internal/catalog/skus/${c.sku_code}/changes`)).data as { items: Array<Record<string, unknown>> };
     expect(idHistory.items[0]).toMatchObject({ field: 'upstream_sku_id', kind: 'sku_id', old: c.id, new: newId, run_id: run.run_id });
+  });
+
+  it('a page received before whose product lost its stored fingerprint is parsed again, and that product looked at in full', async () => {
+    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0 });
+    const product = sandbox.catalog.listedProducts()[10];
+    await db.query('DELETE FROM catalog_product_fingerprints WHERE product_id = $1', [product.id]);
+    const before = await rowVersions(db);
+    const run = await sync(app);
+    expect(run).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_created: 0, skus_delisted: 0, products_seen: PRODUCTS });
+    // its page was parsed (its fingerprints from memory), the unchanged ones not (but those that arrived before the
+    // stored fingerprints were read); the product's SKUs equal, no row written
+    const stats = app.relay.app.get(CatalogSyncService).pageFingerprints.stats;
+    expect(stats).toMatchObject({ computed: 0, remembered: Math.ceil(PRODUCTS / CAP) - stats.unchanged });
+    expect(stats.unchanged).toBeLessThanOrEqual(Math.ceil(PRODUCTS / CAP) - 1);
+    expect(rowsWritten(before, await rowVersions(db))).toBe(0);
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_product_fingerprints WHERE product_id = $1', [product.id]);
+    expect(n).toBe(1);
   });
 
   it('unlists a product gone upstream only after confirming it with GET /products/{id}, and relists it', async () => {

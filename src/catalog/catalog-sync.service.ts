@@ -421,15 +421,18 @@ export class CatalogSyncService implements OnModuleDestroy {
     unfingerprinted?.catch(() => undefined);
     const seen = new Set<number>();
     const droppedFingerprints = new Set<number>();
-    // A full pass fingerprints its products as their pages arrive, from memory for a page whose body
-    // the previous complete pass received too.
+    // A full pass recognises the pages whose bodies the previous complete pass received (see
+    // PageFingerprints): unchanged since the start of the pass, they are not parsed; else their
+    // fingerprints come from memory.
     const memo = updatedAfter ? null : this.pageFingerprints;
     memo?.startPass();
+    let startIndex: Map<number, string> | null = null;
+    void index?.then((fps) => (startIndex = fps), () => undefined);
     await fetchAllPages({
       fetchPage: async (q, signal) => {
         if (!memo) return this.upstream.listProducts(q, signal);
-        const page = await this.upstream.listProducts({ ...q, digest: true }, signal);
-        memo.addPage(page);
+        const page = await this.upstream.listProducts({ ...q, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) }, signal);
+        if (!page.unchanged) memo.addPage(page);
         return page;
       },
       requestedPageSize: this.config.sync.pageSize,
@@ -463,8 +466,13 @@ export class CatalogSyncService implements OnModuleDestroy {
         for (const p of page.items) seen.add(p.id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);
+        // unchanged since the start of the pass (compared with `known`): seen, nothing to write
+        for (const p of page.unchanged) {
+          seen.add(p.id);
+          run.counters.skusSeen += p.skus;
+        }
         run.counters.pagesDone += page.pages.length;
-        run.counters.productsSeen += page.items.length;
+        run.counters.productsSeen += page.items.length + page.unchanged.length;
         this.metrics.syncPages.inc(page.pages.length);
         await this.flushProgress(run);
         this.emit(run);

@@ -2,7 +2,7 @@ import type { UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.
 import { PageFingerprints } from './page-fingerprints.js';
 import { productFingerprint } from './sku-diff.js';
 
-function product(id: number, price = '10.00'): UpstreamProduct {
+function product(id: number, price = '10.00', skus = 1): UpstreamProduct {
   return {
     id,
     slug: `product-${id}`,
@@ -12,43 +12,94 @@ function product(id: number, price = '10.00'): UpstreamProduct {
     fulfillment_type: 'auto',
     is_active: true,
     category_id: 101,
-    skus: [
-      { id: id * 10, sku_code: `SKU-${id}`, spec_values: {}, price_amount: price, stock_status: 'in_stock', stock_quantity: 5, is_active: true },
-    ],
+    skus: Array.from({ length: skus }, (_, i) => ({
+      id: id * 10 + i,
+      sku_code: `SKU-${id}-${i}`,
+      spec_values: {},
+      price_amount: price,
+      stock_status: 'in_stock' as const,
+      stock_quantity: 5,
+      is_active: true,
+    })),
   };
 }
 
-/** A page as the client returns it: fresh objects every time (as a new parse of the body would give). */
+/** A page as the client returns it once parsed: fresh objects every time. */
 function page(ids: number[], digest: string | undefined, price = '10.00'): UpstreamProductPage {
-  return { ok: true, items: ids.map((id) => product(id, price)), total: 100, page: 1, page_size: ids.length, ...(digest ? { digest } : {}) };
+  return { ok: true, items: ids.map((id) => product(id, price, id % 3 === 0 ? 2 : 1)), total: 100, page: 3, page_size: 7, ...(digest ? { digest } : {}) };
+}
+
+/** The stored fingerprints of these products as `page` builds them. */
+function index(ids: number[], price = '10.00'): Map<number, string> {
+  return new Map(ids.map((id) => [id, productFingerprint(product(id, price, id % 3 === 0 ? 2 : 1))]));
 }
 
 describe('PageFingerprints', () => {
   it('computes the fingerprints of a page seen for the first time, as productFingerprint does', () => {
     const memo = new PageFingerprints(1000);
     memo.startPass();
+    expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeUndefined(); // never received
     const p = page([1, 2, 3], 'd1');
     memo.addPage(p);
     for (const item of p.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
-    expect(memo.stats).toEqual({ remembered: 0, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
   });
 
-  it('a page whose body the previous complete pass received gives its fingerprints from memory', () => {
+  it('a body received by the previous complete pass whose products equal the stored fingerprints is unchanged: not parsed', () => {
     const memo = new PageFingerprints(1000);
     memo.startPass();
     memo.addPage(page([1, 2, 3], 'd1'));
-    memo.addPage(page([4, 5, 6], 'd2'));
     memo.completePass();
 
     memo.startPass();
-    const again = page([1, 2, 3], 'd1');
-    memo.addPage(again);
-    expect(memo.stats).toEqual({ remembered: 1, computed: 0 });
-    expect(again.items.map((p) => memo.fingerprintOf(p))).toEqual(again.items.map((p) => productFingerprint(p)));
-    // another digest (a changed page) is computed from its products
+    const unchanged = memo.unchangedPage('d1', index([1, 2, 3, 4]));
+    expect(unchanged).toEqual({
+      ok: true,
+      items: [],
+      unchanged: [
+        { id: 1, skus: 1 },
+        { id: 2, skus: 1 },
+        { id: 3, skus: 2 },
+      ],
+      total: 100,
+      page: 3,
+      page_size: 7,
+      digest: 'd1',
+    });
+    expect(memo.stats).toEqual({ unchanged: 1, remembered: 0, computed: 0 });
+    // and it is remembered again for the pass after
+    memo.completePass();
+    memo.startPass();
+    expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeDefined();
+  });
+
+  it('the same body is parsed when a stored fingerprint differs, or before the stored ones are read; its fingerprints then come from memory', () => {
+    const memo = new PageFingerprints(1000);
+    memo.startPass();
+    memo.addPage(page([1, 2, 3], 'd1'));
+    memo.completePass();
+
+    memo.startPass();
+    const moved = index([1, 2, 3]);
+    moved.delete(2); // e.g. product 2 was unlisted since, its fingerprint dropped
+    expect(memo.unchangedPage('d1', moved)).toBeUndefined();
+    expect(memo.unchangedPage('d1', null)).toBeUndefined();
+    const parsed = page([1, 2, 3], 'd1');
+    memo.addPage(parsed);
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0 });
+    expect(parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.items.map((p) => productFingerprint(p)));
+  });
+
+  it('another digest (a changed page) is computed from its products', () => {
+    const memo = new PageFingerprints(1000);
+    memo.startPass();
+    memo.addPage(page([4, 5, 6], 'd2'));
+    memo.completePass();
+    memo.startPass();
+    expect(memo.unchangedPage('d2-changed', index([4, 5, 6], '11.00'))).toBeUndefined();
     const changed = page([4, 5, 6], 'd2-changed', '11.00');
     memo.addPage(changed);
-    expect(memo.stats).toEqual({ remembered: 1, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
     expect(memo.fingerprintOf(changed.items[0])).toBe(productFingerprint(changed.items[0]));
     expect(memo.fingerprintOf(changed.items[0])).not.toBe(productFingerprint(product(4)));
   });
@@ -60,39 +111,39 @@ describe('PageFingerprints', () => {
     memo.completePass();
     memo.startPass();
     memo.addPage(page([1], undefined));
-    expect(memo.stats).toEqual({ remembered: 0, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
     const stranger = product(99);
     expect(memo.fingerprintOf(stranger)).toBe(productFingerprint(stranger));
   });
 
   it('what an incomplete pass saw is not remembered; the last complete pass still is', () => {
     const memo = new PageFingerprints(1000);
+    const known = index([1, 2, 3, 4]);
     memo.startPass();
     memo.addPage(page([1, 2], 'd1'));
     memo.completePass();
     memo.startPass();
     memo.addPage(page([3, 4], 'd2')); // this pass fails
     memo.startPass();
+    expect(memo.unchangedPage('d2', known)).toBeUndefined();
     memo.addPage(page([3, 4], 'd2'));
-    memo.addPage(page([1, 2], 'd1'));
-    expect(memo.stats).toEqual({ remembered: 1, computed: 1 });
+    expect(memo.unchangedPage('d1', known)).toBeDefined();
     memo.completePass();
-    // the pass before only remembers what it saw: d1 and d2 now
+    // this pass saw d1 and d2: both are remembered
     memo.startPass();
-    memo.addPage(page([3, 4], 'd2'));
-    memo.addPage(page([1, 2], 'd1'));
-    expect(memo.stats).toEqual({ remembered: 2, computed: 0 });
+    expect(memo.unchangedPage('d2', known)).toBeDefined();
+    expect(memo.unchangedPage('d1', known)).toBeDefined();
   });
 
   it('keeps no more pages than maxProducts allows', () => {
     const memo = new PageFingerprints(4);
+    const known = index([1, 2, 3, 4, 5, 6]);
     memo.startPass();
     memo.addPage(page([1, 2, 3], 'd1'));
     memo.addPage(page([4, 5, 6], 'd2')); // 6 > 4: not kept
     memo.completePass();
     memo.startPass();
-    memo.addPage(page([1, 2, 3], 'd1'));
-    memo.addPage(page([4, 5, 6], 'd2'));
-    expect(memo.stats).toEqual({ remembered: 1, computed: 1 });
+    expect(memo.unchangedPage('d1', known)).toBeDefined();
+    expect(memo.unchangedPage('d2', known)).toBeUndefined();
   });
 });

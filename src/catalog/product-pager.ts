@@ -12,7 +12,7 @@
  * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
  */
 import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
-import type { ProductPageQuery, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
+import type { ProductPageQuery, UnchangedProduct, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
 
 export interface RetryPolicy {
   /** Tries of one request for failures other than 429 (the first try included). */
@@ -129,6 +129,8 @@ export interface FetchedPage {
   pages: number[];
   /** Their products, in arrival order. */
   items: UpstreamProduct[];
+  /** Their products known unchanged without being parsed (see `UpstreamProductPage.unchanged`). */
+  unchanged: UnchangedProduct[];
   /** The total this page announced. */
   total: number;
   pageSize: number;
@@ -210,9 +212,19 @@ function takeBatch(ready: FetchedPage[], max: number): FetchedPage {
     page: taken[0].page,
     pages: taken.flatMap((p) => p.pages),
     items: taken.flatMap((p) => p.items),
+    unchanged: taken.flatMap((p) => p.unchanged),
     total: Math.max(...taken.map((p) => p.total)),
     pageSize: taken[0].pageSize,
   };
+}
+
+/** A page's products: those parsed and those known unchanged. */
+function productCount(page: UpstreamProductPage): number {
+  return page.items.length + (page.unchanged?.length ?? 0);
+}
+
+function fetched(page: number, res: UpstreamProductPage, pageSize: number): FetchedPage {
+  return { page, pages: [page], items: res.items, unchanged: res.unchanged ?? [], total: res.total, pageSize };
 }
 
 function pagesFor(total: number, pageSize: number): number {
@@ -259,16 +271,16 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
 
   const first = await fetchOne(1, o.requestedPageSize);
   const pageSize = first.page_size;
-  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || first.items.length > pageSize) {
-    throw new PageFailure(1, new Error(`unusable page_size ${String(pageSize)} with ${first.items.length} items`), 1, 'fetch');
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || productCount(first) > pageSize) {
+    throw new PageFailure(1, new Error(`unusable page_size ${String(pageSize)} with ${productCount(first)} items`), 1, 'fetch');
   }
   let total = first.total;
   let lastPage = pagesFor(total, pageSize);
   o.onPlan?.({ total, pageSize, pages: lastPage });
 
   return new Promise<PagerResult>((resolve, reject) => {
-    const ready: FetchedPage[] = [{ page: 1, pages: [1], items: first.items, total: first.total, pageSize }];
-    let stopAt = first.items.length === 0 ? 1 : Number.POSITIVE_INFINITY;
+    const ready: FetchedPage[] = [fetched(1, first, pageSize)];
+    let stopAt = productCount(first) === 0 ? 1 : Number.POSITIVE_INFINITY;
     let next = 2;
     let inFlight = 0;
     let writing = 0;
@@ -310,8 +322,8 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
           o.onPlan?.({ total, pageSize, pages: lastPage });
         }
       }
-      if (res.items.length === 0) stopAt = Math.min(stopAt, page);
-      ready.push({ page, pages: [page], items: res.items, total: res.total, pageSize });
+      if (productCount(res) === 0) stopAt = Math.min(stopAt, page);
+      ready.push(fetched(page, res, pageSize));
     };
 
     const pump = () => {
@@ -344,7 +356,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
         o.onPage(item).then(
           () => {
             writing--;
-            products += item.items.length;
+            products += item.items.length + item.unchanged.length;
             pump();
           },
           (e: unknown) => {
