@@ -70,6 +70,30 @@ async function run(listing: FakeListing, over: Partial<PagerOptions> = {}) {
 }
 
 describe('fetchAllPages', () => {
+  it('counts the products of a page known unchanged (not parsed) like the others: such a page is not the end of the listing', async () => {
+    const listing = new FakeListing(120, 50);
+    // page 2 comes as its caller recognised it: its products as `unchanged`, no items
+    const fetchPage = async (q: ProductPageQuery): Promise<UpstreamProductPage> => {
+      const page = await listing.fetch(q);
+      return q.page === 2 ? { ...page, items: [], unchanged: page.items.map((p) => ({ id: p.id, skus: 1 })) } : page;
+    };
+    const { result, pages, seen } = await run(listing, { fetchPage });
+    expect(result).toMatchObject({ pages: 3, total: 120, products: 120 });
+    expect(seen).toHaveLength(70);
+    const unchanged = pages.flatMap((p) => p.unchanged.map((u) => u.id));
+    expect(unchanged).toEqual(Array.from({ length: 50 }, (_, i) => 51 + i));
+    expect(pages.every((p) => p.page === 2 || p.unchanged.length === 0)).toBe(true);
+    // pages written together keep them too
+    const slow = async (p: FetchedPage) => {
+      batched.push(p);
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    const batched: FetchedPage[] = [];
+    await run(listing, { fetchPage, writeBatch: 3, writeConcurrency: 1, onPage: slow });
+    expect(batched.flatMap((p) => p.unchanged.map((u) => u.id))).toEqual(unchanged);
+    expect(batched.reduce((n, p) => n + p.items.length + p.unchanged.length, 0)).toBe(120);
+  });
+
   it('follows the echoed page size, not the one asked for', async () => {
     const listing = new FakeListing(120, 50);
     const { result, seen } = await run(listing);
