@@ -25,7 +25,6 @@
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import { cpus, loadavg } from 'node:os';
@@ -36,7 +35,7 @@ import pg from 'pg';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
-import { medianBy, printBenchSummary, type BenchRow } from './run-all.js';
+import { cpuSnapshot, medianBy, printBenchSummary, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -87,34 +86,12 @@ async function measure(n: number, concurrency: number, op: (i: number) => Promis
   return { n, failed, perSecond: n / seconds, p50: pct(50), p99: pct(99) };
 }
 
-/** CPU time (user + system) of a process so far, in ms. */
-function procCpuMs(pid: number | string): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-/** CPU time so far of the service, the sandbox, every PostgreSQL process (none for PGlite: it is inside the service) and this one. */
-function cpuSnapshot(relay: number, sandbox: number): Record<string, number> {
-  let pgMs = 0;
-  for (const d of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('postgres')) pgMs += procCpuMs(d);
-    } catch {
-      /* gone */
-    }
-  }
-  const self = process.cpuUsage();
-  return { service: procCpuMs(relay), sandbox: procCpuMs(sandbox), postgres: pgMs, load: (self.user + self.system) / 1000 };
-}
 function cpuPerOrder(a: Record<string, number>, b: Record<string, number>, n: number): string {
   return Object.keys(a)
     .map((k) => `${k} ${((b[k] - a[k]) / n).toFixed(2)}`)
     .join(', ');
 }
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function freePort(): Promise<number> {
@@ -286,7 +263,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         return true;
       });
       loadAfterFloor = loadavg()[0];
-      const cpu0 = cpuSnapshot(relayProc!.pid!, sandboxProc!.pid!);
+      const cpu0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
       const orders = await measure(n, ORDER_CONCURRENCY, async (i) => {
         const s = skus[i % skus.length];
         const shopNo = `BENCH-${label}-${i}`;
@@ -294,7 +271,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         if (r.status === 201) placed.push({ id: (r.data as { order: { upstream_order_id: number } }).order.upstream_order_id, shopNo });
         return r.status === 201;
       });
-      return { floor, orders, cpu: cpuPerOrder(cpu0, cpuSnapshot(relayProc!.pid!, sandboxProc!.pid!), n) };
+      return { floor, orders, cpu: cpuPerOrder(cpu0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), n) };
     };
     // the keep-alive sockets and the pools opened, not measured
     await round('open', ORDER_CONCURRENCY * 2);

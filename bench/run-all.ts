@@ -18,10 +18,41 @@
  * imported) or write the line yourself.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const SUMMARY_PREFIX = 'BENCH_SUMMARY ';
+
+/** CPU time (user + system) of a process so far, in ms (Linux `/proc`; 0 when it cannot be read). */
+export function procCpuMs(pid: number | string): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU time so far (ms) of the named processes, of every PostgreSQL process on this machine (the server
+ * the bench uses: none does anything for PGlite, which runs inside the service) as `postgres`, and of
+ * this process as `load`. Two snapshots' difference is what each spent in between.
+ */
+export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
+  let postgres = 0;
+  for (const d of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('postgres')) postgres += procCpuMs(d);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const self = process.cpuUsage();
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) out[name] = procCpuMs(pid);
+  return { ...out, postgres, load: (self.user + self.system) / 1000 };
+}
 
 /** The middle item of `items` ordered by `key` (the upper one of an even count): a run that happened. */
 export function medianBy<T>(items: T[], key: (item: T) => number): T {

@@ -28,7 +28,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { medianBy, printBenchSummary, type BenchRow } from './run-all.js';
+import { cpuSnapshot, medianBy, printBenchSummary, type BenchRow } from './run-all.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 20_000);
 const PAGE_CAP = Number(process.env.BENCH_PAGE_CAP ?? 50);
@@ -85,6 +85,10 @@ class Child {
       this.child.once('message', (m: T) => resolve(m));
       this.child.send(msg);
     });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
   }
 
   stop(): void {
@@ -190,8 +194,14 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       if (r.run.status !== 'succeeded') throw new Error(`the ${mode} sync failed: ${r.run.error}`);
       return r;
     };
+    const pids = { relay: relay.pid, sandbox: sandbox.pid };
+    const cpuBefore = cpuSnapshot(pids);
     const first = await sync('full');
+    const cpuAfter = cpuSnapshot(pids);
     log(`first full sync ${s(first.ms)} (${first.run.skus_created} SKUs created), peak RSS ${mb(first.peakRss)}`);
+    log(
+      `first full sync, CPU time: ${['relay', 'postgres', 'sandbox'].map((k) => `${k} ${s(cpuAfter[k] - cpuBefore[k])}`).join(', ')}${name === 'pglite' ? ' (PGlite runs in the relay)' : ''}`,
+    );
 
     await relay.ask({ cmd: 'snapshot' });
     const historyBefore = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n;
