@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError } from '../common/app-error.js';
+import { heapPolicy } from '../common/heap-policy.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter } from '../notifications/outbox.writer.js';
@@ -296,6 +297,8 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   private async execute(run: ActiveRun): Promise<SyncRunRecord> {
     const started = performance.now();
+    // a pass parses the whole catalog: its garbage is collected early beside the embedded database
+    const releaseHeap = heapPolicy.hold();
     const heartbeat = setInterval(() => {
       this.runs.heartbeat(run.runId, run.counters, this.clock.now()).catch((e: unknown) => this.logger.warn(`heartbeat failed: ${message(e)}`));
     }, HEARTBEAT_MS);
@@ -325,6 +328,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       }
     } finally {
       clearInterval(heartbeat);
+      releaseHeap();
     }
     await this.finishWithRetries(run, status, error);
     await this.catalog.clearSeen(run.runId).catch(() => undefined);
