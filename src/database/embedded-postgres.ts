@@ -75,9 +75,11 @@ export class EmbeddedPostgres {
  * - WebAssembly is compiled by the optimizing compiler alone (`--no-liftoff`). PGlite's module is
  *   large: compiled by the baseline compiler first, then again by the optimizing one for its hot
  *   functions, its machine code took ~50–60 MB more (bench:sync on PGlite: 223–248 MB at start
- *   instead of ~290, a first sync's peak 330–364 MB instead of 413–427), and neither a first sync
- *   (2.43–2.85 s against 2.62–2.84 s), nor the orders bench (service CPU 2.63 ms an order against
- *   2.77), nor a start (2.5–3.0 s either way on a slow day) was slower.
+ *   instead of ~290; with the heap policy below, the syncs' peak 308–319 MB instead of 356–368). A
+ *   sync is no slower (first sync 2.43–2.85 s against 2.62–2.84 s) nor an order (service CPU 2.63
+ *   against 2.77 ms). The price is a slower start, as the optimizing compiler compiles everything
+ *   PostgreSQL runs once while it starts: 1.5–1.6 s → 2.7–2.85 s on an existing data directory,
+ *   4.8–5.3 s → 6.2–6.4 s on a fresh one (bench:startup, one after the other).
  * - The JavaScript heap grows less between full collections, and less still while a sync runs
  *   (see HeapPolicy).
  * The service has no other WebAssembly; on a PostgreSQL server none of this is set.
