@@ -34,6 +34,16 @@ function index(ids: number[], price = '10.00'): Map<number, string> {
   return new Map(ids.map((id) => [id, productFingerprint(product(id, price, id % 3 === 0 ? 2 : 1))]));
 }
 
+/** A memory after one complete pass over `pages`, at the start of the next pass. */
+function afterPass(pages: UpstreamProductPage[], maxProducts = 1000): PageFingerprints {
+  const memo = new PageFingerprints(maxProducts);
+  memo.startPass();
+  for (const p of pages) memo.addPage(p);
+  memo.completePass();
+  memo.startPass();
+  return memo;
+}
+
 describe('PageFingerprints', () => {
   it('computes the fingerprints of a page seen for the first time, as productFingerprint does', () => {
     const memo = new PageFingerprints(1000);
@@ -46,12 +56,7 @@ describe('PageFingerprints', () => {
   });
 
   it('a body received by the previous complete pass whose products equal the stored fingerprints is unchanged: not parsed', () => {
-    const memo = new PageFingerprints(1000);
-    memo.startPass();
-    memo.addPage(page([1, 2, 3], 'd1'));
-    memo.completePass();
-
-    memo.startPass();
+    const memo = afterPass([page([1, 2, 3], 'd1')]);
     const unchanged = memo.unchangedPage('d1', index([1, 2, 3, 4]));
     expect(unchanged).toEqual({
       ok: true,
@@ -74,12 +79,7 @@ describe('PageFingerprints', () => {
   });
 
   it('the same body is parsed when a stored fingerprint differs, or before the stored ones are read; its fingerprints then come from memory', () => {
-    const memo = new PageFingerprints(1000);
-    memo.startPass();
-    memo.addPage(page([1, 2, 3], 'd1'));
-    memo.completePass();
-
-    memo.startPass();
+    const memo = afterPass([page([1, 2, 3], 'd1')]);
     const moved = index([1, 2, 3]);
     moved.delete(2); // e.g. product 2 was unlisted since, its fingerprint dropped
     expect(memo.unchangedPage('d1', moved)).toBeUndefined();
@@ -91,11 +91,7 @@ describe('PageFingerprints', () => {
   });
 
   it('another digest (a changed page) is computed from its products', () => {
-    const memo = new PageFingerprints(1000);
-    memo.startPass();
-    memo.addPage(page([4, 5, 6], 'd2'));
-    memo.completePass();
-    memo.startPass();
+    const memo = afterPass([page([4, 5, 6], 'd2')]);
     expect(memo.unchangedPage('d2-changed', index([4, 5, 6], '11.00'))).toBeUndefined();
     const changed = page([4, 5, 6], 'd2-changed', '11.00');
     memo.addPage(changed);
@@ -105,11 +101,7 @@ describe('PageFingerprints', () => {
   });
 
   it('a page without a digest is always computed; a product of no page is computed when asked', () => {
-    const memo = new PageFingerprints(1000);
-    memo.startPass();
-    memo.addPage(page([1], undefined));
-    memo.completePass();
-    memo.startPass();
+    const memo = afterPass([page([1], undefined)]);
     memo.addPage(page([1], undefined));
     expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
     const stranger = product(99);
@@ -117,12 +109,8 @@ describe('PageFingerprints', () => {
   });
 
   it('what an incomplete pass saw is not remembered; the last complete pass still is', () => {
-    const memo = new PageFingerprints(1000);
     const known = index([1, 2, 3, 4]);
-    memo.startPass();
-    memo.addPage(page([1, 2], 'd1'));
-    memo.completePass();
-    memo.startPass();
+    const memo = afterPass([page([1, 2], 'd1')]);
     memo.addPage(page([3, 4], 'd2')); // this pass fails
     memo.startPass();
     expect(memo.unchangedPage('d2', known)).toBeUndefined();
@@ -136,13 +124,8 @@ describe('PageFingerprints', () => {
   });
 
   it('keeps no more pages than maxProducts allows', () => {
-    const memo = new PageFingerprints(4);
     const known = index([1, 2, 3, 4, 5, 6]);
-    memo.startPass();
-    memo.addPage(page([1, 2, 3], 'd1'));
-    memo.addPage(page([4, 5, 6], 'd2')); // 6 > 4: not kept
-    memo.completePass();
-    memo.startPass();
+    const memo = afterPass([page([1, 2, 3], 'd1'), page([4, 5, 6], 'd2')], 4); // 6 products > 4: d2 not kept
     expect(memo.unchangedPage('d1', known)).toBeDefined();
     expect(memo.unchangedPage('d2', known)).toBeUndefined();
   });
