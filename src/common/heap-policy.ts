@@ -11,8 +11,10 @@
  *   - V8's own heuristic: 352–373 MB;
  *   - 50 % during syncs only: 340–343 MB (the heap arrived inflated from what ran before);
  *   - 100 %, and 50 % during syncs (this): 308–319 MB, first sync 2.61–2.71 s (2.56–2.85 before),
- *     re-sync 0.71–0.82 of its floor; orders: service CPU 2.80–2.83 ms an order against 2.67–2.90
- *     without, no cost the noise lets one see;
+ *     re-sync 0.71–0.82 of its floor; orders no dearer, if anything cheaper: service CPU 2.57 and
+ *     2.67 ms an order against 2.93 and 3.13 with V8's heuristic at rest, p99 89–99 ms against
+ *     104–158 ms (bench:orders on PGlite, one after the other; in an earlier pair 2.80–2.83 against
+ *     2.67–2.90);
  *   - 50 % for good: 288–296 MB, but orders ~15 % dearer (3.17–3.27 ms an order against 2.63–2.77).
  * V8 reads the flag whenever a full collection sets the next limit, so a change takes effect from the
  * next one. Not enabled (a PostgreSQL server), it does nothing.
