@@ -179,6 +179,26 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
       expect((await client.listProducts({ page: 2, pageSize: 50, digest: true })).digest).toBe(other.digest);
     });
 
+    it('a page whose digest the caller knows is answered by the caller, unparsed; only a 200 answer is offered', async () => {
+      const page = await client.listProducts({ page: 1, pageSize: 50, digest: true });
+      const asked: string[] = [];
+      const known = { ok: true as const, items: [], unchanged: [{ id: 1, skus: 2 }], total: 60, page: 1, page_size: 50, digest: page.digest };
+      const remembered = (d: string) => {
+        asked.push(d);
+        return d === page.digest ? known : undefined;
+      };
+      // the same bytes: the caller's page is the answer
+      expect(await client.listProducts({ page: 1, pageSize: 50, digest: true, remembered })).toBe(known);
+      // other bytes: parsed as usual
+      const other = await client.listProducts({ page: 2, pageSize: 50, digest: true, remembered });
+      expect(other.items).toHaveLength(10);
+      expect(asked).toEqual([page.digest, other.digest]);
+      // an error answer is classified as ever, the caller is not asked
+      sandbox.faults.set({ rules: [{ operation: 'products', kind: 'rate_limit', retryAfterS: 1, times: 1 }] });
+      await expect(client.listProducts({ page: 1, pageSize: 50, digest: true, remembered })).rejects.toMatchObject({ reason: 'rate_limited', httpStatus: 429 });
+      expect(asked).toHaveLength(2);
+    });
+
     it('sends updated_after (RFC 3339) when given', async () => {
       const all = sandbox.catalog.listedProducts();
       const latest = Math.max(...all.map((p) => Date.parse(p.updated_at)));
