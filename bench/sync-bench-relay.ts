@@ -8,6 +8,7 @@
  *   ← {id, cmd:'snapshot'}           → {id}             row versions of catalog_skus, kept in the database
  *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
  *   ← {id, cmd:'count', table}       → {id, n}
+ *   ← {id, cmd:'leastWrite', step}   → {id, skus?}      prepare | run | drop (skus: rows copied): the database's least work (below)
  *   ← {id, cmd:'close'}              → {id}, then exits
  */
 import { DataSource } from 'typeorm';
@@ -92,12 +93,48 @@ async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, u
   }
 }
 
-async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string }): Promise<Record<string, unknown>> {
+/**
+ * The database's least work for what a first sync stores: the same SKU rows, their `created` history
+ * rows and the products' fingerprints, copied by `INSERT … SELECT` from the tables the sync filled into
+ * empty twins of them (same columns, indexes and defaults), in one transaction committed as the sync
+ * commits (synchronous_commit off). No parameters to decode, no statement per page, no diff, no
+ * returned rows: a lower bound for the database's share of a first sync. `prepare` and `drop` stay
+ * off the clock.
+ */
+async function leastWrite(step: string): Promise<Record<string, unknown>> {
+  const tables = ['catalog_skus', 'catalog_sku_changes', 'catalog_product_fingerprints'];
+  if (step === 'prepare') {
+    for (const t of tables) await ds.query(`CREATE TABLE bench_least_${t} (LIKE ${t} INCLUDING ALL)`);
+    return {};
+  }
+  if (step === 'drop') {
+    const [{ n }] = (await ds.query('SELECT count(*)::int AS n FROM bench_least_catalog_skus')) as Array<{ n: number }>;
+    for (const t of tables) await ds.query(`DROP TABLE IF EXISTS bench_least_${t}`);
+    return { skus: n };
+  }
+  const [{ cols }] = (await ds.query(
+    "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) AS cols FROM information_schema.columns WHERE table_name = 'catalog_skus' AND is_generated = 'NEVER'",
+  )) as Array<{ cols: string }>;
+  await ds.transaction(async (em) => {
+    await em.query("SELECT set_config('synchronous_commit', 'off', true)");
+    await em.query(`INSERT INTO bench_least_catalog_skus (${cols}) SELECT ${cols} FROM catalog_skus`);
+    await em.query(
+      `INSERT INTO bench_least_catalog_sku_changes (sku_code, field, kind, run_id, source, changed_at)
+       SELECT sku_code, field, kind, run_id, source, changed_at FROM catalog_sku_changes WHERE kind = 'created'`,
+    );
+    await em.query('INSERT INTO bench_least_catalog_product_fingerprints SELECT * FROM catalog_product_fingerprints');
+  });
+  return {};
+}
+
+async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string; step?: string }): Promise<Record<string, unknown>> {
   switch (m.cmd) {
     case 'floor':
       return floor();
     case 'sync':
       return timedSync(m.mode ?? 'full');
+    case 'leastWrite':
+      return leastWrite(m.step ?? 'run');
     case 'snapshot':
       await ds.query('DROP TABLE IF EXISTS bench_snapshot');
       await ds.query('CREATE TABLE bench_snapshot AS SELECT sku_code, xmin::text AS x FROM catalog_skus');

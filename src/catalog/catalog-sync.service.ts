@@ -115,6 +115,8 @@ interface ActiveRun {
   flushedAt: number;
   /** The last page was mostly writes: send the next one whole (see WriteOptions.strategy). */
   writeFirst: boolean;
+  /** The last page's rows were all new (a catalog being filled): send the next one's by COPY (see WriteOptions.strategy). */
+  allNew: boolean;
   conflictKeys: Set<string>;
   /**
    * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
@@ -253,6 +255,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       notes: [plan.reason],
       flushedAt: now.getTime(),
       writeFirst: false,
+      allNew: false,
       conflictKeys: new Set(),
       seen: null,
     };
@@ -461,12 +464,14 @@ export class CatalogSyncService implements OnModuleDestroy {
         const r = await this.writer.applyProducts(page.items, {
           runId: run.runId,
           source: 'sync',
-          strategy: run.writeFirst ? 'write' : 'check',
+          strategy: run.writeFirst ? (run.allNew ? 'insert' : 'write') : 'check',
           known,
           ...(memo ? { fingerprintOf: memo.fingerprintOf } : {}),
         });
         // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
         run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
+        // Only new rows (a catalog being filled): send the next page's rows as new ones.
+        run.allNew = r.skus > 0 && r.created === r.skus;
         for (const p of page.items) seen.add(p.id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);

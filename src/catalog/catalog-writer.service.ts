@@ -24,9 +24,11 @@ export interface WriteOptions {
   /**
    * `check` (default): compare product fingerprints first and map, price and send only the products
    * whose fingerprint moved (cheap when little changed); `write`: send every product at once (cheaper
-   * when most are new or changed, e.g. a first sync). Both give the same result.
+   * when most are new or changed); `insert`: as `write`, the rows sent as new ones by COPY on a
+   * PostgreSQL server (cheapest when all are new, e.g. a first sync), and sent again as `write` when
+   * one of them is not. All give the same result.
    */
-  strategy?: 'check' | 'write';
+  strategy?: 'check' | 'write' | 'insert';
   /**
    * A full pass's fingerprints as stored when it started (possibly none): a product whose fingerprint
    * equals its entry is unchanged without asking the database. The others are checked against the
@@ -98,7 +100,7 @@ export class CatalogWriter {
         todo.push({ product, fingerprint });
       }
     }
-    if (todo.length > 0 && opts.strategy !== 'write') {
+    if (todo.length > 0 && (opts.strategy ?? 'check') === 'check') {
       // Outside any transaction: for a re-sync, this one look is all a page costs.
       const changed = await this.repo.checkProducts(
         this.dataSource.manager,
@@ -110,7 +112,7 @@ export class CatalogWriter {
     }
     if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus };
 
-    const result = await this.write(todo, opts, null);
+    const result = await this.writeProducts(todo, opts);
     result.skus += unchangedSkus;
     this.report(result, opts);
     return result;
@@ -130,19 +132,32 @@ export class CatalogWriter {
       (knownFingerprint !== null && knownFingerprint === f.fingerprint && opts.runId === null) ||
       !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(product.id);
     if (unchanged) return { ...emptyResult(), skus: product.skus.length };
-    const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) });
+    const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) }, false);
     this.report(result, opts);
     return result;
   }
 
+  /** Writes products seen live: by COPY first when they are believed new (`insert`), else by upsert. */
+  private async writeProducts(todo: Array<{ product: UpstreamProduct; fingerprint: string }>, opts: WriteOptions): Promise<WriteResult> {
+    if (opts.strategy !== 'insert' || !(await this.repo.canCopy())) return this.write(todo, opts, null, false);
+    try {
+      return await this.write(todo, opts, null, true);
+    } catch (e) {
+      // A sku_code already stored: nothing of the transaction was kept; the upsert sorts it out.
+      if (sqlState(e) !== '23505') throw e;
+      return this.write(todo, opts, null, false);
+    }
+  }
+
   /**
    * Writes products in one transaction (retried on a deadlock), after unlisting `unlist`'s other SKUs
-   * in it when given.
+   * in it when given; `copy`: the rows are sent as new ones (see CatalogRepository.insertNewSkus).
    */
   private async write(
     todo: Array<{ product: UpstreamProduct; fingerprint: string }>,
     opts: WriteOptions,
     unlist: { productId: number; keep: string[] } | null,
+    copy: boolean,
   ): Promise<WriteResult> {
     // Loaded before the transaction: never wait for another connection while holding one.
     const initial = await this.pricing.current();
@@ -161,7 +176,9 @@ export class CatalogWriter {
           let stale = false;
           for (const round of rounds) {
             const byCode = new Map(round.map((r) => [r.sku_code, r]));
-            const outcome = await this.repo.upsertSkus(em, round, { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source });
+            const write = { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source };
+            // A code claimed twice in the input (rounds > 1) is a conflict: the upsert reports it.
+            const outcome = copy && rounds.length === 1 ? await this.repo.insertNewSkus(em, round, write) : await this.repo.upsertSkus(em, round, write);
             if (outcome.stalePricing !== null) {
               stale = true;
               break;

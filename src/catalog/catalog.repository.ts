@@ -6,6 +6,9 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import type { PoolClient } from 'pg';
+import { copyField, copyIn, takesCopyFromStdin } from '../database/copy-in.js';
+import { DatabaseEndpoint } from '../database/database-endpoint.js';
 import { runPrepared } from '../database/prepared-statements.js';
 import type { UpstreamCategory } from '../upstream/upstream.types.js';
 import type { ChangeKind, FieldChange, SkuRow } from './sku-diff.js';
@@ -144,6 +147,14 @@ kept AS (
 )
 SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
 
+/** Holds the pricing version for the transaction (as UPSERT_SKUS_SQL does) and commits it asynchronously. */
+const SHARE_PRICING_VERSION_SQL = `SELECT version::text AS version, ${ASYNC_COMMIT} FROM catalog_pricing_state WHERE id = 1 FOR SHARE`;
+/** catalog_skus's columns in the order insertNewSkus sends them: the product's, then the SKU's own. */
+const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMNS.has(c))] as const satisfies ReadonlyArray<keyof SkuRow>;
+const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
+const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at) FROM STDIN`;
+const COPY_CREATED_SQL = 'COPY catalog_sku_changes (sku_code, field, kind, run_id, source, changed_at) FROM STDIN';
+
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
   s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
@@ -258,7 +269,24 @@ async function select<T>(db: Db, sql: string, params: unknown[] = []): Promise<T
 
 @Injectable()
 export class CatalogRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly endpoint: DatabaseEndpoint,
+  ) {}
+
+  private copyable: Promise<boolean> | null = null;
+
+  /** Whether new rows can be sent with COPY: a PostgreSQL server, not PGlite (see copy-in.ts). Asked once. */
+  canCopy(): Promise<boolean> {
+    this.copyable ??=
+      this.endpoint.kind === 'pglite'
+        ? Promise.resolve(false)
+        : takesCopyFromStdin(this.dataSource).catch((e: unknown) => {
+            this.copyable = null; // asked again next time
+            throw e;
+          });
+    return this.copyable;
+  }
 
   private db(em?: Db): Db {
     return em ?? this.dataSource.manager;
@@ -358,6 +386,47 @@ export class CatalogRepository {
       else if (r.what === 'conflict') out.conflicts.push({ skuCode: r.sku_code!, ownerProductId: Number(r.owner) });
       else if (r.what === 'stale_pricing') out.stalePricing = Number(r.owner);
     }
+    return out;
+  }
+
+  /**
+   * Inserts rows (distinct sku_codes) believed new, with their `created` history rows, by COPY: what
+   * UPSERT_SKUS_SQL does for new rows, at a fraction of the server's work (a first sync). Guarded by
+   * the pricing version as the upsert is. A sku_code already stored fails the statement (unique
+   * violation, SQLSTATE 23505) and with it the caller's transaction: the caller writes the rows again
+   * with upsertSkus, which sorts out changes and conflicts. Only on a PostgreSQL server (canCopy), in a
+   * transaction.
+   */
+  async insertNewSkus(em: EntityManager, rows: SkuRow[], opts: { now: Date; runId: string | null; pricingVersion: number; source: string }): Promise<UpsertOutcome> {
+    const out: UpsertOutcome = { written: [], conflicts: [], stalePricing: null };
+    if (rows.length === 0) return out;
+    const runner = em.queryRunner;
+    if (!runner || !(await this.canCopy())) throw new Error('insertNewSkus needs a transaction on a PostgreSQL server');
+    const [state] = await this.prepared<{ version: string }>(em, 'share_pricing_version', SHARE_PRICING_VERSION_SQL, []);
+    const version = Number(state?.version);
+    if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
+    // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).
+    const tail = `\t${copyField(true)}\t${copyField(opts.now)}\t${copyField(opts.now)}\n`;
+    const created = `\tcreated\tcreated\t${copyField(opts.runId)}\t${copyField(opts.source)}\t${copyField(opts.now)}\n`;
+    let skus = '';
+    let history = '';
+    let product: SkuRow | null = null;
+    let productText = '';
+    for (const r of rows) {
+      if (product === null || r.product_id !== product.product_id) {
+        product = r;
+        productText = COPY_PRODUCT_COLUMNS.map((c) => copyField(r[c])).join('\t');
+      }
+      const code = copyField(r.sku_code);
+      skus += productText + '\t' + code;
+      for (const c of COPY_SKU_COLUMNS) skus += '\t' + copyField(r[c]);
+      skus += tail;
+      history += code + created;
+      out.written.push({ skuCode: r.sku_code, old: null });
+    }
+    const client = (await runner.connect()) as PoolClient;
+    await copyIn(client, COPY_SKUS_SQL, skus);
+    await copyIn(client, COPY_CREATED_SQL, history);
     return out;
   }
 
