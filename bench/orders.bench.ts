@@ -86,11 +86,16 @@ async function measure(n: number, concurrency: number, op: (i: number) => Promis
   return { n, failed, perSecond: n / seconds, p50: pct(50), p99: pct(99) };
 }
 
-function cpuPerOrder(a: Record<string, number>, b: Record<string, number>, n: number): string {
-  return Object.keys(a)
-    .map((k) => `${k} ${((b[k] - a[k]) / n).toFixed(2)}`)
-    .join(', ');
+/** CPU time (ms) an order cost each process between two snapshots. */
+function cpuPerOrder(a: Record<string, number>, b: Record<string, number>, n: number): Record<string, number> {
+  return Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] - a[k]) / n]));
 }
+
+const cpuText = (cpu: Record<string, number>) =>
+  Object.entries(cpu)
+    .map(([k, ms]) => `${k} ${ms.toFixed(2)}`)
+    .join(', ');
+const cpuTotal = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -255,7 +260,9 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     // process measured around it).
     const placed: Array<{ id: number; shopNo: string }> = [];
     let loadAfterFloor = 0;
-    const round = async (label: string, n: number): Promise<{ floor: Figures; orders: Figures; cpu: string }> => {
+    type Round = { floor: Figures; orders: Figures; cpu: Record<string, number>; floorCpu: Record<string, number> };
+    const round = async (label: string, n: number): Promise<Round> => {
+      const floorCpu0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
       const floor = await measure(n, ORDER_CONCURRENCY, async (i) => {
         const s = skus[i % skus.length];
         await up.getProduct(s.productId);
@@ -264,6 +271,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       });
       loadAfterFloor = loadavg()[0];
       const cpu0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
+      const floorCpu = cpuPerOrder(floorCpu0, cpu0, n);
       const orders = await measure(n, ORDER_CONCURRENCY, async (i) => {
         const s = skus[i % skus.length];
         const shopNo = `BENCH-${label}-${i}`;
@@ -271,7 +279,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         if (r.status === 201) placed.push({ id: (r.data as { order: { upstream_order_id: number } }).order.upstream_order_id, shopNo });
         return r.status === 201;
       });
-      return { floor, orders, cpu: cpuPerOrder(cpu0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), n) };
+      return { floor, orders, floorCpu, cpu: cpuPerOrder(cpu0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), n) };
     };
     // the keep-alive sockets and the pools opened, not measured
     await round('open', ORDER_CONCURRENCY * 2);
@@ -282,9 +290,9 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     // drifts within a minute), the median round reported.
     const cold = await round('cold', ORDERS);
     await round('warm-up', WARMUP);
-    const rounds: Array<{ floor: Figures; orders: Figures; cpu: string }> = [];
+    const rounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) rounds.push(await round(String(i), ORDERS));
-    const { floor, orders, cpu } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
+    const { floor, orders, cpu, floorCpu } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
     const loadAfterRelay = loadavg()[0];
     // callbacks: status snapshots of the placed orders, every body distinct, signed as the upstream does
     const statuses = ['paid', 'fulfilling', 'delivered', 'completed'];
@@ -328,7 +336,13 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       })`,
     );
     console.log(`  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs)`);
-    console.log(`  CPU time an order through the relay, median round (ms): ${cpu}`);
+    console.log(`  CPU time an order through the relay, median round (ms): ${cpuText(cpu)}; in all ${cpuTotal(cpu).toFixed(2)}`);
+    // What the machine allows at that CPU time an order: every core busy all the time, nothing else.
+    const ceiling = (cpus().length * 1000) / cpuTotal(cpu);
+    console.log(
+      `  the floor's own CPU time an order: ${cpuText({ sandbox: floorCpu.sandbox, load: floorCpu.load })}; ` +
+        `at ${cpuTotal(cpu).toFixed(2)} ms an order, ${cpus().length} cores allow at most ${f(ceiling)} orders/s = ${(ceiling / floor.perSecond).toFixed(2)} × the floor`,
+    );
     console.log(
       `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
     );
