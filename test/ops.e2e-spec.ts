@@ -126,6 +126,17 @@ describe('operations', () => {
       );
       expect(body.last_sync).toMatchObject({ run_id: runId, mode: 'full', status: 'succeeded', started_at: expect.any(String), finished_at: expect.any(String) });
       expect(body.last_sync.last_success_at).toBe(body.last_sync.finished_at);
+
+      // a failed run after it: the last sync is the failure, its last success still that run's end
+      const failedAt = new Date(Date.parse(body.last_sync.finished_at) + 60_000);
+      await db.query(
+        `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, trigger, status, owner, started_at, heartbeat_at, finished_at, error)
+         VALUES ('ops-failed-run', 'full', 'full', 'cron', 'failed', 'test', $1, $1, $1, 'page 3: upstream unavailable')`,
+        [failedAt],
+      );
+      const after = (await publicGet(`${app.url}/health`)).data;
+      expect(after.last_sync).toMatchObject({ run_id: 'ops-failed-run', status: 'failed', last_success_at: body.last_sync.finished_at });
+      await db.query("DELETE FROM catalog_sync_runs WHERE run_id = 'ops-failed-run'");
     });
 
     it('live and ready', async () => {
