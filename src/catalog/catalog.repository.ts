@@ -162,7 +162,7 @@ const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.pr
   s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
   s.fulfillment_type, s.manual_form_schema, s.listed, s.available, s.created_at, s.updated_at`;
 
-const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_SELECT},
+const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_SELECT},
   (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
   (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint
   FROM catalog_skus s WHERE s.sku_code = $1`;
@@ -654,9 +654,9 @@ export class CatalogRepository {
     return rows.length ? toStoredSku(rows[0]) : null;
   }
 
-  /** A SKU for an order: with the currency and its product's fingerprint, in one statement. */
-  async findSkuForOrder(skuCode: string): Promise<{ sku: StoredSku; currency: string | null; productFingerprint: string | null } | null> {
-    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_for_order', FIND_SKU_FOR_ORDER_SQL, [skuCode, CURRENCY_KEY]);
+  /** A SKU with the currency and its product's fingerprint, in one prepared statement (orders, the SKU API). */
+  async findSkuWithCurrency(skuCode: string): Promise<{ sku: StoredSku; currency: string | null; productFingerprint: string | null } | null> {
+    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [skuCode, CURRENCY_KEY]);
     if (!rows.length) return null;
     return { sku: toStoredSku(rows[0]), currency: (rows[0].relay_currency as string | null) ?? null, productFingerprint: (rows[0].relay_fingerprint as string | null) ?? null };
   }

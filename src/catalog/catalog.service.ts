@@ -93,7 +93,7 @@ export class CatalogService {
 
   /** The local SKU, or null when the catalog has never seen this code. */
   async getSku(skuCode: string): Promise<CatalogSku | null> {
-    const found = await this.repo.findSkuForOrder(skuCode);
+    const found = await this.repo.findSkuWithCurrency(skuCode);
     return found ? toCatalogSku(found.sku, found.currency, found.productFingerprint) : null;
   }
 
@@ -122,9 +122,9 @@ export class CatalogService {
   // ------------------------------------------------------------------------ for the internal API
 
   async findSku(skuCode: string): Promise<{ sku: StoredSku; currency: string | null }> {
-    const sku = await this.repo.findSku(skuCode);
-    if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
-    return { sku, currency: await this.repo.currency() };
+    const found = await this.repo.findSkuWithCurrency(skuCode);
+    if (!found) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
+    return { sku: found.sku, currency: found.currency };
   }
 
   async listSkus(filter: SkuListFilter): Promise<{ items: StoredSku[]; total: number; currency: string | null }> {
