@@ -18,6 +18,7 @@ import { OrderRepository, type AttemptRecord, type OrderRecord, type PollClaim }
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
+import { nextPollInterval } from './poll-backoff.js';
 
 export type RefreshResult =
   | { kind: 'applied'; order: OrderRecord }
@@ -65,8 +66,7 @@ export class OrderFollowService {
       await this.repo.transaction(async (tx) => {
         const order = await tx.lockOrder(claim.id);
         if (!order) return;
-        const { pollBaseMs, pollMaxMs } = this.config.orders;
-        const interval = Math.min(pollMaxMs, Math.max(pollBaseMs, (order.pollIntervalMs ?? pollBaseMs) * 2));
+        const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
         const now = this.clock.now();
         await tx.updateOrder(order, {
           poll_lease_until: null,

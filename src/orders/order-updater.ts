@@ -25,6 +25,7 @@ import {
 } from './order-state.js';
 import type { OrderPatch, OrderRecord, OrderTx } from './order.repository.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
+import { nextPollInterval } from './poll-backoff.js';
 
 /** What the upstream says about an order (a created-order answer, an order detail). */
 export interface UpstreamReport {
@@ -193,10 +194,10 @@ export class OrderUpdater {
 
   /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
   private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date): OrderPatch {
-    const { pollBaseMs, pollMaxMs } = this.config.orders;
+    const { pollBaseMs } = this.config.orders;
     if (!FOLLOWED.has(to)) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (mode === 'poll') {
-      const interval = progressed ? pollBaseMs : Math.min(pollMaxMs, Math.max(pollBaseMs, (order.pollIntervalMs ?? pollBaseMs) * 2));
+      const interval = nextPollInterval(order.pollIntervalMs, progressed, this.config.orders);
       return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };
     }
     if (progressed || order.nextPollAt === null) return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };

@@ -1,0 +1,36 @@
+import { loadConfig } from '../config/app-config.js';
+import { nextPollInterval } from './poll-backoff.js';
+
+/** The waits of `polls` polls in a row, each with the given progress, starting from no wait. */
+function waits(progress: boolean[], orders: { pollBaseMs: number; pollMaxMs: number }): number[] {
+  const out: number[] = [];
+  let last: number | null = null;
+  for (const p of progress) out.push((last = nextPollInterval(last, p, orders)));
+  return out;
+}
+
+describe('polling backoff of an unfinished order (ORDER_POLL_BASE_MS / ORDER_POLL_MAX_MS)', () => {
+  const defaults = loadConfig({ NODE_ENV: 'test' }).orders;
+
+  it('defaults to 5 s and 10 min', () => {
+    expect(defaults).toMatchObject({ pollBaseMs: 5000, pollMaxMs: 600000 });
+  });
+
+  it('doubles the wait after each poll without progress, up to the max', () => {
+    expect(waits(Array(10).fill(false), defaults)).toEqual([10000, 20000, 40000, 80000, 160000, 320000, 600000, 600000, 600000, 600000]);
+  });
+
+  it('follows the configured base and max', () => {
+    const orders = loadConfig({ NODE_ENV: 'test', ORDER_POLL_BASE_MS: '1000', ORDER_POLL_MAX_MS: '7000' }).orders;
+    expect(waits([true, false, false, false, false], orders)).toEqual([1000, 2000, 4000, 7000, 7000]);
+  });
+
+  it('starts again from the base after a poll that brought progress', () => {
+    expect(waits([false, false, false, true, false], defaults)).toEqual([10000, 20000, 40000, 5000, 10000]);
+  });
+
+  it('never waits less than the base, whatever was stored before', () => {
+    expect(nextPollInterval(10, false, defaults)).toBe(5000);
+    expect(nextPollInterval(10_000_000, false, defaults)).toBe(600000);
+  });
+});
