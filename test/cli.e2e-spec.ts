@@ -2,9 +2,17 @@
  * The `relay` command (CONTRACT §8) with the service's configuration: usage and exit codes,
  * migrations, and sync / wallet / order both in-process and against a running service (--url).
  */
+import { spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import axios from 'axios';
 import { runCli } from '../src/cli/relay-cli.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
+import { freePort } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, testEnv, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 describe('relay command', () => {
   let db: TestDatabase;
@@ -12,8 +20,17 @@ describe('relay command', () => {
   let env: Record<string, string>;
   const run = async (...argv: string[]) => {
     const lines: string[] = [];
-    const code = await runCli(argv, { out: (l) => lines.push(l), env });
-    return { code, out: lines.join('\n') };
+    // Progress goes to `out` line by line when stdout is not a terminal (as under `npm test`); a
+    // terminal running this file alone in-band must not turn it into in-place updates on its screen.
+    const tty = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+    Object.defineProperty(process.stdout, 'isTTY', { value: false, configurable: true, writable: true });
+    try {
+      const code = await runCli(argv, { out: (l) => lines.push(l), env });
+      return { code, out: lines.join('\n') };
+    } finally {
+      if (tty) Object.defineProperty(process.stdout, 'isTTY', tty);
+      else delete (process.stdout as { isTTY?: boolean }).isTTY;
+    }
   };
 
   beforeAll(async () => {
@@ -57,8 +74,19 @@ describe('relay command', () => {
     const sync = await run('sync', '--mode', 'full');
     expect(sync.code).toBe(0);
     expect(sync.out).toMatch(/sync succeeded: mode full, pages \d+\/\d+, products 30, created \d+/);
+    // Progress besides the summary: at least one line of pages done of the total, products and SKUs
+    // seen, before the summary, the last of them complete.
+    const lines = sync.out.split('\n');
+    const summaryAt = lines.findIndex((l) => l.startsWith('sync succeeded'));
+    const progress = lines.slice(0, summaryAt).filter((l) => /^sync \S+ \[[#.]+\] pages \d+\/(\d+|\?) {2}products \d+ {2}SKUs \d+$/.test(l));
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    const [, done, total, seen, skusSeen] = /pages (\d+)\/(\d+) {2}products (\d+) {2}SKUs (\d+)$/.exec(progress[progress.length - 1])!;
+    expect(Number(done)).toBe(Number(total));
+    expect(Number(total)).toBeGreaterThan(0);
+    expect(Number(seen)).toBe(30);
     const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus');
     expect(n).toBeGreaterThan(30);
+    expect(Number(skusSeen)).toBe(n);
 
     const wallet = await run('wallet');
     expect(wallet.code).toBe(0);
@@ -86,6 +114,57 @@ describe('relay command', () => {
       expect(sync.out).toContain('sync succeeded');
     } finally {
       await app.close();
+    }
+  });
+
+  it('relay sandbox serves the sandbox upstream alone on the port, with the products and under the profile asked, until stopped', async () => {
+    const port = await freePort();
+    // The command's entry (src/cli/relay.ts → runCli) as a process, as a shop developer runs it.
+    const child = spawn(
+      process.execPath,
+      ['--no-warnings', '--import', pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href, `${ROOT}src/cli/relay.ts`, 'sandbox', '--port', String(port), '--products', '7', '--profile', 'dujiao-next'],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, SWC_NODE_PROJECT: `${ROOT}tsconfig.json` }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(() => out, (o) => o.includes('control API:') || child.exitCode !== null, 'the sandbox banner', 30_000);
+      const base = `http://127.0.0.1:${port}`;
+      expect(out).toContain('Sandbox upstream (dujiao-next profile) listening');
+      expect(out).toContain(`base URL:          ${base}/api/v1/upstream`);
+      expect(out).toContain('headers:           Dujiao-Next-Api-Key, Dujiao-Next-Timestamp, Dujiao-Next-Signature');
+      expect(out).toMatch(/catalog: +7 products, \d+ SKUs/);
+
+      const state = await axios.get(`${base}/__sandbox/state`);
+      expect(state.data).toMatchObject({ ok: true, counts: { products: 7 }, api: { profile: 'dujiao-next', header_prefix: 'Dujiao-Next' } });
+
+      // A request signed under the profile's header prefix is served (the page size capped at 50 and
+      // echoed); the default profile's headers are refused.
+      const path = '/api/v1/upstream/products';
+      const signed = (prefix: string) =>
+        signedHeaders(prefix, 'sandbox-api-secret', DEFAULT_SIGNATURE_TEMPLATE, {
+          apiKey: 'sandbox-api-key',
+          timestamp: Math.floor(Date.now() / 1000),
+          method: 'GET',
+          path,
+          body: '',
+        });
+      const products = await axios.get(`${base}${path}?page=1&page_size=100`, { headers: signed('Dujiao-Next'), validateStatus: () => true });
+      expect(products.status).toBe(200);
+      expect(products.data).toMatchObject({ ok: true, total: 7, page_size: 50 });
+      expect(products.data.items).toHaveLength(7);
+      const wrongPrefix = await axios.get(`${base}${path}`, { headers: signed('Service'), validateStatus: () => true });
+      expect(wrongPrefix.status).toBe(401);
+
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(out).toContain('SIGTERM, stopping');
+      await expect(axios.get(`${base}/__sandbox/state`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
     }
   });
 });

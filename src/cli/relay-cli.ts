@@ -111,7 +111,7 @@ async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: 
     const run = r.data.run;
     const total = Number(run.pages_total ?? 0);
     const done = Number(run.pages_done ?? 0);
-    progress(`sync ${runId} ${bar(done, total)} pages ${done}/${total || '?'}  products ${run.products_seen ?? 0}`);
+    progress(`sync ${runId} ${bar(done, total)} pages ${done}/${total || '?'}  products ${run.products_seen ?? 0}  SKUs ${run.skus_seen ?? 0}`);
     if (run.status !== 'running') {
       progress('');
       out(
