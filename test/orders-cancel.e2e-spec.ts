@@ -1,10 +1,10 @@
 /**
  * Cancel and refund, cancel-upstream-first (CONTRACT §5): a pending order, a delivered one, an
- * unknown one, the upstream unreachable, a rejected one, refunds by the upstream, refund twice, and a
- * callback arriving while a cancel is in progress.
+ * unknown one, the upstream unreachable, a rejected one, refunds by the upstream, refund twice, a
+ * callback arriving while a cancel is in progress, and an attempt still in flight (`submitting`).
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { freePort, getOrder, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('orders: cancel and refund', () => {
@@ -203,5 +203,83 @@ describe('orders: cancel and refund', () => {
     expect(applied[0].outcome).toBe('applied canceled');
     const events = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ to: string | null }> };
     expect(events.events.map((e) => e.to)).not.toContain('paid');
+  });
+
+  describe('an attempt still in flight (submitting)', () => {
+    // An instance of its own, whose upstream timeout leaves room for a slow create call: the create is
+    // held by the sandbox well within it, so the attempt stays `submitting` and then gets its answer.
+    let slowDb: TestDatabase;
+    let slow: TestApp;
+
+    beforeAll(async () => {
+      slowDb = await openTestDatabase();
+      slow = await startTestApp(slowDb, sandbox, { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200', UPSTREAM_TIMEOUT_MS: '6000' });
+      await seedCatalog(slow.http);
+    });
+
+    afterAll(async () => {
+      await slow?.close();
+      await slowDb?.close();
+    });
+
+    it('cancel and refund while the create call is unanswered: 409 outcome_unknown with the order, nothing recorded; then it proceeds', async () => {
+      const shopNo = no('INFLIGHT');
+      const path = `/internal/orders/${shopNo}`;
+      const refundRows = () => slowDb.query('SELECT r.order_id FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo]);
+      const received = sandbox.stats.createsReceived;
+      const executed = sandbox.stats.createsExecuted;
+      const cancelCalls = sandbox.stats.requests.cancelOrder;
+      const cancels = sandbox.stats.cancelsExecuted;
+      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'delay', delayMs: 2000, times: 1 }] });
+
+      const placing = slow.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 2 });
+      const submitting = await waitForOrder(slow.http, shopNo, (o) => o.status === 'submitting');
+      expect(submitting).toMatchObject({ attempt: 1, downstream_order_no: shopNo, upstream_order_id: null, refund_state: 'not_refundable' });
+      // the create call has been sent and is not answered yet
+      await waitFor(() => sandbox.stats.createsReceived, (c) => c === received + 1, 'the create call at the sandbox');
+
+      for (const action of ['cancel', 'refund']) {
+        const r = await slow.http.post(`${path}/${action}`);
+        expect({ action, status: r.status }).toEqual({ action, status: 409 });
+        expect(r.data).toMatchObject({
+          ok: false,
+          error_code: 'outcome_unknown',
+          error_message: expect.any(String),
+          order: { shop_order_no: shopNo, status: 'submitting', attempt: 1, upstream_order_id: null, refund_state: 'not_refundable' },
+        });
+      }
+      // all of the above happened while the create was still in flight
+      expect(sandbox.stats.createsExecuted).toBe(executed);
+      const during = await getOrder(slow.http, shopNo);
+      expect(during).toMatchObject({ status: 'submitting', refund_state: 'not_refundable' });
+      const events = (await slow.http.get(`${path}/events`)).data as { events: Array<{ kind: string; from: string | null; to: string | null }> };
+      expect(events.events).toEqual([expect.objectContaining({ from: null, to: 'submitting' })]);
+      expect(await refundRows()).toHaveLength(0);
+      expect(await slowDb.query('SELECT op_token FROM orders WHERE shop_order_no = $1', [shopNo])).toEqual([{ op_token: null }]);
+      expect(sandbox.stats.requests.cancelOrder).toBe(cancelCalls);
+
+      // the create answers: the order proceeds normally, untouched by the refused cancel and refund
+      const placed = await placing;
+      expect(placed.status).toBe(201);
+      const order = (placed.data as { order: OrderView }).order;
+      expect(order).toMatchObject({ shop_order_no: shopNo, status: 'pending_payment', attempt: 1, downstream_order_no: shopNo, amount: '16.00', refund_state: 'not_refundable' });
+      expect(order.upstream_order_id).toEqual(expect.any(Number));
+      expect(sandbox.stats.createsExecuted).toBe(executed + 1);
+      expect(sandbox.order(order.upstream_order_id as number)?.status).toBe('pending_payment');
+      expect(sandbox.stats.requests.cancelOrder).toBe(cancelCalls);
+      expect(sandbox.stats.cancelsExecuted).toBe(cancels);
+      expect(await refundRows()).toHaveLength(0);
+
+      // and can now be canceled (upstream first) and refunded as any pending order
+      const c = await slow.http.post(`${path}/cancel`);
+      expect(c.status).toBe(200);
+      expect((c.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '16.00' });
+      expect(sandbox.order(order.upstream_order_id as number)?.status).toBe('canceled');
+      expect(sandbox.stats.cancelsExecuted).toBe(cancels + 1);
+      const rf = await slow.http.post(`${path}/refund`);
+      expect(rf.status).toBe(200);
+      expect((rf.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refunded' });
+      expect(await refundRows()).toHaveLength(1);
+    });
   });
 });

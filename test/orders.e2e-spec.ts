@@ -27,6 +27,7 @@ describe('orders: placing and following', () => {
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-GONE', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-REPLAY', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-OFF', price: '10.00', isActive: false }] });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-STOCK', price: '10.00' }] });
     sandbox.catalog.addProduct({
       skus: [
         { skuCode: 'T-PAIR-KEPT', price: '4.00' },
@@ -161,6 +162,25 @@ describe('orders: placing and following', () => {
     expect((await overcharges.get()).values[0]?.value ?? 0).toBe(before + 1);
   });
 
+  it('trace_id: sent upstream as given (up to 128 characters); one is generated when absent', async () => {
+    const given = `trace-${'x'.repeat(122)}`;
+    expect(given).toHaveLength(128);
+    const withTrace = no('TRACE');
+    const r = await place({ shop_order_no: withTrace, sku_code: 'T-AUTO', quantity: 1, trace_id: given });
+    expect(r.status).toBe(201);
+    const sent = sandbox.order((r.data as { order: OrderView }).order.upstream_order_id as number)!;
+    expect(sent).toMatchObject({ downstream_order_no: withTrace, trace_id: given });
+
+    const withoutTrace = no('NOTRACE');
+    const generated = await place({ shop_order_no: withoutTrace, sku_code: 'T-AUTO', quantity: 1 });
+    expect(generated.status).toBe(201);
+    const upstream = sandbox.order((generated.data as { order: OrderView }).order.upstream_order_id as number)!;
+    expect(upstream.downstream_order_no).toBe(withoutTrace);
+    expect(typeof upstream.trace_id).toBe('string');
+    expect((upstream.trace_id ?? '').trim()).not.toBe('');
+    expect(upstream.trace_id).not.toBe(given);
+  });
+
   describe('checks before sending: nothing recorded, nothing sent', () => {
     const expectNothing = async (shopNo: string, creates: number) => {
       expect(await getOrder(app.http, shopNo)).toBeNull();
@@ -211,6 +231,41 @@ describe('orders: placing and following', () => {
       const manualOk = await place({ shop_order_no: shopNo, sku_code: 'T-MANUAL', quantity: 1, manual_form_data: { account: 'player-1' } });
       expect(manualOk.status).toBe(201);
       expect(sandbox.order((manualOk.data as { order: OrderView }).order.upstream_order_id as number)?.manual_form_data).toEqual({ account: 'player-1' });
+    });
+
+    it('400 bad_request for a trace_id over 128 characters', async () => {
+      const creates = sandbox.stats.createsReceived;
+      const shopNo = no('LONGTRACE');
+      const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1, trace_id: 't'.repeat(129) });
+      expect(r.status).toBe(400);
+      expect(r.data).toMatchObject({ ok: false, error_code: 'bad_request' });
+      expect(Object.keys((r.data as { fields: object }).fields)).toEqual(['trace_id']);
+      const missing = await app.http.get(`/internal/orders/${shopNo}`);
+      expect(missing.status).toBe(404);
+      expect(missing.data).toMatchObject({ ok: false, error_code: 'order_not_found' });
+      await expectNothing(shopNo, creates);
+    });
+
+    it('409 sku_unavailable when the SKU is out of stock locally, before the fresh read', async () => {
+      sandbox.catalog.setStock('T-STOCK', 'out_of_stock');
+      try {
+        await seedCatalog(app.http);
+        const local = (await app.http.get('/internal/catalog/skus/T-STOCK')).data as { sku: Record<string, unknown> };
+        expect(local.sku).toMatchObject({ stock_status: 'out_of_stock', listed: true, available: false });
+        const creates = sandbox.stats.createsReceived;
+        const reads = sandbox.stats.requests.product;
+        // a fresh read would fail (503): the local check answers first
+        sandbox.faults.set({ rules: [{ operation: 'product', kind: 'rate_limit', retryAfterS: 0 }] });
+        const shopNo = no('NOSTOCK');
+        const r = await place({ shop_order_no: shopNo, sku_code: 'T-STOCK', quantity: 1 });
+        expect(r.status).toBe(409);
+        expect(r.data).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
+        expect(sandbox.stats.requests.product).toBe(reads);
+        await expectNothing(shopNo, creates);
+        expect(sandbox.orders().filter((o) => o.sku_code === 'T-STOCK')).toHaveLength(0);
+      } finally {
+        sandbox.catalog.setStock('T-STOCK', 'unlimited');
+      }
     });
 
     it('409 price_changed when the fresh price is above the ceiling (default: the sale price before the read)', async () => {
@@ -276,6 +331,28 @@ describe('orders: placing and following', () => {
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0, times: 1 }] });
       const retried = await place({ shop_order_no: no('BLIP'), sku_code: 'T-AUTO', quantity: 1 });
       expect(retried.status).toBe(201);
+    });
+
+    it('a rejected attempt that never reached the upstream still counts: the resubmission is <no>-2, created once', async () => {
+      const shopNo = no('UNSENT');
+      const body = { shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 };
+      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0 }] });
+      const first = await place(body);
+      expect(first.status).toBe(503);
+      expect(first.data).toMatchObject({ ok: false, error_code: 'upstream_unavailable', order: { status: 'rejected', attempt: 1, downstream_order_no: shopNo } });
+      expect(sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo))).toHaveLength(0);
+      expect(await getOrder(app.http, shopNo)).toMatchObject({ status: 'rejected', attempt: 1 });
+
+      sandbox.faults.reset();
+      const creates = sandbox.stats.createsReceived;
+      const again = await place(body);
+      expect(again.status).toBe(201);
+      const order = (again.data as { order: OrderView }).order;
+      expect(order).toMatchObject({ attempt: 2, downstream_order_no: `${shopNo}-2` });
+      expect(sandbox.stats.createsReceived - creates).toBe(1);
+      const upstream = sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo));
+      expect(upstream.map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
+      expect(upstream[0].id).toBe(order.upstream_order_id);
     });
 
     it.each([
