@@ -4,11 +4,15 @@
  * upstream retries); a callback settling a `submit_unknown` attempt; and an upstream that refuses our
  * callback address.
  */
-import axios from 'axios';
+import { Writable } from 'node:stream';
+import axios, { type AxiosInstance } from 'axios';
+import { createRelayApp, type RelayApp } from '../src/app.factory.js';
+import { loadConfig } from '../src/config/app-config.js';
+import { createPino, JsonLogger } from '../src/ops/json-logger.js';
 import { Metrics } from '../src/ops/metrics.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { callbackHeaders, freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { callbackHeaders, freePort, getOrder, seedCatalog, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, testEnv, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const RANKS: Record<string, number> = {
   submitting: 0,
@@ -226,6 +230,68 @@ describe('callbacks', () => {
     expect(evs.find((e) => e.from === 'submit_unknown')).toMatchObject({ source: 'callback' });
     expect(sandbox.orders().filter((o) => o.downstream_order_no === shopNo)).toHaveLength(1);
   });
+
+  it('a failed confirming read: the callback is stored as read_failed and answered 200, the order untouched, then settled by the poller', async () => {
+    // the sandbox sends no callbacks of its own for this order: the only one is ours
+    sandbox.faults.set({ callbacks: 'drop' });
+    const o = await place('READFAIL');
+    const upstreamId = o.upstream_order_id!;
+    // GET /orders/{id} fails (503) while the callback is processed; nothing else is faulted
+    sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
+    await waitFor(() => sandbox.order(upstreamId)?.status, (s) => s === 'completed', 'the upstream order to complete');
+    await sleep(100); // a poll answered before the fault was set has been applied by now
+    const before = (await getOrder(app.http, o.shop_order_no))!;
+    expect(before.status).not.toBe('completed');
+    const eventsBefore = await events(o.shop_order_no);
+    const readsBefore = sandbox.stats.requests.getOrder;
+
+    const up = sandbox.order(upstreamId)!;
+    const body = JSON.stringify({
+      event: 'order.fulfilled',
+      order_id: upstreamId,
+      order_no: up.order_no,
+      downstream_order_no: o.downstream_order_no,
+      status: 'completed',
+      fulfillment: { type: 'auto', status: 'delivered', payload: up.payload, delivered_at: new Date().toISOString() },
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    const r = await post(body, callbackHeaders(body));
+    // stored: acknowledged (a 5xx only when it could not be stored)
+    expect(r.status).toBe(200);
+    expect(r.data).toEqual({ ok: true });
+    const [row] = await waitFor(
+      () =>
+        db.query<{ state: string; order_id: string | null; outcome: string | null; processed_at: Date | null; reported_status: string }>(
+          'SELECT state, order_id, outcome, processed_at, reported_status FROM callback_inbox WHERE upstream_order_id = $1',
+          [upstreamId],
+        ),
+      (rows) => rows.length === 1 && rows[0].state !== 'pending',
+      'the callback to be processed',
+    );
+    expect(row).toMatchObject({ state: 'read_failed', reported_status: 'completed', order_id: expect.anything(), outcome: expect.any(String), processed_at: expect.anything() });
+    // its confirming read reached the upstream and failed
+    expect(sandbox.stats.requests.getOrder).toBeGreaterThan(readsBefore);
+
+    // the callback's claim is never applied: the order is as it was
+    const untouched = (await getOrder(app.http, o.shop_order_no))!;
+    expect(untouched.status).toBe(before.status);
+    expect(untouched.updated_at).toBe(before.updated_at);
+    expect(untouched.items).toEqual(before.items);
+    expect(await events(o.shop_order_no)).toEqual(eventsBefore);
+
+    // the upstream answers again: the poller settles the order
+    sandbox.faults.set({ rules: [] });
+    const done = await waitForOrder(app.http, o.shop_order_no, (x) => x.status === 'completed');
+    expect(done.items).toHaveLength(1);
+    const evs = await events(o.shop_order_no);
+    expectMonotonic(evs);
+    expect(evs.some((e) => e.source === 'callback')).toBe(false);
+    expect(evs.find((e) => e.kind === 'status' && e.to === 'completed')).toMatchObject({ source: 'poll' });
+    // the inbox keeps its record (not retried, not rewritten)
+    expect((await db.query<{ state: string }>('SELECT state FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId])).map((x) => x.state)).toEqual([
+      'read_failed',
+    ]);
+  });
 });
 
 describe('callbacks: an upstream that refuses our callback address', () => {
@@ -262,5 +328,62 @@ describe('callbacks: an upstream that refuses our callback address', () => {
     const second = await app.http.post('/internal/orders', { shop_order_no: 'PRIV-2', sku_code: 'CB-PRIV', quantity: 1 });
     expect(second.status).toBe(201);
     expect(sandbox.stats.createsReceived).toBe(3);
+  });
+});
+
+describe('callbacks: the refusal of our callback address is logged', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let relay: RelayApp;
+  let http: AxiosInstance;
+  let output = '';
+  const lines = (): Array<Record<string, unknown>> =>
+    output
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 1 }, allowPrivateCallbackUrls: false, timetable: { paidMs: 20, fulfillingMs: 40, deliveredMs: 60 } });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'CB-PRIVLOG', price: '1.00' }] });
+    const config = loadConfig({
+      ...testEnv(sandbox, { LOG_LEVEL: 'info', CALLBACK_PUBLIC_URL: 'http://127.0.0.1:9/callbacks/upstream', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }),
+      DATABASE_URL: db.url,
+    });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        output += chunk.toString('utf8');
+        done();
+      },
+    });
+    const pino = createPino('info', sink);
+    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
+    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    await seedCatalog(http);
+  });
+
+  afterAll(async () => {
+    await relay?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  it('logs a warning naming the order when the upstream answers invalid_callback_url, and the order still goes through', async () => {
+    const refusedBefore = lines().filter((l) => JSON.stringify(l).includes('invalid_callback_url'));
+    expect(refusedBefore).toHaveLength(0);
+    const r = await http.post('/internal/orders', { shop_order_no: 'PRIVLOG-1', sku_code: 'CB-PRIVLOG', quantity: 1, trace_id: 'trace-PRIVLOG-1' });
+    expect(r.status).toBe(201);
+    expect(sandbox.stats.createsReceived).toBe(2);
+    expect(sandbox.orders()).toEqual([expect.objectContaining({ downstream_order_no: 'PRIVLOG-1', callback_url: null })]);
+    const warnings = await waitFor(
+      () => lines().filter((l) => l.level === 'warn' && typeof l.msg === 'string' && l.msg.includes('invalid_callback_url')),
+      (ws) => ws.length > 0,
+      'the invalid_callback_url warning',
+      5_000,
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 'warn', service: 'upstream-relay', shop_order_no: 'PRIVLOG-1', trace_id: 'trace-PRIVLOG-1' });
+    await waitForOrder(http, 'PRIVLOG-1', (o) => o.status === 'delivered');
   });
 });
