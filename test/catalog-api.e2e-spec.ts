@@ -238,6 +238,48 @@ describe('catalog internal API', () => {
     expect(one.data).toEqual({ ok: true, run });
   });
 
+  it('list paging (CONTRACT §5): page_size defaults to 100, accepts 1–500, and page ≥ 1; out of range is 400 naming the field', async () => {
+    type List = { ok: boolean; items: Array<{ sku_code?: string; run_id?: string }>; total: number; page: number; page_size: number };
+    for (const path of ['/internal/catalog/skus', '/internal/catalog/sync-runs']) {
+      const dflt = await get(path);
+      expect([path, dflt.status]).toEqual([path, 200]);
+      const d = dflt.data as List;
+      expect(Object.keys(d).sort()).toEqual(['items', 'ok', 'page', 'page_size', 'total']);
+      expect(d).toMatchObject({ ok: true, page: 1, page_size: 100 });
+      expect(d.items.length).toBeLessThanOrEqual(100);
+      expect(d.items).toHaveLength(Math.min(100, d.total));
+
+      const max = await get(path, { page_size: 500 });
+      expect([path, max.status]).toEqual([path, 200]);
+      const m = max.data as List;
+      expect(m).toMatchObject({ ok: true, page: 1, page_size: 500, total: d.total });
+      expect(m.items).toHaveLength(Math.min(500, m.total));
+      // The default page is the head of the same order.
+      expect(d.items).toEqual(m.items.slice(0, d.items.length));
+
+      const one = await get(path, { page_size: 1, page: 1 });
+      expect([path, one.status]).toEqual([path, 200]);
+      expect(one.data).toMatchObject({ ok: true, page: 1, page_size: 1, total: d.total });
+      expect((one.data as List).items).toEqual(m.items.slice(0, 1));
+
+      const bad: Array<[Record<string, unknown>, string]> = [
+        [{ page_size: 0 }, 'page_size'],
+        [{ page_size: 501 }, 'page_size'],
+        [{ page: 0 }, 'page'],
+      ];
+      for (const [params, field] of bad) {
+        const r = await get(path, params);
+        expect([path, params, r.status]).toEqual([path, params, 400]);
+        expect(r.data).toMatchObject({ ok: false, error_code: 'bad_request', error_message: expect.any(String) });
+        expect(Object.keys((r.data as { fields: object }).fields)).toContain(field);
+      }
+    }
+    // The seeded catalog has more SKUs than a default page: the default really stops at 100.
+    expect(sandbox.catalog.skuCount).toBeGreaterThan(100);
+    expect(((await get('/internal/catalog/skus')).data as List).items).toHaveLength(100);
+    expect(((await get('/internal/catalog/skus', { page_size: 500 })).data as List).items).toHaveLength(Math.min(500, sandbox.catalog.skuCount));
+  });
+
   it('pricing rules: defaults, category and sku_code rules reprice the catalog at once, without a sync', async () => {
     const initial = await get('/internal/pricing/rules');
     expect(initial.status).toBe(200);

@@ -45,6 +45,50 @@ describe('HTTP envelope', () => {
     expect(await orders()).toBe(0);
   });
 
+  it('draws the 64 KiB line at 65,536 bytes: up to it the body is read, one byte over is 413', async () => {
+    const raw = { headers: { 'content-type': 'application/json' }, transformRequest: [(d: unknown) => d] };
+    /** A valid order body (an unknown SKU) padded to exactly `bytes` bytes. */
+    const sized = (bytes: number, no: string): string => {
+      const head = JSON.stringify({ shop_order_no: no, sku_code: 'NO-SUCH-SKU', quantity: 1, manual_form_data: { note: '' } });
+      const body = head.replace('"note":""', `"note":"${'y'.repeat(bytes - Buffer.byteLength(head))}"`);
+      expect(Buffer.byteLength(body)).toBe(bytes);
+      return body;
+    };
+    for (const [bytes, no] of [
+      [65_000, 'edge-under'],
+      [65_536, 'edge-exact'],
+    ] as const) {
+      const r = await app.http.post('/internal/orders', sized(bytes, no), raw);
+      expect([bytes, r.status]).not.toEqual([bytes, 413]);
+      expect(r.data).toMatchObject({ ok: false });
+      expect(r.data.error_code).not.toBe('payload_too_large');
+      // Read and checked as any other body: here the SKU is unknown.
+      expect([bytes, r.status, r.data.error_code]).toEqual([bytes, 404, 'sku_not_found']);
+    }
+    const over = await app.http.post('/internal/orders', sized(65_537, 'edge-over'), raw);
+    expect(over.status).toBe(413);
+    expect(over.data).toEqual({ ok: false, error_code: 'payload_too_large', error_message: expect.any(String) });
+    expect(await orders()).toBe(0);
+  });
+
+  it('shop_order_no is [A-Za-z0-9._:-]{1,64}: 65 characters or an empty one is 400 naming it, 64 pass validation', async () => {
+    const chars = 'ABCxyz019._:-';
+    const ofLength = (n: number) => chars.repeat(Math.ceil(n / chars.length)).slice(0, n);
+    for (const no of [ofLength(65), '']) {
+      const r = await app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'NO-SUCH-SKU', quantity: 1 });
+      expect([no, r.status]).toEqual([no, 400]);
+      expect(r.data).toMatchObject({ ok: false, error_code: 'bad_request', error_message: expect.any(String) });
+      expect(Object.keys((r.data as { fields: object }).fields)).toEqual(['shop_order_no']);
+    }
+    const longest = ofLength(64);
+    expect(longest).toHaveLength(64);
+    const r = await app.http.post('/internal/orders', { shop_order_no: longest, sku_code: 'NO-SUCH-SKU', quantity: 1 });
+    if (r.status === 400) expect(Object.keys((r.data as { fields?: object }).fields ?? {})).not.toContain('shop_order_no');
+    // Past validation, the unknown SKU is what refuses it.
+    expect([r.status, r.data]).toEqual([404, { ok: false, error_code: 'sku_not_found', error_message: expect.any(String) }]);
+    expect(await orders()).toBe(0);
+  });
+
   it('answers a missing or wrong token with 401 unauthorized, and an unknown route with 404 in the envelope', async () => {
     const anonymous = axios.create({ baseURL: app.url, validateStatus: () => true });
     for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }]) {
