@@ -2,9 +2,12 @@
  * The database layer on both targets (embedded PGlite by default, PostgreSQL with TEST_DATABASE_URL):
  * migrations up and down, and the service surviving connections cut from the server side.
  */
+import axios from 'axios';
 import { DataSource } from 'typeorm';
+import { createRelayApp } from '../src/app.factory.js';
+import { loadConfig } from '../src/config/app-config.js';
 import { migrateDown, migrateUp, pendingMigrations, readMigrations } from '../src/database/migrator.js';
-import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startTestApp, testEnv, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('database', () => {
   let db: TestDatabase;
@@ -43,6 +46,57 @@ describe('database', () => {
     await migrateDown(db.url, 1);
     const reports = await Promise.all([migrateUp(db.url), migrateUp(db.url), migrateUp(db.url)]);
     expect(reports.flatMap((r) => r.applied)).toHaveLength(1);
+  });
+
+  it('DB_MIGRATE_ON_START=false starts on an empty database without migrating it, and /health/ready reports the pending migrations', async () => {
+    const all = readMigrations();
+    const labels = all.map((m) => `${m.version}_${m.name}`);
+    const tables = async () =>
+      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map((r) => r.t);
+    const migrated = await tables();
+    // An empty database: every migration reverted and the bookkeeping table dropped too.
+    await migrateDown(db.url, all.length);
+    await db.query('DROP TABLE schema_migrations');
+    expect(await tables()).toEqual([]);
+
+    // The real start path (the service opens the database itself, as main.ts does), no upstream to reach.
+    const env = {
+      ...testEnv(null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }),
+      DATABASE_URL: db.url,
+    };
+    const start = async (overrides: Record<string, string | undefined>) => {
+      const e: Record<string, string | undefined> = { ...env, ...overrides };
+      for (const k of Object.keys(e)) if (e[k] === undefined) delete e[k];
+      return createRelayApp(loadConfig(e), { logger: false });
+    };
+
+    const unmigrated = await start({ DB_MIGRATE_ON_START: 'false' });
+    try {
+      expect(unmigrated.config.migrateOnStart).toBe(false);
+      expect(await tables()).toEqual([]); // schema_migrations absent: nothing was applied
+      const ready = await axios.get(`${unmigrated.url}/health/ready`, { validateStatus: () => true });
+      expect(ready.status).toBe(503);
+      expect(ready.data).toMatchObject({ ok: false, database: 'up', migrations: { pending: labels } });
+      const health = await axios.get(`${unmigrated.url}/health`, { validateStatus: () => true });
+      expect(health.status).toBe(200);
+      expect(health.data).toMatchObject({ database: 'up', last_sync: null });
+    } finally {
+      await unmigrated.close();
+    }
+    expect(await tables()).toEqual([]);
+
+    // The default (DB_MIGRATE_ON_START unset → true) applies them all at start, and the instance is ready.
+    const migrating = await start({ DB_MIGRATE_ON_START: undefined });
+    try {
+      expect(migrating.config.migrateOnStart).toBe(true);
+      expect(await tables()).toEqual(migrated);
+      const ready = await axios.get(`${migrating.url}/health/ready`, { validateStatus: () => true });
+      expect(ready.status).toBe(200);
+      expect(ready.data).toMatchObject({ ok: true, database: 'up', migrations: { pending: [] } });
+    } finally {
+      await migrating.close();
+    }
+    expect(await pendingMigrations(db.url)).toEqual([]);
   });
 
   describe('a lost connection', () => {

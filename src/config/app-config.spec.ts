@@ -96,6 +96,42 @@ describe('config', () => {
     expect(p.join('\n')).toMatch(message);
   });
 
+  it('reads PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED and PRICE_ROUNDING as decimal strings', () => {
+    const c = loadConfig({ ...production, PRICE_MARKUP_PERCENT: '12.5', PRICE_MARKUP_FIXED: '0.30', PRICE_ROUNDING: '0.10' });
+    expect(c.pricing).toEqual({ markupPercent: '12.5', markupFixed: '0.30', rounding: '0.10' });
+    const d = loadConfig({ PRICE_MARKUP_PERCENT: ' 8 ', PRICE_MARKUP_FIXED: '2', PRICE_ROUNDING: '1' });
+    expect(d.pricing).toEqual({ markupPercent: '8', markupFixed: '2', rounding: '1' });
+  });
+
+  it.each([
+    ['PRICE_MARKUP_PERCENT', 'ten', 'PRICE_MARKUP_PERCENT: must be a decimal number such as 1.50, got "ten"'],
+    ['PRICE_MARKUP_PERCENT', '1e2', 'PRICE_MARKUP_PERCENT: must be a decimal number such as 1.50, got "1e2"'],
+    ['PRICE_MARKUP_FIXED', 'abc', 'PRICE_MARKUP_FIXED: must be a decimal number such as 1.50, got "abc"'],
+    ['PRICE_MARKUP_FIXED', '1,50', 'PRICE_MARKUP_FIXED: must be a decimal number such as 1.50, got "1,50"'],
+    ['PRICE_ROUNDING', '-0.05', 'PRICE_ROUNDING: must be greater than 0, got -0.05'],
+    ['PRICE_ROUNDING', '0.00', 'PRICE_ROUNDING: must be greater than 0, got 0.00'],
+    ['PRICE_ROUNDING', 'cent', 'PRICE_ROUNDING: must be a decimal number such as 1.50, got "cent"'],
+  ])('refuses %s=%s with exactly one clear message', (name, value, message) => {
+    expect(problems({ ...production, [name]: value })).toEqual([message]);
+  });
+
+  it.each([
+    ['false', false],
+    ['FALSE', false],
+    ['0', false],
+    ['no', false],
+    ['off', false],
+    ['true', true],
+    ['1', true],
+    ['', true],
+  ])('reads DB_MIGRATE_ON_START=%p as %p', (value, expected) => {
+    expect(loadConfig({ ...production, DB_MIGRATE_ON_START: value }).migrateOnStart).toBe(expected);
+  });
+
+  it('refuses a DB_MIGRATE_ON_START that is not a boolean', () => {
+    expect(problems({ ...production, DB_MIGRATE_ON_START: 'later' })).toEqual(['DB_MIGRATE_ON_START: must be true or false, got "later"']);
+  });
+
   it('collects every problem at once', () => {
     expect(problems({ PORT: 'x', SYNC_MODE: 'y', PRICE_ROUNDING: 'z' })).toHaveLength(3);
   });
