@@ -80,6 +80,15 @@ describe('loadProcessConfig: the .env file', () => {
     expect(process.env['PORT']).toBe('5555');
   });
 
+  it('fills a variable the environment leaves empty from .env (empty is unset to the loader)', () => {
+    writeDotenv('PORT=4321\nLOG_LEVEL=debug\n');
+    process.env['PORT'] = '';
+    process.env['LOG_LEVEL'] = '  ';
+    const c = loadProcessConfig();
+    expect(c.port).toBe(4321);
+    expect(c.logLevel).toBe('debug');
+  });
+
   it('lets explicit overrides win over both the environment and .env', () => {
     writeDotenv('PORT=4321\nLOG_LEVEL=debug\n');
     process.env['LOG_LEVEL'] = 'warn';

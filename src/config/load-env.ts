@@ -1,14 +1,18 @@
 /**
- * The process-level entry to configuration: reads `.env` (without overriding the real environment),
+ * The process-level entry to configuration: reads `.env` (without overriding what the real environment
+ * sets; an empty variable counts as unset, as everywhere in the loader),
  * then validates. The only place that touches `process.env`.
  */
-import { existsSync } from 'node:fs';
-import { config as readDotenv } from 'dotenv';
+import { existsSync, readFileSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
 import { AppConfig, loadConfig } from './app-config.js';
 import { FileSecretStore } from './secret-store.js';
 
 export function loadProcessConfig(overrides: Record<string, string | undefined> = {}): AppConfig {
-  if (existsSync('.env')) readDotenv({ path: '.env', override: false, quiet: true });
+  // A variable the environment leaves empty is unset to the loader: the file's value fills it too.
+  if (existsSync('.env')) {
+    for (const [name, value] of Object.entries(parseDotenv(readFileSync('.env')))) if (!process.env[name]?.trim()) process.env[name] = value;
+  }
   const env = { ...process.env, ...overrides };
   const dataDir = env['DATA_DIR']?.trim() || './data';
   return loadConfig(env, { secrets: new FileSecretStore(dataDir) });
