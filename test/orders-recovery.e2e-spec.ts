@@ -4,17 +4,22 @@
  *   callback that carries its number;
  * - `dujiao-next`: the upstream deduplicates; the same attempt is sent again under the same number
  *   after SUBMIT_UNKNOWN_RECHECK_S.
- * The service killed with SIGKILL right after the upstream received the create, then started again;
+ * The service killed with SIGKILL right after the upstream received the create, then started again
+ * (the attempt left `submitting` is `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of being ready again);
  * and a hang, a reset and a 5xx after the upstream did the work. Each time: exactly one upstream
  * order and one wallet debit.
  */
 import { Decimal } from 'decimal.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { freePort, seedCatalog, startRelayChild, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { freePort, seedCatalog, sleep, startRelayChild, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const PRICE = '7.00';
+/** UPSTREAM_TIMEOUT_MS of the relay under test. */
+const TIMEOUT_MS = 1000;
+/** Pause between two reads when watching for a transition. */
+const OBSERVE_EVERY_MS = 25;
 const SETTLED = (o: OrderView) => ['delivered', 'completed'].includes(o.status);
 
 interface Profile {
@@ -37,7 +42,7 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
     UPSTREAM_PROFILE: profile.name,
     UPSTREAM_ORDER_NO_IDEMPOTENT: String(profile.dedupe),
     SUBMIT_UNKNOWN_RECHECK_S: '1',
-    UPSTREAM_TIMEOUT_MS: '1000',
+    UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
     ORDER_POLL_BASE_MS: '50',
     ORDER_POLL_MAX_MS: '300',
     CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
@@ -100,7 +105,29 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
       expect(row.status).toBe('submitting');
 
       sandbox.faults.set({ latencyMs: 0 });
-      second = await startRelayChild({ databaseUrl: db.url, sandbox, port, env: env(port) });
+      const restarted = await startRelayChild({ databaseUrl: db.url, sandbox, port, env: env(port) });
+      second = restarted;
+      const readyAt = Date.now();
+      // CONTRACT §5: the attempt found in `submitting` becomes `submit_unknown` within
+      // 2 × UPSTREAM_TIMEOUT_MS of the start, counted here from the moment the restarted service is
+      // ready (its "listening" line: the boot itself is not the recovery's). The order's status may
+      // move on at once (a callback, a re-send), so the events list, which keeps the transition, is
+      // watched rather than the status.
+      const sweptEvent = async () =>
+        ((await restarted.http.get(`/internal/orders/${shopNo}/events`)).data as { events?: Array<{ from: string | null; to: string | null }> }).events?.find(
+          (e) => e.from === 'submitting' && e.to === 'submit_unknown',
+        );
+      let swept = await sweptEvent();
+      while (!swept && Date.now() - readyAt <= 10 * TIMEOUT_MS) {
+        await sleep(OBSERVE_EVERY_MS);
+        swept = await sweptEvent();
+      }
+      const observedAfterMs = Date.now() - readyAt;
+      expect(swept).toBeDefined();
+      // Margin over 2 × the timeout: the transition is seen late by at most the read that just missed
+      // it, one pause and the read that saw it; each read of the events list takes well under 100 ms
+      // here, even on a busy 2-core machine. A service that took 2.5 × the timeout or more fails this.
+      expect(observedAfterMs).toBeLessThanOrEqual(2 * TIMEOUT_MS + 2 * 100 + OBSERVE_EVERY_MS);
       const done = await waitForOrder(second.http, shopNo, SETTLED, 40_000);
       const upstream = expectOnce(shopNo, balance);
       expect(sandbox.stats.createsExecuted).toBe(executed + 1);
