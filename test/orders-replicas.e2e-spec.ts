@@ -1,11 +1,13 @@
 /**
  * Several replicas on one database (CONTRACT §9): two app instances place the same 30 orders at once,
  * cancel half of them at once, and follow the rest. No upstream order is created twice, none is
- * canceled twice, and no order is polled by both at the same time.
+ * canceled twice, and no order is polled by both at the same time. And a callback may reach any of
+ * them: one for an order placed through one instance, delivered to the other (then to both).
  */
+import axios from 'axios';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { seedCatalog, waitFor, type OrderView } from './support/child-app.js';
+import { callbackHeaders, getOrder, seedCatalog, sleep, waitFor, type OrderView } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('two replicas on one database', () => {
@@ -80,6 +82,118 @@ describe('two replicas on one database', () => {
       expect(overlaps).toBe(0);
     } finally {
       sandbox.events.off('request', watch);
+    }
+  });
+});
+
+describe('two replicas on one database: a callback may reach either', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({
+      catalog: { products: 1 },
+      // orders stay pending_payment until the test moves them
+      timetable: { paidMs: null, fulfillingMs: null, deliveredMs: null, completedMs: null },
+    });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP-CB', price: '3.00' }] });
+    // polling is far off (a minute), so that only the callback can move the order during the test
+    const env = { ORDER_POLL_BASE_MS: '60000', ORDER_POLL_MAX_MS: '120000', UPSTREAM_TIMEOUT_MS: '2000', CALLBACK_SIGNATURE_PATH: '/callbacks/upstream' };
+    [a, b] = await Promise.all([startTestApp(db, sandbox, env), startTestApp(db, sandbox, env)]);
+    await seedCatalog(a.http);
+  });
+
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  const received = async (app: TestApp): Promise<number> => {
+    const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
+    expect(r.status).toBe(200);
+    return [...(r.data as string).matchAll(/^relay_callbacks_received_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  const events = async (app: TestApp, shopNo: string) =>
+    ((await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
+
+  it('an order placed through A, its signed callback delivered to B only: B takes it, the upstream is read, the order moves (seen through A); the duplicate to A changes nothing', async () => {
+    const placed = await a.http.post('/internal/orders', { shop_order_no: 'REPCB-1', sku_code: 'REP-CB', quantity: 2 });
+    expect(placed.status).toBe(201);
+    const order = (placed.data as { order: OrderView }).order;
+    expect(order.status).toBe('pending_payment');
+    const upstreamId = order.upstream_order_id!;
+    const path = `/orders/${upstreamId}`;
+
+    // the upstream delivers it, and says so in a callback (to B, which did not place the order)
+    const up = sandbox.setOrderStatus(upstreamId, 'delivered');
+    expect(up.payload).toEqual(expect.any(String));
+    let reads = 0;
+    const countReads = (e: SandboxRequestEvent) => {
+      if (e.operation === 'getOrder' && e.phase === 'received' && e.path.endsWith(path)) reads++;
+    };
+    sandbox.events.on('request', countReads);
+    try {
+      const [aBefore, bBefore] = [await received(a), await received(b)];
+      const eventsBefore = await events(a, 'REPCB-1');
+      expect(eventsBefore.some((e) => e.source === 'callback')).toBe(false);
+      const body = JSON.stringify({
+        event: 'order.fulfilled',
+        order_id: upstreamId,
+        order_no: up.order_no,
+        downstream_order_no: 'REPCB-1',
+        status: 'delivered',
+        fulfillment: { type: 'auto', status: 'delivered', payload: up.payload, delivered_at: new Date().toISOString() },
+        timestamp: Math.floor(Date.now() / 1000),
+      });
+      const headers = callbackHeaders(body);
+      const toB = await axios.post(`${b.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+      expect({ status: toB.status, body: toB.data as unknown }).toEqual({ status: 200, body: { ok: true } });
+      // B verified and took it; A saw nothing
+      expect(await received(b)).toBe(bBefore + 1);
+      expect(await received(a)).toBe(aBefore);
+
+      // confirmed with GET /orders/{id}, then applied: A's API shows it
+      const delivered = await waitFor(
+        () => getOrder(a.http, 'REPCB-1'),
+        (o) => o?.status === 'delivered',
+        'REPCB-1 to be delivered through the callback',
+        15_000,
+      );
+      expect(reads).toBeGreaterThanOrEqual(1);
+      expect(delivered!.items).toEqual(up.payload!.split(/\r?\n/).filter((l) => l.trim() !== ''));
+      expect(delivered!.items).toHaveLength(2);
+      expect(await getOrder(b.http, 'REPCB-1')).toMatchObject({ status: 'delivered', items: delivered!.items });
+      const [row] = await waitFor(
+        () => db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId]),
+        (rows) => rows.length === 1 && rows[0].state !== 'pending',
+        'the callback to be processed',
+      );
+      expect(row).toMatchObject({ state: 'applied', duplicates: 0 });
+      const afterCallback = await events(a, 'REPCB-1');
+      const moved = afterCallback.filter((e) => e.kind === 'status' && e.to === 'delivered');
+      expect(moved).toEqual([expect.objectContaining({ source: 'callback', from: 'pending_payment', to: 'delivered' })]);
+
+      // the same callback delivered to A as well (the upstream retries; another replica answers)
+      const toA = await axios.post(`${a.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+      expect({ status: toA.status, body: toA.data as unknown }).toEqual({ status: 200, body: { ok: true } });
+      // recognised as a duplicate: one inbox record, counted once
+      expect(await db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId])).toEqual([
+        { state: 'applied', duplicates: 1 },
+      ]);
+      expect(await received(a)).toBe(aBefore);
+      expect(await received(b)).toBe(bBefore + 1);
+      // longer than the inbox's retry interval of either replica: nothing more happens to the order
+      await sleep(1500);
+      expect(await events(a, 'REPCB-1')).toEqual(afterCallback);
+      expect(await events(b, 'REPCB-1')).toEqual(afterCallback);
+      expect(await getOrder(a.http, 'REPCB-1')).toMatchObject({ status: 'delivered', items: delivered!.items });
+    } finally {
+      sandbox.events.off('request', countReads);
     }
   });
 });

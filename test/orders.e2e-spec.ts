@@ -3,6 +3,7 @@
  * class of the create call from its fault, idempotency, concurrent identical requests, following an
  * order to delivery by polling, the operator's resolve of an unknown outcome, and the lists.
  */
+import axios from 'axios';
 import { Metrics } from '../src/ops/metrics.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
@@ -146,6 +147,16 @@ describe('orders: placing and following', () => {
   it('records what the upstream charged; a charge above quantity × the checked unit price is counted', async () => {
     const overcharges = app.relay.app.get(Metrics).overcharges;
     const before = (await overcharges.get()).values[0]?.value ?? 0;
+    // the same counter as GET /metrics shows it, asked without a token
+    const scraped = async (): Promise<number> => {
+      const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
+      expect(r.status).toBe(200);
+      const m = /^relay_order_overcharge_total (\S+)$/m.exec(r.data as string);
+      expect(m).not.toBeNull();
+      return Number(m![1]);
+    };
+    const scrapedBefore = await scraped();
+    expect(scrapedBefore).toBe(before);
     sandbox.faults.set({ latencyMs: 50 });
     const raise = (e: SandboxRequestEvent) => {
       if (e.operation === 'createOrder' && e.phase === 'received') sandbox.catalog.setPrice('T-AUTO', '11.00');
@@ -160,6 +171,7 @@ describe('orders: placing and following', () => {
       sandbox.catalog.setPrice('T-AUTO', '10.00');
     }
     expect((await overcharges.get()).values[0]?.value ?? 0).toBe(before + 1);
+    expect(await scraped()).toBe(scrapedBefore + 1);
   });
 
   it('trace_id: sent upstream as given (up to 128 characters); one is generated when absent', async () => {
