@@ -4,15 +4,11 @@
  * upstream retries); a callback settling a `submit_unknown` attempt; and an upstream that refuses our
  * callback address.
  */
-import { Writable } from 'node:stream';
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
-import { createPino, JsonLogger } from '../src/ops/json-logger.js';
+import axios from 'axios';
 import { Metrics } from '../src/ops/metrics.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { callbackHeaders, freePort, getOrder, seedCatalog, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, testEnv, type TestApp, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const RANKS: Record<string, number> = {
   submitting: 0,
@@ -334,56 +330,42 @@ describe('callbacks: an upstream that refuses our callback address', () => {
 describe('callbacks: the refusal of our callback address is logged', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
-  let relay: RelayApp;
-  let http: AxiosInstance;
-  let output = '';
-  const lines = (): Array<Record<string, unknown>> =>
-    output
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  let app: TestApp;
 
   beforeAll(async () => {
     db = await openTestDatabase();
     sandbox = await startSandbox({ catalog: { products: 1 }, allowPrivateCallbackUrls: false, timetable: { paidMs: 20, fulfillingMs: 40, deliveredMs: 60 } });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'CB-PRIVLOG', price: '1.00' }] });
-    const config = loadConfig({
-      ...testEnv(sandbox, { LOG_LEVEL: 'info', CALLBACK_PUBLIC_URL: 'http://127.0.0.1:9/callbacks/upstream', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }),
-      DATABASE_URL: db.url,
-    });
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        output += chunk.toString('utf8');
-        done();
-      },
-    });
-    const pino = createPino('info', sink);
-    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
-    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
-    await seedCatalog(http);
+    app = await startTestApp(
+      db,
+      sandbox,
+      { LOG_LEVEL: 'info', CALLBACK_PUBLIC_URL: 'http://127.0.0.1:9/callbacks/upstream', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' },
+      { logs: true },
+    );
+    await seedCatalog(app.http);
   });
 
   afterAll(async () => {
-    await relay?.close();
+    await app?.close();
     await sandbox?.stop();
     await db?.close();
   });
 
   it('logs a warning naming the order when the upstream answers invalid_callback_url, and the order still goes through', async () => {
-    const refusedBefore = lines().filter((l) => JSON.stringify(l).includes('invalid_callback_url'));
+    const refusedBefore = app.logLines().filter((l) => JSON.stringify(l).includes('invalid_callback_url'));
     expect(refusedBefore).toHaveLength(0);
-    const r = await http.post('/internal/orders', { shop_order_no: 'PRIVLOG-1', sku_code: 'CB-PRIVLOG', quantity: 1, trace_id: 'trace-PRIVLOG-1' });
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'PRIVLOG-1', sku_code: 'CB-PRIVLOG', quantity: 1, trace_id: 'trace-PRIVLOG-1' });
     expect(r.status).toBe(201);
     expect(sandbox.stats.createsReceived).toBe(2);
     expect(sandbox.orders()).toEqual([expect.objectContaining({ downstream_order_no: 'PRIVLOG-1', callback_url: null })]);
     const warnings = await waitFor(
-      () => lines().filter((l) => l.level === 'warn' && typeof l.msg === 'string' && l.msg.includes('invalid_callback_url')),
+      () => app.logLines().filter((l) => l.level === 'warn' && typeof l.msg === 'string' && l.msg.includes('invalid_callback_url')),
       (ws) => ws.length > 0,
       'the invalid_callback_url warning',
       5_000,
     );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 'warn', service: 'upstream-relay', shop_order_no: 'PRIVLOG-1', trace_id: 'trace-PRIVLOG-1' });
-    await waitForOrder(http, 'PRIVLOG-1', (o) => o.status === 'delivered');
+    await waitForOrder(app.http, 'PRIVLOG-1', (o) => o.status === 'delivered');
   });
 });

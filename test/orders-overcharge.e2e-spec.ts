@@ -3,46 +3,23 @@
  * quantity × the checked unit price is counted in `relay_order_overcharge_total` (seen in `GET /metrics`,
  * which needs no token) and logged. An instance of its own, whose log output is captured.
  */
-import { Writable } from 'node:stream';
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
-import { createPino, JsonLogger } from '../src/ops/json-logger.js';
+import axios from 'axios';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { seedCatalog, sleep, waitFor, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, TEST_TOKEN, testEnv, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('orders: an overcharge is counted in /metrics and logged', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
-  let relay: RelayApp;
-  let http: AxiosInstance;
-  let output = '';
-  const lines = (): Array<Record<string, unknown>> =>
-    output
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  let app: TestApp;
 
   beforeAll(async () => {
     db = await openTestDatabase();
     sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 30, fulfillingMs: null, deliveredMs: null, completedMs: null } });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'OC-AUTO', price: '10.00' }] });
-    const config = loadConfig({
-      ...testEnv(sandbox, { LOG_LEVEL: 'info', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }),
-      DATABASE_URL: db.url,
-    });
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        output += chunk.toString('utf8');
-        done();
-      },
-    });
-    const pino = createPino('info', sink);
-    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
-    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
-    await seedCatalog(http);
+    app = await startTestApp(db, sandbox, { LOG_LEVEL: 'info', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }, { logs: true });
+    await seedCatalog(app.http);
   });
 
   afterEach(() => {
@@ -50,14 +27,14 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
   });
 
   afterAll(async () => {
-    await relay?.close();
+    await app?.close();
     await sandbox?.stop();
     await db?.close();
   });
 
   /** `relay_order_overcharge_total` as `GET /metrics` shows it, asked without a token. */
   const overchargeMetric = async (): Promise<number> => {
-    const r = await axios.get(`${relay.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
+    const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
     expect(r.status).toBe(200);
     const text = r.data as string;
     expect(text).toContain('# TYPE relay_order_overcharge_total counter');
@@ -65,16 +42,16 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(m).not.toBeNull();
     return Number(m![1]);
   };
-  const overchargeLines = (shopNo: string) => lines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
+  const overchargeLines = (shopNo: string) => app.logLines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
 
   it('a charge equal to quantity × the checked unit price is neither counted nor logged', async () => {
     expect(await overchargeMetric()).toBe(0);
-    const r = await http.post('/internal/orders', { shop_order_no: 'OC-FAIR-1', sku_code: 'OC-AUTO', quantity: 2 });
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'OC-FAIR-1', sku_code: 'OC-AUTO', quantity: 2 });
     expect(r.status).toBe(201);
     expect((r.data as { order: OrderView }).order.amount).toBe('20.00');
     await sleep(200);
     expect(await overchargeMetric()).toBe(0);
-    expect(lines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
+    expect(app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
   });
 
   it('a charge above it: the amount is recorded, relay_order_overcharge_total goes up by one in /metrics, and a line names the order and the amount', async () => {
@@ -86,14 +63,14 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     };
     sandbox.events.on('request', raise);
     try {
-      const r = await http.post('/internal/orders', { shop_order_no: 'OC-OVER-1', sku_code: 'OC-AUTO', quantity: 2, trace_id: 'trace-OC-OVER-1' });
+      const r = await app.http.post('/internal/orders', { shop_order_no: 'OC-OVER-1', sku_code: 'OC-AUTO', quantity: 2, trace_id: 'trace-OC-OVER-1' });
       expect(r.status).toBe(201);
       expect((r.data as { order: OrderView }).order.amount).toBe('22.00');
     } finally {
       sandbox.events.off('request', raise);
       sandbox.catalog.setPrice('OC-AUTO', '10.00');
     }
-    const recorded = await http.get('/internal/orders/OC-OVER-1');
+    const recorded = await app.http.get('/internal/orders/OC-OVER-1');
     expect((recorded.data as { order: OrderView }).order.amount).toBe('22.00');
 
     expect(await overchargeMetric()).toBe(before + 1);

@@ -2,9 +2,11 @@
  * End-to-end harness: the sandbox upstream as a real HTTP server on port 0, a fresh migrated
  * database, and the relay listening on port 0, talked to over real HTTP.
  */
+import { Writable } from 'node:stream';
 import axios, { type AxiosInstance } from 'axios';
 import { createRelayApp, type RelayApp } from '../../src/app.factory.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { createPino, JsonLogger } from '../../src/ops/json-logger.js';
 import { SandboxServer, type SandboxOptions } from '../../src/sandbox/sandbox.server.js';
 import { openTestDatabase, type TestDatabase } from './test-database.js';
 
@@ -45,19 +47,43 @@ export interface TestApp {
   url: string;
   /** axios bound to the relay with the internal token; never throws on an HTTP status. */
   http: AxiosInstance;
+  /** The service's JSON log lines so far (started with `logs`; at its LOG_LEVEL), else none. */
+  logLines(): Array<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(db: TestDatabase, sandbox: SandboxServer | null, env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(
+  db: TestDatabase,
+  sandbox: SandboxServer | null,
+  env: Record<string, string> = {},
+  options: { logs?: boolean } = {},
+): Promise<TestApp> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
+  let output = '';
+  const pino = options.logs
+    ? createPino(
+        config.logLevel,
+        new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            output += chunk.toString('utf8');
+            done();
+          },
+        }),
+      )
+    : null;
+  const relay = await createRelayApp(config, { endpoint: db.endpoint, ...(pino ? { logger: new JsonLogger(pino), pino } : { logger: false }) });
   const http = axios.create({
     baseURL: relay.url,
     headers: { authorization: `Bearer ${TEST_TOKEN}` },
     validateStatus: () => true,
     timeout: 30_000,
   });
-  return { relay, config, url: relay.url, http, close: () => relay.close() };
+  const logLines = () =>
+    output
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { relay, config, url: relay.url, http, logLines, close: () => relay.close() };
 }
 
 export { openTestDatabase };
