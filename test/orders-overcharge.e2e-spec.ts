@@ -4,37 +4,22 @@
  * which needs no token) and logged. An instance of its own, whose log output is captured.
  */
 import axios from 'axios';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { seedCatalog, sleep, waitFor, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { sleep, waitFor, type OrderView } from './support/child-app.js';
 
 describe('orders: an overcharge is counted in /metrics and logged', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 30, fulfillingMs: null, deliveredMs: null, completedMs: null } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'OC-AUTO', price: '10.00' }] });
-    app = await startTestApp(db, sandbox, { LOG_LEVEL: 'info', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }, { logs: true });
-    await seedCatalog(app.http);
-  });
-
-  afterEach(() => {
-    sandbox.faults.reset();
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  const t = useAppSuite({
+    sandbox: { catalog: { products: 1 }, timetable: { paidMs: 30, fulfillingMs: null, deliveredMs: null, completedMs: null } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'OC-AUTO', price: '10.00' }] }),
+    env: { LOG_LEVEL: 'info', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' },
+    seed: true,
+    logs: true,
   });
 
   /** `relay_order_overcharge_total` as `GET /metrics` shows it, asked without a token. */
   const overchargeMetric = async (): Promise<number> => {
-    const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
+    const r = await axios.get(`${t.app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
     expect(r.status).toBe(200);
     const text = r.data as string;
     expect(text).toContain('# TYPE relay_order_overcharge_total counter');
@@ -42,35 +27,35 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(m).not.toBeNull();
     return Number(m![1]);
   };
-  const overchargeLines = (shopNo: string) => app.logLines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
+  const overchargeLines = (shopNo: string) => t.app.logLines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
 
   it('a charge equal to quantity × the checked unit price is neither counted nor logged', async () => {
     expect(await overchargeMetric()).toBe(0);
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'OC-FAIR-1', sku_code: 'OC-AUTO', quantity: 2 });
+    const r = await t.app.http.post('/internal/orders', { shop_order_no: 'OC-FAIR-1', sku_code: 'OC-AUTO', quantity: 2 });
     expect(r.status).toBe(201);
     expect((r.data as { order: OrderView }).order.amount).toBe('20.00');
     await sleep(200);
     expect(await overchargeMetric()).toBe(0);
-    expect(app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
+    expect(t.app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
   });
 
   it('a charge above it: the amount is recorded, relay_order_overcharge_total goes up by one in /metrics, and a line names the order and the amount', async () => {
     const before = await overchargeMetric();
     // the upstream raises its price between the relay's check (10.00) and the create call: it charges 2 × 11.00
-    sandbox.faults.set({ latencyMs: 50 });
+    t.sandbox.faults.set({ latencyMs: 50 });
     const raise = (e: SandboxRequestEvent) => {
-      if (e.operation === 'createOrder' && e.phase === 'received') sandbox.catalog.setPrice('OC-AUTO', '11.00');
+      if (e.operation === 'createOrder' && e.phase === 'received') t.sandbox.catalog.setPrice('OC-AUTO', '11.00');
     };
-    sandbox.events.on('request', raise);
+    t.sandbox.events.on('request', raise);
     try {
-      const r = await app.http.post('/internal/orders', { shop_order_no: 'OC-OVER-1', sku_code: 'OC-AUTO', quantity: 2, trace_id: 'trace-OC-OVER-1' });
+      const r = await t.app.http.post('/internal/orders', { shop_order_no: 'OC-OVER-1', sku_code: 'OC-AUTO', quantity: 2, trace_id: 'trace-OC-OVER-1' });
       expect(r.status).toBe(201);
       expect((r.data as { order: OrderView }).order.amount).toBe('22.00');
     } finally {
-      sandbox.events.off('request', raise);
-      sandbox.catalog.setPrice('OC-AUTO', '10.00');
+      t.sandbox.events.off('request', raise);
+      t.sandbox.catalog.setPrice('OC-AUTO', '10.00');
     }
-    const recorded = await app.http.get('/internal/orders/OC-OVER-1');
+    const recorded = await t.app.http.get('/internal/orders/OC-OVER-1');
     expect((recorded.data as { order: OrderView }).order.amount).toBe('22.00');
 
     expect(await overchargeMetric()).toBe(before + 1);

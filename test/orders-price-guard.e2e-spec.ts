@@ -5,9 +5,8 @@
  * 409 `price_changed` (nothing recorded, nothing sent); an explicit `max_unit_cost` replaces the
  * default, above it or below it.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { getOrder, seedCatalog, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { getOrder, type OrderView } from './support/child-app.js';
 
 interface SkuView {
   sku_code: string;
@@ -17,44 +16,31 @@ interface SkuView {
 }
 
 describe('orders: the price guard with a markup (max_unit_cost defaults to the sale price)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-  let n = 0;
-  const no = (tag: string) => `${tag}-${++n}`;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: null } });
-    for (const skuCode of ['G-UNDER', 'G-EQUAL', 'G-OVER', 'G-EXPLICIT', 'G-LOWER']) sandbox.catalog.addProduct({ skus: [{ skuCode, price: '10.00' }] });
-    app = await startTestApp(db, sandbox, {
+  const t = useAppSuite({
+    sandbox: { catalog: { products: 1 }, timetable: { paidMs: null } },
+    prepare: (sandbox) => {
+      for (const skuCode of ['G-UNDER', 'G-EQUAL', 'G-OVER', 'G-EXPLICIT', 'G-LOWER']) sandbox.catalog.addProduct({ skus: [{ skuCode, price: '10.00' }] });
+    },
+    env: {
       PRICE_MARKUP_PERCENT: '10',
       PRICE_MARKUP_FIXED: '0',
       PRICE_ROUNDING: '0.01',
       ORDER_POLL_BASE_MS: '50',
       ORDER_POLL_MAX_MS: '200',
       UPSTREAM_TIMEOUT_MS: '2000',
-    });
-    await seedCatalog(app.http);
+    },
+    seed: true,
   });
+  let n = 0;
+  const no = (tag: string) => `${tag}-${++n}`;
 
-  afterEach(() => {
-    sandbox.faults.reset();
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-
-  const place = (body: Record<string, unknown>) => app.http.post('/internal/orders', body);
+  const place = (body: Record<string, unknown>) => t.app.http.post('/internal/orders', body);
   const sku = async (code: string): Promise<SkuView> => {
-    const r = await app.http.get(`/internal/catalog/skus/${code}`);
+    const r = await t.app.http.get(`/internal/catalog/skus/${code}`);
     expect(r.status).toBe(200);
     return (r.data as { sku: SkuView }).sku;
   };
-  const upstreamOrders = (shopNo: string) => sandbox.orders().filter((o) => o.downstream_order_no === shopNo || o.downstream_order_no?.startsWith(`${shopNo}-`));
+  const upstreamOrders = (shopNo: string) => t.sandbox.orders().filter((o) => o.downstream_order_no === shopNo || o.downstream_order_no?.startsWith(`${shopNo}-`));
 
   /** A 409 price_changed: the contract's envelope with the fresh price and the ceiling, no order. */
   const expectPriceChanged = (r: { status: number; data: unknown }, unitCost: string, ceiling: string) => {
@@ -69,36 +55,36 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
   });
 
   it('(a) a cost raised above the old cost but not above the local sale price is accepted, at the fresh price', async () => {
-    sandbox.catalog.setPrice('G-UNDER', '10.80'); // not synced: locally still cost 10.00, sale 11.00
-    sandbox.catalog.setPrice('G-EQUAL', '11.00'); // exactly the sale price: not above it
+    t.sandbox.catalog.setPrice('G-UNDER', '10.80'); // not synced: locally still cost 10.00, sale 11.00
+    t.sandbox.catalog.setPrice('G-EQUAL', '11.00'); // exactly the sale price: not above it
     expect(await sku('G-UNDER')).toMatchObject({ cost_price: '10.00', sale_price: '11.00' });
-    const executed = sandbox.stats.createsExecuted;
+    const executed = t.sandbox.stats.createsExecuted;
 
     const shopNo = no('UNDER');
     const r = await place({ shop_order_no: shopNo, sku_code: 'G-UNDER', quantity: 2 });
     expect(r.status).toBe(201);
     const order = (r.data as { order: OrderView }).order;
     expect(order).toMatchObject({ shop_order_no: shopNo, sku_code: 'G-UNDER', quantity: 2, status: 'pending_payment', attempt: 1, downstream_order_no: shopNo, amount: '21.60' });
-    expect(sandbox.order(order.upstream_order_id as number)).toMatchObject({ downstream_order_no: shopNo, amount: '21.60' });
+    expect(t.sandbox.order(order.upstream_order_id as number)).toMatchObject({ downstream_order_no: shopNo, amount: '21.60' });
     // the fresh read refreshed the SKU locally: the new cost, and the sale price recomputed from it
     expect(await sku('G-UNDER')).toMatchObject({ cost_price: '10.80', sale_price: '11.88' });
 
     const equal = await place({ shop_order_no: no('EQUAL'), sku_code: 'G-EQUAL', quantity: 1 });
     expect(equal.status).toBe(201);
     expect((equal.data as { order: OrderView }).order).toMatchObject({ amount: '11.00', attempt: 1 });
-    expect(sandbox.stats.createsExecuted).toBe(executed + 2);
+    expect(t.sandbox.stats.createsExecuted).toBe(executed + 2);
   });
 
   it('(b) a cost raised above the local sale price is 409 price_changed with the fresh price and the ceiling; nothing recorded, nothing sent', async () => {
-    sandbox.catalog.setPrice('G-OVER', '11.01'); // one cent above the sale price 11.00
-    const received = sandbox.stats.createsReceived;
+    t.sandbox.catalog.setPrice('G-OVER', '11.01'); // one cent above the sale price 11.00
+    const received = t.sandbox.stats.createsReceived;
     const shopNo = no('OVER');
     const r = await place({ shop_order_no: shopNo, sku_code: 'G-OVER', quantity: 1 });
     expectPriceChanged(r, '11.01', '11.00');
-    expect(await getOrder(app.http, shopNo)).toBeNull();
-    expect((await app.http.get(`/internal/orders/${shopNo}`)).data).toMatchObject({ ok: false, error_code: 'order_not_found' });
-    expect(await db.query('SELECT id FROM orders WHERE shop_order_no = $1', [shopNo])).toHaveLength(0);
-    expect(sandbox.stats.createsReceived).toBe(received);
+    expect(await getOrder(t.app.http, shopNo)).toBeNull();
+    expect((await t.app.http.get(`/internal/orders/${shopNo}`)).data).toMatchObject({ ok: false, error_code: 'order_not_found' });
+    expect(await t.db.query('SELECT id FROM orders WHERE shop_order_no = $1', [shopNo])).toHaveLength(0);
+    expect(t.sandbox.stats.createsReceived).toBe(received);
     expect(upstreamOrders(shopNo)).toHaveLength(0);
     // the fresh read still refreshed the SKU locally (CONTRACT §5)
     expect(await sku('G-OVER')).toMatchObject({ cost_price: '11.01', sale_price: '12.12', available: true });
@@ -108,34 +94,34 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
     const again = await place({ shop_order_no: shopNo, sku_code: 'G-OVER', quantity: 1 });
     expect(again.status).toBe(201);
     expect((again.data as { order: OrderView }).order).toMatchObject({ attempt: 1, downstream_order_no: shopNo, amount: '11.01' });
-    expect(sandbox.stats.createsReceived).toBe(received + 1);
+    expect(t.sandbox.stats.createsReceived).toBe(received + 1);
     expect(upstreamOrders(shopNo)).toHaveLength(1);
   });
 
   it('(c) an explicit max_unit_cost replaces the default: above the fresh price accepted, below it 409', async () => {
-    sandbox.catalog.setPrice('G-EXPLICIT', '12.00'); // above the sale price 11.00
-    const received = sandbox.stats.createsReceived;
+    t.sandbox.catalog.setPrice('G-EXPLICIT', '12.00'); // above the sale price 11.00
+    const received = t.sandbox.stats.createsReceived;
 
     const low = no('EXPL');
     expectPriceChanged(await place({ shop_order_no: low, sku_code: 'G-EXPLICIT', quantity: 1, max_unit_cost: '11.99' }), '12.00', '11.99');
-    expect(await getOrder(app.http, low)).toBeNull();
-    expect(sandbox.stats.createsReceived).toBe(received);
+    expect(await getOrder(t.app.http, low)).toBeNull();
+    expect(t.sandbox.stats.createsReceived).toBe(received);
 
     const shopNo = no('EXPL');
     const r = await place({ shop_order_no: shopNo, sku_code: 'G-EXPLICIT', quantity: 3, max_unit_cost: '12.50' });
     expect(r.status).toBe(201);
     const order = (r.data as { order: OrderView }).order;
     expect(order).toMatchObject({ shop_order_no: shopNo, attempt: 1, downstream_order_no: shopNo, amount: '36.00' });
-    expect(sandbox.order(order.upstream_order_id as number)).toMatchObject({ downstream_order_no: shopNo, amount: '36.00' });
-    expect(sandbox.stats.createsReceived).toBe(received + 1);
+    expect(t.sandbox.order(order.upstream_order_id as number)).toMatchObject({ downstream_order_no: shopNo, amount: '36.00' });
+    expect(t.sandbox.stats.createsReceived).toBe(received + 1);
   });
 
   it('an explicit max_unit_cost below the sale price is the ceiling even when the cost did not move', async () => {
-    const received = sandbox.stats.createsReceived;
+    const received = t.sandbox.stats.createsReceived;
     const shopNo = no('LOWER');
     expectPriceChanged(await place({ shop_order_no: shopNo, sku_code: 'G-LOWER', quantity: 1, max_unit_cost: '9.99' }), '10.00', '9.99');
-    expect(await getOrder(app.http, shopNo)).toBeNull();
-    expect(sandbox.stats.createsReceived).toBe(received);
+    expect(await getOrder(t.app.http, shopNo)).toBeNull();
+    expect(t.sandbox.stats.createsReceived).toBe(received);
     const ok = await place({ shop_order_no: shopNo, sku_code: 'G-LOWER', quantity: 1, max_unit_cost: '10.00' });
     expect(ok.status).toBe(201);
     expect((ok.data as { order: OrderView }).order).toMatchObject({ amount: '10.00', attempt: 1 });

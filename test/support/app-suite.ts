@@ -1,0 +1,74 @@
+/**
+ * The usual life of an end-to-end describe block: a fresh database, a sandbox upstream and the
+ * service on them (one instance, or several sharing the database as replicas), opened before its
+ * tests; the sandbox's faults reset after each test; everything closed after the last one, the
+ * service first. Call it at the top of the block; its fields are there once the block's tests run.
+ */
+import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
+import { seedCatalog } from './child-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type StartSandboxOptions, type TestApp, type TestDatabase } from './test-app.js';
+
+export interface AppSuite {
+  readonly db: TestDatabase;
+  readonly sandbox: SandboxServer;
+  /** The first instance. */
+  readonly app: TestApp;
+  /** Every instance, in the order they were asked for. */
+  readonly apps: readonly TestApp[];
+}
+
+export interface AppSuiteOptions {
+  sandbox?: StartSandboxOptions;
+  /** Runs on the sandbox before the service starts (e.g. adds the products the tests order). */
+  prepare?: (sandbox: SandboxServer) => void;
+  /** The service's environment over testEnv's (a function: worked out before the service starts, e.g. a free port). */
+  env?: Record<string, string> | (() => Promise<Record<string, string>>);
+  /** Instances on the one database (default 1). */
+  instances?: number;
+  /** Syncs the catalog through the first instance once the service runs. */
+  seed?: boolean;
+  /** Captures the service's JSON log lines (TestApp.logLines). */
+  logs?: boolean;
+}
+
+export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
+  let db: TestDatabase | undefined;
+  let sandbox: SandboxServer | undefined;
+  let apps: TestApp[] = [];
+  const opened = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`the suite's ${what} is not open (used outside its describe block's tests?)`);
+    return value;
+  };
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox(options.sandbox);
+    options.prepare?.(sandbox);
+    const env = typeof options.env === 'function' ? await options.env() : options.env;
+    apps = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startTestApp(db!, sandbox!, env, { logs: options.logs })));
+    if (options.seed) await seedCatalog(apps[0].http);
+  });
+  afterEach(() => {
+    sandbox?.faults.reset();
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  return {
+    get db() {
+      return opened(db, 'database');
+    },
+    get sandbox() {
+      return opened(sandbox, 'sandbox');
+    },
+    get app() {
+      return opened(apps[0], 'service');
+    },
+    get apps() {
+      return apps;
+    },
+  };
+}
