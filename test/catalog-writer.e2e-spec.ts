@@ -9,9 +9,9 @@ import { jest } from '@jest/globals';
 import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
 import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import { DatabaseEndpoint } from '../src/database/database-endpoint.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { UpstreamProduct } from '../src/upstream/upstream.types.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestDatabase } from './support/test-app.js';
 
 /** Texts that COPY's text format must escape or must not mistake for its own markers. */
 const AWKWARD = ['tab\there', 'line\nfeed', 'carriage\r\nreturn', 'back\\slash', '\\N', '\\t literally', 'quotes " \' and {braces}', '礼品卡 🎮 ünïcödé'];
@@ -59,39 +59,24 @@ async function createdHistory(db: TestDatabase, codes: string[]): Promise<number
 }
 
 describe('catalog writer: a page of new rows (insert)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-  let writer: CatalogWriter;
-  let repo: CatalogRepository;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 3, seed: 5 } });
-    app = await startTestApp(db, sandbox);
-    writer = app.relay.app.get(CatalogWriter);
-    repo = app.relay.app.get(CatalogRepository);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
+  const t = useAppSuite({ sandbox: { catalog: { products: 3, seed: 5 } } });
+  const writer = () => t.app.relay.app.get(CatalogWriter);
+  const repo = () => t.app.relay.app.get(CatalogRepository);
   afterEach(() => jest.restoreAllMocks());
 
   it('is sent by COPY on a PostgreSQL server only (the server is asked: PGlite may be reached by a postgres:// URL too)', async () => {
-    expect(app.relay.app.get(DatabaseEndpoint).kind).toBe('postgres'); // what this suite hands in, on both
-    expect(await repo.canCopy()).toBe(db.kind === 'postgres');
+    expect(t.app.relay.app.get(DatabaseEndpoint).kind).toBe('postgres'); // what this suite hands in, on both
+    expect(await repo().canCopy()).toBe(t.db.kind === 'postgres');
   });
 
   it('stores exactly what the upsert stores, whatever the texts hold, with one created history row per SKU', async () => {
-    const copies = jest.spyOn(repo, 'insertNewSkus');
+    const copies = jest.spyOn(repo(), 'insertNewSkus');
     const inserted = AWKWARD.map((t) => product('INS', 3, t));
     const upserted = AWKWARD.map((t) => product('UPS', 3, t));
-    const a = await writer.applyProducts(inserted, { runId: null, source: 'sync', strategy: 'insert' });
-    const b = await writer.applyProducts(upserted, { runId: null, source: 'sync', strategy: 'write' });
+    const a = await writer().applyProducts(inserted, { runId: null, source: 'sync', strategy: 'insert' });
+    const b = await writer().applyProducts(upserted, { runId: null, source: 'sync', strategy: 'write' });
     // (more than once when the pricing version moved since the app loaded it: priced again, sent again)
-    if (db.kind === 'postgres') {
+    if (t.db.kind === 'postgres') {
       expect(copies).toHaveBeenCalled();
       await expect(copies.mock.results.at(-1)!.value).resolves.toMatchObject({ stalePricing: null });
     } else {
@@ -100,61 +85,61 @@ describe('catalog writer: a page of new rows (insert)', () => {
     for (const r of [a, b]) expect(r).toMatchObject({ skus: AWKWARD.length * 3, written: AWKWARD.length * 3, created: AWKWARD.length * 3, changed: 0, conflicts: [] });
     expect(a.counts).toEqual(b.counts);
     for (let i = 0; i < AWKWARD.length; i++) {
-      const stored = await storedRows(db, inserted[i]);
+      const stored = await storedRows(t.db, inserted[i]);
       expect(stored).toHaveLength(3);
-      expect(stored).toEqual(await storedRows(db, upserted[i]));
+      expect(stored).toEqual(await storedRows(t.db, upserted[i]));
     }
     // the texts arrive as sent (not only alike between the two ways)
-    const [row] = await db.query<{ title: unknown; spec: unknown; slug: string }>(
+    const [row] = await t.db.query<{ title: unknown; spec: unknown; slug: string }>(
       'SELECT product_title AS title, spec_values AS spec, product_slug AS slug FROM catalog_skus WHERE sku_code = $1',
       [inserted[3].skus[0].sku_code],
     );
     expect(row).toEqual({ title: inserted[3].title, spec: inserted[3].skus[0].spec_values, slug: inserted[3].slug });
     const codes = inserted.flatMap((p) => p.skus.map((s) => s.sku_code));
-    expect(await createdHistory(db, codes)).toBe(codes.length);
+    expect(await createdHistory(t.db, codes)).toBe(codes.length);
     // their fingerprints are kept as after any write: the same page again writes nothing
-    expect(await writer.applyProducts(inserted, { runId: null, source: 'sync' })).toMatchObject({ written: 0 });
+    expect(await writer().applyProducts(inserted, { runId: null, source: 'sync' })).toMatchObject({ written: 0 });
   });
 
   it('a code another product owns: the page is written again by the upsert, the claim reported, the rest created once', async () => {
     const owner = product('OWN', 2);
-    await writer.applyProducts([owner], { runId: null, source: 'sync', strategy: 'write' });
-    const copies = jest.spyOn(repo, 'insertNewSkus');
+    await writer().applyProducts([owner], { runId: null, source: 'sync', strategy: 'write' });
+    const copies = jest.spyOn(repo(), 'insertNewSkus');
     const fresh = [product('NEW', 2), product('NEW', 2)];
     const claimant = product('CLM', 2);
     claimant.skus[1].sku_code = owner.skus[0].sku_code;
-    const r = await writer.applyProducts([...fresh, claimant], { runId: 'run-insert', source: 'sync', strategy: 'insert' });
-    if (db.kind === 'postgres') {
+    const r = await writer().applyProducts([...fresh, claimant], { runId: 'run-insert', source: 'sync', strategy: 'insert' });
+    if (t.db.kind === 'postgres') {
       expect(copies).toHaveBeenCalledTimes(1);
       await expect(copies.mock.results[0].value).rejects.toMatchObject({ code: '23505' });
     }
     expect(r).toMatchObject({ skus: 6, created: 5, changed: 0 });
     expect(r.conflicts).toEqual([{ skuCode: owner.skus[0].sku_code, ownerProductId: owner.id, claimantProductId: claimant.id, claimantSkuId: claimant.skus[1].id }]);
-    const [{ owner: stored }] = await db.query<{ owner: string }>('SELECT product_id::text AS owner FROM catalog_skus WHERE sku_code = $1', [owner.skus[0].sku_code]);
+    const [{ owner: stored }] = await t.db.query<{ owner: string }>('SELECT product_id::text AS owner FROM catalog_skus WHERE sku_code = $1', [owner.skus[0].sku_code]);
     expect(Number(stored)).toBe(owner.id);
     const codes = [...fresh, claimant].flatMap((p) => p.skus.map((s) => s.sku_code)).filter((c) => c !== owner.skus[0].sku_code);
-    expect(await createdHistory(db, codes)).toBe(5);
-    const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM catalog_sku_changes WHERE run_id = 'run-insert' AND kind = 'created'");
+    expect(await createdHistory(t.db, codes)).toBe(5);
+    const [{ n }] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM catalog_sku_changes WHERE run_id = 'run-insert' AND kind = 'created'");
     expect(n).toBe(5);
   });
 
   it('a stored product sent again with a new price is counted as a price change, not created', async () => {
     const p = product('CHG', 2);
-    await writer.applyProducts([p], { runId: null, source: 'sync', strategy: 'write' });
+    await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' });
     p.skus[0].price_amount = '99.00';
-    const r = await writer.applyProducts([p, product('CHG', 1)], { runId: null, source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([p, product('CHG', 1)], { runId: null, source: 'sync', strategy: 'insert' });
     expect(r).toMatchObject({ skus: 3, written: 2, created: 1, changed: 1 });
     expect(r.counts).toMatchObject({ created: 1, price: 1 });
-    const [{ cost }] = await db.query<{ cost: string }>('SELECT cost_price::text AS cost FROM catalog_skus WHERE sku_code = $1', [p.skus[0].sku_code]);
+    const [{ cost }] = await t.db.query<{ cost: string }>('SELECT cost_price::text AS cost FROM catalog_skus WHERE sku_code = $1', [p.skus[0].sku_code]);
     expect(cost).toBe('99.00');
   });
 
   it('a pricing version that moved since the prices were computed: repriced with the rules in force, then inserted', async () => {
-    await db.query('UPDATE catalog_pricing_state SET version = version + 1 WHERE id = 1');
+    await t.db.query('UPDATE catalog_pricing_state SET version = version + 1 WHERE id = 1');
     const p = product('VER', 2);
-    const r = await writer.applyProducts([p], { runId: null, source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'insert' });
     expect(r).toMatchObject({ created: 2 });
-    const rows = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE product_id = $1', [p.id]);
+    const rows = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE product_id = $1', [p.id]);
     expect(rows[0].n).toBe(2);
   });
 });

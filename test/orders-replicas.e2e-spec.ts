@@ -5,40 +5,28 @@
  * them: one for an order placed through one instance, delivered to the other (then to both).
  */
 import axios from 'axios';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { callbackHeaders, getOrder, seedCatalog, sleep, waitFor, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { callbackHeaders, getOrder, sleep, waitFor, type OrderView } from './support/child-app.js';
+import type { TestApp } from './support/test-app.js';
 
 describe('two replicas on one database', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let a: TestApp;
-  let b: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({
+  const t = useAppSuite({
+    sandbox: {
       dedupeDownstreamOrderNo: false,
       catalog: { products: 2 },
       // orders stop at paid (cancelable) until the test delivers them
       timetable: { paidMs: 50, fulfillingMs: null, deliveredMs: null, completedMs: null },
-    });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP', price: '2.00' }] });
-    const env = { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100', UPSTREAM_TIMEOUT_MS: '2000' };
-    a = await startTestApp(db, sandbox, env);
-    b = await startTestApp(db, sandbox, env);
-    await seedCatalog(a.http);
-  });
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await sandbox?.stop();
-    await db?.close();
+    },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP', price: '2.00' }] }),
+    env: { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100', UPSTREAM_TIMEOUT_MS: '2000' },
+    instances: 2,
+    seed: true,
   });
 
   it('30 orders placed through both at once, half canceled through both at once: one create and at most one cancel each', async () => {
+    const { db, sandbox } = t;
+    const [a, b] = t.apps;
     sandbox.faults.set({ latencyMs: 20 });
     // getOrder calls in flight per upstream order: a poll by both replicas at once would show as 2
     const inFlight = new Map<string, number>();
@@ -87,30 +75,17 @@ describe('two replicas on one database', () => {
 });
 
 describe('two replicas on one database: a callback may reach either', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let a: TestApp;
-  let b: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({
+  const t = useAppSuite({
+    sandbox: {
       catalog: { products: 1 },
       // orders stay pending_payment until the test moves them
       timetable: { paidMs: null, fulfillingMs: null, deliveredMs: null, completedMs: null },
-    });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP-CB', price: '3.00' }] });
+    },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP-CB', price: '3.00' }] }),
     // polling is far off (a minute), so that only the callback can move the order during the test
-    const env = { ORDER_POLL_BASE_MS: '60000', ORDER_POLL_MAX_MS: '120000', UPSTREAM_TIMEOUT_MS: '2000', CALLBACK_SIGNATURE_PATH: '/callbacks/upstream' };
-    [a, b] = await Promise.all([startTestApp(db, sandbox, env), startTestApp(db, sandbox, env)]);
-    await seedCatalog(a.http);
-  });
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await sandbox?.stop();
-    await db?.close();
+    env: { ORDER_POLL_BASE_MS: '60000', ORDER_POLL_MAX_MS: '120000', UPSTREAM_TIMEOUT_MS: '2000', CALLBACK_SIGNATURE_PATH: '/callbacks/upstream' },
+    instances: 2,
+    seed: true,
   });
 
   const received = async (app: TestApp): Promise<number> => {
@@ -122,6 +97,8 @@ describe('two replicas on one database: a callback may reach either', () => {
     ((await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
 
   it('an order placed through A, its signed callback delivered to B only: B takes it, the upstream is read, the order moves (seen through A); the duplicate to A changes nothing', async () => {
+    const { db, sandbox } = t;
+    const [a, b] = t.apps;
     const placed = await a.http.post('/internal/orders', { shop_order_no: 'REPCB-1', sku_code: 'REP-CB', quantity: 2 });
     expect(placed.status).toBe(201);
     const order = (placed.data as { order: OrderView }).order;
