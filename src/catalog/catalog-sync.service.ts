@@ -24,7 +24,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
-import { CatalogWriter, type WriteResult } from './catalog-writer.service.js';
+import { CatalogWriter, type WriteOptions, type WriteResult } from './catalog-writer.service.js';
 import { PageFingerprints } from './page-fingerprints.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingService } from './pricing.service.js';
@@ -77,6 +77,19 @@ export interface StartedSync {
 export const STALE_RUN_MS = 60_000;
 const HEARTBEAT_MS = 5_000;
 const PROGRESS_FLUSH_MS = 1_000;
+type WriteStrategy = NonNullable<WriteOptions['strategy']>;
+
+/**
+ * How a pass writes its next page, from how the last one went: only new rows (a catalog being
+ * filled) → sent as new ones (`insert`, by COPY on a server); mostly new or changed → whole rows at
+ * once (`write`); mostly unchanged → fingerprints first (`check`).
+ */
+function nextStrategy(last: WriteResult): WriteStrategy {
+  if (last.skus === 0) return 'check';
+  if (last.created === last.skus) return 'insert';
+  return last.written * 2 > last.skus ? 'write' : 'check';
+}
+
 /**
  * Pages written at once. Their statements run on separate connections (on PostgreSQL, separate
  * backends): a page's database work overlaps the next one's. (The embedded database runs them one
@@ -113,10 +126,8 @@ interface ActiveRun {
   notes: string[];
   /** When the counters were last written to the run row (ms). */
   flushedAt: number;
-  /** The last page was mostly writes: send the next one whole (see WriteOptions.strategy). */
-  writeFirst: boolean;
-  /** The last page's rows were all new (a catalog being filled): send the next one's by COPY (see WriteOptions.strategy). */
-  allNew: boolean;
+  /** How the next page is written, from what the last one was (see nextStrategy). */
+  strategy: WriteStrategy;
   conflictKeys: Set<string>;
   /**
    * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
@@ -254,8 +265,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       phase: 'starting',
       notes: [plan.reason],
       flushedAt: now.getTime(),
-      writeFirst: false,
-      allNew: false,
+      strategy: 'check',
       conflictKeys: new Set(),
       seen: null,
     };
@@ -464,14 +474,11 @@ export class CatalogSyncService implements OnModuleDestroy {
         const r = await this.writer.applyProducts(page.items, {
           runId: run.runId,
           source: 'sync',
-          strategy: run.writeFirst ? (run.allNew ? 'insert' : 'write') : 'check',
+          strategy: run.strategy,
           known,
           ...(memo ? { fingerprintOf: memo.fingerprintOf } : {}),
         });
-        // Mostly new or changed rows (a first sync): send whole rows at once; mostly unchanged: hashes first.
-        run.writeFirst = r.skus > 0 && r.written * 2 > r.skus;
-        // Only new rows (a catalog being filled): send the next page's rows as new ones.
-        run.allNew = r.skus > 0 && r.created === r.skus;
+        run.strategy = nextStrategy(r);
         for (const p of page.items) seen.add(p.id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);
