@@ -3,10 +3,12 @@
  * it writes everything at once when neither the order nor its attempt changed since the reservation,
  * and writes nothing at all (no attempt update, no event, no side effect) when either did, whether
  * the change was committed before it or by a transaction it had to wait for; work that needs more
- * than one statement is refused before anything is sent.
+ * than one statement is refused before anything is sent. And the locks a transaction takes on an
+ * order see what the transaction they waited for committed (a refund, which a resubmission and a
+ * second refund check).
  */
 import { DataSource } from 'typeorm';
-import { OrderRepository, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
+import { OrderRepository, type OrderRecord, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
 import { sleep } from './support/wait.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -169,5 +171,25 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     expect(result).toBeNull();
     expect(await state(snap.order.id)).toEqual({ order: 'submitting', attempt: 'submitting', events: 1 });
     expect(effects).toEqual([]);
+  });
+
+  it.each([
+    ['lockOrder', (tx: OrderTx, snap: OrderSnapshot) => tx.lockOrder(snap.order.id)],
+    ['lockOrderByShopNo', (tx: OrderTx, snap: OrderSnapshot) => tx.lockOrderByShopNo(snap.order.shopOrderNo)],
+    ['lockOrderAndAttempt', async (tx: OrderTx, snap: OrderSnapshot) => (await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo))?.order ?? null],
+  ] as const)('%s that waited for a transaction recording a refund sees the refund', async (_name, lock) => {
+    const snap = await reserve();
+    let locked: Promise<OrderRecord | null> | null = null;
+    await ds.transaction(async (em) => {
+      // what a refund does: lock the order, add its refund row, touch the order
+      await em.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [snap.order.id]);
+      await em.query("INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, '1.00', 'CNY', now())", [snap.order.id]);
+      await em.query('UPDATE orders SET updated_at = now() WHERE id = $1', [snap.order.id]);
+      locked = repo.transaction((tx) => lock(tx, snap)); // blocks on the row lock
+      await sleep(100);
+    });
+    const order = await locked;
+    expect(order?.refundAt).toBeInstanceOf(Date);
+    expect(order?.refundAmount).toBe('1.00');
   });
 });

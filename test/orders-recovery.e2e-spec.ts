@@ -176,6 +176,44 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
       expect(sandbox.stats.createsReceived - received).toBe(profile.settledBy === 'resend' ? 2 : 1);
     });
 
+    if (profile.settledBy === 'resend') {
+      it('a re-send refused with a code proves nothing of the first send: still submit_unknown, never rejected or resubmitted', async () => {
+        quietCallbacks();
+        const shopNo = `LOST-refused-resend-${profile.name}`;
+        const balance = sandbox.walletBalance();
+        // the first send is placed but its answer lost; the re-send is refused before the upstream
+        // looks the number up (as an upstream may check the signature, stock or balance first)
+        sandbox.faults.set({
+          rules: [
+            { operation: 'createOrder', kind: 'error_after', status: 502, times: 1 },
+            { operation: 'createOrder', kind: 'coded_error', status: 401, errorCode: 'unauthorized', times: 1 },
+          ],
+        });
+        const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-ONCE', quantity: 1 });
+        expect(r.status).toBe(202);
+        const seen = new Set<string>();
+        const done = await waitForOrder(
+          app.http,
+          shopNo,
+          (o) => {
+            seen.add(o.status);
+            return SETTLED(o);
+          },
+          30_000,
+        );
+        expect(seen.has('rejected')).toBe(false);
+        const upstream = expectOnce(shopNo, balance);
+        expect(done).toMatchObject({ upstream_order_id: upstream.id, attempt: 1, downstream_order_no: shopNo });
+        expect(sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(`${shopNo}-`))).toHaveLength(0);
+        // sent three times under the one number: the lost one, the refused one, the deduplicated one
+        const [attempt] = await db.query<{ sends: number; status: string }>(
+          'SELECT a.sends, a.status FROM order_attempts a JOIN orders o ON o.id = a.order_id WHERE o.shop_order_no = $1',
+          [shopNo],
+        );
+        expect(attempt).toMatchObject({ sends: 3, status: 'accepted' });
+      });
+    }
+
     it('a normal order is followed by verified callbacks under this profile', async () => {
       const r = await app.http.post('/internal/orders', { shop_order_no: `CB-${profile.name}`, sku_code: 'X-ONCE', quantity: 1 });
       expect(r.status).toBe(201);

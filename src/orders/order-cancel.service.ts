@@ -97,7 +97,8 @@ export class OrderCancelService {
       if (eligibility.state !== 'refundable') {
         throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
       }
-      await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now);
+      // the row lock serialises refunds of an order; the unique row is the last guard
+      if (!(await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now))) return;
       await tx.insertEvent(locked.id, { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } }, now);
       await tx.updateOrder(locked, { updated_at: now });
       this.logger.log({ msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`, shop_order_no: shopOrderNo, trace_id: locked.traceId });

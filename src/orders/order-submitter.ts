@@ -158,6 +158,27 @@ export class OrderSubmitter {
           return applied.order;
         }
         case 'rejected':
+          if (wasUnknown && attempt.sends > 1) {
+            // A refusal of a re-send says nothing of the earlier send, which may have been placed (an
+            // upstream may check a signature, stock or the balance before it looks the number up):
+            // still unknown, sent again later under the same number; a callback or an operator settles it.
+            await tx.updateAttempt(attempt.id, {
+              sending_until: null,
+              next_resend_at: this.resendAt(now),
+              http_status: outcome.httpStatus,
+              error_code: outcome.errorCode,
+              error_message: outcome.message,
+            });
+            tx.afterCommit(() =>
+              this.logger.warn({
+                msg: `order ${order.shopOrderNo}: the re-send of attempt ${attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
+                shop_order_no: order.shopOrderNo,
+                trace_id: order.traceId,
+                error_code: outcome.errorCode,
+              }),
+            );
+            return order;
+          }
           await tx.updateAttempt(attempt.id, {
             status: 'rejected',
             sending_until: null,

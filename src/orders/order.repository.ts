@@ -409,27 +409,30 @@ export class OrderTx {
   async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {
     this.direct('lockOrder');
     await this.flush();
-    const [row] = await rows<OrderRow>(
-      this.em,
-      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
-         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
-        WHERE o.id = $1 FOR UPDATE OF o${skipLocked ? ' SKIP LOCKED' : ''}`,
-      [id],
-    );
-    return row ? toOrder(row) : null;
+    const [row] = await rows<OrderRow>(this.em, `SELECT * FROM orders WHERE id = $1 FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [id]);
+    return row ? toOrder({ ...row, ...(await this.refundOf(row.id)) }) : null;
   }
 
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
     this.direct('lockOrderByShopNo');
     await this.flush();
-    const [row] = await rows<OrderRow>(
+    const [row] = await rows<OrderRow>(this.em, 'SELECT * FROM orders WHERE shop_order_no = $1 FOR UPDATE', [shopOrderNo]);
+    return row ? toOrder({ ...row, ...(await this.refundOf(row.id)) }) : null;
+  }
+
+  /**
+   * The refund of an order this transaction has just locked, read by a statement of its own: a
+   * statement that waited for the lock still sees the other tables as they were when it began (READ
+   * COMMITTED), so a join in the locking statement would miss a refund committed by the transaction
+   * it waited for (and a resubmission or a second refund would then pass its check).
+   */
+  private async refundOf(orderId: string): Promise<Pick<OrderRow, 'refund_at' | 'refund_amount'>> {
+    const [r] = await rows<Pick<OrderRow, 'refund_at' | 'refund_amount'>>(
       this.em,
-      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
-         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
-        WHERE o.shop_order_no = $1 FOR UPDATE OF o`,
-      [shopOrderNo],
+      'SELECT created_at AS refund_at, amount AS refund_amount FROM order_refunds WHERE order_id = $1',
+      [orderId],
     );
-    return row ? toOrder(row) : null;
+    return r ?? { refund_at: null, refund_amount: null };
   }
 
   /** Locks an order and one of its attempts in one statement. */
@@ -442,16 +445,15 @@ export class OrderTx {
     await this.flush();
     const [row] = await rows<OrderRow & { a: AttemptRow }>(
       this.em,
-      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount, to_jsonb(a.*) AS a
+      `SELECT o.*, to_jsonb(a.*) AS a
          FROM orders o JOIN order_attempts a ON a.order_id = o.id AND a.attempt_no = $2
-         LEFT JOIN order_refunds r ON r.order_id = o.id
         WHERE o.id = $1 FOR UPDATE OF o, a`,
       [orderId, attemptNo],
     );
     if (!row) return null;
     const a = row.a;
     return {
-      order: toOrder(row),
+      order: toOrder({ ...row, ...(await this.refundOf(orderId)) }),
       attempt: toAttempt({
         ...a,
         sending_until: a.sending_until === null ? null : new Date(a.sending_until),
