@@ -179,7 +179,7 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     ['lockOrderAndAttempt', async (tx: OrderTx, snap: OrderSnapshot) => (await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo))?.order ?? null],
   ] as const)('%s that waited for a transaction recording a refund sees the refund', async (_name, lock) => {
     const snap = await reserve();
-    let locked: Promise<OrderRecord | null> | null = null;
+    let locked: Promise<OrderRecord | null> = Promise.resolve(null);
     await ds.transaction(async (em) => {
       // what a refund does: lock the order, add its refund row, touch the order
       await em.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [snap.order.id]);
