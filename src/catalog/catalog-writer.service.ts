@@ -161,24 +161,30 @@ export class CatalogWriter {
   ): Promise<WriteResult> {
     // Loaded before the transaction: never wait for another connection while holding one.
     const initial = await this.pricing.current();
+    const products = todo.map((f) => f.product);
+    const codes = products.flatMap((p) => p.skus.map((s) => s.sku_code));
     return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
         const now = this.clock.now();
-        const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         let ctx = initial;
+        let rounds = this.rounds(products, ctx);
+        // A code claimed twice in the input (rounds > 1) is a conflict: the upsert reports it.
+        const byCopy = copy && rounds.length === 1;
+        // First the pricing version, then the codes (and those the unlisting may touch), then rows: the
+        // one order of every catalog write (a reprice takes the version first too), and the upsert's
+        // snapshot starts after any other writer of these codes committed (see LOCK_SKU_CODES_SQL).
+        // insertNewSkus takes them itself, in the statement it sends first.
+        if (!byCopy) await this.repo.lockSkuCodes(em, codes, { listedOf: unlist?.productId });
+        const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         for (let attempt = 0; ; attempt++) {
-          const rounds = this.rounds(
-            todo.map((f) => f.product),
-            ctx,
-          );
+          if (attempt > 0) rounds = this.rounds(products, ctx);
           const out = emptyResult();
           const pairs: Array<{ old: SkuRow | null; next: SkuRow }> = [];
           let stale = false;
           for (const round of rounds) {
             const byCode = new Map(round.map((r) => [r.sku_code, r]));
             const write = { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source };
-            // A code claimed twice in the input (rounds > 1) is a conflict: the upsert reports it.
-            const outcome = copy && rounds.length === 1 ? await this.repo.insertNewSkus(em, round, write) : await this.repo.upsertSkus(em, round, write);
+            const outcome = byCopy ? await this.repo.insertNewSkus(em, round, write) : await this.repo.upsertSkus(em, round, write);
             if (outcome.stalePricing !== null) {
               stale = true;
               break;
@@ -191,8 +197,8 @@ export class CatalogWriter {
             }
           }
           if (stale) {
-            // A rule changed since these prices were computed (only the first upsert can see it: from
-            // then on this transaction holds the version). Reprice with the rules in force and retry.
+            // A rule changed since these prices were computed (only the first write can see it: the
+            // transaction holds the version from its locks on). Reprice with the rules in force and retry.
             if (attempt >= MAX_PRICING_RETRIES) throw new Error('pricing rules kept changing during a catalog write');
             ctx = await this.pricing.reload(em);
             continue;
@@ -229,8 +235,10 @@ export class CatalogWriter {
   }
 
   /**
-   * Pages may be written two at a time (PostgreSQL): should two of them ever lock the same rows in
-   * opposite orders (a product listed twice), the server aborts one, which is simply written again.
+   * Pages may be written two at a time (PostgreSQL). Writers of the same sku_codes wait for each other
+   * on the codes' locks, taken in one order; should two of them still wait for each other in a circle
+   * (on rows the codes do not cover: fingerprints, seen rows), the server aborts one, which is simply
+   * written again.
    */
   private async retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -247,6 +255,9 @@ export class CatalogWriter {
   async unlistProduct(productId: number, opts: WriteOptions & { keep?: string[] }): Promise<WriteResult> {
     const result = await this.dataSource.transaction(async (em) => {
       const now = this.clock.now();
+      // The codes' locks as every catalog write (see write): an upsert of one of these codes waits, and
+      // then sees it unlisted (and records the relisting), rather than relisting it from a stale read.
+      await this.repo.lockSkuCodes(em, [], { listedOf: productId });
       const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
       const out = emptyResult();
       await this.record(

@@ -82,7 +82,8 @@ SELECT i.product_id::text AS product_id FROM input i
  * `IS DISTINCT FROM`, so that `updated_at` moves only when a field does), and return the old row of
  * each write and every sku_code another live product already owns (never overwritten). Nothing is
  * written when the pricing version moved since the sale prices were computed ($4): the caller reprices
- * and retries.
+ * and retries. `old` is what the statement's snapshot holds: right only once no one else is writing
+ * these codes, i.e. after LOCK_SKU_CODES_SQL in an earlier statement of the transaction.
  */
 const UPSERT_SKUS_SQL = `
 WITH input AS (
@@ -147,8 +148,53 @@ kept AS (
 )
 SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
 
-/** Holds the pricing version for the transaction (as UPSERT_SKUS_SQL does) and commits it asynchronously. */
-const SHARE_PRICING_VERSION_SQL = `SELECT version::text AS version, ${ASYNC_COMMIT} FROM catalog_pricing_state WHERE id = 1 FOR SHARE`;
+/** Namespace (first key) of the sku_codes' advisory locks; the migrator's lock is a one-key lock, another space. */
+const SKU_CODE_LOCKS = 7_244_102;
+/** Namespace of the one lock over every sku_code: shared by a write that locks its codes, exclusive for one with too many. */
+const ALL_SKU_CODES_LOCK = 7_244_103;
+/**
+ * Above this many codes a write takes ALL_SKU_CODES_LOCK exclusively instead of a lock per code: the
+ * server's lock table is shared and bounded (max_locks_per_transaction × max_connections, ~6,400 by
+ * default), and a page batch of a catalog with many SKUs a product could otherwise fill it.
+ */
+const MAX_CODE_LOCKS = 2000;
+
+/**
+ * The locks a catalog write takes before it reads or writes a SKU row, in the one order every catalog
+ * write takes them (so that none waits for another in a circle): the pricing version FOR SHARE (a
+ * reprice holds it exclusively while it rewrites sale prices), then ALL_SKU_CODES_LOCK (shared; or
+ * exclusive, and nothing more, for a write of more than MAX_CODE_LOCKS codes), then a
+ * transaction-scoped advisory lock per sku_code ($1, and those product $2 lists now, when given) in the
+ * order of their keys, then rows (the statements that follow). Returns the version held.
+ * Why: in READ COMMITTED, UPSERT_SKUS_SQL reads `old` with its statement's snapshot. A code that a
+ * concurrent writer inserted but has not committed is not in it, and ON CONFLICT, once that writer
+ * committed, judges the committed row: another product's claim was then reported neither as a change
+ * nor as a conflict, and the same product's second write as `created` again. Taken by a statement of
+ * their own, the locks start the next statement's snapshot after every competing writer of those codes
+ * committed. Two codes with one key only wait for each other (keys, not codes, are sorted).
+ * Each step is an InitPlan of the next (a MATERIALIZED CTE read in a WHERE clause), which runs it first.
+ */
+function lockSkuCodesSql(asyncCommit: boolean): string {
+  return `
+WITH ver AS MATERIALIZED (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
+keys AS MATERIALIZED (
+  SELECT DISTINCT hashtext(code) AS key
+    FROM (SELECT unnest($1::text[]) AS code
+          UNION ALL SELECT s.sku_code FROM catalog_skus s WHERE s.product_id = $2::bigint AND s.listed) codes
+   WHERE (SELECT count(*) FROM ver) >= 0),
+mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys),
+whole AS MATERIALIZED (
+  SELECT CASE WHEN m.exclusive THEN pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) ELSE pg_advisory_xact_lock_shared(${ALL_SKU_CODES_LOCK}, 0) END AS held, m.exclusive
+    FROM mode m)
+SELECT v.version::text AS version${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
+       (SELECT count(pg_advisory_xact_lock(${SKU_CODE_LOCKS}, k.key))::int
+          FROM (SELECT key FROM keys ORDER BY 1) k
+         WHERE NOT (SELECT exclusive FROM whole)) AS locked
+  FROM ver v`;
+}
+const LOCK_SKU_CODES_SQL = lockSkuCodesSql(false);
+/** The same locks for insertNewSkus, whose transaction then commits asynchronously (as UPSERT_SKUS_SQL's). */
+const LOCK_NEW_SKU_CODES_SQL = lockSkuCodesSql(true);
 /** catalog_skus's columns in the order insertNewSkus sends them: the product's, then the SKU's own. */
 const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMNS.has(c))] as const satisfies ReadonlyArray<keyof SkuRow>;
 const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
@@ -336,8 +382,19 @@ export class CatalogRepository {
   }
 
   /**
+   * Takes the locks of LOCK_SKU_CODES_SQL in the caller's transaction: the pricing version, then
+   * `codes` and the codes product `listedOf` lists now (to be unlisted). A catalog write takes them
+   * before its first statement that reads or writes SKU rows. Returns the pricing version held.
+   */
+  async lockSkuCodes(em: Db, codes: string[], opts: { listedOf?: number | null } = {}): Promise<number> {
+    const [row] = await this.prepared<{ version: string }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [codes, opts.listedOf ?? null]);
+    return Number(row?.version);
+  }
+
+  /**
    * Upserts rows (distinct sku_codes) seen live, guarded by the pricing version they were priced
-   * with. `runId`: the run their history rows belong to.
+   * with. `runId`: the run their history rows belong to. The caller holds their codes' locks
+   * (lockSkuCodes, an earlier statement of its transaction): see LOCK_SKU_CODES_SQL.
    */
   async upsertSkus(
     em: Db,
@@ -395,14 +452,15 @@ export class CatalogRepository {
    * the pricing version as the upsert is. A sku_code already stored fails the statement (unique
    * violation, SQLSTATE 23505) and with it the caller's transaction: the caller writes the rows again
    * with upsertSkus, which sorts out changes and conflicts. Only on a PostgreSQL server (canCopy), in a
-   * transaction.
+   * transaction. Takes the locks of LOCK_SKU_CODES_SQL for its codes first (in the statement that holds
+   * the pricing version), so that a COPY and an upsert of one code wait for each other.
    */
   async insertNewSkus(em: EntityManager, rows: SkuRow[], opts: { now: Date; runId: string | null; pricingVersion: number; source: string }): Promise<UpsertOutcome> {
     const out: UpsertOutcome = { written: [], conflicts: [], stalePricing: null };
     if (rows.length === 0) return out;
     const runner = em.queryRunner;
     if (!runner || !(await this.canCopy())) throw new Error('insertNewSkus needs a transaction on a PostgreSQL server');
-    const [state] = await this.prepared<{ version: string }>(em, 'share_pricing_version', SHARE_PRICING_VERSION_SQL, []);
+    const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [rows.map((r) => r.sku_code), null]);
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).

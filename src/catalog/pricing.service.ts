@@ -73,7 +73,8 @@ export class PricingService implements OnApplicationBootstrap {
 
   private async reprice(change: (em: EntityManager) => Promise<void>): Promise<number> {
     const { written, ctx } = await this.dataSource.transaction(async (em) => {
-      // First: take the version row, so that no price write interleaves with the change.
+      // First: take the version row, so that no price write interleaves with the change. Every catalog
+      // write takes it (FOR SHARE) before its sku_codes and rows too: see LOCK_SKU_CODES_SQL.
       const version = await this.repo.bumpVersion(em, this.context.defaults);
       await change(em);
       const loaded: PricingContext = await this.context.load(em, version);

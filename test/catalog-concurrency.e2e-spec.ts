@@ -1,0 +1,248 @@
+/**
+ * Two catalog writes at once on one sku_code, interleaved deterministically: the first holds its
+ * transaction open once it has written, the second starts, then the first commits. This is what the
+ * sync's two page writers, a page and an order's fresh read, or a fresh read and a rule change do on a
+ * PostgreSQL server (READ COMMITTED). There the second write waits on the codes' locks (without them it
+ * read the codes before the first committed and lost what it found: a claim reported neither as a
+ * change nor as a conflict, a second `created`). PGlite runs one transaction at a time, so the second
+ * waits for the first anyway, and the same assertions hold on both.
+ */
+import { jest } from '@jest/globals';
+import { DataSource } from 'typeorm';
+import { CatalogWriter, type WriteOptions } from '../src/catalog/catalog-writer.service.js';
+import { CatalogRepository } from '../src/catalog/catalog.repository.js';
+import { PricingService } from '../src/catalog/pricing.service.js';
+import type { UpstreamProduct } from '../src/upstream/upstream.types.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestDatabase } from './support/test-app.js';
+
+let nextId = 950_000;
+
+function product(codePrefix: string, skus = 2): UpstreamProduct {
+  const id = ++nextId;
+  return {
+    id,
+    slug: `slug-${id}`,
+    title: { en: `Product ${id}` },
+    description: { en: '' },
+    price_amount: '10.00',
+    fulfillment_type: 'auto',
+    is_active: true,
+    category_id: 7,
+    skus: Array.from({ length: skus }, (_, i) => ({
+      id: id * 10 + i,
+      sku_code: `${codePrefix}-${id}-${i}`,
+      spec_values: {},
+      price_amount: `${10 + i}.25`,
+      stock_status: 'in_stock',
+      stock_quantity: 5,
+      is_active: true,
+    })),
+  };
+}
+
+interface Held {
+  /** Resolves once the held call is done (its transaction still open). */
+  reached: Promise<void>;
+  release(): void;
+}
+
+/** Holds the transaction of the next call to `repo[method]` open once that call is done, until released. */
+function holdAfter(repo: CatalogRepository, method: 'writeFingerprints' | 'unlistProductSkus'): Held & { spy: { mock: { calls: unknown[] } } } {
+  let reached!: () => void;
+  let release!: () => void;
+  const reachedP = new Promise<void>((r) => (reached = r));
+  const gate = new Promise<void>((r) => (release = r));
+  const original = (repo[method] as (...args: unknown[]) => Promise<unknown>).bind(repo);
+  const spy = jest.spyOn(repo, method).mockImplementationOnce((async (...args: unknown[]) => {
+    const result = await original(...args);
+    reached();
+    await gate;
+    return result;
+  }) as never);
+  return { reached: reachedP, release, spy };
+}
+
+/**
+ * Until the second write waits for a lock the first holds. PostgreSQL shows it; PGlite cannot be
+ * asked while the first holds its transaction (its one backend runs one transaction at a time, and
+ * the second waits for the first there in any case).
+ */
+async function secondWaits(db: TestDatabase): Promise<void> {
+  if (db.kind === 'pglite') return new Promise((r) => setTimeout(r, 50));
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [{ n }] = await db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    );
+    if (n > 0) return;
+    if (Date.now() > deadline) throw new Error('the second write never waited for the first');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Runs `first` until `held`, then `second` until it waits, then lets `first` commit; both outcomes. */
+async function interleave<A, B>(db: TestDatabase, first: () => Promise<A>, held: Held, second: () => Promise<B>): Promise<[A, B]> {
+  const a = first();
+  await Promise.race([
+    held.reached,
+    a.then(() => {
+      throw new Error('the first write ended without being held');
+    }),
+  ]);
+  const b = second();
+  b.catch(() => undefined); // awaited below, after the first
+  await secondWaits(db);
+  held.release();
+  return [await a, await b];
+}
+
+describe('catalog writes at once on one sku_code', () => {
+  const t = useAppSuite({ sandbox: { catalog: { products: 1 } } });
+  const writer = () => t.app.relay.app.get(CatalogWriter);
+  const repo = () => t.app.relay.app.get(CatalogRepository);
+  const pricing = () => t.app.relay.app.get(PricingService);
+  afterEach(() => jest.restoreAllMocks());
+
+  beforeAll(async () => {
+    // The start reprices with the configured defaults without waiting for it: let it end first, so
+    // that the only lock waits are those of the writes under test.
+    for (let i = 0; ; i++) {
+      const [{ stored }] = await t.db.query<{ stored: boolean }>('SELECT defaults IS NOT NULL AS stored FROM catalog_pricing_state WHERE id = 1');
+      if (stored) break;
+      if (i > 500) throw new Error('the start never stored the pricing defaults');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+
+  async function stored(code: string): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
+    const [row] = await t.db.query<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }>(
+      'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed FROM catalog_skus WHERE sku_code = $1',
+      [code],
+    );
+    return row;
+  }
+
+  async function history(code: string): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
+    return t.db.query('SELECT field, kind, old_value, new_value FROM catalog_sku_changes WHERE sku_code = $1 ORDER BY id', [code]);
+  }
+
+  async function fingerprinted(ids: number[]): Promise<number[]> {
+    const rows = await t.db.query<{ id: string }>('SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE product_id = ANY($1) ORDER BY 1', [ids]);
+    return rows.map((r) => Number(r.id));
+  }
+
+  it.each<[NonNullable<WriteOptions['strategy']>, NonNullable<WriteOptions['strategy']>]>([
+    ['write', 'write'],
+    ['insert', 'write'], // by COPY on PostgreSQL, then an upsert
+    ['write', 'check'],
+    ['write', 'insert'], // an upsert, then a COPY (whose unique violation sends the page to the upsert)
+  ])('a page claiming a code another page is creating for another product: a reported conflict, its fingerprint not kept (%s, then %s)', async (first, second) => {
+    const a = product('PAGE');
+    const b = product('PAGE');
+    const code = a.skus[0].sku_code;
+    b.skus[0].sku_code = code;
+    const held = holdAfter(repo(), 'writeFingerprints');
+    const [ra, rb] = await interleave(
+      t.db,
+      () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: first }),
+      held,
+      () => writer().applyProducts([b], { runId: null, source: 'sync', strategy: second }),
+    );
+    expect(ra).toMatchObject({ created: 2, conflicts: [] });
+    expect(rb).toMatchObject({ skus: 2, created: 1, changed: 0 });
+    expect(rb.conflicts).toEqual([{ skuCode: code, ownerProductId: a.id, claimantProductId: b.id, claimantSkuId: b.skus[0].id }]);
+    // B is looked at again: its fingerprint is not kept, and the sync is told so
+    expect(rb.unfingerprinted).toEqual([b.id]);
+    expect(await fingerprinted([a.id, b.id])).toEqual([a.id]);
+    // the code stays A's, created once; the claim is recorded
+    expect(await stored(code)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id), listed: true });
+    expect((await history(code)).map((h) => h.kind)).toEqual(['created']);
+    const conflicts = await t.db.query<{ owner: string; claimant: string }>(
+      'SELECT owner_product_id::text AS owner, claimant_product_id::text AS claimant FROM catalog_sku_conflicts WHERE sku_code = $1',
+      [code],
+    );
+    expect(conflicts).toEqual([{ owner: String(a.id), claimant: String(b.id) }]);
+  });
+
+  it('the same product on two pages written at once (a listing shift): created once, the second write a change with its new price', async () => {
+    const p = product('SAME');
+    const moved: UpstreamProduct = structuredClone(p);
+    moved.skus[0].price_amount = '12.50';
+    const held = holdAfter(repo(), 'writeFingerprints');
+    const [r1, r2] = await interleave(
+      t.db,
+      () => writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' }),
+      held,
+      () => writer().applyProducts([moved], { runId: null, source: 'sync', strategy: 'write' }),
+    );
+    expect(r1).toMatchObject({ created: 2, changed: 0 });
+    expect(r2).toMatchObject({ written: 1, created: 0, changed: 1, conflicts: [] });
+    expect(r2.counts).toMatchObject({ created: 0, price: 1 });
+    const code = p.skus[0].sku_code;
+    expect(await stored(code)).toMatchObject({ cost_price: '12.50' });
+    const changes = await history(code);
+    expect(changes.map((h) => [h.field, h.kind])).toEqual([
+      ['created', 'created'],
+      ['cost_price', 'price'],
+      ['sale_price', 'price'],
+    ]);
+    expect(changes[1]).toMatchObject({ old_value: '10.25', new_value: '12.50' });
+    expect((await history(p.skus[1].sku_code)).map((h) => h.kind)).toEqual(['created']);
+  });
+
+  it("an order's fresh read of a product claiming a code a page is creating for another: a reported conflict", async () => {
+    const a = product('FRESH');
+    const b = product('FRESH');
+    const code = a.skus[0].sku_code;
+    b.skus[1].sku_code = code;
+    const held = holdAfter(repo(), 'writeFingerprints');
+    const [, rb] = await interleave(
+      t.db,
+      () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: 'write' }),
+      held,
+      () => writer().applyFreshProduct(b, { runId: null, source: 'refresh' }),
+    );
+    expect(rb.conflicts).toEqual([{ skuCode: code, ownerProductId: a.id, claimantProductId: b.id, claimantSkuId: b.skus[1].id }]);
+    expect(rb.unfingerprinted).toEqual([b.id]);
+    expect(await stored(code)).toMatchObject({ product_id: String(a.id) });
+    expect((await history(code)).map((h) => h.kind)).toEqual(['created']);
+  });
+
+  it("an order's fresh read that unlists a SKU while a rule change reprices it: both done, in turn (no deadlock)", async () => {
+    const p = product('UNLIST');
+    await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' });
+    const fresh: UpstreamProduct = structuredClone(p);
+    const gone = fresh.skus.pop()!;
+    const held = holdAfter(repo(), 'unlistProductSkus');
+    try {
+      const [r, change] = await interleave(
+        t.db,
+        () => writer().applyFreshProduct(fresh, { runId: null, source: 'refresh' }),
+        held,
+        () => pricing().replaceRules([{ scope: 'sku', skuCode: gone.sku_code, markupPercent: '10', markupFixed: '0' }]),
+      );
+      expect(r).toMatchObject({ delisted: 1, conflicts: [] });
+      expect(held.spy.mock.calls).toHaveLength(1); // not written again after a deadlock
+      expect(change.repriced).toBe(1);
+      const [row] = await t.db.query<{ listed: boolean; sale: string }>('SELECT listed, sale_price::text AS sale FROM catalog_skus WHERE sku_code = $1', [gone.sku_code]);
+      expect(row).toEqual({ listed: false, sale: '12.38' }); // 11.25 + 10 %, rounded up to the cent
+    } finally {
+      await pricing().replaceRules([]);
+    }
+  });
+
+  it.each([
+    ['a write of a few codes: the lock over all codes shared, then one lock per code', 10, { ShareLock: 1, ExclusiveLock: 10 }],
+    ['a write of more codes than the lock table should hold: the lock over all codes, exclusive, alone', 2001, { ExclusiveLock: 1 }],
+  ])('%s', async (_name, n, modes) => {
+    const codes = Array.from({ length: n }, (_, i) => `LOCKS-${n}-${i}`);
+    const held = await t.app.relay.app.get(DataSource).transaction(async (em) => {
+      await repo().lockSkuCodes(em, codes);
+      return em.query<Array<{ mode: string; n: number }>>(
+        "SELECT mode, count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() GROUP BY mode",
+      );
+    });
+    expect(Object.fromEntries(held.map((r) => [r.mode, r.n]))).toEqual(modes);
+  });
+});
