@@ -245,4 +245,38 @@ describe('catalog writes at once on one sku_code', () => {
     });
     expect(Object.fromEntries(held.map((r) => [r.mode, r.n]))).toEqual(modes);
   });
+
+  it('changed_since never skips a write that commits after a later one: rows stamped since an open transaction began show once it ended', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const listed = async () => {
+      const r = await t.app.http.get('/internal/catalog/skus', { params: { changed_since: since, page_size: 200 } });
+      expect(r.status).toBe(200);
+      return (r.data as { items: Array<{ sku_code: string; updated_at: string }> }).items;
+    };
+    const a = product('FENCE-A');
+    const b = product('FENCE-B');
+    const held = holdAfter(repo(), 'writeFingerprints');
+    const first = writer().applyProducts([a], { runId: null, source: 'sync', strategy: 'write' });
+    await held.reached;
+    if (t.db.kind === 'postgres') {
+      // B's write begins after A's and commits before it (PGlite runs one transaction at a time: there
+      // B, and the list, simply wait for A)
+      await writer().applyProducts([b], { runId: null, source: 'sync', strategy: 'write' });
+      const seen = await listed();
+      expect(seen.filter((i) => i.sku_code.startsWith('FENCE-'))).toEqual([]);
+      held.release();
+      await first;
+    } else {
+      held.release();
+      await first;
+      await writer().applyProducts([b], { runId: null, source: 'sync', strategy: 'write' });
+    }
+    const after = (await listed()).filter((i) => i.sku_code.startsWith('FENCE-'));
+    // A's rows first: stamped with its transaction's start, before B's
+    expect(after.map((i) => i.sku_code)).toEqual([...a.skus, ...b.skus].map((x) => x.sku_code));
+    // a cursor at the newest row seen leaves nothing behind
+    const cursor = after[after.length - 1].updated_at;
+    const r = await t.app.http.get('/internal/catalog/skus', { params: { changed_since: cursor } });
+    expect((r.data as { items: Array<{ sku_code: string }> }).items.filter((i) => i.sku_code.startsWith('FENCE-'))).toEqual([]);
+  });
 });

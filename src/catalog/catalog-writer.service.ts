@@ -6,7 +6,6 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { Clock } from '../common/clock.js';
 import { sqlState } from '../database/pg-errors.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
@@ -78,7 +77,6 @@ export class CatalogWriter {
     private readonly pricing: PricingContextService,
     private readonly outbox: OutboxWriter,
     private readonly metrics: Metrics,
-    private readonly clock: Clock,
   ) {}
 
   /**
@@ -165,7 +163,6 @@ export class CatalogWriter {
     const codes = products.flatMap((p) => p.skus.map((s) => s.sku_code));
     return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
-        const now = this.clock.now();
         let ctx = initial;
         let rounds = this.rounds(products, ctx);
         // A code claimed twice in the input (rounds > 1) is a conflict: the upsert reports it.
@@ -173,8 +170,9 @@ export class CatalogWriter {
         // First the pricing version, then the codes (and those the unlisting may touch), then rows: the
         // one order of every catalog write (a reprice takes the version first too), and the upsert's
         // snapshot starts after any other writer of these codes committed (see LOCK_SKU_CODES_SQL).
-        // insertNewSkus takes them itself, in the statement it sends first.
-        if (!byCopy) await this.repo.lockSkuCodes(em, codes, { listedOf: unlist?.productId });
+        // insertNewSkus takes them itself, in the statement it sends first. Rows are stamped with the
+        // transaction's start on the database's clock (see transactionNow).
+        const now = byCopy ? await this.repo.transactionNow(em) : (await this.repo.lockSkuCodes(em, codes, { listedOf: unlist?.productId })).now;
         const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         for (let attempt = 0; ; attempt++) {
           if (attempt > 0) rounds = this.rounds(products, ctx);
@@ -254,10 +252,9 @@ export class CatalogWriter {
   /** Unlists the listed SKUs of a product: all of them (the product is gone), or those not in `keep`. */
   async unlistProduct(productId: number, opts: WriteOptions & { keep?: string[] }): Promise<WriteResult> {
     const result = await this.dataSource.transaction(async (em) => {
-      const now = this.clock.now();
       // The codes' locks as every catalog write (see write): an upsert of one of these codes waits, and
       // then sees it unlisted (and records the relisting), rather than relisting it from a stale read.
-      await this.repo.lockSkuCodes(em, [], { listedOf: productId });
+      const { now } = await this.repo.lockSkuCodes(em, [], { listedOf: productId });
       const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
       const out = emptyResult();
       await this.record(
@@ -278,7 +275,7 @@ export class CatalogWriter {
    * Returns what changed.
    */
   async repriceAll(em: EntityManager, ctx: PricingContext, batchSize = 1000): Promise<WriteResult> {
-    const now = this.clock.now();
+    const now = await this.repo.transactionNow(em);
     const out = emptyResult();
     let after = '';
     for (;;) {

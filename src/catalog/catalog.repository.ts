@@ -186,7 +186,7 @@ mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys
 whole AS MATERIALIZED (
   SELECT CASE WHEN m.exclusive THEN pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) ELSE pg_advisory_xact_lock_shared(${ALL_SKU_CODES_LOCK}, 0) END AS held, m.exclusive
     FROM mode m)
-SELECT v.version::text AS version${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
+SELECT v.version::text AS version, transaction_timestamp() AS now${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
        (SELECT count(pg_advisory_xact_lock(${SKU_CODE_LOCKS}, k.key))::int
           FROM (SELECT key FROM keys ORDER BY 1) k
          WHERE NOT (SELECT exclusive FROM whole)) AS locked
@@ -386,9 +386,19 @@ export class CatalogRepository {
    * `codes` and the codes product `listedOf` lists now (to be unlisted). A catalog write takes them
    * before its first statement that reads or writes SKU rows. Returns the pricing version held.
    */
-  async lockSkuCodes(em: Db, codes: string[], opts: { listedOf?: number | null } = {}): Promise<number> {
-    const [row] = await this.prepared<{ version: string }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [codes, opts.listedOf ?? null]);
-    return Number(row?.version);
+  async lockSkuCodes(em: Db, codes: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
+    const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [codes, opts.listedOf ?? null]);
+    return { version: Number(row?.version), now: row.now };
+  }
+
+  /**
+   * The time a catalog write stamps its rows with (`updated_at`, history, notifications): its
+   * transaction's start on the database's clock, never later than its commit, which the fence of
+   * `changed_since` relies on (see listSkus). lockSkuCodes returns it too.
+   */
+  async transactionNow(em: Db): Promise<Date> {
+    const [row] = await this.prepared<{ now: Date }>(em, 'transaction_now', 'SELECT transaction_timestamp() AS now', []);
+    return row.now;
   }
 
   /**
@@ -732,7 +742,17 @@ export class CatalogRepository {
     }
     if (f.listed !== undefined) where.push(`s.listed = ${p(f.listed)}`);
     if (f.available !== undefined) where.push(`s.available = ${p(f.available)}`);
-    if (f.changedSince !== undefined) where.push(`s.updated_at > ${p(f.changedSince)}`);
+    if (f.changedSince !== undefined) {
+      // Only what every transaction that began before it has settled: a write stamps its rows with its
+      // transaction's start (transactionNow) and may commit after a later one, so a client that moved
+      // its cursor to the newest updated_at it saw would never get the earlier-stamped rows. Rows
+      // stamped since the oldest open transaction began show once it ended.
+      where.push(`s.updated_at > ${p(f.changedSince)}`);
+      where.push(
+        `s.updated_at < LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+                                                        WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()))`,
+      );
+    }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code' : 's.sku_code';
     const [{ n }] = await select<{ n: number }>(this.db(), `SELECT count(*)::int AS n FROM catalog_skus s ${clause}`, params);
