@@ -746,11 +746,13 @@ export class CatalogRepository {
       // Only what every transaction that began before it has settled: a write stamps its rows with its
       // transaction's start (transactionNow) and may commit after a later one, so a client that moved
       // its cursor to the newest updated_at it saw would never get the earlier-stamped rows. Rows
-      // stamped since the oldest open transaction began show once it ended.
+      // stamped since the oldest open transaction of the service (its connections, by their
+      // application_name: not a backup's or a vacuum's) began show once it ended.
       where.push(`s.updated_at > ${p(f.changedSince)}`);
       where.push(
         `s.updated_at < LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-                                                        WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()))`,
+                                                        WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                                                          AND a.application_name = current_setting('application_name')))`,
       );
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
