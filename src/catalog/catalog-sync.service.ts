@@ -8,6 +8,11 @@
  * → finished with its summary. A run that cannot fetch every page fails, says which page and why, and
  * unlists nothing.
  *
+ * The run row is this process's claim on the run (one at a time across replicas): it is renewed by a
+ * heartbeat (the database's clock), and a run that finds it gone (another process recovered the row
+ * as abandoned) or cannot renew it for CLAIM_LOST_AFTER_MS stops at once, unlists nothing more, and
+ * is recorded failed with the reason. The delisting checks renew it before each batch.
+ *
  * Progress is published to `onProgress` listeners and to the `onProgress` of the run's own options
  * (the `relay sync` command shows it); `done` resolves with the finished run.
  */
@@ -38,6 +43,7 @@ import {
   sleep,
   withRetries,
   type FetchedPage,
+  type PagerResult,
   type RetryPolicy,
 } from './product-pager.js';
 import { emptyCounts } from './sku-diff.js';
@@ -73,9 +79,19 @@ export interface StartedSync {
   done: Promise<SyncRunRecord>;
 }
 
-/** A running row without a heartbeat for this long belongs to a process that stopped. */
+/** A running row without a heartbeat for this long (by the database's clock) belongs to a process that stopped. */
 export const STALE_RUN_MS = 60_000;
 const HEARTBEAT_MS = 5_000;
+/**
+ * A run whose heartbeat has not been written for this long stops itself: from STALE_RUN_MS on, another
+ * process may recover its row and start a run of its own, and two runs must never go on at once.
+ */
+export const CLAIM_LOST_AFTER_MS = STALE_RUN_MS / 2;
+/**
+ * Reads of an incremental listing whose `total` moved while it was paged (see productsPass) before the
+ * run falls back to a full pass.
+ */
+export const MAX_INCREMENTAL_READS = 3;
 const PROGRESS_FLUSH_MS = 1_000;
 type WriteStrategy = NonNullable<WriteOptions['strategy']>;
 
@@ -113,6 +129,23 @@ const MAX_KNOWN_FINGERPRINTS = 250_000;
 /** Products checked per batch after a full pass. */
 const CONFIRM_BATCH = 100;
 
+/** An incremental pass met a product older than its `updated_after`: the upstream ignored the filter. */
+class FilterIgnored extends Error {
+  constructor(readonly productId: number) {
+    super(`product ${productId} is older than updated_after: the upstream ignored the filter`);
+    this.name = 'FilterIgnored';
+  }
+}
+
+function isFilterIgnored(e: unknown): e is FilterIgnored | PageFailure {
+  return e instanceof FilterIgnored || (e instanceof PageFailure && e.cause instanceof FilterIgnored);
+}
+
+interface RunEnd {
+  status: 'succeeded' | 'failed';
+  error: string | null;
+}
+
 interface ActiveRun {
   runId: string;
   plan: PassPlan;
@@ -128,6 +161,12 @@ interface ActiveRun {
   flushedAt: number;
   /** How the next page is written, from what the last one was (see nextStrategy). */
   strategy: WriteStrategy;
+  /** Why this process no longer holds the run (its row), once it knows: the run stops. */
+  lostClaim: string | null;
+  /** When (performance.now()) the run row was last written as running by this process. */
+  claimHeldAt: number;
+  /** A heartbeat of the timer is under way. */
+  beating: boolean;
   conflictKeys: Set<string>;
   /**
    * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
@@ -184,6 +223,8 @@ export class CatalogSyncService implements OnModuleDestroy {
   readonly instanceId = `${process.pid}-${randomBytes(3).toString('hex')}`;
   /** Retries of upstream reads during a run. */
   retryPolicy: RetryPolicy = DEFAULT_RETRY_POLICY;
+  /** The heartbeat of a run, and how long it may fail before the run stops (a test shortens them). */
+  claimTiming = { heartbeatMs: HEARTBEAT_MS, lostAfterMs: CLAIM_LOST_AFTER_MS };
   private readonly listeners = new Set<(p: SyncProgress) => void>();
   private active: { run: ActiveRun; done: Promise<SyncRunRecord> } | null = null;
   private closing = false;
@@ -241,7 +282,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     };
     for (let attempt = 0; ; attempt++) {
       if (await this.runs.tryInsertRunning(row)) break;
-      const recovered = await this.runs.recoverStale(new Date(now.getTime() - STALE_RUN_MS), now);
+      // Never the run this process is executing itself, however late its heartbeat.
+      const recovered = await this.runs.recoverStale(STALE_RUN_MS, now, this.activeRunId);
       if (recovered) {
         this.logger.warn(`sync run ${recovered} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
         continue;
@@ -266,6 +308,9 @@ export class CatalogSyncService implements OnModuleDestroy {
       notes: [plan.reason],
       flushedAt: now.getTime(),
       strategy: 'check',
+      lostClaim: null,
+      claimHeldAt: performance.now(),
+      beating: false,
       conflictKeys: new Set(),
       seen: null,
     };
@@ -312,9 +357,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const started = performance.now();
     // a pass parses the whole catalog: its garbage is collected early beside the embedded database
     const releaseHeap = heapPolicy.hold();
-    const heartbeat = setInterval(() => {
-      this.runs.heartbeat(run.runId, run.counters, this.clock.now()).catch((e: unknown) => this.logger.warn(`heartbeat failed: ${message(e)}`));
-    }, HEARTBEAT_MS);
+    const heartbeat = setInterval(() => void this.beat(run), this.claimTiming.heartbeatMs);
     heartbeat.unref();
     let status: 'succeeded' | 'failed' = 'succeeded';
     let error: string | null = null;
@@ -331,19 +374,21 @@ export class CatalogSyncService implements OnModuleDestroy {
     } catch (e) {
       status = 'failed';
       error =
-        e instanceof AbortedError
-          ? 'aborted: the service is shutting down'
-          : e instanceof PageFailure
-            ? `${e.message}; nothing was unlisted`
-            : message(e);
-      if (!(e instanceof PageFailure) && !(e instanceof AbortedError) && !(e instanceof RetriesExhausted)) {
+        run.lostClaim !== null
+          ? this.lostClaimError(run)
+          : e instanceof AbortedError
+            ? 'aborted: the service is shutting down'
+            : e instanceof PageFailure
+              ? `${e.message}; nothing was unlisted`
+              : message(e);
+      if (run.lostClaim === null && !(e instanceof PageFailure) && !(e instanceof AbortedError) && !(e instanceof RetriesExhausted)) {
         this.logger.error(`sync run ${run.runId} failed: ${(e as Error)?.stack ?? String(e)}`);
       }
     } finally {
       clearInterval(heartbeat);
       releaseHeap();
     }
-    await this.finishWithRetries(run, status, error);
+    ({ status, error } = await this.finishWithRetries(run, status, error));
     await this.catalog.clearSeen(run.runId).catch(() => undefined);
     this.metrics.syncRuns.inc({ mode: run.mode, status });
     this.metrics.syncDuration.observe({ mode: run.mode }, (performance.now() - started) / 1000);
@@ -390,34 +435,96 @@ export class CatalogSyncService implements OnModuleDestroy {
     }
   }
 
+  /**
+   * The products pass of the plan. An incremental one falls back to a full listing, read from its first
+   * page without the filter, when the upstream refuses `updated_after` or ignores it (a full pass is
+   * never made of a filtered listing).
+   *
+   * An incremental listing whose `total` moved while it was paged (a product withdrawn or inserted)
+   * may have moved products onto pages already fetched: this pass missed them, and the next run's
+   * window (from this run's start) would leave out those updated before it. Such a listing is read
+   * again, until a read sees one `total` on every page (its products are those of the window, its
+   * earlier reads' writes are found unchanged), at most MAX_INCREMENTAL_READS times, then a full pass
+   * is made (it confirms whatever it did not see). Reading again is the simpler of the correct answers:
+   * nothing is remembered across runs (leaving the window where it was would need the run row to say
+   * so), and the incremental listing is short.
+   */
   private async productsPass(run: ActiveRun): Promise<void> {
     run.phase = 'products';
-    try {
-      await this.pass(run, run.plan.updatedAfter ?? undefined);
-    } catch (e) {
-      const refused =
-        run.mode === 'incremental' &&
-        e instanceof PageFailure &&
-        e.page === 1 &&
-        e.upstreamCause instanceof UpstreamDefinitiveError &&
-        e.upstreamCause.httpStatus >= 400 &&
-        e.upstreamCause.httpStatus < 500 &&
-        e.upstreamCause.httpStatus !== 401 &&
-        e.upstreamCause.httpStatus !== 403;
-      if (!refused) throw e;
-      this.logger.warn(`the upstream refused updated_after (${message(e.upstreamCause)}): falling back to a full pass`);
-      await this.switchToFull(run, 'filter_refused');
-      run.counters.pagesDone = 0;
-      run.counters.pagesTotal = 0;
-      await this.pass(run, undefined);
+    let updatedAfter = run.plan.updatedAfter ?? undefined;
+    for (let read = 1; ; read++) {
+      let listing: PagerResult;
+      try {
+        listing = await this.pass(run, updatedAfter);
+      } catch (e) {
+        if (updatedAfter === undefined || run.lostClaim !== null) throw e;
+        if (isFilterIgnored(e)) {
+          this.logger.warn(`${message(e instanceof PageFailure ? e.cause : e)}: the listing is read again in full`);
+          await this.restartAsFull(run, 'filter_ignored');
+        } else if (this.refusedFilter(run, e)) {
+          this.logger.warn(`the upstream refused updated_after (${message(e.upstreamCause)}): falling back to a full pass`);
+          await this.restartAsFull(run, 'filter_refused');
+        } else {
+          throw e;
+        }
+        updatedAfter = undefined;
+        continue;
+      }
+      if (updatedAfter === undefined || !listing.totalChanged) return;
+      const moved = `the listing changed while it was read (total ${listing.minTotal} to ${listing.total})`;
+      if (read >= MAX_INCREMENTAL_READS) {
+        this.logger.warn(`${moved}, ${read} times: falling back to a full pass`);
+        await this.restartAsFull(run, 'listing_moved');
+        updatedAfter = undefined;
+      } else {
+        run.notes.push(`${moved}: read again`);
+        this.resetPassCounters(run);
+      }
     }
+  }
+
+  private refusedFilter(run: ActiveRun, e: unknown): e is PageFailure {
+    return (
+      run.mode === 'incremental' &&
+      e instanceof PageFailure &&
+      e.page === 1 &&
+      e.upstreamCause instanceof UpstreamDefinitiveError &&
+      e.upstreamCause.httpStatus >= 400 &&
+      e.upstreamCause.httpStatus < 500 &&
+      e.upstreamCause.httpStatus !== 401 &&
+      e.upstreamCause.httpStatus !== 403
+    );
+  }
+
+  /** The pass starts again, a full one (what the earlier one wrote stays written, and counted). */
+  private async restartAsFull(run: ActiveRun, fallback: string): Promise<void> {
+    await this.switchToFull(run, fallback);
+    this.resetPassCounters(run);
+    // What the filtered read marked seen must not spare a product the full pass does not see.
+    await this.catalog.clearSeen(run.runId);
+  }
+
+  private resetPassCounters(run: ActiveRun): void {
+    const c = run.counters;
+    c.pagesDone = 0;
+    c.pagesTotal = 0;
+    c.productsSeen = 0;
+    c.skusSeen = 0;
+    this.emit(run);
   }
 
   private async switchToFull(run: ActiveRun, fallback: string): Promise<void> {
     run.mode = 'full';
     run.fallback = fallback;
-    run.notes.push(fallback === 'filter_refused' ? 'the upstream refused updated_after: full pass' : 'the upstream ignored updated_after: full pass');
-    await this.runs.setMode(run.runId, 'full', fallback);
+    run.notes.push(
+      fallback === 'filter_refused'
+        ? 'the upstream refused updated_after: full pass'
+        : fallback === 'filter_ignored'
+          ? 'the upstream ignored updated_after: full pass'
+          : `the listing kept changing while it was read (${MAX_INCREMENTAL_READS} times): full pass`,
+    );
+    if ((await this.runs.setMode(run.runId, this.instanceId, 'full', fallback)) === 0) this.loseClaim(run, 'another process recovered it as abandoned');
+    if (run.lostClaim !== null) throw new AbortedError(`lost its claim: ${run.lostClaim}`);
   }
 
   /** See MAX_KNOWN_FINGERPRINTS (a test sets 0 to take the database's way). */
@@ -425,8 +532,9 @@ export class CatalogSyncService implements OnModuleDestroy {
   /** The fingerprints of the last complete full pass's pages, by page content (see PageFingerprints). */
   readonly pageFingerprints = new PageFingerprints(MAX_KNOWN_FINGERPRINTS);
 
-  private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<void> {
-    // An upstream that ignores the filter answers with older products too: the pass is then a full one.
+  private async pass(run: ActiveRun, updatedAfter: Date | undefined): Promise<PagerResult> {
+    // An upstream that ignores the filter answers with older products too: the run then reads the
+    // listing again, in full (see productsPass). The filter is sent truncated to the second.
     const cutoff = updatedAfter ? Math.floor(updatedAfter.getTime() / 1000) * 1000 : null;
     // A full pass over a stored catalog compares its pages with the fingerprints stored at its start
     // (read while the first pages are fetched): its unchanged products (most of a re-sync) cost no
@@ -445,7 +553,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     memo?.startPass();
     let startIndex: Map<number, string> | null = null;
     void index?.then((fps) => (startIndex = fps), () => undefined);
-    await fetchAllPages({
+    const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
         if (!memo) return this.upstream.listProducts(q, signal);
         const page = await this.upstream.listProducts({ ...q, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) }, signal);
@@ -466,9 +574,9 @@ export class CatalogSyncService implements OnModuleDestroy {
       onRetry: (info) =>
         this.logger.warn(`page ${info.page}: ${message(info.error)}; ${info.rateLimited ? 'rate limited, waiting' : 'retrying in'} ${info.delayMs} ms`),
       onPage: async (page: FetchedPage) => {
-        if (cutoff !== null && run.mode === 'incremental' && page.items.some((p) => this.olderThan(p, cutoff))) {
-          await this.switchToFull(run, 'filter_ignored');
-        }
+        // Before anything of the page is written.
+        const older = cutoff === null ? undefined : page.items.find((p) => this.olderThan(p, cutoff));
+        if (older) throw new FilterIgnored(older.id);
         const fingerprints = await index;
         const known = fingerprints ?? undefined;
         const r = await this.writer.applyProducts(page.items, {
@@ -503,12 +611,18 @@ export class CatalogSyncService implements OnModuleDestroy {
       fingerprintedAtStart && unfingerprintedAtStart
         ? { ids: seen, fingerprintedAtStart, unfingerprintedAtStart, unfingerprinted: droppedFingerprints }
         : null;
+    return listing;
   }
 
+  /**
+   * Proof that the upstream ignored `updated_after`: a product updated strictly before it (`cutoffMs`,
+   * the second sent). One updated in that very second is no proof: an upstream that keeps whole-second
+   * timestamps and filters with `>=` lists it.
+   */
   private olderThan(p: UpstreamProduct, cutoffMs: number): boolean {
     if (typeof p.updated_at !== 'string') return false;
     const t = Date.parse(p.updated_at);
-    return !Number.isNaN(t) && t <= cutoffMs;
+    return !Number.isNaN(t) && t < cutoffMs;
   }
 
   /**
@@ -532,6 +646,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       const sorted = [...ids].sort((a, b) => a - b);
       for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
         if (run.abort.signal.aborted) throw new AbortedError();
+        await this.holdClaim(run); // a run that no longer holds its row unlists nothing
         await mapLimit(sorted.slice(i, i + CONFIRM_BATCH), this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
       }
       return;
@@ -542,6 +657,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       const ids = await this.catalog.unseenProducts(run.runId, run.startedAt, after, CONFIRM_BATCH);
       if (ids.length === 0) return;
       after = ids[ids.length - 1];
+      await this.holdClaim(run);
       await mapLimit(ids, this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
     }
   }
@@ -592,7 +708,55 @@ export class CatalogSyncService implements OnModuleDestroy {
     const now = this.clock.now();
     if (now.getTime() - run.flushedAt < PROGRESS_FLUSH_MS) return;
     run.flushedAt = now.getTime();
-    await this.runs.heartbeat(run.runId, run.counters, now);
+    await this.holdClaim(run);
+  }
+
+  /**
+   * Writes the run's counters and heartbeat, as its owner, while it is running; throws AbortedError
+   * (and stops the run) when this process no longer holds it.
+   */
+  private async holdClaim(run: ActiveRun): Promise<void> {
+    if (run.lostClaim === null) {
+      if ((await this.runs.heartbeat(run.runId, this.instanceId, run.counters)) > 0) run.claimHeldAt = performance.now();
+      else this.loseClaim(run, 'another process recovered it as abandoned');
+    }
+    if (run.lostClaim !== null) throw new AbortedError(`lost its claim: ${run.lostClaim}`);
+  }
+
+  /**
+   * The heartbeat of the timer. A failure is logged; once none has been written for
+   * CLAIM_LOST_AFTER_MS (failing, or hanging), the run stops before another process may take it over.
+   */
+  private async beat(run: ActiveRun): Promise<void> {
+    if (run.lostClaim !== null) return;
+    const silentMs = performance.now() - run.claimHeldAt;
+    if (silentMs >= this.claimTiming.lostAfterMs) {
+      this.loseClaim(run, `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ${STALE_RUN_MS / 1000} s)`);
+      return;
+    }
+    if (run.beating) return;
+    run.beating = true;
+    try {
+      if ((await this.runs.heartbeat(run.runId, this.instanceId, run.counters)) > 0) run.claimHeldAt = performance.now();
+      else this.loseClaim(run, 'another process recovered it as abandoned');
+    } catch (e) {
+      this.logger.warn(`heartbeat of sync run ${run.runId} failed: ${message(e)}`);
+    } finally {
+      run.beating = false;
+    }
+  }
+
+  /** This process no longer holds the run: it stops at once (see execute). */
+  private loseClaim(run: ActiveRun, why: string): void {
+    if (run.lostClaim !== null) return;
+    run.lostClaim = why;
+    this.logger.error(`sync run ${run.runId} lost its claim: ${why}; stopping it`);
+    run.abort.abort();
+  }
+
+  private lostClaimError(run: ActiveRun): string {
+    const delisted = run.counters.skusDelisted;
+    return `lost its claim on the run: ${run.lostClaim ?? 'unknown'}; stopped, ${delisted === 0 ? 'nothing was unlisted' : `nothing unlisted after that (${delisted} SKUs before)`}`;
   }
 
   private count(run: ActiveRun, r: WriteResult): void {
@@ -614,32 +778,48 @@ export class CatalogSyncService implements OnModuleDestroy {
     for (const k of Object.keys(r.counts) as Array<keyof typeof r.counts>) c.changes[k] += r.counts[k];
   }
 
-  /** The end of a run is recorded even through a passing database hiccup (else it would block runs until it is stale). */
-  private async finishWithRetries(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
+  /**
+   * The end of a run is recorded even through a passing database hiccup (else it would block runs until
+   * it is stale). Returns the end recorded: failed, whatever the run made of it, when this process no
+   * longer held the run.
+   */
+  private async finishWithRetries(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<RunEnd> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.finish(run, status, error);
       } catch (e) {
         if (attempt >= 5) {
           this.logger.error(`could not record the end of sync run ${run.runId}: ${message(e)}`);
-          return;
+          return { status, error };
         }
         await sleep(200 * 2 ** attempt);
       }
     }
   }
 
-  private async finish(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
+  private async finish(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<RunEnd> {
     const now = this.clock.now();
+    const note = run.notes.join('; ');
+    let end: RunEnd = { status, error };
     await this.dataSource.transaction(async (em) => {
-      await this.runs.finish(em, run.runId, { status, counters: run.counters, error, note: run.notes.join('; '), now });
-      if (status === 'failed' && this.outbox.enabled) {
+      end = { status, error };
+      let recorded = await this.runs.finish(em, run.runId, this.instanceId, { status, counters: run.counters, error, note, now });
+      if (recorded === 0) {
+        // Another process recovered the row as abandoned (and may run its own run now): this run's end
+        // is recorded on its row as a failure, without making it running or succeeded again.
+        run.lostClaim ??= 'another process recovered it as abandoned before its end was recorded';
+        const lost = this.lostClaimError(run);
+        end = { status: 'failed', error: lost };
+        recorded = await this.runs.finishLost(em, run.runId, this.instanceId, { counters: run.counters, error: lost, note });
+      }
+      if (end.status === 'failed' && recorded > 0 && this.outbox.enabled) {
         await this.outbox.append(em, [
-          { type: 'alert.sync_failed', subject: run.runId, payload: { run_id: run.runId, mode: run.mode, error, failed_at: now.toISOString() } },
+          { type: 'alert.sync_failed', subject: run.runId, payload: { run_id: run.runId, mode: run.mode, error: end.error, failed_at: now.toISOString() } },
         ]);
       }
     });
-    if (status === 'failed') this.metrics.alerts.inc({ kind: 'sync_failed' });
+    if (end.status === 'failed') this.metrics.alerts.inc({ kind: 'sync_failed' });
+    return end;
   }
 
   private emit(run: ActiveRun, end?: { status: 'succeeded' | 'failed'; error: string | null }): void {

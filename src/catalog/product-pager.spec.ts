@@ -173,6 +173,26 @@ describe('fetchAllPages', () => {
     expect(result.pages).toBe(3);
   });
 
+  it('says when the total moved between pages (a product withdrawn or inserted), not when it held', async () => {
+    const steady = await run(new FakeListing(120, 50));
+    expect(steady.result).toMatchObject({ totalChanged: false, total: 120, minTotal: 120 });
+
+    // Withdrawn after page 1: product 51 moves onto page 1, already fetched, and is missed.
+    const shrinking = new FakeListing(120, 50);
+    shrinking.onServed = (page) => {
+      if (page === 1) shrinking.ids.splice(0, 1);
+    };
+    const shrunk = await run(shrinking, { concurrency: 1 });
+    expect(shrunk.seen).not.toContain(51);
+    expect(shrunk.result).toMatchObject({ totalChanged: true, total: 120, minTotal: 119 });
+
+    const growing = new FakeListing(120, 50);
+    growing.onServed = (page) => {
+      if (page === 2) growing.ids.unshift(0);
+    };
+    expect((await run(growing, { concurrency: 1 })).result).toMatchObject({ totalChanged: true, total: 121, minTotal: 120 });
+  });
+
   it('retries a failing page with backoff, waits out a 429, and completes', async () => {
     const listing = new FakeListing(150, 50);
     listing.failures.set(2, [new UpstreamUnknownError('listProducts', 'http_503', 503), new UpstreamRetryableError('listProducts', 'ECONNREFUSED')]);

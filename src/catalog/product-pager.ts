@@ -7,6 +7,9 @@
  *
  * - Page 1 comes first: it tells the total and the real page size; later pages ask for that size.
  * - A `total` that grows while paging (a product inserted) extends the pass; an empty page ends it.
+ *   A `total` that moves at all (grows or shrinks: a product inserted or withdrawn) may have shifted
+ *   products onto pages already fetched: the result says so (`totalChanged`), for the caller to decide
+ *   (a full pass confirms what it did not see; an incremental one reads the listing again).
  * - A 429 waits for its `Retry-After`; any other failure that may pass (retryable, unknown) is retried
  *   with exponential backoff a bounded number of times; a coded refusal (definitive) is not retried.
  * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
@@ -175,6 +178,13 @@ export interface PagerResult {
   pageSize: number;
   /** Products handed to onPage. */
   products: number;
+  /**
+   * Some page announced another `total` than page 1 (a product inserted or withdrawn while paging):
+   * products may have moved onto pages already fetched, and this pass may have missed them.
+   */
+  totalChanged: boolean;
+  /** The smallest `total` announced (`total` is the largest). */
+  minTotal: number;
 }
 
 /** A pass that could not fetch (or write) one of its pages. */
@@ -275,6 +285,8 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
     throw new PageFailure(1, new Error(`unusable page_size ${String(pageSize)} with ${productCount(first)} items`), 1, 'fetch');
   }
   let total = first.total;
+  let minTotal = first.total;
+  let totalChanged = false;
   let lastPage = pagesFor(total, pageSize);
   o.onPlan?.({ total, pageSize, pages: lastPage });
 
@@ -304,7 +316,10 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
       if (settled) return;
       settled = true;
       signal.removeEventListener('abort', onAbort);
-      if (ok) resolve({ pages: Math.min(lastPage, stopAt === Number.POSITIVE_INFINITY ? lastPage : stopAt), pagesFetched, total, pageSize, products });
+      if (ok) {
+        const pages = Math.min(lastPage, stopAt === Number.POSITIVE_INFINITY ? lastPage : stopAt);
+        resolve({ pages, pagesFetched, total, pageSize, products, totalChanged, minTotal });
+      }
       else reject(failure);
     };
 
@@ -314,6 +329,10 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
         fail(new PageFailure(page, new Error(`page_size changed during the pass (${pageSize} then ${res.page_size})`), 1, 'fetch'));
         return;
       }
+      // A shrinking total does not shorten the pass (the empty page past the end does), but it is
+      // recorded as much as a growing one: either may have moved products onto pages already fetched.
+      if (res.total !== first.total) totalChanged = true;
+      minTotal = Math.min(minTotal, res.total);
       if (res.total > total) {
         total = res.total;
         const grown = pagesFor(total, pageSize);

@@ -9,7 +9,7 @@ const base: PlanInputs = {
   fullEveryMs: 6 * H,
   lastCompleteAt: ago(H / 4),
   lastFullAt: ago(2 * H),
-  filterRefusedLastTime: false,
+  filterRefusedAt: null,
 };
 
 describe('planPass', () => {
@@ -27,8 +27,18 @@ describe('planPass', () => {
   });
 
   it('auto remembers a refused filter; SYNC_MODE=incremental tries again', () => {
-    expect(planPass({ ...base, filterRefusedLastTime: true }).mode).toBe('full');
-    expect(planPass({ ...base, configured: 'incremental', filterRefusedLastTime: true }).mode).toBe('incremental');
+    expect(planPass({ ...base, filterRefusedAt: ago(H / 4) }).mode).toBe('full');
+    expect(planPass({ ...base, configured: 'incremental', filterRefusedAt: ago(H / 4) }).mode).toBe('incremental');
+  });
+
+  it('auto tries a refused filter again once the refusal is SYNC_FULL_EVERY old, and still makes a full pass every SYNC_FULL_EVERY', () => {
+    // Refused 6 h ago; the full passes made since (because of it) are recent.
+    expect(planPass({ ...base, filterRefusedAt: ago(6 * H - 1), lastFullAt: ago(H / 4) })).toMatchObject({ mode: 'full', reason: 'the upstream refused updated_after last time' });
+    const retry = planPass({ ...base, filterRefusedAt: ago(6 * H), lastFullAt: ago(H / 4) });
+    expect(retry).toMatchObject({ mode: 'incremental', reason: expect.stringMatching(/trying it again/) });
+    expect(retry.updatedAfter?.getTime()).toBe(ago(H / 4).getTime() - INCREMENTAL_SAFETY_WINDOW_MS);
+    // A full pass that is due comes first.
+    expect(planPass({ ...base, filterRefusedAt: ago(7 * H), lastFullAt: ago(6 * H) }).mode).toBe('full');
   });
 
   it('SYNC_MODE=full and a requested full pass are always full', () => {

@@ -6,7 +6,9 @@
  * - `incremental`: only what changed since the last complete run, minus a safety window
  *   (`updated_after`), when there is such a run; never delists.
  * - `auto` (the default): incremental, except that a full pass is made when none succeeded within
- *   SYNC_FULL_EVERY, and while the upstream refused the filter at the last try.
+ *   SYNC_FULL_EVERY, and while the upstream refused the filter at the last try, for SYNC_FULL_EVERY
+ *   after that try: then the filter is tried again (an upstream may learn it; and the runs in between
+ *   are planned full, so they never try it themselves).
  * SYNC_MODE=incremental is `auto` without the memory of a refusal (it tries the filter every time).
  * A full pass is due after SYNC_FULL_EVERY whatever the mode, unless a run explicitly asks for an
  * incremental one.
@@ -28,8 +30,11 @@ export interface PlanInputs {
   lastCompleteAt: Date | null;
   /** Start of the last succeeded full pass. */
   lastFullAt: Date | null;
-  /** The last run that tried the filter fell back because the upstream refused it. */
-  filterRefusedLastTime: boolean;
+  /**
+   * When the last run that tried the filter started, if the upstream refused it then (null: it was
+   * accepted, or never tried).
+   */
+  filterRefusedAt: Date | null;
   safetyWindowMs?: number;
 }
 
@@ -51,6 +56,9 @@ export function planPass(i: PlanInputs): PassPlan {
   if (i.lastFullAt === null || i.now.getTime() - i.lastFullAt.getTime() >= i.fullEveryMs) {
     return full('a full pass is due (SYNC_FULL_EVERY)');
   }
-  if (wanted === 'auto' && i.filterRefusedLastTime) return full('the upstream refused updated_after last time');
+  if (wanted === 'auto' && i.filterRefusedAt !== null) {
+    if (i.now.getTime() - i.filterRefusedAt.getTime() < i.fullEveryMs) return full('the upstream refused updated_after last time');
+    return incremental('auto: the upstream refused updated_after more than SYNC_FULL_EVERY ago, trying it again');
+  }
   return incremental(wanted === 'auto' ? 'auto: full pass not due' : 'SYNC_MODE=incremental');
 }

@@ -2,6 +2,11 @@
  * Sync runs. "One run at a time across replicas" is the partial unique index on `status = 'running'`
  * (advisory and row locks exclude nothing on the embedded database's single session); a running row
  * whose heartbeat stopped is recovered as failed.
+ *
+ * Heartbeats are written, and judged stale, by the database's clock (`clock_timestamp()`), never a
+ * replica's: with replicas' clocks apart by more than the stale delay, a live run would look abandoned
+ * to the one ahead. The process that runs a run only touches its row as its owner and while it is
+ * `running`; each such write says whether it still held the run (see CatalogSyncService).
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -103,7 +108,7 @@ export class SyncRunRepository {
     try {
       await this.db.query(
         `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, requested_mode, trigger, status, owner, started_at, heartbeat_at, updated_after, note)
-         VALUES ($1, $2, $2, $3, $4, 'running', $5, $6, $6, $7, $8)`,
+         VALUES ($1, $2, $2, $3, $4, 'running', $5, $6, clock_timestamp(), $7, $8)`,
         [run.runId, run.mode, run.requestedMode, run.trigger, run.owner, run.startedAt, run.updatedAfter, run.note],
       );
       return true;
@@ -118,42 +123,82 @@ export class SyncRunRepository {
     return rows[0] ?? null;
   }
 
-  /** Fails a running run whose heartbeat is older than `staleBefore`. Returns its id, if any. */
-  async recoverStale(staleBefore: Date, now: Date): Promise<string | null> {
+  /**
+   * Fails a running run whose heartbeat is older than `staleMs` by the database's clock, unless it is
+   * `exceptRunId` (the run the calling process is executing: never its own). Returns its id, if any.
+   */
+  async recoverStale(staleMs: number, now: Date, exceptRunId: string | null): Promise<string | null> {
     const rows = (await this.db.query(
       `WITH u AS (
          UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
                 error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' (the process running it stopped)'
-          WHERE status = 'running' AND heartbeat_at < $1
+          WHERE status = 'running' AND heartbeat_at < clock_timestamp() - $1::int * interval '1 millisecond'
+            AND ($3::text IS NULL OR run_id <> $3::text)
           RETURNING run_id)
        SELECT run_id FROM u`,
-      [staleBefore, now],
+      [Math.round(staleMs), now, exceptRunId],
     )) as Array<{ run_id: string }>;
     return rows[0]?.run_id ?? null;
   }
 
-  /** Progress of a running run; also its heartbeat (a run whose heartbeat stops is recovered as failed). */
-  async heartbeat(runId: string, c: RunCounters, now: Date): Promise<void> {
-    await this.db.query(
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = $14 WHERE run_id = $1 AND status = 'running'`,
-      [runId, ...counterParams(c), now],
+  /**
+   * Progress of a running run; also its heartbeat (a run whose heartbeat stops is recovered as failed).
+   * Returns the rows updated: 0 when the run is no longer running under this owner (another process
+   * recovered it as abandoned): its owner must stop it.
+   */
+  async heartbeat(runId: string, owner: string, c: RunCounters): Promise<number> {
+    return this.count(
+      this.db,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = clock_timestamp()
+        WHERE run_id = $1 AND owner = $14 AND status = 'running' RETURNING 1`,
+      [runId, ...counterParams(c), owner],
     );
   }
 
-  async setMode(runId: string, mode: PassMode, fallback: string | null): Promise<void> {
-    await this.db.query(`UPDATE catalog_sync_runs SET mode = $2, fallback = $3 WHERE run_id = $1`, [runId, mode, fallback]);
+  /** Returns the rows updated (0: the run is no longer running under this owner). */
+  async setMode(runId: string, owner: string, mode: PassMode, fallback: string | null): Promise<number> {
+    return this.count(
+      this.db,
+      `UPDATE catalog_sync_runs SET mode = $2, fallback = $3 WHERE run_id = $1 AND owner = $4 AND status = 'running' RETURNING 1`,
+      [runId, mode, fallback, owner],
+    );
   }
 
+  /** Records the end of a running run of this owner. Returns the rows updated (0: it no longer held the run). */
   async finish(
     em: Db,
     runId: string,
+    owner: string,
     r: { status: 'succeeded' | 'failed'; counters: RunCounters; error: string | null; note: string | null; now: Date },
-  ): Promise<void> {
-    await em.query(
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $14, error = $15, note = coalesce($16, note), finished_at = $17, heartbeat_at = $17
-        WHERE run_id = $1 AND status = 'running'`,
-      [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now],
+  ): Promise<number> {
+    return this.count(
+      em,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $14, error = $15, note = coalesce($16, note), finished_at = $17,
+              heartbeat_at = clock_timestamp()
+        WHERE run_id = $1 AND owner = $18 AND status = 'running' RETURNING 1`,
+      [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now, owner],
     );
+  }
+
+  /**
+   * The end of a run of this owner that another process recovered as abandoned (failed) while it still
+   * ran: its counters, and its own error in front of the one the other process wrote. It stays failed.
+   * Returns the rows updated.
+   */
+  async finishLost(em: Db, runId: string, owner: string, r: { counters: RunCounters; error: string; note: string | null }): Promise<number> {
+    return this.count(
+      em,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($15, note),
+              error = $14 || coalesce(' (recorded by the other process: ' || error || ')', '')
+        WHERE run_id = $1 AND owner = $16 AND status = 'failed' RETURNING 1`,
+      [runId, ...counterParams(r.counters), r.error, r.note, owner],
+    );
+  }
+
+  /** Runs a data-modifying statement with RETURNING and counts its rows (TypeORM's answer to a bare UPDATE varies). */
+  private async count(db: Db, sql: string, params: unknown[]): Promise<number> {
+    const [{ n }] = (await db.query(`WITH u AS (${sql}) SELECT count(*)::int AS n FROM u`, params)) as Array<{ n: number }>;
+    return n;
   }
 
   async get(runId: string): Promise<SyncRunRecord | null> {
@@ -175,19 +220,23 @@ export class SyncRunRepository {
     return { items, total: n };
   }
 
-  /** What planning needs: the last complete run, the last complete full pass, and whether the filter was refused last time. */
-  async planningFacts(): Promise<{ lastCompleteAt: Date | null; lastFullAt: Date | null; filterRefusedLastTime: boolean }> {
+  /**
+   * What planning needs: the last complete run, the last complete full pass, and, when the last run that
+   * tried the filter (planned incremental) found it refused, when that run started.
+   */
+  async planningFacts(): Promise<{ lastCompleteAt: Date | null; lastFullAt: Date | null; filterRefusedAt: Date | null }> {
     const [row] = (await this.db.query(
       `SELECT
          (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded') AS last_complete,
          (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded' AND mode = 'full') AS last_full,
-         (SELECT fallback FROM catalog_sync_runs WHERE planned_mode = 'incremental' AND status <> 'running'
-           ORDER BY started_at DESC LIMIT 1) AS last_fallback`,
-    )) as Array<{ last_complete: Date | null; last_full: Date | null; last_fallback: string | null }>;
+         (SELECT CASE WHEN fallback = 'filter_refused' THEN started_at END FROM catalog_sync_runs
+           WHERE planned_mode = 'incremental' AND status <> 'running'
+           ORDER BY started_at DESC LIMIT 1) AS refused_at`,
+    )) as Array<{ last_complete: Date | null; last_full: Date | null; refused_at: Date | null }>;
     return {
       lastCompleteAt: row.last_complete,
       lastFullAt: row.last_full,
-      filterRefusedLastTime: row.last_fallback === 'filter_refused',
+      filterRefusedAt: row.refused_at,
     };
   }
 

@@ -326,13 +326,20 @@ export class SandboxCatalog {
     return undefined;
   }
 
-  /** One page of the listing, as cached product JSON strings. */
-  page(page: number, pageSize: number, updatedAfterMs?: number): { items: string[]; total: number } {
+  /**
+   * One page of the listing, as cached product JSON strings, with the id of its first product.
+   * `updated_after` keeps the products updated strictly after it, or, `inclusive` (an upstream with
+   * whole-second timestamps that filters with `>=`), those updated in its second or later.
+   */
+  page(page: number, pageSize: number, updatedAfterMs?: number, inclusive = false): { items: string[]; total: number; firstId: number | null } {
     let list = this.listing();
-    if (updatedAfterMs !== undefined) list = list.filter((p) => p.updatedAt > updatedAfterMs);
+    if (updatedAfterMs !== undefined) {
+      const second = (ms: number) => Math.floor(ms / 1000);
+      list = inclusive ? list.filter((p) => second(p.updatedAt) >= second(updatedAfterMs)) : list.filter((p) => p.updatedAt > updatedAfterMs);
+    }
     const start = (page - 1) * pageSize;
     const items = start < list.length ? list.slice(start, start + pageSize).map((p) => this.productJson(p)) : [];
-    return { items, total: list.length };
+    return { items, total: list.length, firstId: start < list.length ? list[start].id : null };
   }
 
   /** Builds the cached JSON of every product now (benchmarks: keeps the first pass off the clock). */

@@ -172,6 +172,55 @@ describe('sandbox faults', () => {
     expect(sandbox.faults.insertAtFrontWhilePaging).toBeNull();
   });
 
+  it('withdrawWhilePaging: after that page is served, its first product is withdrawn and later pages shift forward', async () => {
+    sandbox.faults.set({ withdrawWhilePaging: { afterPage: 1 } });
+    const page = async (n: number): Promise<SandboxProductPage> =>
+      (await api('GET', '/products', { query: { page: n, page_size: 10 } })).json as SandboxProductPage;
+    const p1 = await page(1);
+    expect(p1.total).toBe(30);
+    const p2 = await page(2);
+    expect(p2.total).toBe(29);
+    const again = await page(1);
+    expect(again.items.map((p) => p.id)).toEqual([...p1.items.slice(1).map((p) => p.id), p2.items[0].id - 1]);
+    expect(sandbox.catalog.getProduct(p1.items[0].id)?.is_active).toBe(false);
+    expect(sandbox.faults.withdrawWhilePaging).toBeNull();
+    expect((await page(2)).total).toBe(29); // once
+  });
+
+  it('updatedAfterFilter: exclusive to the millisecond (default), inclusive in whole seconds, or ignored', async () => {
+    const at = (id: number) => Date.parse(sandbox.catalog.getProduct(id)!.updated_at!);
+    sandbox.catalog.setPrice(sandbox.catalog.getProduct(3)!.skus[0].sku_code, '123.45');
+    const t = at(3);
+    const ids = async (after: number, filter?: 'exclusive' | 'inclusive_seconds' | 'ignored'): Promise<number[]> => {
+      if (filter) sandbox.faults.set({ updatedAfterFilter: filter });
+      const r = await api('GET', '/products', { query: { page: 1, page_size: 50, updated_after: new Date(after).toISOString() } });
+      return (r.json as SandboxProductPage).items.map((p) => p.id);
+    };
+    const second = Math.floor(t / 1000) * 1000;
+    expect(await ids(t - 1)).toEqual([3]);
+    expect(await ids(t)).toEqual([]);
+    expect(await ids(second, 'inclusive_seconds')).toEqual([3]);
+    expect(await ids(second + 999, 'inclusive_seconds')).toEqual([3]);
+    expect(await ids(second + 1000, 'inclusive_seconds')).toEqual([]);
+    expect(await ids(second + 1000, 'ignored')).toHaveLength(30);
+  });
+
+  it('request events carry the query string', async () => {
+    const seen: SandboxRequestEvent[] = [];
+    const on = (e: SandboxRequestEvent): void => void seen.push(e);
+    sandbox.events.on('request', on);
+    try {
+      await api('GET', '/products', { query: { page: 2, page_size: 5 } });
+      await api('POST', '/ping');
+    } finally {
+      sandbox.events.off('request', on);
+    }
+    expect(seen.filter((e) => e.phase === 'received').map((e) => [e.operation, e.query])).toEqual([
+      ['products', 'page=2&page_size=5'],
+      ['ping', ''],
+    ]);
+  });
+
   it('counts every request (faulted ones included) and reports each outcome in request events', async () => {
     const seen: SandboxRequestEvent[] = [];
     const on = (e: SandboxRequestEvent): void => void seen.push(e);
@@ -223,6 +272,20 @@ describe('SandboxFaults settings', () => {
     expect(f.rules.map((r) => r.kind)).toEqual(['rate_limit', 'error_after']);
     expect(f.take('getOrder')?.kind).toBe('rate_limit');
     f.reset();
-    expect(f.snapshot()).toEqual({ latencyMs: 0, rules: [], callbacks: 'normal', duplicateTimes: 5, delayMs: 500, insertAtFrontWhilePaging: null });
+    expect(f.snapshot()).toEqual({
+      latencyMs: 0,
+      rules: [],
+      callbacks: 'normal',
+      duplicateTimes: 5,
+      delayMs: 500,
+      insertAtFrontWhilePaging: null,
+      withdrawWhilePaging: null,
+      updatedAfterFilter: 'exclusive',
+    });
+    expect(() => f.set({ updatedAfterFilter: 'sometimes' as 'ignored' })).toThrow(RangeError);
+    f.set({ updatedAfterFilter: 'ignored', withdrawWhilePaging: { afterPage: 0 } });
+    expect(f.snapshot()).toMatchObject({ updatedAfterFilter: 'ignored', withdrawWhilePaging: { afterPage: 1 } });
+    f.reset();
+    expect(f.snapshot()).toMatchObject({ updatedAfterFilter: 'exclusive', withdrawWhilePaging: null });
   });
 });

@@ -15,6 +15,15 @@
  *                   answer is HTTP 200 `{ok:false, error_code:'payment_failed'}`
  * - `coded_error`   answer `status` (default 400) with `errorCode` (default 'bad_request') without work
  * - `delay`         wait `delayMs` (default 1000) before the work, then answer normally
+ *
+ * Listing behaviours (GET /products), besides the rules:
+ * - `updatedAfterFilter`: how `updated_after` is applied: `exclusive` (the default: products updated
+ *   strictly after it, to the millisecond), `inclusive_seconds` (updated at or after it, compared in
+ *   whole seconds, as an upstream that keeps whole-second timestamps and filters with `>=`), `ignored`
+ *   (the whole listing, as an upstream that does not know the parameter).
+ * - `insertAtFrontWhilePaging` / `withdrawWhilePaging`: once that page has been served, a product is
+ *   inserted at the front of the listing / the first product of that page is withdrawn (delisted), once:
+ *   the later products of the listing move one place back / forward under a client paging through it.
  */
 import { SANDBOX_OPERATIONS, type SandboxOperation } from './sandbox.types.js';
 
@@ -54,6 +63,9 @@ export interface FaultRule {
   delayMs?: number;
 }
 
+export type UpdatedAfterFilter = 'exclusive' | 'inclusive_seconds' | 'ignored';
+export const UPDATED_AFTER_FILTERS: readonly UpdatedAfterFilter[] = ['exclusive', 'inclusive_seconds', 'ignored'];
+
 export type CallbackFaultMode = 'normal' | 'drop' | 'duplicate' | 'reorder' | 'delay' | 'bad_signature';
 export const CALLBACK_FAULT_MODES: readonly CallbackFaultMode[] = ['normal', 'drop', 'duplicate', 'reorder', 'delay', 'bad_signature'];
 
@@ -69,6 +81,10 @@ export interface FaultSettings {
   delayMs: number;
   /** After this page of GET /products has been served, a product is inserted at the front (once). */
   insertAtFrontWhilePaging: { afterPage: number } | null;
+  /** After this page of GET /products has been served, the first product on it is withdrawn (once). */
+  withdrawWhilePaging: { afterPage: number } | null;
+  /** How GET /products applies `updated_after` (see the header). Default `exclusive`. */
+  updatedAfterFilter: UpdatedAfterFilter;
 }
 
 const OPERATIONS: readonly FaultOperation[] = [...SANDBOX_OPERATIONS, '*'];
@@ -81,6 +97,8 @@ function defaults(): FaultSettings {
     duplicateTimes: 5,
     delayMs: 500,
     insertAtFrontWhilePaging: null,
+    withdrawWhilePaging: null,
+    updatedAfterFilter: 'exclusive',
   };
 }
 
@@ -131,6 +149,8 @@ export class SandboxFaults implements FaultSettings {
   duplicateTimes = 5;
   delayMs = 500;
   insertAtFrontWhilePaging: { afterPage: number } | null = null;
+  withdrawWhilePaging: { afterPage: number } | null = null;
+  updatedAfterFilter: UpdatedAfterFilter = 'exclusive';
 
   /** Changes the given settings (validated); `rules`, when given, replace the current ones. */
   set(partial: Partial<FaultSettings>): void {
@@ -152,6 +172,16 @@ export class SandboxFaults implements FaultSettings {
       const v = partial.insertAtFrontWhilePaging;
       next.insertAtFrontWhilePaging =
         v === null ? null : { afterPage: Math.max(1, nonNegativeInt('insertAtFrontWhilePaging.afterPage', v.afterPage)) };
+    }
+    if (partial.withdrawWhilePaging !== undefined) {
+      const v = partial.withdrawWhilePaging;
+      next.withdrawWhilePaging = v === null ? null : { afterPage: Math.max(1, nonNegativeInt('withdrawWhilePaging.afterPage', v.afterPage)) };
+    }
+    if (partial.updatedAfterFilter !== undefined) {
+      if (!UPDATED_AFTER_FILTERS.includes(partial.updatedAfterFilter)) {
+        throw new RangeError(`updatedAfterFilter must be one of ${UPDATED_AFTER_FILTERS.join(', ')}`);
+      }
+      next.updatedAfterFilter = partial.updatedAfterFilter;
     }
     Object.assign(this, next);
   }
@@ -175,6 +205,8 @@ export class SandboxFaults implements FaultSettings {
       duplicateTimes: this.duplicateTimes,
       delayMs: this.delayMs,
       insertAtFrontWhilePaging: this.insertAtFrontWhilePaging ? { ...this.insertAtFrontWhilePaging } : null,
+      withdrawWhilePaging: this.withdrawWhilePaging ? { ...this.withdrawWhilePaging } : null,
+      updatedAfterFilter: this.updatedAfterFilter,
     };
   }
 
@@ -201,6 +233,13 @@ export class SandboxFaults implements FaultSettings {
   takeInsertAtFront(page: number): boolean {
     if (this.insertAtFrontWhilePaging?.afterPage !== page) return false;
     this.insertAtFrontWhilePaging = null;
+    return true;
+  }
+
+  /** The one-shot withdraw fault, consumed when `page` is the page it waits for. */
+  takeWithdraw(page: number): boolean {
+    if (this.withdrawWhilePaging?.afterPage !== page) return false;
+    this.withdrawWhilePaging = null;
     return true;
   }
 }

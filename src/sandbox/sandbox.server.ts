@@ -15,6 +15,9 @@
  *   GET  /__sandbox/callbacks                  the callback log (every try)
  *   POST /__sandbox/reset                      everything back to the start (catalog, wallet, orders, faults, stats)
  *   POST /__sandbox/faults                     body: Partial<FaultSettings> → faults.set(); answers the faults
+ *                                              (besides rules and latency, listing behaviours: e.g.
+ *                                              {"updatedAfterFilter":"inclusive_seconds"|"ignored"},
+ *                                              {"withdrawWhilePaging":{"afterPage":1}}: see sandbox-faults.ts)
  *   POST /__sandbox/faults/reset               no faults
  *   POST /__sandbox/faults/rules               body: FaultRule → faults.add()
  *   POST /__sandbox/connections/refuse         body: {ms?}: refuse connections, reopen after ms (default 5000)
@@ -709,7 +712,7 @@ export class SandboxServer {
     this.stats.totalRequests++;
     this.stats.requests[operation]++;
     if (operation === 'createOrder') this.stats.createsReceived++;
-    const base = { operation, method, path: pathname };
+    const base = { operation, method, path: pathname, query: query.toString() };
     this.emitRequest({ ...base, phase: 'received' });
     const done = (outcome: SandboxRequestOutcome, status?: number): void =>
       this.emitRequest({ ...base, phase: 'done', outcome, ...(status !== undefined ? { status } : {}) });
@@ -868,9 +871,11 @@ export class SandboxServer {
       after = RFC3339_RE.test(text) ? Date.parse(text) : NaN;
       if (Number.isNaN(after)) throw bad('updated_after must be an RFC 3339 date-time');
     }
-    const { items, total } = this.catalog.page(page, size, after);
+    const filter = this.faults.updatedAfterFilter;
+    const { items, total, firstId } = this.catalog.page(page, size, filter === 'ignored' ? undefined : after, filter === 'inclusive_seconds');
     const body = `{"ok":true,"items":[${items.join(',')}],"total":${total},"page":${page},"page_size":${size}}`;
     if (this.faults.takeInsertAtFront(page)) this.catalog.insertAtFront();
+    if (this.faults.takeWithdraw(page) && firstId !== null) this.catalog.delistProduct(firstId);
     return { status: 200, body };
   }
 

@@ -287,6 +287,8 @@ export interface SandboxRequestEvent {
   phase: 'received' | 'done';
   method: string;
   path: string;
+  /** The request's query string, URL-encoded, without `?` ('' when none). */
+  query: string;
   /** On `done`: the HTTP status written (absent for reset/hang). */
   status?: number;
   /** On `done`. */
