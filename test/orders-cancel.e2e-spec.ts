@@ -86,6 +86,23 @@ describe('orders: cancel and refund', () => {
     expect((await refund(o)).status).toBe(409);
   });
 
+  it('a cancel answered ok but not `canceled` is no yes: 409 cancel_not_allowed, the order unchanged and not refundable', async () => {
+    const o = await placed('NOTYES');
+    const id = o.upstream_order_id as number;
+    const body = JSON.stringify({ ok: true, order_id: id, order_no: sandbox.order(id)?.order_no, status: 'pending_payment' });
+    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'error_before', status: 200, body, times: 1 }] });
+    for (const call of [cancel, refund]) {
+      const r = await call(o);
+      expect(r.status).toBe(409);
+      expect(r.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed', order: { status: 'pending_payment', refund_state: 'not_refundable' } });
+      sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'error_before', status: 200, body, times: 1 }] });
+    }
+    expect(sandbox.order(id)?.status).toBe('pending_payment');
+    expect(await getOrder(app.http, o.shop_order_no)).toMatchObject({ status: 'pending_payment', refund_state: 'not_refundable' });
+    const [{ refunds }] = await db.query<{ refunds: number }>('SELECT count(*)::int AS refunds FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [o.shop_order_no]);
+    expect(refunds).toBe(0);
+  });
+
   it('answers 503 upstream_unavailable when the upstream cannot be reached, the order unchanged', async () => {
     const o = await placed('UNREACH');
     sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'rate_limit', retryAfterS: 0 }] });

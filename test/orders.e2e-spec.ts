@@ -193,6 +193,25 @@ describe('orders: placing and following', () => {
     expect(upstream.trace_id).not.toBe(given);
   });
 
+  it('never loses a delivered item: a later report that lacks some adds its new ones to those stored', async () => {
+    const shopNo = no('KEEP');
+    const r = await place({ shop_order_no: shopNo, sku_code: 'T-MANUAL', quantity: 2, manual_form_data: { account: 'a-1' } });
+    expect(r.status).toBe(201);
+    const id = (r.data as { order: OrderView }).order.upstream_order_id as number;
+    await waitFor(() => Promise.resolve(sandbox.order(id)?.status), (s) => s === 'fulfilling', 'the manual order waiting');
+    sandbox.deliverManual(id, 'K-1\nK-2');
+    await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered');
+    expect((await getOrder(app.http, shopNo))?.items).toEqual(['K-1', 'K-2']);
+    // a later report with an empty payload (read by an operator's refresh: delivered is not polled): the items stay
+    sandbox.setOrderStatus(id, 'completed', { payload: '' });
+    expect((await app.http.post(`/internal/orders/${shopNo}/refresh`)).status).toBe(200);
+    expect(await getOrder(app.http, shopNo)).toMatchObject({ status: 'completed', items: ['K-1', 'K-2'] });
+    // one that lacks K-1 but brings K-3: both kept
+    sandbox.setOrderStatus(id, 'completed', { payload: 'K-2\r\nK-3' });
+    expect((await app.http.post(`/internal/orders/${shopNo}/refresh`)).status).toBe(200);
+    expect((await getOrder(app.http, shopNo))?.items).toEqual(['K-1', 'K-2', 'K-3']);
+  });
+
   describe('checks before sending: nothing recorded, nothing sent', () => {
     const expectNothing = async (shopNo: string, creates: number) => {
       expect(await getOrder(app.http, shopNo)).toBeNull();
@@ -387,6 +406,27 @@ describe('orders: placing and following', () => {
       const cancel = await app.http.post(`/internal/orders/${shopNo}/cancel`);
       expect(cancel.status).toBe(409);
       expect(cancel.data).toMatchObject({ error_code: 'outcome_unknown' });
+    });
+
+    it('an accepted create with a status we do not know: kept as an anomaly, the order followed until it says a known one', async () => {
+      expect((await place({ shop_order_no: no('BEFORE-ODD'), sku_code: 'T-AUTO', quantity: 1 })).status).toBe(201);
+      const nextId = Math.max(...sandbox.orders().map((o) => o.id)) + 1;
+      const shopNo = no('ODD-STATUS');
+      // the upstream does the work and answers with a status outside the documented set
+      const body = JSON.stringify({ ok: true, order_id: nextId, order_no: `ODD-${nextId}`, status: 'on_hold', amount: '10.00', currency: 'CNY' });
+      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'garbage_after', body, times: 1 }] });
+      const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
+      expect(r.status).toBe(201);
+      expect(r.data).toMatchObject({ order: { upstream_order_id: nextId, anomaly: 'unknown_status' } });
+      expect(sandbox.orders().find((o) => o.id === nextId)?.downstream_order_no).toBe(shopNo);
+      // followed by polling like any order the upstream has: the known statuses are applied
+      const done = await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered');
+      expect(done.items?.length).toBeGreaterThan(0);
+      const [{ anomalies }] = await db.query<{ anomalies: number }>(
+        "SELECT count(*)::int AS anomalies FROM order_events e JOIN orders o ON o.id = e.order_id WHERE o.shop_order_no = $1 AND e.kind = 'anomaly'",
+        [shopNo],
+      );
+      expect(anomalies).toBe(1);
     });
   });
 

@@ -2,6 +2,10 @@
  * The inbox of verified callbacks: every one is stored (its summary, never its delivered items),
  * duplicates are recognised by the SHA-256 of the raw body, and pending ones are claimed by one
  * replica at a time (FOR UPDATE SKIP LOCKED, with a lease in `next_try_at`).
+ *
+ * `tries` counts the confirming reads (`GET /orders/{id}`) that failed, and nothing else: a claim, a
+ * deferral (an attempt in flight, a cancel in progress) and a processing cut short by a shutdown leave it
+ * as it is, so that waiting never uses up the bounded retrying of failed reads.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -22,9 +26,15 @@ export interface InboxRow {
   upstreamOrderId: number;
   downstreamOrderNo: string | null;
   status: string;
+  /** Confirming reads of this callback that failed so far. */
   tries: number;
 }
 
+/**
+ * The states the inbox's CHECK constraint allows. `unknown_order` also holds a callback whose upstream
+ * order exists but is not the one its order follows (kept as an anomaly on the order): its `outcome`
+ * then starts with `anomaly `.
+ */
 export type InboxState = 'applied' | 'unknown_order' | 'read_failed' | 'ignored';
 
 @Injectable()
@@ -44,11 +54,14 @@ export class CallbackInboxRepository {
     return { id: String(row.id), duplicate: row.duplicates > 0 };
   }
 
-  /** Claims due pending callbacks: the lease pushes `next_try_at` so no other replica takes them. */
+  /**
+   * Claims due pending callbacks: the lease pushes `next_try_at` so no other replica takes them. A
+   * claim is not a try (see `tries`).
+   */
   async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
     const claimed = await rows<{ id: string; upstream_order_id: string; downstream_order_no: string | null; reported_status: string; tries: number }>(
       this.dataSource,
-      `UPDATE callback_inbox SET next_try_at = $2, tries = tries + 1
+      `UPDATE callback_inbox SET next_try_at = $2
         WHERE id IN (
           SELECT id FROM callback_inbox WHERE state = 'pending' AND next_try_at <= $1
            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
@@ -67,25 +80,24 @@ export class CallbackInboxRepository {
     );
   }
 
-  /** Leaves callbacks pending until `at` (an attempt or a cancel of their order is in progress). */
-  async defer(ids: string[], orderId: string | null, at: Date, outcome: string): Promise<void> {
-    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2, order_id = $3, outcome = $4 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [
-      ids,
-      at,
-      orderId,
-      outcome,
-    ]);
+  /**
+   * Leaves callbacks pending until `at`: an attempt or a cancel of their order is in progress (their
+   * `tries` untouched), or their confirming read failed (`failedReads`: the failed reads so far, this
+   * one included, stored as their `tries`).
+   */
+  async defer(ids: string[], orderId: string | null, at: Date, outcome: string, failedReads?: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE callback_inbox SET next_try_at = $2, order_id = $3, outcome = $4, tries = coalesce($5::int, tries) WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
+      [ids, at, orderId, outcome, failedReads ?? null],
+    );
   }
 
   /**
    * Gives claimed callbacks back untouched (their processing was cut short by a shutdown): due at once
-   * for the next processor, and the claim not counted as a try.
+   * for the next processor, their `tries` as they were.
    */
   async giveBack(ids: string[], now: Date): Promise<void> {
-    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2, tries = greatest(tries - 1, 0) WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [
-      ids,
-      now,
-    ]);
+    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [ids, now]);
   }
 
   /** Makes the deferred callbacks of an order due now. */

@@ -4,25 +4,35 @@
  * - an unknown order: recorded, never applied;
  * - an order whose attempt is `submit_unknown`: settled through the callback's `downstream_order_no`
  *   (the upstream order read must be that attempt's);
+ * - an upstream order that its order does not follow (its attempt closed here, or another upstream
+ *   order followed): when the upstream's read confirms it, kept as an anomaly on the order, the
+ *   callback stored as `unknown_order` with an `anomaly …` outcome;
  * - an attempt still in flight or a cancel in progress: the callback waits in the inbox and is taken
- *   up as soon as the order is settled (OrderSignals) or at its next retry;
- * - a failed read: the order is left to the poller (made due now).
+ *   up as soon as the order is settled (OrderSignals) or at its next retry, none of which counts as a
+ *   try of its confirming read;
+ * - a failed read: the order is left to the poller (made due now); one that no poll would make (a
+ *   submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
  * Callbacks of one order claimed together are read once. Shutdown ends the reads in flight and gives
  * their callbacks back to the inbox as they were, for the next start or another replica.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { OrderFollowService } from '../orders/order-follow.service.js';
+import { OrderFollowService, type UntrackedResult } from '../orders/order-follow.service.js';
 import { OrderPoller } from '../orders/order-poller.js';
 import { OrderRepository, type AttemptRecord, type OrderRecord } from '../orders/order.repository.js';
 import { OrderSignals } from '../orders/order-signals.js';
 import { CallbackInboxRepository, type InboxRow } from './callback-inbox.repository.js';
 import { runLimited } from '../orders/run-limited.js';
+import type { UpstreamOrder } from '../upstream/upstream.types.js';
 
 const BATCH = 50;
 const CONCURRENCY = 8;
-/** A submit_unknown order whose read failed: tries before it is left to the inbox's record alone. */
+/**
+ * Confirming reads of a callback that the order does not follow on its own (a submit_unknown attempt,
+ * an upstream order it does not follow) that may fail before it is left to the inbox's record alone.
+ * Only reads count: waiting for an attempt in flight or a cancel in progress does not.
+ */
 const MAX_RESOLVE_TRIES = 8;
 
 @Injectable()
@@ -124,71 +134,124 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const ids = group.map((r) => r.id);
     const upstreamOrderId = group[0].upstreamOrderId;
     const numbers = [...new Set(group.map((r) => r.downstreamOrderNo).filter((n): n is string => n !== null))];
-    const found = await this.findOrder(upstreamOrderId, numbers);
     const now = () => this.clock.now();
-    if (!found) {
-      await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
-      this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
-      return;
-    }
-    const { order, attempt } = found;
-    if (attempt?.status === 'submitting') {
-      await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'attempt_in_flight');
-      return;
-    }
-    if (order.upstreamOrderId !== null && order.upstreamOrderId !== upstreamOrderId) {
-      await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} follows upstream order ${order.upstreamOrderId}`, order.id, now());
-      this.logger.warn({
-        msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo}, which follows ${order.upstreamOrderId}: ignored`,
-        shop_order_no: order.shopOrderNo,
-      });
-      return;
-    }
-    if (order.opToken !== null && order.opUntil !== null && order.opUntil > now()) {
-      await this.defer(ids, order.id, order.opUntil, 'operation_in_progress');
-      return;
-    }
-    if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
-      const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal);
-      if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
-      switch (r.kind) {
-        case 'resolved':
-          await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
-          return;
-        case 'not_unknown':
-          break; // settled meanwhile: apply as any other order below
-        case 'mismatch':
-          await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
-          return;
-        case 'read_failed': {
-          const tries = Math.max(...group.map((g) => g.tries));
-          if (tries >= MAX_RESOLVE_TRIES) {
-            await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
+    /** The upstream's answer, once read (by a resolve that found the attempt settled meanwhile). */
+    let answer: UpstreamOrder | undefined;
+    // a second pass when the order was settled while it was looked at (e.g. by an operator)
+    for (let pass = 0; ; pass++) {
+      const found = await this.findOrder(upstreamOrderId, numbers);
+      if (!found) {
+        await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
+        this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
+        return;
+      }
+      const { order, attempt } = found;
+      if (attempt?.status === 'submitting') {
+        await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'attempt_in_flight');
+        return;
+      }
+      // an upstream order for an attempt closed here, or besides the one the order follows
+      if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
+        const r = await this.follow.checkUntracked(order.id, attempt, upstreamOrderId, 'callback', this.shutdown.signal, answer);
+        if (r.kind === 'followed' && pass === 0) continue;
+        return this.untracked(group, order, attempt, r);
+      }
+      if (order.opToken !== null && order.opUntil !== null && order.opUntil > now()) {
+        await this.defer(ids, order.id, order.opUntil, 'operation_in_progress');
+        return;
+      }
+      if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
+        const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal);
+        if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
+        switch (r.kind) {
+          case 'resolved':
+            await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
             return;
-          }
-          const backoff = Math.min(this.config.orders.pollMaxMs, this.config.orders.pollBaseMs * 2 ** tries);
-          await this.inbox.defer(ids, order.id, new Date(now().getTime() + backoff), `read_failed: ${r.error.message}`);
-          return;
+          case 'not_unknown':
+            // settled meanwhile: looked at again as it now is (once), else applied as any other order below
+            answer = r.answer;
+            if (pass === 0) continue;
+            break;
+          case 'mismatch':
+            await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
+            return;
+          case 'read_failed':
+            return this.readFailed(group, order.id, r.error);
         }
       }
+      const r = await this.follow.refresh(order.id, 'callback', this.shutdown.signal);
+      if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
+      switch (r.kind) {
+        case 'applied':
+          await this.inbox.finish(ids, 'applied', `applied ${r.order.status}`, order.id, now());
+          return;
+        case 'deferred':
+          await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'operation_in_progress');
+          return;
+        case 'read_failed':
+          await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
+          this.poller.wake();
+          return;
+        case 'missing':
+          await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} has no upstream order to read (${order.status})`, order.id, now());
+          return;
+      }
     }
-    const r = await this.follow.refresh(order.id, 'callback', this.shutdown.signal);
-    if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
+  }
+
+  /**
+   * The outcome of an upstream order that the order does not follow. One kept as an anomaly is stored
+   * as `unknown_order` (the inbox's states are fixed by its CHECK constraint): not applied, and not
+   * followed by this service; its `outcome` says `anomaly <reason>: …`.
+   */
+  private async untracked(group: InboxRow[], order: OrderRecord, attempt: AttemptRecord, r: UntrackedResult): Promise<void> {
+    const ids = group.map((g) => g.id);
+    const upstreamOrderId = group[0].upstreamOrderId;
+    const now = this.clock.now();
     switch (r.kind) {
-      case 'applied':
-        await this.inbox.finish(ids, 'applied', `applied ${r.order.status}`, order.id, now());
+      case 'anomaly':
+        await this.inbox.finish(
+          ids,
+          'unknown_order',
+          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ${attempt.downstreamOrderNo} (${attempt.status} here); ` +
+            `order ${order.shopOrderNo} follows ${r.order.upstreamOrderId ?? 'no upstream order'}`,
+          order.id,
+          now,
+        );
         return;
-      case 'deferred':
-        await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'operation_in_progress');
+      case 'nothing_kept':
+        await this.inbox.finish(ids, 'ignored', `upstream order ${upstreamOrderId} for attempt ${attempt.downstreamOrderNo} is ${r.status} there: nothing kept`, order.id, now);
+        this.logger.warn({
+          msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ${r.status} there: ignored`,
+          shop_order_no: order.shopOrderNo,
+          upstream_order_id: upstreamOrderId,
+        });
+        return;
+      case 'mismatch':
+      case 'followed':
+        await this.inbox.finish(ids, 'ignored', r.kind === 'mismatch' ? r.reason : `order ${order.shopOrderNo} follows upstream order ${upstreamOrderId} now`, order.id, now);
+        if (r.kind === 'mismatch') this.logger.warn({ msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`, shop_order_no: order.shopOrderNo, upstream_order_id: upstreamOrderId });
         return;
       case 'read_failed':
-        await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
-        this.poller.wake();
-        return;
-      case 'missing':
-        await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} has no upstream order to read (${order.status})`, order.id, now());
-        return;
+        if (this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now);
+        return this.readFailed(group, order.id, r.error);
     }
+  }
+
+  /**
+   * A confirming read failed: the callbacks are tried again with a backoff, up to MAX_RESOLVE_TRIES
+   * failed reads (deferrals are not counted), then kept as `read_failed`.
+   */
+  private async readFailed(group: InboxRow[], orderId: string, error: Error): Promise<void> {
+    const ids = group.map((g) => g.id);
+    const failed = Math.max(...group.map((g) => g.tries)) + 1;
+    const now = this.clock.now();
+    if (failed >= MAX_RESOLVE_TRIES) {
+      await this.inbox.finish(ids, 'read_failed', error.message, orderId, now);
+      return;
+    }
+    const backoff = Math.min(this.config.orders.pollMaxMs, this.config.orders.pollBaseMs * 2 ** failed);
+    await this.inbox.defer(ids, orderId, new Date(now.getTime() + backoff), `read_failed: ${error.message}`, failed);
   }
 
   private async defer(ids: string[], orderId: string, at: Date, outcome: string): Promise<void> {

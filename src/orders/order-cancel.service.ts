@@ -18,7 +18,7 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import { OUTCOME_UNKNOWN, refundEligibility } from './order-state.js';
+import { OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS, refundEligibility } from './order-state.js';
 import { OrderPresenter } from './order-presenter.js';
 import { OrderRepository, type OrderRecord } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
@@ -38,6 +38,7 @@ const refundFacts = (o: OrderRecord) => ({
   expectedAmount: o.expectedAmount,
   refundedAmount: o.refundedAmount,
   refundRecorded: o.refundAt !== null,
+  anomaly: o.anomaly,
 });
 
 @Injectable()
@@ -118,10 +119,18 @@ export class OrderCancelService {
     });
   }
 
-  /** Nothing exists upstream for a rejected attempt: canceled here, still refundable. */
+  /**
+   * Nothing exists upstream for a rejected attempt: canceled here, still refundable. Unless the upstream
+   * showed an order for it (UPSTREAM_ORDER_EXISTS): that one is not ours to cancel here.
+   */
   private async cancelLocally(order: OrderRecord): Promise<OrderRecord> {
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
+      if (locked?.anomaly === UPSTREAM_ORDER_EXISTS) {
+        throw new AppError('cancel_not_allowed', 409, `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
+          order: this.presenter.present(locked),
+        });
+      }
       if (locked?.status === 'rejected') await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
     });
     return this.mustFind(order.shopOrderNo);
@@ -142,8 +151,10 @@ export class OrderCancelService {
   private async askUpstream(order: OrderRecord): Promise<UpstreamCancelAnswer> {
     const id = order.upstreamOrderId as number;
     try {
-      await this.upstream.cancelOrder(id);
-      return { kind: 'canceled' };
+      const answer = await this.upstream.cancelOrder(id);
+      if (answer.status === 'canceled') return { kind: 'canceled' };
+      // an answer that does not say `canceled` is not the yes a refund needs: what the order is now decides
+      return { kind: 'not_allowed', current: await this.upstream.getOrder(id).catch(() => null) };
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError) {
         if (e.errorCode !== 'cancel_not_allowed') return { kind: 'error', error: e };

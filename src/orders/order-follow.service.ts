@@ -2,7 +2,8 @@
  * Following orders after the create call: reading an order from the upstream and applying it (poll,
  * callback hint, operator refresh), settling `submit_unknown` attempts (a callback or an operator
  * naming the upstream order, or a re-send under the same number where the upstream deduplicates),
- * and turning attempts left `submitting` by a stopped process into `submit_unknown`.
+ * turning attempts left `submitting` by a stopped process into `submit_unknown`, and keeping as an
+ * anomaly an upstream order that a callback names and that the order does not follow (`checkUntracked`).
  *
  * Pattern everywhere: claim (short transaction) → upstream call outside any transaction → apply in a
  * second short transaction on the locked row.
@@ -13,7 +14,7 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import type { EventSource } from './order-state.js';
+import { DUPLICATE_UPSTREAM_ORDER, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
 import { OrderRepository, type AttemptRecord, type OrderRecord, type PollClaim } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
@@ -32,8 +33,26 @@ export type ResolveResult =
   /** The upstream order is not this attempt's (another downstream_order_no, or unknown there). */
   | { kind: 'mismatch'; reason: string }
   | { kind: 'read_failed'; error: Error }
-  /** The attempt is no longer `submit_unknown`. */
-  | { kind: 'not_unknown'; order: OrderRecord | null };
+  /**
+   * The attempt is no longer `submit_unknown` (settled meanwhile, e.g. by an operator): nothing was
+   * recorded. `answer` is the upstream's read of the order, when it was made.
+   */
+  | { kind: 'not_unknown'; order: OrderRecord | null; answer?: UpstreamOrder };
+
+/** What `checkUntracked` made of an upstream order that an order does not follow. */
+export type UntrackedResult =
+  /** It exists there and is not canceled: kept as the order's anomaly (`recorded`: newly, with its event and log line). */
+  | { kind: 'anomaly'; reason: string; status: string; order: OrderRecord; recorded: boolean }
+  /** It exists there but keeps nothing (canceled or refunded there): no anomaly. */
+  | { kind: 'nothing_kept'; status: string }
+  /** The upstream has no such order, or it is not this attempt's, or another order follows it. */
+  | { kind: 'mismatch'; reason: string }
+  | { kind: 'read_failed'; error: Error }
+  /** The order follows it now (settled meanwhile). */
+  | { kind: 'followed' };
+
+/** Upstream states in which the upstream keeps nothing of an order (nothing charged, or all given back). */
+const NOTHING_KEPT: ReadonlySet<string> = new Set(['canceled', 'refunded']);
 
 @Injectable()
 export class OrderFollowService {
@@ -143,9 +162,85 @@ export class OrderFollowService {
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
     if (taken && taken.id !== attempt.orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
-    if (!current || current.status !== 'submit_unknown') return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId) };
-    const order = await this.submitter.record(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request }, source);
-    return { kind: 'resolved', order };
+    if (!current || current.status !== 'submit_unknown') return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId), answer };
+    // the attempt may be closed between the check above and the record (an operator's not_placed):
+    // then nothing was recorded, and it is not resolved
+    const recorded = await this.submitter.recordOutcome(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request }, source);
+    if (!recorded.applied) return { kind: 'not_unknown', order: recorded.order, answer };
+    return { kind: 'resolved', order: recorded.order };
+  }
+
+  /**
+   * An upstream order named by a verified callback (with the number of `attempt`, an attempt of order
+   * `orderId`) that the order does not follow: the attempt was closed here (`rejected`), or the order
+   * follows another upstream order. The upstream's own read decides (CONTRACT §6), never the callback:
+   * when the order exists there, is this attempt's (its `downstream_order_no`, when the answer carries
+   * one) and keeps something (not canceled or refunded), it is kept as the order's anomaly, with an
+   * event row, the anomalies metric and an error-level log line (once per upstream order):
+   * UPSTREAM_ORDER_EXISTS when the order follows no upstream order (it then waits for an operator: no
+   * local cancel, refund or new attempt), DUPLICATE_UPSTREAM_ORDER when it follows another one.
+   * `answer`: the order as already read (by `resolveUnknown`), else it is read here.
+   */
+  async checkUntracked(
+    orderId: string,
+    attempt: AttemptRecord,
+    upstreamOrderId: number,
+    source: EventSource,
+    signal?: AbortSignal,
+    answer?: UpstreamOrder,
+  ): Promise<UntrackedResult> {
+    let read = answer;
+    if (!read) {
+      try {
+        read = await this.upstream.getOrder(upstreamOrderId, signal);
+      } catch (e) {
+        if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
+        return { kind: 'read_failed', error: e as Error };
+      }
+    }
+    const report = read;
+    if (report.downstream_order_no !== undefined && report.downstream_order_no !== attempt.downstreamOrderNo) {
+      return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, not ${attempt.downstreamOrderNo}` };
+    }
+    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    if (taken && taken.id !== orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
+    if (taken) return { kind: 'followed' };
+    if (NOTHING_KEPT.has(report.status)) return { kind: 'nothing_kept', status: report.status };
+    // once per upstream order: its later callbacks add no event, metric or log line
+    const known = (await this.repo.events(orderId)).some((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId);
+    return this.repo.transaction(async (tx): Promise<UntrackedResult> => {
+      const order = await tx.lockOrder(orderId);
+      if (!order) return { kind: 'mismatch', reason: `order ${orderId} is gone` };
+      if (order.upstreamOrderId === upstreamOrderId) return { kind: 'followed' };
+      const reason = order.upstreamOrderId === null ? UPSTREAM_ORDER_EXISTS : DUPLICATE_UPSTREAM_ORDER;
+      if (known && order.anomaly === reason) return { kind: 'anomaly', reason, status: report.status, order, recorded: false };
+      const detail = {
+        upstream_order_id: upstreamOrderId,
+        upstream_order_no: report.order_no ?? null,
+        upstream_status: report.status,
+        amount: report.amount ?? null,
+        attempt: attempt.attemptNo,
+        downstream_order_no: attempt.downstreamOrderNo,
+        attempt_status: attempt.status,
+        followed_upstream_order_id: order.upstreamOrderId,
+      };
+      const updated = await this.updater.recordAnomaly(tx, order, reason, source, detail);
+      tx.afterCommit(() =>
+        this.logger.error({
+          msg:
+            order.upstreamOrderId === null
+              ? `order ${order.shopOrderNo}: the upstream has order ${upstreamOrderId} (${report.status}) for attempt ${attempt.downstreamOrderNo}, which is ${attempt.status} here; the order follows no upstream order and waits for an operator (anomaly ${reason})`
+              : `order ${order.shopOrderNo}: the upstream has a second order ${upstreamOrderId} (${report.status}) for attempt ${attempt.downstreamOrderNo} besides ${order.upstreamOrderId}, which it follows (anomaly ${reason})`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+          upstream_order_id: upstreamOrderId,
+          downstream_order_no: attempt.downstreamOrderNo,
+          anomaly: reason,
+          source,
+        }),
+      );
+      return { kind: 'anomaly', reason, status: report.status, order: updated, recorded: true };
+    });
   }
 
   /** Attempts still `submitting` past their lease (the sender stopped): `submit_unknown` now. */

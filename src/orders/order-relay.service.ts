@@ -19,6 +19,7 @@ import { CatalogService, type CatalogSku } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
+import { UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
@@ -86,7 +87,8 @@ export class OrderRelayService {
     if (existing) {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
-      if (existing.status !== 'rejected' || existing.refundAt !== null) return { httpStatus: 200, order: existing };
+      // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
+      if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
     }
     return this.placeAttempt(input, fingerprint, existing, sku);
   }
@@ -214,7 +216,9 @@ export class OrderRelayService {
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
-        if (!order || order.status !== 'rejected' || order.refundAt !== null || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) return null;
+        if (!order || order.status !== 'rejected' || order.refundAt !== null || order.anomaly === UPSTREAM_ORDER_EXISTS || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) {
+          return null;
+        }
         const n = order.attempt + 1;
         const dno = downstreamOrderNo(order.shopOrderNo, n);
         const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseUntil);
@@ -254,7 +258,8 @@ export class OrderRelayService {
         throw new AppError('upstream_unavailable', 503, order.errorMessage ?? 'the upstream could not be reached', { order: view });
       }
       case 'submitting':
-        return { httpStatus: 202, order };
+        // accepted with a status we do not know (kept as an anomaly, followed): the upstream has it
+        return { httpStatus: outcome.kind === 'accepted' ? 201 : 202, order };
       default:
         return { httpStatus: 201, order };
     }

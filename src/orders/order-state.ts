@@ -95,6 +95,15 @@ export const ANOMALIES: ReadonlyArray<{ from: ReadonlySet<OrderStatus>; to: Orde
   { from: ITEMS_DELIVERED, to: 'canceled', reason: 'canceled_after_delivery' },
 ];
 
+/**
+ * Anomaly: the upstream (its own `GET /orders/{id}`) shows an order placed for one of this order's
+ * attempts while the order follows none (the attempt was closed here, e.g. `rejected`). Such an order
+ * is not canceled locally, refunded or submitted again: an operator settles it.
+ */
+export const UPSTREAM_ORDER_EXISTS = 'upstream_order_exists';
+/** Anomaly: another upstream order exists for this order besides the one it follows. */
+export const DUPLICATE_UPSTREAM_ORDER = 'duplicate_upstream_order';
+
 /** Statuses the poller keeps following. */
 export const FOLLOWED: ReadonlySet<OrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
 /** Statuses with an attempt whose outcome is not known yet. */
@@ -146,6 +155,8 @@ export interface RefundFacts {
   refundedAmount: string | null;
   /** A local refund has been recorded. */
   refundRecorded: boolean;
+  /** The order's anomaly: UPSTREAM_ORDER_EXISTS makes it not refundable. */
+  anomaly?: string | null;
 }
 
 /** Statuses that make the whole order refundable: nothing was kept by the upstream. */
@@ -154,13 +165,15 @@ export const REFUNDABLE_WHOLE: ReadonlySet<OrderStatus> = new Set(['rejected', '
 /**
  * Refund eligibility: `rejected`, `canceled` or `refunded` make the whole amount refundable,
  * `partially_refunded` the refunded amount; once recorded, `refunded`. "No refund unless the
- * upstream canceled" is this guard: every other status is not refundable.
+ * upstream canceled" is this guard: every other status is not refundable, and so is an order whose
+ * anomaly is UPSTREAM_ORDER_EXISTS (the upstream may have charged for it).
  */
 export function refundEligibility(f: RefundFacts): { state: RefundState; amount: string | null } {
   const whole = f.amount ?? f.expectedAmount;
   if (f.refundRecorded) {
     return { state: 'refunded', amount: f.status === 'partially_refunded' ? f.refundedAmount : whole };
   }
+  if (f.anomaly === UPSTREAM_ORDER_EXISTS) return { state: 'not_refundable', amount: null };
   if (REFUNDABLE_WHOLE.has(f.status)) return { state: 'refundable', amount: whole };
   if (f.status === 'partially_refunded' && f.refundedAmount !== null) return { state: 'refundable', amount: f.refundedAmount };
   return { state: 'not_refundable', amount: null };

@@ -123,12 +123,29 @@ export class OrderSubmitter {
    * (a callback, the sweeper, an operator), nothing is written and it is done in a transaction.
    */
   async record(orderId: string, attemptNo: number, outcome: SendOutcome, source: EventSource, snapshot?: OrderSnapshot): Promise<OrderRecord> {
+    return (await this.recordOutcome(orderId, attemptNo, outcome, source, snapshot)).order;
+  }
+
+  /**
+   * `record`, telling whether the outcome was taken: `applied` is false when the attempt was no longer
+   * open (or no longer the order's attempt) and was left as it is.
+   */
+  async recordOutcome(
+    orderId: string,
+    attemptNo: number,
+    outcome: SendOutcome,
+    source: EventSource,
+    snapshot?: OrderSnapshot,
+  ): Promise<{ order: OrderRecord; applied: boolean }> {
     const now = this.clock.now();
+    let applied = true;
     const work = async (tx: OrderTx): Promise<OrderRecord | null> => {
+      applied = true;
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked) return null;
       const { order, attempt } = locked;
       if ((attempt.status !== 'submitting' && attempt.status !== 'submit_unknown') || order.attempt !== attemptNo) {
+        applied = false;
         if (attempt.sendingUntil) await tx.updateAttempt(attempt.id, { sending_until: null });
         return order;
       }
@@ -239,7 +256,7 @@ export class OrderSubmitter {
     const recorded = (snapshot ? await this.repo.fromSnapshot(snapshot, work) : null) ?? (await this.repo.transaction(work));
     this.signals.settled(orderId);
     if (!recorded) throw new Error(`order ${orderId} vanished`);
-    return recorded;
+    return { order: recorded, applied };
   }
 
   /** When a `submit_unknown` attempt is sent again (where the upstream deduplicates order numbers). */

@@ -56,6 +56,18 @@ export interface ApplyResult {
   progressed: boolean;
 }
 
+/** The items of `items` that `other` does not have (as many times as they are missing: a multiset difference). */
+function withoutItems(items: readonly string[], other: readonly string[]): string[] {
+  const left = new Map<string, number>();
+  for (const i of other) left.set(i, (left.get(i) ?? 0) + 1);
+  return items.filter((i) => {
+    const n = left.get(i) ?? 0;
+    if (n === 0) return true;
+    left.set(i, n - 1);
+    return false;
+  });
+}
+
 const eqMoney = (a: string | null | undefined, b: string | null | undefined): boolean =>
   a == null || b == null ? a == b : new Decimal(a).eq(new Decimal(b));
 
@@ -134,7 +146,10 @@ export class OrderUpdater {
     if (progressed) Object.assign(patch, { progress_at: now, stuck_since: null });
     // updated_at moves only when something the API shows changed, not for the polling schedule
     if (Object.keys(patch).length > 0) patch.updated_at = now;
-    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now));
+    // A status we do not know on an order that exists upstream (e.g. the create's answer): it is read
+    // again until it says something we know, rather than left unfollowed in `submitting`.
+    const unknownThere = decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
+    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere));
     const updated = await tx.updateOrder(order, patch);
     if (deliveredNow && ITEMS_DELIVERED.has(to)) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
     return { order: updated, from: order.status, to, decision, progressed };
@@ -166,6 +181,18 @@ export class OrderUpdater {
     });
   }
 
+  /**
+   * Keeps `reason` as the order's anomaly without a status change (e.g. an upstream order that the
+   * order does not follow): the column, an `anomaly` event row and the anomalies metric, as for a
+   * contradictory report. The log line is the caller's (its level and its words).
+   */
+  async recordAnomaly(tx: OrderTx, order: OrderRecord, reason: string, source: EventSource, detail: Record<string, unknown>): Promise<OrderRecord> {
+    const now = this.clock.now();
+    await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason, ...detail } }, now);
+    tx.afterCommit(() => this.metrics.stateAnomalies.inc());
+    return tx.updateOrder(order, order.anomaly === reason ? {} : { anomaly: reason, updated_at: now });
+  }
+
   /** Event row and shop notification of a status change. */
   async recordChange(tx: OrderTx, order: OrderRecord, to: OrderStatus, source: EventSource, now: Date, detail: Record<string, unknown>): Promise<void> {
     await tx.insertEvent(order.id, { source, kind: 'status', from: order.status === to ? null : order.status, to, detail: Object.keys(detail).length ? detail : null }, now);
@@ -193,9 +220,9 @@ export class OrderUpdater {
   }
 
   /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
-  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date): OrderPatch {
+  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date, follow = false): OrderPatch {
     const { pollBaseMs } = this.config.orders;
-    if (!FOLLOWED.has(to)) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
+    if (!FOLLOWED.has(to) && !follow) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (mode === 'poll') {
       const interval = nextPollInterval(order.pollIntervalMs, progressed, this.config.orders);
       return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };
@@ -204,15 +231,32 @@ export class OrderUpdater {
     return {};
   }
 
-  /** The sealed items when the report brings new ones; null when there are none or they are unchanged. */
+  /**
+   * The sealed items when the report brings new ones; null when there are none or they are unchanged.
+   * Never loses an item: a report that lacks some of the stored items (a stale read, an empty payload)
+   * adds its new ones to them instead of replacing them.
+   */
   private delivery(order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {
     if (!f || typeof f.payload !== 'string') return null;
-    const data: DeliveredData = { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null };
+    let data: DeliveredData = { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null };
     if (order.deliverySealed) {
+      let stored: DeliveredData | null = null;
       try {
-        if (JSON.stringify(this.cipher.open(order.id, order.deliverySealed)) === JSON.stringify(data)) return null;
+        stored = this.cipher.open(order.id, order.deliverySealed);
       } catch {
         // unreadable with the configured keys: replace it
+      }
+      if (stored) {
+        const missing = withoutItems(stored.items, data.items);
+        if (missing.length > 0) {
+          data = { items: [...stored.items, ...withoutItems(data.items, stored.items)], delivery_data: data.delivery_data ?? stored.delivery_data };
+          this.logger.warn({
+            msg: `order ${order.shopOrderNo}: a report lacks ${missing.length} of the ${stored.items.length} delivered items stored; they are kept`,
+            shop_order_no: order.shopOrderNo,
+            trace_id: order.traceId,
+          });
+        }
+        if (JSON.stringify(stored) === JSON.stringify(data)) return null;
       }
     }
     const at = f.delivered_at ? new Date(f.delivered_at) : now;
