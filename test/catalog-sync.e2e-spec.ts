@@ -3,6 +3,7 @@
  * (page size capped at 7, so that a 60-product catalog takes 9 pages), runs started over the internal
  * API. Tests run in order and build on each other's catalog.
  */
+import { Decimal } from 'decimal.js';
 import { jest } from '@jest/globals';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
@@ -432,6 +433,29 @@ describe('catalog sync', () => {
     expect((await sync(app)).status).toBe('succeeded');
     const [{ slug, listed }] = await db.query<{ slug: string; listed: boolean }>('SELECT slug, listed FROM catalog_categories WHERE id = 2');
     expect({ slug, listed }).toEqual({ slug: 'streaming', listed: true });
+  });
+
+  it("a child category new to the relay whose SKUs are already stored: they are repriced with its parent's rule", async () => {
+    const child = sandbox.catalog.categories().find((c) => c.parent_id !== 0 && sandbox.catalog.listedProducts().some((p) => p.category_id === c.id))!;
+    const code = sandbox.catalog.listedProducts().find((p) => p.category_id === child.id)!.skus[0].sku_code;
+    expect((await sync(app)).status).toBe('succeeded');
+    try {
+      const rules = { rules: [{ scope: 'category', category_id: child.parent_id, markup_percent: '50', markup_fixed: '0', rounding: '0.01' }] };
+      expect((await app.http.put('/internal/pricing/rules', rules)).status).toBe(200);
+      const ruled = await sku(app, code);
+      expect(ruled.sale_price).toBe(new Decimal(ruled.cost_price).mul('1.5').toDecimalPlaces(2, Decimal.ROUND_CEIL).toFixed(2));
+      // The relay does not know the child (e.g. an order's fresh read stored its products first, or the
+      // upstream did not list it before): its SKUs are priced without the parent's rule.
+      await db.query('DELETE FROM catalog_categories WHERE id = $1', [child.id]);
+      expect((await app.http.put('/internal/pricing/rules', rules)).status).toBe(200);
+      expect((await sku(app, code)).sale_price).not.toBe(ruled.sale_price);
+      // The sync stores the child under its parent and reprices its SKUs, which did not change upstream.
+      const run = await sync(app);
+      expect(run.status).toBe('succeeded');
+      expect((await sku(app, code)).sale_price).toBe(ruled.sale_price);
+    } finally {
+      await app.http.put('/internal/pricing/rules', { rules: [] });
+    }
   });
 
   it('a duplicate sku_code is a reported conflict, never a silent overwrite; the code moves once its owner is gone', async () => {

@@ -672,8 +672,10 @@ export class CatalogRepository {
 
   /**
    * Upserts the upstream's categories (diff-guarded) and unlists the local ones it no longer has.
-   * `reparented`: existing categories that moved under another parent (a parent's pricing rule applies
-   * to its children, so their SKUs may need new sale prices).
+   * `reparented`: categories whose parent the stored SKUs were not priced with: existing ones that moved
+   * under another parent, and new children that SKUs already point at (stored by an order's fresh read,
+   * or a category the upstream did not list before), priced without their parent until now. A parent's
+   * pricing rule applies to its children, so their SKUs may need new sale prices.
    */
   async syncCategories(em: Db, categories: UpstreamCategory[], now: Date): Promise<{ changed: number; unlisted: number; reparented: number }> {
     const payload = categories.map((c) => ({
@@ -687,7 +689,11 @@ export class CatalogRepository {
     const [r] = await select<{ changed: number; unlisted: number; reparented: number }>(
       em,
       `WITH input AS (SELECT * FROM json_to_recordset($1::json) AS t(id bigint, parent_id bigint, slug text, name jsonb, icon text, sort_order integer)),
-       moved AS (SELECT count(*)::int AS n FROM input i JOIN catalog_categories c ON c.id = i.id WHERE c.parent_id <> i.parent_id),
+       moved AS (
+         SELECT count(*)::int AS n FROM input i
+          WHERE EXISTS (SELECT 1 FROM catalog_categories c WHERE c.id = i.id AND c.parent_id <> i.parent_id)
+             OR (i.parent_id <> 0 AND NOT EXISTS (SELECT 1 FROM catalog_categories c WHERE c.id = i.id)
+                 AND EXISTS (SELECT 1 FROM catalog_skus s WHERE s.category_id = i.id))),
        up AS (
          INSERT INTO catalog_categories AS c (id, parent_id, slug, name, icon, sort_order, listed, created_at, updated_at)
          SELECT id, parent_id, slug, name, coalesce(icon, ''), sort_order, true, $2, $2 FROM input
