@@ -181,6 +181,25 @@ describe('callbacks: edges', () => {
     expect(cancel.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed' });
     expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', refund_state: 'not_refundable', anomaly: 'upstream_order_exists' });
     expect(await t.db.query('SELECT 1 FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo])).toHaveLength(0);
+
+    // the operator settles it with that upstream order (one the upstream does not have is refused): the order follows it
+    const wrong = await t.app.http.post(`/internal/orders/${shopNo}/resolve`, { upstream_order_id: upstream.id + 1000 });
+    expect(wrong.status).toBe(409);
+    expect(wrong.data).toMatchObject({ ok: false, error_code: 'resolve_mismatch' });
+    const resolved = await t.app.http.post(`/internal/orders/${shopNo}/resolve`, { upstream_order_id: upstream.id });
+    expect(resolved.status).toBe(200);
+    const upstreamNow = t.sandbox.order(upstream.id)!;
+    expect((resolved.data as { order: OrderView }).order).toMatchObject({
+      status: upstreamNow.status,
+      anomaly: null,
+      upstream_order_id: upstream.id,
+      downstream_order_no: shopNo,
+      amount: '3.00',
+      refund_state: 'not_refundable',
+    });
+    expect((resolved.data as { order: OrderView }).order.items.length).toBeGreaterThan(0);
+    expect((await events(shopNo)).filter((e) => e.source === 'operator').map((e) => [e.kind, e.from, e.to])).toEqual([['status', 'rejected', upstreamNow.status]]);
+    expect(t.sandbox.stats.createsReceived).toBe(creates);
   });
 
   it('a second upstream order for the same number: kept as an anomaly beside the order followed', async () => {

@@ -1,14 +1,19 @@
 /**
  * Operator actions (CONTRACT §5): `refresh` reads the order from the upstream and applies it;
  * `resolve` settles a `submit_unknown` order, either with the upstream order that is this attempt
- * (its `downstream_order_no` checked) or as never placed (`rejected`). Both are recorded as events
- * with source `operator`.
+ * (its `downstream_order_no` checked) or as never placed (`rejected`); and a `rejected` order for
+ * which the upstream showed an order (anomaly `upstream_order_exists`) with that upstream order, which
+ * it then follows. Both are recorded as events with source `operator`.
  */
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
+import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
+import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { OrderFollowService } from './order-follow.service.js';
+import { UPSTREAM_ORDER_EXISTS, isUpstreamStatus } from './order-state.js';
 import { OrderRepository, type AttemptRecord, type OrderRecord } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
@@ -20,6 +25,7 @@ export type ResolveInput = { upstream_order_id: number } | { not_placed: true; r
 export class OrderOperatorService {
   constructor(
     private readonly clock: Clock,
+    private readonly upstream: UpstreamClient,
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly submitter: OrderSubmitter,
@@ -42,6 +48,7 @@ export class OrderOperatorService {
 
   async resolve(shopOrderNo: string, input: ResolveInput): Promise<OrderRecord> {
     const order = await this.mustFind(shopOrderNo);
+    if (order.status === 'rejected' && order.anomaly === UPSTREAM_ORDER_EXISTS && 'upstream_order_id' in input) return this.adopt(order, input.upstream_order_id);
     if (order.status !== 'submit_unknown') throw this.notUnknown(order);
     const attempt = await this.repo.findAttempt(order.id, order.attempt);
     if (!attempt || attempt.status !== 'submit_unknown') throw this.notUnknown(order);
@@ -87,6 +94,60 @@ export class OrderOperatorService {
       await tx.updateAttempt(current.id, { status: 'rejected', sending_until: null, finished_at: now, error_code: 'not_placed', error_message: reason });
       await this.updater.moveLocal(tx, locked, 'not_placed', 'rejected', 'operator', { error_code: 'not_placed', error_message: reason }, { reason, attempt: attempt.attemptNo });
     });
+    return this.mustFind(order.shopOrderNo);
+  }
+
+  /**
+   * A `rejected` order for which the upstream showed an order (anomaly upstream_order_exists): once
+   * the upstream's read of `upstreamOrderId` proves it is one of this order's attempts (its
+   * `downstream_order_no`; else the number the signed callback that raised the anomaly carried) and no
+   * other order follows it, the order follows it: that attempt accepted, the order in the upstream's
+   * status (then followed, refundable only as that status allows), the anomaly cleared.
+   */
+  private async adopt(order: OrderRecord, upstreamOrderId: number): Promise<OrderRecord> {
+    let answer: UpstreamOrder;
+    try {
+      answer = await this.upstream.getOrder(upstreamOrderId);
+    } catch (e) {
+      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) throw new AppError('resolve_mismatch', 409, `the upstream has no order ${upstreamOrderId}`);
+      throw new AppError('upstream_unavailable', 503, `the upstream order could not be read: ${(e as Error).message}`);
+    }
+    const named = (await this.repo.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)?.detail?.downstream_order_no;
+    const dno = answer.downstream_order_no ?? (typeof named === 'string' ? named : undefined);
+    const attempt = dno === undefined ? null : await this.repo.findAttemptByDownstreamNo(dno);
+    if (!attempt || attempt.orderId !== order.id) {
+      throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`);
+    }
+    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    if (taken && taken.id !== order.id) throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
+    const status = answer.status;
+    if (!isUpstreamStatus(status)) throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
+    const now = this.clock.now();
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrder(order.id);
+      if (!locked || locked.status !== 'rejected' || locked.anomaly !== UPSTREAM_ORDER_EXISTS) throw this.notUnknown(locked ?? order);
+      await tx.updateAttempt(attempt.id, { status: 'accepted', upstream_order_id: upstreamOrderId, finished_at: now, error_code: null, error_message: null });
+      const moved = await this.updater.moveLocal(
+        tx,
+        locked,
+        'adopt',
+        status,
+        'operator',
+        {
+          attempt: attempt.attemptNo,
+          downstream_order_no: attempt.downstreamOrderNo,
+          upstream_order_id: upstreamOrderId,
+          upstream_order_no: answer.order_no ?? null,
+          anomaly: null,
+          error_code: null,
+          error_message: null,
+        },
+        { upstream_order_id: upstreamOrderId, attempt: attempt.attemptNo, downstream_order_no: attempt.downstreamOrderNo },
+      );
+      // the rest of the upstream's answer (amount, items) as any report of that status
+      await this.updater.applyReport(tx, moved, answer, 'operator', { schedule: 'hint' });
+    });
+    this.signals.settled(order.id);
     return this.mustFind(order.shopOrderNo);
   }
 

@@ -71,7 +71,12 @@ describe('order state machine', () => {
     expect(canTransition('not_placed', 'paid', 'rejected')).toBe(false);
     expect(canTransition('sweep', 'submitting', 'submit_unknown')).toBe(true);
     expect(canTransition('sweep', 'paid', 'submit_unknown')).toBe(false);
-    expect(Object.keys(TRANSITIONS).sort()).toEqual(['local_cancel', 'not_placed', 'resubmit', 'submit', 'submit_outcome', 'sweep']);
+    // the operator's adoption of the upstream order of a rejected order: from rejected only, into an upstream state
+    expect(canTransition('adopt', 'rejected', 'completed')).toBe(true);
+    expect(canTransition('adopt', 'rejected', 'canceled')).toBe(true);
+    expect(canTransition('adopt', 'rejected', 'submitting')).toBe(false);
+    expect(canTransition('adopt', 'paid', 'delivered')).toBe(false);
+    expect(Object.keys(TRANSITIONS).sort()).toEqual(['adopt', 'local_cancel', 'not_placed', 'resubmit', 'submit', 'submit_outcome', 'sweep']);
   });
 
   it('follows only unfinished upstream states', () => {

@@ -64,6 +64,8 @@ export type LocalTrigger =
   | 'local_cancel'
   /** the operator settles a `submit_unknown` order as never placed */
   | 'not_placed'
+  /** the operator settles a `rejected` order the upstream showed an order for: it follows that order */
+  | 'adopt'
   /** an attempt found `submitting` past its lease (after a crash) */
   | 'sweep';
 
@@ -80,6 +82,7 @@ export const TRANSITIONS: Readonly<Record<LocalTrigger, ReadonlyArray<readonly [
   resubmit: [[['rejected'], ['submitting']]],
   local_cancel: [[['rejected'], ['canceled']]],
   not_placed: [[['submit_unknown'], ['rejected']]],
+  adopt: [[['rejected'], ANY_UPSTREAM]],
   sweep: [[['submitting'], ['submit_unknown']]],
 };
 

@@ -164,6 +164,8 @@ export class OrdersController {
     description:
       'The operator settles an order whose outcome is unknown: either `{upstream_order_id}` (checked with `GET /orders/{id}`: its ' +
       '`downstream_order_no` must be this attempt\'s, else 409 `resolve_mismatch`), or `{not_placed: true, reason}` (→ `rejected`). ' +
+      'Also a `rejected` order with the anomaly `upstream_order_exists` (the upstream showed an order for one of its attempts): ' +
+      '`{upstream_order_id}` of that order (checked the same way) makes the order follow it, in the upstream\'s state. ' +
       '409 `not_unknown` for any other status.',
   })
   @ShopOrderNoParam()
