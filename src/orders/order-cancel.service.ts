@@ -38,6 +38,7 @@ const refundFacts = (o: OrderRecord) => ({
   expectedAmount: o.expectedAmount,
   refundedAmount: o.refundedAmount,
   refundRecorded: o.refundAt !== null,
+  recordedAmount: o.refundAmount,
   anomaly: o.anomaly,
 });
 

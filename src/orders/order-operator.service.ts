@@ -52,7 +52,7 @@ export class OrderOperatorService {
     if (order.status !== 'submit_unknown') throw this.notUnknown(order);
     const attempt = await this.repo.findAttempt(order.id, order.attempt);
     if (!attempt || attempt.status !== 'submit_unknown') throw this.notUnknown(order);
-    await this.claim(attempt);
+    const lease = await this.claim(attempt);
     try {
       if ('not_placed' in input) return await this.notPlaced(order, attempt, input.reason);
       const r = await this.follow.resolveUnknown(attempt, input.upstream_order_id, 'operator');
@@ -67,17 +67,19 @@ export class OrderOperatorService {
           throw this.notUnknown(r.order ?? order);
       }
     } finally {
-      await this.repo.releaseAttemptLease(attempt.id);
+      // only its own lease: one that outlived it may be a re-send's by now
+      await this.repo.releaseAttemptLease(attempt.id, lease);
       this.signals.settled(order.id);
     }
   }
 
-  /** Takes the attempt's sending lease, so that no re-send runs while the operator settles it. */
-  private async claim(attempt: AttemptRecord): Promise<void> {
+  /** Takes the attempt's sending lease, so that no re-send runs while the operator settles it; returns its end. */
+  private async claim(attempt: AttemptRecord): Promise<Date> {
     const deadline = Date.now() + this.submitter.sendLeaseMs + 1000;
     for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
       const now = this.clock.now();
-      if (await this.repo.claimUnknownAttempt(attempt.id, now, new Date(now.getTime() + this.submitter.sendLeaseMs))) return;
+      const until = new Date(now.getTime() + this.submitter.sendLeaseMs);
+      if (await this.repo.claimUnknownAttempt(attempt.id, now, until)) return until;
       const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
       if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');

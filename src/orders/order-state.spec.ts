@@ -126,4 +126,15 @@ describe('refund eligibility', () => {
     expect(refundEligibility(facts('canceled', { refundRecorded: true }))).toEqual({ state: 'refunded', amount: '20.00' });
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '5.00', refundRecorded: true }))).toEqual({ state: 'refunded', amount: '5.00' });
   });
+
+  it('shows the amount a refund was recorded with, whatever the upstream reports after it', () => {
+    // 5.00 recorded while partially refunded; the upstream then refunds the rest
+    expect(refundEligibility(facts('refunded', { refundedAmount: '20.00', refundRecorded: true, recordedAmount: '5.00' }))).toEqual({ state: 'refunded', amount: '5.00' });
+  });
+
+  it('never offers more than the order cost, nor a refund of nothing or less', () => {
+    expect(refundEligibility(facts('partially_refunded', { refundedAmount: '25.00' }))).toEqual({ state: 'refundable', amount: '20.00' });
+    expect(refundEligibility(facts('partially_refunded', { refundedAmount: '0.00' }))).toEqual({ state: 'not_refundable', amount: null });
+    expect(refundEligibility(facts('partially_refunded', { refundedAmount: '-3.00' }))).toEqual({ state: 'not_refundable', amount: null });
+  });
 });

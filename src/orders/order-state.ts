@@ -8,8 +8,9 @@
  *   counted); a contradiction listed in ANOMALIES (e.g. `canceled` after items were delivered) is kept
  *   as an anomaly and not applied;
  * - a local move with a named trigger (`submit`, `submit_outcome`, `resubmit`, `local_cancel`,
- *   `not_placed`, `sweep`): allowed only where TRANSITIONS lists it.
+ *   `not_placed`, `adopt`, `sweep`): allowed only where TRANSITIONS lists it.
  */
+import { Decimal } from 'decimal.js';
 
 export const UPSTREAM_STATUSES = [
   'pending_payment',
@@ -158,6 +159,8 @@ export interface RefundFacts {
   refundedAmount: string | null;
   /** A local refund has been recorded. */
   refundRecorded: boolean;
+  /** The amount it was recorded with (what the shop was told it could refund then). */
+  recordedAmount?: string | null;
   /** The order's anomaly: UPSTREAM_ORDER_EXISTS makes it not refundable. */
   anomaly?: string | null;
 }
@@ -174,11 +177,19 @@ export const REFUNDABLE_WHOLE: ReadonlySet<OrderStatus> = new Set(['rejected', '
 export function refundEligibility(f: RefundFacts): { state: RefundState; amount: string | null } {
   const whole = f.amount ?? f.expectedAmount;
   if (f.refundRecorded) {
+    // what was recorded, not what the order's status would allow now (a later full refund upstream
+    // does not make a recorded partial one larger)
+    if (f.recordedAmount !== undefined && f.recordedAmount !== null) return { state: 'refunded', amount: f.recordedAmount };
     return { state: 'refunded', amount: f.status === 'partially_refunded' ? f.refundedAmount : whole };
   }
   if (f.anomaly === UPSTREAM_ORDER_EXISTS) return { state: 'not_refundable', amount: null };
   if (REFUNDABLE_WHOLE.has(f.status)) return { state: 'refundable', amount: whole };
-  if (f.status === 'partially_refunded' && f.refundedAmount !== null) return { state: 'refundable', amount: f.refundedAmount };
+  if (f.status === 'partially_refunded' && f.refundedAmount !== null) {
+    // what the upstream says it gave back, never more than the order cost, never nothing or less
+    const back = new Decimal(f.refundedAmount);
+    if (back.lte(0)) return { state: 'not_refundable', amount: null };
+    return { state: 'refundable', amount: whole !== null && back.gt(whole) ? whole : f.refundedAmount };
+  }
   return { state: 'not_refundable', amount: null };
 }
 

@@ -42,6 +42,7 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
     expectedAmount: o.expectedAmount,
     refundedAmount: o.refundedAmount,
     refundRecorded: o.refundAt !== null,
+    recordedAmount: o.refundAmount,
     anomaly: o.anomaly,
   });
   return {

@@ -832,8 +832,9 @@ export class OrderRepository {
     return claimed.length > 0;
   }
 
-  async releaseAttemptLease(attemptId: string): Promise<void> {
-    await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1', [attemptId]);
+  /** Gives back the sending lease `leaseUntil` took (claimUnknownAttempt), only if it is still that one. */
+  async releaseAttemptLease(attemptId: string, leaseUntil: Date): Promise<void> {
+    await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1 AND sending_until = $2', [attemptId, leaseUntil]);
   }
 
   /** Makes an order due for polling now (a callback hint, an unknown cancel outcome). */
