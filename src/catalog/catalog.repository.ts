@@ -186,7 +186,7 @@ mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys
 whole AS MATERIALIZED (
   SELECT CASE WHEN m.exclusive THEN pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) ELSE pg_advisory_xact_lock_shared(${ALL_SKU_CODES_LOCK}, 0) END AS held, m.exclusive
     FROM mode m)
-SELECT v.version::text AS version, transaction_timestamp() AS now${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
+SELECT v.version::text AS version, date_trunc('milliseconds', transaction_timestamp()) AS now${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
        (SELECT count(pg_advisory_xact_lock(${SKU_CODE_LOCKS}, k.key))::int
           FROM (SELECT key FROM keys ORDER BY 1) k
          WHERE NOT (SELECT exclusive FROM whole)) AS locked
@@ -394,10 +394,11 @@ export class CatalogRepository {
   /**
    * The time a catalog write stamps its rows with (`updated_at`, history, notifications): its
    * transaction's start on the database's clock, never later than its commit, which the fence of
-   * `changed_since` relies on (see listSkus). lockSkuCodes returns it too.
+   * `changed_since` relies on (see listSkus); to the millisecond, as the API shows it (a cursor taken
+   * from the API then leaves no row of its own millisecond behind it). lockSkuCodes returns it too.
    */
   async transactionNow(em: Db): Promise<Date> {
-    const [row] = await this.prepared<{ now: Date }>(em, 'transaction_now', 'SELECT transaction_timestamp() AS now', []);
+    const [row] = await this.prepared<{ now: Date }>(em, 'transaction_now', "SELECT date_trunc('milliseconds', transaction_timestamp()) AS now", []);
     return row.now;
   }
 
@@ -753,12 +754,13 @@ export class CatalogRepository {
       // transaction's start (transactionNow) and may commit after a later one, so a client that moved
       // its cursor to the newest updated_at it saw would never get the earlier-stamped rows. Rows
       // stamped since the oldest open transaction of the service (its connections, by their
-      // application_name: not a backup's or a vacuum's) began show once it ended.
+      // application_name: not a backup's or a vacuum's) began show once it ended. Both to the
+      // millisecond: an open transaction's rows are stamped at or after the fence's millisecond.
       where.push(`s.updated_at > ${p(f.changedSince)}`);
       where.push(
-        `s.updated_at < LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+        `s.updated_at < date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
                                                         WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-                                                          AND a.application_name = current_setting('application_name')))`,
+                                                          AND a.application_name = current_setting('application_name'))))`,
       );
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
