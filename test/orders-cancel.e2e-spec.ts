@@ -103,6 +103,20 @@ describe('orders: cancel and refund', () => {
     expect(refunds).toBe(0);
   });
 
+  it('a cancel the upstream accepts for an order whose items were delivered: 409 cancel_not_allowed, kept as an anomaly, not refundable', async () => {
+    const o = await placed('LATEYES');
+    const id = o.upstream_order_id as number;
+    sandbox.setOrderStatus(id, 'delivered', { payload: 'CODE-L' });
+    await waitForOrder(app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    // an upstream that cancels what it delivered
+    const body = JSON.stringify({ ok: true, order_id: id, order_no: sandbox.order(id)?.order_no, status: 'canceled' });
+    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'error_before', status: 200, body, times: 1 }] });
+    const r = await cancel(o);
+    expect(r.status).toBe(409);
+    expect(r.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed', order: { status: 'delivered', anomaly: 'canceled_after_delivery', refund_state: 'not_refundable' } });
+    expect(await getOrder(app.http, o.shop_order_no)).toMatchObject({ status: 'delivered', items: ['CODE-L'], refund_state: 'not_refundable' });
+  });
+
   it('answers 503 upstream_unavailable when the upstream cannot be reached, the order unchanged', async () => {
     const o = await placed('UNREACH');
     sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'rate_limit', retryAfterS: 0 }] });

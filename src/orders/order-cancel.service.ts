@@ -192,6 +192,13 @@ export class OrderCancelService {
     const updated = await this.mustFind(order.shopOrderNo);
     switch (answer.kind) {
       case 'canceled':
+        // the upstream canceled an order whose items were delivered: not canceled here (an anomaly,
+        // logged), so no refund follows: the shop must not take the 200 of a cancel for it
+        if (updated.status !== 'canceled' && updated.anomaly === 'canceled_after_delivery') {
+          throw new AppError('cancel_not_allowed', 409, `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`, {
+            order: this.presenter.present(updated),
+          });
+        }
         return updated;
       case 'not_allowed':
         if (updated.status === 'canceled') return updated;
