@@ -4,6 +4,7 @@
  * token is 401 `unauthorized`; and none of them records anything.
  */
 import axios from 'axios';
+import http from 'node:http';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -99,6 +100,29 @@ describe('HTTP envelope', () => {
     const missing = await app.http.get('/internal/no-such-thing');
     expect(missing.status).toBe(404);
     expect(missing.data).toMatchObject({ ok: false, error_code: 'not_found' });
+  });
+
+  it('needs the token for every spelling of an internal path that reaches an internal route (percent-encoded, doubled slashes, dot segments)', async () => {
+    // sent as written: an HTTP client would normalise some of these
+    const raw = (path: string, method = 'GET', body?: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const u = new URL(app.url);
+        const req = http.request({ host: u.hostname, port: u.port, path, method, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
+          let b = '';
+          res.on('data', (c: Buffer) => (b += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    for (const path of ['/%69nternal/orders', '/%69nternal/pricing/rules', '/internal%2Forders', '//internal/orders', '/./internal/orders', '/%2e/internal/orders', '/INTERNAL/orders', '/internal/orders/']) {
+      const r = await raw(path);
+      expect([path, r.status]).toEqual([path, expect.any(Number)]);
+      if (r.status !== 404) expect([path, r.status, JSON.parse(r.body)]).toEqual([path, 401, expect.objectContaining({ ok: false, error_code: 'unauthorized' })]);
+    }
+    const placed = await raw('/%69nternal/orders', 'POST', JSON.stringify({ shop_order_no: 'enc-1', sku_code: 'x', quantity: 1 }));
+    expect([placed.status === 401 || placed.status === 404, placed.status]).toEqual([true, placed.status]);
+    expect(await orders()).toBe(0);
   });
 
   it('names every field at fault in bad_request', async () => {
