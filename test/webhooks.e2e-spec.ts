@@ -3,8 +3,10 @@
  * `OutboxWriter.append` in a transaction, delivered by the app's sender to a real local HTTP server
  * (the "shop"), retried with growing backoff, given up into `dead`, listed and replayed through the
  * internal API, kept across a restart, delivered once with two instances on one database, and signed
- * so that `verifySignature` accepts them. Time moves through the clock seam (a test clock that runs
- * with the wall clock plus an offset the test advances), never by waiting for a backoff.
+ * so that `verifySignature` accepts them. Due times and leases are the database's (`now()`): time
+ * passes for the outbox by moving its pending rows' due times back (`elapse`), never by waiting for a
+ * backoff; the signatures' timestamps come from the clock seam (a test clock that runs with the wall
+ * clock plus an offset the test advances).
  */
 import axios, { type AxiosInstance } from 'axios';
 import { DataSource } from 'typeorm';
@@ -68,6 +70,10 @@ interface Row {
 const rowOf = async (db: TestDatabase, subject: string): Promise<Row | undefined> =>
   (await db.query<Row>('SELECT id::text, subject, status, attempts, next_attempt_at, last_attempt_at, lease_token FROM outbox_events WHERE subject = $1', [subject]))[0];
 
+/** `ms` pass for the outbox's waiting rows, as the database's clock judges their due times. */
+const elapse = (db: TestDatabase, ms: number): Promise<unknown> =>
+  db.query(`UPDATE outbox_events SET next_attempt_at = next_attempt_at - $1 * interval '1 millisecond' WHERE status = 'pending' AND lease_token IS NULL`, [ms]);
+
 const orderEvent = (subject: string, status = 'delivered'): OutboxEvent => ({
   type: 'order.status_changed',
   subject,
@@ -116,9 +122,9 @@ describe('shop webhooks', () => {
         const row = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
         expect(row!.status).toBe('pending');
         delays.push(new Date(row!.next_attempt_at).getTime() - new Date(row!.last_attempt_at!).getTime());
-        // Not due before its time: nothing more reaches the shop until the clock passes it.
+        // Not due before its time: nothing more reaches the shop until its due time has passed.
         expect(shop.received.filter((r) => r.subject === 'SO-RETRY')).toHaveLength(attempt);
-        clock.advance(delays[attempt - 1] + 1000);
+        await elapse(db, delays[attempt - 1] + 1000);
         app.kick();
       }
       const done = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r?.status === 'delivered', 'delivery');
@@ -140,7 +146,7 @@ describe('shop webhooks', () => {
       expect(verify(SHOP_SECRET)).toEqual({ ok: true });
       expect(verify('another-secret')).toEqual({ ok: false, reason: 'signature_mismatch' });
       // Nothing more arrives for it.
-      clock.advance(24 * 3600_000);
+      await elapse(db, 24 * 3600_000);
       app.kick();
       await new Promise((r) => setTimeout(r, 300));
       expect(shop.received.filter((r) => r.subject === 'SO-RETRY')).toHaveLength(4);
@@ -153,7 +159,7 @@ describe('shop webhooks', () => {
       app.kick();
       for (let attempt = 1; attempt < 4; attempt++) {
         await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
-        clock.advance(2 * 3600_000);
+        await elapse(db, 2 * 3600_000);
         app.kick();
       }
       const dead = await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r?.status === 'dead', 'dead letter');
@@ -236,7 +242,7 @@ describe('shop webhooks', () => {
 
       shop.respond = () => 200;
       second = await startApp(db, sandbox, env, clock);
-      clock.advance(3600_000);
+      await elapse(db, 3600_000);
       second.kick();
       const rows = await waitFor(
         async () => db.query<Row>(`SELECT id::text, subject, status FROM outbox_events WHERE subject LIKE 'SO-RESTART-%' ORDER BY id`),

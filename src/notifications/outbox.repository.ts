@@ -4,8 +4,13 @@
  *
  * Claiming: due `pending` rows (the oldest first, never one whose subject has an earlier pending
  * event, so that a subject's events arrive in order) are taken with `FOR UPDATE SKIP LOCKED` and
- * leased by pushing `next_attempt_at` forward and stamping a `lease_token`. Only the holder of the
- * token records the result, so a replica whose lease ran out never overwrites a newer state.
+ * leased by pushing `next_attempt_at` forward and stamping a `lease_token` (a new one per claim).
+ * Only the holder of the token records the result, so a replica whose lease ran out and was claimed
+ * again never overwrites the newer claim's state.
+ *
+ * Every time in `next_attempt_at` (due, lease, backoff) and the attempt times are the database's
+ * (`now()`), never a process's clock: the replicas compare one clock, and a lease starts when the
+ * claim runs, not when its process asked for a connection.
  */
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
@@ -82,11 +87,10 @@ const COLUMNS = `id, event_type, subject, payload, status, attempts, next_attemp
 
 export interface AttemptResult {
   status: DeliveryStatus;
-  /** When `pending`: the next attempt. */
-  nextAttemptAt: Date | null;
+  /** When `pending`: the next attempt is due this long after the attempt is recorded (database clock). */
+  retryInMs: number | null;
   httpStatus: number | null;
   error: string | null;
-  at: Date;
 }
 
 export type ReplayResult = { kind: 'replayed'; delivery: DeliveryRecord } | { kind: 'not_found' } | { kind: 'pending'; delivery: DeliveryRecord };
@@ -95,24 +99,28 @@ export type ReplayResult = { kind: 'replayed'; delivery: DeliveryRecord } | { ki
 export class OutboxRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Claims up to `limit` due events and leases them until `leaseUntil`. */
-  async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<ClaimedEvent[]> {
+  /**
+   * Claims up to `limit` due events and leases them for `leaseMs`: both measured by the database's
+   * clock when the claim runs (`now()`), whatever this process's clock says and however long it
+   * waited for a connection.
+   */
+  async claimDue(leaseMs: number, limit: number): Promise<ClaimedEvent[]> {
     const token = randomUUID();
     const rows = await this.dataSource.transaction((em) =>
       sqlRows<Row>(
         em,
         `UPDATE outbox_events o
-            SET next_attempt_at = $2, lease_token = $3
+            SET next_attempt_at = now() + $1 * interval '1 millisecond', lease_token = $2
           WHERE o.id IN (
                 SELECT e.id FROM outbox_events e
-                 WHERE e.status = 'pending' AND e.next_attempt_at <= $1
+                 WHERE e.status = 'pending' AND e.next_attempt_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM outbox_events p
                                     WHERE p.status = 'pending' AND p.subject = e.subject AND p.id < e.id)
                  ORDER BY e.next_attempt_at, e.id
-                 LIMIT $4
+                 LIMIT $3
                  FOR UPDATE SKIP LOCKED)
           RETURNING o.id, o.event_type, o.subject, o.payload, o.attempts, o.created_at, o.next_attempt_at`,
-        [now, leaseUntil, token, limit],
+        [leaseMs, token, limit],
       ),
     );
     return rows
@@ -128,29 +136,34 @@ export class OutboxRepository {
       .sort((a, b) => Number(a.id) - Number(b.id));
   }
 
-  /** Records an attempt of a claimed event; false when the lease was lost (nothing written). */
-  async recordAttempt(e: ClaimedEvent, result: AttemptResult): Promise<boolean> {
-    const rows = await sqlRows<Row>(
+  /**
+   * Records an attempt of a claimed event, stamped with the database's clock, and returns the next
+   * attempt's due time (when `pending`). Written only while the row still carries this claim's token:
+   * `recorded: false` when another claim took it since (its lease ran out), and nothing is written.
+   */
+  async recordAttempt(e: ClaimedEvent, result: AttemptResult): Promise<{ recorded: true; nextAttemptAt: Date | null } | { recorded: false }> {
+    const rows = await sqlRows<{ next_attempt_at: Date }>(
       this.dataSource,
       `UPDATE outbox_events
-          SET status = $3, attempts = attempts + 1, last_attempt_at = $4, last_status = $5, last_error = $6,
-              next_attempt_at = COALESCE($7, next_attempt_at),
-              delivered_at = CASE WHEN $3 = 'delivered' THEN $4 ELSE delivered_at END,
+          SET status = $3, attempts = attempts + 1, last_attempt_at = now(), last_status = $4, last_error = $5,
+              next_attempt_at = CASE WHEN $6::int IS NULL THEN next_attempt_at ELSE now() + $6::int * interval '1 millisecond' END,
+              delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END,
               lease_token = NULL
         WHERE id = $1 AND lease_token = $2 AND status = 'pending'
-        RETURNING id`,
-      [e.id, e.leaseToken, result.status, result.at, result.httpStatus, result.error, result.nextAttemptAt],
+        RETURNING next_attempt_at`,
+      [e.id, e.leaseToken, result.status, result.httpStatus, result.error, result.status === 'pending' ? Math.round(result.retryInMs ?? 0) : null],
     );
-    return rows.length === 1;
+    if (rows.length !== 1) return { recorded: false };
+    return { recorded: true, nextAttemptAt: result.status === 'pending' ? new Date(rows[0].next_attempt_at) : null };
   }
 
-  /** Gives claimed events back without counting an attempt (due at `now`). */
-  async release(events: ClaimedEvent[], now: Date): Promise<void> {
+  /** Gives claimed events back without counting an attempt (due at once). */
+  async release(events: ClaimedEvent[]): Promise<void> {
     if (events.length === 0) return;
     await this.dataSource.query(
-      `UPDATE outbox_events SET next_attempt_at = $3, lease_token = NULL
+      `UPDATE outbox_events SET next_attempt_at = now(), lease_token = NULL
         WHERE id = ANY($1::bigint[]) AND lease_token = $2 AND status = 'pending'`,
-      [events.map((e) => e.id), events[0].leaseToken, now],
+      [events.map((e) => e.id), events[0].leaseToken],
     );
   }
 
@@ -183,7 +196,7 @@ export class OutboxRepository {
    * Puts a `dead` (or `delivered`) event back into delivery, due at once, with a fresh attempt
    * count. A `pending` one is left alone: it is already on its way.
    */
-  async replay(id: string, now: Date): Promise<ReplayResult> {
+  async replay(id: string): Promise<ReplayResult> {
     return this.dataSource.transaction(async (em) => {
       const rows: Row[] = await em.query(`SELECT ${COLUMNS} FROM outbox_events WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return { kind: 'not_found' as const };
@@ -191,10 +204,10 @@ export class OutboxRepository {
       const updated = await sqlRows<Row>(
         em,
         `UPDATE outbox_events
-            SET status = 'pending', attempts = 0, next_attempt_at = $2, lease_token = NULL, replays = replays + 1
+            SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL, replays = replays + 1
           WHERE id = $1
           RETURNING ${COLUMNS}`,
-        [id, now],
+        [id],
       );
       return { kind: 'replayed' as const, delivery: toRecord(updated[0]) };
     });

@@ -7,7 +7,6 @@ import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 import { AppError } from '../common/app-error.js';
-import { Clock } from '../common/clock.js';
 import { PageQuery, listResponse, pageRequest } from '../common/pagination.js';
 import { ApiErrors, ApiPageQuery, apiError } from '../ops/api-docs.js';
 import { DELIVERY_STATUSES, OutboxRepository, type DeliveryRecord, type DeliveryStatus } from './outbox.repository.js';
@@ -78,7 +77,6 @@ export class WebhookDeliveriesController {
   constructor(
     private readonly outbox: OutboxRepository,
     private readonly sender: WebhookSender,
-    private readonly clock: Clock,
   ) {}
 
   @Get()
@@ -114,7 +112,7 @@ export class WebhookDeliveriesController {
   )
   async replay(@Param('id') id: string) {
     if (!ID_RE.test(id)) throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
-    const r = await this.outbox.replay(id, this.clock.now());
+    const r = await this.outbox.replay(id);
     if (r.kind === 'not_found') throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
     if (r.kind === 'pending') {
       throw new AppError('delivery_pending', 409, `delivery ${id} is still pending (next attempt ${r.delivery.nextAttemptAt.toISOString()})`, {

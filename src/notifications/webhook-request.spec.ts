@@ -1,5 +1,5 @@
 import { verifySignature } from '../signing/signing.js';
-import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE, buildWebhookRequest, webhookSignaturePath } from './webhook-request.js';
+import { WEBHOOK_API_KEY, WEBHOOK_SIGNATURE_TEMPLATE, buildWebhookRequest, webhookBody, webhookSignaturePath } from './webhook-request.js';
 
 const event = {
   id: '42',
@@ -17,7 +17,7 @@ describe('webhook request', () => {
       event: 'order.status_changed',
       subject: 'SO-1',
       created_at: '2026-11-22T10:00:00.000Z',
-      data: { shop_order_no: 'SO-1', status: 'delivered' },
+      data: { shop_order_no: 'SO-1', status: 'delivered', sequence: 42 },
     });
     expect(req.headers).toMatchObject({ 'Relay-Event-Id': '42', 'Relay-Event': 'order.status_changed', 'Relay-Attempt': '2', 'Relay-Timestamp': '1800000000' });
     const verify = (secret: string, path: string) =>
@@ -44,6 +44,14 @@ describe('webhook request', () => {
     const b = buildWebhookRequest(event, { url: 'http://h/x', secret: 's', nowSeconds: 99, attempt: 7 });
     expect(a.body).toBe(b.body);
     expect(a.headers['Relay-Signature']).not.toBe(b.headers['Relay-Signature']);
+  });
+
+  it('orders the status changes of an order by data.sequence (the event id, a number); other events have none', () => {
+    const later = JSON.parse(webhookBody({ ...event, id: '43' })) as { data: { sequence: number } };
+    expect(later.data.sequence).toBe(43);
+    expect(later.data.sequence).toBeGreaterThan((JSON.parse(webhookBody(event)) as { data: { sequence: number } }).data.sequence);
+    const sku = JSON.parse(webhookBody({ ...event, eventType: 'sku.price_changed', subject: 'SKU-1', payload: { event: 'sku.price_changed', sku_code: 'SKU-1' } }));
+    expect(sku.data).toEqual({ sku_code: 'SKU-1' });
   });
 
   it('signs over / when the URL has no path', () => {

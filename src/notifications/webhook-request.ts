@@ -16,6 +16,12 @@
  * key `upstream-relay`) or any implementation of §4. The prefix `Relay` is fixed whatever the
  * upstream profile, so that the shop never confuses these with the upstream's own callbacks.
  * The body of an event is the same on every attempt; only the timestamp and signature change.
+ *
+ * `order.status_changed` carries `data.sequence` (a number, the event's id): it grows with each
+ * status change of one order (the change and its outbox row are written under the order's row lock,
+ * so a later change has a larger id). Events of one order are sent in order, but those after a
+ * `dead` one go without it, and its replay (or any replay) brings an older change after a newer one:
+ * a shop applies an order event only when its sequence is above the last one it applied for that order.
  */
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../signing/signing.js';
 
@@ -40,9 +46,13 @@ export interface WebhookRequest {
   headers: Record<string, string>;
 }
 
+/** Events whose `data.sequence` orders them per subject (see above). */
+const SEQUENCED_EVENTS: ReadonlySet<string> = new Set(['order.status_changed']);
+
 /** The body: the same bytes on every attempt. */
 export function webhookBody(e: WebhookEventRecord): string {
-  const { event: _event, ...data } = e.payload;
+  const { event: _event, ...fields } = e.payload;
+  const data = SEQUENCED_EVENTS.has(e.eventType) ? { ...fields, sequence: Number(e.id) } : fields;
   return JSON.stringify({ id: e.id, event: e.eventType, subject: e.subject, created_at: e.createdAt.toISOString(), data });
 }
 

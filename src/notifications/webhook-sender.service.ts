@@ -10,11 +10,19 @@
  * order. An event is at least once at the shop; the `Relay-Event-Id` header lets it drop a repeat
  * (a repeat only happens when a process dies mid-delivery and its lease runs out).
  *
+ * One delivery at a time per event, across replicas: a request has a total deadline
+ * (`timing.requestMs`, an AbortSignal) until the answer's status, and the answer's body is not read at
+ * all (the status is the answer; a shop trickling or sending a large body neither holds the request
+ * open nor fails it: the connection is closed once the status is in); the claim's lease (`timing.leaseMs`, measured by the
+ * database's clock from the claim) is three times the deadline, so that the request and the
+ * recording of its result end well before another replica may claim the event again.
+ *
  * Shutdown: stops claiming, lets the deliveries in flight finish (each is bounded by the request
- * timeout) and records them; nothing claimed is left unrecorded, so nothing waits for a lease.
+ * deadline) and records them; nothing claimed is left unrecorded, so nothing waits for a lease.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import axios, { type AxiosInstance } from 'axios';
+import type { Readable } from 'node:stream';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
@@ -22,16 +30,16 @@ import { OutboxRepository, type ClaimedEvent } from './outbox.repository.js';
 import { attemptOutcome, isDelivered } from './webhook-backoff.js';
 import { buildWebhookRequest } from './webhook-request.js';
 
-/** Per delivery request. */
+/** Per delivery request: the total deadline (and the longest silence within it). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** How long a claim holds its events: well above the request's deadline plus the recording of its result. */
+export const WEBHOOK_LEASE_MS = 3 * WEBHOOK_TIMEOUT_MS;
 /** Deliveries at once; also the size of one claim. */
 export const WEBHOOK_CONCURRENCY = 4;
 /** How often the outbox is looked at when there was nothing to do. */
 export const WEBHOOK_IDLE_MS = 1_000;
 /** The longest rest given to a shop that failed every delivery of the last cycles. */
 export const WEBHOOK_MAX_PAUSE_MS = 60_000;
-/** A claim outlives the request it covers by this much. */
-const LEASE_MARGIN_MS = 5_000;
 
 @Injectable()
 export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
@@ -43,6 +51,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
   private wake: (() => void) | null = null;
   private sleepTimer: NodeJS.Timeout | null = null;
   private kicked = false;
+  /** The request's total deadline and the claim's lease (a test shortens them; keep the lease well above the deadline). */
+  timing = { requestMs: WEBHOOK_TIMEOUT_MS, leaseMs: WEBHOOK_LEASE_MS };
 
   constructor(
     private readonly config: AppConfig,
@@ -51,11 +61,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly outbox: OutboxRepository,
   ) {
     this.http = axios.create({
-      timeout: WEBHOOK_TIMEOUT_MS,
       maxRedirects: 0,
       validateStatus: () => true,
       transformResponse: [(d: unknown) => d],
-      responseType: 'text',
+      // resolved at the answer's headers; the body is dropped unread (see deliverOne)
+      responseType: 'stream',
       proxy: false,
     });
   }
@@ -120,12 +130,10 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One cycle: claims due events and delivers them; returns how many were claimed and delivered. */
   async deliverDue(): Promise<{ claimed: number; delivered: number }> {
-    const now = this.clock.now();
-    const leaseUntil = new Date(now.getTime() + WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
-    const events = await this.outbox.claimDue(now, leaseUntil, WEBHOOK_CONCURRENCY);
+    const events = await this.outbox.claimDue(this.timing.leaseMs, WEBHOOK_CONCURRENCY);
     if (events.length === 0) return { claimed: 0, delivered: 0 };
     if (this.stopping) {
-      await this.outbox.release(events, now);
+      await this.outbox.release(events);
       return { claimed: events.length, delivered: 0 };
     }
     const results = await Promise.all(events.map((e) => this.deliverOne(e)));
@@ -139,25 +147,27 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     const req = buildWebhookRequest(e, { url, secret: this.config.shopWebhook.secret!, nowSeconds: this.clock.nowMs() / 1000, attempt });
     let httpStatus: number | null = null;
     let error: string | null = null;
+    const { requestMs } = this.timing;
     try {
-      const res = await this.http.post(url, req.body, { headers: req.headers });
+      // `timeout` ends a silent connection; the signal ends the request at its deadline whatever it does.
+      const res = await this.http.post<Readable>(url, req.body, { headers: req.headers, timeout: requestMs, signal: AbortSignal.timeout(requestMs) });
+      res.data.on('error', () => undefined);
+      res.data.destroy(); // the status is the answer: its body is neither needed nor waited for
       httpStatus = res.status;
       if (!isDelivered(res.status)) error = `HTTP ${res.status}`;
     } catch (err) {
       error = describeNetworkError(err);
     }
     const outcome = attemptOutcome(isDelivered(httpStatus), attempt, this.config.shopWebhook.maxAttempts);
-    const at = this.clock.now();
-    const nextAttemptAt = outcome.status === 'pending' ? new Date(at.getTime() + outcome.retryInMs) : null;
-    let recorded: boolean;
+    let recorded: Awaited<ReturnType<OutboxRepository['recordAttempt']>>;
     try {
-      recorded = await this.outbox.recordAttempt(e, { status: outcome.status, nextAttemptAt, httpStatus, error, at });
+      recorded = await this.outbox.recordAttempt(e, { status: outcome.status, retryInMs: outcome.status === 'pending' ? outcome.retryInMs : null, httpStatus, error });
     } catch (err) {
       // The lease runs out and the event is tried again: at least once, never lost.
       this.logger.error({ msg: `outbox event ${e.id}: could not record the attempt: ${(err as Error).message}`, event_id: e.id });
       return false;
     }
-    if (!recorded) {
+    if (!recorded.recorded) {
       this.logger.warn({ msg: `outbox event ${e.id}: lease lost before the result was recorded`, event_id: e.id });
       return false;
     }
@@ -169,7 +179,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     } else if (outcome.status === 'dead') {
       this.logger.error({ ...fields, error, msg: `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); replay it with POST /internal/webhooks/deliveries/${e.id}/replay` });
     } else {
-      this.logger.warn({ ...fields, error, next_attempt_at: nextAttemptAt?.toISOString(), msg: `webhook ${e.eventType} #${e.id} failed (${error}), retrying` });
+      this.logger.warn({ ...fields, error, next_attempt_at: recorded.nextAttemptAt?.toISOString(), msg: `webhook ${e.eventType} #${e.id} failed (${error}), retrying` });
     }
     return outcome.status === 'delivered';
   }
@@ -190,6 +200,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
 /** A short reason without the URL's query or any header (never a secret). */
 function describeNetworkError(err: unknown): string {
   const e = err as { code?: string; message?: string };
-  if (e?.code === 'ECONNABORTED' || e?.code === 'ETIMEDOUT') return 'timeout';
+  // ERR_CANCELED: the deadline's signal (nothing else cancels a delivery)
+  if (e?.code === 'ECONNABORTED' || e?.code === 'ETIMEDOUT' || e?.code === 'ERR_CANCELED') return 'timeout';
   return e?.code ?? (e?.message ?? 'request failed').slice(0, 200);
 }

@@ -6,10 +6,14 @@
  * Deduplicated across replicas and restarts: one alert per condition (the wallet; an order; a sync
  * run) per ALERT_REPEAT_MS, kept as `alert:<kind>:<subject>` in `relay_state` and claimed with one
  * conditional upsert, in the same transaction as the outbox row. The caller may hand its own
- * transaction (`manager`) so that the alert commits with the change it reports.
+ * transaction (`manager`) so that the alert commits with the change it reports, and its
+ * `afterCommit` so that the log line and the metric wait for the commit (and are not emitted when it
+ * rolls back). The outbox subject is `<kind>:<subject>` (e.g. `order_stuck:SO-1`), never a bare
+ * order number or sku code: an alert does not join (nor hold back) an order's own ordered events.
  *
  * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet`; the orders
- * module calls `checkWallet` after an order and `orderStuck` for newly stuck orders; the catalog
+ * module calls `checkWallet` after an order and `orderStuck` for newly stuck orders (in the
+ * transaction that flags them, OrderRepository.flagStuck); the catalog
  * module calls `syncFailed` when a run fails.
  */
 import { Injectable, Logger } from '@nestjs/common';
@@ -46,6 +50,9 @@ export interface SyncFailedAlert {
   mode?: string | null;
   error?: string | null;
 }
+
+/** Runs a side effect once the caller's transaction has committed (e.g. `OrderTx.afterCommit`). */
+export type AfterCommit = (effect: () => void) => void;
 
 const iso = (d: Date | string): string => (d instanceof Date ? d.toISOString() : new Date(d).toISOString());
 
@@ -92,7 +99,7 @@ export class AlertService {
     );
   }
 
-  orderStuck(a: OrderStuckAlert, manager?: EntityManager): Promise<boolean> {
+  orderStuck(a: OrderStuckAlert, manager?: EntityManager, afterCommit?: AfterCommit): Promise<boolean> {
     const since = iso(a.since);
     return this.raise(
       'order_stuck',
@@ -101,6 +108,7 @@ export class AlertService {
       `order ${a.shopOrderNo} is stuck in ${a.status} since ${since}`,
       { shop_order_no: a.shopOrderNo, trace_id: a.traceId ?? undefined, status: a.status, since },
       manager,
+      afterCommit,
     );
   }
 
@@ -123,6 +131,7 @@ export class AlertService {
     message: string,
     logFields: Record<string, unknown>,
     manager?: EntityManager,
+    afterCommit?: AfterCommit,
   ): Promise<boolean> {
     const now = this.clock.now();
     const key = `alert:${kind}:${subject}`;
@@ -143,8 +152,12 @@ export class AlertService {
     };
     const raised = manager ? await claim(manager) : await this.dataSource.transaction(claim);
     if (raised) {
-      this.metrics.alerts.inc({ kind });
-      this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
+      const report = () => {
+        this.metrics.alerts.inc({ kind });
+        this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
+      };
+      if (manager && afterCommit) afterCommit(report);
+      else report();
     }
     return raised;
   }

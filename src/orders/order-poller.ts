@@ -2,7 +2,8 @@
  * The background loop of each instance: turns attempts left `submitting` by a stopped process into
  * `submit_unknown`, re-sends due unknown attempts (where the upstream deduplicates), polls due
  * unfinished orders (claimed with FOR UPDATE SKIP LOCKED, so replicas share the work), and flags stuck
- * orders (log, metric, outbox alert).
+ * orders (AlertService's `order_stuck`: its outbox row in the transaction that flags the order, its log
+ * line and metric after the commit).
  *
  * Its tick is at most a quarter of UPSTREAM_TIMEOUT_MS (and at most ORDER_POLL_BASE_MS and 1 s), so a
  * leftover `submitting` attempt becomes `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of a start.
@@ -10,9 +11,8 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { OutboxWriter } from '../notifications/outbox.writer.js';
+import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.js';
-import { DataSource } from 'typeorm';
 import { ORDER_STATUSES, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { OrderRepository } from './order.repository.js';
@@ -39,8 +39,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly metrics: Metrics,
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
-    private readonly outbox: OutboxWriter,
-    private readonly dataSource: DataSource,
+    private readonly alerts: AlertService,
   ) {}
 
   get tickMs(): number {
@@ -108,23 +107,13 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Stuck orders flagged (log once, metric, alert) and the orders-by-status gauge. */
+  /** Stuck orders flagged with their alert (one transaction) and the orders-by-status gauge. */
   private async housekeeping(): Promise<void> {
     const now = this.clock.now();
-    const { newlyStuck, count } = await this.repo.flagStuck(now, stuckThresholds(now, this.config.orders.stuckAlertS));
+    const { count } = await this.repo.flagStuck(now, stuckThresholds(now, this.config.orders.stuckAlertS), (s, em, afterCommit) =>
+      this.alerts.orderStuck({ shopOrderNo: s.shopOrderNo, status: s.status, since: s.since, traceId: s.traceId }, em, afterCommit),
+    );
     this.metrics.stuckOrders.set(count);
-    if (newlyStuck.length) {
-      for (const s of newlyStuck) {
-        this.metrics.alerts.inc({ kind: 'order_stuck' });
-        this.logger.warn({ msg: `order ${s.shopOrderNo} is stuck in ${s.status}`, shop_order_no: s.shopOrderNo, trace_id: s.traceId, status: s.status });
-      }
-      await this.dataSource.transaction((em) =>
-        this.outbox.append(
-          em,
-          newlyStuck.map((s) => ({ type: 'alert.order_stuck' as const, subject: s.shopOrderNo, payload: { shop_order_no: s.shopOrderNo, status: s.status, at: now.toISOString() } })),
-        ),
-      );
-    }
     const counts = new Map((await this.repo.countByStatus()).map((c) => [c.status, c.n]));
     for (const status of ORDER_STATUSES) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
   }

@@ -267,6 +267,14 @@ export interface StuckThresholds {
   unknownBefore: Date;
 }
 
+/** An order `flagStuck` has just flagged; `since`: its last progress (its `submit_unknown` start). */
+export interface StuckOrder {
+  shopOrderNo: string;
+  status: string;
+  traceId: string;
+  since: Date;
+}
+
 export interface NewOrderInput {
   shopOrderNo: string;
   skuCode: string;
@@ -845,21 +853,34 @@ export class OrderRepository {
     );
   }
 
-  /** Flags newly stuck orders (returned) and unflags those that moved on; returns the stuck count too. */
-  async flagStuck(now: Date, t: StuckThresholds): Promise<{ newlyStuck: Array<{ shopOrderNo: string; status: string; traceId: string }>; count: number }> {
+  /**
+   * Flags newly stuck orders and unflags those that moved on, in one transaction; returns the newly
+   * stuck and the stuck count. `alert` runs in that transaction for each newly stuck order (with the
+   * transaction's manager and its `afterCommit` for log lines and metrics), so that an order is never
+   * flagged without its alert's outbox row: when the alert fails, the flags roll back with it and the
+   * next pass finds those orders newly stuck again.
+   */
+  async flagStuck(
+    now: Date,
+    t: StuckThresholds,
+    alert: (s: StuckOrder, em: EntityManager, afterCommit: (effect: () => void) => void) => Promise<unknown>,
+  ): Promise<{ newlyStuck: StuckOrder[]; count: number }> {
     return this.transaction(async (tx) => {
-      const newly = await rows<{ shop_order_no: string; status: string; trace_id: string }>(
+      const newly = await rows<{ shop_order_no: string; status: string; trace_id: string; since: Date }>(
         tx.em,
         `UPDATE orders o SET stuck_since = $1 WHERE o.stuck_since IS NULL AND ${stuckCondition(2, 3)}
-         RETURNING o.shop_order_no, o.status, o.trace_id`,
+         RETURNING o.shop_order_no, o.status, o.trace_id,
+                   CASE WHEN o.status = 'submit_unknown' THEN o.status_changed_at ELSE o.progress_at END AS since`,
         [now, t.stuckBefore, t.unknownBefore],
       );
+      const newlyStuck = newly.map((r) => ({ shopOrderNo: r.shop_order_no, status: r.status, traceId: r.trace_id, since: new Date(r.since) }));
+      for (const s of newlyStuck) await alert(s, tx.em, (effect) => tx.afterCommit(effect));
       await tx.em.query(`UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT ${stuckCondition(1, 2)}`, [
         t.stuckBefore,
         t.unknownBefore,
       ]);
       const [{ n }] = await rows<{ n: number }>(tx.em, 'SELECT count(*)::int AS n FROM orders WHERE stuck_since IS NOT NULL');
-      return { newlyStuck: newly.map((r) => ({ shopOrderNo: r.shop_order_no, status: r.status, traceId: r.trace_id })), count: n };
+      return { newlyStuck, count: n };
     });
   }
 
