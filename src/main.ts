@@ -4,6 +4,7 @@ import { Logger } from '@nestjs/common';
 import { createRelayApp } from './app.factory.js';
 import { ConfigError } from './config/app-config.js';
 import { loadProcessConfig } from './config/load-env.js';
+import { redactUrl } from './config/redact-url.js';
 import { createPino, JsonLogger } from './ops/json-logger.js';
 
 async function main(): Promise<void> {
@@ -30,10 +31,11 @@ async function main(): Promise<void> {
     {
       url: relay.url,
       internal_api: `${base}/internal`,
-      callback_endpoint: config.callbacks.publicUrl ?? `${base}/callbacks/upstream`,
+      callback_endpoint: config.callbacks.publicUrl !== null ? redactUrl(config.callbacks.publicUrl) : `${base}/callbacks/upstream`,
       docs: `${base}/docs`,
       health: `${base}/health`,
-      upstream: config.upstream.baseUrl,
+      // URLs from the environment are logged without credentials or secret-looking parameters.
+      upstream: config.upstream.baseUrl === null ? null : redactUrl(config.upstream.baseUrl),
       database: relay.endpoint.describe(),
     },
     `upstream-relay listening on ${relay.url}`,

@@ -60,6 +60,14 @@ describe('relay command', () => {
     expect(lines.join('\n')).toContain('SYNC_MODE: must be one of auto, full, incremental');
   });
 
+  it('names a refused URL without printing its password', async () => {
+    const lines: string[] = [];
+    const code = await runCli(['migrate'], { out: (l) => lines.push(l), env: { ...env, DATABASE_URL: 'mysql://relay:s3cretpw@db.example/relay' } });
+    expect(code).toBe(3);
+    expect(lines.join('\n')).toContain('DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@db.example/relay"');
+    expect(lines.join('\n')).not.toContain('s3cretpw');
+  });
+
   it('migrates: up to date, then down one and up again', async () => {
     expect((await run('migrate')).out).toMatch(/^up to date/);
     const down = await run('migrate', '--down', '1');

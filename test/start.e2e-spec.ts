@@ -6,7 +6,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import axios from 'axios';
-import { startChildApp } from './support/child-app.js';
+import { startChildApp, startRelayChild, type RelayChild } from './support/child-app.js';
+import { startSandbox } from './support/test-app.js';
+import { openTestDatabase } from './support/test-database.js';
 
 const listening = (l: Record<string, unknown>) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening');
 
@@ -86,6 +88,60 @@ describe('starting the service', () => {
     expect(code).not.toBe(0);
     for (const name of ['DATABASE_URL', 'UPSTREAM_BASE_URL', 'UPSTREAM_API_KEY', 'UPSTREAM_API_SECRET', 'INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']) {
       expect(child.output()).toContain(`${name}: is required when NODE_ENV=production`);
+    }
+  });
+
+  it('names a refused URL without printing its password', async () => {
+    const child = startChildApp({
+      cwd: dir,
+      cleanEnv: true,
+      env: {
+        NODE_ENV: 'production',
+        DATABASE_URL: 'mysql://u:s3cretpw@h/db',
+        UPSTREAM_BASE_URL: 'https://u:s3cretpw@supplier.example/api',
+        UPSTREAM_API_KEY: 'k',
+        UPSTREAM_API_SECRET: 's',
+        INTERNAL_API_TOKEN: 't',
+        PAYLOAD_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+        SHOP_WEBHOOK_URL: 'ftp://hook:s3cretpw@shop.example/hook?token=s3cretpw',
+        SHOP_WEBHOOK_SECRET: 'x',
+      },
+    });
+    expect(await child.exited).not.toBe(0);
+    const out = child.output();
+    expect(out).toContain('DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@h/db"');
+    expect(out).toContain('UPSTREAM_BASE_URL: must include the path prefix /api/v1/upstream, got "https://***@supplier.example/api"');
+    expect(out).toContain('SHOP_WEBHOOK_URL: must be a http: or https: URL, got "ftp://***@shop.example/hook?token=***"');
+    expect(out).not.toContain('s3cretpw');
+  });
+
+  it('logs the URLs it was given without their credentials or secret parameters', async () => {
+    const db = await openTestDatabase();
+    const sandbox = await startSandbox();
+    let child: RelayChild | null = null;
+    try {
+      // Credentials in every URL (the database's and the sandbox's ignore them).
+      const databaseUrl = new URL(db.url);
+      databaseUrl.username = 'postgres';
+      databaseUrl.password = 's3cretpw';
+      const upstream = new URL(sandbox.baseUrl);
+      upstream.username = 'relay';
+      upstream.password = 's3cretpw';
+      child = await startRelayChild({
+        databaseUrl: databaseUrl.toString(),
+        sandbox,
+        env: { UPSTREAM_BASE_URL: upstream.toString(), CALLBACK_PUBLIC_URL: 'https://relay:s3cretpw@relay.example/callbacks/upstream?token=s3cretpw&v=1' },
+      });
+      const line = await child.waitForLog(listening);
+      expect(line.upstream).toBe(`http://***@${upstream.host}${upstream.pathname}`);
+      expect(line.callback_endpoint).toBe('https://***@relay.example/callbacks/upstream?token=***&v=1');
+      expect(String(line.database)).toMatch(/^(PostgreSQL at \S+:\d+\/\S+|embedded PostgreSQL \(PGlite\))$/);
+      expect((await child.http.get('/health')).status).toBe(200);
+      expect(child.output()).not.toContain('s3cretpw');
+    } finally {
+      await child?.kill('SIGTERM');
+      await sandbox.stop();
+      await db.close();
     }
   });
 

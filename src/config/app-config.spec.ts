@@ -96,6 +96,37 @@ describe('config', () => {
     expect(p.join('\n')).toMatch(message);
   });
 
+  // A refused URL is echoed so that the operator sees what was read, but never its user and password
+  // nor a secret-looking query parameter: the message goes to stderr and into the orchestrator's logs.
+  it.each([
+    ['DATABASE_URL', 'mysql://u:s3cretpw@h/db', 'DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@h/db"'],
+    ['DATABASE_URL', 'postgres//relay:s3cretpw@db/relay', 'DATABASE_URL: is not a valid URL: "postgres//***@db/relay"'],
+    ['DATABASE_URL', 'postgres://relay:s3cret#pw@db/relay', 'DATABASE_URL: is not a valid URL: "postgres://***@db/relay"'],
+    ['UPSTREAM_BASE_URL', 'ftp://u:s3cretpw@supplier.example/api/v1/upstream', 'UPSTREAM_BASE_URL: must be a http: or https: URL, got "ftp://***@supplier.example/api/v1/upstream"'],
+    [
+      'UPSTREAM_BASE_URL',
+      'https://u:s3cretpw@supplier.example/api?token=s3cretpw&page=1',
+      'UPSTREAM_BASE_URL: must include the path prefix /api/v1/upstream, got "https://***@supplier.example/api?token=***&page=1"',
+    ],
+    ['CALLBACK_PUBLIC_URL', 'ftp://relay.example/cb?key=s3cretpw', 'CALLBACK_PUBLIC_URL: must be a http: or https: URL, got "ftp://relay.example/cb?key=***"'],
+  ])('refuses %s=%s without printing its credentials', (name, value, message) => {
+    const p = problems({ ...production, [name]: value });
+    expect(p).toEqual([message]);
+    expect(p.join('\n')).not.toContain('s3cret');
+  });
+
+  it('refuses SHOP_WEBHOOK_URL without printing its credentials, and the whole message (as main.ts prints it) holds none', () => {
+    let message = '';
+    try {
+      loadConfig({ ...production, DATABASE_URL: 'mysql://u:s3cretpw@h/db', SHOP_WEBHOOK_URL: 'ftp://hook:s3cretpw@shop.example/hook?secret=s3cretpw', SHOP_WEBHOOK_SECRET: 'x' });
+    } catch (e) {
+      message = (e as ConfigError).message;
+    }
+    expect(message).toContain('DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@h/db"');
+    expect(message).toContain('SHOP_WEBHOOK_URL: must be a http: or https: URL, got "ftp://***@shop.example/hook?secret=***"');
+    expect(message).not.toContain('s3cretpw');
+  });
+
   it('reads PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED and PRICE_ROUNDING as decimal strings', () => {
     const c = loadConfig({ ...production, PRICE_MARKUP_PERCENT: '12.5', PRICE_MARKUP_FIXED: '0.30', PRICE_ROUNDING: '0.10' });
     expect(c.pricing).toEqual({ markupPercent: '12.5', markupFixed: '0.30', rounding: '0.10' });

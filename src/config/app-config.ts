@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { validateCronExpression } from 'cron';
 import { DEFAULT_SIGNATURE_TEMPLATE, parseSignatureTemplate } from '../signing/signing.js';
+import { redactUrl } from './redact-url.js';
 
 export type UpstreamProfile = 'spec' | 'dujiao-next';
 export type SyncMode = 'auto' | 'full' | 'incremental';
@@ -211,18 +212,19 @@ class Reader {
     return v as T;
   }
 
+  /** A URL of one of `protocols`; a refused value is echoed without its credentials (redactUrl). */
   url(name: string, protocols: string[]): string | undefined {
     const v = this.raw(name);
     if (v === undefined) return undefined;
     try {
       const u = new URL(v);
       if (!protocols.includes(u.protocol)) {
-        this.fail(name, `must be a ${protocols.join(' or ')} URL, got "${v}"`);
+        this.fail(name, `must be a ${protocols.join(' or ')} URL, got "${redactUrl(v)}"`);
         return undefined;
       }
       return v;
     } catch {
-      this.fail(name, `is not a valid URL: "${v}"`);
+      this.fail(name, `is not a valid URL: "${redactUrl(v)}"`);
       return undefined;
     }
   }
@@ -327,7 +329,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const baseUrl = r.url('UPSTREAM_BASE_URL', ['http:', 'https:']) ?? null;
   const sandbox = baseUrl === null && r.raw('UPSTREAM_BASE_URL') === undefined;
   if (baseUrl !== null && !new URL(baseUrl).pathname.replace(/\/+$/, '').endsWith(UPSTREAM_PATH_PREFIX)) {
-    r.fail('UPSTREAM_BASE_URL', `must include the path prefix ${UPSTREAM_PATH_PREFIX}, got "${baseUrl}"`);
+    r.fail('UPSTREAM_BASE_URL', `must include the path prefix ${UPSTREAM_PATH_PREFIX}, got "${redactUrl(baseUrl)}"`);
   }
   const apiKey = r.raw('UPSTREAM_API_KEY') ?? (sandbox ? SANDBOX_API_KEY : '');
   const apiSecret = r.raw('UPSTREAM_API_SECRET') ?? (sandbox ? SANDBOX_API_SECRET : '');

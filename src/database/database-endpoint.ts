@@ -5,6 +5,7 @@
  */
 import { Logger } from '@nestjs/common';
 import type { DatabaseTarget } from '../config/app-config.js';
+import { redactUrl } from '../config/redact-url.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { migrateUp } from './migrator.js';
 
@@ -29,10 +30,17 @@ export class DatabaseEndpoint {
     return endpoint;
   }
 
-  /** A description safe for logs (no password). */
+  /** A description safe for logs (no user, no password, no query). */
   describe(): string {
     if (this.kind === 'pglite') return 'embedded PostgreSQL (PGlite)';
-    const u = new URL(this.url);
+    let u: URL | null = null;
+    try {
+      u = new URL(this.url);
+    } catch {
+      // described by its redacted text below
+    }
+    // Without a host (`postgres:u:pw@h/db`, a socket directory in the query) the path would be the text.
+    if (u === null || u.hostname === '') return `PostgreSQL at ${redactUrl(this.url)}`;
     return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
   }
 

@@ -1,12 +1,24 @@
 import { Controller, Get, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { HealthService } from './health.service.js';
+import { HEALTH_DEADLINE_MS, HealthService } from './health.service.js';
 import { HEALTH_DOWN_EXAMPLE, HEALTH_EXAMPLE, HEALTH_SCHEMA, LIVE_SCHEMA, NOT_READY_EXAMPLE, READY_EXAMPLE, READY_SCHEMA } from './ops.api-examples.js';
 
+const DATABASE_DETAIL: SchemaObject = {
+  type: 'string',
+  enum: ['busy', 'slow'],
+  description:
+    `present when the database did not answer within ${HEALTH_DEADLINE_MS} ms without refusing (it is then reported \`up\`, not down): ` +
+    '`busy` every connection of the service\'s pool was in use by its own work; `slow` the database did not answer in time',
+};
+
+/** A health answer's schema with the optional `database_detail` (see health.service.ts). */
+const withDatabaseDetail = (schema: SchemaObject): SchemaObject => ({ ...schema, properties: { ...schema.properties, database_detail: DATABASE_DETAIL } });
+
 /**
- * `GET /health` (no token): `{ok, status, database, upstream, last_sync, wallet?}`, 503 when the
- * database is down; `GET /health/live` and `GET /health/ready` for an orchestrator.
+ * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?}`,
+ * 503 when the database is down (refused or failed, not merely slow); `GET /health/live` and
+ * `GET /health/ready` for an orchestrator. Each answers within HEALTH_DEADLINE_MS (about 3 s).
  */
 @ApiTags('ops')
 @Controller('health')
@@ -19,10 +31,12 @@ export class HealthController {
     description:
       'The database (503 when it is down), the upstream as the last periodic ping saw it (`up`, `down`, `unknown`; pinged ' +
       'every 30 s by instances running background work, never during this request), the latest catalog sync run, and the ' +
-      'wallet from the last successful ping. `ok` is the database: an unreachable upstream does not make the service unhealthy.',
+      'wallet from the last successful ping. `ok` is the database: an unreachable upstream does not make the service unhealthy. ' +
+      `Answers within ${HEALTH_DEADLINE_MS / 1000} s: a database that did not answer by then without refusing is \`up\` with ` +
+      '`database_detail` (`busy`, `slow`), and a sync run not read by then is `null`.',
   })
-  @ApiOkResponse({ description: 'the database answers', schema: HEALTH_SCHEMA, example: HEALTH_EXAMPLE })
-  @ApiServiceUnavailableResponse({ description: 'the database is down (the same shape, `ok: false`)', schema: HEALTH_SCHEMA, example: HEALTH_DOWN_EXAMPLE })
+  @ApiOkResponse({ description: 'the database answers (or is busy)', schema: withDatabaseDetail(HEALTH_SCHEMA), example: HEALTH_EXAMPLE })
+  @ApiServiceUnavailableResponse({ description: 'the database is down (the same shape, `ok: false`)', schema: withDatabaseDetail(HEALTH_SCHEMA), example: HEALTH_DOWN_EXAMPLE })
   async get(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.health();
     if (!body.ok) void reply.status(503);
@@ -39,10 +53,13 @@ export class HealthController {
   @Get('ready')
   @ApiOperation({
     summary: 'Readiness',
-    description: 'The database answers and every migration of this build is applied, and the instance is not shutting down; 503 otherwise.',
+    description:
+      'The database answers and every migration of this build is applied, and the instance is not shutting down; 503 otherwise. ' +
+      `Answers within ${HEALTH_DEADLINE_MS / 1000} s; a database busy or slow (\`database_detail\`, as in /health) is not down, and ` +
+      'the migrations are then the ones last read by this instance.',
   })
-  @ApiOkResponse({ description: 'ready', schema: READY_SCHEMA, example: READY_EXAMPLE })
-  @ApiServiceUnavailableResponse({ description: 'not ready (the same shape, `ok: false`)', schema: READY_SCHEMA, example: NOT_READY_EXAMPLE })
+  @ApiOkResponse({ description: 'ready', schema: withDatabaseDetail(READY_SCHEMA), example: READY_EXAMPLE })
+  @ApiServiceUnavailableResponse({ description: 'not ready (the same shape, `ok: false`)', schema: withDatabaseDetail(READY_SCHEMA), example: NOT_READY_EXAMPLE })
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.ready();
     if (!body.ok) void reply.status(503);

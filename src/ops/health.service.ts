@@ -1,18 +1,55 @@
 /**
  * What `/health`, `/health/live` and `/health/ready` answer (CONTRACT §5):
- * - health: the database (a `SELECT 1`, bounded), the last known upstream ping (never a call to the
+ * - health: the database (a `SELECT 1`), the last known upstream ping (never a call to the
  *   upstream), the last catalog sync run, the wallet from the ping; 503 only when the database is down;
  * - live: the process answers;
  * - ready: the database answers and every migration of this build is applied, and the process is
  *   not shutting down; 503 otherwise.
+ *
+ * Timing: a call runs its checks at once and waits for them no longer than HEALTH_DEADLINE_MS in all
+ * (a probe's timeout is typically a few seconds); a check that has not answered by then is reported
+ * as unknown (`last_sync: null`, `migrations: null`), never waited for.
+ *
+ * The database's verdict tells "down" from "did not answer in time":
+ * - `down` (503): the database refused or failed (connection refused, authentication, terminated, an
+ *   error of the `SELECT 1`);
+ * - up but `database_detail: 'busy'` (200): no answer in time while the check was waiting for one of
+ *   the pool's connections, all in use by the service's own work (or pg-pool gave up waiting for one).
+ *   Under load that is the common case, and restarting the instance would only lose its work;
+ * - up but `database_detail: 'slow'` (200): the check had its connection (or was opening one) and the
+ *   database did not answer in time: an embedded database busy with another transaction (it runs one
+ *   at a time), an overloaded server. A server that neither answers nor refuses (packets dropped by a
+ *   partition) looks the same from here and is reported so too, not as down: the service cannot tell
+ *   it apart cheaply, and a restart would not mend it. Once a check has failed, a later one that does
+ *   not answer on a connection is down as well (a new connection hanging after a refused one), until
+ *   one answers.
+ * A readiness check that cannot read the migrations in time while the database is busy or slow uses
+ * what it read last (migrations change by a deploy or an operator, not under load), so that a
+ * saturated pool does not take every replica out of rotation at once; before any read it is not ready.
+ *
+ * At most one of each check is in flight: calls made while one runs share it (a burst of probes on a
+ * saturated pool adds one waiter per check, not one per call), and a check still running after a
+ * call's deadline goes on and ends on its own; a `SELECT 1` unanswered after HEALTH_PROBE_ABANDON_MS
+ * has its connection closed and the next call starts afresh.
  */
 import { Injectable, type BeforeApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { readMigrations } from '../database/migrator.js';
 import { UpstreamMonitor, type UpstreamSnapshot } from './upstream-monitor.service.js';
 
-/** The longest a health check waits for the database. */
-export const HEALTH_DB_TIMEOUT_MS = 3_000;
+/** The longest a `/health` or `/health/ready` call waits for the database, all its checks together. */
+export const HEALTH_DEADLINE_MS = 3_000;
+
+/**
+ * A `SELECT 1` still unanswered this long is given up: its connection is closed (which frees its
+ * place in the pool) and the next call starts a new probe, so that one lost connection (a server
+ * gone without a word) cannot keep every later answer on it.
+ */
+export const HEALTH_PROBE_ABANDON_MS = 30_000;
+
+/** pg-pool's error when a connection did not come free within its `connectionTimeoutMillis`. */
+const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
 
 /** Where the catalog keeps its sync runs (the first that exists). */
 const SYNC_RUN_TABLES = ['catalog_sync_runs', 'sync_runs'];
@@ -28,10 +65,14 @@ export interface LastSync {
   last_success_at: string | null;
 }
 
+/** Why a database reported `up` did not answer in time (absent when it answered). */
+export type DatabaseDetail = 'busy' | 'slow';
+
 export interface HealthBody {
   ok: boolean;
   status: 'ok' | 'unavailable';
   database: 'up' | 'down';
+  database_detail?: DatabaseDetail;
   upstream: { status: 'up' | 'down' | 'unknown'; checked_at: string | null; latency_ms: number | null; error: string | null };
   last_sync: LastSync | null;
   wallet?: { balance: string; currency: string; checked_at: string };
@@ -40,21 +81,50 @@ export interface HealthBody {
 export interface ReadyBody {
   ok: boolean;
   database: 'up' | 'down';
+  database_detail?: DatabaseDetail;
   migrations: { pending: string[] } | null;
   shutting_down: boolean;
 }
 
+/** The database as one call saw it. */
+export type DatabaseVerdict = { database: 'up'; detail?: DatabaseDetail } | { database: 'down' };
+
 class Timeout extends Error {}
 
-function within<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Timeout(`no answer within ${ms} ms`)), ms);
-      timer.unref();
-    }),
-  ]);
+/** One call's deadline, shared by all its checks. */
+class Deadline {
+  private readonly timer: NodeJS.Timeout;
+  private readonly expired: Promise<never>;
+
+  constructor(ms: number) {
+    let expire!: () => void;
+    this.expired = new Promise<never>((_, reject) => {
+      expire = () => reject(new Timeout(`no answer within ${ms} ms`));
+    });
+    this.expired.catch(() => undefined); // only the races below look at it
+    this.timer = setTimeout(expire, ms);
+    this.timer.unref();
+  }
+
+  /** `p`'s outcome, or a Timeout once the deadline has passed. */
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.expired]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** Where the database probe in flight is: waiting for a pooled connection, opening one, or querying. */
+type ProbePhase = 'pool' | 'connect' | 'query';
+
+interface Probe {
+  phase: ProbePhase;
+  startedAt: number;
+  done: Promise<void>;
+  /** Closes the probe's connection (its query fails), when it holds one. */
+  abandon(): void;
 }
 
 const isoOrNull = (v: unknown): string | null => (v == null ? null : new Date(v as string).toISOString());
@@ -65,6 +135,12 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
   private shuttingDown = false;
   private syncTable: string | null = null;
   private migrationVersions: Array<{ version: string; label: string }> | null = null;
+  private probe: Probe | null = null;
+  /** The last probe that ended failed (refused, failed): a later one that does not answer is down too. */
+  private lastProbeFailed = false;
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** The pending migrations as last read (see the readiness note above). */
+  private lastPending: string[] | null = null;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -79,46 +155,162 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     this.shuttingDown = true;
   }
 
-  async databaseUp(): Promise<boolean> {
+  /** The database's verdict within `deadline` (see the note at the top). */
+  private async checkDatabase(deadline: Deadline): Promise<DatabaseVerdict> {
+    if (this.probe && Date.now() - this.probe.startedAt > HEALTH_PROBE_ABANDON_MS) {
+      this.probe.abandon();
+      this.probe = null;
+    }
+    const probe = (this.probe ??= this.startProbe());
     try {
-      await within(this.dataSource.query('SELECT 1'), HEALTH_DB_TIMEOUT_MS);
-      return true;
-    } catch {
-      return false;
+      await deadline.race(probe.done);
+      return { database: 'up' };
+    } catch (e) {
+      if (e instanceof Timeout) {
+        if (probe.phase === 'pool') return { database: 'up', detail: 'busy' };
+        // No answer on a connection: slow, unless the database failed the last check and has not
+        // answered since (a new connection hanging after a refused one is the same outage).
+        return this.lastProbeFailed ? { database: 'down' } : { database: 'up', detail: 'slow' };
+      }
+      // pg-pool's own limit on the wait for a connection (longer than the deadline; met by a call that
+      // joined a probe started earlier): every connection was in use.
+      if ((e as Error)?.message === POOL_WAIT_TIMEOUT) return { database: 'up', detail: 'busy' };
+      return { database: 'down' };
     }
   }
 
   async health(): Promise<HealthBody> {
-    const dbUp = await this.databaseUp();
-    let ping: UpstreamSnapshot | null = this.monitor.current();
-    let lastSync: LastSync | null = null;
-    if (dbUp) {
-      if (!ping) ping = await within(this.monitor.latest(), HEALTH_DB_TIMEOUT_MS).catch(() => null);
-      lastSync = await within(this.lastSync(), HEALTH_DB_TIMEOUT_MS).catch(() => null);
+    const deadline = new Deadline(HEALTH_DEADLINE_MS);
+    try {
+      const current = this.monitor.current();
+      const [db, stored, lastSync] = await Promise.all([
+        this.checkDatabase(deadline),
+        current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
+        this.within(deadline, 'lastSync', () => this.lastSync()),
+      ]);
+      const up = db.database === 'up';
+      const ping: UpstreamSnapshot | null = current ?? (up ? stored : null);
+      const body: HealthBody = {
+        ok: up,
+        status: up ? 'ok' : 'unavailable',
+        database: db.database,
+        ...(db.database === 'up' && db.detail ? { database_detail: db.detail } : {}),
+        upstream: ping
+          ? { status: ping.status, checked_at: ping.checked_at, latency_ms: ping.latency_ms, error: ping.error }
+          : { status: 'unknown', checked_at: null, latency_ms: null, error: null },
+        last_sync: up ? lastSync : null,
+      };
+      if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };
+      return body;
+    } finally {
+      deadline.clear();
     }
-    const body: HealthBody = {
-      ok: dbUp,
-      status: dbUp ? 'ok' : 'unavailable',
-      database: dbUp ? 'up' : 'down',
-      upstream: ping
-        ? { status: ping.status, checked_at: ping.checked_at, latency_ms: ping.latency_ms, error: ping.error }
-        : { status: 'unknown', checked_at: null, latency_ms: null, error: null },
-      last_sync: lastSync,
-    };
-    if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };
-    return body;
   }
 
   async ready(): Promise<ReadyBody> {
-    const dbUp = await this.databaseUp();
-    let pending: string[] | null = null;
-    if (dbUp) pending = await within(this.pendingMigrations(), HEALTH_DB_TIMEOUT_MS).catch(() => null);
-    return {
-      ok: dbUp && pending !== null && pending.length === 0 && !this.shuttingDown,
-      database: dbUp ? 'up' : 'down',
-      migrations: pending === null ? null : { pending },
-      shutting_down: this.shuttingDown,
+    const deadline = new Deadline(HEALTH_DEADLINE_MS);
+    try {
+      let late = false;
+      const [db, read] = await Promise.all([
+        this.checkDatabase(deadline),
+        deadline.race(this.shared('migrations', () => this.pendingMigrations())).then(
+          (pending) => (this.lastPending = pending),
+          (e: unknown) => {
+            late = e instanceof Timeout || (e as Error)?.message === POOL_WAIT_TIMEOUT;
+            return null;
+          },
+        ),
+      ]);
+      const detail = db.database === 'up' ? db.detail : undefined;
+      // Busy or slow: the migrations as last read, when this read did not come in time.
+      const pending = db.database === 'down' ? null : (read ?? (late && detail ? this.lastPending : null));
+      return {
+        ok: db.database === 'up' && pending !== null && pending.length === 0 && !this.shuttingDown,
+        database: db.database,
+        ...(detail ? { database_detail: detail } : {}),
+        migrations: pending === null ? null : { pending },
+        shutting_down: this.shuttingDown,
+      };
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /** A `SELECT 1` on a pooled connection, noting where it waits (see DatabaseVerdict). */
+  private startProbe(): Probe {
+    const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
+    let client: PoolClient | null = null;
+    let abandoned = false;
+    /** Gives the connection back once (dropped by the pool when `failure` is set). */
+    const release = (failure?: Error) => {
+      const c = client;
+      client = null;
+      c?.release(failure);
     };
+    const probe: Probe = {
+      phase: 'pool',
+      startedAt: Date.now(),
+      done: Promise.resolve(),
+      abandon: () => {
+        abandoned = true;
+        release(new Error(`health check: no answer to SELECT 1 within ${HEALTH_PROBE_ABANDON_MS} ms`));
+      },
+    };
+    probe.done = (async () => {
+      if (!pool) {
+        probe.phase = 'query';
+        await this.dataSource.query('SELECT 1');
+        return;
+      }
+      // pg-pool queues the request when every connection is taken, else opens one or hands an idle one.
+      probe.phase = pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10) ? 'pool' : 'connect';
+      client = await pool.connect();
+      if (abandoned) {
+        release();
+        return;
+      }
+      probe.phase = 'query';
+      try {
+        await client.query('SELECT 1');
+        release();
+      } catch (e) {
+        release(e as Error); // the connection may be broken: the pool drops it
+        throw e;
+      }
+    })();
+    const settle = (failed: boolean) => {
+      if (this.probe !== probe) return; // abandoned: a newer probe speaks for the database
+      this.probe = null;
+      this.lastProbeFailed = failed;
+    };
+    probe.done.then(
+      () => settle(false),
+      (e: unknown) => {
+        // pg-pool gave up waiting for a connection: that says nothing of the database.
+        if ((e as Error)?.message === POOL_WAIT_TIMEOUT) settle(this.lastProbeFailed);
+        else settle(true);
+      },
+    );
+    return probe;
+  }
+
+  /** `run`'s result within `deadline`, else null (an error or no answer in time: unknown). */
+  private within<T>(deadline: Deadline, key: string, run: () => Promise<T>): Promise<T | null> {
+    return deadline.race(this.shared(key, run)).catch(() => null);
+  }
+
+  /** The run of `key` in flight, else a new one: calls made meanwhile share it. */
+  private shared<T>(key: string, run: () => Promise<T>): Promise<T> {
+    let p = this.inFlight.get(key) as Promise<T> | undefined;
+    if (p === undefined) {
+      p = run();
+      this.inFlight.set(key, p);
+      const clear = () => {
+        if (this.inFlight.get(key) === p) this.inFlight.delete(key);
+      };
+      p.then(clear, clear);
+    }
+    return p;
   }
 
   /** The migrations of this build not applied to the database (all of them without the table). */
