@@ -83,7 +83,7 @@ export class OrderFollowService {
       answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
     } catch (e) {
       await this.repo.transaction(async (tx) => {
-        const order = await tx.lockOrder(claim.id);
+        const order = await tx.lockOrderToApply(claim.id);
         if (!order) return;
         const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
         const now = this.clock.now();
@@ -96,7 +96,7 @@ export class OrderFollowService {
       return;
     }
     await this.repo.transaction(async (tx) => {
-      const order = await tx.lockOrder(claim.id);
+      const order = await tx.lockOrderToApply(claim.id);
       if (!order) return;
       if (this.opInProgress(order)) {
         await tx.updateOrder(order, { poll_lease_until: null, next_poll_at: order.nextPollAt === null ? null : order.opUntil });
@@ -127,7 +127,7 @@ export class OrderFollowService {
   /** Applies an upstream answer already read (e.g. by a cancel) on the locked row. */
   async apply(orderId: string, answer: UpstreamOrder, source: EventSource, opToken?: string): Promise<RefreshResult> {
     const deferred = await this.repo.transaction(async (tx) => {
-      const order = await tx.lockOrder(orderId);
+      const order = await tx.lockOrderToApply(orderId);
       if (!order) return true;
       if (this.opInProgress(order) && order.opToken !== opToken) return true;
       await this.updater.applyReport(tx, order, answer, source, { schedule: 'hint' });

@@ -421,6 +421,25 @@ export class OrderTx {
     return row ? toOrder({ ...row, ...(await this.refundOf(row.id)) }) : null;
   }
 
+  /**
+   * Locks an order to apply an upstream report to it (a poll, a callback's confirming read): one
+   * statement, the refund joined as it was when the statement began. Not for deciding on a refund or
+   * a new attempt: a statement that waited for the lock misses a refund committed meanwhile (see
+   * refundOf; lockOrder reads it after the lock).
+   */
+  async lockOrderToApply(id: string): Promise<OrderRecord | null> {
+    this.direct('lockOrderToApply');
+    await this.flush();
+    const [row] = await rows<OrderRow>(
+      this.em,
+      `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
+         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
+        WHERE o.id = $1 FOR UPDATE OF o`,
+      [id],
+    );
+    return row ? toOrder(row) : null;
+  }
+
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
     this.direct('lockOrderByShopNo');
     await this.flush();
