@@ -6,10 +6,10 @@
  */
 import axios, { type AxiosInstance } from 'axios';
 import { createRelayApp } from '../src/app.factory.js';
-import { Clock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
 import type { SandboxRequestEvent, SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type StartSandboxOptions, type TestDatabase } from './support/test-app.js';
+import { TestClock } from './support/test-clock.js';
 
 interface Run {
   run_id: string;
@@ -26,17 +26,6 @@ interface Run {
   skus_delisted: number;
   note: string | null;
   error: string | null;
-}
-
-/** The wall clock plus an offset that only grows. */
-class TestClock extends Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  advance(ms: number): void {
-    this.offsetMs += ms;
-  }
 }
 
 interface Suite {

@@ -16,16 +16,7 @@ import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
-
-class TestClock extends Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  advance(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
+import { TestClock } from './support/test-clock.js';
 
 interface App {
   relay: RelayApp;

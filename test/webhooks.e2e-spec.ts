@@ -19,19 +19,9 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { FakeShop } from './support/fake-shop.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
+import { TestClock } from './support/test-clock.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-tests';
-
-/** The wall clock plus an offset that only grows. */
-class TestClock extends Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  advance(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
 
 interface App {
   relay: RelayApp;
