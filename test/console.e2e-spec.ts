@@ -268,6 +268,26 @@ describe('operator console (headless Chromium)', () => {
     await page.locator('[data-testid=timeline] li[data-source=operator]').first().waitFor();
   });
 
+  it('resolves a rejected order the upstream showed an order for (anomaly upstream_order_exists) with that order', async () => {
+    // the upstream places it, then answers with a refusal: rejected here; its callback's anomaly (see
+    // callbacks-edges.e2e-spec.ts) is recorded as that path does
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    const refused = await app.http.post('/internal/orders', { shop_order_no: 'shop-1009', sku_code: sku.sku_code, quantity: 1 });
+    expect([refused.status, refused.data.order?.status]).toEqual([409, 'rejected']);
+    await db.query("UPDATE orders SET anomaly = 'upstream_order_exists' WHERE shop_order_no = 'shop-1009'");
+    const upstream = sandbox.orders().find((o) => o.downstream_order_no === 'shop-1009')!;
+    await page.goto(consoleUrl('#/orders/shop-1009'));
+    await page.getByTestId('order-status').getByText('rejected').waitFor();
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.locator('input[name=upstream_order_id]').fill(String(upstream.id));
+    await dialog.getByRole('button', { name: 'Resolve' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const resolved = await order('shop-1009');
+    expect(resolved).toMatchObject({ upstream_order_id: upstream.id, anomaly: null });
+    expect(resolved.status).not.toBe('rejected');
+  });
+
   it('cancels a pending order (the upstream agrees first) and records its refund', async () => {
     const upstream = sandbox.orders().find((o) => o.downstream_order_no === 'shop-1004')!;
     await page.goto(consoleUrl('#/orders/shop-1004'));

@@ -54,7 +54,17 @@ function Timeline({ events }: { events: OrderEvent[] }) {
   </ol>`;
 }
 
+/** An order the upstream showed an order for, after its attempt was closed here: settled with that upstream order only. */
+const adoptable = (o: Order) => o.status === 'rejected' && o.anomaly === 'upstream_order_exists';
+
 function ResolveForm({ order, value, onChange }: { order: Order; value: ResolveInput; onChange: (v: ResolveInput) => void }) {
+  if (adoptable(order)) {
+    return html`<div class="resolve-form">
+      <p>The upstream showed an order for an attempt of this order that was closed here (its id is in the anomaly event below). Once you have checked it in the upstream's back office, the order follows it:</p>
+      <input name="upstream_order_id" inputmode="numeric" placeholder="upstream order id" value=${value.upstreamOrderId}
+        onInput=${(e: Event) => onChange({ ...value, kind: 'placed', upstreamOrderId: (e.target as HTMLInputElement).value })} />
+    </div>`;
+  }
   return html`<div class="resolve-form">
     <p>The outcome of attempt ${order.attempt} (sent as <code>${order.downstream_order_no}</code>) is unknown. Look it up in the upstream's back office, then settle it:</p>
     <label class="check"><input type="radio" name="resolve-kind" value="placed" checked=${value.kind === 'placed'} onChange=${() => onChange({ ...value, kind: 'placed' })} /> It was placed upstream, as order id</label>
@@ -130,7 +140,7 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
       <span class="spacer"></span>
       <div class="actions">
         <button class="btn" onClick=${refresh} disabled=${refreshing}>${refreshing ? 'Refreshing…' : 'Refresh'}</button>
-        ${o.status === 'submit_unknown' ? html`<button class="btn primary" onClick=${() => setAction('resolve')}>Resolve…</button>` : null}
+        ${o.status === 'submit_unknown' || adoptable(o) ? html`<button class="btn primary" onClick=${() => setAction('resolve')}>Resolve…</button>` : null}
         <button class="btn danger" onClick=${() => setAction('cancel')} disabled=${!canCancel}>Cancel…</button>
         <button class="btn danger" onClick=${() => setAction('refund')} disabled=${!canRefund}>Refund…</button>
       </div>
