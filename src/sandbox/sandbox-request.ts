@@ -27,8 +27,8 @@ export interface SignedRequestOptions {
   apiKey?: string;
   /** Sign with this secret instead. */
   secret?: string;
-  /** Send this signature instead of the computed one. */
-  signature?: string;
+  /** Send this signature instead of the computed one (a function: made from the computed one). */
+  signature?: string | ((computed: string) => string);
   /** Send no authentication headers at all. */
   unsigned?: boolean;
 }
@@ -64,7 +64,9 @@ export function signedRequest(target: SignedTarget, method: string, path: string
         path: fullPath,
         body,
       });
-  if (options.signature !== undefined) auth[`${target.headerPrefix}-Signature`] = options.signature;
+  const name = `${target.headerPrefix}-Signature`;
+  if (typeof options.signature === 'function') auth[name] = options.signature(auth[name] ?? '');
+  else if (options.signature !== undefined) auth[name] = options.signature;
   const headers: Record<string, string> = { ...auth };
   if (body !== '') {
     headers['content-type'] = 'application/json';

@@ -59,6 +59,7 @@ describe('sandbox upstream API', () => {
       ['a wrong API key', { apiKey: 'someone-else' }, 'invalid_api_key'],
       ['a wrong secret', { secret: 'not-the-secret' }, 'invalid_signature'],
       ['a malformed signature', { signature: 'xyz' }, 'invalid_signature'],
+      ['the right signature in upper case (upstream-api.md §5: lower-case hex)', { signature: (s: string) => s.toUpperCase() }, 'invalid_signature'],
       ['a timestamp 2 minutes ahead', { timestampOffsetS: 120 }, 'timestamp_expired'],
       ['a timestamp 2 minutes behind', { timestampOffsetS: -120 }, 'timestamp_expired'],
     ])('refuses %s with 401', async (_name, opts, code) => {
@@ -246,6 +247,9 @@ describe('sandbox upstream API', () => {
         [{ sku_id: low.sku.id, quantity: low.sku.stock_quantity + 1 }, 409, 'insufficient_stock'],
         [{ sku_id: manual.sku.id, quantity: 1 }, 400, 'bad_request'],
         [{ sku_id: sku.id, quantity: 1, callback_url: 'ftp://example.com/x' }, 400, 'invalid_callback_url'],
+        [{ sku_id: sku.id, quantity: 1, callback_url: `https://shop.example.com/${'x'.repeat(2048)}` }, 400, 'invalid_callback_url'],
+        [{ sku_id: sku.id, quantity: 1, callback_url: '' }, 400, 'invalid_callback_url'],
+        [{ sku_id: sku.id, quantity: 1, callback_url: 42 }, 400, 'bad_request'],
       ];
       for (const [b, status, code] of cases) {
         const r = await create(b as Record<string, unknown>);

@@ -267,12 +267,17 @@ function validateCreate(body: unknown, maxQuantity: number): CreateOrderInput {
   for (const [key, max] of [
     ['downstream_order_no', 128],
     ['trace_id', 256],
-    ['callback_url', 2048],
   ] as const) {
     const v = body[key];
     if (v === undefined || v === null || v === '') continue;
     if (typeof v !== 'string' || v.length > max) throw bad(`${key} must be a string of at most ${max} characters`);
     input[key] = v;
+  }
+  // a URI, judged by callbackUrlProblem (too long, empty, not a URL: invalid_callback_url)
+  const callbackUrl = body.callback_url;
+  if (callbackUrl !== undefined && callbackUrl !== null) {
+    if (typeof callbackUrl !== 'string') throw bad('callback_url must be a string');
+    input.callback_url = callbackUrl;
   }
   return input;
 }
@@ -816,8 +821,10 @@ export class SandboxServer {
       nowSeconds: Math.floor(this.clock() / 1000),
       toleranceSeconds: this.config.timestampToleranceS,
     });
-    if (result.ok) return null;
-    const [code, message] = AUTH_ERRORS[result.reason];
+    // upstream-api.md §5: the signature is lower-case hex; one the upstream would refuse is refused here too
+    const reason = result.ok ? (/[A-F]/.test(header(names.signature) ?? '') ? 'malformed_signature' : null) : result.reason;
+    if (reason === null) return null;
+    const [code, message] = AUTH_ERRORS[reason];
     return { status: 401, body: errorJson(code, message) };
   }
 
