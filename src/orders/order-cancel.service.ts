@@ -18,7 +18,8 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import { OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS, refundEligibility } from './order-state.js';
+import { CANCELED_AFTER_DELIVERY, OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS } from './order-state.js';
+import { orderRefund } from './order.mapper.js';
 import { OrderPresenter } from './order-presenter.js';
 import { OrderRepository, type OrderRecord } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
@@ -31,16 +32,6 @@ type UpstreamCancelAnswer =
   | { kind: 'unreachable'; reason: string }
   | { kind: 'unknown'; reason: string }
   | { kind: 'error'; error: UpstreamDefinitiveError };
-
-const refundFacts = (o: OrderRecord) => ({
-  status: o.status,
-  amount: o.amount,
-  expectedAmount: o.expectedAmount,
-  refundedAmount: o.refundedAmount,
-  refundRecorded: o.refundAt !== null,
-  recordedAmount: o.refundAmount,
-  anomaly: o.anomaly,
-});
 
 @Injectable()
 export class OrderCancelService {
@@ -90,12 +81,12 @@ export class OrderCancelService {
     let order = await this.mustFind(shopOrderNo);
     if (order.refundAt !== null) return order;
     if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
-    if (refundEligibility(refundFacts(order)).state !== 'refundable') order = await this.cancel(shopOrderNo);
+    if (orderRefund(order).state !== 'refundable') order = await this.cancel(shopOrderNo);
     const now = this.clock.now();
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked || locked.refundAt !== null) return;
-      const eligibility = refundEligibility(refundFacts(locked));
+      const eligibility = orderRefund(locked);
       if (eligibility.state !== 'refundable') {
         throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
       }
@@ -194,7 +185,7 @@ export class OrderCancelService {
       case 'canceled':
         // the upstream canceled an order whose items were delivered: not canceled here (an anomaly,
         // logged), so no refund follows: the shop must not take the 200 of a cancel for it
-        if (updated.status !== 'canceled' && updated.anomaly === 'canceled_after_delivery') {
+        if (updated.status !== 'canceled' && updated.anomaly === CANCELED_AFTER_DELIVERY) {
           throw new AppError('cancel_not_allowed', 409, `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`, {
             order: this.presenter.present(updated),
           });

@@ -94,9 +94,12 @@ export function canTransition(trigger: LocalTrigger, from: OrderStatus | null, t
 /** Statuses where items have been handed over: canceling after them is a contradiction. */
 export const ITEMS_DELIVERED: ReadonlySet<OrderStatus> = new Set(['partially_delivered', 'delivered', 'completed']);
 
+/** The upstream reported `canceled` for an order whose items were delivered. */
+export const CANCELED_AFTER_DELIVERY = 'canceled_after_delivery';
+
 /** Contradictions: reported `to` while the order is in one of `from`. Kept, logged, not applied. */
 export const ANOMALIES: ReadonlyArray<{ from: ReadonlySet<OrderStatus>; to: OrderStatus; reason: string }> = [
-  { from: ITEMS_DELIVERED, to: 'canceled', reason: 'canceled_after_delivery' },
+  { from: ITEMS_DELIVERED, to: 'canceled', reason: CANCELED_AFTER_DELIVERY },
 ];
 
 /**

@@ -35,8 +35,9 @@ export interface OrderResponse {
   updated_at: string;
 }
 
-export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null, now: Date, stuckAlertS: number): OrderResponse {
-  const refund = refundEligibility({
+/** The refund eligibility of a stored order: what the API shows, and what cancel and refund decide on. */
+export function orderRefund(o: OrderRecord): ReturnType<typeof refundEligibility> {
+  return refundEligibility({
     status: o.status,
     amount: o.amount,
     expectedAmount: o.expectedAmount,
@@ -45,6 +46,10 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
     recordedAmount: o.refundAmount,
     anomaly: o.anomaly,
   });
+}
+
+export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null, now: Date, stuckAlertS: number): OrderResponse {
+  const refund = orderRefund(o);
   return {
     shop_order_no: o.shopOrderNo,
     sku_code: o.skuCode,
