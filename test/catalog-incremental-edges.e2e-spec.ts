@@ -10,23 +10,8 @@ import { loadConfig } from '../src/config/app-config.js';
 import type { SandboxRequestEvent, SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type StartSandboxOptions, type TestDatabase } from './support/test-app.js';
 import { TestClock } from './support/test-clock.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
 
-interface Run {
-  run_id: string;
-  mode: string;
-  planned_mode: string;
-  fallback: string | null;
-  status: string;
-  started_at: string;
-  updated_after: string | null;
-  pages_total: number;
-  pages_done: number;
-  products_seen: number;
-  skus_changed: number;
-  skus_delisted: number;
-  note: string | null;
-  error: string | null;
-}
 
 interface Suite {
   db: TestDatabase;

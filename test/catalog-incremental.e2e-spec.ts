@@ -4,24 +4,8 @@
  */
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
 
-interface Run {
-  run_id: string;
-  mode: string;
-  planned_mode: string;
-  fallback: string | null;
-  status: string;
-  started_at: string;
-  updated_after: string | null;
-  pages_total: number;
-  products_seen: number;
-  skus_created: number;
-  skus_changed: number;
-  skus_delisted: number;
-  changes: Record<string, number>;
-  note: string | null;
-  error: string | null;
-}
 
 async function sync(app: TestApp, body: Record<string, unknown> = {}): Promise<Run> {
   const r = await app.http.post('/internal/catalog/sync', body);

@@ -5,15 +5,8 @@
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { sleep, waitFor } from './support/wait.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
 
-interface Run {
-  run_id: string;
-  status: string;
-  trigger: string;
-  error: string | null;
-  pages_done: number;
-  pages_total: number;
-}
 
 
 

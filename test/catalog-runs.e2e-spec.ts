@@ -12,16 +12,8 @@ import { loadConfig } from '../src/config/app-config.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
 
-interface Run {
-  run_id: string;
-  status: string;
-  mode: string;
-  error: string | null;
-  pages_done: number;
-  pages_total: number;
-  skus_delisted: number;
-}
 
 /** The wall clock, off by a fixed amount (a replica whose clock is wrong). */
 class SkewedClock extends Clock {

@@ -12,26 +12,8 @@ import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
 
-interface Run {
-  run_id: string;
-  mode: string;
-  status: string;
-  pages_total: number;
-  pages_done: number;
-  products_seen: number;
-  skus_seen: number;
-  skus_created: number;
-  skus_changed: number;
-  skus_delisted: number;
-  skus_relisted: number;
-  error: string | null;
-  changes: Record<string, number>;
-  conflicts: number;
-  confirmed_live: number;
-  unconfirmed: number;
-  fallback: string | null;
-}
 
 interface Sku {
   sku_code: string;
