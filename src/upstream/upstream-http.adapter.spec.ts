@@ -3,11 +3,13 @@
  * plus the success paths. Connect timeouts use a loopback listener whose accept queue is full (a
  * worker thread listens and then blocks its own event loop, so nothing is ever accepted).
  */
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
+import zlib from 'node:zlib';
 import { DEFAULT_SIGNATURE_TEMPLATE, verifySignature } from '../signing/signing.js';
 import { SandboxServer } from '../sandbox/sandbox.server.js';
 import {
@@ -543,5 +545,212 @@ describe('UpstreamHttpClient on raw sockets', () => {
       c.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('UpstreamHttpClient over plain HTTP: encodings, cut answers, limits, keep-alive', () => {
+  const PING = '{"ok":true,"site_name":"s","protocol_version":"1.0","user_id":1,"balance":"1.00","currency":"CNY"}';
+  const servers: net.Server[] = [];
+  const clients: UpstreamHttpClient[] = [];
+
+  async function listen<S extends net.Server>(server: S): Promise<number> {
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as net.AddressInfo).port;
+  }
+  function clientOn(port: number, over: Partial<UpstreamHttpOptions> = {}): UpstreamHttpClient {
+    const c = new UpstreamHttpClient({
+      baseUrl: `http://127.0.0.1:${port}/api/v1/upstream`,
+      apiKey: 'k',
+      apiSecret: 's',
+      headerPrefix: 'Service',
+      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+      timeoutMs: 60_000, // a leaked timer would outlive the test
+      ...over,
+    });
+    clients.push(c);
+    return c;
+  }
+  /** The client's http agent: which sockets are busy, which are kept for the next call. */
+  function agentOf(c: UpstreamHttpClient): http.Agent {
+    return (c as unknown as { httpAgent: http.Agent }).httpAgent;
+  }
+  const socketCount = (sockets: NodeJS.ReadOnlyDict<unknown[]>): number =>
+    Object.values(sockets).reduce((n, list) => n + (list?.length ?? 0), 0);
+  /** Busy sockets of the agent, once destroyed ones had their 'close' (a tick or two after the failure). */
+  async function busySockets(c: UpstreamHttpClient): Promise<number> {
+    for (let i = 0; i < 50 && socketCount(agentOf(c).sockets) > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    return socketCount(agentOf(c).sockets);
+  }
+  const activeTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await Promise.all(
+      servers.splice(0).map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            (server as http.Server).closeAllConnections?.();
+            server.close(() => resolve());
+          }),
+      ),
+    );
+  });
+
+  it.each([
+    ['gzip', (b: Buffer) => zlib.gzipSync(b)],
+    ['x-gzip', (b: Buffer) => zlib.gzipSync(b)],
+    ['deflate', (b: Buffer) => zlib.deflateSync(b)],
+    ['deflate', (b: Buffer) => zlib.deflateRawSync(b)], // raw deflate, as some servers send it
+    ['br', (b: Buffer) => zlib.brotliCompressSync(b)],
+  ])('decodes a %s-encoded answer (and asks for one)', async (encoding, encode) => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const port = await listen(
+      http.createServer((req, res) => {
+        seen.push(req.headers);
+        req.resume();
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': encoding });
+        res.end(encode(Buffer.from(PING)));
+      }),
+    );
+    const c = clientOn(port);
+    await expect(c.ping()).resolves.toMatchObject({ ok: true, balance: '1.00' });
+    expect(seen[0]).toMatchObject({
+      'accept-encoding': 'gzip, deflate, br',
+      'user-agent': 'upstream-relay',
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'content-length': '0', // a POST with an empty body, as axios sent it
+    });
+  });
+
+  it('an encoded answer that does not decode → unknown (a failure after connect)', async () => {
+    const port = await listen(
+      http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end('{"ok":true} is not gzip');
+      }),
+    );
+    const e = await failure(clientOn(port).ping(), UpstreamUnknownError);
+    expect(e.reason).toMatch(/^Z_/);
+  });
+
+  it('a GET carries no body and no Content-Length; an unknown Content-Encoding is kept as received', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const port = await listen(
+      http.createServer((req, res) => {
+        seen.push(req.headers);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'identity' });
+        res.end('{"ok":true,"categories":[]}');
+      }),
+    );
+    await expect(clientOn(port).listCategories()).resolves.toEqual([]);
+    expect(seen[0]['content-length']).toBeUndefined();
+    expect(seen[0]['transfer-encoding']).toBeUndefined();
+  });
+
+  it('a redirect is an answer, not followed → unknown http_302', async () => {
+    let requests = 0;
+    const port = await listen(
+      http.createServer((req, res) => {
+        requests++;
+        req.resume();
+        res.writeHead(302, { location: '/api/v1/upstream/elsewhere' });
+        res.end();
+      }),
+    );
+    const e = await failure(clientOn(port).ping(), UpstreamUnknownError);
+    expect([e.reason, e.httpStatus]).toEqual(['http_302', 302]);
+    expect(requests).toBe(1);
+  });
+
+  it.each([
+    ['closed', (s: net.Socket) => s.destroy()],
+    ['reset', (s: net.Socket) => s.resetAndDestroy()],
+  ])('an answer cut mid-body (connection %s after the headers) → unknown ECONNRESET, nothing left behind', async (_how, cut) => {
+    const port = await listen(
+      net.createServer((s) => {
+        s.once('data', () => {
+          s.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${PING.length}\r\n\r\n${PING.slice(0, 20)}`);
+          setTimeout(() => cut(s), 20);
+        });
+      }),
+    );
+    const c = clientOn(port);
+    const controller = new AbortController();
+    const timersBefore = activeTimers();
+    const e = await failure(c.getProduct(1, controller.signal), UpstreamUnknownError);
+    expect(e.reason).toBe('ECONNRESET');
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    expect(activeTimers()).toBe(timersBefore);
+    expect(await busySockets(c)).toBe(0);
+    expect(socketCount(agentOf(c).freeSockets)).toBe(0);
+  });
+
+  it('keeps the connection alive: two calls, one connection, the socket back in the pool, no listener left', async () => {
+    let connections = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(PING);
+    });
+    server.on('connection', () => connections++);
+    const port = await listen(server);
+    const c = clientOn(port);
+    const controller = new AbortController();
+    const timersBefore = activeTimers();
+    await expect(c.ping(controller.signal)).resolves.toMatchObject({ ok: true });
+    await expect(c.ping(controller.signal)).resolves.toMatchObject({ ok: true });
+    expect(connections).toBe(1);
+    expect(socketCount(agentOf(c).sockets)).toBe(0);
+    expect(socketCount(agentOf(c).freeSockets)).toBe(1);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    expect(activeTimers()).toBe(timersBefore);
+  });
+
+  it('an answer larger than maxResponseBytes is dropped → unknown, and its socket destroyed', async () => {
+    const big = `{"ok":true,"pad":"${'x'.repeat(4096)}"}`;
+    const port = await listen(
+      http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(big);
+      }),
+    );
+    const c = clientOn(port, { maxResponseBytes: 1024 });
+    const e = await failure(c.listCategories(), UpstreamUnknownError);
+    expect(e.reason).toBe('response_too_large');
+    expect(await busySockets(c)).toBe(0);
+    expect(socketCount(agentOf(c).freeSockets)).toBe(0);
+    // the limit is on the answer, not the request: an answer of exactly the limit passes
+    const exact = clientOn(port, { maxResponseBytes: Buffer.byteLength(big) });
+    await expect(exact.listCategories()).rejects.toMatchObject({ reason: 'unexpected_shape' });
+  });
+
+  it('the limit applies to the decoded answer: a small gzip body that inflates past it → unknown', async () => {
+    const port = await listen(
+      http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end(zlib.gzipSync(Buffer.from(`{"ok":true,"pad":"${'x'.repeat(1 << 20)}"}`)));
+      }),
+    );
+    const e = await failure(clientOn(port, { maxResponseBytes: 64 * 1024 }).ping(), UpstreamUnknownError);
+    expect(e.reason).toBe('response_too_large');
+  });
+
+  it('a body still arriving when the response timer fires → unknown response_timeout, socket destroyed', async () => {
+    const port = await listen(
+      net.createServer((s) => {
+        s.once('data', () => {
+          s.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${PING.length}\r\n\r\n${PING.slice(0, 10)}`);
+        });
+      }),
+    );
+    const c = clientOn(port, { timeoutMs: 300 });
+    const e = await failure(c.ping(), UpstreamUnknownError);
+    expect(e.reason).toBe('response_timeout');
+    expect(await busySockets(c)).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The HTTP adapter of the upstream port (axios over keep-alive agents).
+ * The HTTP adapter of the upstream port (`http.request` / `https.request` over keep-alive agents).
  *
  * Every request is signed over the path with the base URL's prefix (no query string) and the exact body
  * bytes sent. Every answer is classified once (see `upstream-http.classification.ts`):
@@ -11,6 +11,10 @@
  * connect timer (`connectTimeoutMs`) aborts only a request that is not connected: retryable
  * `connect_timeout`. The response timer (`timeoutMs`, from the start) aborts the rest: unknown
  * `response_timeout` when connected, else retryable `connect_timeout`.
+ *
+ * Every HTTP status is an answer (redirects are not followed). The body is read to its last byte and
+ * decoded per `Content-Encoding` (gzip, deflate, br); a response cut after its headers, one that does
+ * not decode, or one larger than `maxResponseBytes` is a transport failure after connect: unknown.
  */
 import { hash } from 'node:crypto';
 import http from 'node:http';
@@ -18,7 +22,8 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { performance } from 'node:perf_hooks';
-import axios, { type AxiosInstance } from 'axios';
+import type { Transform } from 'node:stream';
+import zlib from 'node:zlib';
 import { signedHeaders } from '../signing/signing.js';
 import { UpstreamClient } from './upstream.client.js';
 import { UpstreamUnknownError, isUpstreamError, type UpstreamError } from './upstream.errors.js';
@@ -103,6 +108,231 @@ interface RequestSpec {
 
 const EMPTY_BODY = Buffer.alloc(0);
 
+/** Headers of every request; the signature headers and `Content-Length` are added per request. */
+const COMMON_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Type': 'application/json',
+  Accept: 'application/json',
+  'Accept-Encoding': 'gzip, deflate, br',
+  'User-Agent': 'upstream-relay',
+};
+
+const ONCE = { once: true } as const;
+
+// As axios did: a compressed body that stops short decodes to what arrived (the HTTP framing already
+// proved the body complete); bytes that are not the format still fail.
+const ZLIB_OPTIONS: zlib.ZlibOptions = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+const BROTLI_OPTIONS: zlib.BrotliOptions = {
+  flush: zlib.constants.BROTLI_OPERATION_FLUSH,
+  finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
+};
+
+/**
+ * The decoder of a `Content-Encoding`, chosen once the body's first bytes are known; `undefined` for
+ * an encoding we do not decode (the bytes are kept as received, as axios did).
+ */
+function decoderFor(encoding: string, first: Buffer): Transform | undefined {
+  switch (encoding.toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.createUnzip(ZLIB_OPTIONS); // gzip, or a zlib stream mislabelled
+    case 'deflate':
+      // RFC 9110 means a zlib stream (first byte 0x78 in practice); some servers send raw deflate
+      return first[0] === 0x78 ? zlib.createInflate(ZLIB_OPTIONS) : zlib.createInflateRaw(ZLIB_OPTIONS);
+    case 'br':
+      return zlib.createBrotliDecompress(BROTLI_OPTIONS);
+    default:
+      return undefined;
+  }
+}
+
+/** A transport error with a code, for classification (`transportErrorCode`). */
+function codedError(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+/** What one exchange needs of the client. */
+interface ExchangeLimits {
+  connectTimeoutMs: number;
+  timeoutMs: number;
+  maxResponseBytes: number;
+}
+
+/**
+ * One request and its answer: the request's socket watch, the two timers, the caller's signal and the
+ * body read. Ends exactly once, by `resolve` (a complete HTTP answer) or `reject` (a classified transport
+ * failure); either way both timers are cleared and the abort listener removed. On failure the request,
+ * the response and the decoder are destroyed, so the socket is closed rather than returned to the agent
+ * with an answer half read; on success the body was read to its end and the socket is back in the pool.
+ */
+class Exchange {
+  private readonly state: TransportState = { connected: false, requestWritten: false };
+  private readonly connectTimer: NodeJS.Timeout;
+  private readonly responseTimer: NodeJS.Timeout;
+  private req: http.ClientRequest | undefined;
+  private socket: Socket | undefined;
+  /** The socket's byte count when this request got it. */
+  private bytesBefore: number | undefined;
+  private flushed = false;
+  private aborted = false;
+  private ended = false;
+
+  private res: http.IncomingMessage | undefined;
+  /** The `Content-Encoding` until the first chunk of the body chose the decoder. */
+  private encoding: string | undefined;
+  private decoder: Transform | undefined;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly spec: RequestSpec,
+    private readonly limits: ExchangeLimits,
+    private readonly resolve: (answer: HttpAnswer) => void,
+    private readonly reject: (error: UpstreamError) => void,
+  ) {
+    this.connectTimer = setTimeout(this.onConnectTimeout, limits.connectTimeoutMs);
+    this.responseTimer = setTimeout(this.onResponseTimeout, limits.timeoutMs);
+    spec.signal?.addEventListener('abort', this.onCallerAbort, ONCE);
+  }
+
+  /** Sends the request built by `create` (which must pass `onResponse` as the response callback). */
+  start(create: (onResponse: (res: http.IncomingMessage) => void) => http.ClientRequest): void {
+    let req: http.ClientRequest;
+    try {
+      req = create(this.onResponse);
+    } catch (e: unknown) {
+      this.fail(e); // e.g. a header value Node refuses: nothing was sent
+      return;
+    }
+    this.req = req;
+    req.once('socket', this.onSocket);
+    req.once('finish', this.onFlushed);
+    req.on('error', this.fail);
+    req.end(this.spec.body);
+  }
+
+  private readonly onSocket = (s: Socket): void => {
+    // 'socket' comes before this request's bytes are flushed to it
+    this.socket = s;
+    this.bytesBefore = s.bytesWritten;
+    const tls = s instanceof TLSSocket;
+    if (this.req?.reusedSocket || (!tls && !s.connecting)) this.markConnected();
+    else s.once(tls ? 'secureConnect' : 'connect', this.markConnected);
+  };
+
+  private readonly markConnected = (): void => {
+    this.state.connected = true;
+    clearTimeout(this.connectTimer);
+  };
+
+  private readonly onFlushed = (): void => {
+    this.flushed = true;
+    this.markConnected();
+  };
+
+  private readonly onConnectTimeout = (): void => {
+    if (!this.state.connected) this.timeOut('connect');
+  };
+
+  private readonly onResponseTimeout = (): void => this.timeOut('response');
+
+  private timeOut(kind: 'connect' | 'response'): void {
+    this.state.timedOut = kind;
+    this.fail(new Error(`${kind} timeout`));
+  }
+
+  private readonly onCallerAbort = (): void => {
+    this.aborted = true;
+    this.fail(new Error('aborted'));
+  };
+
+  private readonly onResponse = (res: http.IncomingMessage): void => {
+    this.res = res;
+    if (this.ended) {
+      res.destroy();
+      return;
+    }
+    this.markConnected();
+    this.encoding = res.headers['content-encoding'];
+    res.on('data', this.onRawData);
+    res.once('end', this.onRawEnd);
+    // A response cut after its headers (reset, or closed mid-body) errors with ECONNRESET ('aborted')
+    // or the socket's own error; 'close' without a complete message is the backstop.
+    res.on('error', this.fail);
+    res.once('close', this.onRawClose);
+  };
+
+  private readonly onRawData = (chunk: Buffer): void => {
+    if (this.encoding !== undefined) {
+      this.decoder = decoderFor(this.encoding, chunk);
+      this.encoding = undefined;
+      this.decoder?.on('data', this.onBodyData).once('end', this.onBodyEnd).on('error', this.fail);
+    }
+    if (this.decoder) this.decoder.write(chunk);
+    else this.onBodyData(chunk);
+  };
+
+  private readonly onRawEnd = (): void => {
+    // an empty body never chose a decoder: nothing to decode
+    if (this.decoder) this.decoder.end();
+    else this.onBodyEnd();
+  };
+
+  private readonly onRawClose = (): void => {
+    if (!this.res?.complete) this.fail(codedError('response cut short', 'ECONNRESET'));
+  };
+
+  /** A chunk of the body as decoded. */
+  private readonly onBodyData = (chunk: Buffer): void => {
+    if (this.ended) return;
+    this.size += chunk.length;
+    if (this.size > this.limits.maxResponseBytes) {
+      this.fail(codedError(`answer larger than ${this.limits.maxResponseBytes} bytes`, 'response_too_large'));
+      return;
+    }
+    this.chunks.push(chunk);
+  };
+
+  private readonly onBodyEnd = (): void => {
+    const res = this.res;
+    if (res === undefined || !this.settle()) return;
+    const { chunks } = this;
+    this.resolve({
+      status: res.statusCode ?? 0,
+      retryAfter: res.headers['retry-after'],
+      body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.size),
+    });
+  };
+
+  /** Fails the exchange with a transport failure (or `aborted`), once. */
+  private readonly fail = (err: unknown): void => {
+    if (!this.settle()) return;
+    // Proven unwritten only when the socket's byte count never moved for this request.
+    const after = this.socket?.bytesWritten;
+    this.state.requestWritten =
+      this.flushed ||
+      (this.socket !== undefined &&
+        (typeof after !== 'number' || typeof this.bytesBefore !== 'number' || after > this.bytesBefore));
+    // The socket is closed, not pooled. (Once the raw answer has ended, the socket may already be back in
+    // the agent's pool while the decoder runs: Node then marks the request destroyed and detaches the
+    // response from it, so these calls cannot touch a socket another request uses.)
+    this.req?.destroy();
+    this.res?.destroy();
+    this.decoder?.destroy();
+    const operation = this.spec.operation;
+    this.reject(this.aborted ? new UpstreamUnknownError(operation, 'aborted') : transportFailure(operation, err, this.state));
+  };
+
+  /** Marks the exchange ended and releases its timers and abort listener; false when it already was. */
+  private settle(): boolean {
+    if (this.ended) return false;
+    this.ended = true;
+    clearTimeout(this.connectTimer);
+    clearTimeout(this.responseTimer);
+    this.spec.signal?.removeEventListener('abort', this.onCallerAbort);
+    return true;
+  }
+}
+
 /** RFC 3339 in UTC, truncated to the second (an earlier instant only widens an `updated_after` filter). */
 export function toRfc3339Seconds(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -114,14 +344,18 @@ function positiveId(id: number, what: string): string {
 }
 
 export class UpstreamHttpClient extends UpstreamClient {
-  private readonly origin: string;
   /** The base URL's path, without a trailing slash (e.g. `/api/v1/upstream`). */
   private readonly basePath: string;
   private readonly connectTimeoutMs: number;
   private readonly clock: () => number;
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
-  private readonly axios: AxiosInstance;
+  /** `http.request` or `https.request`, with the agent of the base URL's protocol. */
+  private readonly request: typeof http.request;
+  private readonly agent: http.Agent;
+  private readonly hostname: string;
+  private readonly port: number | undefined;
+  private readonly limits: ExchangeLimits;
 
   constructor(private readonly options: UpstreamHttpOptions) {
     super();
@@ -132,25 +366,23 @@ export class UpstreamHttpClient extends UpstreamClient {
     if (!(options.timeoutMs > 0) || !Number.isFinite(options.timeoutMs)) {
       throw new Error(`upstream timeoutMs must be a positive number, got ${String(options.timeoutMs)}`);
     }
-    this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.connectTimeoutMs = Math.max(1, options.connectTimeoutMs ?? Math.min(options.timeoutMs, 3000));
     this.clock = options.clock ?? Date.now;
     const agentOptions = { keepAlive: true, timeout: options.keepAliveIdleMs ?? 4000 };
     this.httpAgent = new http.Agent(agentOptions);
     this.httpsAgent = new https.Agent(agentOptions);
-    this.axios = axios.create({
-      httpAgent: this.httpAgent,
-      httpsAgent: this.httpsAgent,
-      // Environment proxies would make "connected" mean "connected to the proxy".
-      proxy: false,
-      maxRedirects: 0,
-      responseType: 'arraybuffer',
-      transformRequest: [(data: unknown) => data],
-      transformResponse: [(data: unknown) => data],
-      validateStatus: () => true,
-      maxContentLength: options.maxResponseBytes ?? 32 * 1024 * 1024,
-    });
+    const tls = url.protocol === 'https:';
+    this.request = tls ? https.request : http.request;
+    this.agent = tls ? this.httpsAgent : this.httpAgent;
+    // An IPv6 literal comes bracketed in a URL, not in a hostname
+    this.hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    this.port = url.port === '' ? undefined : Number(url.port);
+    this.limits = {
+      connectTimeoutMs: this.connectTimeoutMs,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes ?? 32 * 1024 * 1024,
+    };
   }
 
   override async ping(signal?: AbortSignal): Promise<UpstreamPing> {
@@ -258,103 +490,42 @@ export class UpstreamHttpClient extends UpstreamClient {
     }
   }
 
-  /** Sends one signed request; resolves with any complete HTTP answer, rejects with a transport failure. */
-  private async send(spec: RequestSpec): Promise<HttpAnswer> {
-    if (spec.signal?.aborted) throw new UpstreamUnknownError(spec.operation, 'aborted');
+  /**
+   * Sends one signed request; resolves with any complete HTTP answer (every status, no redirect
+   * followed), rejects with a transport failure.
+   */
+  private send(spec: RequestSpec): Promise<HttpAnswer> {
+    if (spec.signal?.aborted) return Promise.reject(new UpstreamUnknownError(spec.operation, 'aborted'));
     const signedPath = `${this.basePath}${spec.path}`;
     const query = spec.query?.toString() ?? '';
-    const url = `${this.origin}${signedPath}${query === '' ? '' : `?${query}`}`;
-    const body = spec.body;
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/json',
-      Accept: 'application/json',
+    const options: http.RequestOptions = {
+      // our own agent, never a proxy: "connected" must mean connected to the upstream
+      agent: this.agent,
+      hostname: this.hostname,
+      port: this.port,
+      method: spec.method,
+      path: query === '' ? signedPath : `${signedPath}?${query}`,
+      headers: this.headersFor(spec, signedPath),
+    };
+    return new Promise<HttpAnswer>((resolve, reject) => {
+      new Exchange(spec, this.limits, resolve, reject).start((onResponse) => this.request(options, onResponse));
+    });
+  }
+
+  /** The common headers, the signature over the path (no query string) and the exact body, and its length. */
+  private headersFor(spec: RequestSpec, signedPath: string): http.OutgoingHttpHeaders {
+    const headers: http.OutgoingHttpHeaders = {
+      ...COMMON_HEADERS,
       ...signedHeaders(this.options.headerPrefix, this.options.apiSecret, this.options.signatureTemplate, {
         apiKey: this.options.apiKey,
         timestamp: Math.floor(this.clock() / 1000),
         method: spec.method,
         path: signedPath,
-        body: body ?? EMPTY_BODY,
+        body: spec.body ?? EMPTY_BODY,
       }),
     };
-
-    const state: TransportState = { connected: false, requestWritten: false };
-    const controller = new AbortController();
-    let req: http.ClientRequest | undefined;
-    let socket: Socket | undefined;
-    let bytesBefore: number | undefined;
-    let flushed = false;
-
-    const abortFor = (kind: 'connect' | 'response'): void => {
-      if (state.timedOut !== undefined) return;
-      state.timedOut = kind;
-      controller.abort();
-      req?.destroy();
-    };
-    const connectTimer = setTimeout(() => {
-      if (!state.connected) abortFor('connect');
-    }, this.connectTimeoutMs);
-    const responseTimer = setTimeout(() => abortFor('response'), this.options.timeoutMs);
-    const markConnected = (): void => {
-      state.connected = true;
-      clearTimeout(connectTimer);
-    };
-    let aborted = false;
-    const onCallerAbort = (): void => {
-      aborted = true;
-      controller.abort();
-      req?.destroy();
-    };
-    spec.signal?.addEventListener('abort', onCallerAbort, { once: true });
-
-    const watch = (r: http.ClientRequest): void => {
-      req = r;
-      r.once('socket', (s: Socket) => {
-        socket = s;
-        bytesBefore = s.bytesWritten;
-        const tls = s instanceof TLSSocket;
-        if (r.reusedSocket || (!tls && !s.connecting)) markConnected();
-        else s.once(tls ? 'secureConnect' : 'connect', markConnected);
-      });
-      r.once('finish', () => {
-        flushed = true;
-        markConnected();
-      });
-      r.once('response', markConnected);
-    };
-    const transport = {
-      request(opts: https.RequestOptions, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
-        const r = opts.protocol === 'https:' ? https.request(opts, onResponse) : http.request(opts, onResponse);
-        watch(r);
-        return r;
-      },
-    };
-
-    try {
-      const res = await this.axios.request<Buffer>({
-        url,
-        method: spec.method,
-        headers,
-        data: body,
-        signal: controller.signal,
-        transport,
-      });
-      const retryAfter: unknown = res.headers['retry-after'];
-      return {
-        status: res.status,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
-        body: res.data,
-      };
-    } catch (e: unknown) {
-      // Proven unwritten only when the socket's byte count never moved for this request.
-      const after = socket?.bytesWritten;
-      state.requestWritten =
-        flushed || (socket !== undefined && (typeof after !== 'number' || typeof bytesBefore !== 'number' || after > bytesBefore));
-      if (aborted) throw new UpstreamUnknownError(spec.operation, 'aborted');
-      throw transportFailure(spec.operation, e, state);
-    } finally {
-      clearTimeout(connectTimer);
-      clearTimeout(responseTimer);
-      spec.signal?.removeEventListener('abort', onCallerAbort);
-    }
+    // A POST always has a body, maybe empty (`Content-Length: 0`, as axios sent); a GET has none.
+    if (spec.body !== undefined) headers['Content-Length'] = spec.body.length;
+    return headers;
   }
 }
