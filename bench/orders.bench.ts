@@ -22,6 +22,15 @@
  * Options: `--db pglite|postgres|both` (default both; postgres is skipped when no server answers),
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), `--orders N`, `--rounds N`,
  * `--warmup N`, `--callbacks N`.
+ *
+ * Diagnostics (not part of `npm run bench`):
+ * - BENCH_RELAY_ENTRY=bench/minimal-relay.mjs runs the yardstick instead of the service: the least
+ *   a relay must do for an order in plain Node (see that file), measured against the same floor;
+ * - BENCH_PROBE=1: after the warm-up, instead of the rounds, the CPU time each process spends on one
+ *   request of each kind (a refused body, an unknown route, an order read, a SKU read, a new order, the
+ *   following of 1,000 orders to delivery while nothing else runs, a replayed order, a product read
+ *   straight to the sandbox), twice;
+ * - BENCH_RELAY_NODE_ARGS: node options for the service's process (e.g. `--cpu-prof`).
  */
 import 'reflect-metadata';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -218,7 +227,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       timeout: 60_000,
     });
     relayProc = await child(
-      'dist/main.js',
+      process.env.BENCH_RELAY_ENTRY ?? 'dist/main.js',
       [],
       {
         NODE_ENV: 'test',
@@ -290,6 +299,30 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     // drifts within a minute), the median round reported.
     const cold = await round('cold', ORDERS);
     await round('warm-up', WARMUP);
+    if (process.env.BENCH_PROBE) {
+      const probe = async (label: string, n: number, op: (i: number) => Promise<boolean>) => {
+        const c0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
+        const f = await measure(n, ORDER_CONCURRENCY, op);
+        const c = cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), n);
+        console.log(`PROBE ${label}: ${f.perSecond.toFixed(0)}/s failed ${f.failed}; cpu/req ${cpuText(c)}`);
+      };
+      for (let k = 0; k < 2; k++) {
+        await probe('invalid POST (400)', 3000, async () => (await client.post('/internal/orders', { shop_order_no: '', sku_code: 'x', quantity: 0 })).status === 400);
+        await probe('unknown route (404)', 3000, async () => (await client.get('/internal/nope')).status === 404);
+        await probe('GET order', 3000, async (i) => (await client.get(`/internal/orders/BENCH-warm-up-${i % 1000}`)).status === 200);
+        await probe('GET sku', 3000, async (i) => (await client.get(`/internal/catalog/skus/BENCH-${i % 10}`)).status === 200);
+        await probe('place order', 1000, async (i) => (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 })).status === 201);
+        {
+          // the orders just placed are polled ORDER_POLL_BASE_MS (5 s) after their creation
+          const c0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
+          await sleep(9000);
+          console.log(`PROBE following them (9 s, nothing else running): cpu/order ${cpuText(cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), 1000))}`);
+        }
+        await probe('replay order', 1000, async (i) => (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 })).status === 200);
+        await probe('sandbox getProduct direct', 3000, async (i) => { await up.getProduct(skus[i % 10].productId); return true; });
+      }
+      return;
+    }
     const rounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) rounds.push(await round(String(i), ORDERS));
     const { floor, orders, cpu, floorCpu } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
