@@ -15,6 +15,7 @@ import { NotificationsModule } from './notifications/notifications.module.js';
 import { Metrics } from './ops/metrics.js';
 import { OpsModule } from './ops/ops.module.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
 
 @Global()
@@ -56,6 +57,7 @@ export class AppModule {
         CallbacksModule,
         NotificationsModule,
         OpsModule,
+        RetentionModule,
         ConsoleModule,
       ],
       providers: [

@@ -47,6 +47,7 @@ describe('config', () => {
     expect(c.upstream.timeoutMs).toBe(10_000);
     expect(c.shopWebhook.maxAttempts).toBe(12);
     expect(c.migrateOnStart).toBe(true);
+    expect(c.retention).toEqual({ days: 90 });
   });
 
   it('keeps generated secrets in the store it is given', () => {
@@ -161,6 +162,26 @@ describe('config', () => {
 
   it('refuses a DB_MIGRATE_ON_START that is not a boolean', () => {
     expect(problems({ ...production, DB_MIGRATE_ON_START: 'later' })).toEqual(['DB_MIGRATE_ON_START: must be true or false, got "later"']);
+  });
+
+  it.each([
+    ['30', 30],
+    ['1', 1],
+    ['36500', 36_500],
+    [' 365 ', 365],
+    ['0', null],
+    ['00', null],
+    ['off', null],
+    ['OFF', null],
+    ['', 90],
+  ])('reads RETENTION_DAYS=%p as %p days (null: the retention job is off)', (value, expected) => {
+    expect(loadConfig({ ...production, RETENTION_DAYS: value }).retention.days).toBe(expected);
+  });
+
+  it.each(['-1', '1.5', '90d', 'never', '36501', 'false'])('refuses RETENTION_DAYS=%p, naming it', (value) => {
+    expect(problems({ ...production, RETENTION_DAYS: value })).toEqual([
+      `RETENTION_DAYS: must be a whole number of days from 1 to 36500, or 0 or off to disable it, got "${value}"`,
+    ]);
   });
 
   it('collects every problem at once', () => {

@@ -95,6 +95,8 @@ export interface AppConfigShape {
   payloadKeys: Buffer[];
   shopWebhook: { url: string | null; secret: string | null; maxAttempts: number };
   logLevel: LogLevel;
+  /** RETENTION_DAYS: final rows older than this many days are deleted; null: the job is off (`0`, `off`). */
+  retention: { days: number | null };
   /**
    * Background work of this process: scheduled syncs, order polling, webhook delivery. Off in the
    * `relay` command's in-process instance, which serves one command and exits.
@@ -124,6 +126,7 @@ export class AppConfig implements AppConfigShape {
   payloadKeys!: Buffer[];
   shopWebhook!: AppConfigShape['shopWebhook'];
   logLevel!: LogLevel;
+  retention!: AppConfigShape['retention'];
   workers!: boolean;
   generated!: string[];
 
@@ -240,6 +243,18 @@ class Reader {
     if (opts.positive && !(n > 0)) this.fail(name, `must be greater than 0, got ${v}`);
     if (opts.nonNegative && n < 0) this.fail(name, `must not be negative, got ${v}`);
     return v;
+  }
+
+  /** A whole number of days from 1 to `max`; null when switched off with `0` or `off`. */
+  daysOrOff(name: string, def: number, max: number): number | null {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    if (v.toLowerCase() === 'off' || /^0+$/.test(v)) return null;
+    if (!/^\d+$/.test(v) || Number(v) > max) {
+      this.fail(name, `must be a whole number of days from 1 to ${max}, or 0 or off to disable it, got "${v}"`);
+      return def;
+    }
+    return Number(v);
   }
 
   duration(name: string, defMs: number): number {
@@ -429,6 +444,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxAttempts: r.int('SHOP_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     },
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
+    retention: { days: r.daysOrOff('RETENTION_DAYS', 90, 36_500) },
     workers: true,
     generated,
   });

@@ -1,0 +1,194 @@
+/**
+ * The retention job (README, "Retention"): when `config.workers` is on and RETENTION_DAYS is not
+ * `off`, once RETENTION_FIRST_RUN_DELAY_MS after the start and then every RETENTION_INTERVAL_MS, it
+ * deletes the final rows older than RETENTION_DAYS of the tables in retention-policy.ts.
+ *
+ * One run at a time across replicas: a run first takes the job's claim (RetentionRepository); an
+ * instance that does not get it skips the run. The cutoff is read once from the database's clock. Each
+ * table is then emptied of its old rows in batches of RETENTION_BATCH_SIZE, each one statement (its
+ * own short transaction, no lock held between batches), the claim renewed before each; the run ends
+ * when a batch deletes fewer rows than its size. Orders and everything attached to them are never
+ * touched.
+ *
+ * Shutdown (onModuleDestroy, before TypeORM closes the pool at application shutdown): no new run, the
+ * run in flight stops after its current batch and gives its claim back, and the hook waits for it, so
+ * no query is sent once the pool is closed.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { Counter } from 'prom-client';
+import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../ops/metrics.js';
+import {
+  RETENTION_BATCH_SIZE,
+  RETENTION_CLAIM_STALE_MS,
+  RETENTION_FIRST_RUN_DELAY_MS,
+  RETENTION_INTERVAL_MS,
+  RETENTION_TABLES,
+  describeDeleted,
+  drain,
+  noneDeleted,
+  retentionCutoff,
+  totalDeleted,
+  type RetentionCounts,
+} from './retention-policy.js';
+import { RetentionRepository } from './retention.repository.js';
+
+/**
+ * How a run ended: `done` (every table drained), `skipped` (another instance holds the claim),
+ * `disabled` (RETENTION_DAYS=off), `stopped` (the service is shutting down), `claim_lost` (its claim
+ * was taken over as stale: it stopped before its next batch).
+ */
+export type RetentionOutcome = 'done' | 'skipped' | 'disabled' | 'stopped' | 'claim_lost';
+
+export interface RetentionReport {
+  outcome: RetentionOutcome;
+  /** Rows older than this were deleted; null when the run did not start. */
+  cutoff: Date | null;
+  deleted: RetentionCounts;
+}
+
+@Injectable()
+export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('retention');
+  /** Names this instance in its claims (for an operator looking at relay_state). */
+  private readonly owner = `retention-${randomUUID()}`;
+  private readonly deletedRows: Counter<'table'>;
+  private timer: NodeJS.Timeout | null = null;
+  private next: Date | null = null;
+  private stopping = false;
+  private current: Promise<RetentionReport> | null = null;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly repo: RetentionRepository,
+    metrics: Metrics,
+  ) {
+    // On the instance's own registry, as every metric of the service (ops/metrics.ts).
+    this.deletedRows = new Counter({
+      name: 'relay_retention_deleted_rows_total',
+      help: 'Rows deleted by the retention job, by table.',
+      labelNames: ['table'] as const,
+      registers: [metrics.registry],
+    });
+    for (const table of RETENTION_TABLES) this.deletedRows.inc({ table }, 0);
+  }
+
+  /** True when this process runs the job on its schedule. */
+  get enabled(): boolean {
+    return this.config.workers && this.config.retention.days !== null;
+  }
+
+  /** When the next scheduled run is due; null when none is scheduled. */
+  get nextRunAt(): Date | null {
+    return this.next;
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.enabled) this.schedule(RETENTION_FIRST_RUN_DELAY_MS);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.next = null;
+    await this.current?.catch(() => undefined);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopping) return;
+    this.next = new Date(Date.now() + ms);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.next = null;
+      void this.runOnce()
+        .catch(() => undefined) // logged by the run
+        .finally(() => this.schedule(RETENTION_INTERVAL_MS));
+    }, ms);
+    this.timer.unref();
+  }
+
+  /**
+   * One run now (the schedule's, or a test's): resolves with what it deleted, or how it ended without
+   * deleting. A call while this instance's run is in flight gets that run's report.
+   */
+  runOnce(): Promise<RetentionReport> {
+    this.current ??= this.run().finally(() => {
+      this.current = null;
+    });
+    return this.current;
+  }
+
+  private async run(): Promise<RetentionReport> {
+    const days = this.config.retention.days;
+    if (days === null) return { outcome: 'disabled', cutoff: null, deleted: noneDeleted() };
+    if (this.stopping) return { outcome: 'stopped', cutoff: null, deleted: noneDeleted() };
+    const token = randomUUID();
+    let claimed: boolean;
+    try {
+      claimed = await this.repo.claim(token, this.owner, RETENTION_CLAIM_STALE_MS);
+    } catch (e) {
+      this.logger.warn({ msg: `retention run could not start: ${(e as Error).message}` });
+      throw e;
+    }
+    if (!claimed) {
+      this.logger.debug({ msg: 'retention run skipped: another instance is running it' });
+      return { outcome: 'skipped', cutoff: null, deleted: noneDeleted() };
+    }
+    const started = performance.now();
+    const deleted = noneDeleted();
+    /** Why the run stopped before it was done, if it did. */
+    const halt: { outcome: RetentionOutcome | null } = { outcome: null };
+    const proceed = async (): Promise<boolean> => {
+      if (this.stopping) halt.outcome = 'stopped';
+      else if (!(await this.repo.renew(token))) halt.outcome = 'claim_lost';
+      return halt.outcome === null;
+    };
+    let cutoff: Date | null = null;
+    try {
+      const runCutoff = retentionCutoff(await this.repo.databaseNow(), days);
+      cutoff = runCutoff;
+      for (const table of RETENTION_TABLES) {
+        const end = await drain((limit) => this.repo.deleteBatch(table, runCutoff, limit), {
+          limit: RETENTION_BATCH_SIZE,
+          proceed,
+          onBatch: (n) => {
+            deleted[table] += n;
+            this.deletedRows.inc({ table }, n);
+          },
+        });
+        if (end === 'stopped') break;
+      }
+    } catch (e) {
+      this.logger.warn({
+        msg: `retention run failed after deleting ${describeDeleted(deleted)}: ${(e as Error).message}`,
+        deleted,
+        cutoff: cutoff?.toISOString() ?? null,
+      });
+      await this.releaseClaim(token);
+      throw e;
+    }
+    if (halt.outcome !== 'claim_lost') await this.releaseClaim(token);
+    const report: RetentionReport = { outcome: halt.outcome ?? 'done', cutoff, deleted };
+    this.log(report, Math.round(performance.now() - started));
+    return report;
+  }
+
+  /** Gives the claim up; when that fails, it goes stale and another run takes it over later. */
+  private async releaseClaim(token: string): Promise<void> {
+    try {
+      await this.repo.release(token);
+    } catch (e) {
+      this.logger.warn({ msg: `retention: could not give the claim back (another run takes it over once it is stale): ${(e as Error).message}` });
+    }
+  }
+
+  private log(r: RetentionReport, durationMs: number): void {
+    const fields = { outcome: r.outcome, cutoff: r.cutoff?.toISOString() ?? null, deleted: r.deleted, duration_ms: durationMs };
+    const what = `retention run ${r.outcome}: deleted ${describeDeleted(r.deleted)} older than ${fields.cutoff}`;
+    if (r.outcome === 'claim_lost') this.logger.warn({ ...fields, msg: `${what}; its claim was taken over by another instance` });
+    else if (totalDeleted(r.deleted) > 0) this.logger.log({ ...fields, msg: what });
+    else this.logger.debug({ ...fields, msg: what });
+  }
+}
