@@ -23,7 +23,7 @@ import { AppError } from '../common/app-error.js';
 import { heapPolicy } from '../common/heap-policy.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { OutboxWriter } from '../notifications/outbox.writer.js';
+import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
@@ -239,7 +239,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     private readonly writer: CatalogWriter,
     private readonly pricing: PricingContextService,
     private readonly pricingRules: PricingService,
-    private readonly outbox: OutboxWriter,
+    private readonly alerts: AlertService,
     private readonly metrics: Metrics,
   ) {}
 
@@ -797,12 +797,18 @@ export class CatalogSyncService implements OnModuleDestroy {
     }
   }
 
+  /**
+   * Records the end of a run; a failure raises `sync_failed` (AlertService) in the same transaction,
+   * its log line and metric once that has committed.
+   */
   private async finish(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<RunEnd> {
     const now = this.clock.now();
     const note = run.notes.join('; ');
     let end: RunEnd = { status, error };
+    let effects: Array<() => void> = [];
     await this.dataSource.transaction(async (em) => {
       end = { status, error };
+      effects = [];
       let recorded = await this.runs.finish(em, run.runId, this.instanceId, { status, counters: run.counters, error, note, now });
       if (recorded === 0) {
         // Another process recovered the row as abandoned (and may run its own run now): this run's end
@@ -812,13 +818,11 @@ export class CatalogSyncService implements OnModuleDestroy {
         end = { status: 'failed', error: lost };
         recorded = await this.runs.finishLost(em, run.runId, this.instanceId, { counters: run.counters, error: lost, note });
       }
-      if (end.status === 'failed' && recorded > 0 && this.outbox.enabled) {
-        await this.outbox.append(em, [
-          { type: 'alert.sync_failed', subject: run.runId, payload: { run_id: run.runId, mode: run.mode, error: end.error, failed_at: now.toISOString() } },
-        ]);
+      if (end.status === 'failed' && recorded > 0) {
+        await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: end.error, failedAt: now }, em, (effect) => effects.push(effect));
       }
     });
-    if (end.status === 'failed') this.metrics.alerts.inc({ kind: 'sync_failed' });
+    for (const effect of effects) effect();
     return end;
   }
 

@@ -14,7 +14,8 @@ export type OutboxEventType =
   | 'sku.listing_changed'
   | 'alert.wallet_low'
   | 'alert.order_stuck'
-  | 'alert.sync_failed';
+  | 'alert.sync_failed'
+  | 'alert.wallet_recovered';
 
 export interface OutboxEvent {
   type: OutboxEventType;

@@ -6,15 +6,29 @@
  * Deduplicated across replicas and restarts: one alert per condition (the wallet; an order; a sync
  * run) per ALERT_REPEAT_MS, kept as `alert:<kind>:<subject>` in `relay_state` and claimed with one
  * conditional upsert, in the same transaction as the outbox row. The caller may hand its own
- * transaction (`manager`) so that the alert commits with the change it reports, and its
- * `afterCommit` so that the log line and the metric wait for the commit (and are not emitted when it
- * rolls back). The outbox subject is `<kind>:<subject>` (e.g. `order_stuck:SO-1`), never a bare
- * order number or sku code: an alert does not join (nor hold back) an order's own ordered events.
+ * transaction (`manager`) so that the alert commits with the change it reports, and then must hand its
+ * `afterCommit` too (both or neither; a manager alone is refused) so that the log line and the metric
+ * wait for the commit (and are not emitted when it rolls back). The outbox subject is
+ * `<kind>:<subject>` (e.g. `order_stuck:SO-1`), never a bare order number or sku code: an alert does
+ * not join (nor hold back) an order's own ordered events.
  *
- * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet`; the orders
- * module calls `checkWallet` after an order and `orderStuck` for newly stuck orders (in the
- * transaction that flags them, OrderRepository.flagStuck); the catalog
- * module calls `syncFailed` when a run fails.
+ * The wallet alert clears: a check that finds the balance at or above WALLET_LOW_BALANCE while the
+ * `alert:wallet_low:wallet` key exists deletes it (one conditional DELETE decides, across replicas,
+ * who clears) and, in the same transaction, writes `alert.wallet_recovered` under the alert's own
+ * subject `wallet_low:wallet` (so the shop gets it after the alert it clears); an `info` log line
+ * (`alert: 'wallet_recovered'`) follows the commit. Not an alert: no count in `relay_alerts_total`. A
+ * later drop alerts again at once. The other alerts do not clear (an order's stuck flag and a failed
+ * run are their own record).
+ *
+ * Payloads (`data` of the webhook): every alert has `kind` and `at` (when it was raised), and its own
+ * fields; `sync_failed` also has `failed_at` (the end of the run), as the catalog wrote it before it
+ * went through here.
+ *
+ * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet` (the orders module
+ * asks for a ping soon after an order, `UpstreamMonitor.pingSoon`); the orders module calls
+ * `orderStuck` for newly stuck orders (in the transaction that flags them, OrderRepository.flagStuck);
+ * the catalog module calls `syncFailed` in the transaction that records a run as failed
+ * (CatalogSyncService).
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
@@ -29,6 +43,9 @@ export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed';
 
 /** The same condition alerts again after this long at the earliest. */
 export const ALERT_REPEAT_MS = 3_600_000;
+
+/** The `relay_state` key of the wallet alert while it is active. */
+export const WALLET_LOW_KEY = 'alert:wallet_low:wallet';
 
 export interface WalletLowAlert {
   balance: string;
@@ -49,10 +66,18 @@ export interface SyncFailedAlert {
   runId: string;
   mode?: string | null;
   error?: string | null;
+  /** When the run was recorded failed. Default: now. */
+  failedAt?: Date | string;
 }
 
 /** Runs a side effect once the caller's transaction has committed (e.g. `OrderTx.afterCommit`). */
 export type AfterCommit = (effect: () => void) => void;
+
+/**
+ * The caller's transaction, when the alert is to commit with it: its manager and its afterCommit,
+ * both or neither (without them the alert has a transaction of its own).
+ */
+export type InTransaction = [] | [manager: EntityManager, afterCommit: AfterCommit];
 
 const iso = (d: Date | string): string => (d instanceof Date ? d.toISOString() : new Date(d).toISOString());
 
@@ -69,11 +94,12 @@ export class AlertService {
   ) {}
 
   /**
-   * Compares a wallet balance with WALLET_LOW_BALANCE (nothing to do without one) and raises
-   * `wallet_low` when it is below; sets the `relay_wallet_balance` gauge either way. Returns
-   * whether an alert was raised now (false when below but already raised within the hour).
+   * Compares a wallet balance with WALLET_LOW_BALANCE (nothing to do without one): raises
+   * `wallet_low` when it is below, clears an active one when it is not (`alert.wallet_recovered`);
+   * sets the `relay_wallet_balance` gauge either way. Returns whether an alert was raised now (false
+   * when below but already raised within the hour).
    */
-  async checkWallet(balance: string, currency: string, manager?: EntityManager): Promise<boolean> {
+  async checkWallet(balance: string, currency: string, ...tx: InTransaction): Promise<boolean> {
     const value = Number(balance);
     if (Number.isFinite(value)) this.metrics.walletBalance.set({ currency }, value);
     const threshold = this.config.walletLowBalance;
@@ -84,10 +110,12 @@ export class AlertService {
     } catch {
       return false;
     }
-    return low ? this.walletLow({ balance, currency, threshold }, manager) : false;
+    if (low) return this.walletLow({ balance, currency, threshold }, ...tx);
+    await this.walletRecovered({ balance, currency, threshold }, tx);
+    return false;
   }
 
-  walletLow(a: WalletLowAlert, manager?: EntityManager): Promise<boolean> {
+  walletLow(a: WalletLowAlert, ...tx: InTransaction): Promise<boolean> {
     const threshold = a.threshold ?? this.config.walletLowBalance;
     return this.raise(
       'wallet_low',
@@ -95,11 +123,11 @@ export class AlertService {
       { balance: a.balance, currency: a.currency, threshold },
       `upstream wallet balance ${a.balance} ${a.currency} is below WALLET_LOW_BALANCE ${threshold ?? '?'}`,
       { balance: a.balance, currency: a.currency, threshold },
-      manager,
+      tx,
     );
   }
 
-  orderStuck(a: OrderStuckAlert, manager?: EntityManager, afterCommit?: AfterCommit): Promise<boolean> {
+  orderStuck(a: OrderStuckAlert, ...tx: InTransaction): Promise<boolean> {
     const since = iso(a.since);
     return this.raise(
       'order_stuck',
@@ -107,21 +135,57 @@ export class AlertService {
       { shop_order_no: a.shopOrderNo, status: a.status, since, trace_id: a.traceId ?? null },
       `order ${a.shopOrderNo} is stuck in ${a.status} since ${since}`,
       { shop_order_no: a.shopOrderNo, trace_id: a.traceId ?? undefined, status: a.status, since },
-      manager,
-      afterCommit,
+      tx,
     );
   }
 
-  syncFailed(a: SyncFailedAlert, manager?: EntityManager): Promise<boolean> {
+  syncFailed(a: SyncFailedAlert, ...tx: InTransaction): Promise<boolean> {
     const error = a.error ? a.error.slice(0, 500) : null;
+    const failedAt = iso(a.failedAt ?? this.clock.now());
     return this.raise(
       'sync_failed',
       a.runId,
-      { run_id: a.runId, mode: a.mode ?? null, error },
+      { run_id: a.runId, mode: a.mode ?? null, error, failed_at: failedAt },
       `catalog sync ${a.runId} failed${error ? `: ${error}` : ''}`,
       { run_id: a.runId, mode: a.mode ?? undefined, error },
-      manager,
+      tx,
     );
+  }
+
+  /**
+   * Clears an active `wallet_low` (see the header): the key deleted and `alert.wallet_recovered`
+   * written in one transaction, by the one caller whose DELETE found the key. Returns whether it
+   * cleared it.
+   */
+  private async walletRecovered(a: Required<WalletLowAlert>, tx: InTransaction): Promise<boolean> {
+    const [manager, afterCommit] = inTransaction(tx);
+    const now = this.clock.now();
+    const clear = async (em: EntityManager): Promise<boolean> => {
+      const rows = await sqlRows<{ key: string }>(em, 'DELETE FROM relay_state WHERE key = $1 RETURNING key', [WALLET_LOW_KEY]);
+      if (rows.length === 0) return false;
+      await this.outbox.append(em, [
+        {
+          type: 'alert.wallet_recovered',
+          subject: 'wallet_low:wallet',
+          payload: { kind: 'wallet_recovered', balance: a.balance, currency: a.currency, threshold: a.threshold, at: now.toISOString() },
+        },
+      ]);
+      return true;
+    };
+    const cleared = manager ? await clear(manager) : await this.dataSource.transaction(clear);
+    if (cleared) {
+      const report = () =>
+        this.logger.log({
+          balance: a.balance,
+          currency: a.currency,
+          threshold: a.threshold,
+          alert: 'wallet_recovered',
+          msg: `alert wallet_low cleared: upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
+        });
+      if (afterCommit) afterCommit(report);
+      else report();
+    }
+    return cleared;
   }
 
   private async raise(
@@ -130,9 +194,9 @@ export class AlertService {
     payload: Record<string, unknown>,
     message: string,
     logFields: Record<string, unknown>,
-    manager?: EntityManager,
-    afterCommit?: AfterCommit,
+    tx: InTransaction,
   ): Promise<boolean> {
+    const [manager, afterCommit] = inTransaction(tx);
     const now = this.clock.now();
     const key = `alert:${kind}:${subject}`;
     const claim = async (em: EntityManager): Promise<boolean> => {
@@ -156,9 +220,18 @@ export class AlertService {
         this.metrics.alerts.inc({ kind });
         this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
       };
-      if (manager && afterCommit) afterCommit(report);
+      if (afterCommit) afterCommit(report);
       else report();
     }
     return raised;
   }
+}
+
+/** The caller's manager and afterCommit; refuses one without the other (a JavaScript caller, an `undefined`). */
+function inTransaction(tx: InTransaction): [EntityManager | undefined, AfterCommit | undefined] {
+  const [manager, afterCommit] = tx as [EntityManager | undefined, AfterCommit | undefined];
+  if ((manager === undefined) !== (afterCommit === undefined)) {
+    throw new Error("an alert in the caller's transaction needs both its manager and its afterCommit");
+  }
+  return [manager, afterCommit];
 }

@@ -2,7 +2,8 @@
  * The periodic upstream ping (when `config.workers` is on): every PING_INTERVAL_MS, one `POST /ping`
  * whose result — reachable or not, latency, the wallet — is kept in memory for `/health`, stored in
  * `relay_state` (`upstream_ping`) for the replicas without workers, fed to the `relay_upstream_up`
- * and `relay_wallet_balance` gauges, and checked against WALLET_LOW_BALANCE (AlertService).
+ * and `relay_wallet_balance` gauges, and checked against WALLET_LOW_BALANCE (AlertService: an alert
+ * when below, cleared when back at or above it).
  * `/health` never waits for the upstream: it shows the last result.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
