@@ -214,6 +214,18 @@ describe('the retention job', () => {
     // delivered long ago, replayed, dead since 5 days: aged from its last attempt
     await insertEvent(db, 'ev-replayed-dead', 'dead', { created: 120, lastAttempt: 5, delivered: 120 });
 
+    // alert keys: those of a stuck order and of a failed run go once old; the wallet's (an active alert) and other state stay
+    for (const [key, days] of [
+      ['alert:order_stuck:SO-OLD', 100],
+      ['alert:sync_failed:run-old', 100],
+      ['alert:order_stuck:SO-NEW', 10],
+      ['alert:wallet_low:wallet', 100],
+      ['alert:order_stuckX:SO-OLD', 100], // not a key of ours: the pattern matches exactly
+      ['wallet:snapshot', 100],
+    ] as const) {
+      await db.query(`INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{}'::jsonb, ${ago(days)}) ON CONFLICT (key) DO UPDATE SET updated_at = EXCLUDED.updated_at`, [key]);
+    }
+
     const runsRepo = a.relay.app.get(SyncRunRepository);
     const health = async () => ((await a.http.get('/health')).data as { last_sync: unknown }).last_sync;
     const before = { planning: await runsRepo.planningFacts(), lastFinished: await runsRepo.lastFinished(), health: await health() };
@@ -222,7 +234,7 @@ describe('the retention job', () => {
     const report = await a.retention.runOnce();
 
     expect(report.outcome).toBe('done');
-    expect(report.deleted).toEqual({ catalog_sku_changes: MANY, catalog_sync_runs: 4, callback_inbox: 5, outbox_events: 3 });
+    expect(report.deleted).toEqual({ catalog_sku_changes: MANY, catalog_sync_runs: 4, callback_inbox: 5, outbox_events: 3, relay_state: 2 });
     const [{ now }] = await db.query<{ now: Date }>('SELECT now() AS now');
     expect(Math.abs(new Date(now).getTime() - 90 * 86_400_000 - report.cutoff!.getTime())).toBeLessThan(60_000);
 
@@ -231,6 +243,12 @@ describe('the retention job', () => {
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
     expect(await remainingCallbacks(db)).toEqual(['cb-applied-new', 'cb-pending-old', 'cb-processed-late']);
     expect(await remainingEvents(db)).toEqual(['ev-delivered-new', 'ev-pending-old', 'ev-replayed-dead']);
+    expect(await column(db, "SELECT key AS v FROM relay_state WHERE key IN ('alert:order_stuck:SO-OLD', 'alert:sync_failed:run-old', 'alert:order_stuck:SO-NEW', 'alert:wallet_low:wallet', 'alert:order_stuckX:SO-OLD', 'wallet:snapshot')")).toEqual([
+      'alert:order_stuck:SO-NEW',
+      'alert:order_stuckX:SO-OLD',
+      'alert:wallet_low:wallet',
+      'wallet:snapshot',
+    ]);
     const [money] = await db.query<Record<string, number>>(
       `SELECT (SELECT count(*)::int FROM orders) AS orders, (SELECT count(*)::int FROM order_attempts) AS attempts,
               (SELECT count(*)::int FROM order_events) AS events, (SELECT count(*)::int FROM order_refunds) AS refunds`,
@@ -255,7 +273,7 @@ describe('the retention job', () => {
 
     // Run again: nothing left to delete, and nothing logged at info.
     const again = await a.retention.runOnce();
-    expect(again).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 } });
+    expect(again).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 } });
     expect(retentionLines().slice(linesBefore)).toHaveLength(1);
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
   });
@@ -267,11 +285,11 @@ describe('the retention job', () => {
       const running = a.retention.runOnce();
       await hold.atHold;
       const other = await b.retention.runOnce();
-      expect(other).toEqual({ outcome: 'skipped', cutoff: null, deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 } });
+      expect(other).toEqual({ outcome: 'skipped', cutoff: null, deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 } });
       expect(await remainingCallbacks(db)).toEqual(['cb-old']); // B deleted nothing
       expect(await claimRows(db)).toHaveLength(1);
       hold.release();
-      expect((await running).deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1 });
+      expect((await running).deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 });
     } finally {
       hold.release();
       hold.restore();
@@ -294,7 +312,7 @@ describe('the retention job', () => {
       RETENTION_CLAIM_KEY,
       RETENTION_CLAIM_STALE_MS + 60_000,
     ]);
-    expect(await a.retention.runOnce()).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1 } });
+    expect(await a.retention.runOnce()).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 } });
     expect(await claimRows(db)).toEqual([]);
   });
 
@@ -313,7 +331,7 @@ describe('the retention job', () => {
       hold.restore();
     }
     expect(report.outcome).toBe('claim_lost');
-    expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 });
+    expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });
     expect(await remainingRuns(db)).toEqual(['r-kept', 'r-old']);
     expect(await claimRows(db)).toEqual([{ token: 'the-new-holder' }]);
     expect(retentionLines().some((l) => l.level === 'warn' && l.outcome === 'claim_lost')).toBe(true);
@@ -327,7 +345,7 @@ describe('the retention job', () => {
       expect(await off.retention.runOnce()).toEqual({
         outcome: 'disabled',
         cutoff: null,
-        deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 },
+        deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 },
       });
     } finally {
       await off.close();
@@ -372,7 +390,7 @@ describe('the retention job', () => {
       hold.restore();
     }
     expect(report.outcome).toBe('stopped');
-    expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 });
+    expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });
     expect(await claimRows(db)).toEqual([]);
     expect(await remainingCallbacks(db)).toEqual(['cb-old']);
     // After the shutdown a run sends nothing (the pool is closed: a query would fail).

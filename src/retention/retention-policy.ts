@@ -1,6 +1,6 @@
 /**
  * What the retention job may delete, and when (pure). Four tables grow with every sync, callback and
- * shop notification; their rows are deleted once they are final and older than RETENTION_DAYS:
+ * shop notification, and `relay_state` with every stuck order and failed sync (their alert keys); their rows are deleted once they are final and older than RETENTION_DAYS:
  *
  * | table | final (deletable) | its age is measured from | never deleted |
  * |---|---|---|---|
@@ -8,12 +8,13 @@
  * | `catalog_sync_runs` | `succeeded`, `failed` | `finished_at` | `running`; the four runs that planning and `/health` read (RetentionRepository) |
  * | `callback_inbox` | `applied`, `unknown_order`, `read_failed`, `ignored` | `processed_at` (else `received_at`) | `pending` (waiting for its order: an attempt in flight, a cancel, a retry) |
  * | `outbox_events` | `delivered`, `dead` | the last attempt (else `delivered_at`, else `created_at`) | `pending` (a replayed event is pending again) |
+ * | `relay_state` | the alert keys of stuck orders and failed syncs (`alert:order_stuck:…`, `alert:sync_failed:…`: one per order or run, deduplicating an alert for an hour) | `updated_at` | every other key (the wallet alert's key says that alert is active; claims, snapshots) |
  *
  * Orders, their attempts, events and refunds are never deleted: they are the money's audit trail.
  */
 
 /** The tables the job cleans, in the order it cleans them. */
-export const RETENTION_TABLES = ['catalog_sku_changes', 'catalog_sync_runs', 'callback_inbox', 'outbox_events'] as const;
+export const RETENTION_TABLES = ['catalog_sku_changes', 'catalog_sync_runs', 'callback_inbox', 'outbox_events', 'relay_state'] as const;
 export type RetentionTable = (typeof RETENTION_TABLES)[number];
 export type RetentionCounts = Record<RetentionTable, number>;
 
@@ -48,7 +49,7 @@ export function retentionCutoff(databaseNow: Date, days: number): Date {
 }
 
 export function noneDeleted(): RetentionCounts {
-  return { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0 };
+  return { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 };
 }
 
 export function totalDeleted(counts: RetentionCounts): number {

@@ -78,6 +78,16 @@ const DELETE_SQL: Record<RetentionTable, string> = {
       WHERE status IN (${quoted(FINAL_STATES.outbox_events)}) AND coalesce(last_attempt_at, delivered_at, created_at) < $1
       LIMIT $2 FOR UPDATE SKIP LOCKED`,
   ),
+  // The dedup keys of per-order and per-run alerts (AlertService): one each, useless an hour after
+  // their alert. Not the wallet's (`alert:wallet_low:wallet`: it says the alert is active), nor the
+  // job's own claim or any other state. A small table: no index of its own.
+  relay_state: deletePicked(
+    'relay_state',
+    'key',
+    `SELECT key FROM relay_state
+      WHERE (key LIKE 'alert:order\\_stuck:%' OR key LIKE 'alert:sync\\_failed:%') AND updated_at < $1
+      LIMIT $2 FOR UPDATE SKIP LOCKED`,
+  ),
 };
 
 @Injectable()
