@@ -353,7 +353,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     });
 
     const ratio = orders.perSecond / floor.perSecond;
-    const f = (x: number) => x.toFixed(1);
+    const f = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(1)); // no sample (e.g. `--callbacks 0`)
     console.log(
       `\n[${kind}] ${ORDERS} orders at concurrency ${ORDER_CONCURRENCY}, upstream latency ${LATENCY_MS} ms per call; after ${WARMUP} orders of warm-up, ${ROUNDS} rounds of floor then relay, the median round shown`,
     );
