@@ -142,6 +142,33 @@ describe('operator alerts', () => {
     expect(await counted('sync_failed')).toBe(before.counted + 1);
   });
 
+  it('a run left running by a process that stopped: recovered as failed by the next start, with its alert.sync_failed', async () => {
+    const before = { rows: (await outbox('alert.sync_failed')).length, lines: alertLines('sync_failed').length, counted: await counted('sync_failed') };
+    const stale = new Date(Date.now() - 10 * 60_000);
+    await db.query(
+      `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, trigger, status, owner, started_at, heartbeat_at)
+       VALUES ('run_process_gone', 'full', 'full', 'schedule', 'running', 'gone-1', $1, $1)`,
+      [stale],
+    );
+    const started = await b.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect(started.status).toBe(202);
+    const nextRun = (started.data as { run_id: string }).run_id;
+    const dead = ((await b.http.get('/internal/catalog/sync-runs/run_process_gone')).data as { run: Run }).run;
+    expect(dead).toMatchObject({ status: 'failed', error: expect.stringMatching(/^abandoned: no heartbeat since /) });
+
+    const rows = (await outbox('alert.sync_failed')).slice(before.rows);
+    expect(rows.map((r) => r.subject)).toEqual(['sync_failed:run_process_gone']);
+    expect(rows[0].payload).toMatchObject({ kind: 'sync_failed', run_id: 'run_process_gone', mode: 'full', error: dead.error, failed_at: expect.any(String) });
+    expect(await stateKey('alert:sync_failed:run_process_gone')).toBe(true);
+    expect(alertLines('sync_failed').slice(before.lines)).toEqual([expect.objectContaining({ level: 'warn', run_id: 'run_process_gone' })]);
+    expect(await counted('sync_failed')).toBe(before.counted + 1);
+    await waitFor(
+      async () => ((await b.http.get(`/internal/catalog/sync-runs/${nextRun}`)).data as { run: Run }).run,
+      (r) => r.status !== 'running',
+      `run ${nextRun}`,
+    );
+  });
+
   it("an alert in a caller's transaction: logged and counted after the commit, not at all when it rolls back", async () => {
     await b.alerts.checkWallet('500.00', 'CNY'); // no wallet alert active
     const held: Array<() => void> = [];

@@ -283,7 +283,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     for (let attempt = 0; ; attempt++) {
       if (await this.runs.tryInsertRunning(row)) break;
       // Never the run this process is executing itself, however late its heartbeat.
-      const recovered = await this.runs.recoverStale(STALE_RUN_MS, now, this.activeRunId);
+      const recovered = await this.recoverAbandoned(now);
       if (recovered) {
         this.logger.warn(`sync run ${recovered} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
         continue;
@@ -795,6 +795,23 @@ export class CatalogSyncService implements OnModuleDestroy {
         await sleep(200 * 2 ** attempt);
       }
     }
+  }
+
+  /**
+   * Fails a running run that lost its heartbeat (its process stopped), never this process's own, and
+   * raises `sync_failed` for it in the same transaction (log line and metric after the commit), as for
+   * a run that fails by itself. Returns its id, if there was one.
+   */
+  private async recoverAbandoned(now: Date): Promise<string | null> {
+    const effects: Array<() => void> = [];
+    const recovered = await this.dataSource.transaction(async (em) => {
+      effects.length = 0;
+      const run = await this.runs.recoverStale(STALE_RUN_MS, now, this.activeRunId, em);
+      if (run) await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: run.error, failedAt: now }, em, (effect) => effects.push(effect));
+      return run;
+    });
+    for (const effect of effects) effect();
+    return recovered?.runId ?? null;
   }
 
   /**

@@ -125,20 +125,22 @@ export class SyncRunRepository {
 
   /**
    * Fails a running run whose heartbeat is older than `staleMs` by the database's clock, unless it is
-   * `exceptRunId` (the run the calling process is executing: never its own). Returns its id, if any.
+   * `exceptRunId` (the run the calling process is executing: never its own), in `em`'s transaction
+   * when given. Returns the run (id, mode, the error recorded), if any.
    */
-  async recoverStale(staleMs: number, now: Date, exceptRunId: string | null): Promise<string | null> {
-    const rows = (await this.db.query(
+  async recoverStale(staleMs: number, now: Date, exceptRunId: string | null, em: Db = this.db): Promise<{ runId: string; mode: string; error: string } | null> {
+    const rows = (await em.query(
       `WITH u AS (
          UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
                 error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' (the process running it stopped)'
           WHERE status = 'running' AND heartbeat_at < clock_timestamp() - $1::int * interval '1 millisecond'
             AND ($3::text IS NULL OR run_id <> $3::text)
-          RETURNING run_id)
-       SELECT run_id FROM u`,
+          RETURNING run_id, mode, error)
+       SELECT run_id, mode, error FROM u`,
       [Math.round(staleMs), now, exceptRunId],
-    )) as Array<{ run_id: string }>;
-    return rows[0]?.run_id ?? null;
+    )) as Array<{ run_id: string; mode: string; error: string }>;
+    const [row] = rows;
+    return row ? { runId: row.run_id, mode: row.mode, error: row.error } : null;
   }
 
   /**
