@@ -92,6 +92,11 @@ describe('operator alerts', () => {
   const outbox = (type: string): Promise<OutboxRow[]> =>
     db.query<OutboxRow>('SELECT event_type, subject, payload FROM outbox_events WHERE event_type = $1 ORDER BY id', [type]);
   const stateKey = async (key: string): Promise<boolean> => (await db.query('SELECT 1 FROM relay_state WHERE key = $1', [key])).length === 1;
+  /** Whether the wallet alert is active (raised, not cleared since). */
+  const walletAlertActive = async (): Promise<boolean> =>
+    (await db.query<{ active: string | null }>("SELECT value->>'active' AS active FROM relay_state WHERE key = $1", [WALLET_LOW_KEY]))[0]?.active === 'true';
+  /** The hour since the last wallet alert is over (as if it had been raised two hours ago). */
+  const walletAlertHourOver = () => db.query("UPDATE relay_state SET updated_at = updated_at - interval '2 hours' WHERE key = $1", [WALLET_LOW_KEY]);
 
   beforeAll(async () => {
     db = await openTestDatabase();
@@ -170,7 +175,7 @@ describe('operator alerts', () => {
   });
 
   it("an alert in a caller's transaction: logged and counted after the commit, not at all when it rolls back", async () => {
-    await b.alerts.checkWallet('500.00', 'CNY'); // no wallet alert active
+    await db.query('DELETE FROM relay_state WHERE key = $1', [WALLET_LOW_KEY]); // no wallet alert yet
     const held: Array<() => void> = [];
     const afterCommit: AfterCommit = (effect) => held.push(effect);
 
@@ -188,6 +193,7 @@ describe('operator alerts', () => {
 
     // Committed: the outbox row with the commit, the log line and the count once the caller runs its effects.
     held.length = 0;
+    await walletAlertHourOver(); // (nothing there: the rolled-back alert left no key)
     await a.dataSource.transaction(async (em) => {
       expect(await a.alerts.checkWallet('10.00', 'CNY', em, afterCommit)).toBe(true);
     });
@@ -208,7 +214,8 @@ describe('operator alerts', () => {
     await b.alerts.checkWallet('500.00', 'CNY'); // cleared for the next test
   });
 
-  it('wallet low, recovered, low again: alert, one alert.wallet_recovered and one info line, then an alert at once', async () => {
+  it('wallet low, recovered, low again: one alert and one recovery an hour, however the balance goes back and forth', async () => {
+    await db.query('DELETE FROM relay_state WHERE key = $1', [WALLET_LOW_KEY]);
     const before = {
       low: (await outbox('alert.wallet_low')).length,
       recovered: (await outbox('alert.wallet_recovered')).length,
@@ -216,39 +223,65 @@ describe('operator alerts', () => {
       recoveredLines: alertLines('wallet_recovered').length,
       counted: await counted('wallet_low'),
     };
-    sandbox.setWalletBalance('50.00');
-    await a.monitor.pingNow();
-    expect((await outbox('alert.wallet_low')).length).toBe(before.low + 1);
-    expect(await stateKey(WALLET_LOW_KEY)).toBe(true);
+    const lows = async () => (await outbox('alert.wallet_low')).slice(before.low).map((r) => r.payload.balance);
+    const recoveries = async () => (await outbox('alert.wallet_recovered')).slice(before.recovered).map((r) => r.payload.balance);
+    const ping = async (balance: string, r: Replica = a) => {
+      sandbox.setWalletBalance(balance);
+      await r.monitor.pingNow();
+    };
 
-    // Back above the threshold (the threshold itself counts as recovered): cleared once.
-    sandbox.setWalletBalance('100.00');
-    await a.monitor.pingNow();
-    await a.monitor.pingNow();
-    await b.monitor.pingNow();
+    await ping('50.00');
+    expect(await lows()).toEqual(['50.00']);
+    expect(await walletAlertActive()).toBe(true);
+
+    // Back at the threshold (the threshold itself counts as recovered): cleared once, whoever checks.
+    await ping('100.00');
+    await ping('100.00');
+    await ping('100.00', b);
     const recovered = (await outbox('alert.wallet_recovered')).slice(before.recovered);
     expect(recovered).toHaveLength(1);
     expect(recovered[0]).toMatchObject({
       subject: 'wallet_low:wallet',
       payload: { event: 'alert.wallet_recovered', kind: 'wallet_recovered', balance: '100.00', currency: 'CNY', threshold: '100', at: expect.any(String) },
     });
-    expect(await stateKey(WALLET_LOW_KEY)).toBe(false);
+    expect(await walletAlertActive()).toBe(false);
     const info = alertLines('wallet_recovered').slice(before.recoveredLines);
     expect(info).toHaveLength(1);
     expect(info[0]).toMatchObject({ level: 'info', alert: 'wallet_recovered', balance: '100.00', currency: 'CNY', threshold: '100' });
     // Not an alert: not counted.
     expect(await counted('wallet_low')).toBe(before.counted + 1);
 
-    // Low again right after (well within the hour): alerted again at once.
-    sandbox.setWalletBalance('40.00');
-    await b.monitor.pingNow();
-    const low = (await outbox('alert.wallet_low')).slice(before.low);
-    expect(low.map((r) => r.payload.balance)).toEqual(['50.00', '40.00']);
+    // Back and forth within the hour of the alert: quiet (no alert, no second recovery).
+    await ping('40.00', b);
+    await ping('100.00');
+    await ping('45.00');
+    expect(await lows()).toEqual(['50.00']);
+    expect(await recoveries()).toEqual(['100.00']);
+
+    // Once the hour is over, low again: alerted; while it stays low, not again within the hour.
+    await walletAlertHourOver();
+    await ping('40.00', b);
+    await ping('30.00');
+    expect(await lows()).toEqual(['50.00', '40.00']);
     expect(alertLines('wallet_low').length).toBe(before.lowLines + 2);
     expect(await counted('wallet_low')).toBe(before.counted + 2);
-    // While it stays low: no new alert within the hour.
-    await a.monitor.pingNow();
-    expect((await outbox('alert.wallet_low')).length).toBe(before.low + 2);
+    expect(await walletAlertActive()).toBe(true);
+    await ping('200.00');
+    expect(await recoveries()).toEqual(['100.00', '200.00']);
+  });
+
+  it('a wallet alert key from before alerts cleared (no `active`) never gives a recovery', async () => {
+    await db.query(
+      `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, now() - interval '120 days')
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
+      [WALLET_LOW_KEY, JSON.stringify({ kind: 'wallet_low', subject: 'wallet', raised_at: '2026-07-01T00:00:00.000Z', balance: '5.00', currency: 'CNY', threshold: '100' })],
+    );
+    const before = (await outbox('alert.wallet_recovered')).length;
+    expect(await a.alerts.checkWallet('5000.00', 'CNY')).toBe(false);
+    expect(await outbox('alert.wallet_recovered')).toHaveLength(before);
+    // and a drop alerts as always (the old alert is long past its hour)
+    expect(await a.alerts.checkWallet('5.00', 'CNY')).toBe(true);
+    expect(await walletAlertActive()).toBe(true);
   });
 
   it('concurrent checks on two replicas clear the wallet alert once', async () => {
@@ -256,13 +289,15 @@ describe('operator alerts', () => {
 
     // Many at once.
     await a.alerts.checkWallet('500.00', 'CNY'); // whatever the earlier tests left
+    await walletAlertHourOver();
     expect(await a.alerts.checkWallet('10.00', 'CNY')).toBe(true);
     let before = await recoveries();
     await Promise.all([a, b, a, b, a, b].map((r) => r.alerts.checkWallet('500.00', 'CNY')));
     expect(await recoveries()).toEqual({ rows: before.rows + 1, lines: before.lines + 1 });
 
     // One replica holds its clearing transaction open while the other checks: the other waits on the
-    // key, then finds it gone and clears nothing.
+    // key, then finds it cleared and clears nothing.
+    await walletAlertHourOver();
     expect(await b.alerts.checkWallet('10.00', 'CNY')).toBe(true);
     before = await recoveries();
     const held: Array<() => void> = [];
@@ -276,6 +311,6 @@ describe('operator alerts', () => {
     await other;
     expect(held).toHaveLength(1);
     expect(await recoveries()).toEqual({ rows: before.rows + 1, lines: before.lines + 1 });
-    expect(await stateKey(WALLET_LOW_KEY)).toBe(false);
+    expect(await walletAlertActive()).toBe(false);
   });
 });

@@ -13,11 +13,14 @@
  * not join (nor hold back) an order's own ordered events.
  *
  * The wallet alert clears: a check that finds the balance at or above WALLET_LOW_BALANCE while the
- * `alert:wallet_low:wallet` key exists deletes it (one conditional DELETE decides, across replicas,
- * who clears) and, in the same transaction, writes `alert.wallet_recovered` under the alert's own
- * subject `wallet_low:wallet` (so the shop gets it after the alert it clears); an `info` log line
- * (`alert: 'wallet_recovered'`) follows the commit. Not an alert: no count in `relay_alerts_total`. A
- * later drop alerts again at once. The other alerts do not clear (an order's stuck flag and a failed
+ * alert is active (its `alert:wallet_low:wallet` key says `active: true`) marks it cleared (one
+ * conditional UPDATE decides, across replicas, who clears) and, in the same transaction, writes
+ * `alert.wallet_recovered` under the alert's own subject `wallet_low:wallet` (so the shop gets it
+ * after the alert it clears); an `info` log line (`alert: 'wallet_recovered'`) follows the commit.
+ * Not an alert: no count in `relay_alerts_total`. The key keeps the time of the alert, so a new drop
+ * alerts once the hour since that alert is over: a balance going back and forth across the threshold
+ * gives at most one alert and one recovery an hour. A key written before alerts cleared has no
+ * `active` and never gives a recovery. The other alerts do not clear (an order's stuck flag and a failed
  * run are their own record).
  *
  * Payloads (`data` of the webhook): every alert has `kind` and `at` (when it was raised), and its own
@@ -161,7 +164,17 @@ export class AlertService {
     const [manager, afterCommit] = inTransaction(tx);
     const now = this.clock.now();
     const clear = async (em: EntityManager): Promise<boolean> => {
-      const rows = await sqlRows<{ key: string }>(em, 'DELETE FROM relay_state WHERE key = $1 RETURNING key', [WALLET_LOW_KEY]);
+      // The key stays (with its time, so a new drop within the hour of the alert stays quiet: a balance
+      // going back and forth across the threshold alerts and recovers at most once an hour); only an
+      // active alert clears, and only once. Keys written before alerts cleared have no `active`: never
+      // "recovered" for an alert that ended long ago.
+      const rows = await sqlRows<{ key: string }>(
+        em,
+        `UPDATE relay_state SET value = jsonb_set(value, '{active}', 'false') || jsonb_build_object('cleared_at', $2::text)
+          WHERE key = $1 AND value->>'active' = 'true'
+         RETURNING key`,
+        [WALLET_LOW_KEY, now.toISOString()],
+      );
       if (rows.length === 0) return false;
       await this.outbox.append(em, [
         {
@@ -206,7 +219,8 @@ export class AlertService {
          ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
           WHERE relay_state.updated_at <= $4
          RETURNING key`,
-        [key, JSON.stringify({ kind, subject, raised_at: now.toISOString(), ...payload }), now, new Date(now.getTime() - ALERT_REPEAT_MS)],
+        // `active`: raised and not cleared since (only the wallet alert clears, walletRecovered)
+        [key, JSON.stringify({ kind, subject, raised_at: now.toISOString(), active: true, ...payload }), now, new Date(now.getTime() - ALERT_REPEAT_MS)],
       );
       if (rows.length === 0) return false;
       await this.outbox.append(em, [

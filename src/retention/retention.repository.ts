@@ -32,7 +32,13 @@ const deletePicked = (table: string, key: string, pick: string): string => `WITH
     DELETE FROM ${table} WHERE ${key} = ANY (ARRAY(${pick})) RETURNING 1)
   SELECT count(*)::int AS n FROM deleted`;
 
-/** $1: the cutoff, $2: the batch size. */
+/**
+ * $1: the cutoff, $2: the batch size. The picks of the partial indexes are ordered by the indexed age:
+ * the planner keeps no statistics for an expression that only a partial index holds and guesses that
+ * a third of the rows match, so with a bare LIMIT it chose a sequential scan, and the last batch of
+ * every run (which finds nothing) read the whole table (92,000 rows, 26 ms); ordered, it reads the
+ * index (0.03 ms).
+ */
 const DELETE_SQL: Record<RetentionTable, string> = {
   // History only: the SKU's changes API and console page; `changed_since` reads catalog_skus.updated_at.
   catalog_sku_changes: deletePicked(
@@ -67,7 +73,7 @@ const DELETE_SQL: Record<RetentionTable, string> = {
     'id',
     `SELECT id FROM callback_inbox
       WHERE state IN (${quoted(FINAL_STATES.callback_inbox)}) AND coalesce(processed_at, received_at) < $1
-      LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      ORDER BY coalesce(processed_at, received_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
   ),
   // Delivered or dead events, aged from their last attempt (a replay makes one pending again, and its
   // new attempts restart the clock); the index outbox_events_final_age.
@@ -76,7 +82,7 @@ const DELETE_SQL: Record<RetentionTable, string> = {
     'id',
     `SELECT id FROM outbox_events
       WHERE status IN (${quoted(FINAL_STATES.outbox_events)}) AND coalesce(last_attempt_at, delivered_at, created_at) < $1
-      LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      ORDER BY coalesce(last_attempt_at, delivered_at, created_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
   ),
   // The dedup keys of per-order and per-run alerts (AlertService): one each, useless an hour after
   // their alert. Not the wallet's (`alert:wallet_low:wallet`: it says the alert is active), nor the
