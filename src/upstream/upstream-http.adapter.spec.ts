@@ -602,6 +602,7 @@ describe('UpstreamHttpClient over plain HTTP: encodings, cut answers, limits, ke
     ['x-gzip', (b: Buffer) => zlib.gzipSync(b)],
     ['deflate', (b: Buffer) => zlib.deflateSync(b)],
     ['deflate', (b: Buffer) => zlib.deflateRawSync(b)], // raw deflate, as some servers send it
+    ['deflate', (b: Buffer) => zlib.deflateSync(b, { windowBits: 10 })], // a zlib stream with a 1 KiB window: first byte 0x28, not 0x78
     ['br', (b: Buffer) => zlib.brotliCompressSync(b)],
   ])('decodes a %s-encoded answer (and asks for one)', async (encoding, encode) => {
     const seen: http.IncomingHttpHeaders[] = [];
@@ -622,6 +623,24 @@ describe('UpstreamHttpClient over plain HTTP: encodings, cut answers, limits, ke
       'content-type': 'application/json',
       'content-length': '0', // a POST with an empty body, as axios sent it
     });
+  });
+
+  it('a 101 Switching Protocols → unknown at once (the request was sent), not after the response timer', async () => {
+    const port = await listen(
+      http.createServer((req, res) => {
+        req.resume();
+        res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      }),
+    );
+    const started = Date.now();
+    const e = await failure(clientOn(port, { timeoutMs: 20_000 }).ping(), UpstreamUnknownError);
+    expect(e.reason).toBe('unexpected_upgrade');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('refuses a timeout a Node timer cannot hold (it would fire after 1 ms)', () => {
+    expect(() => clientOn(1, { timeoutMs: 2_147_483_648 })).toThrow(/up to 2147483647/);
+    expect(() => clientOn(1, { timeoutMs: 2_147_483_647 })).not.toThrow();
   });
 
   it('an encoded answer that does not decode → unknown (a failure after connect)', async () => {

@@ -136,13 +136,24 @@ function decoderFor(encoding: string, first: Buffer): Transform | undefined {
     case 'x-gzip':
       return zlib.createUnzip(ZLIB_OPTIONS); // gzip, or a zlib stream mislabelled
     case 'deflate':
-      // RFC 9110 means a zlib stream (first byte 0x78 in practice); some servers send raw deflate
-      return first[0] === 0x78 ? zlib.createInflate(ZLIB_OPTIONS) : zlib.createInflateRaw(ZLIB_OPTIONS);
+      // RFC 9110 means a zlib stream; some servers send raw deflate
+      return isZlibHeader(first) ? zlib.createInflate(ZLIB_OPTIONS) : zlib.createInflateRaw(ZLIB_OPTIONS);
     case 'br':
       return zlib.createBrotliDecompress(BROTLI_OPTIONS);
     default:
       return undefined;
   }
+}
+
+/**
+ * Whether a body starts with a zlib header (RFC 1950): method 8 (deflate) with a window of at most
+ * 32 KiB, and the check bits that make the first two bytes a multiple of 31. Not only `0x78` (the
+ * 32 KiB window): a stream made with a smaller window starts `0x68`, `0x58`, … `0x08`.
+ */
+function isZlibHeader(first: Buffer): boolean {
+  const cmf = first[0];
+  if ((cmf & 0x0f) !== 8 || cmf >> 4 > 7) return false;
+  return first.length < 2 || ((cmf << 8) | first[1]) % 31 === 0;
 }
 
 /** A transport error with a code, for classification (`transportErrorCode`). */
@@ -207,15 +218,30 @@ class Exchange {
     req.once('socket', this.onSocket);
     req.once('finish', this.onFlushed);
     req.on('error', this.fail);
+    // A `101 Switching Protocols` hands the socket to an 'upgrade' listener (without one, Node destroys
+    // it and the request only closes): not an answer of this API, and the request was sent.
+    req.once('upgrade', this.onUpgrade);
+    req.once('close', this.onRequestClose);
     req.end(this.spec.body);
   }
+
+  private readonly onUpgrade = (_res: http.IncomingMessage, socket: Socket): void => {
+    socket.destroy();
+    this.fail(codedError('the upstream switched protocols', 'unexpected_upgrade'));
+  };
+
+  /** The request closed with neither an answer nor an error (its socket was taken away). */
+  private readonly onRequestClose = (): void => {
+    if (this.res === undefined) this.fail(codedError('the connection closed without an answer', 'ECONNRESET'));
+  };
 
   private readonly onSocket = (s: Socket): void => {
     // 'socket' comes before this request's bytes are flushed to it
     this.socket = s;
     this.bytesBefore = s.bytesWritten;
     const tls = s instanceof TLSSocket;
-    if (this.req?.reusedSocket || (!tls && !s.connecting)) this.markConnected();
+    // (a socket whose connect failed at once is already destroyed here: not connected)
+    if (this.req?.reusedSocket || (!tls && !s.connecting && !s.destroyed)) this.markConnected();
     else s.once(tls ? 'secureConnect' : 'connect', this.markConnected);
   };
 
@@ -363,8 +389,9 @@ export class UpstreamHttpClient extends UpstreamClient {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`upstream baseUrl must be http(s), got ${url.protocol}`);
     }
-    if (!(options.timeoutMs > 0) || !Number.isFinite(options.timeoutMs)) {
-      throw new Error(`upstream timeoutMs must be a positive number, got ${String(options.timeoutMs)}`);
+    // (a Node timer longer than 2^31 − 1 ms fires after 1 ms)
+    if (!(options.timeoutMs > 0) || !(options.timeoutMs <= 2_147_483_647)) {
+      throw new Error(`upstream timeoutMs must be a positive number of milliseconds up to 2147483647, got ${String(options.timeoutMs)}`);
     }
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.connectTimeoutMs = Math.max(1, options.connectTimeoutMs ?? Math.min(options.timeoutMs, 3000));
