@@ -132,22 +132,32 @@ const remainingEvents = (db: TestDatabase) => column(db, 'SELECT subject AS v FR
 const claimRows = (db: TestDatabase) => db.query<{ token: string }>("SELECT value->>'token' AS token FROM relay_state WHERE key = $1", [RETENTION_CLAIM_KEY]);
 
 /**
- * Lets `repo.deleteBatch` do its real work once (its statement committed), then holds its caller until
- * released: the run is between two batches, holding no transaction.
+ * Runs `app`'s job once, holding it after its first batch (the batch's statement committed; the run is
+ * between two batches, holding no transaction) while `between` works; `between` may let the run go on
+ * itself (`release`), else it goes on once `between` returns. Resolves with the run's report.
  */
-function holdAfterFirstBatch(repo: RetentionRepository) {
-  const real = repo.deleteBatch.bind(repo);
+async function runHeldAfterFirstBatch(app: App, between: (release: () => void) => Promise<void>): Promise<RetentionReport> {
+  const real = app.repo.deleteBatch.bind(app.repo);
   let reached!: () => void;
   let release!: () => void;
   const atHold = new Promise<void>((r) => (reached = r));
   const released = new Promise<void>((r) => (release = r));
-  const spy = jest.spyOn(repo, 'deleteBatch').mockImplementationOnce(async (...args: Parameters<RetentionRepository['deleteBatch']>) => {
+  const spy = jest.spyOn(app.repo, 'deleteBatch').mockImplementationOnce(async (...args: Parameters<RetentionRepository['deleteBatch']>) => {
     const n = await real(...args);
     reached();
     await released;
     return n;
   });
-  return { atHold, release, restore: () => spy.mockRestore() };
+  try {
+    const running = app.retention.runOnce();
+    await atHold;
+    await between(release);
+    release();
+    return await running;
+  } finally {
+    release();
+    spy.mockRestore();
+  }
 }
 
 /** A few old final rows in every table (for the tests that look at how a run ends). */
@@ -280,20 +290,13 @@ describe('the retention job', () => {
 
   it('runs on one instance at a time: while one runs, another skips without error, and runs once it is free', async () => {
     await seedSomeOfEach(db);
-    const hold = holdAfterFirstBatch(a.repo);
-    try {
-      const running = a.retention.runOnce();
-      await hold.atHold;
+    const report = await runHeldAfterFirstBatch(a, async () => {
       const other = await b.retention.runOnce();
       expect(other).toEqual({ outcome: 'skipped', cutoff: null, deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 } });
       expect(await remainingCallbacks(db)).toEqual(['cb-old']); // B deleted nothing
       expect(await claimRows(db)).toHaveLength(1);
-      hold.release();
-      expect((await running).deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 });
-    } finally {
-      hold.release();
-      hold.restore();
-    }
+    });
+    expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 });
     expect(await claimRows(db)).toEqual([]);
     expect(await b.retention.runOnce()).toMatchObject({ outcome: 'done' });
     expect(await remainingRuns(db)).toEqual(['r-kept']);
@@ -318,18 +321,9 @@ describe('the retention job', () => {
 
   it('stops before its next batch once its claim was taken over, and leaves the new holder its claim', async () => {
     await seedSomeOfEach(db);
-    const hold = holdAfterFirstBatch(a.repo);
-    let report: RetentionReport;
-    try {
-      const running = a.retention.runOnce();
-      await hold.atHold;
+    const report = await runHeldAfterFirstBatch(a, async () => {
       await db.query(`UPDATE relay_state SET value = jsonb_set(value, '{token}', '"the-new-holder"') WHERE key = $1`, [RETENTION_CLAIM_KEY]);
-      hold.release();
-      report = await running;
-    } finally {
-      hold.release();
-      hold.restore();
-    }
+    });
     expect(report.outcome).toBe('claim_lost');
     expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });
     expect(await remainingRuns(db)).toEqual(['r-kept', 'r-old']);
@@ -371,24 +365,16 @@ describe('the retention job', () => {
   it('stops cleanly at shutdown: the batch in flight ends, the claim is given back, nothing is sent once the pool is closed', async () => {
     await seedSomeOfEach(db);
     const c = await startApp(db);
-    const hold = holdAfterFirstBatch(c.repo);
     let closed = false;
-    let report: RetentionReport;
-    try {
-      const running = c.retention.runOnce();
-      await hold.atHold;
+    const report = await runHeldAfterFirstBatch(c, async (release) => {
       const closing = c.close().then(() => {
         closed = true;
       });
       await sleep(300);
       expect(closed).toBe(false); // the shutdown waits for the run
-      hold.release();
+      release();
       await closing;
-      report = await running;
-    } finally {
-      hold.release();
-      hold.restore();
-    }
+    });
     expect(report.outcome).toBe('stopped');
     expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });
     expect(await claimRows(db)).toEqual([]);

@@ -18,12 +18,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { AppError } from '../common/app-error.js';
 import { heapPolicy } from '../common/heap-policy.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { AlertService } from '../ops/alert.service.js';
+import { AlertService, type AfterCommit } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
@@ -803,14 +803,11 @@ export class CatalogSyncService implements OnModuleDestroy {
    * a run that fails by itself. Returns its id, if there was one.
    */
   private async recoverAbandoned(now: Date): Promise<string | null> {
-    const effects: Array<() => void> = [];
-    const recovered = await this.dataSource.transaction(async (em) => {
-      effects.length = 0;
+    const recovered = await this.withAfterCommit(async (em, afterCommit) => {
       const run = await this.runs.recoverStale(STALE_RUN_MS, now, this.activeRunId, em);
-      if (run) await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: run.error, failedAt: now }, em, (effect) => effects.push(effect));
+      if (run) await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: run.error, failedAt: now }, em, afterCommit);
       return run;
     });
-    for (const effect of effects) effect();
     return recovered?.runId ?? null;
   }
 
@@ -821,11 +818,8 @@ export class CatalogSyncService implements OnModuleDestroy {
   private async finish(run: ActiveRun, status: 'succeeded' | 'failed', error: string | null): Promise<RunEnd> {
     const now = this.clock.now();
     const note = run.notes.join('; ');
-    let end: RunEnd = { status, error };
-    let effects: Array<() => void> = [];
-    await this.dataSource.transaction(async (em) => {
-      end = { status, error };
-      effects = [];
+    return this.withAfterCommit(async (em, afterCommit) => {
+      let end: RunEnd = { status, error };
       let recorded = await this.runs.finish(em, run.runId, this.instanceId, { status, counters: run.counters, error, note, now });
       if (recorded === 0) {
         // Another process recovered the row as abandoned (and may run its own run now): this run's end
@@ -836,11 +830,21 @@ export class CatalogSyncService implements OnModuleDestroy {
         recorded = await this.runs.finishLost(em, run.runId, this.instanceId, { counters: run.counters, error: lost, note });
       }
       if (end.status === 'failed' && recorded > 0) {
-        await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: end.error, failedAt: now }, em, (effect) => effects.push(effect));
+        await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: end.error, failedAt: now }, em, afterCommit);
       }
+      return end;
     });
+  }
+
+  /**
+   * Runs `work` in a transaction; the effects it hands to `afterCommit` (an alert's log line and
+   * metric) run once the transaction has committed, and not at all when it rolls back.
+   */
+  private async withAfterCommit<T>(work: (em: EntityManager, afterCommit: AfterCommit) => Promise<T>): Promise<T> {
+    const effects: Array<() => void> = [];
+    const result = await this.dataSource.transaction((em) => work(em, (effect) => effects.push(effect)));
     for (const effect of effects) effect();
-    return end;
+    return result;
   }
 
   private emit(run: ActiveRun, end?: { status: 'succeeded' | 'failed'; error: string | null }): void {

@@ -5,7 +5,11 @@ import type { PricingRulesView, RulesChange } from './pricing.service.js';
 import { CHANGE_KINDS, type ChangeCounts } from './sku-diff.js';
 import type { SyncRunRecord } from './sync-run.repository.js';
 
-const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
+function iso(d: Date): string;
+function iso(d: Date | null | undefined): string | null;
+function iso(d: Date | null | undefined): string | null {
+  return d ? new Date(d).toISOString() : null;
+}
 
 export interface SkuResponse {
   sku_code: string;

@@ -160,8 +160,7 @@ export class AlertService {
    * written in one transaction, by the one caller whose DELETE found the key. Returns whether it
    * cleared it.
    */
-  private async walletRecovered(a: Required<WalletLowAlert>, tx: InTransaction): Promise<boolean> {
-    const [manager, afterCommit] = inTransaction(tx);
+  private walletRecovered(a: Required<WalletLowAlert>, tx: InTransaction): Promise<boolean> {
     const now = this.clock.now();
     const clear = async (em: EntityManager): Promise<boolean> => {
       // The key stays (with its time, so a new drop within the hour of the alert stays quiet: a balance
@@ -185,20 +184,15 @@ export class AlertService {
       ]);
       return true;
     };
-    const cleared = manager ? await clear(manager) : await this.dataSource.transaction(clear);
-    if (cleared) {
-      const report = () =>
-        this.logger.log({
-          balance: a.balance,
-          currency: a.currency,
-          threshold: a.threshold,
-          alert: 'wallet_recovered',
-          msg: `alert wallet_low cleared: upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
-        });
-      if (afterCommit) afterCommit(report);
-      else report();
-    }
-    return cleared;
+    return this.commitThenReport(tx, clear, () =>
+      this.logger.log({
+        balance: a.balance,
+        currency: a.currency,
+        threshold: a.threshold,
+        alert: 'wallet_recovered',
+        msg: `alert wallet_low cleared: upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
+      }),
+    );
   }
 
   private async raise(
@@ -209,7 +203,6 @@ export class AlertService {
     logFields: Record<string, unknown>,
     tx: InTransaction,
   ): Promise<boolean> {
-    const [manager, afterCommit] = inTransaction(tx);
     const now = this.clock.now();
     const key = `alert:${kind}:${subject}`;
     const claim = async (em: EntityManager): Promise<boolean> => {
@@ -228,16 +221,24 @@ export class AlertService {
       ]);
       return true;
     };
-    const raised = manager ? await claim(manager) : await this.dataSource.transaction(claim);
-    if (raised) {
-      const report = () => {
-        this.metrics.alerts.inc({ kind });
-        this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
-      };
+    return this.commitThenReport(tx, claim, () => {
+      this.metrics.alerts.inc({ kind });
+      this.logger.warn({ ...logFields, alert: kind, msg: `alert ${kind}: ${message}` });
+    });
+  }
+
+  /**
+   * Runs `work` in the caller's transaction (`tx`) or in one of its own; when it wrote something
+   * (true), `report` (log line, metric) runs once that transaction has committed.
+   */
+  private async commitThenReport(tx: InTransaction, work: (em: EntityManager) => Promise<boolean>, report: () => void): Promise<boolean> {
+    const [manager, afterCommit] = inTransaction(tx);
+    const wrote = manager ? await work(manager) : await this.dataSource.transaction(work);
+    if (wrote) {
       if (afterCommit) afterCommit(report);
       else report();
     }
-    return raised;
+    return wrote;
   }
 }
 

@@ -418,17 +418,21 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
   });
 });
 
+/** A client of a test server on 127.0.0.1 (`over` replaces any of its options). */
+function localClient(port: number, over: Partial<UpstreamHttpOptions> = {}, scheme: 'http' | 'https' = 'http'): UpstreamHttpClient {
+  return new UpstreamHttpClient({
+    baseUrl: `${scheme}://127.0.0.1:${port}/api/v1/upstream`,
+    apiKey: 'k',
+    apiSecret: 's',
+    headerPrefix: 'Service',
+    signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
+    timeoutMs: 5000,
+    ...over,
+  });
+}
+
 describe('UpstreamHttpClient over TLS', () => {
-  const tlsClient = (port: number, over: Partial<UpstreamHttpOptions> = {}) =>
-    new UpstreamHttpClient({
-      baseUrl: `https://127.0.0.1:${port}/api/v1/upstream`,
-      apiKey: 'k',
-      apiSecret: 's',
-      headerPrefix: 'Service',
-      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
-      timeoutMs: 5000,
-      ...over,
-    });
+  const tlsClient = (port: number, over: Partial<UpstreamHttpOptions> = {}) => localClient(port, over, 'https');
 
   it('a TLS handshake that never completes is a connect timeout (retryable: nothing was sent)', async () => {
     const server = net.createServer((s) => s.on('data', () => undefined)); // takes the ClientHello, never answers
@@ -480,14 +484,7 @@ describe('UpstreamHttpClient on raw sockets', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
-    const c = new UpstreamHttpClient({
-      baseUrl: `http://127.0.0.1:${port}/api/v1/upstream`,
-      apiKey: 'k',
-      apiSecret: 's',
-      headerPrefix: 'Service',
-      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
-      timeoutMs: 5000,
-    });
+    const c = localClient(port);
     try {
       await expect(c.ping()).resolves.toMatchObject({ ok: true });
       const e = await failure(c.cancelOrder(1), UpstreamUnknownError);
@@ -559,15 +556,7 @@ describe('UpstreamHttpClient over plain HTTP: encodings, cut answers, limits, ke
     return (server.address() as net.AddressInfo).port;
   }
   function clientOn(port: number, over: Partial<UpstreamHttpOptions> = {}): UpstreamHttpClient {
-    const c = new UpstreamHttpClient({
-      baseUrl: `http://127.0.0.1:${port}/api/v1/upstream`,
-      apiKey: 'k',
-      apiSecret: 's',
-      headerPrefix: 'Service',
-      signatureTemplate: DEFAULT_SIGNATURE_TEMPLATE,
-      timeoutMs: 60_000, // a leaked timer would outlive the test
-      ...over,
-    });
+    const c = localClient(port, { timeoutMs: 60_000, ...over }); // a leaked timer would outlive the test
     clients.push(c);
     return c;
   }
