@@ -15,7 +15,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { DUPLICATE_UPSTREAM_ORDER, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
-import { OrderRepository, type AttemptRecord, type OrderRecord, type PollClaim } from './order.repository.js';
+import { OrderRepository, type AttemptRecord, type OrderRecord, type OrderTx, type PollClaim } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
@@ -82,9 +82,7 @@ export class OrderFollowService {
     try {
       answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
     } catch (e) {
-      await this.repo.transaction(async (tx) => {
-        const order = await tx.lockOrderToApply(claim.id);
-        if (!order) return;
+      await this.onClaimedRow(claim, async (tx, order) => {
         const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
         const now = this.clock.now();
         await tx.updateOrder(order, {
@@ -95,14 +93,26 @@ export class OrderFollowService {
       this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo });
       return;
     }
-    await this.repo.transaction(async (tx) => {
-      const order = await tx.lockOrderToApply(claim.id);
-      if (!order) return;
+    await this.onClaimedRow(claim, async (tx, order) => {
       if (this.opInProgress(order)) {
         await tx.updateOrder(order, { poll_lease_until: null, next_poll_at: order.nextPollAt === null ? null : order.opUntil });
         return;
       }
       await this.updater.applyReport(tx, order, answer, 'poll', { schedule: 'poll' });
+    });
+  }
+
+  /**
+   * `work` on a claimed order: first as one optimistic statement from the row as the claim wrote it
+   * (no transaction, no lock taken beforehand), written only if no other transaction changed the row
+   * since the claim; else (a callback, a cancel, an operator moved it) in a transaction on the locked row.
+   */
+  private async onClaimedRow(claim: PollClaim, work: (tx: OrderTx, order: OrderRecord) => Promise<void>): Promise<void> {
+    const snapshot = claim.snapshot;
+    if (snapshot && (await this.repo.fromSnapshot(snapshot, async (tx) => (await work(tx, snapshot.order), true)))) return;
+    await this.repo.transaction(async (tx) => {
+      const order = await tx.lockOrderToApply(claim.id);
+      if (order) await work(tx, order);
     });
   }
 

@@ -299,13 +299,19 @@ interface HeldWrite {
 }
 
 /**
- * What an optimistic one-statement write was computed from: an order and one of its attempts as this
- * process last wrote them, with the row version (`xmin`) of both (they were written together).
+ * What an optimistic one-statement write was computed from: an order row as this process last wrote
+ * it (a reservation, a poll claim), with its row version (`xmin`), and the attempt written in the same
+ * transaction, if any (then it has the same version).
  */
-export interface OrderSnapshot {
+export interface RowSnapshot {
   order: OrderRecord;
-  attempt: AttemptRecord;
+  attempt: AttemptRecord | null;
   version: string;
+}
+
+/** A reservation's snapshot: the order and its new attempt, written together. */
+export interface OrderSnapshot extends RowSnapshot {
+  attempt: AttemptRecord;
 }
 
 /** The snapshot cannot be used (the rows moved, or the work needs more than one statement): nothing was written. */
@@ -343,7 +349,7 @@ export class OrderTx {
   constructor(
     readonly em: EntityManager,
     private readonly holdWrites = false,
-    private readonly snapshot: OrderSnapshot | null = null,
+    private readonly snapshot: RowSnapshot | null = null,
   ) {}
 
   /** Runs `effect` once this transaction's writes are committed (at once outside a transaction). */
@@ -466,8 +472,9 @@ export class OrderTx {
   async lockOrderAndAttempt(orderId: string, attemptNo: number): Promise<{ order: OrderRecord; attempt: AttemptRecord } | null> {
     if (this.snapshot) {
       // the snapshot stands for the locked rows; the write checks that they did not move
-      if (this.snapshot.order.id !== orderId || this.snapshot.attempt.attemptNo !== attemptNo) throw new SnapshotUnusable('another order or attempt');
-      return { order: this.snapshot.order, attempt: this.snapshot.attempt };
+      const { order, attempt } = this.snapshot;
+      if (order.id !== orderId || attempt?.attemptNo !== attemptNo) throw new SnapshotUnusable('another order or attempt');
+      return { order, attempt };
     }
     await this.flush();
     const [row] = await rows<OrderRow & { a: AttemptRow }>(
@@ -619,7 +626,7 @@ export class OrderTx {
     if (this.held.some((h) => h.attemptId === id)) await this.flush();
     const sets = entries.map(([k]) => (k === 'request' ? `${k} = $?::jsonb` : `${k} = $?`));
     const values = [...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)), id];
-    if (this.snapshot && id !== this.snapshot.attempt.id) throw new SnapshotUnusable('another attempt');
+    if (this.snapshot && id !== this.snapshot.attempt?.id) throw new SnapshotUnusable('another attempt');
     const write: HeldWrite = this.snapshot
       ? { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $? AND relay_expect_unchanged(xmin = $?::xid)`, params: [...values, this.snapshot.version], attemptId: id }
       : { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`, params: values, attemptId: id };
@@ -672,6 +679,8 @@ export interface PollClaim {
   id: string;
   upstreamOrderId: number;
   shopOrderNo: string;
+  /** The order as the claim wrote it; absent: the poll locks the row. */
+  snapshot?: RowSnapshot;
 }
 
 export interface OrderListFilter {
@@ -701,7 +710,7 @@ export class OrderRepository {
    * `null` when the rows moved since the snapshot or `fn` needs more than the snapshot can give; then
    * nothing was written and no effect ran, and the caller does the work in a transaction.
    */
-  async fromSnapshot<T>(snapshot: OrderSnapshot, fn: (tx: OrderTx) => Promise<T>): Promise<T | null> {
+  async fromSnapshot<T>(snapshot: RowSnapshot, fn: (tx: OrderTx) => Promise<T>): Promise<T | null> {
     const tx = new OrderTx(this.dataSource.manager, true, snapshot);
     let result: T;
     try {
@@ -793,26 +802,35 @@ export class OrderRepository {
   }
 
   /**
-   * Claims due orders for polling (one replica at a time): a short transaction that takes the rows
-   * with FOR UPDATE SKIP LOCKED and sets a lease. The upstream call happens after it commits.
+   * Claims due orders for polling (one replica at a time): one statement takes the rows with FOR
+   * UPDATE SKIP LOCKED and sets a lease. The upstream call happens after it commits. Each claim
+   * carries the order as the claim wrote it (its `xmin`: the claim's transaction), so that the poll's
+   * answer can be applied by one optimistic statement (`fromSnapshot`) when nothing else wrote the
+   * row meanwhile.
    */
   async claimDuePolls(now: Date, leaseUntil: Date, limit: number): Promise<PollClaim[]> {
-    const claimed = await rows<{ id: string; upstream_order_id: string; shop_order_no: string }>(
+    const claimed = await rows<OrderRow & { row_version: string }>(
       this.dataSource,
-      `UPDATE orders SET poll_lease_until = $2
-        WHERE id IN (
-          SELECT id FROM orders
-           WHERE next_poll_at <= $1
-             AND upstream_order_id IS NOT NULL
-             AND (poll_lease_until IS NULL OR poll_lease_until < $1)
-             AND (op_until IS NULL OR op_until < $1)
-           ORDER BY next_poll_at
-           LIMIT $3
-           FOR UPDATE SKIP LOCKED)
-        RETURNING id, upstream_order_id, shop_order_no`,
+      `WITH c AS (
+         UPDATE orders SET poll_lease_until = $2
+          WHERE id IN (
+            SELECT id FROM orders
+             WHERE next_poll_at <= $1
+               AND upstream_order_id IS NOT NULL
+               AND (poll_lease_until IS NULL OR poll_lease_until < $1)
+               AND (op_until IS NULL OR op_until < $1)
+             ORDER BY next_poll_at
+             LIMIT $3
+             FOR UPDATE SKIP LOCKED)
+          RETURNING *, xmin::text AS row_version)
+       SELECT c.*, r.created_at AS refund_at, r.amount AS refund_amount
+         FROM c LEFT JOIN order_refunds r ON r.order_id = c.id`,
       [now, leaseUntil, limit],
     );
-    return claimed.map((c) => ({ id: String(c.id), upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: c.shop_order_no }));
+    return claimed.map((c) => {
+      const order = toOrder(c);
+      return { id: order.id, upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: order.shopOrderNo, snapshot: { order, attempt: null, version: c.row_version } };
+    });
   }
 
   /** Attempts still `submitting` after their lease: their sender is gone. */
