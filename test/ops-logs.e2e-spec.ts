@@ -112,7 +112,7 @@ describe('logs', () => {
     expect(lines().some((l) => l.request_id === 'has spaces; and <tags>')).toBe(false);
   });
 
-  it('carries the request id on the lines written while serving the request', async () => {
+  it('carries the request id on the lines its handling writes with the request at hand (a refused callback)', async () => {
     const body = JSON.stringify({ event: 'order.status_changed', order_id: 1, status: 'paid' });
     const res = await axios.post(`${relay.url}/callbacks/upstream`, body, {
       headers: { 'content-type': 'application/json', 'x-request-id': 'req-LOG-cb', 'Service-Api-Key': UPSTREAM_KEY, 'Service-Timestamp': '1', 'Service-Signature': 'ab'.repeat(32) },

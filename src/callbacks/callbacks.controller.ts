@@ -16,6 +16,7 @@ import { CALLBACK_BODY_SCHEMA, CALLBACK_ERRORS, CALLBACK_EXAMPLES, CALLBACK_HEAD
 import { CallbackInboxRepository, type CallbackSummary } from './callback-inbox.repository.js';
 import { CallbackProcessor } from './callback-processor.js';
 import { CallbackVerifier } from './callback-verifier.js';
+import { requestFields } from '../ops/request-context.js';
 
 const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : null);
 
@@ -78,7 +79,7 @@ export class CallbacksController {
     const verdict = this.verifier.verify(req.headers, raw);
     if (!verdict.ok) {
       this.metrics.callbacksRejected.inc({ reason: verdict.reason });
-      this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, ip: req.ip });
+      this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, ip: req.ip, ...requestFields(req) });
       throw new AppError('invalid_signature', 401, 'callback signature verification failed');
     }
     const summary = summarizeCallback(raw);

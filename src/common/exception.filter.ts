@@ -1,5 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requestFields } from '../ops/request-context.js';
 import { AppError } from './app-error.js';
 
 const STATUS_CODES: Record<number, string> = {
@@ -19,9 +20,10 @@ export class AppExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
     const { status, body } = toEnvelope(exception);
-    if (status >= 500) this.logger.error(`unhandled error: ${(exception as Error)?.stack ?? String(exception)}`);
+    if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(http.getRequest<FastifyRequest>()) });
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }

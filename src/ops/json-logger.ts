@@ -8,7 +8,6 @@
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
 import type { LogLevel } from '../config/app-config.js';
-import { requestContext } from './request-context.js';
 
 export const REDACT_PATHS = [
   'authorization',
@@ -66,10 +65,6 @@ export function createPino(level: LogLevel, destination?: pino.DestinationStream
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: { headers: safeHeaders },
       formatters: { level: (label) => ({ level: label }) },
-      mixin: () => {
-        const ctx = requestContext.getStore();
-        return ctx ? { request_id: ctx.requestId } : {};
-      },
     },
     destination,
   );

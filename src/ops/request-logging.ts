@@ -1,18 +1,17 @@
 /**
  * One JSON log line per HTTP request, with a correlation id:
  * - the id is the incoming `x-request-id` when it is sane (1–128 of `A-Z a-z 0-9 . _ : -`), else a
- *   new UUID; it is echoed in the `x-request-id` response header and carried by every log line
- *   written while the request is served (request-context.ts);
+ *   new UUID; it is echoed in the `x-request-id` response header and carried by the log lines
+ *   written where the request is at hand (request-context.ts);
  * - the line: `request_id, method, path` (no query string), `route, status, duration_ms`, and
  *   `shop_order_no` / `trace_id` / `downstream_order_no` when the path or the JSON body names them;
  * - never a header, a query string or a body: tokens, API keys, signatures and delivered items
  *   cannot reach it.
  */
 import { randomUUID } from 'node:crypto';
-import { AsyncResource } from 'node:async_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
-import { requestContext, type RequestContext } from './request-context.js';
+import type { RequestContext } from './request-context.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -26,8 +25,7 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 const CTX = Symbol('relay.requestContext');
-const SCOPE = Symbol('relay.requestScope');
-type Tracked = FastifyRequest & { [CTX]?: RequestContext; [SCOPE]?: AsyncResource };
+type Tracked = FastifyRequest & { [CTX]?: RequestContext };
 
 function field(source: unknown, name: string, re: RegExp): string | undefined {
   if (source === null || typeof source !== 'object') return undefined;
@@ -40,16 +38,7 @@ export function installRequestLogging(fastify: FastifyInstance, log: Pino): void
     const ctx: RequestContext = { requestId: String(req.id) };
     req[CTX] = ctx;
     void reply.header(REQUEST_ID_HEADER, ctx.requestId);
-    requestContext.run(ctx, () => {
-      req[SCOPE] = new AsyncResource('relay-request');
-      done();
-    });
-  });
-  // Body parsing runs on the socket's events, outside the context: re-enter it for the handler.
-  fastify.addHook('preValidation', (req: Tracked, _reply: FastifyReply, done) => {
-    const scope = req[SCOPE];
-    if (scope) scope.runInAsyncScope(done, undefined);
-    else done();
+    done();
   });
   fastify.addHook('onResponse', (req: Tracked, reply: FastifyReply, done) => {
     const ctx = req[CTX];
