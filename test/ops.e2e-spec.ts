@@ -240,6 +240,45 @@ describe('operations', () => {
     });
   });
 
+  it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too', async () => {
+    const db = await openTestDatabase();
+    const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }, undefined, false);
+    const insert = (no: string, status: string) =>
+      db.query(
+        `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
+         VALUES ($1, 'SKU', 1, 'f', 't', $2, $1, now(), now(), now(), now())`,
+        [no, status],
+      );
+    try {
+      await insert('SO-GAUGE-1', 'paid');
+      await insert('SO-GAUGE-2', 'paid');
+      await insert('SO-GAUGE-3', 'completed');
+      let text = (await publicGet(`${app.url}/metrics`)).data as string;
+      expect(metricValue(text, 'relay_orders{status="paid"}')).toBe(2);
+      expect(metricValue(text, 'relay_orders{status="completed"}')).toBe(1);
+      expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(0);
+      await insert('SO-GAUGE-4', 'delivered');
+      text = (await publicGet(`${app.url}/metrics`)).data as string;
+      expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(1);
+    } finally {
+      await app.close();
+      await db.close();
+    }
+  });
+
+  it('the stuck-order housekeeping reads the flagged orders by their partial index, not the whole table', async () => {
+    const db = await openTestDatabase();
+    try {
+      // the planner's choice on a table it believes large (no statistics needed for a partial index's predicate)
+      await db.query('SET enable_seqscan = off');
+      const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
+      expect(await plan('SELECT count(*) FROM orders WHERE stuck_since IS NOT NULL')).toContain('orders_stuck');
+      expect(await plan("UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT (o.status = 'paid')")).toContain('orders_stuck');
+    } finally {
+      await db.close();
+    }
+  });
+
   it('reports an unreachable upstream without failing /health, and never waits for it', async () => {
     const db = await openTestDatabase();
     const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' });

@@ -24,6 +24,7 @@ export class MetricsController {
   async get(): Promise<string> {
     // The outbox gauges are read from the table, so that an instance without workers shows them too.
     await this.webhooks.refreshBacklog().catch((e: unknown) => this.logger.debug({ msg: `outbox backlog unavailable: ${(e as Error).message}` }));
+    for (const e of await this.metrics.beforeScrape()) this.logger.debug({ msg: `a gauge could not be refreshed: ${e.message}` });
     return this.metrics.registry.metrics();
   }
 }

@@ -155,8 +155,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Refreshes of gauges read from the database, run when the metrics are scraped (not on a timer). */
+  private readonly scrapeHooks: Array<() => Promise<void>> = [];
+
   constructor() {
     // relay_process_cpu_seconds_total, relay_nodejs_heap_size_used_bytes, …
     collectDefaultMetrics({ register: this.registry, prefix: 'relay_' });
+  }
+
+  /**
+   * Registers a refresh to run before each scrape: a gauge whose query reads a whole table (e.g.
+   * orders by status) costs the database once a scrape, not every second on every replica.
+   */
+  onScrape(hook: () => Promise<void>): void {
+    this.scrapeHooks.push(hook);
+  }
+
+  /** Runs the scrape refreshes; the errors of those that failed (their gauges keep their last values). */
+  async beforeScrape(): Promise<Error[]> {
+    const results = await Promise.allSettled(this.scrapeHooks.map((hook) => hook()));
+    return results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : []));
   }
 }

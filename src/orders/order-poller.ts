@@ -7,6 +7,8 @@
  *
  * Its tick is at most a quarter of UPSTREAM_TIMEOUT_MS (and at most ORDER_POLL_BASE_MS and 1 s), so a
  * leftover `submitting` attempt becomes `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of a start.
+ * The stuck flags are kept every second (a partial index finds the flagged orders); the orders-by-
+ * status gauge, a count over the whole table, is read when the metrics are scraped, on any instance.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
@@ -40,7 +42,24 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly alerts: AlertService,
-  ) {}
+  ) {
+    // read when the metrics are scraped, on every instance (a count over the whole orders table)
+    metrics.onScrape(() => this.refreshStatusGauge());
+  }
+
+  /** The orders-by-status gauge; one count at a time however many scrapes come at once. */
+  private statusCount: Promise<void> | null = null;
+  private refreshStatusGauge(): Promise<void> {
+    this.statusCount ??= (async () => {
+      try {
+        const counts = new Map((await this.repo.countByStatus()).map((c) => [c.status, c.n]));
+        for (const status of ORDER_STATUSES) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
+      } finally {
+        this.statusCount = null;
+      }
+    })();
+    return this.statusCount;
+  }
 
   get tickMs(): number {
     const { pollBaseMs } = this.config.orders;
@@ -107,14 +126,12 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Stuck orders flagged with their alert (one transaction) and the orders-by-status gauge. */
+  /** Stuck orders flagged with their alert (one transaction; the flagged ones found by a partial index). */
   private async housekeeping(): Promise<void> {
     const now = this.clock.now();
     const { count } = await this.repo.flagStuck(now, stuckThresholds(now, this.config.orders.stuckAlertS), (s, em, afterCommit) =>
       this.alerts.orderStuck({ shopOrderNo: s.shopOrderNo, status: s.status, since: s.since, traceId: s.traceId }, em, afterCommit),
     );
     this.metrics.stuckOrders.set(count);
-    const counts = new Map((await this.repo.countByStatus()).map((c) => [c.status, c.n]));
-    for (const status of ORDER_STATUSES) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
   }
 }

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS orders_stuck;
