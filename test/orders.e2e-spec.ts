@@ -115,6 +115,9 @@ describe('orders: placing and following', () => {
       const other = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 2 });
       expect({ status: other.status, code: (other.data as { error_code: string }).error_code }).toEqual({ status: 409, code: 'idempotency_conflict' });
     }
+    // a recorded number with a sku_code the catalog does not have: the record's body differs (409), not 404
+    const unknownSku = await place({ shop_order_no: shopNo, sku_code: 'NO-SUCH-SKU', quantity: 1 });
+    expect({ status: unknownSku.status, code: (unknownSku.data as { error_code: string }).error_code }).toEqual({ status: 409, code: 'idempotency_conflict' });
     expect(sandbox.stats.createsReceived).toBe(creates);
   });
 

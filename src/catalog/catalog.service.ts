@@ -98,6 +98,15 @@ export class CatalogService {
   }
 
   /**
+   * `getSku` for placing an order, in the same statement: whether `shopOrderNo` is already recorded
+   * (then the caller reads that order; usually it is not, and placing costs one read).
+   */
+  async getSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ sku: CatalogSku | null; orderRecorded: boolean }> {
+    const { found, orderRecorded } = await this.repo.findSkuForOrder(skuCode, shopOrderNo);
+    return { sku: found ? toCatalogSku(found.sku, found.currency, found.productFingerprint) : null, orderRecorded };
+  }
+
+  /**
    * Reads the product fresh and applies it locally. Returns the fresh product, or null when the
    * upstream says it is gone (its SKUs are then unlisted). Other upstream errors are rethrown.
    */

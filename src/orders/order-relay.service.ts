@@ -82,8 +82,11 @@ export class OrderRelayService {
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
   private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
-    // Both reads at once: a new order (the usual case) needs the SKU, a replay does not.
-    const [existing, sku] = await Promise.all([this.repo.findByShopOrderNo(input.shop_order_no), this.catalog.getSku(input.sku_code)]);
+    // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
+    // recorded; a replay then reads its order. (An order recorded by another replica after this read
+    // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
+    const { sku, orderRecorded } = await this.catalog.getSkuForOrder(input.sku_code, input.shop_order_no);
+    const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
