@@ -8,7 +8,8 @@
  * second refund check).
  */
 import { DataSource } from 'typeorm';
-import { OrderRepository, type OrderRecord, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
+import type { Pool } from 'pg';
+import { OrderRepository, SnapshotUnusable, type OrderRecord, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
 import { sleep } from './support/wait.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -171,6 +172,39 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     expect(result).toBeNull();
     expect(await state(snap.order.id)).toEqual({ order: 'submitting', attempt: 'submitting', events: 1 });
     expect(effects).toEqual([]);
+  });
+
+  it('work that asks for another statement after its one statement committed is an error, not done again', async () => {
+    const snap = await reserve();
+    const effects: string[] = [];
+    const work = repo.fromSnapshot(snap, async (tx) => {
+      const locked = await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo);
+      await tx.insertEvent(snap.order.id, { source: 'api', kind: 'note', from: null, to: null }, new Date());
+      await tx.updateOrder(locked!.order, { error_message: 'written' });
+      tx.afterCommit(() => effects.push('counted'));
+      return tx.lockOrder(snap.order.id); // a bug: the statement above is committed
+    });
+    await expect(work).rejects.toBeInstanceOf(SnapshotUnusable);
+    expect(await state(snap.order.id)).toEqual({ order: 'submitting', attempt: 'submitting', events: 2 });
+    expect(effects).toEqual([]);
+  });
+
+  it('a write that found its rows moved keeps its pooled connection (and its prepared statements)', async () => {
+    const pool = (ds.driver as unknown as { master: Pool }).master;
+    const connected: unknown[] = [];
+    pool.on('connect', (c) => connected.push(c));
+    try {
+      for (let i = 0; i < 3; i++) {
+        const snap = await reserve();
+        await db.query("UPDATE orders SET status = 'pending_payment' WHERE id = $1", [snap.order.id]);
+        const before = pool.totalCount;
+        expect(await repo.fromSnapshot(snap, accept(snap, []))).toBeNull();
+        expect(pool.totalCount).toBe(before);
+      }
+      expect(connected).toEqual([]);
+    } finally {
+      pool.removeAllListeners('connect');
+    }
   });
 
   it.each([

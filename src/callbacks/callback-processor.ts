@@ -224,13 +224,16 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         this.logger.warn({
           msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ${r.status} there: ignored`,
           shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
           upstream_order_id: upstreamOrderId,
         });
         return;
       case 'mismatch':
       case 'followed':
         await this.inbox.finish(ids, 'ignored', r.kind === 'mismatch' ? r.reason : `order ${order.shopOrderNo} follows upstream order ${upstreamOrderId} now`, order.id, now);
-        if (r.kind === 'mismatch') this.logger.warn({ msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`, shop_order_no: order.shopOrderNo, upstream_order_id: upstreamOrderId });
+        if (r.kind === 'mismatch') {
+          this.logger.warn({ msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, upstream_order_id: upstreamOrderId });
+        }
         return;
       case 'read_failed':
         if (this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now);

@@ -54,6 +54,12 @@ export function statementFor(text: string): PreparedStatement {
   return { key, text };
 }
 
+/** An error the server raised for one statement, after which the connection is ready for the next. */
+export function isStatementError(e: unknown): boolean {
+  const severity = (e as { severity?: unknown } | null)?.severity;
+  return severity === 'ERROR' && typeof (e as { code?: unknown }).code === 'string';
+}
+
 /** Runs `statement` on the transaction of `em` when it has one, else on a pooled connection. */
 export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<EntityManager, 'queryRunner'>> | null, statement: PreparedStatement, params: unknown[]): Promise<T[]> {
   const run = async (client: PoolClient): Promise<T[]> => {
@@ -69,7 +75,10 @@ export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<En
     try {
       return await run(client);
     } catch (e) {
-      failure = e as Error; // the connection may be broken: the pool drops it
+      // A statement the server refused (ERROR: a unique key, an optimistic write's RL001) leaves the
+      // connection ready for the next one, with its prepared statements: it goes back to the pool.
+      // Anything else (a broken socket, FATAL) may have broken it: the pool drops it.
+      if (!isStatementError(e)) failure = e as Error;
       throw e;
     } finally {
       client.release(failure);

@@ -1,7 +1,7 @@
 /**
  * Structured logs: one JSON object a line (pino), behind Nest's LoggerService so every `Logger`
  * in the code writes through it; the same pino instance is Fastify's logger (request-logging.ts).
- * Every line written while a request is served carries its `request_id`. Secrets are redacted by
+ * Lines written with the request at hand carry its `request_id` (request-context.ts). Secrets are redacted by
  * key wherever they appear in a log object (top level or one level down), and header objects are
  * stripped of credentials and signatures.
  */

@@ -173,7 +173,7 @@ export class Metrics {
 
   /** Runs the scrape refreshes; the errors of those that failed (their gauges keep their last values). */
   async beforeScrape(): Promise<Error[]> {
-    const results = await Promise.allSettled(this.scrapeHooks.map((hook) => hook()));
+    const results = await Promise.allSettled(this.scrapeHooks.map((hook) => Promise.resolve().then(hook)));
     return results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : []));
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The request a log line belongs to, for the lines written where the request is at hand (its request
- * line, a refused callback, an unhandled error): `logFields(req)` gives its `request_id`.
+ * line, a refused callback, an unhandled error): `requestFields(req)` gives its `request_id`.
  *
  * Deliberately not an AsyncLocalStorage: on Node 20 it installs promise hooks for every promise of
  * the process (polls, syncs, webhooks included) and takes V8 off its fast path for `await`; measured

@@ -90,7 +90,7 @@ export class OrderFollowService {
           ...(order.nextPollAt !== null ? { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval } : {}),
         });
       });
-      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo });
+      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo, trace_id: claim.snapshot?.order.traceId });
       return;
     }
     await this.onClaimedRow(claim, async (tx, order) => {

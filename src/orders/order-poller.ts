@@ -113,7 +113,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
         await runLimited(claims, POLL_CONCURRENCY, (c) =>
-          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo })),
+          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot?.order.traceId })),
         );
         if (claims.length < POLL_BATCH) break;
       }

@@ -100,7 +100,7 @@ export class OrderUpdater {
         patch.refunded_amount = report.refunded_amount;
         progressed = true;
       }
-      const delivery = this.delivery(order, report.fulfillment, now);
+      const delivery = this.delivery(tx, order, report.fulfillment, now);
       if (delivery) {
         Object.assign(patch, delivery);
         progressed = true;
@@ -119,7 +119,7 @@ export class OrderUpdater {
       case 'regression':
         tx.afterCommit(() => {
           this.metrics.stateRegressions.inc({ source });
-          this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, status: order.status, reported: report.status, source });
+          this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: order.status, reported: report.status, source });
         });
         break;
       case 'anomaly':
@@ -236,7 +236,7 @@ export class OrderUpdater {
    * Never loses an item: a report that lacks some of the stored items (a stale read, an empty payload)
    * adds its new ones to them instead of replacing them.
    */
-  private delivery(order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {
+  private delivery(tx: OrderTx, order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {
     if (!f || typeof f.payload !== 'string') return null;
     let data: DeliveredData = { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null };
     if (order.deliverySealed) {
@@ -250,11 +250,15 @@ export class OrderUpdater {
         const missing = withoutItems(stored.items, data.items);
         if (missing.length > 0) {
           data = { items: [...stored.items, ...withoutItems(data.items, stored.items)], delivery_data: data.delivery_data ?? stored.delivery_data };
-          this.logger.warn({
-            msg: `order ${order.shopOrderNo}: a report lacks ${missing.length} of the ${stored.items.length} delivered items stored; they are kept`,
-            shop_order_no: order.shopOrderNo,
-            trace_id: order.traceId,
-          });
+          const lacking = missing.length;
+          const storedCount = stored.items.length;
+          tx.afterCommit(() =>
+            this.logger.warn({
+              msg: `order ${order.shopOrderNo}: a report lacks ${lacking} of the ${storedCount} delivered items stored; they are kept`,
+              shop_order_no: order.shopOrderNo,
+              trace_id: order.traceId,
+            }),
+          );
         }
         if (JSON.stringify(stored) === JSON.stringify(data)) return null;
       }

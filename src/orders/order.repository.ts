@@ -301,7 +301,8 @@ interface HeldWrite {
 /**
  * What an optimistic one-statement write was computed from: an order row as this process last wrote
  * it (a reservation, a poll claim), with its row version (`xmin`), and the attempt written in the same
- * transaction, if any (then it has the same version).
+ * transaction, if any (then it has the same version). The guard covers those rows only: a poll claim's
+ * refund columns are as its statement began (like `lockOrderToApply`'s), not for deciding on a refund.
  */
 export interface RowSnapshot {
   order: OrderRecord;
@@ -366,6 +367,11 @@ export class OrderTx {
   /** Refuses a statement the snapshot cannot stand for. */
   private direct(what: string): void {
     if (this.snapshot) throw new SnapshotUnusable(what);
+  }
+
+  /** Whether the one statement of a snapshot was sent (it commits on its own). */
+  get snapshotSent(): boolean {
+    return this.snapshotStatements > 0;
   }
 
   /** Counts the one statement allowed with a snapshot. */
@@ -717,7 +723,9 @@ export class OrderRepository {
       result = await fn(tx);
       await tx.flush();
     } catch (e) {
-      if (e instanceof SnapshotUnusable || sqlState(e) === ROW_CHANGED) return null;
+      // RL001: the statement wrote nothing. SnapshotUnusable: refused before anything was sent, unless
+      // the work asked for more after its statement had committed; doing it again would then write twice.
+      if (sqlState(e) === ROW_CHANGED || (e instanceof SnapshotUnusable && !tx.snapshotSent)) return null;
       throw e;
     }
     tx.runEffects();
