@@ -240,9 +240,10 @@ describe('operations', () => {
     });
   });
 
-  it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too', async () => {
+  it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too (final statuses at most every 5 minutes)', async () => {
     const db = await openTestDatabase();
-    const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }, undefined, false);
+    const clock = new TestClock();
+    const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }, clock, false);
     const insert = (no: string, status: string) =>
       db.query(
         `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
@@ -257,9 +258,16 @@ describe('operations', () => {
       expect(metricValue(text, 'relay_orders{status="paid"}')).toBe(2);
       expect(metricValue(text, 'relay_orders{status="completed"}')).toBe(1);
       expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(0);
+      // unfinished statuses at every scrape; the final ones (a count over the whole table) later
       await insert('SO-GAUGE-4', 'delivered');
+      await insert('SO-GAUGE-5', 'paid');
+      text = (await publicGet(`${app.url}/metrics`)).data as string;
+      expect(metricValue(text, 'relay_orders{status="paid"}')).toBe(3);
+      expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(0);
+      clock.advance(5 * 60_000);
       text = (await publicGet(`${app.url}/metrics`)).data as string;
       expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(1);
+      expect(metricValue(text, 'relay_orders{status="completed"}')).toBe(1);
     } finally {
       await app.close();
       await db.close();

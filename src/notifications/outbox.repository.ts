@@ -114,8 +114,10 @@ export class OutboxRepository {
           WHERE o.id IN (
                 SELECT e.id FROM outbox_events e
                  WHERE e.status = 'pending' AND e.next_attempt_at <= now()
-                   AND NOT EXISTS (SELECT 1 FROM outbox_events p
-                                    WHERE p.status = 'pending' AND p.subject = e.subject AND p.id < e.id)
+                   -- the subject's oldest pending event (one index probe each: outbox_events_pending_subject)
+                   AND e.id = (SELECT p.id FROM outbox_events p
+                                WHERE p.status = 'pending' AND p.subject = e.subject
+                                ORDER BY p.id LIMIT 1)
                  ORDER BY e.next_attempt_at, e.id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED)

@@ -68,6 +68,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
       responseType: 'stream',
       proxy: false,
     });
+    metrics.onScrape(() => this.refreshBacklog());
   }
 
   /** True when this process delivers webhooks. */
@@ -104,7 +105,6 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
       } catch (e) {
         this.logger.warn({ msg: `outbox delivery cycle failed: ${(e as Error).message}` });
       }
-      await this.refreshBacklog().catch(() => undefined);
       if (this.stopping) break;
       // A shop that fails everything is given a rest (1 s, 2 s, … 60 s) instead of the next due events.
       failedCycles = cycle.claimed > 0 && cycle.delivered === 0 ? failedCycles + 1 : 0;
@@ -184,7 +184,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     return outcome.status === 'delivered';
   }
 
-  /** Sets the backlog gauges from the table. */
+  /** Sets the backlog gauges from the table (when the metrics are scraped, on any instance). */
   async refreshBacklog(): Promise<void> {
     const counts = await this.outbox.counts();
     this.metrics.outboxBacklog.set(counts.pending);

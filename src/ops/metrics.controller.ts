@@ -1,6 +1,5 @@
 import { Controller, Get, Header, Logger } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import { WebhookSender } from '../notifications/webhook-sender.service.js';
 import { Metrics } from './metrics.js';
 import { METRICS_EXAMPLE } from './ops.api-examples.js';
 
@@ -10,10 +9,7 @@ import { METRICS_EXAMPLE } from './ops.api-examples.js';
 export class MetricsController {
   private readonly logger = new Logger('metrics');
 
-  constructor(
-    private readonly metrics: Metrics,
-    private readonly webhooks: WebhookSender,
-  ) {}
+  constructor(private readonly metrics: Metrics) {}
 
   @Get()
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
@@ -22,8 +18,7 @@ export class MetricsController {
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'the metrics', schema: { type: 'string' }, example: METRICS_EXAMPLE })
   async get(): Promise<string> {
-    // The outbox gauges are read from the table, so that an instance without workers shows them too.
-    await this.webhooks.refreshBacklog().catch((e: unknown) => this.logger.debug({ msg: `outbox backlog unavailable: ${(e as Error).message}` }));
+    // Gauges read from tables (orders by status, the outbox backlog), on any instance, workers or not.
     for (const e of await this.metrics.beforeScrape()) this.logger.debug({ msg: `a gauge could not be refreshed: ${e.message}` });
     return this.metrics.registry.metrics();
   }
