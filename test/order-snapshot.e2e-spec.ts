@@ -60,7 +60,7 @@ describe('optimistic outcome write (fromSnapshot)', () => {
         },
         request,
         now,
-        new Date(now.getTime() + 60_000),
+        60_000,
       ),
     );
     if (!created) throw new Error('not inserted');
@@ -230,13 +230,13 @@ describe('optimistic outcome write (fromSnapshot)', () => {
   it("an operator's sending lease is given back only while it is still that lease", async () => {
     const snap = await reserve();
     await db.query("UPDATE order_attempts SET status = 'submit_unknown', sending_until = NULL WHERE id = $1", [snap.attempt.id]);
-    const now = new Date();
-    const mine = new Date(now.getTime() + 1000);
-    expect(await repo.claimUnknownAttempt(snap.attempt.id, now, mine)).toBe(true);
+    const mine = await repo.claimUnknownAttempt(snap.attempt.id, 1000);
+    expect(mine).toBeInstanceOf(Date);
+    expect(await repo.claimUnknownAttempt(snap.attempt.id, 1000)).toBeNull(); // held
     // it outlived itself, and a re-send took the attempt meanwhile
-    const theirs = new Date(now.getTime() + 60_000);
+    const theirs = new Date(mine!.getTime() + 60_000);
     await db.query('UPDATE order_attempts SET sending_until = $2 WHERE id = $1', [snap.attempt.id, theirs]);
-    await repo.releaseAttemptLease(snap.attempt.id, mine);
+    await repo.releaseAttemptLease(snap.attempt.id, mine!);
     const [held] = await db.query<{ until: Date | null }>('SELECT sending_until AS until FROM order_attempts WHERE id = $1', [snap.attempt.id]);
     expect(held.until?.getTime()).toBe(theirs.getTime());
     await repo.releaseAttemptLease(snap.attempt.id, theirs);

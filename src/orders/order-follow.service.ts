@@ -256,13 +256,14 @@ export class OrderFollowService {
   /** Attempts still `submitting` past their lease (the sender stopped): `submit_unknown` now. */
   async sweepStale(): Promise<number> {
     const now = this.clock.now();
-    const stale = await this.repo.staleSubmitting(now, 50);
+    const stale = await this.repo.staleSubmitting(50);
     let swept = 0;
     for (const s of stale) {
       const done = await this.repo.transaction(async (tx) => {
         const order = await tx.lockOrder(s.orderId, true);
         const attempt = order ? await tx.lockAttempt(s.orderId, s.attemptNo) : null;
-        if (!order || !attempt || attempt.status !== 'submitting' || !attempt.sendingUntil || attempt.sendingUntil >= now) return false;
+        // the lease is judged by the database's clock, as it was set (never this replica's)
+        if (!order || !attempt || attempt.status !== 'submitting' || !attempt.sendingUntil || attempt.sendingUntil >= (await tx.databaseNow())) return false;
         await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.submitter.resendAt(now) });
         if (order.status === 'submitting' && order.attempt === s.attemptNo) {
           await this.updater.moveLocal(
@@ -293,7 +294,7 @@ export class OrderFollowService {
   async resendDue(limit = 10): Promise<number> {
     if (!this.config.upstream.orderNoIdempotent) return 0;
     const now = this.clock.now();
-    const claimed = await this.repo.claimResends(now, new Date(now.getTime() + this.submitter.sendLeaseMs), limit);
+    const claimed = await this.repo.claimResends(now, this.submitter.sendLeaseMs, limit);
     await Promise.all(
       claimed.map(async (a) => {
         const outcome = await this.submitter.send(a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });

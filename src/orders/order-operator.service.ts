@@ -77,9 +77,8 @@ export class OrderOperatorService {
   private async claim(attempt: AttemptRecord): Promise<Date> {
     const deadline = Date.now() + this.submitter.sendLeaseMs + 1000;
     for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
-      const now = this.clock.now();
-      const until = new Date(now.getTime() + this.submitter.sendLeaseMs);
-      if (await this.repo.claimUnknownAttempt(attempt.id, now, until)) return until;
+      const until = await this.repo.claimUnknownAttempt(attempt.id, this.submitter.sendLeaseMs);
+      if (until) return until;
       const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
       if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');

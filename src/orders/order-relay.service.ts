@@ -187,7 +187,7 @@ export class OrderRelayService {
     traceId: string,
   ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
-    const leaseUntil = new Date(now.getTime() + this.submitter.sendLeaseMs);
+    const leaseMs = this.submitter.sendLeaseMs;
     const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
     // A new order is one statement (order, attempt and event in one INSERT): on its own, committed as
     // it returns, when there is no outbox row to write with it; else in a transaction with that row.
@@ -213,7 +213,7 @@ export class OrderRelayService {
             },
             request,
             now,
-            leaseUntil,
+            leaseMs,
           );
           if (created) await this.updater.announce(tx, created.order, null, 'submitting', 'api', now);
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
@@ -224,7 +224,7 @@ export class OrderRelayService {
         }
         const n = order.attempt + 1;
         const dno = downstreamOrderNo(order.shopOrderNo, n);
-        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseUntil);
+        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs);
         const patch = {
           attempt: n,
           downstream_order_no: dno,

@@ -323,6 +323,14 @@ export class SnapshotUnusable extends Error {
   }
 }
 
+/**
+ * The end of an attempt's sending lease of `$n` milliseconds, on the database's clock (truncated to
+ * the millisecond, as a JavaScript Date holds it, so that the holder can give back exactly its own):
+ * every replica sets and judges these leases by one clock, so a replica whose clock runs ahead never
+ * takes over (sweeps, re-sends) an attempt whose sender is still within its lease.
+ */
+const leaseEnd = (param: string): string => `date_trunc('milliseconds', now() + ${param} * interval '1 millisecond')`;
+
 /** SQLSTATE raised by relay_expect_unchanged() (migration 20261122004000_row_guard). */
 const ROW_CHANGED = 'RL001';
 
@@ -503,6 +511,14 @@ export class OrderTx {
     };
   }
 
+  /** The database's clock at this transaction's start (`now()`): what attempt leases are judged by. */
+  async databaseNow(): Promise<Date> {
+    this.direct('databaseNow');
+    await this.flush();
+    const [row] = await rows<{ now: Date }>(this.em, 'SELECT now() AS now');
+    return row.now;
+  }
+
   async lockAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
     this.direct('lockAttempt');
     await this.flush();
@@ -518,12 +534,12 @@ export class OrderTx {
    * null when the shop_order_no already exists. Throws DownstreamNumberTaken when another attempt
    * already uses the order number.
    */
-  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<OrderSnapshot | null> {
+  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number): Promise<OrderSnapshot | null> {
     this.direct('insertOrder');
     await this.flush();
-    let found: Array<OrderRow & { attempt_id: string; row_version: string }>;
+    let found: Array<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>;
     try {
-      found = await rows<OrderRow & { attempt_id: string; row_version: string }>(
+      found = await rows<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>(
         this.em,
         `WITH o AS (
            INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, trace_id, status, attempt,
@@ -534,12 +550,12 @@ export class OrderTx {
            RETURNING *, xmin::text AS row_version),
          a AS (
            INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
-           SELECT o.id, 1, o.downstream_order_no, 'submitting', $14::jsonb, 1, $15, $13 FROM o
-           RETURNING id),
+           SELECT o.id, 1, o.downstream_order_no, 'submitting', $14::jsonb, 1, ${leaseEnd('$15::int')}, $13 FROM o
+           RETURNING id, sending_until),
          e AS (
            INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at)
            SELECT o.id, 'api', 'status', NULL, 'submitting', '{"trigger":"submit","attempt":1}'::jsonb, $13 FROM o)
-         SELECT o.*, a.id AS attempt_id FROM o, a`,
+         SELECT o.*, a.id AS attempt_id, a.sending_until AS attempt_sending_until FROM o, a`,
         [
           input.shopOrderNo,
           input.skuCode,
@@ -555,7 +571,7 @@ export class OrderTx {
           input.fulfillmentType,
           now,
           JSON.stringify(request),
-          leaseUntil,
+          Math.ceil(leaseMs),
         ],
       );
     } catch (e) {
@@ -576,7 +592,7 @@ export class OrderTx {
         status: 'submitting',
         request,
         sends: 1,
-        sendingUntil: leaseUntil,
+        sendingUntil: row.attempt_sending_until,
         unknownSince: null,
         nextResendAt: null,
         upstreamOrderId: null,
@@ -585,16 +601,16 @@ export class OrderTx {
   }
 
   /** Inserts an attempt being sent now; throws DownstreamNumberTaken when its number is used. */
-  async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseUntil: Date): Promise<AttemptRecord> {
+  async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseMs: number): Promise<AttemptRecord> {
     this.direct('insertAttempt');
     await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
       `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
-       VALUES ($1, $2, $3, 'submitting', $4::jsonb, 1, $5, $6)
+       VALUES ($1, $2, $3, 'submitting', $4::jsonb, 1, ${leaseEnd('$5::int')}, $6)
        ON CONFLICT (downstream_order_no) DO NOTHING
        RETURNING *`,
-      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), leaseUntil, now],
+      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now],
     );
     if (!row) throw new DownstreamNumberTaken(downstreamOrderNo);
     return toAttempt(row);
@@ -847,12 +863,12 @@ export class OrderRepository {
     });
   }
 
-  /** Attempts still `submitting` after their lease: their sender is gone. */
-  async staleSubmitting(now: Date, limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
+  /** Attempts still `submitting` after their lease (the database's clock): their sender is gone. */
+  async staleSubmitting(limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
     const found = await rows<{ order_id: string; attempt_no: number }>(
       this.dataSource,
-      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'submitting' AND sending_until < $1 ORDER BY sending_until LIMIT $2`,
-      [now, limit],
+      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'submitting' AND sending_until < now() ORDER BY sending_until LIMIT $1`,
+      [limit],
     );
     return found.map((f) => ({ orderId: String(f.order_id), attemptNo: f.attempt_no }));
   }
@@ -861,34 +877,34 @@ export class OrderRepository {
    * Claims `submit_unknown` attempts due for a re-send under the same number (only where the upstream
    * deduplicates): sets the sending lease, so that one send at a time is ever in flight.
    */
-  async claimResends(now: Date, leaseUntil: Date, limit: number): Promise<AttemptRecord[]> {
+  async claimResends(now: Date, leaseMs: number, limit: number): Promise<AttemptRecord[]> {
     const claimed = await rows<AttemptRow>(
       this.dataSource,
-      `UPDATE order_attempts SET sending_until = $2, sends = sends + 1
+      `UPDATE order_attempts SET sending_until = ${leaseEnd('$2::int')}, sends = sends + 1
         WHERE id IN (
           SELECT a.id FROM order_attempts a JOIN orders o ON o.id = a.order_id
            WHERE a.status = 'submit_unknown' AND a.next_resend_at <= $1
-             AND (a.sending_until IS NULL OR a.sending_until < $1)
+             AND (a.sending_until IS NULL OR a.sending_until < now())
              AND (o.op_until IS NULL OR o.op_until < $1)
            ORDER BY a.next_resend_at
            LIMIT $3
            FOR UPDATE OF a SKIP LOCKED)
         RETURNING *`,
-      [now, leaseUntil, limit],
+      [now, Math.ceil(leaseMs), limit],
     );
     return claimed.map(toAttempt);
   }
 
-  /** Takes the sending lease of one `submit_unknown` attempt (operator resolve); false when busy. */
-  async claimUnknownAttempt(attemptId: string, now: Date, leaseUntil: Date): Promise<boolean> {
-    const claimed = await rows(
+  /** Takes the sending lease of one `submit_unknown` attempt (operator resolve): its end, null when busy. */
+  async claimUnknownAttempt(attemptId: string, leaseMs: number): Promise<Date | null> {
+    const [claimed] = await rows<{ sending_until: Date }>(
       this.dataSource,
-      `UPDATE order_attempts SET sending_until = $3
-        WHERE id = $1 AND status = 'submit_unknown' AND (sending_until IS NULL OR sending_until < $2)
-        RETURNING id`,
-      [attemptId, now, leaseUntil],
+      `UPDATE order_attempts SET sending_until = ${leaseEnd('$2::int')}
+        WHERE id = $1 AND status = 'submit_unknown' AND (sending_until IS NULL OR sending_until < now())
+        RETURNING sending_until`,
+      [attemptId, Math.ceil(leaseMs)],
     );
-    return claimed.length > 0;
+    return claimed?.sending_until ?? null;
   }
 
   /** Gives back the sending lease `leaseUntil` took (claimUnknownAttempt), only if it is still that one. */
