@@ -7,7 +7,10 @@
 --   index it reads them in that order and stops at the limit, with no sort (with the rewritten
 --   subject check of OutboxRepository.claimDue, 262–336 ms a claim with a 20,000-event backlog and
 --   stale statistics became 0.75 ms).
+-- The new outbox index is built first and the old one dropped last: dropping an index locks its
+-- table against reads too, so that lock is held only for the end of this transaction, not while an
+-- index is built.
 CREATE INDEX callback_inbox_pending_id ON callback_inbox (id) WHERE state = 'pending';
 CREATE INDEX callback_inbox_pending_order ON callback_inbox (order_id) WHERE state = 'pending';
+CREATE INDEX outbox_events_due_id ON outbox_events (next_attempt_at, id) WHERE status = 'pending';
 DROP INDEX outbox_events_due;
-CREATE INDEX outbox_events_due ON outbox_events (next_attempt_at, id) WHERE status = 'pending';

@@ -114,7 +114,8 @@ export class OutboxRepository {
           WHERE o.id IN (
                 SELECT e.id FROM outbox_events e
                  WHERE e.status = 'pending' AND e.next_attempt_at <= now()
-                   -- the subject's oldest pending event (one index probe each: outbox_events_pending_subject)
+                   -- the subject's oldest pending event (one index probe each: outbox_events_pending_subject;
+                   -- the due ones in order by outbox_events_due_id)
                    AND e.id = (SELECT p.id FROM outbox_events p
                                 WHERE p.status = 'pending' AND p.subject = e.subject
                                 ORDER BY p.id LIMIT 1)

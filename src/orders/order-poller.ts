@@ -59,7 +59,9 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   private refreshStatusGauge(): Promise<void> {
     this.statusCount ??= (async () => {
       try {
-        const all = this.clock.nowMs() - this.finalCountedAt >= FINAL_COUNT_MS;
+        // (a clock stepped back counts them again rather than freezing them)
+        const sinceFinal = this.clock.nowMs() - this.finalCountedAt;
+        const all = sinceFinal >= FINAL_COUNT_MS || sinceFinal < 0;
         const statuses = all ? ORDER_STATUSES : ORDER_STATUSES.filter((s) => UNFINISHED.has(s));
         const counts = new Map((await this.repo.countByStatus(statuses)).map((c) => [c.status, c.n]));
         for (const status of statuses) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
