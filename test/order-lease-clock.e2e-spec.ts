@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config/app-config.js';
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { openTestDatabase, testEnv, type TestDatabase } from './support/test-app.js';
+import { reserveOrder } from './support/reserved-order.js';
 import { TestClock } from './support/test-clock.js';
 
 describe('attempt leases on the database clock', () => {
@@ -37,31 +38,10 @@ describe('attempt leases on the database clock', () => {
 
   /** An attempt being sent by another replica, with a lease of a minute from now (the database's clock). */
   async function sending(): Promise<{ orderId: string; attemptId: string }> {
-    const no = `LEASE-${++n}`;
-    const created = await repo.autocommit((tx) =>
-      tx.insertOrder(
-        {
-          shopOrderNo: no,
-          skuCode: 'SKU-1',
-          quantity: 1,
-          requestFingerprint: 'f',
-          maxUnitCost: null,
-          traceId: `t-${n}`,
-          productId: 1,
-          skuId: 1,
-          unitCost: '1.00',
-          expectedAmount: '1.00',
-          currency: 'CNY',
-          fulfillmentType: 'auto',
-        },
-        { sku_id: 1, quantity: 1, trace_id: `t-${n}`, with_callback: false },
-        new Date(),
-        60_000,
-      ),
-    );
-    const [{ ahead_of_db }] = await db.query<{ ahead_of_db: boolean }>('SELECT sending_until > now() + interval \'50 seconds\' AS ahead_of_db FROM order_attempts WHERE id = $1', [created!.attempt.id]);
+    const created = await reserveOrder(repo, `LEASE-${++n}`, 60_000);
+    const [{ ahead_of_db }] = await db.query<{ ahead_of_db: boolean }>('SELECT sending_until > now() + interval \'50 seconds\' AS ahead_of_db FROM order_attempts WHERE id = $1', [created.attempt.id]);
     expect(ahead_of_db).toBe(true); // the lease was set by the database's clock, not this replica's
-    return { orderId: created!.order.id, attemptId: created!.attempt.id };
+    return { orderId: created.order.id, attemptId: created.attempt.id };
   }
 
   const attemptStatus = async (id: string) => (await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE id = $1', [id]))[0].status;

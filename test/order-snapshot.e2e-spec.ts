@@ -10,6 +10,7 @@
 import { DataSource } from 'typeorm';
 import type { Pool } from 'pg';
 import { OrderRepository, SnapshotUnusable, type OrderRecord, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
+import { reserveOrder } from './support/reserved-order.js';
 import { sleep } from './support/wait.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -38,33 +39,8 @@ describe('optimistic outcome write (fromSnapshot)', () => {
   });
 
   /** A new order with its attempt being sent, as the reservation writes it. */
-  async function reserve(): Promise<OrderSnapshot> {
-    const shopOrderNo = `SNAP-${++n}`;
-    const now = new Date();
-    const request = { sku_id: 1, quantity: 1, trace_id: `t-${n}`, with_callback: false };
-    const created = await repo.autocommit((tx) =>
-      tx.insertOrder(
-        {
-          shopOrderNo,
-          skuCode: 'SKU-1',
-          quantity: 1,
-          requestFingerprint: 'f',
-          maxUnitCost: null,
-          traceId: `t-${n}`,
-          productId: 1,
-          skuId: 1,
-          unitCost: '1.00',
-          expectedAmount: '1.00',
-          currency: 'CNY',
-          fulfillmentType: 'auto',
-        },
-        request,
-        now,
-        60_000,
-      ),
-    );
-    if (!created) throw new Error('not inserted');
-    return created;
+  function reserve(): Promise<OrderSnapshot> {
+    return reserveOrder(repo, `SNAP-${++n}`);
   }
 
   /** What `record` does for an accepted create: attempt, event, order, in that transaction. */

@@ -1,0 +1,33 @@
+/**
+ * A new order with its first attempt being sent, written as the reservation writes it (one
+ * statement, no upstream involved): for the specs of the orders repository's optimistic writes and
+ * leases.
+ */
+import type { OrderRepository, OrderSnapshot } from '../../src/orders/order.repository.js';
+
+export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, leaseMs = 60_000): Promise<OrderSnapshot> {
+  const traceId = `t-${shopOrderNo}`;
+  const created = await repo.autocommit((tx) =>
+    tx.insertOrder(
+      {
+        shopOrderNo,
+        skuCode: 'SKU-1',
+        quantity: 1,
+        requestFingerprint: 'f',
+        maxUnitCost: null,
+        traceId,
+        productId: 1,
+        skuId: 1,
+        unitCost: '1.00',
+        expectedAmount: '1.00',
+        currency: 'CNY',
+        fulfillmentType: 'auto',
+      },
+      { sku_id: 1, quantity: 1, trace_id: traceId, with_callback: false },
+      new Date(),
+      leaseMs,
+    ),
+  );
+  if (!created) throw new Error(`order ${shopOrderNo} not inserted`);
+  return created;
+}
