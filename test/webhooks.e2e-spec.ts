@@ -13,6 +13,7 @@ import { DataSource } from 'typeorm';
 import { createRelayApp, type RelayApp } from '../src/app.factory.js';
 import { Clock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
+import { OutboxRepository } from '../src/notifications/outbox.repository.js';
 import { OutboxWriter, type OutboxEvent } from '../src/notifications/outbox.writer.js';
 import { WebhookSender } from '../src/notifications/webhook-sender.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
@@ -280,6 +281,38 @@ describe('shop webhooks', () => {
     } finally {
       await a.close();
       await b.close();
+      await db.close();
+    }
+  });
+
+  it("claims a subject's events one at a time in order: a later one waits while an earlier one is pending, due or not, leased or not", async () => {
+    const db = await openTestDatabase();
+    const config = loadConfig({ ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }), DATABASE_URL: db.url });
+    config.workers = false; // the test claims
+    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
+    try {
+      const outbox = relay.app.get(OutboxRepository);
+      await relay.app.get(DataSource).transaction((em) =>
+        relay.app.get(OutboxWriter).append(em, [orderEvent('SO-SEQ-A', 'paid'), orderEvent('SO-SEQ-A', 'delivered'), orderEvent('SO-SEQ-B')]),
+      );
+      const ids = async (subject: string) => (await db.query<{ id: string }>('SELECT id::text FROM outbox_events WHERE subject = $1 ORDER BY id', [subject])).map((r) => r.id);
+      const [a1, a2] = await ids('SO-SEQ-A');
+      const [b1] = await ids('SO-SEQ-B');
+      const claimed = async () => (await outbox.claimDue(60_000, 10)).map((e) => e.id);
+      // A's first event waits for a retry an hour away: A's second waits behind it, B goes
+      await db.query("UPDATE outbox_events SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [a1]);
+      expect(await claimed()).toEqual([b1]);
+      // due again: A's first is claimed, its second still waits while the first is leased
+      await db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a1]);
+      const [first] = await outbox.claimDue(60_000, 10);
+      expect(first.id).toBe(a1);
+      await db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a2]);
+      expect(await claimed()).toEqual([]);
+      // delivered: the second goes
+      expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toMatchObject({ recorded: true });
+      expect(await claimed()).toEqual([a2]);
+    } finally {
+      await relay.close();
       await db.close();
     }
   });
