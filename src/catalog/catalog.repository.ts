@@ -208,21 +208,32 @@ const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.pr
   s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
   s.fulfillment_type, s.manual_form_schema, s.listed, s.available, s.created_at, s.updated_at`;
 
-const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_SELECT},
+/** A SKU's columns with the currency (relay_state key $2) and its product's stored fingerprint. */
+const SKU_WITH_CURRENCY = `${SKU_SELECT},
   (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
-  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint
-  FROM catalog_skus s WHERE s.sku_code = $1`;
+  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint`;
+
+const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_WITH_CURRENCY} FROM catalog_skus s WHERE s.sku_code = $1`;
 
 /**
  * An order's first read, in one statement (one round trip less for every order placed): the SKU as
  * FIND_SKU_WITH_CURRENCY_SQL reads it (its columns null when there is no such code) and whether the
  * order's `shop_order_no` is already recorded (a replay: the orders module then reads the order).
  */
-const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_SELECT},
-  (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
-  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint,
+const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY},
   EXISTS (SELECT 1 FROM orders o WHERE o.shop_order_no = $3) AS relay_order_recorded
   FROM (SELECT 1) AS one LEFT JOIN catalog_skus s ON s.sku_code = $1`;
+
+/** A SKU as an order reads it. */
+export interface FoundSku {
+  sku: StoredSku;
+  currency: string | null;
+  productFingerprint: string | null;
+}
+
+function toFoundSku(row: Record<string, unknown>): FoundSku {
+  return { sku: toStoredSku(row), currency: (row.relay_currency as string | null) ?? null, productFingerprint: (row.relay_fingerprint as string | null) ?? null };
+}
 
 export interface StoredSku extends SkuRow {
   available: boolean;
@@ -741,24 +752,15 @@ export class CatalogRepository {
   }
 
   /** A SKU with the currency and its product's fingerprint, in one prepared statement (orders, the SKU API). */
-  async findSkuWithCurrency(skuCode: string): Promise<{ sku: StoredSku; currency: string | null; productFingerprint: string | null } | null> {
+  async findSkuWithCurrency(skuCode: string): Promise<FoundSku | null> {
     const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [skuCode, CURRENCY_KEY]);
-    if (!rows.length) return null;
-    return { sku: toStoredSku(rows[0]), currency: (rows[0].relay_currency as string | null) ?? null, productFingerprint: (rows[0].relay_fingerprint as string | null) ?? null };
+    return rows.length ? toFoundSku(rows[0]) : null;
   }
 
   /** The SKU with the currency and its product's fingerprint, and whether `shopOrderNo` is a recorded order. */
-  async findSkuForOrder(
-    skuCode: string,
-    shopOrderNo: string,
-  ): Promise<{ found: { sku: StoredSku; currency: string | null; productFingerprint: string | null } | null; orderRecorded: boolean }> {
+  async findSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ found: FoundSku | null; orderRecorded: boolean }> {
     const [row] = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_for_order', FIND_SKU_FOR_ORDER_SQL, [skuCode, CURRENCY_KEY, shopOrderNo]);
-    const orderRecorded = row.relay_order_recorded === true;
-    if (row.sku_code === null) return { found: null, orderRecorded };
-    return {
-      found: { sku: toStoredSku(row), currency: (row.relay_currency as string | null) ?? null, productFingerprint: (row.relay_fingerprint as string | null) ?? null },
-      orderRecorded,
-    };
+    return { found: row.sku_code === null ? null : toFoundSku(row), orderRecorded: row.relay_order_recorded === true };
   }
 
   async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {

@@ -3,7 +3,8 @@
  * stable calls:
  *
  * - `getSku(skuCode)`: the local SKU (or null), with its upstream ids, listing state, stock, prices,
- *   fulfillment and currency;
+ *   fulfillment and currency; `getSkuForOrder(skuCode, shopOrderNo)` the same in the statement that
+ *   also tells whether the order number is recorded (placing an order costs one read);
  * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
  *   diff-based write path as a sync (its SKUs' sku_id, prices and stock move locally; SKUs it no longer
  *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
@@ -94,7 +95,7 @@ export class CatalogService {
   /** The local SKU, or null when the catalog has never seen this code. */
   async getSku(skuCode: string): Promise<CatalogSku | null> {
     const found = await this.repo.findSkuWithCurrency(skuCode);
-    return found ? toCatalogSku(found.sku, found.currency, found.productFingerprint) : null;
+    return found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
   }
 
   /**
@@ -103,7 +104,7 @@ export class CatalogService {
    */
   async getSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ sku: CatalogSku | null; orderRecorded: boolean }> {
     const { found, orderRecorded } = await this.repo.findSkuForOrder(skuCode, shopOrderNo);
-    return { sku: found ? toCatalogSku(found.sku, found.currency, found.productFingerprint) : null, orderRecorded };
+    return { sku: found && toCatalogSku(found.sku, found.currency, found.productFingerprint), orderRecorded };
   }
 
   /**

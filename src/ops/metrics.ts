@@ -157,6 +157,8 @@ export class Metrics {
 
   /** Refreshes of gauges read from the database, run when the metrics are scraped (not on a timer). */
   private readonly scrapeHooks: Array<() => Promise<void>> = [];
+  /** The refresh in flight: scrapes that come while it runs share it. */
+  private refreshing: Promise<Error[]> | null = null;
 
   constructor() {
     // relay_process_cpu_seconds_total, relay_nodejs_heap_size_used_bytes, …
@@ -171,9 +173,16 @@ export class Metrics {
     this.scrapeHooks.push(hook);
   }
 
-  /** Runs the scrape refreshes; the errors of those that failed (their gauges keep their last values). */
-  async beforeScrape(): Promise<Error[]> {
-    const results = await Promise.allSettled(this.scrapeHooks.map((hook) => Promise.resolve().then(hook)));
-    return results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : []));
+  /**
+   * Runs the scrape refreshes, once however many scrapes come at the same time; the errors of those
+   * that failed (their gauges keep their last values).
+   */
+  beforeScrape(): Promise<Error[]> {
+    this.refreshing ??= Promise.allSettled(this.scrapeHooks.map((hook) => Promise.resolve().then(hook)))
+      .then((results) => results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : [])))
+      .finally(() => {
+        this.refreshing = null;
+      });
+    return this.refreshing;
   }
 }

@@ -8,11 +8,6 @@
  * following one. The order flows' own lines carry `shop_order_no` and `trace_id` (the shop's
  * correlation id) instead.
  */
-export interface RequestContext {
-  requestId: string;
-  shopOrderNo?: string;
-  traceId?: string;
-}
 
 /** `{ request_id }` of a Fastify request (its id is the sane `x-request-id`, else a new UUID). */
 export function requestFields(req: { id?: unknown } | undefined): { request_id?: string } {

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
-import type { RequestContext } from './request-context.js';
+import { requestFields } from './request-context.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -24,9 +24,6 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof v === 'string' && SANE_REQUEST_ID.test(v) ? v : randomUUID();
 }
 
-const CTX = Symbol('relay.requestContext');
-type Tracked = FastifyRequest & { [CTX]?: RequestContext };
-
 function field(source: unknown, name: string, re: RegExp): string | undefined {
   if (source === null || typeof source !== 'object') return undefined;
   const v = (source as Record<string, unknown>)[name];
@@ -34,26 +31,23 @@ function field(source: unknown, name: string, re: RegExp): string | undefined {
 }
 
 export function installRequestLogging(fastify: FastifyInstance, log: Pino): void {
-  fastify.addHook('onRequest', (req: Tracked, reply: FastifyReply, done) => {
-    const ctx: RequestContext = { requestId: String(req.id) };
-    req[CTX] = ctx;
-    void reply.header(REQUEST_ID_HEADER, ctx.requestId);
+  fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done) => {
+    void reply.header(REQUEST_ID_HEADER, String(req.id));
     done();
   });
-  fastify.addHook('onResponse', (req: Tracked, reply: FastifyReply, done) => {
-    const ctx = req[CTX];
+  fastify.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done) => {
     const body = req.body;
     const path = req.url.split('?')[0];
     const status = reply.statusCode;
     const line: Record<string, unknown> = {
-      request_id: ctx?.requestId ?? String(req.id),
+      ...requestFields(req),
       method: req.method,
       path,
       route: req.routeOptions?.url,
       status,
       duration_ms: Math.round(reply.elapsedTime * 10) / 10,
-      shop_order_no: ctx?.shopOrderNo ?? field(req.params, 'shop_order_no', SHOP_ORDER_NO) ?? field(body, 'shop_order_no', SHOP_ORDER_NO),
-      trace_id: ctx?.traceId ?? field(body, 'trace_id', PRINTABLE),
+      shop_order_no: field(req.params, 'shop_order_no', SHOP_ORDER_NO) ?? field(body, 'shop_order_no', SHOP_ORDER_NO),
+      trace_id: field(body, 'trace_id', PRINTABLE),
       downstream_order_no: field(body, 'downstream_order_no', SHOP_ORDER_NO),
     };
     for (const k of Object.keys(line)) if (line[k] === undefined) delete line[k];

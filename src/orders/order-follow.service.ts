@@ -90,7 +90,7 @@ export class OrderFollowService {
           ...(order.nextPollAt !== null ? { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval } : {}),
         });
       });
-      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo, trace_id: claim.snapshot?.order.traceId });
+      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo, trace_id: claim.snapshot.order.traceId });
       return;
     }
     await this.onClaimedRow(claim, async (tx, order) => {
@@ -108,8 +108,8 @@ export class OrderFollowService {
    * since the claim; else (a callback, a cancel, an operator moved it) in a transaction on the locked row.
    */
   private async onClaimedRow(claim: PollClaim, work: (tx: OrderTx, order: OrderRecord) => Promise<void>): Promise<void> {
-    const snapshot = claim.snapshot;
-    if (snapshot && (await this.repo.fromSnapshot(snapshot, async (tx) => (await work(tx, snapshot.order), true)))) return;
+    const { snapshot } = claim;
+    if (await this.repo.fromSnapshot(snapshot, async (tx) => (await work(tx, snapshot.order), true))) return;
     await this.repo.transaction(async (tx) => {
       const order = await tx.lockOrderToApply(claim.id);
       if (order) await work(tx, order);

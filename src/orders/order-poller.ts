@@ -50,27 +50,19 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * The orders-by-status gauge; one count at a time however many scrapes come at once. The unfinished
-   * statuses (a few rows, by index) are counted at every scrape; the final ones, a count over nearly
-   * the whole table (~150 ms with 500,000 orders), at most every FINAL_COUNT_MS.
+   * The orders-by-status gauge (Metrics runs one refresh at a time). The unfinished statuses (a few
+   * rows, by index) are counted at every scrape; the final ones, a count over nearly the whole table
+   * (~150 ms with 500,000 orders), at most every FINAL_COUNT_MS.
    */
-  private statusCount: Promise<void> | null = null;
   private finalCountedAt = -Infinity;
-  private refreshStatusGauge(): Promise<void> {
-    this.statusCount ??= (async () => {
-      try {
-        // (a clock stepped back counts them again rather than freezing them)
-        const sinceFinal = this.clock.nowMs() - this.finalCountedAt;
-        const all = sinceFinal >= FINAL_COUNT_MS || sinceFinal < 0;
-        const statuses = all ? ORDER_STATUSES : ORDER_STATUSES.filter((s) => UNFINISHED.has(s));
-        const counts = new Map((await this.repo.countByStatus(statuses)).map((c) => [c.status, c.n]));
-        for (const status of statuses) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
-        if (all) this.finalCountedAt = this.clock.nowMs();
-      } finally {
-        this.statusCount = null;
-      }
-    })();
-    return this.statusCount;
+  private async refreshStatusGauge(): Promise<void> {
+    // (a clock stepped back counts them again rather than freezing them)
+    const sinceFinal = this.clock.nowMs() - this.finalCountedAt;
+    const all = sinceFinal >= FINAL_COUNT_MS || sinceFinal < 0;
+    const statuses = all ? ORDER_STATUSES : ORDER_STATUSES.filter((s) => UNFINISHED.has(s));
+    const counts = new Map((await this.repo.countByStatus(statuses)).map((c) => [c.status, c.n]));
+    for (const status of statuses) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
+    if (all) this.finalCountedAt = this.clock.nowMs();
   }
 
   get tickMs(): number {
@@ -125,7 +117,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
         await runLimited(claims, POLL_CONCURRENCY, (c) =>
-          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot?.order.traceId })),
+          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId })),
         );
         if (claims.length < POLL_BATCH) break;
       }

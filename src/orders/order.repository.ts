@@ -701,8 +701,8 @@ export interface PollClaim {
   id: string;
   upstreamOrderId: number;
   shopOrderNo: string;
-  /** The order as the claim wrote it; absent: the poll locks the row. */
-  snapshot?: RowSnapshot;
+  /** The order as the claim wrote it (the poll writes from it, or locks the row when it moved). */
+  snapshot: RowSnapshot;
 }
 
 export interface OrderListFilter {
