@@ -5,7 +5,8 @@
  * borrowed from TypeORM's own pool for the one statement.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import pgUtils from 'pg/lib/utils.js';
 import { DataSource, type EntityManager } from 'typeorm';
 
 /**
@@ -60,12 +61,147 @@ export function isStatementError(e: unknown): boolean {
   return severity === 'ERROR' && typeof (e as { code?: unknown }).code === 'string';
 }
 
+/** What pg's connection (`client.connection`) offers a query that drives the protocol itself. */
+interface PgConnection {
+  stream: { cork?(): void; uncork?(): void };
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+  parse(q: { text: string; name: string; types: unknown[] }): void;
+  bind(q: { portal: string; statement: string; values: unknown[]; valueMapper: (v: unknown) => unknown }): void;
+  describe(q: { type: 'P'; name: string }): void;
+  execute(q: { portal: string; rows: number }): void;
+  sync(): void;
+}
+
+interface FieldDescription {
+  name: string;
+  dataTypeID: number;
+  format: string;
+}
+
+/** A statement's result columns as its connection last described them: names and value parsers. */
+interface ResultShape {
+  names: string[];
+  parsers: Array<(v: string) => unknown>;
+}
+
+/** The result shape of each named statement, by connection (learned from its first execution). */
+const shapes = new WeakMap<object, Map<string, ResultShape>>();
+
+/**
+ * One execution of a named prepared statement, driving pg's connection itself (pg takes any object
+ * with `submit` as a query). What it does differently from pg's own `Query`: it asks the server to
+ * describe the result (a `RowDescription` of every column) only the first time a connection runs the
+ * statement, and keeps that shape; every later execution is Bind, Execute, Sync. pg parses the
+ * description again and rebuilds its row template for every execution (~45 columns for an order
+ * row); here a row is a plain object filled in the columns' order. Errors and timeouts go through
+ * pg's client as for its own queries (`callback`).
+ */
+class PreparedExecution<T> {
+  callback: (err: Error | null, rows?: T[]) => void;
+  private shape: ResultShape | undefined;
+  private described = false;
+  private readonly rows: T[] = [];
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly client: PoolClient,
+    /** Read by pg's client: it records the statement as parsed when the server says so. */
+    readonly name: string,
+    readonly text: string,
+    private readonly values: unknown[],
+    done: (err: Error | null, rows?: T[]) => void,
+  ) {
+    this.callback = done;
+  }
+
+  static run<T>(client: PoolClient, name: string, text: string, values: unknown[]): Promise<T[]> {
+    return new Promise<T[]>((resolve, reject) => {
+      void client.query(new PreparedExecution<T>(client, name, text, values, (err, rows) => (err ? reject(err) : resolve(rows ?? []))) as never);
+    });
+  }
+
+  submit(connection: PgConnection): Error | null {
+    const previous = connection.parsedStatements[this.name] ?? connection.submittedNamedStatements[this.name];
+    if (previous !== undefined && previous !== this.text) return new Error(`prepared statement ${this.name} was used for another text`);
+    let byName = shapes.get(connection);
+    if (!byName) shapes.set(connection, (byName = new Map()));
+    this.shape = previous === undefined ? undefined : byName.get(this.name);
+    this.described = this.shape === undefined;
+    connection.stream.cork?.();
+    try {
+      if (previous === undefined) {
+        connection.parse({ text: this.text, name: this.name, types: [] });
+        connection.submittedNamedStatements[this.name] = this.text;
+      }
+      connection.bind({ portal: '', statement: this.name, values: this.values, valueMapper: pgUtils.prepareValue });
+      if (this.described) connection.describe({ type: 'P', name: '' });
+      connection.execute({ portal: '', rows: 0 });
+      connection.sync();
+    } catch (e) {
+      return e as Error;
+    } finally {
+      connection.stream.uncork?.();
+    }
+    return null;
+  }
+
+  handleRowDescription(msg: { fields: FieldDescription[] }): void {
+    this.shape = {
+      names: msg.fields.map((f) => f.name),
+      parsers: msg.fields.map((f) => this.client.getTypeParser(f.dataTypeID, f.format === 'binary' ? 'binary' : 'text') as (v: string) => unknown),
+    };
+  }
+
+  handleDataRow(msg: { fields: Array<string | null> }): void {
+    if (this.failure) return;
+    const shape = this.shape;
+    if (!shape) {
+      this.failure = new Error(`statement ${this.name}: a row came without a description`);
+      return;
+    }
+    try {
+      const row: Record<string, unknown> = {};
+      const { names, parsers } = shape;
+      const fields = msg.fields;
+      for (let i = 0; i < fields.length; i++) {
+        const v = fields[i];
+        row[names[i]] = v === null ? null : parsers[i](v);
+      }
+      this.rows.push(row as T);
+    } catch (e) {
+      this.failure = e as Error;
+    }
+  }
+
+  handleCommandComplete(_msg: unknown, connection: PgConnection): void {
+    // described now (a statement that returns no rows has an empty shape)
+    if (this.described) shapes.get(connection)?.set(this.name, this.shape ?? { names: [], parsers: [] });
+  }
+
+  handleEmptyQuery(): void {}
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(connection: { sendCopyFail(msg: string): void }): void {
+    connection.sendCopyFail('no COPY data from a prepared statement');
+  }
+
+  handleCopyData(): void {}
+
+  handleError(err: Error): void {
+    this.callback(err);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.failure) this.callback(this.failure);
+    else this.callback(null, this.rows);
+  }
+}
+
 /** Runs `statement` on the transaction of `em` when it has one, else on a pooled connection. */
 export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<EntityManager, 'queryRunner'>> | null, statement: PreparedStatement, params: unknown[]): Promise<T[]> {
-  const run = async (client: PoolClient): Promise<T[]> => {
-    const r: QueryResult = await client.query({ name: statementName(client, statement.key), text: statement.text, values: params });
-    return r.rows as T[];
-  };
+  const run = (client: PoolClient): Promise<T[]> => PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params);
   const runner = em?.queryRunner;
   if (runner && !runner.isReleased) return run((await runner.connect()) as PoolClient);
   const pool = (dataSource.driver as unknown as { master?: Pool }).master;
