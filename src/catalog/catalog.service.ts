@@ -82,8 +82,17 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
   };
 }
 
+/** A product's fresh read (`CatalogService.readProduct`): its answer or its error, never a rejection. */
+export type ProductRead = Promise<{ product: UpstreamProduct } | { error: unknown }>;
+
+/** At most this many SKUs' product hints are kept (then they start over). */
+const PRODUCT_HINTS = 50_000;
+
 @Injectable()
 export class CatalogService {
+  /** sku_code → product id, for `productHint`. */
+  private readonly productOfSku = new Map<string, number>();
+
   constructor(
     private readonly repo: CatalogRepository,
     private readonly writer: CatalogWriter,
@@ -104,24 +113,49 @@ export class CatalogService {
    */
   async getSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ sku: CatalogSku | null; orderRecorded: boolean }> {
     const { found, orderRecorded } = await this.repo.findSkuForOrder(skuCode, shopOrderNo);
-    return { sku: found && toCatalogSku(found.sku, found.currency, found.productFingerprint), orderRecorded };
+    const sku = found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
+    if (sku?.available) {
+      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(skuCode)) this.productOfSku.clear();
+      this.productOfSku.set(skuCode, sku.productId);
+    } else {
+      this.productOfSku.delete(skuCode);
+    }
+    return { sku, orderRecorded };
   }
 
   /**
-   * Reads the product fresh and applies it locally. Returns the fresh product, or null when the
-   * upstream says it is gone (its SKUs are then unlisted). Other upstream errors are rethrown.
+   * The product an available SKU belonged to when an order last read it in this process (a hint: the
+   * caller checks it against what it then reads). Lets an order start its product's fresh read while it
+   * reads the SKU locally. A SKU read unavailable or missing has none, so that requests for it make no
+   * upstream call.
    */
-  async refreshProduct(productId: number, knownFingerprint: string | null = null): Promise<UpstreamProduct | null> {
-    let product: UpstreamProduct;
-    try {
-      product = await this.upstream.getProduct(productId);
-    } catch (e) {
-      if (isProductGone(e)) {
+  productHint(skuCode: string): number | undefined {
+    return this.productOfSku.get(skuCode);
+  }
+
+  /** `GET /products/{id}`, settled either way (the caller may never look at it). */
+  readProduct(productId: number): ProductRead {
+    return this.upstream.getProduct(productId).then(
+      (product) => ({ product }),
+      (error: unknown) => ({ error }),
+    );
+  }
+
+  /**
+   * Reads the product fresh (or takes `read`, a read of `productId` already under way) and applies it
+   * locally. Returns the fresh product, or null when the upstream says it is gone (its SKUs are then
+   * unlisted). Other upstream errors are rethrown.
+   */
+  async refreshProduct(productId: number, knownFingerprint: string | null = null, read: ProductRead = this.readProduct(productId)): Promise<UpstreamProduct | null> {
+    const answer = await read;
+    if ('error' in answer) {
+      if (isProductGone(answer.error)) {
         await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });
         return null;
       }
-      throw e;
+      throw answer.error;
     }
+    const { product } = answer;
     // Its SKUs no longer in it are unlisted and the others written, in one transaction; nothing at all
     // when its fingerprint did not move (compared with `knownFingerprint`, read with the SKU just
     // before, without another query).

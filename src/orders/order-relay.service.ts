@@ -3,7 +3,7 @@
  * 1. the same `shop_order_no`: the recorded order (200), 409 for another body, or a wait for the
  *    attempt in flight; a `rejected` order with the same body gets a new attempt;
  * 2. the checks before sending, nothing recorded when they fail, then the price guard on a fresh
- *    `GET /products/{id}`;
+ *    `GET /products/{id}` (started beside the local read when the SKU's product is known);
  * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
  *    one open attempt per order; a new order is a single statement), committed before the create
  *    call, which is made outside it; the outcome recorded after it.
@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { CatalogService, type CatalogSku } from '../catalog/catalog.service.js';
+import { CatalogService, type CatalogSku, type ProductRead } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
@@ -28,6 +28,12 @@ export interface PlaceResult {
   /** 201 accepted, 202 outcome unknown, 200 the recorded order. */
   httpStatus: 200 | 201 | 202;
   order: OrderRecord;
+}
+
+/** A product read started before the local SKU read (see `placeOrReplay`). */
+interface EarlyRead {
+  productId: number;
+  read: ProductRead;
 }
 
 interface CheckedSku {
@@ -82,6 +88,11 @@ export class OrderRelayService {
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
   private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
+    // The product's fresh read (the price guard's) starts now, beside the local read, when this process
+    // knows the SKU's product from an earlier order; it is used only if the local read names the same
+    // product (a replay or a local refusal leaves it unused).
+    const hinted = this.catalog.productHint(input.sku_code);
+    const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted) };
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
@@ -93,7 +104,7 @@ export class OrderRelayService {
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
       if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
     }
-    return this.placeAttempt(input, fingerprint, existing, sku);
+    return this.placeAttempt(input, fingerprint, existing, sku, early);
   }
 
   private answerWaiter(order: OrderRecord, fingerprint: string): PlaceResult {
@@ -117,8 +128,14 @@ export class OrderRelayService {
   }
 
   /** Checks, reserves and sends one attempt; null when another request took the key meanwhile. */
-  private async placeAttempt(input: PlaceOrderInput, fingerprint: string, rejected: OrderRecord | null, local: CatalogSku | null): Promise<PlaceResult | null> {
-    const sku = await this.check(input, local);
+  private async placeAttempt(
+    input: PlaceOrderInput,
+    fingerprint: string,
+    rejected: OrderRecord | null,
+    local: CatalogSku | null,
+    early: EarlyRead | null,
+  ): Promise<PlaceResult | null> {
+    const sku = await this.check(input, local, early);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     const request: AttemptRequest = {
       sku_id: sku.skuId,
@@ -135,8 +152,12 @@ export class OrderRelayService {
     return this.answer(recorded, outcome);
   }
 
-  /** The checks before sending (CONTRACT §5) on the local SKU `sku`: nothing is recorded when one fails. */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null): Promise<CheckedSku> {
+  /**
+   * The checks before sending (CONTRACT §5) on the local SKU `sku`: nothing is recorded when one fails.
+   * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
+   * taken only here, after the local checks), else one made now.
+   */
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null): Promise<CheckedSku> {
     if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -151,7 +172,7 @@ export class OrderRelayService {
     const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint);
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, early?.productId === sku.productId ? early.read : undefined);
     } catch (e) {
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
