@@ -21,6 +21,7 @@ import { OrderRepository } from './order.repository.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;
+const POLL_ROUNDS = 10;
 const POLL_CONCURRENCY = 8;
 const HOUSEKEEPING_MS = 1000;
 /** How often the gauge counts the orders in a final status (see refreshStatusGauge). */
@@ -98,9 +99,9 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.running = this.tick().finally(() => {
+      this.running = this.tick().then((backlog) => {
         this.running = null;
-        const more = this.again;
+        const more = this.again || backlog;
         this.again = false;
         this.schedule(more ? 0 : this.tickMs);
       });
@@ -108,18 +109,25 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     this.timer.unref?.();
   }
 
-  /** One pass. Public for tests and tools; errors are logged, never thrown. */
-  async tick(): Promise<void> {
+  /**
+   * One pass: at most POLL_ROUNDS claims of POLL_BATCH due orders, between the sweeps and the
+   * housekeeping. True when its last claim was full (more may be due: the next pass follows at once
+   * instead of a tick later, so an instance keeps up with more than POLL_ROUNDS × POLL_BATCH due
+   * orders a tick). Public for tests and tools; errors are logged, never thrown.
+   */
+  async tick(): Promise<boolean> {
+    let backlog = false;
     try {
       await this.follow.sweepStale();
       await this.follow.resendDue();
-      for (let round = 0; round < 10 && !this.stopped; round++) {
+      for (let round = 0; round < POLL_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
         await runLimited(claims, POLL_CONCURRENCY, (c) =>
           this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId })),
         );
-        if (claims.length < POLL_BATCH) break;
+        backlog = claims.length === POLL_BATCH;
+        if (!backlog) break;
       }
       if (this.clock.nowMs() - this.lastHousekeeping >= HOUSEKEEPING_MS) {
         this.lastHousekeeping = this.clock.nowMs();
@@ -127,7 +135,9 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
       }
     } catch (e) {
       if (!this.stopped) this.logger.error({ msg: `order poller tick failed: ${(e as Error).message}` });
+      return false;
     }
+    return backlog && !this.stopped;
   }
 
   /** Stuck orders flagged with their alert (one transaction; the flagged ones found by a partial index). */

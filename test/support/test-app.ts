@@ -56,9 +56,11 @@ export async function startTestApp(
   db: TestDatabase,
   sandbox: SandboxServer | null,
   env: Record<string, string> = {},
-  options: { logs?: boolean } = {},
+  options: { logs?: boolean; workers?: boolean } = {},
 ): Promise<TestApp> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
+  // without background work (no poller, no scheduled syncs, no webhook delivery): a test drives it
+  if (options.workers === false) config.workers = false;
   let output = '';
   const pino = options.logs
     ? createPino(

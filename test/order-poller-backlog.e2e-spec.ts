@@ -1,0 +1,57 @@
+/**
+ * The poller's pass claims at most 10 batches of 20 due orders; an instance with more due than that
+ * must not wait a tick (up to 1 s) before the next pass, or it would follow at most ~200 orders a
+ * second whatever the load. `OrderPoller.tick` says when its last claim was full, and the next pass
+ * then follows at once.
+ */
+import { OrderPoller } from '../src/orders/order-poller.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { seedCatalog } from './support/child-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('order poller: a backlog of due orders', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'BL-1', price: '1.00' }] });
+    // no background work: the test runs the poller's passes itself
+    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' }, { workers: false });
+    await seedCatalog(app.http);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  it('a pass of 10 full batches says more may be due; the pass that empties the backlog says not', async () => {
+    const total = 205;
+    for (let i = 0; i < total; i += 25) {
+      await Promise.all(
+        Array.from({ length: Math.min(25, total - i) }, async (_, k) => {
+          const r = await app.http.post('/internal/orders', { shop_order_no: `BL-${i + k}`, sku_code: 'BL-1', quantity: 1 });
+          expect(r.status).toBe(201);
+        }),
+      );
+    }
+    await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second' WHERE shop_order_no LIKE 'BL-%'");
+    const due = async () => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM orders WHERE shop_order_no LIKE 'BL-%' AND next_poll_at <= now()"))[0].n);
+    const reads = sandbox.stats.requests.getOrder;
+    const polled = async () => sandbox.stats.requests.getOrder - reads; // each poll reads its order upstream once
+    expect(await due()).toBe(total);
+
+    const poller = app.relay.app.get(OrderPoller);
+    expect(await poller.tick()).toBe(true);
+    expect(await polled()).toBe(200);
+    expect(await due()).toBe(5);
+
+    expect(await poller.tick()).toBe(false);
+    expect(await polled()).toBe(total);
+    expect(await due()).toBe(0);
+    expect(await poller.tick()).toBe(false); // nothing due
+  });
+});
