@@ -46,6 +46,18 @@ describe('orders: the product read started beside the local read', () => {
     expect(productReads() - next).toBe(1);
   });
 
+  it('a replay of a number this process recorded makes no product read', async () => {
+    const shopNo = no('REPLAY');
+    expect((await place(shopNo, 'E-STAY')).status).toBe(201);
+    const reads = productReads();
+    for (let i = 0; i < 3; i++) {
+      const again = await place(shopNo, 'E-STAY');
+      expect(again.status).toBe(200);
+      expect((again.data as { order: OrderView }).order).toMatchObject({ shop_order_no: shopNo, attempt: 1 });
+    }
+    expect(productReads() - reads).toBe(0);
+  });
+
   it('a SKU unavailable locally: 409 sku_unavailable even when the read beside it failed; the next request makes no upstream read', async () => {
     expect((await place(no('GONE'), 'E-GONE')).status).toBe(201);
     t.sandbox.catalog.setStock('E-GONE', 'out_of_stock');

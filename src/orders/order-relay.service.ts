@@ -44,10 +44,15 @@ interface CheckedSku {
   fulfillmentType: string | null;
 }
 
+/** At most this many order numbers are remembered as recorded (then they start over). */
+const RECENT_NUMBERS = 20_000;
+
 @Injectable()
 export class OrderRelayService {
   /** Placements in flight in this process, by shop_order_no: other requests with the key wait for them. */
   private readonly inflight = new Map<string, Promise<unknown>>();
+  /** Order numbers recorded lately, as this process saw them (see placeOrReplay). */
+  private readonly recorded = new Set<string>();
 
   constructor(
     private readonly config: AppConfig,
@@ -90,13 +95,15 @@ export class OrderRelayService {
   private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
     // The product's fresh read (the price guard's) starts now, beside the local read, when this process
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
-    // product (a replay or a local refusal leaves it unused).
-    const hinted = this.catalog.productHint(input.sku_code);
+    // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
+    // replays most likely, get none).
+    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code);
     const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted) };
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
     const { sku, orderRecorded } = await this.catalog.getSkuForOrder(input.sku_code, input.shop_order_no);
+    if (orderRecorded) this.remember(input.shop_order_no);
     const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
@@ -105,6 +112,12 @@ export class OrderRelayService {
       if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
     }
     return this.placeAttempt(input, fingerprint, existing, sku, early);
+  }
+
+  /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
+  private remember(shopOrderNo: string): void {
+    if (this.recorded.size >= RECENT_NUMBERS) this.recorded.clear();
+    this.recorded.add(shopOrderNo);
   }
 
   private answerWaiter(order: OrderRecord, fingerprint: string): PlaceResult {
@@ -146,6 +159,7 @@ export class OrderRelayService {
     };
     const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId);
     if (!reserved) return null;
+    this.remember(input.shop_order_no);
     const { order, attempt, snapshot } = reserved;
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo });
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
