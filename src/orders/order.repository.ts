@@ -308,6 +308,12 @@ export interface RowSnapshot {
   order: OrderRecord;
   attempt: AttemptRecord | null;
   version: string;
+  /**
+   * Its statement commits without waiting for the WAL flush: for a poll's answer, which the upstream
+   * still holds (a write lost in a crash leaves the order as it was, due for a poll that reads the same
+   * answer again). Never for an attempt's outcome, which exists nowhere else.
+   */
+  lazyCommit?: boolean;
 }
 
 /** A reservation's snapshot: the order and its new attempt, written together. */
@@ -330,6 +336,9 @@ export class SnapshotUnusable extends Error {
  * takes over (sweeps, re-sends) an attempt whose sender is still within its lease.
  */
 const leaseEnd = (param: string): string => `date_trunc('milliseconds', now() + ${param} * interval '1 millisecond')`;
+
+/** Makes the statement's transaction commit without waiting for the WAL flush (its value: 'off'). */
+const LAZY_COMMIT = "set_config('synchronous_commit', 'off', true)";
 
 /** SQLSTATE raised by relay_expect_unchanged() (migration 20261122004000_row_guard). */
 const ROW_CHANGED = 'RL001';
@@ -389,7 +398,7 @@ export class OrderTx {
 
   /** `AND relay_expect_unchanged(…)` for a statement on the snapshot's rows, its parameter numbered `n`. */
   private unchanged(n: number): string {
-    return ` AND relay_expect_unchanged(xmin = $${n}::xid)`;
+    return ` AND relay_expect_unchanged(xmin = $${n}::xid)${this.snapshot?.lazyCommit ? ` AND ${LAZY_COMMIT} = 'off'` : ''}`;
   }
 
   /** Sends the held writes (one statement). */
@@ -853,13 +862,13 @@ export class OrderRepository {
              LIMIT $3
              FOR UPDATE SKIP LOCKED)
           RETURNING *, xmin::text AS row_version)
-       SELECT c.*, r.created_at AS refund_at, r.amount AS refund_amount
+       SELECT c.*, r.created_at AS refund_at, r.amount AS refund_amount, ${LAZY_COMMIT} AS lazy_commit
          FROM c LEFT JOIN order_refunds r ON r.order_id = c.id`,
       [now, leaseUntil, limit],
     );
     return claimed.map((c) => {
       const order = toOrder(c);
-      return { id: order.id, upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: order.shopOrderNo, snapshot: { order, attempt: null, version: c.row_version } };
+      return { id: order.id, upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: order.shopOrderNo, snapshot: { order, attempt: null, version: c.row_version, lazyCommit: true } };
     });
   }
 

@@ -1,0 +1,61 @@
+/**
+ * A poll's claim and its answer's optimistic write commit without waiting for the WAL flush (a write
+ * lost in a crash leaves the order due for a poll that reads the same answer again): the setting is
+ * the statement's own transaction's, never its connection's, so a reservation or an outcome that runs
+ * next on the same connection still waits for its flush. Checked on a pool of one connection.
+ */
+import type { Pool } from 'pg';
+import { DataSource } from 'typeorm';
+import { OrderRepository } from '../src/orders/order.repository.js';
+import { reserveOrder } from './support/reserved-order.js';
+import { openTestDatabase, type TestDatabase } from './support/test-database.js';
+
+describe('lazy commits of polls', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let repo: OrderRepository;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    ds = new DataSource({ type: 'postgres', url: db.url, poolSize: 1 });
+    await ds.initialize();
+    repo = new OrderRepository(ds);
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.close();
+  });
+
+  /** synchronous_commit as the pool's one connection has it between statements. */
+  async function connectionSetting(): Promise<string> {
+    const client = await (ds.driver as unknown as { master: Pool }).master.connect();
+    try {
+      return ((await client.query('SHOW synchronous_commit')).rows[0] as { synchronous_commit: string }).synchronous_commit;
+    } finally {
+      client.release();
+    }
+  }
+
+  it('the claim and the poll\'s write are lazy for their own transaction; the connection stays synchronous', async () => {
+    expect(await connectionSetting()).toBe('on');
+    const reserved = await reserveOrder(repo, 'LAZY-1');
+    expect(reserved.lazyCommit).toBeUndefined(); // a reservation, and the outcome written from it, wait for the flush
+    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 77, next_poll_at = now() - interval '1 second' WHERE id = $1", [reserved.order.id]);
+
+    const [claim] = await repo.claimDuePolls(new Date(), new Date(Date.now() + 60_000), 5);
+    expect(claim.id).toBe(reserved.order.id);
+    expect(claim.snapshot.lazyCommit).toBe(true);
+    expect(await connectionSetting()).toBe('on');
+
+    const written = await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'fulfilling' }));
+    expect(written?.status).toBe('fulfilling');
+    expect(await connectionSetting()).toBe('on');
+    expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'fulfilling' }]);
+
+    // the optimistic write's guard still refuses a row that moved: nothing written, and still no leak
+    await db.query("UPDATE orders SET status = 'delivered' WHERE id = $1", [reserved.order.id]);
+    expect(await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'paid' }))).toBeNull();
+    expect(await connectionSetting()).toBe('on');
+    expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'delivered' }]);
+  });
+});
