@@ -1,5 +1,7 @@
-import { safeHeaders } from './json-logger.js';
-import { requestIdFrom } from './request-logging.js';
+import Fastify from 'fastify';
+import { Writable } from 'node:stream';
+import { createPino, safeHeaders } from './json-logger.js';
+import { installRequestLogging, requestIdFrom } from './request-logging.js';
 import { toOpenApiPath } from './route-registry.js';
 
 describe('request ids', () => {
@@ -46,5 +48,31 @@ describe('route paths', () => {
     expect(toOpenApiPath('/internal/orders/:shop_order_no/cancel')).toBe('/internal/orders/{shop_order_no}/cancel');
     expect(toOpenApiPath('/internal/catalog/sync-runs/:run_id')).toBe('/internal/catalog/sync-runs/{run_id}');
     expect(toOpenApiPath('/health')).toBe('/health');
+  });
+});
+
+describe('request lines and the log level', () => {
+  it('at warn: no line for a 2xx or 4xx request, an error line for a 5xx one', async () => {
+    let output = '';
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        output += chunk.toString('utf8');
+        done();
+      },
+    });
+    const app = Fastify();
+    installRequestLogging(app, createPino('warn', sink));
+    app.get('/ok', async () => ({ ok: true }));
+    app.get('/missing', async (_req, reply) => reply.code(404).send({ ok: false }));
+    app.get('/boom', async (_req, reply) => reply.code(503).send({ ok: false }));
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      for (const path of ['/ok', '/missing', '/boom']) expect((await fetch(`${address}${path}`)).status).toBeGreaterThan(0);
+      await new Promise((r) => setImmediate(r));
+      const lines = output.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines).toEqual([expect.objectContaining({ level: 'error', path: '/boom', status: 503 })]);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -36,6 +36,8 @@ export function installRequestLogging(fastify: FastifyInstance, log: Pino): void
     done();
   });
   fastify.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done) => {
+    // (a level that writes no request line builds none)
+    if (!log.isLevelEnabled(reply.statusCode >= 500 ? 'error' : 'info')) return done();
     const body = req.body;
     const path = req.url.split('?')[0];
     const status = reply.statusCode;
