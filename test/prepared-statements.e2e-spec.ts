@@ -90,6 +90,20 @@ describe('prepared statements: described once per connection, rows as pg gives t
     await expect(runPrepared(ds, null, statement, [1])).rejects.toMatchObject({ code: '0A000' });
   });
 
+  it('a parameter pg cannot serialise, on a statement\'s first run in a transaction: that call fails, nothing is sent, the transaction goes on', async () => {
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    // a text the server would refuse too: had its Parse gone out, the server would ignore everything up
+    // to the next Sync, the next statement would get this one's error and the transaction would be lost
+    const fresh: PreparedStatement = { key: 'bad_param_tx', text: 'SELECT no_such_column, $1::text AS v' };
+    const after: PreparedStatement = { key: 'after_bad_param_tx', text: 'SELECT $1::text AS w' };
+    const answer = await ds.transaction(async (em) => {
+      await expect(runPrepared(ds, em, fresh, [circular])).rejects.toThrow(/circular/i);
+      return runPrepared(ds, em, after, ['still here']);
+    });
+    expect(answer).toEqual([{ w: 'still here' }]);
+  });
+
   it('a parameter pg cannot serialise fails that call alone', async () => {
     const statement: PreparedStatement = { key: 'bad_param', text: 'SELECT $1::text AS v' };
     const circular: Record<string, unknown> = {};

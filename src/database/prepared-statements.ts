@@ -85,6 +85,9 @@ interface ResultShape {
   parsers: Array<(v: string) => unknown>;
 }
 
+/** Bind's value mapper for values already converted by pg's `prepareValue`. */
+const asPrepared = (v: unknown): unknown => v;
+
 /** The result shape of each named statement, by connection (learned from its first execution). */
 const shapes = new WeakMap<object, Map<string, ResultShape>>();
 
@@ -124,6 +127,14 @@ class PreparedExecution<T> {
   submit(connection: PgConnection): Error | null {
     const previous = connection.parsedStatements[this.name] ?? connection.submittedNamedStatements[this.name];
     if (previous !== undefined && previous !== this.text) return new Error(`prepared statement ${this.name} was used for another text`);
+    // The parameters converted before anything is written: a value pg cannot convert fails this call
+    // alone, with nothing sent (a Parse sent without its Sync would leave the exchange half open).
+    let values: unknown[];
+    try {
+      values = this.values.map((v) => pgUtils.prepareValue(v));
+    } catch (e) {
+      return e as Error;
+    }
     let byName = shapes.get(connection);
     if (!byName) shapes.set(connection, (byName = new Map()));
     this.shape = previous === undefined ? undefined : byName.get(this.name);
@@ -134,7 +145,7 @@ class PreparedExecution<T> {
         connection.parse({ text: this.text, name: this.name, types: [] });
         connection.submittedNamedStatements[this.name] = this.text;
       }
-      connection.bind({ portal: '', statement: this.name, values: this.values, valueMapper: pgUtils.prepareValue });
+      connection.bind({ portal: '', statement: this.name, values, valueMapper: asPrepared });
       if (this.described) connection.describe({ type: 'P', name: '' });
       connection.execute({ portal: '', rows: 0 });
       connection.sync();
