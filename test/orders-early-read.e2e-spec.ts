@@ -4,8 +4,10 @@
  * is only a head start: its product must be the one the local read names, and its answer (an error
  * included) counts only once the local checks have passed.
  */
+import pg from 'pg';
 import { useAppSuite } from './support/app-suite.js';
 import { getOrder, seedCatalog, type OrderView } from './support/child-app.js';
+import { sleep } from './support/wait.js';
 
 describe('orders: the product read started beside the local read', () => {
   const t = useAppSuite({
@@ -44,6 +46,24 @@ describe('orders: the product read started beside the local read', () => {
     const next = productReads();
     expect((await place(no('MOVE'), 'E-MOVE')).status).toBe(201);
     expect(productReads() - next).toBe(1);
+  });
+
+  it('a head start that answered long before the local read did (the read waited for a lock) is read again', async () => {
+    expect((await place(no('SLOW'), 'E-STAY')).status).toBe(201);
+    const reads = productReads();
+    const locker = new pg.Client({ connectionString: t.db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE catalog_skus IN ACCESS EXCLUSIVE MODE');
+      const placing = place(no('SLOW'), 'E-STAY');
+      await sleep(600); // the head start answers meanwhile; the local read waits for the lock
+      await locker.query('COMMIT');
+      expect((await placing).status).toBe(201);
+    } finally {
+      await locker.end();
+    }
+    expect(productReads() - reads).toBe(2); // the head start, too old once the checks needed it, and a fresh read
   });
 
   it('a replay of a number this process recorded makes no product read', async () => {

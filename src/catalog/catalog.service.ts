@@ -83,7 +83,7 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
 }
 
 /** A product's fresh read (`CatalogService.readProduct`): its answer or its error, never a rejection. */
-export type ProductRead = Promise<{ product: UpstreamProduct } | { error: unknown }>;
+export type ProductRead = Promise<({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number }>;
 
 /** At most this many SKUs' product hints are kept (then they start over). */
 const PRODUCT_HINTS = 50_000;
@@ -133,11 +133,11 @@ export class CatalogService {
     return this.productOfSku.get(skuCode);
   }
 
-  /** `GET /products/{id}`, settled either way (the caller may never look at it). */
+  /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
   readProduct(productId: number): ProductRead {
     return this.upstream.getProduct(productId).then(
-      (product) => ({ product }),
-      (error: unknown) => ({ error }),
+      (product) => ({ product, settledAt: performance.now() }),
+      (error: unknown) => ({ error, settledAt: performance.now() }),
     );
   }
 

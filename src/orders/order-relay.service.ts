@@ -44,6 +44,9 @@ interface CheckedSku {
   fulfillmentType: string | null;
 }
 
+/** A head-start product read that answered longer ago than this when the checks need it is made again. */
+const EARLY_READ_MAX_AGE_MS = 250;
+
 /** At most this many order numbers are remembered as recorded (then they start over). */
 const RECENT_NUMBERS = 20_000;
 
@@ -186,7 +189,7 @@ export class OrderRelayService {
     const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, early?.productId === sku.productId ? early.read : undefined);
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, (await this.usable(early, sku.productId))?.read);
     } catch (e) {
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
@@ -207,6 +210,16 @@ export class OrderRelayService {
       currency: sku.currency,
       fulfillmentType: product.fulfillment_type,
     };
+  }
+
+  /**
+   * `early`'s read when it is of `productId` and answered within EARLY_READ_MAX_AGE_MS (the local read
+   * may have waited, e.g. for a pooled connection: an older answer is read again).
+   */
+  private async usable(early: EarlyRead | null, productId: number): Promise<{ read: ProductRead } | undefined> {
+    if (early?.productId !== productId) return undefined;
+    const { settledAt } = await early.read;
+    return performance.now() - settledAt <= EARLY_READ_MAX_AGE_MS ? { read: early.read } : undefined;
   }
 
   /**
