@@ -26,6 +26,23 @@ describe('lazy commits of polls', () => {
     await db?.close();
   });
 
+  /** The texts of the statements the pool's one connection prepares from now on (each is prepared once). */
+  async function preparedTexts(): Promise<string[]> {
+    const client = await (ds.driver as unknown as { master: Pool }).master.connect();
+    const texts: string[] = [];
+    try {
+      const connection = (client as unknown as { connection: { parse(q: { text: string }): void } }).connection;
+      const parse = connection.parse.bind(connection);
+      connection.parse = (q) => {
+        texts.push(q.text);
+        parse(q);
+      };
+    } finally {
+      client.release();
+    }
+    return texts;
+  }
+
   /** synchronous_commit as the pool's one connection has it between statements. */
   async function connectionSetting(): Promise<string> {
     const client = await (ds.driver as unknown as { master: Pool }).master.connect();
@@ -37,6 +54,7 @@ describe('lazy commits of polls', () => {
   }
 
   it('the claim and the poll\'s write are lazy for their own transaction; the connection stays synchronous', async () => {
+    const texts = await preparedTexts();
     expect(await connectionSetting()).toBe('on');
     const reserved = await reserveOrder(repo, 'LAZY-1');
     expect(reserved.lazyCommit).toBeUndefined(); // a reservation, and the outcome written from it, wait for the flush
@@ -51,11 +69,28 @@ describe('lazy commits of polls', () => {
     expect(written?.status).toBe('fulfilling');
     expect(await connectionSetting()).toBe('on');
     expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'fulfilling' }]);
+    const updates = () => texts.filter((t) => /UPDATE orders SET status\b/.test(t));
+    expect(updates()).toHaveLength(1);
+    expect(updates()[0]).toContain("set_config('synchronous_commit', 'off', true)");
 
     // the optimistic write's guard still refuses a row that moved: nothing written, and still no leak
-    await db.query("UPDATE orders SET status = 'delivered' WHERE id = $1", [reserved.order.id]);
-    expect(await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'paid' }))).toBeNull();
+    await db.query("UPDATE orders SET status = 'paid' WHERE id = $1", [reserved.order.id]);
+    expect(await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'fulfilling' }))).toBeNull();
     expect(await connectionSetting()).toBe('on');
-    expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'delivered' }]);
+    expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'paid' }]);
+  });
+
+  it('a poll\'s write that stores delivered items waits for its flush (a later upstream read may lack them)', async () => {
+    const texts = await preparedTexts();
+    const reserved = await reserveOrder(repo, 'LAZY-2');
+    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 78, next_poll_at = now() - interval '1 second' WHERE id = $1", [reserved.order.id]);
+    const [claim] = await repo.claimDuePolls(new Date(), new Date(Date.now() + 60_000), 5);
+    expect(claim.snapshot.lazyCommit).toBe(true);
+    const sealed = await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'delivered', delivery_sealed: Buffer.from('sealed items') }));
+    expect(sealed?.status).toBe('delivered');
+    const update = texts.filter((t) => /UPDATE orders SET status\b/.test(t));
+    expect(update).toHaveLength(1);
+    expect(update[0]).toContain('relay_expect_unchanged');
+    expect(update[0]).not.toContain('synchronous_commit');
   });
 });

@@ -99,12 +99,14 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.running = this.tick().then((backlog) => {
-        this.running = null;
-        const more = this.again || backlog;
-        this.again = false;
-        this.schedule(more ? 0 : this.tickMs);
-      });
+      this.running = this.tick()
+        .catch(() => false)
+        .then((backlog) => {
+          this.running = null;
+          const more = this.again || backlog;
+          this.again = false;
+          this.schedule(more ? 0 : this.tickMs);
+        });
     }, ms);
     this.timer.unref?.();
   }

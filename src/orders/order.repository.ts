@@ -311,7 +311,8 @@ export interface RowSnapshot {
   /**
    * Its statement commits without waiting for the WAL flush: for a poll's answer, which the upstream
    * still holds (a write lost in a crash leaves the order as it was, due for a poll that reads the same
-   * answer again). Never for an attempt's outcome, which exists nowhere else.
+   * answer again). Not when it stores delivered items (a later upstream read may lack them), nor for an
+   * attempt's outcome, which exists nowhere else.
    */
   lazyCommit?: boolean;
 }
@@ -397,8 +398,8 @@ export class OrderTx {
   }
 
   /** `AND relay_expect_unchanged(…)` for a statement on the snapshot's rows, its parameter numbered `n`. */
-  private unchanged(n: number): string {
-    return ` AND relay_expect_unchanged(xmin = $${n}::xid)${this.snapshot?.lazyCommit ? ` AND ${LAZY_COMMIT} = 'off'` : ''}`;
+  private unchanged(n: number, lazy = this.snapshot?.lazyCommit === true): string {
+    return ` AND relay_expect_unchanged(xmin = $${n}::xid)${lazy ? ` AND ${LAZY_COMMIT} = 'off'` : ''}`;
   }
 
   /** Sends the held writes (one statement). */
@@ -639,7 +640,8 @@ export class OrderTx {
       if (order.id !== this.snapshot.order.id) throw new SnapshotUnusable('another order');
       this.snapshotStatement();
       params.push(this.snapshot.version);
-      check = this.unchanged(params.length);
+      // delivered items are durable before anyone can read them (a later upstream read may lack them)
+      check = this.unchanged(params.length, this.snapshot.lazyCommit === true && patch.delivery_sealed === undefined);
     }
     const held = this.held;
     this.held = [];
