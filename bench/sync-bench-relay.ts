@@ -4,6 +4,7 @@
  * bench/sync.bench.ts. Every figure is taken here, in this one process: the floor (the same pages
  * fetched and parsed by the same client, no database work) and the syncs.
  *   ← {id, cmd:'floor'}              → {id, ms, products, cpuMs}
+ *   ← {id, cmd:'rowWork'}            → {id, ms, products, skus, cpuMs}   the floor plus the relay's own work on each product (below)
  *   ← {id, cmd:'sync', mode}         → {id, ms, run, rssBefore, peakRss, peakHeap, cpuMs, pageStats}
  *   ← {id, cmd:'snapshot'}           → {id}             row versions of catalog_skus, kept in the database
  *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
@@ -14,7 +15,9 @@
 import { DataSource } from 'typeorm';
 import { createRelayApp } from '../src/app.factory.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
+import { PricingContextService } from '../src/catalog/pricing-context.service.js';
 import { DEFAULT_RETRY_POLICY, fetchAllPages } from '../src/catalog/product-pager.js';
+import { productFingerprint, skuRowsFromProduct } from '../src/catalog/sku-diff.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 
@@ -47,6 +50,7 @@ const relay = await createRelayApp(config, { logger: false });
 const upstream = relay.app.get(UpstreamClient);
 const sync = relay.app.get(CatalogSyncService);
 const ds = relay.app.get(DataSource);
+const pricing = relay.app.get(PricingContextService);
 
 /** CPU time of this process since `from` (ms): its JavaScript, and the embedded database's when it is PGlite. */
 function cpuMs(from: NodeJS.CpuUsage): number {
@@ -65,6 +69,33 @@ async function floor(): Promise<Record<string, unknown>> {
     onPage: async () => undefined,
   });
   return { ms: performance.now() - t, products: r.products, cpuMs: cpuMs(cpu) };
+}
+
+/**
+ * The floor plus the part of a first sync's own work that needs no database: each product's
+ * fingerprint, and its SKUs mapped to rows and priced by the current rules, as the writer does them
+ * (not the COPY text, the statements, the writes). Its CPU time above the floor's is a lower bound for
+ * what the relay must add to the floor's CPU in a first sync.
+ */
+async function rowWork(): Promise<Record<string, unknown>> {
+  const ctx = await pricing.current();
+  let skus = 0;
+  let kept = 0;
+  const t = performance.now();
+  const cpu = process.cpuUsage();
+  const r = await fetchAllPages({
+    fetchPage: (q) => upstream.listProducts(q),
+    requestedPageSize: config.sync.pageSize,
+    concurrency: config.sync.concurrency,
+    retry: DEFAULT_RETRY_POLICY,
+    onPage: async (page) => {
+      for (const p of page.items) {
+        kept += productFingerprint(p).length;
+        skus += skuRowsFromProduct(p, ctx.price).rows.length;
+      }
+    },
+  });
+  return { ms: performance.now() - t, products: r.products, skus, kept, cpuMs: cpuMs(cpu) };
 }
 
 async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, unknown>> {
@@ -131,6 +162,8 @@ async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental
   switch (m.cmd) {
     case 'floor':
       return floor();
+    case 'rowWork':
+      return rowWork();
     case 'sync':
       return timedSync(m.mode ?? 'full');
     case 'leastWrite':

@@ -11,7 +11,9 @@
  * parsed by the same client with the same concurrency, no database work. Printed per database:
  *   - first full sync: time, and time ÷ floor (target ≤ 1.5 on PostgreSQL);
  *   - that sync's lower bound on this machine (LeastFirstSync): the floor's CPU time plus the
- *     database's least work for the same rows, spread over every core;
+ *     database's least work for the same rows, spread over every core; and that bound again with the
+ *     relay's own work on each product that needs no database (fingerprint, rows mapped and priced)
+ *     measured as a floor pass that does it, in place of the floor's relay CPU time;
  *   - a re-sync with no upstream change, five times, each right after a floor run of its own: SKU
  *     rows written by all of them (target 0) and the median of re-sync ÷ that floor (target ≤ 1.2);
  *   - peak RSS of the relay process during the syncs (target ≤ 350 MB);
@@ -181,6 +183,13 @@ interface Figures {
  */
 interface LeastFirstSync {
   floorCpuMs: { relay: number; sandbox: number };
+  /**
+   * The relay's CPU time for the floor plus its own work on every product that needs no database
+   * (fingerprint, rows mapped and priced; bench/sync-bench-relay.ts, rowWork), median of the runs.
+   */
+  rowWorkCpuMs: number;
+  /** The bound with that CPU time in place of the floor's relay CPU time. */
+  withRowWorkMs: number;
   /** The database's CPU time for its least work (PGlite: the relay process's). */
   dbCpuMs: number;
   dbMs: number;
@@ -214,6 +223,17 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     const floorMs = medianFloor.ms;
     log(`floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}; CPU of that run: relay ${s(medianFloor.relay)}, sandbox ${s(medianFloor.sandbox)}`);
 
+    // The floor plus the relay's own work on each product that needs no database, FLOOR_RUNS times.
+    const rowWorkCpu: number[] = [];
+    for (let i = 0; i < FLOOR_RUNS; i++) {
+      const before = cpuSnapshot(pids);
+      const w = await relay.ask<{ ms: number; products: number; skus: number }>({ cmd: 'rowWork' });
+      rowWorkCpu.push(cpuSnapshot(pids).relay - before.relay);
+      if (w.products !== products) throw new Error(`the row work saw ${w.products} products of ${products}`);
+    }
+    const rowWorkCpuMs = medianBy(rowWorkCpu, (ms) => ms);
+    log(`floor with the relay's own row work (fingerprints, rows mapped and priced; no database): relay CPU ${rowWorkCpu.map(s).join(', ')}`);
+
     const sync = async (mode: 'full' | 'incremental') => {
       const r = await relay.ask<SyncFigures & Record<string, unknown>>({ cmd: 'sync', mode });
       if (r.run.status !== 'succeeded') throw new Error(`the ${mode} sync failed: ${r.run.error}`);
@@ -245,10 +265,13 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       dbMs,
       cores,
       ms: Math.max(floorMs, (medianFloor.relay + medianFloor.sandbox + dbCpuMs) / cores),
+      rowWorkCpuMs,
+      withRowWorkMs: Math.max(floorMs, (Math.max(rowWorkCpuMs, medianFloor.relay) + medianFloor.sandbox + dbCpuMs) / cores),
     };
     log(
       `database's least work for those rows (INSERT … SELECT into empty twins): ${s(dbMs)}, CPU ${s(dbCpuMs)}; ` +
-        `a first sync's lower bound on ${cores} cores: ${s(bound.ms)} = ${(bound.ms / floorMs).toFixed(2)} × floor`,
+        `a first sync's lower bound on ${cores} cores: ${s(bound.ms)} = ${(bound.ms / floorMs).toFixed(2)} × floor; ` +
+        `with the relay's row work: ${s(bound.withRowWorkMs)} = ${(bound.withRowWorkMs / floorMs).toFixed(2)} × floor`,
     );
 
     await relay.ask({ cmd: 'snapshot' });
@@ -314,6 +337,7 @@ function report(r: Figures): string {
     `  floor: fetch + parse, no database   ${s(r.floorMs)}   (runs ${r.floorRuns.map(s).join(', ')})`,
     `  first full sync                     ${s(r.first.ms)}   ÷ floor ${first.toFixed(2)}   target ≤ 1.5${r.target === 'pglite' ? ' (PostgreSQL)' : ` ${ok(first <= 1.5)}`}   ${r.first.run.skus_created} SKUs created`,
     `    its lower bound on this machine   ${s(r.bound.ms)}   ÷ floor ${(r.bound.ms / r.floorMs).toFixed(2)}   = (floor CPU: relay ${s(r.bound.floorCpuMs.relay)} + sandbox ${s(r.bound.floorCpuMs.sandbox)}, + the database's least work for those rows ${s(r.bound.dbCpuMs)}) ÷ ${r.bound.cores} cores`,
+    `    with the relay's own row work     ${s(r.bound.withRowWorkMs)}   ÷ floor ${(r.bound.withRowWorkMs / r.floorMs).toFixed(2)}   = (relay CPU for the floor + fingerprints, rows mapped and priced ${s(r.bound.rowWorkCpuMs)} + sandbox + database's least work) ÷ ${r.bound.cores} cores`,
     `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ its floor ${s(r.resync.floorMs)} = ${resync.toFixed(2)} (median of ${r.resyncPairs.length})   target ≤ 1.2 ${ok(resync <= 1.2)}`,
     `    each re-sync ÷ the floor run just before it: ${r.resyncPairs.map((p) => (p.ms / p.floorMs).toFixed(2)).join(', ')}`,
     `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
@@ -370,6 +394,12 @@ function summaryRows(results: Figures[], skipped: Array<{ target: string; why: s
         value: r.bound.ms / r.floorMs,
         unit: '×',
         note: `(floor CPU + database's least work ${s(r.bound.dbCpuMs)}) ÷ ${r.bound.cores} cores`,
+      },
+      {
+        figure: `${db}: that bound with the relay's own row work ÷ floor`,
+        value: r.bound.withRowWorkMs / r.floorMs,
+        unit: '×',
+        note: `relay CPU for the floor + fingerprints, mapping, pricing ${s(r.bound.rowWorkCpuMs)}`,
       },
       { figure: `${db}: re-sync, no change ÷ floor`, value: r.resync.ms / r.resync.floorMs, unit: '×', target: '≤ 1.2', note: `${s(r.resync.ms)} vs floor ${s(r.resync.floorMs)}, median of ${r.resyncPairs.length} pairs` },
       { figure: `${db}: re-sync, SKU rows written`, value: r.resync.rows, unit: 'rows', target: '0' },
