@@ -99,7 +99,7 @@ describe('poll applied from the claim (optimistic)', () => {
   it('waits for a transaction holding the order and applies the answer to what it committed', async () => {
     const placed = await placedAndClaimed();
     sandbox.setOrderStatus(placed.upstreamId, 'fulfilling');
-    let poll: Promise<void> | null = null;
+    let poll: Promise<boolean> | null = null;
     await app.relay.app.get(OrderRepository).transaction(async (tx) => {
       const locked = await tx.lockOrder(placed.id);
       await tx.updateOrder(locked!, { status: 'paid', status_changed_at: new Date(), updated_at: new Date() });

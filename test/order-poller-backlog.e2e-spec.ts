@@ -54,4 +54,14 @@ describe('order poller: a backlog of due orders', () => {
     expect(await due()).toBe(0);
     expect(await poller.tick()).toBe(false); // nothing due
   });
+
+  it('an upstream failing its reads is read a batch a tick, not as fast as the backlog allows', async () => {
+    await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second' WHERE shop_order_no LIKE 'BL-%'");
+    sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
+    const reads = sandbox.stats.requests.getOrder;
+    const poller = app.relay.app.get(OrderPoller);
+    expect(await poller.tick()).toBe(false);
+    expect(sandbox.stats.requests.getOrder - reads).toBe(20); // one batch, then the pass ended
+    sandbox.faults.reset();
+  });
 });

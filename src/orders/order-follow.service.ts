@@ -75,9 +75,10 @@ export class OrderFollowService {
 
   /**
    * Polls one claimed order: read, then apply (backing off when nothing moved). `signal` (shutdown)
-   * ends the read; the lease is then given back.
+   * ends the read; the lease is then given back. False when the upstream read failed (the order then
+   * waits its backoff).
    */
-  async pollOne(claim: PollClaim, signal?: AbortSignal): Promise<void> {
+  async pollOne(claim: PollClaim, signal?: AbortSignal): Promise<boolean> {
     let answer: UpstreamOrder;
     try {
       answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
@@ -91,7 +92,7 @@ export class OrderFollowService {
         });
       });
       this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo, trace_id: claim.snapshot.order.traceId });
-      return;
+      return false;
     }
     await this.onClaimedRow(claim, async (tx, order) => {
       if (this.opInProgress(order)) {
@@ -100,6 +101,7 @@ export class OrderFollowService {
       }
       await this.updater.applyReport(tx, order, answer, 'poll', { schedule: 'poll' });
     });
+    return true;
   }
 
   /**

@@ -113,9 +113,10 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * One pass: at most POLL_ROUNDS claims of POLL_BATCH due orders, between the sweeps and the
-   * housekeeping. True when its last claim was full (more may be due: the next pass follows at once
-   * instead of a tick later, so an instance keeps up with more than POLL_ROUNDS × POLL_BATCH due
-   * orders a tick). Public for tests and tools; errors are logged, never thrown.
+   * housekeeping. True when its last claim was full and every read of it answered (more may be due:
+   * the next pass follows at once instead of a tick later, so an instance keeps up with more than
+   * POLL_ROUNDS × POLL_BATCH due orders a tick); a failed read ends the pass and the next waits a tick.
+   * Public for tests and tools; errors are logged, never thrown.
    */
   async tick(): Promise<boolean> {
     let backlog = false;
@@ -125,10 +126,17 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
       for (let round = 0; round < POLL_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
-        await runLimited(claims, POLL_CONCURRENCY, (c) =>
-          this.follow.pollOne(c, this.shutdown.signal).catch((e: unknown) => this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId })),
-        );
-        backlog = claims.length === POLL_BATCH;
+        let failed = false;
+        await runLimited(claims, POLL_CONCURRENCY, async (c) => {
+          try {
+            if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed = true;
+          } catch (e) {
+            failed = true;
+            this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId });
+          }
+        });
+        // an upstream that fails reads (down, rate limiting) is not read faster than a batch a tick
+        backlog = claims.length === POLL_BATCH && !failed;
         if (!backlog) break;
       }
       if (this.clock.nowMs() - this.lastHousekeeping >= HOUSEKEEPING_MS) {
