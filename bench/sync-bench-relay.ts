@@ -16,7 +16,7 @@ import { DataSource } from 'typeorm';
 import { createRelayApp } from '../src/app.factory.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { PricingContextService } from '../src/catalog/pricing-context.service.js';
-import { DEFAULT_RETRY_POLICY, fetchAllPages } from '../src/catalog/product-pager.js';
+import { DEFAULT_RETRY_POLICY, fetchAllPages, type FetchedPage } from '../src/catalog/product-pager.js';
 import { productFingerprint, skuRowsFromProduct } from '../src/catalog/sku-diff.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
@@ -58,7 +58,8 @@ function cpuMs(from: NodeJS.CpuUsage): number {
   return (d.user + d.system) / 1000;
 }
 
-async function floor(): Promise<Record<string, unknown>> {
+/** A full pass of the listing with the sync's client and paging, each page handed to `onPage`; its time and CPU. */
+async function pass(onPage: (page: FetchedPage) => Promise<void>): Promise<{ ms: number; products: number; cpuMs: number }> {
   const t = performance.now();
   const cpu = process.cpuUsage();
   const r = await fetchAllPages({
@@ -66,9 +67,13 @@ async function floor(): Promise<Record<string, unknown>> {
     requestedPageSize: config.sync.pageSize,
     concurrency: config.sync.concurrency,
     retry: DEFAULT_RETRY_POLICY,
-    onPage: async () => undefined,
+    onPage,
   });
   return { ms: performance.now() - t, products: r.products, cpuMs: cpuMs(cpu) };
+}
+
+async function floor(): Promise<Record<string, unknown>> {
+  return { ...(await pass(async () => undefined)) };
 }
 
 /**
@@ -81,21 +86,13 @@ async function rowWork(): Promise<Record<string, unknown>> {
   const ctx = await pricing.current();
   let skus = 0;
   let kept = 0;
-  const t = performance.now();
-  const cpu = process.cpuUsage();
-  const r = await fetchAllPages({
-    fetchPage: (q) => upstream.listProducts(q),
-    requestedPageSize: config.sync.pageSize,
-    concurrency: config.sync.concurrency,
-    retry: DEFAULT_RETRY_POLICY,
-    onPage: async (page) => {
-      for (const p of page.items) {
-        kept += productFingerprint(p).length;
-        skus += skuRowsFromProduct(p, ctx.price).rows.length;
-      }
-    },
+  const r = await pass(async (page) => {
+    for (const p of page.items) {
+      kept += productFingerprint(p).length;
+      skus += skuRowsFromProduct(p, ctx.price).rows.length;
+    }
   });
-  return { ms: performance.now() - t, products: r.products, skus, kept, cpuMs: cpuMs(cpu) };
+  return { ...r, skus, kept };
 }
 
 async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, unknown>> {
