@@ -57,7 +57,7 @@ describe('orders: the product read started beside the local read', () => {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE catalog_skus IN ACCESS EXCLUSIVE MODE');
       const placing = place(no('SLOW'), 'E-STAY');
-      await sleep(600); // the head start answers meanwhile; the local read waits for the lock
+      await sleep(1000); // the head start answers meanwhile; the local read waits for the lock (250 ms is the limit)
       await locker.query('COMMIT');
       expect((await placing).status).toBe(201);
     } finally {

@@ -36,6 +36,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   /** Aborted at shutdown: ends the polls' reads in flight. */
   private readonly shutdown = new AbortController();
   private again = false;
+  /** The last batch's reads failed for the most part: no pass sooner than the next tick. */
+  private readsFailing = false;
   private lastHousekeeping = 0;
 
   constructor(
@@ -84,9 +86,12 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     await this.running?.catch(() => undefined);
   }
 
-  /** Runs a tick soon (e.g. after a callback made an order due). */
+  /**
+   * Runs a tick soon (e.g. after a callback made an order due); not while the upstream fails most
+   * reads (the next tick comes at its pace).
+   */
   wake(): void {
-    if (this.stopped || !this.config.workers) return;
+    if (this.stopped || !this.config.workers || this.readsFailing) return;
     if (this.running) {
       this.again = true;
       return;
@@ -103,7 +108,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         .catch(() => false)
         .then((backlog) => {
           this.running = null;
-          const more = this.again || backlog;
+          const more = (this.again && !this.readsFailing) || backlog;
           this.again = false;
           this.schedule(more ? 0 : this.tickMs);
         });
@@ -113,9 +118,10 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * One pass: at most POLL_ROUNDS claims of POLL_BATCH due orders, between the sweeps and the
-   * housekeeping. True when its last claim was full and every read of it answered (more may be due:
+   * housekeeping. True when its last claim was full and most of its reads answered (more may be due:
    * the next pass follows at once instead of a tick later, so an instance keeps up with more than
-   * POLL_ROUNDS × POLL_BATCH due orders a tick); a failed read ends the pass and the next waits a tick.
+   * POLL_ROUNDS × POLL_BATCH due orders a tick); a batch whose reads failed for the most part ends the
+   * pass, and neither a full batch nor a wake() brings the next one before a tick.
    * Public for tests and tools; errors are logged, never thrown.
    */
   async tick(): Promise<boolean> {
@@ -126,17 +132,19 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
       for (let round = 0; round < POLL_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
-        let failed = false;
+        let failed = 0;
         await runLimited(claims, POLL_CONCURRENCY, async (c) => {
           try {
-            if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed = true;
+            if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed++;
           } catch (e) {
-            failed = true;
+            failed++;
             this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId });
           }
         });
-        // an upstream that fails reads (down, rate limiting) is not read faster than a batch a tick
-        backlog = claims.length === POLL_BATCH && !failed;
+        // An upstream failing most reads (down, rate limiting) is not read faster than a batch a tick
+        // (a few orders it cannot read do not slow the others).
+        this.readsFailing = claims.length > 0 && failed * 2 >= claims.length;
+        backlog = claims.length === POLL_BATCH && !this.readsFailing;
         if (!backlog) break;
       }
       if (this.clock.nowMs() - this.lastHousekeeping >= HOUSEKEEPING_MS) {
