@@ -85,6 +85,14 @@ interface ResultShape {
   parsers: Array<(v: string) => unknown>;
 }
 
+/** A parameter pg could not convert (e.g. a circular object): nothing was sent, the connection is intact. */
+export class ParameterRefused extends Error {
+  constructor(statement: string, cause: unknown) {
+    super(`statement ${statement}: a parameter could not be sent: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'ParameterRefused';
+  }
+}
+
 /** Bind's value mapper for values already converted by pg's `prepareValue`. */
 const asPrepared = (v: unknown): unknown => v;
 
@@ -133,7 +141,7 @@ class PreparedExecution<T> {
     try {
       values = this.values.map((v) => pgUtils.prepareValue(v));
     } catch (e) {
-      return e as Error;
+      return new ParameterRefused(this.name, e);
     }
     let byName = shapes.get(connection);
     if (!byName) shapes.set(connection, (byName = new Map()));
@@ -222,10 +230,11 @@ export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<En
     try {
       return await run(client);
     } catch (e) {
-      // A statement the server refused (ERROR: a unique key, an optimistic write's RL001) leaves the
-      // connection ready for the next one, with its prepared statements: it goes back to the pool.
+      // A statement the server refused (ERROR: a unique key, an optimistic write's RL001), or one never
+      // sent (a parameter pg could not convert), leaves the connection ready for the next one, with
+      // its prepared statements: it goes back to the pool.
       // Anything else (a broken socket, FATAL) may have broken it: the pool drops it.
-      if (!isStatementError(e)) failure = e as Error;
+      if (!isStatementError(e) && !(e instanceof ParameterRefused)) failure = e as Error;
       throw e;
     } finally {
       client.release(failure);
