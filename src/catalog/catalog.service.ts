@@ -82,8 +82,8 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
   };
 }
 
-/** A product's fresh read (`CatalogService.readProduct`): its answer or its error, never a rejection. */
-export type ProductRead = Promise<({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number }>;
+/** A product's fresh read (`CatalogService.readProduct`), settled: its answer or its error, and when (performance.now()). */
+export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number };
 
 /** At most this many SKUs' product hints are kept (then they start over). */
 const PRODUCT_HINTS = 50_000;
@@ -134,7 +134,7 @@ export class CatalogService {
   }
 
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
-  readProduct(productId: number): ProductRead {
+  readProduct(productId: number): Promise<ProductAnswer> {
     return this.upstream.getProduct(productId).then(
       (product) => ({ product, settledAt: performance.now() }),
       (error: unknown) => ({ error, settledAt: performance.now() }),
@@ -142,12 +142,12 @@ export class CatalogService {
   }
 
   /**
-   * Reads the product fresh (or takes `read`, a read of `productId` already under way) and applies it
+   * Reads the product fresh (or takes `answer`, a read of `productId` already made) and applies it
    * locally. Returns the fresh product, or null when the upstream says it is gone (its SKUs are then
    * unlisted). Other upstream errors are rethrown.
    */
-  async refreshProduct(productId: number, knownFingerprint: string | null = null, read: ProductRead = this.readProduct(productId)): Promise<UpstreamProduct | null> {
-    const answer = await read;
+  async refreshProduct(productId: number, knownFingerprint: string | null = null, read?: ProductAnswer): Promise<UpstreamProduct | null> {
+    const answer = read ?? (await this.readProduct(productId));
     if ('error' in answer) {
       if (isProductGone(answer.error)) {
         await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { CatalogService, type CatalogSku, type ProductRead } from '../catalog/catalog.service.js';
+import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
@@ -33,7 +33,7 @@ export interface PlaceResult {
 /** A product read started before the local SKU read (see `placeOrReplay`). */
 interface EarlyRead {
   productId: number;
-  read: ProductRead;
+  read: Promise<ProductAnswer>;
 }
 
 interface CheckedSku {
@@ -189,7 +189,7 @@ export class OrderRelayService {
     const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, (await this.usable(early, sku.productId))?.read);
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId));
     } catch (e) {
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
@@ -216,10 +216,10 @@ export class OrderRelayService {
    * `early`'s read when it is of `productId` and answered within EARLY_READ_MAX_AGE_MS (the local read
    * may have waited, e.g. for a pooled connection: an older answer is read again).
    */
-  private async usable(early: EarlyRead | null, productId: number): Promise<{ read: ProductRead } | undefined> {
+  private async usable(early: EarlyRead | null, productId: number): Promise<ProductAnswer | undefined> {
     if (early?.productId !== productId) return undefined;
-    const { settledAt } = await early.read;
-    return performance.now() - settledAt <= EARLY_READ_MAX_AGE_MS ? { read: early.read } : undefined;
+    const answer = await early.read;
+    return performance.now() - answer.settledAt <= EARLY_READ_MAX_AGE_MS ? answer : undefined;
   }
 
   /**
