@@ -397,8 +397,14 @@ export class OrderTx {
     if (this.snapshotStatements++ > 0) throw new Error('an optimistic write sends a single statement'); // a bug: the first one is committed
   }
 
-  /** `AND relay_expect_unchanged(…)` for a statement on the snapshot's rows, its parameter numbered `n`. */
-  private unchanged(n: number, lazy = this.snapshot?.lazyCommit === true): string {
+  /**
+   * `AND relay_expect_unchanged(…)` for the snapshot's statement, its parameter numbered `n`; with the
+   * lazy commit when the snapshot allows it and the statement stores no delivered items (`patch`: the
+   * order's columns it sets; those are durable before anyone can read them, as a later upstream read
+   * may lack them).
+   */
+  private unchanged(n: number, patch: OrderPatch | null): string {
+    const lazy = this.snapshot?.lazyCommit === true && patch?.delivery_sealed === undefined;
     return ` AND relay_expect_unchanged(xmin = $${n}::xid)${lazy ? ` AND ${LAZY_COMMIT} = 'off'` : ''}`;
   }
 
@@ -411,7 +417,7 @@ export class OrderTx {
       // no order update to carry them: lock and check the order row in the statement itself
       this.snapshotStatement();
       const { ctes, params } = this.withHeld(held, 3);
-      await rows(this.em, `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`, [
+      await rows(this.em, `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2, null)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`, [
         this.snapshot.order.id,
         this.snapshot.version,
         ...params,
@@ -640,8 +646,7 @@ export class OrderTx {
       if (order.id !== this.snapshot.order.id) throw new SnapshotUnusable('another order');
       this.snapshotStatement();
       params.push(this.snapshot.version);
-      // delivered items are durable before anyone can read them (a later upstream read may lack them)
-      check = this.unchanged(params.length, this.snapshot.lazyCommit === true && patch.delivery_sealed === undefined);
+      check = this.unchanged(params.length, patch);
     }
     const held = this.held;
     this.held = [];
