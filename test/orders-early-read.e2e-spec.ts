@@ -16,6 +16,7 @@ describe('orders: the product read started beside the local read', () => {
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-MOVE', price: '5.00' }, { skuCode: 'E-STAY', price: '5.00' }] });
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-GONE', price: '5.00' }] });
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-DOWN', price: '5.00' }] });
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-WITHDRAWN', price: '5.00' }] });
     },
     env: { ORDER_POLL_BASE_MS: '60000', UPSTREAM_TIMEOUT_MS: '2000' },
     seed: true,
@@ -95,6 +96,22 @@ describe('orders: the product read started beside the local read', () => {
     const again = await place(no('GONE'), 'E-GONE');
     expect(again.data).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
     expect(productReads() - reads).toBe(1); // no head start for a SKU last read unavailable
+  });
+
+  it('the read beside it finding the product withdrawn: 409 sku_unavailable, the SKU unlisted locally, nothing sent', async () => {
+    expect((await place(no('WITHDRAWN'), 'E-WITHDRAWN')).status).toBe(201);
+    t.sandbox.catalog.delistProduct(t.sandbox.catalog.getSku('E-WITHDRAWN')!.product.id); // not synced: locally still listed
+    const received = t.sandbox.stats.createsReceived;
+    const reads = productReads();
+
+    const shopNo = no('WITHDRAWN');
+    const r = await place(shopNo, 'E-WITHDRAWN');
+    expect(r.status).toBe(409);
+    expect(r.data).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
+    expect(productReads() - reads).toBe(1); // the head start's 404 was the answer used
+    expect(await getOrder(t.app.http, shopNo)).toBeNull();
+    expect(t.sandbox.stats.createsReceived).toBe(received);
+    expect((await t.app.http.get('/internal/catalog/skus/E-WITHDRAWN')).data).toMatchObject({ ok: true, sku: { listed: false, available: false } });
   });
 
   it('the read beside it failing for an available SKU: 503 upstream_unavailable, nothing recorded, nothing sent', async () => {
