@@ -123,8 +123,9 @@ describe('catalog writes at once on one sku_code', () => {
     return row;
   }
 
+  /** A SKU's history, oldest first, as the API reads it (its `created` entry included). */
   async function history(code: string): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
-    return t.db.query('SELECT field, kind, old_value, new_value FROM catalog_sku_changes WHERE sku_code = $1 ORDER BY id', [code]);
+    return (await repo().skuChanges(code, 0, 500)).items.reverse();
   }
 
   async function fingerprinted(ids: number[]): Promise<number[]> {

@@ -202,6 +202,26 @@ describe('catalog sync', () => {
     );
     const idHistory = (await app.http.get(`/internal/catalog/skus/${c.sku_code}/changes`)).data as { items: Array<Record<string, unknown>> };
     expect(idHistory.items[0]).toMatchObject({ field: 'upstream_sku_id', kind: 'sku_id', old: c.id, new: newId, run_id: run.run_id });
+    // the oldest entry: the SKU's creation, kept on its row (id null) with the run that created it, counted and paged
+    const runs = (await app.http.get('/internal/catalog/sync-runs', { params: { page_size: 500 } })).data as { items: Run[] };
+    const first = [...runs.items].sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at))[0];
+    expect(items[items.length - 1]).toEqual({
+      id: null,
+      sku_code: a.sku_code,
+      field: 'created',
+      kind: 'created',
+      old: null,
+      new: null,
+      run_id: first.run_id,
+      source: 'sync',
+      changed_at: expect.any(String),
+    });
+    expect(items.filter((h) => h.kind === 'created')).toHaveLength(1);
+    const total = (history.data as { total: number }).total;
+    expect(total).toBe(items.length);
+    const last = await app.http.get(`/internal/catalog/skus/${a.sku_code}/changes`, { params: { page: total, page_size: 1 } });
+    expect((last.data as { items: unknown[]; total: number }).items).toEqual([items[items.length - 1]]);
+    expect((last.data as { total: number }).total).toBe(total);
   });
 
   it('a page received before whose product lost its stored fingerprint is parsed again, and that product looked at in full', async () => {

@@ -345,7 +345,7 @@ export class CatalogWriter {
       if (diff.delisted) out.delisted++;
       addCounts(out.counts, diff);
       out.diffs.push(diff);
-      // A new SKU's `created` history row is written by the upsert statement itself.
+      // A new SKU's creation is recorded on its row by the insert itself (created_run_id, created_source).
       if (!diff.created) for (const change of diff.changes) history.push({ skuCode: diff.skuCode, change });
       diffs.push({ old, next, diff });
     }

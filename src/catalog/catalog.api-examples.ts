@@ -90,7 +90,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
 );
 
 export const CHANGE_SCHEMA: SchemaObject = objectSchema({
-  id: { type: 'string' },
+  id: nullableString('null for the `created` entry, which is kept on the SKU row'),
   sku_code: { type: 'string' },
   field: { type: 'string', description: 'the SKU field, or `created`' },
   kind: { type: 'string', enum: [...CHANGE_KINDS] },
@@ -275,7 +275,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
   [
     { id: '9127', sku_code: 'SKU-00042-1', field: 'sale_price', kind: 'price', old: '25.20', new: '25.90', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
     { id: '9126', sku_code: 'SKU-00042-1', field: 'cost_price', kind: 'price', old: '22.50', new: '23.10', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
-    { id: '311', sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
+    { id: null, sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
   ],
   3,
 );

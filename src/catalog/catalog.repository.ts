@@ -78,7 +78,7 @@ SELECT i.product_id::text AS product_id FROM input i
 
 /**
  * SKU rows in one statement ($1: the SKUs' own fields, $5: their products' fields, once per product):
- * insert the new (with their `created` history row), update the changed (only when a column differs:
+ * insert the new (their creation recorded on the row: run $3, source $6), update the changed (only when a column differs:
  * `IS DISTINCT FROM`, so that `updated_at` moves only when a field does), and return the old row of
  * each write and every sku_code another live product already owns (never overwritten). Nothing is
  * written when the pricing version moved since the sale prices were computed ($4): the caller reprices
@@ -94,18 +94,13 @@ ver AS (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
 ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, ${ASYNC_COMMIT}),
 old AS (SELECT s.* FROM input i CROSS JOIN LATERAL (SELECT * FROM catalog_skus x WHERE x.sku_code = i.sku_code LIMIT 1) s),
 up AS (
-  INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at)
-  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, true, $2::timestamptz, $2::timestamptz
+  INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
+  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, true, $2::timestamptz, $2::timestamptz, $3::text, $6::text
     FROM input i WHERE (SELECT fresh FROM ok)
   ON CONFLICT (sku_code) DO UPDATE SET ${COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = true, updated_at = EXCLUDED.updated_at
   WHERE (s.product_id = EXCLUDED.product_id OR NOT s.listed)
     AND (${COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, true)
   RETURNING s.sku_code
-),
-created AS (
-  INSERT INTO catalog_sku_changes (sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
-  SELECT up.sku_code, 'created', 'created', NULL, NULL, $3::text, $6::text, $2::timestamptz
-    FROM up LEFT JOIN old o ON o.sku_code = up.sku_code WHERE o.sku_code IS NULL
 )
 SELECT 'changed' AS what, up.sku_code, CASE WHEN o.sku_code IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS owner
   FROM up LEFT JOIN old o ON o.sku_code = up.sku_code
@@ -198,8 +193,7 @@ const LOCK_NEW_SKU_CODES_SQL = lockSkuCodesSql(true);
 /** catalog_skus's columns in the order insertNewSkus sends them: the product's, then the SKU's own. */
 const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMNS.has(c))] as const satisfies ReadonlyArray<keyof SkuRow>;
 const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
-const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at) FROM STDIN`;
-const COPY_CREATED_SQL = 'COPY catalog_sku_changes (sku_code, field, kind, run_id, source, changed_at) FROM STDIN';
+const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
 
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
@@ -292,7 +286,8 @@ export interface SkuListFilter {
 }
 
 export interface StoredChange {
-  id: string;
+  /** Null for the `created` entry read from the SKU row. */
+  id: string | null;
   sku_code: string;
   field: string;
   kind: ChangeKind;
@@ -480,7 +475,7 @@ export class CatalogRepository {
   }
 
   /**
-   * Inserts rows (distinct sku_codes) believed new, with their `created` history rows, by COPY: what
+   * Inserts rows (distinct sku_codes) believed new, their creation recorded on the row, by COPY: what
    * UPSERT_SKUS_SQL does for new rows, at a fraction of the server's work (a first sync). Guarded by
    * the pricing version as the upsert is. A sku_code already stored fails the statement (unique
    * violation, SQLSTATE 23505) and with it the caller's transaction: the caller writes the rows again
@@ -497,10 +492,8 @@ export class CatalogRepository {
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).
-    const tail = `\t${copyField(true)}\t${copyField(opts.now)}\t${copyField(opts.now)}\n`;
-    const created = `\tcreated\tcreated\t${copyField(opts.runId)}\t${copyField(opts.source)}\t${copyField(opts.now)}\n`;
+    const tail = `\t${copyField(true)}\t${copyField(opts.now)}\t${copyField(opts.now)}\t${copyField(opts.runId)}\t${copyField(opts.source)}\n`;
     let skus = '';
-    let history = '';
     let product: SkuRow | null = null;
     let productText = '';
     for (const r of rows) {
@@ -512,12 +505,10 @@ export class CatalogRepository {
       skus += productText + '\t' + code;
       for (const c of COPY_SKU_COLUMNS) skus += '\t' + copyField(r[c]);
       skus += tail;
-      history += code + created;
       out.written.push({ skuCode: r.sku_code, old: null });
     }
     const client = (await runner.connect()) as PoolClient;
     await copyIn(client, COPY_SKUS_SQL, skus);
-    await copyIn(client, COPY_CREATED_SQL, history);
     return out;
   }
 
@@ -801,15 +792,30 @@ export class CatalogRepository {
     return { items: rows.map(toStoredSku), total: n };
   }
 
+  /**
+   * A SKU's history, newest first: its rows in catalog_sku_changes, then (the oldest entry) its
+   * `created` entry, read from the SKU row itself (id null) for SKUs created since migration
+   * 20261122008000; older SKUs have theirs as a history row.
+   */
   async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
-    const [{ n }] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sku_changes WHERE sku_code = $1', [skuCode]);
-    const items = await select<StoredChange>(
+    const [{ n }] = await select<{ n: number }>(
       this.db(),
-      `SELECT id::text AS id, sku_code, field, kind, old_value, new_value, run_id, source, changed_at
-         FROM catalog_sku_changes c WHERE c.sku_code = $1 ORDER BY c.id DESC LIMIT $2 OFFSET $3`,
+      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_code = $1)
+            + (SELECT count(*)::int FROM catalog_skus WHERE sku_code = $1 AND created_source IS NOT NULL) AS n`,
+      [skuCode],
+    );
+    const items = await select<StoredChange & { seq: string }>(
+      this.db(),
+      `SELECT * FROM (
+         SELECT c.id AS seq, c.id::text AS id, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
+           FROM catalog_sku_changes c WHERE c.sku_code = $1
+         UNION ALL
+         SELECT 0, NULL, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
+           FROM catalog_skus s WHERE s.sku_code = $1 AND s.created_source IS NOT NULL
+       ) h ORDER BY h.seq DESC LIMIT $2 OFFSET $3`,
       [skuCode, limit, offset],
     );
-    return { items, total: n };
+    return { items: items.map(({ seq: _, ...change }) => change), total: n };
   }
 
   async conflicts(offset: number, limit: number): Promise<{ items: StoredConflict[]; total: number }> {
