@@ -113,7 +113,7 @@ export class OrderUpdater {
         to = decision.to;
         progressed = true;
         Object.assign(patch, { status: to, status_changed_at: now });
-        if (order.errorCode !== null && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
+        if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
         await this.recordChange(tx, order, to, source, now, { ...opts.detail });
         break;
       case 'regression':
@@ -149,7 +149,11 @@ export class OrderUpdater {
     // A status we do not know on an order that exists upstream (e.g. the create's answer): it is read
     // again until it says something we know, rather than left unfollowed in `submitting`.
     const unknownThere = decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
-    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere));
+    // Items said to be delivered that no read has brought (a create's answer never carries the
+    // fulfillment: e.g. a re-send the upstream answers with the order it delivered meanwhile): the
+    // poller reads it once more, rather than leaving a completed order without its items.
+    const itemsUnread = opts.schedule === 'hint' && ITEMS_DELIVERED.has(to) && (patch.delivered_at ?? order.deliveredAt) === null;
+    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere || itemsUnread));
     const updated = await tx.updateOrder(order, patch);
     if (deliveredNow && ITEMS_DELIVERED.has(to)) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
     return { order: updated, from: order.status, to, decision, progressed };
