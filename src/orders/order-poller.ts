@@ -6,7 +6,9 @@
  * line and metric after the commit).
  *
  * Its tick is at most a quarter of UPSTREAM_TIMEOUT_MS (and at most ORDER_POLL_BASE_MS and 1 s), so a
- * leftover `submitting` attempt becomes `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of a start.
+ * leftover `submitting` attempt becomes `submit_unknown` within 2 × UPSTREAM_TIMEOUT_MS of a start:
+ * the sweep of those attempts runs on its own timer at that pace, never behind a long pass of slow
+ * reads or re-sends (a pass may take many seconds when the upstream answers slowly).
  * The stuck flags are kept every second (a partial index finds the flagged orders); the orders-by-
  * status gauge, a count over the whole table, is read when the metrics are scraped, on any instance.
  */
@@ -32,6 +34,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('order-poller');
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private sweeping: Promise<void> | null = null;
   private stopped = false;
   /** Aborted at shutdown: ends the polls' reads in flight. */
   private readonly shutdown = new AbortController();
@@ -75,15 +79,39 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     if (!this.config.workers) return; // the relay command's in-process instance does no background work
+    this.scheduleSweep(0);
     this.schedule(0);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
     this.timer = null;
+    this.sweepTimer = null;
     this.shutdown.abort(); // reads in flight end now (a re-send in flight runs to its answer)
-    await this.running?.catch(() => undefined);
+    await Promise.all([this.running?.catch(() => undefined), this.sweeping]);
+  }
+
+  /** The sweep of attempts left `submitting` (sweepStale), every tick, one at a time, apart from the passes. */
+  private scheduleSweep(ms: number): void {
+    if (this.stopped) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = null;
+      this.sweeping = this.follow
+        .sweepStale()
+        .then(
+          () => undefined,
+          (e: Error) => {
+            if (!this.stopped) this.logger.error({ msg: `sweep of in-flight attempts failed: ${e.message}` });
+          },
+        )
+        .then(() => {
+          this.sweeping = null;
+          this.scheduleSweep(this.tickMs);
+        });
+    }, ms);
+    this.sweepTimer.unref?.();
   }
 
   /**
@@ -117,8 +145,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * One pass: at most POLL_ROUNDS claims of POLL_BATCH due orders, between the sweeps and the
-   * housekeeping. True when its last claim was full and most of its reads answered (more may be due:
+   * One pass: the due re-sends, then at most POLL_ROUNDS claims of POLL_BATCH due orders, then the
+   * housekeeping (the sweep of attempts left `submitting` runs apart: scheduleSweep). True when its last claim was full and most of its reads answered (more may be due:
    * the next pass follows at once instead of a tick later, so an instance keeps up with more than
    * POLL_ROUNDS × POLL_BATCH due orders a tick); a batch whose reads failed for the most part ends the
    * pass, and neither a full batch nor a wake() brings the next one before a tick.
@@ -127,7 +155,6 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   async tick(): Promise<boolean> {
     let backlog = false;
     try {
-      await this.follow.sweepStale();
       await this.follow.resendDue();
       for (let round = 0; round < POLL_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
