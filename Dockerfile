@@ -20,7 +20,7 @@ RUN mkdir -p /app/data && chown -R node:node /app/data
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # SIGTERM: stop taking work, finish what is in flight, release locks, exit.
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]
