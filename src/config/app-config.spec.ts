@@ -88,7 +88,8 @@ describe('config', () => {
     ['UPSTREAM_TIMEOUT_MS', '-5', /UPSTREAM_TIMEOUT_MS: must be between/],
     ['CALLBACK_PUBLIC_URL', 'relay.example/cb', /CALLBACK_PUBLIC_URL: is not a valid URL/],
     ['CALLBACK_SIGNATURE_PATH', 'callbacks', /CALLBACK_SIGNATURE_PATH: must be a path/],
-    ['UPSTREAM_SIGNATURE_TEMPLATE', '{method}{path}', /UPSTREAM_SIGNATURE_TEMPLATE: must contain/],
+    ['UPSTREAM_SIGNATURE_TEMPLATE', '{method}\\n{path}\\n{timestamp}\\n{body_md}', /UPSTREAM_SIGNATURE_TEMPLATE: has unknown placeholders \{body_md\}/],
+    ['UPSTREAM_SIGNATURE_TEMPLATE', 'static-text', /UPSTREAM_SIGNATURE_TEMPLATE: must contain at least one placeholder/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
     ['WALLET_LOW_BALANCE', 'ten', /WALLET_LOW_BALANCE: must be a decimal/],
     ['SHOP_WEBHOOK_URL', 'https://shop.example/hook', /SHOP_WEBHOOK_SECRET: is required with SHOP_WEBHOOK_URL/],
@@ -221,4 +222,11 @@ describe('config', () => {
     expect(c.sync.cron).toBeNull();
     expect(c.payloadKeys.map((k) => k[0])).toEqual([7, 9]);
   });
+
+  it.each(['{api_key}{method}{path}', '{method}\\n{path}\\n{body}', '{timestamp}', '{body_sha256}:{api_key}'])(
+    'takes any template built from the placeholders of CONTRACT §4 (%s)',
+    (template) => {
+      expect(loadConfig({ ...production, UPSTREAM_SIGNATURE_TEMPLATE: template }).upstream.signatureTemplate).toBe(template.replace(/\\n/g, '\n'));
+    },
+  );
 });

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { validateCronExpression } from 'cron';
-import { DEFAULT_SIGNATURE_TEMPLATE, parseSignatureTemplate } from '../signing/signing.js';
+import { DEFAULT_SIGNATURE_TEMPLATE, SIGNATURE_PLACEHOLDERS, parseSignatureTemplate, templatePlaceholders } from '../signing/signing.js';
 import { redactUrl } from './redact-url.js';
 
 export type UpstreamProfile = 'spec' | 'dujiao-next';
@@ -359,8 +359,13 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const templateRaw = env['UPSTREAM_SIGNATURE_TEMPLATE'];
   const signatureTemplate =
     templateRaw !== undefined && templateRaw !== '' ? parseSignatureTemplate(templateRaw) : preset.signatureTemplate;
-  if (!/\{(body|body_md5|body_sha256)\}/.test(signatureTemplate) || !signatureTemplate.includes('{timestamp}')) {
-    r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain {timestamp} and one of {body}, {body_md5}, {body_sha256}');
+  // Any canonical string built from the placeholders of CONTRACT §4 (the upstream decides it); a
+  // `{name}` that is not one of them is a typo, refused rather than signed as literal text.
+  const unknownPlaceholders = [...signatureTemplate.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]).filter((n) => !(SIGNATURE_PLACEHOLDERS as readonly string[]).includes(n));
+  if (unknownPlaceholders.length > 0) {
+    r.fail('UPSTREAM_SIGNATURE_TEMPLATE', `has unknown placeholders ${unknownPlaceholders.map((n) => `{${n}}`).join(', ')} (known: ${SIGNATURE_PLACEHOLDERS.map((n) => `{${n}}`).join(', ')})`);
+  } else if (templatePlaceholders(signatureTemplate).length === 0) {
+    r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain at least one placeholder ({method}, {path}, {timestamp}, {body_md5}…)');
   }
 
   const publicUrl = r.url('CALLBACK_PUBLIC_URL', ['http:', 'https:']) ?? null;
