@@ -1,0 +1,72 @@
+/**
+ * A create's acceptance that arrives after its attempt was closed here (the sweeper took the sender
+ * for gone, an operator then settled the order `not_placed`): the upstream order it names is kept as
+ * the order's anomaly (`upstream_order_exists`: not refundable, no new attempt), never dropped
+ * silently (review of session 11). Driven through the submitter's own recording of an outcome, on a
+ * real database; the stalled sender is simulated by recording its answer late.
+ */
+import { OrderFollowService } from '../src/orders/order-follow.service.js';
+import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.js';
+import { OrderRepository } from '../src/orders/order.repository.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { sleep } from './support/child-app.js';
+import { reserveOrder } from './support/reserved-order.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('orders: an acceptance recorded after its attempt was closed', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 2 } });
+    app = await startTestApp(db, sandbox, {}, { workers: false });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
+  async function settledNotPlaced(shopOrderNo: string): Promise<string> {
+    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50);
+    await sleep(120);
+    await app.relay.app.get(OrderFollowService).sweepStale();
+    const r = await app.http.post(`/internal/orders/${shopOrderNo}/resolve`, { not_placed: true, reason: 'operator checked the upstream' });
+    expect(r.status).toBe(200);
+    expect(r.data.order).toMatchObject({ status: 'rejected', refund_state: 'refundable' });
+    return created.order.id;
+  }
+
+  const accepted = (orderId: number, status: string): SendOutcome => ({
+    kind: 'accepted',
+    report: { order_id: orderId, order_no: `DJ-${orderId}`, status, amount: '1.00', currency: 'CNY' } as Extract<SendOutcome, { kind: 'accepted' }>['report'],
+    request: { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false },
+  });
+
+  it('the upstream order it names is kept as the anomaly upstream_order_exists: not refundable, not resubmittable', async () => {
+    const id = await settledNotPlaced('LATE-1');
+    const recorded = await app.relay.app.get(OrderSubmitter).recordOutcome(id, 1, accepted(900001, 'paid'), 'api');
+    expect(recorded.applied).toBe(false);
+    const order = (await app.http.get('/internal/orders/LATE-1')).data.order;
+    expect(order).toMatchObject({ status: 'rejected', anomaly: 'upstream_order_exists', refund_state: 'not_refundable', upstream_order_id: null });
+    const events = await db.query<{ kind: string; detail: Record<string, unknown> }>(
+      "SELECT kind, detail FROM order_events WHERE order_id = $1 AND kind = 'anomaly'",
+      [id],
+    );
+    expect(events).toEqual([{ kind: 'anomaly', detail: expect.objectContaining({ reason: 'upstream_order_exists', upstream_order_id: 900001, attempt: 1, downstream_order_no: 'LATE-1' }) }]);
+    // refused as the contract says for such an order, nothing sent
+    const creates = sandbox.stats.requests.createOrder;
+    expect((await app.http.post('/internal/orders/LATE-1/refund', {})).status).toBe(409);
+    expect((await app.http.post('/internal/orders', { shop_order_no: 'LATE-1', sku_code: 'SKU-1', quantity: 1 })).status).not.toBe(201);
+    expect(sandbox.stats.requests.createOrder).toBe(creates);
+  });
+
+  it('an upstream order that keeps nothing (canceled) changes nothing', async () => {
+    const id = await settledNotPlaced('LATE-2');
+    await app.relay.app.get(OrderSubmitter).recordOutcome(id, 1, accepted(900002, 'canceled'), 'api');
+    const order = (await app.http.get('/internal/orders/LATE-2')).data.order;
+    expect(order).toMatchObject({ status: 'rejected', anomaly: null, refund_state: 'refundable' });
+  });
+});
