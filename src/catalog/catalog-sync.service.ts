@@ -179,6 +179,11 @@ interface ActiveRun {
     unfingerprintedAtStart: number[];
     /** Products the pass wrote without keeping their fingerprint. */
     unfingerprinted: Set<number>;
+    /**
+     * Products the pass saw with the very fingerprint stored at its start, and so did not write: their
+     * stored fingerprint is checked again after the pass (see confirmUnseen).
+     */
+    unchanged: Set<number>;
   } | null;
 }
 
@@ -546,6 +551,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     unfingerprinted?.catch(() => undefined);
     const seen = new Set<number>();
     const droppedFingerprints = new Set<number>();
+    const unchangedAtStart = new Set<number>();
     // A full pass recognises the pages whose bodies the previous complete pass received (see
     // PageFingerprints): unchanged since the start of the pass, they are not parsed; else their
     // fingerprints come from memory.
@@ -588,11 +594,13 @@ export class CatalogSyncService implements OnModuleDestroy {
         });
         run.strategy = nextStrategy(r);
         for (const p of page.items) seen.add(p.id);
+        if (known && memo) for (const p of page.items) if (known.get(p.id) === memo.fingerprintOf(p)) unchangedAtStart.add(p.id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);
         // unchanged since the start of the pass (compared with `known`): seen, nothing to write
         for (const p of page.unchanged) {
           seen.add(p.id);
+          unchangedAtStart.add(p.id);
           run.counters.skusSeen += p.skus;
         }
         run.counters.pagesDone += page.pages.length;
@@ -609,7 +617,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const unfingerprintedAtStart = await unfingerprinted;
     run.seen =
       fingerprintedAtStart && unfingerprintedAtStart
-        ? { ids: seen, fingerprintedAtStart, unfingerprintedAtStart, unfingerprinted: droppedFingerprints }
+        ? { ids: seen, fingerprintedAtStart, unfingerprintedAtStart, unfingerprinted: droppedFingerprints, unchanged: unchangedAtStart }
         : null;
     return listing;
   }
@@ -643,6 +651,15 @@ export class CatalogSyncService implements OnModuleDestroy {
       for (const id of seen.unfingerprintedAtStart) if (!(since.has(id) && seen.ids.has(id))) ids.add(id);
       for (const id of seen.fingerprintedAtStart.keys()) if (!seen.ids.has(id)) ids.add(id);
       for (const id of since) if (!seen.ids.has(id)) ids.add(id);
+      // Seen unchanged from the start, so not written: unless its stored fingerprint has moved since
+      // (an order's fresh read unlisted it, or wrote what the upstream said then), what the pass saw
+      // was not applied. Read again: found, it is kept and updated; gone, unlisted.
+      const expected = new Map<number, string>();
+      for (const id of seen.unchanged) {
+        const fp = seen.fingerprintedAtStart.get(id);
+        if (fp !== undefined) expected.set(id, fp);
+      }
+      for (const id of await this.catalog.fingerprintsMoved(expected)) ids.add(id);
       const sorted = [...ids].sort((a, b) => a - b);
       for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
         if (run.abort.signal.aborted) throw new AbortedError();

@@ -659,6 +659,22 @@ export class CatalogRepository {
     return rows.map((r) => Number(r.id));
   }
 
+  /**
+   * Of these products, with the fingerprints a pass found stored at its start, those whose stored
+   * fingerprint is no longer that one: dropped (e.g. an order's fresh read unlisted the product) or
+   * written anew since.
+   */
+  async fingerprintsMoved(expected: Map<number, string>): Promise<number[]> {
+    if (expected.size === 0) return [];
+    const rows = await select<{ id: string }>(
+      this.db(),
+      `SELECT k.id::text AS id FROM unnest($1::bigint[], $2::text[]) AS k(id, fp)
+        WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = k.id AND f.fingerprint = k.fp)`,
+      [[...expected.keys()], [...expected.values()]],
+    );
+    return rows.map((r) => Number(r.id));
+  }
+
   /** The products fingerprinted anew since `since` (a fingerprint's updated_at moves whenever it is written anew). */
   async fingerprintedSince(since: Date): Promise<number[]> {
     const rows = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1', [since]);

@@ -1,0 +1,88 @@
+/**
+ * An order's fresh read of a product during a full pass, before the pass reaches the product's page.
+ * The pass compares its pages with the fingerprints stored at its start: a product it then sees
+ * exactly as it was at the start is not written. When the fresh read changed the product meanwhile
+ * (unlisted it on a 404, or wrote the price the upstream gave for a moment), what the pass saw must
+ * still win: the product is read again after the pass (review of session 11: it stayed unlisted, or
+ * kept the passing price, until the next full pass). Both ways of keeping what a pass saw: in memory
+ * (the default) and in the database (knownFingerprintsLimit = 0).
+ */
+import { CatalogService } from '../src/catalog/catalog.service.js';
+import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import type { SyncRunView as Run } from './support/sync-run.js';
+
+async function waitRun(app: TestApp, runId: string): Promise<Run> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const run = ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: Run }).run;
+    if (run.status !== 'running') return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still running`);
+    await new Promise((res) => setTimeout(res, 25));
+  }
+}
+
+describe.each([
+  ['fingerprints kept in memory (default)', undefined],
+  ['fingerprints compared in the database (knownFingerprintsLimit = 0)', 0],
+])('catalog sync: an order fresh read during a full pass — %s', (_name, limit) => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ pageSizeCap: 7, catalog: { products: 30, seed: 5 } });
+    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: '2', SYNC_ON_START: 'false', SYNC_CRON: 'off' });
+    if (limit !== undefined) app.relay.app.get(CatalogSyncService).knownFingerprintsLimit = limit;
+    const first = await app.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect((await waitRun(app, first.data.run_id)).status).toBe('succeeded');
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  const sku = async (code: string) => (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as { listed: boolean; cost_price: string };
+
+  /** A full pass whose first page is slow: `meanwhile` runs once the pass has read the stored fingerprints. */
+  async function passWith(meanwhile: () => Promise<void>): Promise<Run> {
+    sandbox.faults.set({ rules: [{ operation: 'products', kind: 'delay', delayMs: 1500, times: 1 }] });
+    const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect(started.status).toBe(202);
+    await new Promise((r) => setTimeout(r, 500));
+    await meanwhile();
+    return waitRun(app, started.data.run_id);
+  }
+
+  it('unlisted by a fresh read (404), live again when the pass reads its page: listed after the pass', async () => {
+    const p = sandbox.catalog.listedProducts().at(-1)!;
+    const code = p.skus[0].sku_code;
+    const run = await passWith(async () => {
+      sandbox.catalog.delistProduct(p.id);
+      expect(await app.relay.app.get(CatalogService).refreshProduct(p.id)).toBeNull();
+      expect((await sku(code)).listed).toBe(false);
+      sandbox.catalog.relistProduct(p.id); // back, unchanged
+    });
+    expect(run.status).toBe('succeeded');
+    expect(await sku(code)).toMatchObject({ listed: true });
+  });
+
+  it('written by a fresh read at a passing price, back to the old one when the pass reads its page: the old price after the pass', async () => {
+    // a SKU whose price can go and come back with nothing else of the product changed (setPrice drops an
+    // original or member price the passing price crosses)
+    const p = sandbox.catalog.listedProducts().slice(0, -1).reverse().find((x) => x.skus[0].original_price == null && x.skus[0].member_price == null)!;
+    const code = p.skus[0].sku_code;
+    const price = p.skus[0].price_amount;
+    const run = await passWith(async () => {
+      sandbox.catalog.setPrice(code, '999.00');
+      expect(await app.relay.app.get(CatalogService).refreshProduct(p.id)).not.toBeNull();
+      expect((await sku(code)).cost_price).toBe('999.00');
+      sandbox.catalog.setPrice(code, price);
+    });
+    expect(run.status).toBe('succeeded');
+    expect(await sku(code)).toMatchObject({ listed: true, cost_price: price });
+  });
+});
