@@ -1,16 +1,19 @@
 /**
- * Builds and starts the service: the in-process sandbox when no upstream is configured, the
- * database (embedded or server, migrated), then the Nest application on Fastify with the raw body
- * kept for callback verification. Used by `main.ts`, the CLI and the end-to-end tests alike.
+ * Builds and starts the service: the database (embedded or server, migrated), the in-process
+ * sandbox when no upstream is configured, then the Nest application on Fastify with its body
+ * parsing (JSON only; a callback's raw bytes kept for its verification, whatever its content type).
+ * Used by `main.ts`, the CLI and the end-to-end tests alike.
  */
 import type { IncomingMessage } from 'node:http';
-import type { LoggerService } from '@nestjs/common';
+import type { LoggerService, RawBodyRequest } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { LogController } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
+import { CALLBACK_ROUTE } from './callbacks/callback-verifier.js';
 import type { Clock } from './common/clock.js';
+import { notJsonBody } from './common/exception.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
@@ -51,6 +54,9 @@ export interface CreateRelayAppOptions {
 }
 
 export async function createRelayApp(config: AppConfig, options: CreateRelayAppOptions = {}): Promise<RelayApp> {
+  // The database first: a data directory held by another process is refused before a port is taken.
+  const ownEndpoint = options.endpoint === undefined;
+  const endpoint = options.endpoint ?? (await DatabaseEndpoint.open(config.database, config.migrateOnStart));
   let sandbox: SandboxServer | null = null;
   if (config.sandbox) {
     sandbox = new SandboxServer({
@@ -61,12 +67,13 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       apiSecret: config.upstream.apiSecret,
       allowPrivateCallbackUrls: true,
     });
-    await sandbox.start(options.sandboxPort ?? (config.port === 0 ? 0 : config.port + 1), '127.0.0.1');
+    await sandbox.start(options.sandboxPort ?? (config.port === 0 ? 0 : config.port + 1), '127.0.0.1').catch(async (e: unknown) => {
+      if (ownEndpoint) await endpoint.close().catch(() => undefined);
+      throw e;
+    });
     config.upstream.baseUrl = sandbox.baseUrl;
   }
 
-  const ownEndpoint = options.endpoint === undefined;
-  const endpoint = options.endpoint ?? (await DatabaseEndpoint.open(config.database, config.migrateOnStart));
   try {
     const log = options.pino ?? createPino(options.logger === false ? 'silent' : config.logLevel);
     const adapter = new FastifyAdapter({
@@ -80,10 +87,12 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     });
     const routes = trackRoutes(adapter.getInstance());
     installRequestLogging(adapter.getInstance(), log);
+    installBodyParsing(adapter.getInstance());
     const app = await NestFactory.create<NestFastifyApplication>(
       AppModule.register({ config, endpoint, clock: options.clock }),
       adapter,
-      { rawBody: true, logger: options.logger ?? undefined, bufferLogs: false },
+      // (the body parsers are ours: installBodyParsing)
+      { bodyParser: false, logger: options.logger ?? undefined, bufferLogs: false },
     );
     app.useGlobalPipes(createValidationPipe());
     setupApiDocs(app);
@@ -112,4 +121,39 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     await sandbox?.stop().catch(() => undefined);
     throw e;
   }
+}
+
+/** The content type a callback's or an unknown route's body is read under, whatever it was sent with. */
+const RAW_BODY_TYPE = 'application/octet-stream';
+
+/**
+ * Request bodies (CONTRACT §5, §6), read whatever their content type up to BODY_LIMIT_BYTES (413
+ * `payload_too_large` beyond, before anything else is decided), then:
+ * - `POST /callbacks/upstream`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
+ *   on them before anything else (an unsigned one is 401 whatever it carries), and read once verified;
+ * - a route that does not exist: not parsed (its answer is 404, or 401 on an internal path);
+ * - any other: `application/json` (parameters aside) is parsed as JSON, prototype poisoning refused;
+ *   any other content type, none, or JSON that does not parse is 400 `bad_request` with `fields.body`.
+ *   A body of no bytes under another content type (or none) is no body at all.
+ */
+function installBodyParsing(fastify: FastifyInstance): void {
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  const isCallback = (req: FastifyRequest) => req.method === 'POST' && req.routeOptions.url === CALLBACK_ROUTE;
+  // A content-type header Fastify cannot read is refused (415) before the body is: not these ones'.
+  fastify.addHook('onRequest', (req, _reply, done) => {
+    // (Fastify lays an assigned object over the raw headers: only the content type is replaced)
+    if ((isCallback(req) || req.is404) && req.headers['content-type'] !== undefined) req.headers = { 'content-type': RAW_BODY_TYPE };
+    done();
+  });
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    const raw = body as Buffer;
+    (req as RawBodyRequest<FastifyRequest>).rawBody = raw;
+    if (isCallback(req) || req.is404) return done(null, undefined);
+    const header = req.headers['content-type'];
+    const type = header?.split(';')[0].trim().toLowerCase();
+    if (type === 'application/json') return parseJson(req, raw.toString('utf8'), done);
+    if (raw.length === 0) return done(null, undefined);
+    done(notJsonBody(type === undefined ? 'not JSON (no content-type)' : 'not JSON (content-type is not application/json)'), undefined);
+  });
 }

@@ -10,7 +10,9 @@
  *   `unknown_order` with an `anomaly …` outcome; an order that follows no upstream order is then not
  *   canceled locally, refunded or submitted again;
  * - never on the callback's own claim: an upstream order that is another attempt's, one the upstream
- *   does not have, and one canceled there (nothing kept) leave the order as it was.
+ *   does not have, and one canceled there (nothing kept) leave the order as it was;
+ * - a verified callback the service cannot use: stored as `ignored`, acknowledged, logged at warn
+ *   without its body.
  */
 import axios from 'axios';
 import { jest } from '@jest/globals';
@@ -334,5 +336,36 @@ describe('callbacks: edges', () => {
     const refund = await t.app.http.post(`/internal/orders/${shopNo}/refund`);
     expect(refund.status).toBe(200);
     expect((refund.data as { order: OrderView }).order).toMatchObject({ status: 'rejected', refund_state: 'refunded' });
+  });
+
+  it('a verified callback it cannot use: stored as ignored, answered 200 {ok:true}, logged at warn naming what is wrong and never its body', async () => {
+    const shopNo = no('UNUSABLE');
+    const secret = `ITEM-SECRET-${Date.now()}`;
+    const body = JSON.stringify({
+      event: 'order.fulfilled',
+      order_no: 'UP-UNUSABLE',
+      downstream_order_no: shopNo,
+      status: 'delivered',
+      fulfillment: { type: 'auto', status: 'delivered', payload: `${secret}\r\n${secret}-2`, delivered_at: new Date().toISOString() },
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    const r = await post(body);
+    expect([r.status, r.data]).toEqual([200, { ok: true }]);
+    const [row] = await t.db.query<{ state: string; outcome: string; downstream_order_no: string; order_id: string | null }>(
+      'SELECT state, outcome, downstream_order_no, order_id::text AS order_id FROM callback_inbox WHERE downstream_order_no = $1',
+      [shopNo],
+    );
+    expect(row).toEqual({ state: 'ignored', outcome: expect.stringMatching(/^unusable: no order_id/), downstream_order_no: shopNo, order_id: null });
+    const warnings = await waitFor(
+      () => t.app.logLines().filter((l) => l.level === 'warn' && l.downstream_order_no === shopNo),
+      (ls) => ls.length > 0,
+      'the warning',
+      5_000,
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ reason: expect.stringMatching(/^no order_id/), msg: expect.stringMatching(/cannot be used .*ignored/) });
+    expect(JSON.stringify(t.app.logLines())).not.toContain(secret);
+    // nothing of it reaches an order: no order has this number
+    expect(await getOrder(t.app.http, shopNo)).toBeNull();
   });
 });

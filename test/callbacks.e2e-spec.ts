@@ -1,10 +1,14 @@
 /**
- * The callback endpoint (CONTRACT §4, §6): every bad callback refused with a 4xx and nothing touched;
+ * The callback endpoint (CONTRACT §4, §6): every unverified callback refused with 401 (413 when
+ * oversized) whatever its content type or body, and nothing touched; a verified one taken whatever its
+ * content type, and stored and acknowledged even when it cannot be used (as `ignored`, never applied);
  * duplicated, reordered and dropped callbacks; an unknown order; a database failure (5xx, so that the
  * upstream retries); a callback settling a `submit_unknown` attempt; and an upstream that refuses our
  * callback address.
  */
 import axios from 'axios';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
 import { Metrics } from '../src/ops/metrics.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, freePort, getOrder, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
@@ -106,13 +110,17 @@ describe('callbacks', () => {
     const oversized = await post(big, callbackHeaders(big));
     expect(oversized.status).toBe(413);
     expect(oversized.data).toMatchObject({ ok: false, error_code: 'payload_too_large' });
+    expect(await inboxCount()).toBe(count);
+    // verified but unusable (CONTRACT §6: a verified callback is stored and answered 200; it was 400
+    // and not stored before): stored as `ignored`, acknowledged, the order untouched
     const notJson = await post('{"order_id":', callbackHeaders('{"order_id":'));
-    expect(notJson.status).toBe(400);
+    expect([notJson.status, notJson.data]).toEqual([200, { ok: true }]);
     const noOrderId = JSON.stringify({ status: 'paid' });
     const malformed = await post(noOrderId, callbackHeaders(noOrderId));
-    expect(malformed.status).toBe(400);
+    expect([malformed.status, malformed.data]).toEqual([200, { ok: true }]);
+    expect(await inboxCount()).toBe(count + 2);
+    expect((await t.db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE outcome LIKE 'unusable:%'")).map((r) => r.state)).toEqual(['ignored', 'ignored']);
 
-    expect(await inboxCount()).toBe(count);
     const after2 = await waitForOrder(t.app.http, order.shop_order_no, () => true);
     expect(after2.status).toBe(settled.status);
     expect(after2.updated_at).toBe(settled.updated_at);
@@ -124,6 +132,135 @@ describe('callbacks', () => {
       expect(ok.status).toBe(200);
       expect(ok.data).toEqual({ ok: true });
     }
+  });
+
+  /** Sent as written (an HTTP client would add or normalise a content-type). */
+  const rawPost = (headers: Record<string, string>, body: string | Buffer) =>
+    new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+      const u = new URL(t.app.url);
+      const req = http.request({ host: u.hostname, port: u.port, path: '/callbacks/upstream', method: 'POST', headers }, (res) => {
+        let b = '';
+        res.on('data', (c: Buffer) => (b += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(b) as Record<string, unknown> }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const signatureOnly = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
+
+  it('refuses an unsigned or wrongly signed callback with 401 invalid_signature whatever its content type or body, 413 when oversized', async () => {
+    const json = JSON.stringify({ event: 'order.status_changed', order_id: 987_700, status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+    const form = new FormData();
+    form.append('order_id', '987700');
+    const bodies: Array<[string, string | undefined, string | Buffer]> = [
+      ['application/xml', 'application/xml', '<callback><order_id>987700</order_id></callback>'],
+      ['application/json, not JSON', 'application/json', 'not json'],
+      ['application/json, empty', 'application/json', ''],
+      ['application/json, charset', 'application/json; charset=utf-8', json],
+      ['application/octet-stream', 'application/octet-stream', Buffer.from([0, 1, 2, 255])],
+      ['text/plain', 'text/plain', json],
+      ['application/vnd.api+json', 'application/vnd.api+json', json],
+      ['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded', 'order_id=987700&status=paid'],
+      ['no content-type', undefined, json],
+      ['an unreadable content-type', 'not a media type', json],
+    ];
+    const rejected = t.app.relay.app.get(Metrics).callbacksRejected;
+    const sum = async () => (await rejected.get()).values.reduce((s, v) => s + v.value, 0);
+    const before = await sum();
+    const count = await inboxCount();
+    let sent = 0;
+    for (const [what, type, body] of bodies) {
+      const ct: Record<string, string> = type === undefined ? {} : { 'content-type': type };
+      const signedForAnother = signatureOnly(callbackHeaders(`${String(body)} `));
+      for (const [how, headers] of [
+        ['unsigned', ct],
+        ['signed over another body', { ...ct, ...signedForAnother }],
+        ['bad signature', { ...ct, ...signedForAnother, 'Service-Signature': 'ab'.repeat(32) }],
+      ] as const) {
+        const r = await rawPost(headers, body);
+        sent++;
+        expect({ what, how, ...r }).toEqual({ what, how, status: 401, body: { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) } });
+      }
+    }
+    // multipart, as a client builds it
+    const multipart = await axios.post(`${t.app.url}/callbacks/upstream`, form, { validateStatus: () => true });
+    sent++;
+    expect([multipart.status, multipart.data]).toEqual([401, { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) }]);
+    expect((await sum()) - before).toBe(sent);
+    // the body limit stands, whatever the type
+    for (const type of ['application/xml', 'application/json']) {
+      const big = await rawPost({ 'content-type': type }, 'x'.repeat(70 * 1024));
+      expect([type, big.status, big.body.error_code]).toEqual([type, 413, 'payload_too_large']);
+    }
+    const chunked = await rawPost({ 'content-type': 'application/xml', 'transfer-encoding': 'chunked' }, 'x'.repeat(70 * 1024));
+    expect([chunked.status, chunked.body.error_code]).toEqual([413, 'payload_too_large']);
+    expect(await inboxCount()).toBe(count);
+  });
+
+  it('takes a correctly signed callback whatever content type it is sent with', async () => {
+    const count = await inboxCount();
+    const types: Array<string | undefined> = ['application/json', 'application/xml', 'text/plain', 'application/octet-stream', undefined, 'not a media type'];
+    let id = 987_710;
+    for (const type of types) {
+      const body = JSON.stringify({ event: 'order.status_changed', order_id: ++id, status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+      const headers = { ...signatureOnly(callbackHeaders(body)), ...(type === undefined ? {} : { 'content-type': type }) };
+      const r = await rawPost(headers, body);
+      expect({ type, ...r }).toEqual({ type, status: 200, body: { ok: true } });
+    }
+    expect(await inboxCount()).toBe(count + types.length);
+    // stored as any callback, and taken up (an unknown order: recorded, never applied)
+    const rows = await waitFor(
+      () => t.db.query<{ state: string }>('SELECT state FROM callback_inbox WHERE upstream_order_id BETWEEN 987711 AND $1', [id]),
+      (r) => r.length === types.length && r.every((x) => x.state === 'unknown_order'),
+      'the callbacks to be processed',
+    );
+    expect(rows).toHaveLength(types.length);
+  });
+
+  it('stores a verified callback it cannot use as ignored and answers 200 {ok:true}, never touching an order', async () => {
+    const order = await place('UNUSABLE');
+    const done = await waitForOrder(t.app.http, order.shop_order_no, (o) => o.status === 'completed');
+    await waitFor(
+      () => t.db.query<{ state: string }>('SELECT state FROM callback_inbox WHERE upstream_order_id = $1', [order.upstream_order_id]),
+      (rows) => rows.length >= 4 && rows.every((r) => r.state !== 'pending'),
+    );
+    const eventsBefore = await events(order.shop_order_no);
+    const reads = t.sandbox.stats.requests.getOrder;
+    const rejected = t.app.relay.app.get(Metrics).callbacksRejected;
+    const rejectedBefore = (await rejected.get()).values.reduce((s, v) => s + v.value, 0);
+    const ts = Math.floor(Date.now() / 1000);
+    const cases: Array<[string, string, RegExp]> = [
+      ['no status', JSON.stringify({ event: 'order.status_changed', order_id: order.upstream_order_id, downstream_order_no: order.shop_order_no, timestamp: ts }), /^unusable: no status/],
+      ['no order_id', JSON.stringify({ event: 'order.status_changed', downstream_order_no: order.shop_order_no, status: 'canceled', timestamp: ts }), /^unusable: no order_id/],
+      ['order_id as a string', JSON.stringify({ order_id: String(order.upstream_order_id), status: 'canceled', timestamp: ts }), /^unusable: no order_id/],
+      ['order_id 0, status empty', JSON.stringify({ order_id: 0, status: '', timestamp: ts }), /^unusable: no order_id .* and no status/],
+      ['not JSON', `order ${order.upstream_order_id} canceled`, /^unusable: not valid JSON$/],
+      ['a JSON array', JSON.stringify([{ order_id: order.upstream_order_id, status: 'canceled' }]), /^unusable: not a JSON object$/],
+    ];
+    for (const [what, body, outcome] of cases) {
+      const r = await post(body, callbackHeaders(body));
+      expect({ what, status: r.status, body: r.data }).toEqual({ what, status: 200, body: { ok: true } });
+      const sha = createHash('sha256').update(body).digest('hex');
+      const [row] = await t.db.query<{ state: string; outcome: string; processed_at: Date | null; duplicates: number; upstream_order_id: string | null }>(
+        'SELECT state, outcome, processed_at, duplicates, upstream_order_id::text AS upstream_order_id FROM callback_inbox WHERE body_sha256 = $1',
+        [sha],
+      );
+      expect({ what, row }).toEqual({ what, row: { state: 'ignored', outcome: expect.stringMatching(outcome), processed_at: expect.anything(), duplicates: 0, upstream_order_id: what === 'no status' ? String(order.upstream_order_id) : null } });
+      expect(row.outcome).not.toContain('canceled'); // what is wrong, never what the body says
+    }
+    // the same one again: recognised as a duplicate, acknowledged
+    const [, again] = cases[0];
+    expect((await post(again, callbackHeaders(again))).data).toEqual({ ok: true });
+    const [dup] = await t.db.query<{ duplicates: number }>('SELECT duplicates FROM callback_inbox WHERE body_sha256 = $1', [createHash('sha256').update(again).digest('hex')]);
+    expect(dup.duplicates).toBe(1);
+    // never refused, never applied, never read back
+    expect((await rejected.get()).values.reduce((s, v) => s + v.value, 0)).toBe(rejectedBefore);
+    await sleep(300);
+    const after = (await getOrder(t.app.http, order.shop_order_no))!;
+    expect([after.status, after.updated_at]).toEqual([done.status, done.updated_at]);
+    expect(await events(order.shop_order_no)).toEqual(eventsBefore);
+    expect(t.sandbox.stats.requests.getOrder).toBe(reads);
+    expect(await t.db.query("SELECT 1 FROM callback_inbox WHERE outcome LIKE 'unusable:%' AND state <> 'ignored'")).toHaveLength(0);
   });
 
   it('duplicated ×5 and reordered callbacks are recognised and never move an order back', async () => {

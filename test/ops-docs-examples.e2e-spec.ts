@@ -432,7 +432,7 @@ describe('API docs: operations, examples and error codes', () => {
       expectDocumented(await app.http.post(`${ORDERS}/SO-20261122-0005/refund`), 'post', '/internal/orders/{shop_order_no}/refund', 200);
 
       const xml = await app.http.post(ORDERS, '<order/>', { headers: { 'content-type': 'application/xml' } });
-      expect(xml.data).toEqual(expectDocumented(xml, 'post', ORDERS, 415));
+      expect(xml.data).toEqual(expectDocumented(xml, 'post', ORDERS, 400, 'not_json'));
       const big = await app.http.post(ORDERS, { shop_order_no: 'SO-big', sku_code: 'SKU-00042-1', quantity: 1, trace_id: 'x'.repeat(70_000) });
       expect(big.data).toEqual(expectDocumented(big, 'post', ORDERS, 413));
     });

@@ -1,7 +1,9 @@
 /**
  * The inbox of verified callbacks: every one is stored (its summary, never its delivered items),
  * duplicates are recognised by the SHA-256 of the raw body, and pending ones are claimed by one
- * replica at a time (FOR UPDATE SKIP LOCKED, with a lease in `next_try_at`).
+ * replica at a time (FOR UPDATE SKIP LOCKED, with a lease in `next_try_at`). A verified callback the
+ * service cannot use (not a JSON object, no `order_id` or `status`) is stored already final, as
+ * `ignored`: never claimed, never applied.
  *
  * `tries` counts the confirming reads (`GET /orders/{id}`) that failed, and nothing else: a claim, a
  * deferral (an attempt in flight, a cancel in progress) and a processing cut short by a shutdown leave it
@@ -19,6 +21,19 @@ export interface CallbackSummary {
   downstreamOrderNo: string | null;
   status: string;
   callbackTs: number | null;
+}
+
+/** A verified callback that names no usable order or status: what it carried, and why it is not used. */
+export interface UnusableCallback {
+  bodySha256: string;
+  event: string | null;
+  upstreamOrderId: number | null;
+  upstreamOrderNo: string | null;
+  downstreamOrderNo: string | null;
+  status: string | null;
+  callbackTs: number | null;
+  /** Why it cannot be used (never a value from its body). */
+  reason: string;
 }
 
 export interface InboxRow {
@@ -50,6 +65,23 @@ export class CallbackInboxRepository {
        ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
        RETURNING id, duplicates`,
       [c.bodySha256, c.event, c.upstreamOrderId, c.upstreamOrderNo, c.downstreamOrderNo, c.status, c.callbackTs, now],
+    );
+    return { id: String(row.id), duplicate: row.duplicates > 0 };
+  }
+
+  /**
+   * Stores a verified callback that cannot be used as `ignored` (final: the processor never claims it,
+   * no order is touched); `duplicate` when the same body was stored before.
+   */
+  async storeUnusable(c: UnusableCallback, now: Date): Promise<{ id: string; duplicate: boolean }> {
+    const [row] = await rows<{ id: string; duplicates: number }>(
+      this.dataSource,
+      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
+                                   state, outcome, next_try_at, received_at, processed_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ignored', $8, $9, $9, $9)
+       ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
+       RETURNING id, duplicates`,
+      [c.bodySha256, c.event, c.upstreamOrderId, c.upstreamOrderNo, c.downstreamOrderNo, c.status, c.callbackTs, `unusable: ${c.reason}`, now],
     );
     return { id: String(row.id), duplicate: row.duplicates > 0 };
   }

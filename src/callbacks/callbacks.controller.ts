@@ -1,8 +1,12 @@
 /**
- * `POST /callbacks/upstream` (CONTRACT §6, public): verify the raw bytes first (every failure 401
- * `invalid_signature`, nothing touched), store the callback in the inbox (a failure to store is a 5xx,
- * so the upstream tries again), answer 200 `{ok:true}`, and process it after answering. Bodies over
- * 64 KiB are refused by the server's body limit (413 `payload_too_large`).
+ * `POST /callbacks/upstream` (CONTRACT §6, public): verify the raw bytes first, whatever the content
+ * type (every failure 401 `invalid_signature`, nothing touched), store the callback in the inbox (a
+ * failure to store is a 5xx, so the upstream tries again), answer 200 `{ok:true}`, and process it after
+ * answering. A verified callback the service cannot use (not a JSON object, no `order_id` or
+ * `status`) is stored too, as `ignored`, acknowledged (the upstream would only send it again) and
+ * logged as a warning: it never touches an order. Bodies over 64 KiB are refused by the server's body
+ * limit (413 `payload_too_large`); the raw bytes are kept for any content type by the body parsing of
+ * app.factory.ts.
  */
 import { createHash } from 'node:crypto';
 import { Controller, HttpCode, Logger, Post, Req, type RawBodyRequest } from '@nestjs/common';
@@ -13,35 +17,42 @@ import { Clock } from '../common/clock.js';
 import { ApiErrors, okSchema } from '../ops/api-docs.js';
 import { Metrics } from '../ops/metrics.js';
 import { CALLBACK_BODY_SCHEMA, CALLBACK_ERRORS, CALLBACK_EXAMPLES, CALLBACK_HEADERS } from '../ops/ops.api-examples.js';
-import { CallbackInboxRepository, type CallbackSummary } from './callback-inbox.repository.js';
+import { CallbackInboxRepository, type CallbackSummary, type UnusableCallback } from './callback-inbox.repository.js';
 import { CallbackProcessor } from './callback-processor.js';
 import { CallbackVerifier } from './callback-verifier.js';
 import { requestFields } from '../ops/request-context.js';
 
 const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : null);
 
-/** The fields of a callback the service keeps (never its fulfillment); null when it is malformed. */
-export function summarizeCallback(rawBody: Buffer): CallbackSummary | null {
-  let body: unknown;
+/** What a verified callback's body gives: a usable summary, or what it carried and why it is unusable; and the body read. */
+export type ReadCallback = { usable: CallbackSummary; body: Record<string, unknown> } | { unusable: UnusableCallback; body: Record<string, unknown> | null };
+
+/** The fields of a callback the service keeps (never its fulfillment). */
+export function readCallback(rawBody: Buffer): ReadCallback {
+  const bodySha256 = createHash('sha256').update(rawBody).digest('hex');
+  const none = { bodySha256, event: null, upstreamOrderId: null, upstreamOrderNo: null, downstreamOrderNo: null, status: null, callbackTs: null };
+  let parsed: unknown;
   try {
-    body = JSON.parse(rawBody.toString('utf8'));
+    parsed = JSON.parse(rawBody.toString('utf8'));
   } catch {
-    return null;
+    return { unusable: { ...none, reason: 'not valid JSON' }, body: null };
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-  const b = body as Record<string, unknown>;
-  if (typeof b.order_id !== 'number' || !Number.isSafeInteger(b.order_id) || b.order_id < 1) return null;
-  const status = str(b.status, 64);
-  if (status === null) return null;
-  return {
-    bodySha256: createHash('sha256').update(rawBody).digest('hex'),
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { unusable: { ...none, reason: 'not a JSON object' }, body: null };
+  const b = parsed as Record<string, unknown>;
+  const upstreamOrderId = typeof b.order_id === 'number' && Number.isSafeInteger(b.order_id) && b.order_id >= 1 ? b.order_id : null;
+  const kept = {
+    bodySha256,
     event: str(b.event, 64),
-    upstreamOrderId: b.order_id,
     upstreamOrderNo: str(b.order_no, 128),
     downstreamOrderNo: str(b.downstream_order_no, 128),
-    status,
+    status: str(b.status, 64),
     callbackTs: typeof b.timestamp === 'number' && Number.isSafeInteger(b.timestamp) ? b.timestamp : null,
   };
+  if (upstreamOrderId === null || kept.status === null) {
+    const missing = [upstreamOrderId === null ? 'order_id (an integer ≥ 1)' : null, kept.status === null ? 'status (a string of 1 to 64 characters)' : null];
+    return { unusable: { ...kept, upstreamOrderId, reason: `no ${missing.filter((m) => m !== null).join(' and no ')}` }, body: b };
+  }
+  return { usable: { ...kept, upstreamOrderId, status: kept.status }, body: b };
 }
 
 @ApiTags('callbacks')
@@ -82,11 +93,28 @@ export class CallbacksController {
       this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, ip: req.ip, ...requestFields(req) });
       throw new AppError('invalid_signature', 401, 'callback signature verification failed');
     }
-    const summary = summarizeCallback(raw);
-    if (!summary) {
-      this.metrics.callbacksRejected.inc({ reason: 'malformed_body' });
-      throw new AppError('bad_request', 400, 'a callback needs a JSON object with order_id (integer ≥ 1) and status');
+    const read = readCallback(raw);
+    // read once verified: the request's log line names its downstream_order_no, as for any JSON body
+    if (read.body) req.body = read.body;
+    if ('unusable' in read) {
+      const c = read.unusable;
+      const stored = await this.inbox.storeUnusable(c, this.clock.now());
+      if (stored.duplicate) this.metrics.callbackDuplicates.inc();
+      else this.metrics.callbacksReceived.inc({ event: 'unusable' });
+      // what is wrong and the ids it carries, never the body (it may carry delivered items)
+      this.logger.warn({
+        msg: `verified callback cannot be used (${c.reason}): stored as ignored, not applied`,
+        reason: c.reason,
+        inbox_id: stored.id,
+        duplicate: stored.duplicate,
+        body_sha256: c.bodySha256,
+        ...(c.upstreamOrderId !== null ? { upstream_order_id: c.upstreamOrderId } : {}),
+        ...(c.downstreamOrderNo !== null ? { downstream_order_no: c.downstreamOrderNo } : {}),
+        ...requestFields(req),
+      });
+      return { ok: true };
     }
+    const summary = read.usable;
     const stored = await this.inbox.store(summary, this.clock.now());
     if (stored.duplicate) {
       this.metrics.callbackDuplicates.inc();

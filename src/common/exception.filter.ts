@@ -1,7 +1,9 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppConfig } from '../config/app-config.js';
 import { requestFields } from '../ops/request-context.js';
 import { AppError } from './app-error.js';
+import { unauthorized, unknownRouteNeedsToken } from './internal-auth.guard.js';
 
 const STATUS_CODES: Record<number, string> = {
   400: 'bad_request',
@@ -10,20 +12,36 @@ const STATUS_CODES: Record<number, string> = {
   404: 'not_found',
   405: 'method_not_allowed',
   413: 'payload_too_large',
-  415: 'unsupported_media_type',
   429: 'too_many_requests',
 };
 
-/** Writes every error as `{ ok: false, error_code, error_message, …extra }`. */
+/**
+ * 400 `bad_request` for a body that is not JSON (CONTRACT §5): not `application/json`, or not
+ * parseable as JSON. `fields.body` says what was wrong, as validation errors name their fields.
+ */
+export function notJsonBody(why: string): AppError {
+  return new AppError('bad_request', 400, `request body is ${why}`, { fields: { body: [why] } });
+}
+
+/**
+ * Writes every error as `{ ok: false, error_code, error_message, …extra }`. A request that matched no
+ * route and names an internal path is answered 401 `unauthorized` without the bearer token (the
+ * guard never runs for it), and 404 `not_found` with it.
+ */
 @Catch()
 export class AppExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
+  constructor(private readonly config: AppConfig) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
-    const { status, body } = toEnvelope(exception);
-    if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(http.getRequest<FastifyRequest>()) });
+    const req = http.getRequest<FastifyRequest>();
+    let { status, body } = toEnvelope(exception);
+    // (a body over the limit stays 413, as on a known route)
+    if (status < 500 && status !== 413 && req && unknownRouteNeedsToken(req, this.config.internalApiToken)) ({ status, body } = toEnvelope(unauthorized()));
+    if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(req) });
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }
@@ -35,6 +53,8 @@ export function toEnvelope(exception: unknown): { status: number; body: Record<s
       body: { ok: false, error_code: exception.code, error_message: exception.message, ...exception.extra },
     };
   }
+  const notJson = bodyParseError(exception);
+  if (notJson) return toEnvelope(notJsonBody(notJson));
   const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
   const status =
     exception instanceof HttpException
@@ -43,18 +63,24 @@ export function toEnvelope(exception: unknown): { status: number; body: Record<s
         ? fastifyStatus
         : 500;
   const code = STATUS_CODES[status] ?? (status >= 500 ? 'internal_error' : 'bad_request');
-  const message =
-    status === 413
-      ? 'request body exceeds 64 KiB'
-      : status === 400 && isJsonParseError(exception)
-        ? 'request body is not valid JSON'
-        : status >= 500
-          ? 'internal error'
-          : ((exception as Error)?.message ?? code);
-  return { status, body: { ok: false, error_code: code, error_message: message } };
+  const message = status === 413 ? 'request body exceeds 64 KiB' : status >= 500 ? 'internal error' : ((exception as Error)?.message ?? code);
+  const body: Record<string, unknown> = { ok: false, error_code: code, error_message: message };
+  // every bad_request names what was wrong (CONTRACT §5); one of the framework's own names the request
+  if (code === 'bad_request') body.fields = { request: [message] };
+  return { status, body };
 }
 
-function isJsonParseError(e: unknown): boolean {
-  const code = (e as { code?: string })?.code ?? '';
-  return code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e instanceof SyntaxError;
+/**
+ * What is wrong with a body that could not be read as JSON, or null for any other error. (Fastify's
+ * errors reach the filter wrapped in an HttpException, the original as its `cause`.)
+ */
+function bodyParseError(exception: unknown): string | null {
+  const e = exception instanceof HttpException && exception.cause !== undefined ? exception.cause : exception;
+  const { code, statusCode } = (e ?? {}) as { code?: string; statusCode?: number };
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return 'empty (a JSON body was declared)';
+  if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (e instanceof SyntaxError && statusCode === 400)) return 'not valid JSON';
+  // a Content-Type header that cannot be read at all (a readable one other than JSON is refused by the body parser)
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || statusCode === 415) return 'not JSON (unreadable content-type)';
+  return null;
 }
+

@@ -9,6 +9,10 @@ import { AppError } from './app-error.js';
  * Decided by the route the request matched (`/internal/orders/:shop_order_no`), never by the path as
  * sent: the router decodes and normalises it (`/%69nternal/…`, `//internal/…` reach the same routes).
  * A request whose route is unknown here is treated as internal.
+ *
+ * A request that matches no route never reaches a guard (the not-found handler answers it): the
+ * exception filter applies `unknownRouteNeedsToken` to it, so that an unknown path under `/internal/`
+ * is 401 `unauthorized` without the token and 404 `not_found` with it.
  */
 @Injectable()
 export class InternalAuthGuard implements CanActivate {
@@ -18,11 +22,44 @@ export class InternalAuthGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     const route = req.routeOptions?.url;
     if (route !== undefined && route !== '/internal' && !route.startsWith('/internal/')) return true;
-    const header = req.headers.authorization ?? '';
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!m || !constantTimeEqual(m[1], this.config.internalApiToken)) {
-      throw new AppError('unauthorized', 401, 'missing or invalid bearer token');
-    }
+    if (!hasInternalToken(req.headers.authorization, this.config.internalApiToken)) throw unauthorized();
     return true;
   }
+}
+
+export const unauthorized = (): AppError => new AppError('unauthorized', 401, 'missing or invalid bearer token');
+
+/** `Authorization: Bearer <token>` with the right token, compared in constant time. */
+export function hasInternalToken(header: string | string[] | undefined, token: string): boolean {
+  const m = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  return m !== null && constantTimeEqual(m[1], token);
+}
+
+/**
+ * Whether a path as sent (query string included or not) is `/internal` or under it once decoded and
+ * normalised as a router or a proxy might: percent-decoding, repeated slashes, `.` and `..` segments,
+ * and any letter case (erring on the side of asking for the token).
+ */
+export function isInternalPath(url: string): boolean {
+  let path = url.split('?')[0];
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // a malformed escape: judged as sent
+  }
+  const segments: string[] = [];
+  for (const s of path.split(/[/\\]+/)) {
+    if (s === '' || s === '.') continue;
+    if (s === '..') segments.pop();
+    else segments.push(s);
+  }
+  return segments[0]?.toLowerCase() === 'internal';
+}
+
+/**
+ * A request that matched no route needs the token when its path is internal (see `isInternalPath`);
+ * true when it does and the token is missing or wrong.
+ */
+export function unknownRouteNeedsToken(req: FastifyRequest, token: string): boolean {
+  return req.routeOptions?.url === undefined && isInternalPath(req.url) && !hasInternalToken(req.headers.authorization, token);
 }

@@ -43,11 +43,11 @@ describe('API docs decoration', () => {
       },
     } as unknown as OpenAPIObject);
     const orders = doc.paths['/internal/orders'].post!.responses as Responses;
-    expect(Object.keys(orders).sort()).toEqual(['201', '401', '413', '415', 'default']);
+    expect(Object.keys(orders).sort()).toEqual(['201', '400', '401', '413', 'default']);
     const codes = (r: Responses, status: string) => Object.values(r[status].content!['application/json'].examples!).map((e) => e.value.error_code);
     expect(codes(orders, '401')).toEqual(['unauthorized']);
     expect(codes(orders, '413')).toEqual(['payload_too_large']);
-    expect(codes(orders, '415')).toEqual(['unsupported_media_type']);
+    expect(codes(orders, '400')).toEqual(['bad_request']);
     expect(codes(orders, 'default')).toEqual(expect.arrayContaining(['internal_error', 'not_found']));
     expect(Object.keys(doc.paths['/health'].get!.responses).sort()).toEqual(['default']);
   });

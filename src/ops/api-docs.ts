@@ -176,7 +176,14 @@ const GENERIC_ERRORS: readonly ErrorExample[] = [
   apiError(405, 'method_not_allowed', 'Method Not Allowed', {}, 'the route does not take this method'),
 ];
 const BODY_TOO_LARGE = apiError(413, 'payload_too_large', 'request body exceeds 64 KiB');
-const NOT_JSON = apiError(415, 'unsupported_media_type', 'Unsupported Media Type', {}, 'a body that is not `application/json`');
+const NOT_JSON = apiError(
+  400,
+  'bad_request',
+  'request body is not JSON (content-type is not application/json)',
+  { fields: { body: ['not JSON (content-type is not application/json)'] } },
+  'a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse (`fields.body` says which)',
+  'not_json',
+);
 const UNAUTHORIZED = apiError(401, 'unauthorized', 'missing or invalid bearer token', {}, 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`');
 
 /** Adds the error envelope, the bearer scheme on `/internal/*`, and tags, to every operation. */
@@ -197,7 +204,13 @@ export function decorateDocument(doc: OpenAPIObject): OpenAPIObject {
       if (!op.tags?.length) op.tags = [tagFor(path)];
       if (op.requestBody) {
         if (!op.responses['413']) op.responses['413'] = withExamples([BODY_TOO_LARGE], 'the body is over 64 KiB:');
-        if (!op.responses['415']) op.responses['415'] = withExamples([NOT_JSON], 'the body is not JSON:');
+        // (a callback is verified on its raw bytes whatever they are: never refused for its body)
+        if (path !== '/callbacks/upstream') {
+          const r400 = op.responses['400'] as { content?: Record<string, { examples?: Record<string, unknown> }> } | undefined;
+          const m = r400?.content?.['application/json'];
+          if (!r400) op.responses['400'] = withExamples([NOT_JSON], 'the body is not JSON:');
+          else if (m) m.examples = { ...m.examples, not_json: { summary: NOT_JSON.summary, value: errorBody(NOT_JSON) } };
+        }
       }
       if (path === '/internal' || path.startsWith('/internal/')) {
         if (!op.security?.length) op.security = [{ [BEARER_SCHEME]: [] }];

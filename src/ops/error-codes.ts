@@ -10,13 +10,13 @@ export interface ErrorCodeDoc {
 }
 
 export const ERROR_CODES: readonly ErrorCodeDoc[] = [
-  { code: 'bad_request', status: 400, meaning: 'invalid request (query, path or body); `fields` names each field at fault; also a body that is not JSON' },
+  { code: 'bad_request', status: 400, meaning: 'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse)' },
   { code: 'manual_form_required', status: 400, meaning: 'the SKU is fulfilled manually and `manual_form_data` is missing or incomplete' },
-  { code: 'unauthorized', status: 401, meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*`' },
+  { code: 'unauthorized', status: 401, meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*` (a path there that is no route included)' },
   { code: 'invalid_signature', status: 401, meaning: 'callback: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature' },
   { code: 'payment_failed', status: 402, meaning: 'the upstream refused the payment from the wallet; the order is `rejected` (in `order`)' },
   { code: 'insufficient_balance', status: 402, meaning: 'the upstream wallet cannot pay the order; the order is `rejected` (in `order`)' },
-  { code: 'not_found', status: 404, meaning: 'no such route' },
+  { code: 'not_found', status: 404, meaning: 'no such route (under `/internal/`: only with a valid token, else 401 `unauthorized`)' },
   { code: 'sku_not_found', status: 404, meaning: 'no SKU with this `sku_code`' },
   { code: 'sync_run_not_found', status: 404, meaning: 'no sync run with this `run_id`' },
   { code: 'order_not_found', status: 404, meaning: 'no order with this `shop_order_no`' },
@@ -32,7 +32,6 @@ export const ERROR_CODES: readonly ErrorCodeDoc[] = [
   { code: 'not_unknown', status: 409, meaning: 'resolve: the order is not `submit_unknown`' },
   { code: 'delivery_pending', status: 409, meaning: 'replay: the webhook delivery is still pending (it will be tried again by itself)' },
   { code: 'payload_too_large', status: 413, meaning: 'request body over 64 KiB' },
-  { code: 'unsupported_media_type', status: 415, meaning: 'a body that is not `application/json`' },
   { code: 'too_many_requests', status: 429, meaning: 'too many requests' },
   { code: 'internal_error', status: 500, meaning: 'unexpected error (logged); for a callback, the upstream retries it' },
   { code: 'upstream_auth_failed', status: 502, meaning: 'the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile' },

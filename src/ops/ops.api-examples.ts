@@ -147,6 +147,5 @@ export const CALLBACK_HEADERS = [
 
 export const CALLBACK_ERRORS = [
   apiError(401, 'invalid_signature', 'callback signature verification failed', {}, 'missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched'),
-  apiError(400, 'bad_request', 'a callback needs a JSON object with order_id (integer ≥ 1) and status', {}, 'verified, but not a callback: nothing is stored'),
   apiError(500, 'internal_error', 'internal error', {}, 'the callback could not be stored: the upstream tries again'),
 ];
