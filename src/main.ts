@@ -5,6 +5,7 @@ import { createRelayApp } from './app.factory.js';
 import { ConfigError } from './config/app-config.js';
 import { loadProcessConfig } from './config/load-env.js';
 import { redactUrl } from './config/redact-url.js';
+import { DataDirLockedError } from './database/data-dir-lock.js';
 import { createPino, JsonLogger } from './ops/json-logger.js';
 
 async function main(): Promise<void> {
@@ -65,6 +66,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof DataDirLockedError) {
+    process.stderr.write(`upstream-relay: refusing to start, ${e.message}; stop that process first, or give this one another DATA_DIR or DATABASE_URL\n`);
+    process.exit(1);
+  }
   process.stderr.write(`upstream-relay: failed to start: ${(e as Error)?.stack ?? String(e)}\n`);
   process.exit(1);
 });

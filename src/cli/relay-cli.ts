@@ -8,12 +8,15 @@
  * `sync`, `wallet` and `order` run an instance of the service in this process (no background work)
  * and use its internal API; with `--url URL` (or RELAY_URL) they use a running service instead
  * (needed when the embedded database is held by a running service).
- * Exit codes: 0 done, 1 failed, 2 usage, 3 configuration, 4 not found.
+ * Exit codes: 0 done, 1 failed, 2 usage, 3 configuration, 4 not found. An embedded database held by
+ * another process (the running service) is refused before anything is written (`data_dir_locked`,
+ * exit 3: the command is pointed at a database it cannot open; --url, or stopping the holder, is the fix).
  */
 import 'reflect-metadata';
 import axios, { type AxiosInstance } from 'axios';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
 import { loadProcessConfig } from '../config/load-env.js';
+import { DataDirLockedError } from '../database/data-dir-lock.js';
 import { DatabaseEndpoint } from '../database/database-endpoint.js';
 import { migrateDown, migrateUp } from '../database/migrator.js';
 
@@ -199,6 +202,15 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     }
     if (e instanceof ConfigError) {
       out(`relay: ${e.message}`);
+      return EXIT.config;
+    }
+    if (e instanceof DataDirLockedError) {
+      out(`relay: ${e.message}`);
+      out(
+        args.command === 'migrate'
+          ? `relay: stop that process first, then run relay migrate again (or let the service apply pending migrations when it starts: DB_MIGRATE_ON_START).`
+          : `relay: run the command against the running service instead: relay ${args.command} … --url http://HOST:PORT (or RELAY_URL); or stop that process first.`,
+      );
       return EXIT.config;
     }
     out(`relay: ${(e as Error)?.message ?? String(e)}`);

@@ -13,6 +13,7 @@ import { setFlagsFromString } from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { heapPolicy } from '../common/heap-policy.js';
+import { DataDirLock, ensureParent } from './data-dir-lock.js';
 
 export interface EmbeddedPostgresOptions {
   /** A directory, or 'memory'. */
@@ -29,29 +30,55 @@ export class EmbeddedPostgres {
     private readonly server: PGLiteSocketServer,
     /** `postgres://…` for the `pg` driver. */
     readonly url: string,
+    /** The data directory's lock, held until stop (none in memory). */
+    private readonly lock: DataDirLock | null,
   ) {}
 
+  /**
+   * Opens (creates on first start) the database. A data directory is locked first, for as long as it
+   * is open: another process's, or this one's, open of it fails with DataDirLockedError
+   * (`data_dir_locked`) before anything is written (see data-dir-lock.ts).
+   */
   static async start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+    let lock: DataDirLock | null = null;
     if (options.path !== 'memory') {
-      if (options.loadDataDir) mkdirSync(options.path, { recursive: true });
-      else await initialiseDataDir(options.path);
+      try {
+        ensureParent(options.path);
+      } catch (e) {
+        throw new Error(`could not create the embedded database in ${options.path}: ${(e as Error).message}`, { cause: e });
+      }
+      lock = await DataDirLock.acquire(options.path);
     }
-    tuneV8ForEmbeddedDatabase();
-    const db = await PGlite.create({
-      dataDir: options.path === 'memory' ? undefined : options.path,
-      loadDataDir: options.loadDataDir,
-      startParams: EMBEDDED_START_PARAMS,
-    });
-    const server = new PGLiteSocketServer({
-      db,
-      host: '127.0.0.1',
-      port: 0,
-      maxConnections: options.maxConnections ?? 100,
-    });
-    keepExchangesTogether(server);
-    await server.start();
-    const [, port] = server.getServerConn().split(':');
-    return new EmbeddedPostgres(db, server, `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`);
+    try {
+      if (options.path !== 'memory') {
+        if (options.loadDataDir) mkdirSync(options.path, { recursive: true });
+        else await initialiseDataDir(options.path);
+      }
+      tuneV8ForEmbeddedDatabase();
+      const db = await PGlite.create({
+        dataDir: options.path === 'memory' ? undefined : options.path,
+        loadDataDir: options.loadDataDir,
+        startParams: EMBEDDED_START_PARAMS,
+      });
+      const server = new PGLiteSocketServer({
+        db,
+        host: '127.0.0.1',
+        port: 0,
+        maxConnections: options.maxConnections ?? 100,
+      });
+      keepExchangesTogether(server);
+      try {
+        await server.start();
+      } catch (e) {
+        await db.close().catch(() => undefined);
+        throw e;
+      }
+      const [, port] = server.getServerConn().split(':');
+      return new EmbeddedPostgres(db, server, `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`, lock);
+    } catch (e) {
+      lock?.release();
+      throw e;
+    }
   }
 
   /**
@@ -67,6 +94,8 @@ export class EmbeddedPostgres {
   async stop(): Promise<void> {
     await this.server.stop();
     await this.db.close();
+    // Released once closed only: a close that failed keeps the directory locked until the process exits.
+    this.lock?.release();
   }
 }
 
