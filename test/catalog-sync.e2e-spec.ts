@@ -313,7 +313,7 @@ describe('catalog sync', () => {
     const writer = app.relay.app.get(CatalogWriter);
     const upstream = app.relay.app.get(UpstreamClient);
     const [a, b] = sandbox.catalog.listedProducts().slice(40, 42);
-    const known = (await app.relay.app.get(CatalogRepository).fingerprintIndex(1000))!;
+    const known = (await app.relay.app.get(CatalogRepository).fingerprintIndex(1000))!.fingerprints;
     expect(known.size).toBe(sandbox.catalog.listedProducts().length);
     // the page as listed at the start of the pass
     const page = [await upstream.getProduct(a.id), await upstream.getProduct(b.id)];

@@ -175,6 +175,8 @@ interface ActiveRun {
   seen: {
     ids: Set<number>;
     fingerprintedAtStart: Map<number, string>;
+    /** Every write that read did not see is stamped at or after it (CatalogRepository.fingerprintIndex). */
+    fence: Date;
     /** Products with a listed SKU and no fingerprint, at the start of the pass. */
     unfingerprintedAtStart: number[];
     /** Products the pass wrote without keeping their fingerprint. */
@@ -544,7 +546,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     // A full pass over a stored catalog compares its pages with the fingerprints stored at its start
     // (read while the first pages are fetched): its unchanged products (most of a re-sync) cost no
     // query, and what it saw is kept in memory.
-    const index = updatedAfter ? null : this.catalog.fingerprintIndex(this.knownFingerprintsLimit);
+    const read = updatedAfter ? null : this.catalog.fingerprintIndex(this.knownFingerprintsLimit);
+    const index = read?.then((r) => r?.fingerprints ?? null) ?? null;
     index?.catch(() => undefined); // awaited with the first page; a pass that fails before it ends here
     // Read while the pass runs too, for the confirmation after it (see confirmUnseen).
     const unfingerprinted = index?.then((fps) => (fps ? this.catalog.unfingerprintedProducts() : null)) ?? null;
@@ -613,11 +616,18 @@ export class CatalogSyncService implements OnModuleDestroy {
     memo?.completePass();
     // Above MAX_KNOWN_FINGERPRINTS (and in an incremental pass) every product was marked seen in
     // catalog_sync_seen instead.
-    const fingerprintedAtStart = await index;
+    const atStart = await read;
     const unfingerprintedAtStart = await unfingerprinted;
     run.seen =
-      fingerprintedAtStart && unfingerprintedAtStart
-        ? { ids: seen, fingerprintedAtStart, unfingerprintedAtStart, unfingerprinted: droppedFingerprints, unchanged: unchangedAtStart }
+      atStart && unfingerprintedAtStart
+        ? {
+            ids: seen,
+            fingerprintedAtStart: atStart.fingerprints,
+            fence: atStart.fence,
+            unfingerprintedAtStart,
+            unfingerprinted: droppedFingerprints,
+            unchanged: unchangedAtStart,
+          }
         : null;
     return listing;
   }
@@ -653,13 +663,17 @@ export class CatalogSyncService implements OnModuleDestroy {
       for (const id of since) if (!seen.ids.has(id)) ids.add(id);
       // Seen unchanged from the start, so not written: unless its stored fingerprint has moved since
       // (an order's fresh read unlisted it, or wrote what the upstream said then), what the pass saw
-      // was not applied. Read again: found, it is kept and updated; gone, unlisted.
-      const expected = new Map<number, string>();
-      for (const id of seen.unchanged) {
-        const fp = seen.fingerprintedAtStart.get(id);
-        if (fp !== undefined) expected.set(id, fp);
+      // was not applied. Read again: found, it is kept and updated; gone, unlisted. Only products
+      // written since the fingerprints were read can have moved (SKU rows or fingerprint stamped at
+      // or after the read's fence), a few in a re-sync.
+      if (seen.unchanged.size > 0) {
+        const expected = new Map<number, string>();
+        for (const id of await this.catalog.productsWrittenSince(seen.fence)) {
+          const fp = seen.unchanged.has(id) ? seen.fingerprintedAtStart.get(id) : undefined;
+          if (fp !== undefined) expected.set(id, fp);
+        }
+        for (const id of await this.catalog.fingerprintsMoved(expected)) ids.add(id);
       }
-      for (const id of await this.catalog.fingerprintsMoved(expected)) ids.add(id);
       const sorted = [...ids].sort((a, b) => a - b);
       for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
         if (run.abort.signal.aborted) throw new AbortedError();

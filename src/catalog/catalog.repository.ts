@@ -298,6 +298,13 @@ export interface StoredChange {
   changed_at: Date;
 }
 
+/** The fingerprints stored at a full pass's start (CatalogRepository.fingerprintIndex). */
+export interface FingerprintIndex {
+  fingerprints: Map<number, string>;
+  /** Every write the read did not see is stamped at or after it. */
+  fence: Date;
+}
+
 export interface StoredConflict {
   id: string;
   sku_code: string;
@@ -631,18 +638,29 @@ export class CatalogRepository {
 
   /**
    * Every stored fingerprint by product (a full pass compares its pages with them in memory: some 60
-   * bytes a product), or null when there are more than `limit` products.
+   * bytes a product), or null when there are more than `limit` products; with the fence of that read:
+   * every catalog write it does not see is stamped at or after it (a write stamps its rows with its
+   * transaction's start; the fence is the earliest start of the service's transactions open at the
+   * read, or the read's own time, as for changed_since), so productsWrittenSince(fence) finds them.
    */
-  async fingerprintIndex(limit: number): Promise<Map<number, string> | null> {
-    const rows = await select<{ id: string; fp: string }>(
+  async fingerprintIndex(limit: number): Promise<FingerprintIndex | null> {
+    const rows = await select<{ id: string | null; fp: string }>(
       this.db(),
-      'SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1',
+      `(SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1)
+       UNION ALL
+       SELECT NULL, (extract(epoch FROM date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+                      WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                        AND a.application_name = current_setting('application_name'))))) * 1000)::bigint::text`,
       [limit + 1],
     );
-    if (rows.length > limit) return null;
-    const index = new Map<number, string>();
-    for (const r of rows) index.set(Number(r.id), r.fp);
-    return index;
+    if (rows.length > limit + 1) return null;
+    const fingerprints = new Map<number, string>();
+    let fence = new Date(0);
+    for (const r of rows) {
+      if (r.id === null) fence = new Date(Number(r.fp));
+      else fingerprints.set(Number(r.id), r.fp);
+    }
+    return { fingerprints, fence };
   }
 
   /**
@@ -671,6 +689,20 @@ export class CatalogRepository {
       `SELECT k.id::text AS id FROM unnest($1::bigint[], $2::text[]) AS k(id, fp)
         WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = k.id AND f.fingerprint = k.fp)`,
       [[...expected.keys()], [...expected.values()]],
+    );
+    return rows.map((r) => Number(r.id));
+  }
+
+  /**
+   * The products written since `since`: a SKU row of theirs changed (an unlisting included) or their
+   * fingerprint written anew. By index, a few rows when little changed.
+   */
+  async productsWrittenSince(since: Date): Promise<number[]> {
+    const rows = await select<{ id: string }>(
+      this.db(),
+      `SELECT s.product_id::text AS id FROM catalog_skus s WHERE s.updated_at >= $1
+        UNION SELECT f.product_id::text FROM catalog_product_fingerprints f WHERE f.updated_at >= $1`,
+      [since],
     );
     return rows.map((r) => Number(r.id));
   }
