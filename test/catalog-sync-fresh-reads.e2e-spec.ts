@@ -11,17 +11,7 @@ import { CatalogService } from '../src/catalog/catalog.service.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
-import type { SyncRunView as Run } from './support/sync-run.js';
-
-async function waitRun(app: TestApp, runId: string): Promise<Run> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const run = ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: Run }).run;
-    if (run.status !== 'running') return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} still running`);
-    await new Promise((res) => setTimeout(res, 25));
-  }
-}
+import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
 
 describe.each([
   ['fingerprints kept in memory (default)', undefined],
@@ -37,7 +27,7 @@ describe.each([
     app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: '2', SYNC_ON_START: 'false', SYNC_CRON: 'off' });
     if (limit !== undefined) app.relay.app.get(CatalogSyncService).knownFingerprintsLimit = limit;
     const first = await app.http.post('/internal/catalog/sync', { mode: 'full' });
-    expect((await waitRun(app, first.data.run_id)).status).toBe('succeeded');
+    expect((await waitRun(app.http, first.data.run_id)).status).toBe('succeeded');
   });
   afterAll(async () => {
     await app?.close();
@@ -54,7 +44,7 @@ describe.each([
     expect(started.status).toBe(202);
     await new Promise((r) => setTimeout(r, 500));
     await meanwhile();
-    return waitRun(app, started.data.run_id);
+    return waitRun(app.http, started.data.run_id);
   }
 
   it('unlisted by a fresh read (404), live again when the pass reads its page: listed after the pass', async () => {

@@ -12,7 +12,7 @@ import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import type { SyncRunView as Run } from './support/sync-run.js';
+import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
 
 
 interface Sku {
@@ -33,23 +33,11 @@ const CAP = 7;
 /** SYNC_CONCURRENCY of the app under test. */
 const CONCURRENCY = 3;
 
-async function waitRun(app: TestApp, runId: string): Promise<Run> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const r = await app.http.get(`/internal/catalog/sync-runs/${runId}`);
-    expect(r.status).toBe(200);
-    const run = (r.data as { run: Run }).run;
-    if (run.status !== 'running') return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} still running`);
-    await new Promise((res) => setTimeout(res, 25));
-  }
-}
-
 async function sync(app: TestApp, body: Record<string, unknown> = { mode: 'full' }): Promise<Run> {
   const r = await app.http.post('/internal/catalog/sync', body);
   expect(r.status).toBe(202);
   expect(r.data).toMatchObject({ ok: true, run_id: expect.any(String) });
-  return waitRun(app, (r.data as { run_id: string }).run_id);
+  return waitRun(app.http, (r.data as { run_id: string }).run_id);
 }
 
 async function sku(app: TestApp, code: string): Promise<Sku> {

@@ -224,19 +224,10 @@ export class OrderFollowService {
       const order = await tx.lockOrder(orderId);
       if (!order) return { kind: 'mismatch', reason: `order ${orderId} is gone` };
       if (order.upstreamOrderId === upstreamOrderId) return { kind: 'followed' };
-      const reason = order.upstreamOrderId === null ? UPSTREAM_ORDER_EXISTS : DUPLICATE_UPSTREAM_ORDER;
-      if (known && order.anomaly === reason) return { kind: 'anomaly', reason, status: report.status, order, recorded: false };
-      const detail = {
-        upstream_order_id: upstreamOrderId,
-        upstream_order_no: report.order_no ?? null,
-        upstream_status: report.status,
-        amount: report.amount ?? null,
-        attempt: attempt.attemptNo,
-        downstream_order_no: attempt.downstreamOrderNo,
-        attempt_status: attempt.status,
-        followed_upstream_order_id: order.upstreamOrderId,
-      };
-      const updated = await this.updater.recordAnomaly(tx, order, reason, source, detail);
+      if (known && order.anomaly === (order.upstreamOrderId === null ? UPSTREAM_ORDER_EXISTS : DUPLICATE_UPSTREAM_ORDER)) {
+        return { kind: 'anomaly', reason: order.anomaly, status: report.status, order, recorded: false };
+      }
+      const { order: updated, reason } = await this.updater.recordUntracked(tx, order, attempt, upstreamOrderId, report, source);
       tx.afterCommit(() =>
         this.logger.error({
           msg:

@@ -18,7 +18,7 @@ import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
-import { DUPLICATE_UPSTREAM_ORDER, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
+import type { EventSource } from './order-state.js';
 import { OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.js';
@@ -263,25 +263,13 @@ export class OrderSubmitter {
   /**
    * The upstream accepted a create whose attempt was closed here meanwhile (the sweeper took the
    * sender for gone and an operator then settled it `not_placed`, or a later attempt took over): an
-   * upstream order exists that the order does not follow. Kept as the order's anomaly, as a verified
-   * callback naming it would be (OrderFollowService.checkUntracked): UPSTREAM_ORDER_EXISTS when the
-   * order follows no upstream order (not refundable, no new attempt: an operator settles it),
-   * DUPLICATE_UPSTREAM_ORDER when it follows another; nothing when it follows this one, or when the
-   * upstream order keeps nothing (canceled, refunded).
+   * upstream order exists that the order does not follow. Kept as the order's anomaly
+   * (OrderUpdater.recordUntracked), as a verified callback naming it would be; nothing when the order
+   * follows this one, or when the upstream order keeps nothing (canceled, refunded).
    */
   private async lateAcceptance(tx: OrderTx, order: OrderRecord, attempt: AttemptRecord, report: AcceptedReport, source: EventSource): Promise<OrderRecord> {
     if (order.upstreamOrderId === report.order_id || report.status === 'canceled' || report.status === 'refunded') return order;
-    const reason = order.upstreamOrderId === null ? UPSTREAM_ORDER_EXISTS : DUPLICATE_UPSTREAM_ORDER;
-    const updated = await this.updater.recordAnomaly(tx, order, reason, source, {
-      upstream_order_id: report.order_id,
-      upstream_order_no: report.order_no ?? null,
-      upstream_status: report.status,
-      amount: report.amount ?? null,
-      attempt: attempt.attemptNo,
-      downstream_order_no: attempt.downstreamOrderNo,
-      attempt_status: attempt.status,
-      followed_upstream_order_id: order.upstreamOrderId,
-    });
+    const { order: updated, reason } = await this.updater.recordUntracked(tx, order, attempt, report.order_id, report, source);
     tx.afterCommit(() =>
       this.logger.error({
         msg: `order ${order.shopOrderNo}: the upstream accepted attempt ${attempt.downstreamOrderNo} as order ${report.order_id} (${report.status}) after it was closed here (${attempt.status}); kept as anomaly ${reason}`,

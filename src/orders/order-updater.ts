@@ -14,8 +14,10 @@ import { Metrics } from '../ops/metrics.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
 import {
+  DUPLICATE_UPSTREAM_ORDER,
   FOLLOWED,
   ITEMS_DELIVERED,
+  UPSTREAM_ORDER_EXISTS,
   canTransition,
   decideReport,
   type EventSource,
@@ -23,7 +25,7 @@ import {
   type OrderStatus,
   type ReportDecision,
 } from './order-state.js';
-import type { OrderPatch, OrderRecord, OrderTx } from './order.repository.js';
+import type { AttemptRecord, OrderPatch, OrderRecord, OrderTx } from './order.repository.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
 import { nextPollInterval } from './poll-backoff.js';
 
@@ -195,6 +197,34 @@ export class OrderUpdater {
     await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason, ...detail } }, now);
     tx.afterCommit(() => this.metrics.stateAnomalies.inc());
     return tx.updateOrder(order, order.anomaly === reason ? {} : { anomaly: reason, updated_at: now });
+  }
+
+  /**
+   * An upstream order for attempt `attempt` that the order does not follow (a verified callback named
+   * it, or a create was accepted after the attempt was closed here), kept as the order's anomaly with
+   * an event row: UPSTREAM_ORDER_EXISTS when the order follows no upstream order (not refundable, no
+   * new attempt: an operator settles it), DUPLICATE_UPSTREAM_ORDER when it follows another.
+   */
+  async recordUntracked(
+    tx: OrderTx,
+    order: OrderRecord,
+    attempt: AttemptRecord,
+    upstreamOrderId: number,
+    report: UpstreamReport,
+    source: EventSource,
+  ): Promise<{ order: OrderRecord; reason: string }> {
+    const reason = order.upstreamOrderId === null ? UPSTREAM_ORDER_EXISTS : DUPLICATE_UPSTREAM_ORDER;
+    const updated = await this.recordAnomaly(tx, order, reason, source, {
+      upstream_order_id: upstreamOrderId,
+      upstream_order_no: report.order_no ?? null,
+      upstream_status: report.status,
+      amount: report.amount ?? null,
+      attempt: attempt.attemptNo,
+      downstream_order_no: attempt.downstreamOrderNo,
+      attempt_status: attempt.status,
+      followed_upstream_order_id: order.upstreamOrderId,
+    });
+    return { order: updated, reason };
   }
 
   /** Event row and shop notification of a status change. */
