@@ -7,6 +7,7 @@ import { loadProcessConfig } from './config/load-env.js';
 import { redactUrl } from './config/redact-url.js';
 import { DataDirLockedError } from './database/data-dir-lock.js';
 import { createPino, JsonLogger } from './ops/json-logger.js';
+import { templateWeaknesses } from './signing/signing.js';
 
 async function main(): Promise<void> {
   let config;
@@ -23,6 +24,10 @@ async function main(): Promise<void> {
   const logger = new JsonLogger(pino);
   // Lines logged before the Nest application exists (migrations at start) are JSON too.
   Logger.overrideLogger(logger);
+  const weaknesses = templateWeaknesses(config.upstream.signatureTemplate);
+  if (weaknesses.length) {
+    pino.warn({ weaknesses }, `UPSTREAM_SIGNATURE_TEMPLATE signs less than a callback's verification relies on: ${weaknesses.join('; ')}`);
+  }
   if (config.generated.length) {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }

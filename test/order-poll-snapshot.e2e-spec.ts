@@ -26,8 +26,9 @@ describe('poll applied from the claim (optimistic)', () => {
     // the sandbox moves nothing by itself: each test sets what the poll reads
     sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'PS-1', price: '1.00' }] });
-    // the poller never finds these orders due by itself: the tests claim them
-    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' });
+    // no background poller: the tests make orders due and claim them themselves (a pass woken by a
+    // placement could otherwise claim one between the test's UPDATE and its claim)
+    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' }, { workers: false });
     await seedCatalog(app.http);
     repo = app.relay.app.get(OrderRepository);
     follow = app.relay.app.get(OrderFollowService);

@@ -6,10 +6,11 @@
  * real database; the stalled sender is simulated by recording its answer late.
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
+import { requestFingerprint } from '../src/orders/order-request.js';
 import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { sleep } from './support/child-app.js';
+import { seedCatalog, sleep } from './support/child-app.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -17,10 +18,15 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
+  /** A real SKU: the orders below are what a shop's body for it would record, so that a resubmission is one. */
+  let skuCode: string;
+  const body = (shopOrderNo: string) => ({ shop_order_no: shopOrderNo, sku_code: skuCode, quantity: 1 });
   beforeAll(async () => {
     db = await openTestDatabase();
     sandbox = await startSandbox({ catalog: { products: 2 } });
     app = await startTestApp(db, sandbox, {}, { workers: false });
+    await seedCatalog(app.http);
+    skuCode = sandbox.catalog.listedProducts()[0].skus[0].sku_code;
   });
   afterAll(async () => {
     await app?.close();
@@ -30,7 +36,7 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
 
   /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
   async function settledNotPlaced(shopOrderNo: string): Promise<string> {
-    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50);
+    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, { skuCode, requestFingerprint: requestFingerprint(body(shopOrderNo)) });
     await sleep(120);
     await app.relay.app.get(OrderFollowService).sweepStale();
     const r = await app.http.post(`/internal/orders/${shopOrderNo}/resolve`, { not_placed: true, reason: 'operator checked the upstream' });
@@ -56,10 +62,13 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
       [id],
     );
     expect(events).toEqual([{ kind: 'anomaly', detail: expect.objectContaining({ reason: 'upstream_order_exists', upstream_order_id: 900001, attempt: 1, downstream_order_no: 'LATE-1' }) }]);
-    // refused as the contract says for such an order, nothing sent
+    // refused as the contract says for such an order, nothing sent: no refund, and the shop's same body
+    // (which would be a new attempt for a plain rejected order) answers the recorded order
     const creates = sandbox.stats.requests.createOrder;
     expect((await app.http.post('/internal/orders/LATE-1/refund', {})).status).toBe(409);
-    expect((await app.http.post('/internal/orders', { shop_order_no: 'LATE-1', sku_code: 'SKU-1', quantity: 1 })).status).not.toBe(201);
+    const again = await app.http.post('/internal/orders', body('LATE-1'));
+    expect(again.status).toBe(200);
+    expect(again.data.order).toMatchObject({ status: 'rejected', attempt: 1, anomaly: 'upstream_order_exists' });
     expect(sandbox.stats.requests.createOrder).toBe(creates);
   });
 

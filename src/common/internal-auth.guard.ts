@@ -36,9 +36,10 @@ export function hasInternalToken(header: string | string[] | undefined, token: s
 }
 
 /**
- * Whether a path as sent (query string included or not) is `/internal` or under it once decoded and
- * normalised as a router or a proxy might: percent-decoding, repeated slashes, `.` and `..` segments,
- * and any letter case (erring on the side of asking for the token).
+ * Whether a path as sent (query string included or not) is `/internal` or under it, as written or
+ * once decoded and normalised as a router or a proxy might: percent-decoding, repeated slashes, `.`
+ * and `..` segments, and any letter case (erring on the side of asking for the token: either reading
+ * makes it internal).
  */
 export function isInternalPath(url: string): boolean {
   let path = url.split('?')[0];
@@ -47,13 +48,13 @@ export function isInternalPath(url: string): boolean {
   } catch {
     // a malformed escape: judged as sent
   }
-  const segments: string[] = [];
-  for (const s of path.split(/[/\\]+/)) {
-    if (s === '' || s === '.') continue;
-    if (s === '..') segments.pop();
-    else segments.push(s);
+  const written = path.split(/[/\\]+/).filter((s) => s !== '' && s !== '.');
+  const resolved: string[] = [];
+  for (const s of written) {
+    if (s === '..') resolved.pop();
+    else resolved.push(s);
   }
-  return segments[0]?.toLowerCase() === 'internal';
+  return written[0]?.toLowerCase() === 'internal' || resolved[0]?.toLowerCase() === 'internal';
 }
 
 /**

@@ -119,7 +119,13 @@ export class DataDirLock {
       for (let attempt = 0; ; attempt++) {
         if (createExclusive(tmp, lockFile)) break;
         const found = readLock(lockFile);
-        if (found === null) continue; // released meanwhile: try again
+        if (found === null) {
+          // released meanwhile: try again (and no further than the deadline: a lock path that exists
+          // but cannot be read, e.g. a dangling symbolic link, must not spin here for ever)
+          if (Date.now() > deadline) throw new DataDirLockedError(abs, lockFile, null, 'the lock file exists but cannot be read');
+          if (attempt > 0) await new Promise((r) => setTimeout(r, 10));
+          continue;
+        }
         const verdict = judge(found);
         if (verdict.alive) {
           // An unreadable lock just created is being written (no hard links there): wait for it.
@@ -149,6 +155,8 @@ export class DataDirLock {
     }
     this.heartbeat = setInterval(() => {
       try {
+        // only while the file is still this lock's (never refresh a lock another process took over)
+        if (readLock(this.lockFile)?.holder?.token !== this.holder.token) return;
         const now = new Date();
         utimesSync(this.lockFile, now, now);
       } catch {

@@ -6,6 +6,7 @@ import {
   sign,
   signedHeaders,
   templatePlaceholders,
+  templateWeaknesses,
   verifySignature,
   type VerifyInput,
 } from './signing.js';
@@ -75,6 +76,21 @@ describe('signing: fixed vectors', () => {
       'Dujiao-Next-Timestamp': '1700000000',
       'Dujiao-Next-Signature': 'fece3b53d94c14ccfc065070216ed63507acb54b68030bd3bfc4377b1d499429',
     });
+  });
+});
+
+describe('signing: what a template leaves unsigned', () => {
+  it.each<[string, RegExp[]]>([
+    [DEFAULT_SIGNATURE_TEMPLATE, []],
+    ['{api_key}{timestamp}{body}', []],
+    ['{timestamp}:{body_sha256}', []],
+    ['{method}\n{path}\n{body_md5}', [/no \{timestamp\}/]],
+    ['{method}{path}{timestamp}', [/no \{body\}, \{body_md5\} or \{body_sha256\}/]],
+    ['{api_key}', [/no \{timestamp\}/, /no \{body\}/]],
+  ])('%s', (template, expected) => {
+    const found = templateWeaknesses(template);
+    expect(found).toHaveLength(expected.length);
+    expected.forEach((re, i) => expect(found[i]).toMatch(re));
   });
 });
 

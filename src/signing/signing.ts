@@ -35,6 +35,19 @@ export function parseSignatureTemplate(raw: string): string {
   return raw.replace(/\\(n|\\)/g, (_m, c: string) => (c === 'n' ? '\n' : '\\'));
 }
 
+/**
+ * What a template leaves unsigned that a callback's verification relies on (CONTRACT §4 allows any
+ * template; the upstream decides): without `{timestamp}` a captured signature can be replayed at any
+ * time, without a body placeholder it vouches for any body. Empty when it signs both.
+ */
+export function templateWeaknesses(template: string): string[] {
+  const used = new Set(templatePlaceholders(template));
+  const out: string[] = [];
+  if (!used.has('timestamp')) out.push('no {timestamp}: a captured signature can be replayed');
+  if (!used.has('body') && !used.has('body_md5') && !used.has('body_sha256')) out.push('no {body}, {body_md5} or {body_sha256}: a signature vouches for any body');
+  return out;
+}
+
 /** The placeholders a template uses, in order of appearance (duplicates kept once). */
 export function templatePlaceholders(template: string): SignaturePlaceholder[] {
   const found = new Set<SignaturePlaceholder>();

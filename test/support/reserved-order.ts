@@ -5,15 +5,21 @@
  */
 import type { OrderRepository, OrderSnapshot } from '../../src/orders/order.repository.js';
 
-export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, leaseMs = 60_000): Promise<OrderSnapshot> {
+/** What the order is of, when it matters (a real SKU, the fingerprint of the body the shop would send). */
+export interface ReservedOrderOf {
+  skuCode?: string;
+  requestFingerprint?: string;
+}
+
+export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, leaseMs = 60_000, of: ReservedOrderOf = {}): Promise<OrderSnapshot> {
   const traceId = `t-${shopOrderNo}`;
   const created = await repo.autocommit((tx) =>
     tx.insertOrder(
       {
         shopOrderNo,
-        skuCode: 'SKU-1',
+        skuCode: of.skuCode ?? 'SKU-1',
         quantity: 1,
-        requestFingerprint: 'f',
+        requestFingerprint: of.requestFingerprint ?? 'f',
         maxUnitCost: null,
         traceId,
         productId: 1,
