@@ -195,6 +195,16 @@ const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMN
 const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
 const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
 
+/**
+ * The fence of catalog writes at this statement: the earliest start of the service's transactions
+ * still open (its connections, by their application_name: not a backup's or a vacuum's), or the
+ * statement's own time, to the millisecond. A write stamps its rows with its transaction's start, so
+ * every write not yet visible to this statement is stamped at or after it (changed_since, a full
+ * pass's start read).
+ */
+const WRITES_FENCE_SQL = `date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name'))))`;
+
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
   s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
@@ -648,9 +658,7 @@ export class CatalogRepository {
       this.db(),
       `(SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1)
        UNION ALL
-       SELECT NULL, (extract(epoch FROM date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-                      WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-                        AND a.application_name = current_setting('application_name'))))) * 1000)::bigint::text`,
+       SELECT NULL, (extract(epoch FROM ${WRITES_FENCE_SQL}) * 1000)::bigint::text`,
       [limit + 1],
     );
     if (rows.length > limit + 1) return null;
@@ -824,9 +832,7 @@ export class CatalogRepository {
       // millisecond: an open transaction's rows are stamped at or after the fence's millisecond.
       where.push(`s.updated_at > ${p(f.changedSince)}`);
       where.push(
-        `s.updated_at < date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-                                                        WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-                                                          AND a.application_name = current_setting('application_name'))))`,
+        `s.updated_at < ${WRITES_FENCE_SQL}`,
       );
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
