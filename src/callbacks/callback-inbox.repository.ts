@@ -56,32 +56,33 @@ export type InboxState = 'applied' | 'unknown_order' | 'read_failed' | 'ignored'
 export class CallbackInboxRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Stores a verified callback; `duplicate` when the same body was stored before. */
-  async store(c: CallbackSummary, now: Date): Promise<{ id: string; duplicate: boolean }> {
-    const [row] = await rows<{ id: string; duplicates: number }>(
-      this.dataSource,
-      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts, next_try_at, received_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-       ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
-       RETURNING id, duplicates`,
-      [c.bodySha256, c.event, c.upstreamOrderId, c.upstreamOrderNo, c.downstreamOrderNo, c.status, c.callbackTs, now],
-    );
-    return { id: String(row.id), duplicate: row.duplicates > 0 };
-  }
-
   /**
-   * Stores a verified callback that cannot be used as `ignored` (final: the processor never claims it,
-   * no order is touched); `duplicate` when the same body was stored before.
+   * Stores a verified callback: `pending`, for the processor; one that cannot be used (with its
+   * `reason`) already final as `ignored`, never claimed, no order touched. `duplicate` when the same
+   * body was stored before.
    */
-  async storeUnusable(c: UnusableCallback, now: Date): Promise<{ id: string; duplicate: boolean }> {
+  async store(c: CallbackSummary | UnusableCallback, now: Date): Promise<{ id: string; duplicate: boolean }> {
+    const unusable = 'reason' in c;
     const [row] = await rows<{ id: string; duplicates: number }>(
       this.dataSource,
       `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
                                    state, outcome, next_try_at, received_at, processed_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ignored', $8, $9, $9, $9)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
        ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
        RETURNING id, duplicates`,
-      [c.bodySha256, c.event, c.upstreamOrderId, c.upstreamOrderNo, c.downstreamOrderNo, c.status, c.callbackTs, `unusable: ${c.reason}`, now],
+      [
+        c.bodySha256,
+        c.event,
+        c.upstreamOrderId,
+        c.upstreamOrderNo,
+        c.downstreamOrderNo,
+        c.status,
+        c.callbackTs,
+        unusable ? 'ignored' : 'pending',
+        unusable ? `unusable: ${c.reason}` : null,
+        now,
+        unusable ? now : null,
+      ],
     );
     return { id: String(row.id), duplicate: row.duplicates > 0 };
   }

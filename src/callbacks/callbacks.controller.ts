@@ -96,11 +96,11 @@ export class CallbacksController {
     const read = readCallback(raw);
     // read once verified: the request's log line names its downstream_order_no, as for any JSON body
     if (read.body) req.body = read.body;
-    if ('unusable' in read) {
-      const c = read.unusable;
-      const stored = await this.inbox.storeUnusable(c, this.clock.now());
-      if (stored.duplicate) this.metrics.callbackDuplicates.inc();
-      else this.metrics.callbacksReceived.inc({ event: 'unusable' });
+    const c = 'unusable' in read ? read.unusable : read.usable;
+    const stored = await this.inbox.store(c, this.clock.now());
+    if (stored.duplicate) this.metrics.callbackDuplicates.inc();
+    else this.metrics.callbacksReceived.inc({ event: 'reason' in c ? 'unusable' : (c.event ?? 'none') });
+    if ('reason' in c) {
       // what is wrong and the ids it carries, never the body (it may carry delivered items)
       this.logger.warn({
         msg: `verified callback cannot be used (${c.reason}): stored as ignored, not applied`,
@@ -112,14 +112,7 @@ export class CallbacksController {
         ...(c.downstreamOrderNo !== null ? { downstream_order_no: c.downstreamOrderNo } : {}),
         ...requestFields(req),
       });
-      return { ok: true };
-    }
-    const summary = read.usable;
-    const stored = await this.inbox.store(summary, this.clock.now());
-    if (stored.duplicate) {
-      this.metrics.callbackDuplicates.inc();
-    } else {
-      this.metrics.callbacksReceived.inc({ event: summary.event ?? 'none' });
+    } else if (!stored.duplicate) {
       this.processor.kick();
     }
     return { ok: true };
