@@ -597,7 +597,7 @@ export class CatalogSyncService implements OnModuleDestroy {
         });
         run.strategy = nextStrategy(r);
         for (const p of page.items) seen.add(p.id);
-        if (known && memo) for (const p of page.items) if (known.get(p.id) === memo.fingerprintOf(p)) unchangedAtStart.add(p.id);
+        for (const id of r.unchangedAsKnown) unchangedAtStart.add(id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         this.count(run, r);
         // unchanged since the start of the pass (compared with `known`): seen, nothing to write

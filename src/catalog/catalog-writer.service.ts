@@ -54,10 +54,12 @@ export interface WriteResult {
   diffs: SkuDiff[];
   /** Products written in full whose fingerprint was not kept (see WRITE_FINGERPRINTS_SQL): to be looked at again. */
   unfingerprinted: number[];
+  /** Products not written because their fingerprint equals their entry in `known` (WriteOptions). */
+  unchangedAsKnown: number[];
 }
 
 function emptyResult(): WriteResult {
-  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [], unfingerprinted: [] };
+  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [], unfingerprinted: [], unchangedAsKnown: [] };
 }
 
 const MAX_PRICING_RETRIES = 3;
@@ -88,12 +90,14 @@ export class CatalogWriter {
   async applyProducts(products: UpstreamProduct[], opts: WriteOptions): Promise<WriteResult> {
     if (products.length === 0) return emptyResult();
     let unchangedSkus = 0;
+    const unchangedAsKnown: number[] = [];
     let todo: Array<{ product: UpstreamProduct; fingerprint: string }> = [];
     const fingerprintOf = opts.fingerprintOf ?? productFingerprint;
     for (const product of products) {
       const fingerprint = fingerprintOf(product);
       if (opts.known?.get(product.id) === fingerprint) {
         unchangedSkus += product.skus.length;
+        unchangedAsKnown.push(product.id);
       } else {
         todo.push({ product, fingerprint });
       }
@@ -108,10 +112,11 @@ export class CatalogWriter {
       for (const f of todo) if (!changed.has(f.product.id)) unchangedSkus += f.product.skus.length;
       todo = todo.filter((f) => changed.has(f.product.id));
     }
-    if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus };
+    if (todo.length === 0) return { ...emptyResult(), skus: unchangedSkus, unchangedAsKnown };
 
     const result = await this.writeProducts(todo, opts);
     result.skus += unchangedSkus;
+    result.unchangedAsKnown = unchangedAsKnown;
     this.report(result, opts);
     return result;
   }
