@@ -224,7 +224,7 @@ function parseHolder(text: string): LockHolder | null {
 /** Whether the lock's holder is still there. */
 function judge(found: Found): Verdict {
   const h = found.holder;
-  const me = ownHolder();
+  const me = ownIdentity();
   const age = Date.now() - found.mtimeMs;
   if (h === null) {
     // Unreadable: one being written (without hard links) is fresh; an old one is debris.
@@ -298,8 +298,8 @@ function unlinkQuietly(file: string): void {
 
 let own: Omit<LockHolder, 'token' | 'since'> | undefined;
 
-/** This process as a holder (a new token each time). */
-function ownHolder(): LockHolder {
+/** Who this process is (read once): pid, host, boot, pid namespace, start time, command. */
+function ownIdentity(): Omit<LockHolder, 'token' | 'since'> {
   own ??= {
     pid: process.pid,
     hostname: hostname(),
@@ -308,7 +308,12 @@ function ownHolder(): LockHolder {
     start_ticks: procStat(process.pid)?.startTicks,
     command: [basename(process.argv[1] ?? process.argv0), ...process.argv.slice(2)].join(' ').slice(0, 200),
   };
-  return { ...own, token: randomBytes(12).toString('hex'), since: new Date().toISOString() };
+  return own;
+}
+
+/** This process as a new holder (a new token each time). */
+function ownHolder(): LockHolder {
+  return { ...ownIdentity(), token: randomBytes(12).toString('hex'), since: new Date().toISOString() };
 }
 
 /** From /proc/PID/stat: the state (field 3) and when the process started (field 22, clock ticks since boot). */
