@@ -10,8 +10,10 @@
  *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
  *   ← {id, cmd:'count', table}       → {id, n}
  *   ← {id, cmd:'leastWrite', step}   → {id, skus?}      prepare | run | drop (skus: rows copied): the database's least work (below)
+ *   ← {id, cmd:'minimalSync', step}  → {id, ms, products, cpuMs} or {id, skus}   prepare | run | drop: the yardstick (below), PostgreSQL only
  *   ← {id, cmd:'close'}              → {id}, then exits
  */
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { createRelayApp } from '../src/app.factory.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
@@ -19,6 +21,7 @@ import { PricingContextService } from '../src/catalog/pricing-context.service.js
 import { DEFAULT_RETRY_POLICY, fetchAllPages, type FetchedPage } from '../src/catalog/product-pager.js';
 import { productFingerprint, skuRowsFromProduct } from '../src/catalog/sku-diff.js';
 import { loadConfig } from '../src/config/app-config.js';
+import { copyField, copyIn } from '../src/database/copy-in.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 
 interface RelaySettings {
@@ -151,6 +154,61 @@ async function leastWrite(step: string): Promise<Record<string, unknown>> {
   return {};
 }
 
+/**
+ * A yardstick, not a sync (PostgreSQL only): about the least any durable copy of the catalog can cost
+ * on this machine. The floor's pass (same client, paging and concurrency; pages written 2 at a time,
+ * up to 4 waiting pages in one write, as the sync does), and for each write one `COPY` of its SKUs
+ * into a table of six columns (sku_code primary key, product and SKU ids, cost, stock, the product's
+ * title) on a plain `pg` connection, each COPY its own durably committed transaction. No categories,
+ * fingerprints, pricing, diff, history, run rows, locks, other texts or indexes: it keeps none of the
+ * issue's promises; it shows how far above the floor merely storing the catalog is. `prepare` and
+ * `drop` stay off the clock.
+ */
+let minimalPool: pg.Pool | undefined;
+async function minimalSync(step: string): Promise<Record<string, unknown>> {
+  if (step === 'prepare') {
+    minimalPool = new pg.Pool({ connectionString: settings.databaseUrl, max: 2 });
+    await minimalPool.query(
+      `CREATE TABLE bench_minimal_skus (sku_code text PRIMARY KEY, product_id bigint NOT NULL, upstream_sku_id bigint NOT NULL,
+         cost_price numeric NOT NULL, stock_quantity integer NOT NULL, title jsonb NOT NULL)`,
+    );
+    return {};
+  }
+  const db = minimalPool!;
+  if (step === 'drop') {
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM bench_minimal_skus');
+    await db.query('DROP TABLE bench_minimal_skus');
+    await db.end();
+    minimalPool = undefined;
+    return { skus: rows[0].n };
+  }
+  await db.query('TRUNCATE bench_minimal_skus');
+  const t = performance.now();
+  const cpu = process.cpuUsage();
+  const r = await fetchAllPages({
+    fetchPage: (q) => upstream.listProducts(q),
+    requestedPageSize: config.sync.pageSize,
+    concurrency: config.sync.concurrency,
+    writeConcurrency: 2,
+    writeBatch: 4,
+    retry: DEFAULT_RETRY_POLICY,
+    onPage: async (page) => {
+      let data = '';
+      for (const p of page.items) {
+        const title = copyField(p.title);
+        for (const k of p.skus) data += `${copyField(k.sku_code)}\t${p.id}\t${k.id}\t${copyField(k.price_amount)}\t${k.stock_quantity ?? 0}\t${title}\n`;
+      }
+      const client = await db.connect();
+      try {
+        await copyIn(client, 'COPY bench_minimal_skus FROM STDIN', data);
+      } finally {
+        client.release();
+      }
+    },
+  });
+  return { ms: performance.now() - t, products: r.products, cpuMs: cpuMs(cpu) };
+}
+
 async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string; step?: string }): Promise<Record<string, unknown>> {
   switch (m.cmd) {
     case 'floor':
@@ -161,6 +219,8 @@ async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental
       return timedSync(m.mode ?? 'full');
     case 'leastWrite':
       return leastWrite(m.step ?? 'run');
+    case 'minimalSync':
+      return minimalSync(m.step ?? 'run');
     case 'snapshot':
       await ds.query('DROP TABLE IF EXISTS bench_snapshot');
       await ds.query('CREATE TABLE bench_snapshot AS SELECT sku_code, xmin::text AS x FROM catalog_skus');
