@@ -62,7 +62,10 @@ function cpuMs(from: NodeJS.CpuUsage): number {
 }
 
 /** A full pass of the listing with the sync's client and paging, each page handed to `onPage`; its time and CPU. */
-async function pass(onPage: (page: FetchedPage) => Promise<void>): Promise<{ ms: number; products: number; cpuMs: number }> {
+async function pass(
+  onPage: (page: FetchedPage) => Promise<void>,
+  writes: { writeConcurrency?: number; writeBatch?: number } = {},
+): Promise<{ ms: number; products: number; cpuMs: number }> {
   const t = performance.now();
   const cpu = process.cpuUsage();
   const r = await fetchAllPages({
@@ -71,6 +74,7 @@ async function pass(onPage: (page: FetchedPage) => Promise<void>): Promise<{ ms:
     concurrency: config.sync.concurrency,
     retry: DEFAULT_RETRY_POLICY,
     onPage,
+    ...writes,
   });
   return { ms: performance.now() - t, products: r.products, cpuMs: cpuMs(cpu) };
 }
@@ -183,16 +187,8 @@ async function minimalSync(step: string): Promise<Record<string, unknown>> {
     return { skus: rows[0].n };
   }
   await db.query('TRUNCATE bench_minimal_skus');
-  const t = performance.now();
-  const cpu = process.cpuUsage();
-  const r = await fetchAllPages({
-    fetchPage: (q) => upstream.listProducts(q),
-    requestedPageSize: config.sync.pageSize,
-    concurrency: config.sync.concurrency,
-    writeConcurrency: 2,
-    writeBatch: 4,
-    retry: DEFAULT_RETRY_POLICY,
-    onPage: async (page) => {
+  return pass(
+    async (page) => {
       let data = '';
       for (const p of page.items) {
         const title = copyField(p.title);
@@ -205,8 +201,8 @@ async function minimalSync(step: string): Promise<Record<string, unknown>> {
         client.release();
       }
     },
-  });
-  return { ms: performance.now() - t, products: r.products, cpuMs: cpuMs(cpu) };
+    { writeConcurrency: 2, writeBatch: 4 },
+  );
 }
 
 async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string; step?: string }): Promise<Record<string, unknown>> {
