@@ -18,6 +18,7 @@ import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
 import { setupApiDocs } from './ops/api-docs.js';
+import { HealthService } from './ops/health.service.js';
 import { createPino } from './ops/json-logger.js';
 import { installRequestLogging, REQUEST_ID_HEADER, requestIdFrom } from './ops/request-logging.js';
 import { trackRoutes, type RegisteredRoute } from './ops/route-registry.js';
@@ -87,6 +88,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     });
     const routes = trackRoutes(adapter.getInstance());
     installRequestLogging(adapter.getInstance(), log);
+    const drain = installDrain(adapter.getInstance());
     installBodyParsing(adapter.getInstance());
     const app = await NestFactory.create<NestFastifyApplication>(
       AppModule.register({ config, endpoint, clock: options.clock }),
@@ -109,8 +111,12 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       endpoint,
       routes,
       async close() {
-        // Stop taking requests and let in-flight work finish (Nest shutdown hooks), then the pool
-        // (closed by TypeORM with the app), then the embedded server, then the sandbox.
+        // Stop taking requests at once (503, and not ready) and let the work in flight finish: the
+        // requests being answered, then each module's own (Nest's destroy hooks), then the HTTP
+        // server, the upstream client's sockets and the pool (closed by TypeORM with the app), then
+        // the embedded server, then the sandbox.
+        drain.begin();
+        app.get(HealthService).beginShutdown();
         await app.close();
         if (ownEndpoint) await endpoint.close();
         await sandbox?.stop();
@@ -121,6 +127,29 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     await sandbox?.stop().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Requests that arrive once the shutdown began (RelayApp.close) are refused with 503
+ * `service_unavailable` and `Connection: close` (a load balancer or the shop tries another replica,
+ * the upstream sends its callback again later), except the health routes, which say so themselves
+ * (`/health/ready` 503, `shutting_down: true`). Nest's HTTP server closes only after every module's
+ * destroy hook: without this, new orders were still taken while the instance drained.
+ */
+function installDrain(fastify: FastifyInstance): { begin(): void } {
+  let draining = false;
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (!draining || request.url === '/health' || request.url.startsWith('/health/') || request.url.startsWith('/health?')) return done();
+    reply
+      .code(503)
+      .header('connection', 'close')
+      .send({ ok: false, error_code: 'service_unavailable', error_message: 'the service is shutting down: try another replica or again shortly' });
+  });
+  return {
+    begin() {
+      draining = true;
+    },
+  };
 }
 
 /** The content type a callback's or an unknown route's body is read under, whatever it was sent with. */

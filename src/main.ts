@@ -46,8 +46,9 @@ async function main(): Promise<void> {
     },
     `upstream-relay listening on ${relay.url}`,
   );
-  if (config.sandbox) {
-    // A development token only: outside production it is generated and kept under ./data.
+  if (config.sandbox && config.generated.includes('INTERNAL_API_TOKEN')) {
+    // A development token only: outside production it is generated and kept under ./data. A token
+    // the operator set is never written to the log.
     pino.info({ dev_token: config.internalApiToken }, `sandbox mode: development token for /internal/* is ${config.internalApiToken}`);
   }
 

@@ -147,12 +147,17 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     private readonly monitor: UpstreamMonitor,
   ) {}
 
-  onModuleDestroy(): void {
+  /** From now on the instance reports itself not ready (RelayApp.close calls it first thing). */
+  beginShutdown(): void {
     this.shuttingDown = true;
   }
 
+  onModuleDestroy(): void {
+    this.beginShutdown();
+  }
+
   beforeApplicationShutdown(): void {
-    this.shuttingDown = true;
+    this.beginShutdown();
   }
 
   /** The database's verdict within `deadline` (see the note at the top). */

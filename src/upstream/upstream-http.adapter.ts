@@ -468,8 +468,13 @@ export class UpstreamHttpClient extends UpstreamClient {
     this.httpsAgent.destroy();
   }
 
-  /** Nest lifecycle hook (called on any provider instance that has it). */
-  onModuleDestroy(): void {
+  /**
+   * Nest lifecycle hook, the last of a shutdown: after every module's destroy hook (which wait for
+   * their own work in flight) and after the HTTP server answered its requests in flight, so that an
+   * order create or cancel already sent keeps its socket and runs to its answer. Destroying the
+   * agents earlier (onModuleDestroy) cut such a create off, and a paid order became `submit_unknown`.
+   */
+  onApplicationShutdown(): void {
     this.close();
   }
 

@@ -1,0 +1,103 @@
+/**
+ * What `RelayApp.close()` (the SIGTERM path of main.ts) does while work is in flight. Both cases failed
+ * before the drain (app.factory.ts, installDrain) and the upstream client's sockets closing last
+ * (UpstreamHttpClient.onApplicationShutdown): the create was cut off (202, `submit_unknown`, though
+ * the upstream charged and delivered it), and during the drain /health/ready said ready and a new
+ * order was placed.
+ * README "Shutdown": "the service stops taking requests, finishes the work in flight (… an order create
+ * or cancel already sent runs to its answer) …"; README "Health": "/health/ready: … the instance is not
+ * shutting down, else 503".
+ */
+import axios from 'axios';
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
+import { seedCatalog, waitFor } from './support/child-app.js';
+import { FakeShop } from './support/fake-shop.js';
+import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
+
+describe('shutdown with work in flight', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  const shop = new FakeShop();
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'SD-1', price: '1.00' }] });
+    await shop.start();
+  });
+  afterEach(() => {
+    sandbox.faults.reset();
+    sandbox.events.removeAllListeners('request');
+  });
+  afterAll(async () => {
+    await shop.stop();
+    await sandbox.stop();
+    await db.close();
+  });
+
+  it('an order create already sent when the shutdown starts runs to its answer', async () => {
+    const app: TestApp = await startTestApp(db, sandbox, { UPSTREAM_TIMEOUT_MS: '20000' });
+    let closed = false;
+    try {
+      await seedCatalog(app.http);
+      let creates = 0;
+      sandbox.events.on('request', (e: SandboxRequestEvent) => {
+        if (e.operation === 'createOrder' && e.phase === 'received') creates++;
+      });
+      // the upstream takes 2 s to answer the create
+      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'delay', delayMs: 2000 }] });
+      const placing = app.http.post('/internal/orders', { shop_order_no: 'SD-ORDER', sku_code: 'SD-1', quantity: 1 });
+      await waitFor(() => creates, (n) => n > 0, 'the create reaching the upstream');
+      const closing = app.close();
+      closed = true;
+      const placed = await placing;
+      await closing;
+      const [row] = await db.query<{ status: string; upstream_order_id: string | null }>(
+        `SELECT status, upstream_order_id::text AS upstream_order_id FROM orders WHERE shop_order_no = 'SD-ORDER'`,
+      );
+      const upstream = sandbox.orders().filter((o) => o.downstream_order_no === 'SD-ORDER');
+      // README: the create runs to its answer (201, accepted upstream), recorded with its upstream order
+      expect({ http: placed.status, status: row.status }).toEqual({ http: 201, status: expect.not.stringMatching(/^(submit_unknown|submitting|rejected)$/) });
+      expect(upstream.map((o) => String(o.id))).toEqual([row.upstream_order_id]);
+    } finally {
+      if (!closed) await app.close();
+    }
+  }, 60_000);
+
+  it('while the shutdown drains a webhook delivery, /health/ready is 503 and no new order is taken', async () => {
+    const app: TestApp = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sd-shop-secret' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    shop.respond = async () => {
+      await gate;
+      return 200;
+    };
+    let closing: Promise<void> | null = null;
+    try {
+      await seedCatalog(app.http);
+      await db.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SD-HOLD', '{"event":"sku.price_changed"}'::jsonb)`);
+      // the delivery is at the shop, held
+      await waitFor(async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_events WHERE subject = 'SD-HOLD' AND lease_token IS NOT NULL`))[0].n, (n) => n === 1, 'the delivery in flight');
+      await new Promise((r) => setTimeout(r, 300));
+      closing = app.close();
+      await new Promise((r) => setTimeout(r, 500));
+      const direct = axios.create({ baseURL: app.url, validateStatus: () => true, timeout: 5000, headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+      const ready = await direct.get('/health/ready').catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
+      const order = await direct
+        .post('/internal/orders', { shop_order_no: 'SD-DRAIN', sku_code: 'SD-1', quantity: 1 })
+        .catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
+      release();
+      await closing;
+      closing = null;
+      expect([ready.status, ready.data?.shutting_down]).toEqual([503, true]);
+      expect([order.status, order.data?.error_code]).toEqual([503, 'service_unavailable']);
+      // nothing of that order was recorded or sent
+      expect(await db.query(`SELECT id FROM orders WHERE shop_order_no = 'SD-DRAIN'`)).toEqual([]);
+      expect(sandbox.orders().filter((o) => o.downstream_order_no === 'SD-DRAIN')).toEqual([]);
+    } finally {
+      release();
+      if (closing) await closing;
+    }
+  }, 60_000);
+});
