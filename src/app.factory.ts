@@ -75,6 +75,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     config.upstream.baseUrl = sandbox.baseUrl;
   }
 
+  let created: NestFastifyApplication | null = null;
   try {
     const log = options.pino ?? createPino(options.logger === false ? 'silent' : config.logLevel);
     const adapter = new FastifyAdapter({
@@ -96,6 +97,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       // (the body parsers are ours: installBodyParsing)
       { bodyParser: false, logger: options.logger ?? undefined, bufferLogs: false },
     );
+    created = app;
     app.useGlobalPipes(createValidationPipe());
     setupApiDocs(app);
     await app.listen(config.port, config.host);
@@ -123,6 +125,9 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       },
     };
   } catch (e) {
+    // A start that failed after the modules came up (e.g. the port is taken): their background work
+    // is stopped and its claims given back before the database closes, not left to the process's exit.
+    await created?.close().catch(() => undefined);
     if (ownEndpoint) await endpoint.close().catch(() => undefined);
     await sandbox?.stop().catch(() => undefined);
     throw e;
