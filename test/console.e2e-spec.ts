@@ -116,7 +116,9 @@ describe('operator console (headless Chromium)', () => {
     ensureConsoleBuilt();
     mkdirSync(SHOTS, { recursive: true });
     db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 12 } });
+    // the operator's resolve by upstream order id is proven by the order's downstream_order_no, which
+    // the real upstream's GET /orders/{id} does not show: an upstream that shows it, for that test
+    sandbox = await startSandbox({ catalog: { products: 12 }, orderDetailShowsDownstreamNo: true });
     app = await startTestApp(db, sandbox, {
       ORDER_POLL_BASE_MS: '100',
       ORDER_POLL_MAX_MS: '500',

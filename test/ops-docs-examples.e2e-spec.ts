@@ -210,7 +210,13 @@ describe('API docs: operations, examples and error codes', () => {
 
   beforeAll(async () => {
     db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 3 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } });
+    sandbox = await startSandbox({
+      catalog: { products: 3 },
+      timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null },
+      // the documented resolve_mismatch example is the one of an upstream whose GET /orders/{id} shows
+      // the order's downstream_order_no (the real one does not: test/sandbox-fidelity.e2e-spec.ts)
+      orderDetailShowsDownstreamNo: true,
+    });
     // the SKUs the documented examples name
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00042-1', price: '25.90' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00043-1', price: '9.90', isActive: false }] });

@@ -22,6 +22,10 @@ describe('orders: placing and following', () => {
     sandbox = await startSandbox({
       catalog: { products: 3 },
       timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null },
+      // the operator's resolve by upstream order id (below) is proven by the order's
+      // downstream_order_no, which the real upstream's GET /orders/{id} does not show (against it:
+      // test/sandbox-fidelity.e2e-spec.ts): an upstream that shows it
+      orderDetailShowsDownstreamNo: true,
     });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-AUTO', price: '10.00' }] });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-PRICE', price: '10.00' }] });

@@ -168,7 +168,11 @@ export class OrderFollowService {
     if (!proven) {
       return {
         kind: 'mismatch',
-        reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no ?? '(none)'}, not ${attempt.downstreamOrderNo}`,
+        reason:
+          answer.downstream_order_no === undefined
+            ? `upstream order ${upstreamOrderId} does not show its downstream_order_no, so it cannot be proven to be attempt ${attempt.downstreamOrderNo}'s: ` +
+              'wait for its callback (or, where the upstream deduplicates order numbers, the automatic resend), or settle it with not_placed'
+            : `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
       };
     }
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);

@@ -3,6 +3,9 @@
  * a snapshot of the order at each status change, POSTed to its callback_url, signed with the three
  * headers, retried after each delay of `retryDelaysMs` until the receiver answers HTTP 200 with
  * `{"ok":true}`. The first tries of one order's snapshots go out one after the other, in order.
+ * A first try carries the order as it was at the change; each retry carries the order as it is at
+ * the time of the retry (status, fulfillment, a fresh timestamp), as Dujiao-Next reads the order
+ * again for every try (`current`).
  *
  * Callback faults (read at the moment of the status change):
  * `drop` sends nothing; `duplicate` sends `duplicateTimes` copies; `reorder` holds the snapshots of an
@@ -53,6 +56,8 @@ export interface CallbackConfig {
   retryDelaysMs: number[];
   timeoutMs: number;
   clock: () => number;
+  /** The callback body of the order as it is now (null when it is gone): what a retry carries. */
+  current?: (orderId: number) => SandboxCallbackBody | null;
 }
 
 interface Job {
@@ -215,6 +220,14 @@ export class CallbackDispatcher {
 
   private async attempt(job: Job): Promise<void> {
     if (this.closed || job.generation !== this.generation) return;
+    if (job.attempt > 0) {
+      // a retry: the order as it is now, not as it was at the change
+      const now = this.config.current?.(job.orderId);
+      if (now) {
+        job.json = now;
+        job.body = JSON.stringify(now);
+      }
+    }
     job.attempt++;
     const entry = await this.send(job);
     if (this.closed || job.generation !== this.generation) return;

@@ -1,7 +1,10 @@
 /**
  * The sandbox's catalog: a seeded, deterministic world of two-level categories, products and SKUs,
- * plus the mutators tests use to change it (each change bumps the product's `updated_at` and drops
- * its cached JSON).
+ * plus the mutators tests use to change it (each change, an admin's edit, bumps the product's
+ * `updated_at` and drops its cached JSON). Stock taken or given back by orders (`takeStock`,
+ * `returnStock`) changes what is served but not `updated_at`: Dujiao-Next filters `updated_after` on
+ * the product row alone and counts an auto product's stock when it is read, so sales never appear in
+ * an `updated_after` listing.
  *
  * Listing order: `sortOrder` descending, then id ascending. Generated and added products have
  * sortOrder 0; `insertAtFront()` gives a product a sortOrder above every other, so it sorts first.
@@ -536,21 +539,24 @@ export class SandboxCatalog {
 
   // ------------------------------------------------------------------------------ order side
 
-  /** Takes stock for an order. The caller has checked that there is enough. */
+  /**
+   * Takes stock for an order. The caller has checked that there is enough. The product's `updated_at`
+   * stays (see the header): only what is served changes.
+   */
   takeStock(s: SkuRecord, quantity: number): void {
     if (s.stockQuantity < 0) return;
     s.stockQuantity = Math.max(0, s.stockQuantity - quantity);
     s.stockStatus = stockStatusFor(s.stockQuantity);
-    this.touch(s.productId);
+    this.product(s.productId).json = null;
   }
 
-  /** Gives stock back (cancel). Nothing for unlimited stock. */
+  /** Gives stock back (cancel). Nothing for unlimited stock. `updated_at` stays, as in takeStock. */
   returnStock(skuId: number, quantity: number): void {
     const s = this.skusById.get(skuId);
     if (!s || s.stockQuantity < 0) return;
     s.stockQuantity += quantity;
     s.stockStatus = stockStatusFor(s.stockQuantity);
-    this.touch(s.productId);
+    this.product(s.productId).json = null;
   }
 
   // ----------------------------------------------------------------------------------- private

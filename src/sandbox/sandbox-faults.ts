@@ -12,7 +12,8 @@
  * - `rate_limit`    429 with `Retry-After: retryAfterS` (default 1) without doing the work
  * - `garbage_after` do the work, then answer 200 with an unparsable body (`body` to choose it)
  * - `payment_failed` createOrder only: the order is recorded as `canceled` (nothing charged) and the
- *                   answer is HTTP 200 `{ok:false, error_code:'payment_failed'}`
+ *                   answer is HTTP 200 `{ok:false, error_code:'payment_failed', error_message, order_id,
+ *                   order_no, status:'canceled'}`, as Dujiao-Next names the order it canceled
  * - `coded_error`   answer `status` (default 400) with `errorCode` (default 'bad_request') without work
  * - `delay`         wait `delayMs` (default 1000) before the work, then answer normally
  *

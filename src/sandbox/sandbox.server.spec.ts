@@ -215,9 +215,10 @@ describe('sandbox upstream API', () => {
         order_no: created.order_no,
         amount: '0.30',
         currency: 'CNY',
-        downstream_order_no: 'shop-1',
         items: [{ product_id: f.product.id, sku_id: f.sku.id, quantity: 3, unit_price: '0.10', total_price: '0.30', fulfillment_type: 'auto' }],
       });
+      // upstream-api.md §2.7 and Dujiao-Next's GetOrder: no downstream_order_no (option orderDetailShowsDownstreamNo)
+      expect(detail).not.toHaveProperty('downstream_order_no');
       expect(sandbox.stats.createsReceived).toBe(1);
       expect(sandbox.stats.createsExecuted).toBe(1);
     });

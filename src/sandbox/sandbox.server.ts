@@ -110,6 +110,9 @@ export interface SandboxConfig {
   timestampToleranceS: number;
   pageSizeCap: number;
   dedupeDownstreamOrderNo: boolean;
+  orderDetailShowsDownstreamNo: boolean;
+  paysInCreate: boolean;
+  cancelableStatuses: readonly SandboxOrderStatus[];
   maxQuantity: number;
   catalogProducts: number;
   catalogSeed: number;
@@ -203,7 +206,9 @@ const CHAIN: ReadonlyArray<{ from: SandboxOrderStatus; to: SandboxOrderStatus; k
   { from: 'fulfilling', to: 'delivered', key: 'deliveredMs' },
   { from: 'delivered', to: 'completed', key: 'completedMs' },
 ];
-const CANCELABLE: ReadonlySet<SandboxOrderStatus> = new Set(['pending_payment', 'paid']);
+/** Cancelable states by profile: the spec does not show them; Dujiao-Next's CancelOrder takes only pending_payment. */
+const SPEC_CANCELABLE: readonly SandboxOrderStatus[] = ['pending_payment', 'paid'];
+const DUJIAO_NEXT_CANCELABLE: readonly SandboxOrderStatus[] = ['pending_payment'];
 const DELIVERABLE: ReadonlySet<SandboxOrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
 
 const ROUTES: ReadonlyArray<{ method: string; re: RegExp; operation: SandboxOperation }> = [
@@ -229,6 +234,11 @@ const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d
 
 function errorJson(code: string, message: string): string {
   return JSON.stringify({ ok: false, error_code: code, error_message: message });
+}
+
+function validStatuses(list: readonly SandboxOrderStatus[]): SandboxOrderStatus[] {
+  for (const s of list) if (!SANDBOX_ORDER_STATUSES.includes(s)) throw new RangeError(`unknown order status ${String(s)}`);
+  return [...list];
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -363,6 +373,9 @@ export class SandboxServer {
       timestampToleranceS: options.timestampToleranceS ?? 60,
       pageSizeCap: options.pageSizeCap ?? 50,
       dedupeDownstreamOrderNo: options.dedupeDownstreamOrderNo ?? true,
+      orderDetailShowsDownstreamNo: options.orderDetailShowsDownstreamNo ?? false,
+      paysInCreate: options.paysInCreate ?? profile === 'dujiao-next',
+      cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (profile === 'dujiao-next' ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),
       maxQuantity: options.maxQuantity ?? 10_000,
       catalogProducts: options.catalog?.products ?? 40,
       catalogSeed: options.catalog?.seed ?? 1,
@@ -393,6 +406,10 @@ export class SandboxServer {
         retryDelaysMs: cfg.callbackRetryDelaysMs,
         timeoutMs: cfg.callbackTimeoutMs,
         clock: this.clock,
+        current: (orderId) => {
+          const o = this.ordersById.get(orderId);
+          return o ? this.callbackBody(o) : null;
+        },
       },
       this.faults,
       this.stats,
@@ -896,7 +913,8 @@ export class SandboxServer {
   /**
    * Check-then-insert, as the real upstream: the `downstream_order_no` check, then the configured
    * latency, then the checks of the SKU and the insert. Two concurrent creates with one number can
-   * therefore both create.
+   * therefore both create. With `paysInCreate` (profile `dujiao-next`) the order is paid in the call
+   * and the answer says `paid`; a `payment_failed` order is canceled and named in the refusal.
    */
   private async createOrder(raw: Buffer, rule: FaultRule | undefined): Promise<Answer> {
     let parsed: unknown;
@@ -968,11 +986,24 @@ export class SandboxServer {
     this.stats.createsExecuted++;
     if (paymentFails) {
       this.emitOrder(o, null);
-      return { status: 200, body: errorJson('payment_failed', rule?.errorMessage ?? 'payment failed') };
+      // Dujiao-Next cancels the order whose wallet payment failed and names it in the refusal
+      return {
+        status: 200,
+        body: JSON.stringify({
+          ok: false,
+          error_code: 'payment_failed',
+          error_message: rule?.errorMessage ?? 'payment failed',
+          order_id: o.id,
+          order_no: o.orderNo,
+          status: o.status,
+        }),
+      };
     }
     this.balanceCents -= amount;
     this.catalog.takeStock(sku, input.quantity);
     this.emitOrder(o, null);
+    // Dujiao-Next pays the order from the wallet inside the create call (and calls the payment back)
+    if (this.config.paysInCreate) this.transition(o, 'paid');
     this.scheduleNext(o);
     return this.ok(this.createdShape(o));
   }
@@ -980,7 +1011,7 @@ export class SandboxServer {
   private cancelOrder(id: number): Answer {
     const o = this.ordersById.get(id);
     if (!o) throw new ApiError(404, 'order_not_found', 'no such order');
-    if (!CANCELABLE.has(o.status)) throw new ApiError(409, 'cancel_not_allowed', `an order in ${o.status} cannot be canceled`);
+    if (!this.config.cancelableStatuses.includes(o.status)) throw new ApiError(409, 'cancel_not_allowed', `an order in ${o.status} cannot be canceled`);
     this.clearStep(o);
     if (o.charged) {
       this.balanceCents += o.amountCents - o.refundedCents;
@@ -1080,7 +1111,7 @@ export class SandboxServer {
       ],
     };
     if (o.fulfillment) d.fulfillment = o.fulfillment;
-    if (o.downstreamOrderNo !== null) d.downstream_order_no = o.downstreamOrderNo;
+    if (this.config.orderDetailShowsDownstreamNo && o.downstreamOrderNo !== null) d.downstream_order_no = o.downstreamOrderNo;
     if (o.refundedCents > 0n || o.status === 'refunded' || o.status === 'partially_refunded') d.refunded_amount = formatMoney(o.refundedCents);
     return d;
   }

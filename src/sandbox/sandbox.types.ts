@@ -157,7 +157,10 @@ export interface SandboxOrderDetail {
   currency: string;
   items: SandboxOrderItem[];
   fulfillment?: SandboxFulfillment;
-  /** Present when one was given at creation (the real upstream's detail carries it). */
+  /**
+   * Not in upstream-api.md §2.7 and not returned by Dujiao-Next's GetOrder (only callbacks carry it):
+   * present only with the option `orderDetailShowsDownstreamNo`, when one was given at creation.
+   */
   downstream_order_no?: string;
   /** Present for `refunded` / `partially_refunded`: the total given back. */
   refunded_amount?: string;
@@ -179,7 +182,7 @@ export interface SandboxCallbackBody {
   downstream_order_no?: string;
   status: SandboxOrderStatus;
   fulfillment?: SandboxFulfillment;
-  /** Unix seconds of the status change. */
+  /** Unix seconds when the body was taken: the status change for a first try, the retry itself for a retry. */
   timestamp: number;
 }
 
@@ -189,7 +192,8 @@ export interface SandboxCallbackBody {
  * Delays, measured from the creation of an order, at which an auto order moves
  * pending_payment→paid→fulfilling→delivered→completed. `null` switches a step off: the order stops
  * before it (only `advanceAll()` / operator helpers move it on). Manual orders stop at `fulfilling`
- * until `deliverManual()`.
+ * until `deliverManual()`. Where the create pays the order (`paysInCreate`, profile `dujiao-next`)
+ * it starts at `paid` and `paidMs` plays no part.
  */
 export interface SandboxTimetable {
   paidMs: number | null;
@@ -236,6 +240,24 @@ export interface SandboxOptions {
   pageSizeCap?: number;
   /** Check-then-insert deduplication of `downstream_order_no`. Default true. */
   dedupeDownstreamOrderNo?: boolean;
+  /**
+   * `GET /orders/{id}` also carries the order's `downstream_order_no`, as an upstream beyond the spec
+   * might. Default false in both profiles: neither upstream-api.md §2.7 nor Dujiao-Next shows it
+   * (only callbacks carry it).
+   */
+  orderDetailShowsDownstreamNo?: boolean;
+  /**
+   * The create call pays the order from the wallet and answers `paid` (its timetable then starts at
+   * `paid`). Default by profile: `dujiao-next` → true (Dujiao-Next pays inside CreateOrder), `spec` →
+   * false (the spec: payment runs asynchronously; the create answers `pending_payment`).
+   */
+  paysInCreate?: boolean;
+  /**
+   * The states `POST /orders/{id}/cancel` accepts (any other: 409 cancel_not_allowed). Default by
+   * profile: `dujiao-next` → `pending_payment` only (Dujiao-Next's CancelOrder), `spec` →
+   * `pending_payment` and `paid` (the spec does not show them).
+   */
+  cancelableStatuses?: SandboxOrderStatus[];
   /** Largest accepted quantity (a larger one is 400 bad_request). Default 10000. */
   maxQuantity?: number;
   catalog?: SandboxCatalogOptions;
