@@ -114,10 +114,12 @@ export class OutboxRepository {
           WHERE o.id IN (
                 SELECT e.id FROM outbox_events e
                  WHERE e.status = 'pending' AND e.next_attempt_at <= now()
-                   -- the subject's oldest pending event (one index probe each: outbox_events_pending_subject;
-                   -- the due ones in order by outbox_events_due_id)
+                   -- the subject's oldest pending event of its family (order., sku., alert.: a shop's
+                   -- order number may equal a sku_code, and one must not hold back the other), one
+                   -- index probe each: outbox_events_pending_subject; the due ones in order by outbox_events_due_id
                    AND e.id = (SELECT p.id FROM outbox_events p
                                 WHERE p.status = 'pending' AND p.subject = e.subject
+                                  AND split_part(p.event_type, '.', 1) = split_part(e.event_type, '.', 1)
                                 ORDER BY p.id LIMIT 1)
                  ORDER BY e.next_attempt_at, e.id
                  LIMIT $3

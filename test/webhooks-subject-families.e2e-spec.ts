@@ -1,0 +1,55 @@
+/**
+ * Events are delivered in order per subject, and the families of events keep their own order: a shop
+ * order number may equal a sku_code (both are the shop's and the upstream's strings), and a SKU event
+ * the shop keeps refusing must not hold back that order's status webhooks (nor the other way round).
+ * Before, one subject string was one queue whatever the event.
+ */
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { FakeShop } from './support/fake-shop.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
+
+describe('webhook subjects shared by an order and a SKU', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+  const shop = new FakeShop();
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 1 } });
+    await shop.start();
+    app = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sf-families-secret' });
+  });
+  afterAll(async () => {
+    await app?.relay.close();
+    await shop.stop();
+    await sandbox.stop();
+    await db.close();
+  });
+
+  it('a refused SKU event does not hold back the order events of the same string, and each family stays in order', async () => {
+    shop.respond = (r) => (r.event.startsWith('sku.') ? 500 : 200);
+    await db.query(
+      `INSERT INTO outbox_events (event_type, subject, payload) VALUES
+         ('sku.price_changed', 'SAME-1', '{"event":"sku.price_changed","n":1}'::jsonb),
+         ('order.status_changed', 'SAME-1', '{"event":"order.status_changed","n":2}'::jsonb),
+         ('sku.stock_changed', 'SAME-1', '{"event":"sku.stock_changed","n":3}'::jsonb),
+         ('order.status_changed', 'SAME-1', '{"event":"order.status_changed","n":4}'::jsonb)`,
+    );
+    await waitFor(
+      () => shop.received.filter((r) => r.event === 'order.status_changed' && r.status === 200).length,
+      (n) => n === 2,
+      'both order events delivered',
+    );
+    const seen = shop.received.map((r) => [r.event, (JSON.parse(r.body) as { data: { n: number } }).data.n, r.status]);
+    // the order events in their order; the SKU family held at its first (refused) event
+    expect(seen.filter(([e]) => e === 'order.status_changed')).toEqual([
+      ['order.status_changed', 2, 200],
+      ['order.status_changed', 4, 200],
+    ]);
+    expect(seen.filter(([e]) => String(e).startsWith('sku.')).every(([, n]) => n === 1)).toBe(true);
+    const rows = await db.query<{ event_type: string; status: string }>(`SELECT event_type, status FROM outbox_events WHERE subject = 'SAME-1' ORDER BY id`);
+    expect(rows.map((r) => r.status)).toEqual(['pending', 'delivered', 'pending', 'delivered']);
+  }, 30_000);
+});
