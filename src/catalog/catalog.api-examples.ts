@@ -333,7 +333,15 @@ export const PAGE_ERRORS = [apiError(400, 'bad_request', 'invalid request: page_
 export const SKU_LIST_ERRORS = [
   apiError(400, 'bad_request', 'invalid request: listed, changed_since', {
     fields: { listed: ['listed must be true or false'], changed_since: ['changed_since must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z'] },
-  }),
+  }, 'a parameter malformed or out of range (`fields` names each), e.g. a `changed_since` naming no instant (30 February, a leap second)'),
+  apiError(
+    400,
+    'bad_request',
+    'invalid request: after_sku_code',
+    { fields: { after_sku_code: ['after_sku_code goes with changed_since (the updated_at of the row it names)'] } },
+    '`after_sku_code` without `changed_since`',
+    'after_sku_code_alone',
+  ),
 ];
 export const START_SYNC_ERRORS = [
   apiError(400, 'bad_request', 'invalid request: mode', { fields: { mode: ['mode must be one of the following values: full, incremental'] } }),

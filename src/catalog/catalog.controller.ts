@@ -1,6 +1,7 @@
 /** The catalog calls of the internal API (CONTRACT §5). Every `/internal/*` call needs the bearer token. */
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { AppError } from '../common/app-error.js';
 import { listResponse, pageRequest } from '../common/pagination.js';
 import { ApiErrors, ApiPageQuery, listSchema, okSchema } from '../ops/api-docs.js';
 import {
@@ -26,7 +27,7 @@ import {
 } from './catalog.api-examples.js';
 import { CatalogService } from './catalog.service.js';
 import { CatalogSyncService } from './catalog-sync.service.js';
-import { ListQuery, SkuListQuery, StartSyncBody } from './catalog.dto.js';
+import { ListQuery, parseRfc3339, SkuListQuery, StartSyncBody } from './catalog.dto.js';
 import {
   toCategoryTreeResponse,
   toConflictResponse,
@@ -35,6 +36,10 @@ import {
   toSkuResponse,
   toSyncRunResponse,
 } from './catalog.responses.js';
+
+/** A text the database cannot hold (PostgreSQL's text has no NUL): no row has it as its key. */
+const holdsNul = (key: string) => key.includes('\u0000');
+const noSuchSku = (skuCode: string) => new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
 
 const SkuCodeParam = () => ApiParam({ name: 'sku_code', description: 'the SKU\'s code', example: 'SKU-00042-1' });
 
@@ -62,19 +67,28 @@ export class CatalogController {
   @ApiOperation({
     summary: 'List SKUs',
     description:
-      'A page of the local catalog, by `sku_code` (by `updated_at` with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
-      '`changed_since` returns the SKUs changed after it, delisted ones included.',
+      'A page of the local catalog, by `sku_code` (by `updated_at`, then `sku_code`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
+      '`changed_since` returns the SKUs changed after it, delisted ones included. ' +
+      'To follow the catalog: ask with `changed_since=C&after_sku_code=K&page_size=500` (page 1), take the last item\'s `updated_at` and ' +
+      '`sku_code` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced ' +
+      '(or any past time) and no `after_sku_code`. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with ' +
+      '`page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).',
   })
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of SKUs', schema: listSchema(SKU_SCHEMA), example: SKU_LIST_EXAMPLE })
   @ApiErrors(...SKU_LIST_ERRORS)
   async skus(@Query() q: SkuListQuery) {
     const page = pageRequest(q);
+    const since = q.changed_since === undefined ? null : parseRfc3339(q.changed_since);
     const { items, total, currency } = await this.catalog.listSkus({
       categoryId: q.category_id,
       listed: q.listed,
       available: q.available,
-      changedSince: q.changed_since === undefined ? undefined : new Date(q.changed_since),
+      changedSince: since?.date,
+      // A changed_since with a digit beyond the millisecond equals no stored updated_at (stored to the
+      // millisecond): the rows after (it, any code) are those after its millisecond, which
+      // `updated_at > date` (the millisecond) already says.
+      afterSkuCode: since && !since.subMillisecond ? q.after_sku_code : undefined,
       offset: page.offset,
       limit: page.pageSize,
     });
@@ -91,6 +105,7 @@ export class CatalogController {
   @ApiResponse({ status: 200, description: 'the SKU', schema: okSchema({ sku: SKU_DETAIL_SCHEMA }), example: { ok: true, sku: SKU_DETAIL_EXAMPLE } })
   @ApiErrors(SKU_NOT_FOUND)
   async sku(@Param('sku_code') skuCode: string) {
+    if (holdsNul(skuCode)) throw noSuchSku(skuCode); // the database would refuse it (a 500)
     const { sku, currency } = await this.catalog.findSku(skuCode);
     return { ok: true, sku: toSkuDetailResponse(sku, currency) };
   }
@@ -103,6 +118,7 @@ export class CatalogController {
   @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
   @ApiErrors(SKU_NOT_FOUND, ...PAGE_ERRORS)
   async skuChanges(@Param('sku_code') skuCode: string, @Query() q: ListQuery) {
+    if (holdsNul(skuCode)) throw noSuchSku(skuCode);
     const page = pageRequest(q);
     const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize);
     return listResponse(items.map(toSkuChangeResponse), total, page);
@@ -159,6 +175,7 @@ export class CatalogController {
   @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RUN_SCHEMA }), example: { ok: true, run: RUN_EXAMPLE } })
   @ApiErrors(SYNC_RUN_NOT_FOUND)
   async run(@Param('run_id') runId: string) {
+    if (holdsNul(runId)) throw new AppError('sync_run_not_found', 404, `no sync run ${runId}`);
     return { ok: true, run: toSyncRunResponse(await this.sync.getRun(runId)) };
   }
 }

@@ -9,13 +9,16 @@ import {
   IsInt,
   IsNotEmpty,
   IsOptional,
-  IsRFC3339,
   IsString,
   Matches,
+  Max,
   MaxLength,
   Min,
+  NotContains,
+  registerDecorator,
   ValidateIf,
   ValidateNested,
+  type ValidationArguments,
 } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
 
@@ -23,14 +26,84 @@ const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : 
 /** Markups are decimal strings; a JSON number is taken as its decimal text. */
 const toDecimalText = ({ value }: { value: unknown }) => (typeof value === 'number' && Number.isFinite(value) ? String(value) : value);
 const DECIMAL_RE = /^-?\d+(\.\d+)?$/;
+/**
+ * The largest id taken: ids are JavaScript numbers in the code (and bigint in the database), so an id
+ * beyond Number.MAX_SAFE_INTEGER would not even be read exactly (and one beyond bigint was a 500).
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/** An RFC 3339 date-time as an instant. */
+export interface Rfc3339Instant {
+  /** The instant to the millisecond (digits beyond it dropped, as `new Date` does). */
+  date: Date;
+  /** The text has a non-zero digit beyond the millisecond (so no stored `updated_at` equals it). */
+  subMillisecond: boolean;
+}
+
+const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+const isLeapYear = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+const daysIn = (year: number, month: number) => [31, isLeapYear(year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+
+/**
+ * Parses an RFC 3339 date-time (the grammar class-validator's IsRFC3339 checks: `T`, `t` or a space
+ * between date and time, `Z`, `z` or `±hh:mm`), refusing what names no instant: a day the month does
+ * not have (`2026-02-30`, which `new Date` reads as 2 March), hours, minutes or offsets out of range,
+ * and the leap second `:60` (no clock of ours, nor JavaScript's Date, holds one). Null when refused.
+ */
+export function parseRfc3339(text: unknown): Rfc3339Instant | null {
+  if (typeof text !== 'string') return null;
+  const m = RFC3339_RE.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const fraction = m[7] ?? '';
+  const offset = m[8] === undefined ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10]));
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return null;
+  if (hour > 23 || minute > 59 || second > 59 || Number(m[9] ?? 0) > 23 || Number(m[10] ?? 0) > 59) return null;
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0–99 as 1900–1999
+  d.setUTCHours(hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, '0')));
+  return { date: new Date(d.getTime() - offset * 60_000), subMillisecond: /[1-9]/.test(fraction.slice(3)) };
+}
+
+/** An RFC 3339 date-time that names an instant (see parseRfc3339). */
+function IsRfc3339Instant(): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isRfc3339Instant',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => parseRfc3339(value) !== null,
+        defaultMessage: (args?: ValidationArguments) =>
+          typeof args?.value === 'string' && RFC3339_RE.test(args.value)
+            ? `${args.property} names no instant: a day the month does not have, a time or offset out of range, or a leap second (:60)`
+            : `${args?.property ?? 'value'} must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z`,
+      },
+    });
+}
+
+/** Only together with `other` (given: neither undefined nor null). */
+function OnlyWith(other: string, message: string): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'onlyWith',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      constraints: [other],
+      options: { message },
+      validator: { validate: (_value: unknown, args?: ValidationArguments) => (args?.object as Record<string, unknown>)[other] != null },
+    });
+}
 
 export class SkuListQuery extends PageQuery {
   /** A category (a top-level one includes its children). */
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'an upstream category id (a top-level one includes its children)' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_ID, description: 'an upstream category id (a top-level one includes its children)' })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
   @Min(1)
+  @Max(MAX_ID)
   category_id?: number;
 
   @ApiPropertyOptional({ type: Boolean, description: '`true`: listed SKUs only, `false`: unlisted only; absent: both' })
@@ -49,12 +122,35 @@ export class SkuListQuery extends PageQuery {
   @ApiPropertyOptional({
     type: String,
     format: 'date-time',
-    description: 'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`',
+    description:
+      'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code` ' +
+      '(with `after_sku_code`: those after (`changed_since`, `after_sku_code`) in that order). A day the month does not have and a leap second (`:60`) are refused.',
     example: '2026-11-22T09:00:00Z',
   })
   @IsOptional()
-  @IsRFC3339({ message: 'changed_since must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z' })
+  @IsRfc3339Instant()
   changed_since?: string;
+
+  /**
+   * Keyset following: with `changed_since`, the rows after (changed_since, after_sku_code) in the
+   * list's order (updated_at, sku_code), so that a follower continues from the last row it read.
+   */
+  @ApiPropertyOptional({
+    type: String,
+    minLength: 1,
+    description:
+      'only with `changed_since`: the SKUs after (`changed_since`, `after_sku_code`) in the order (`updated_at`, `sku_code`) (`total` counts them). ' +
+      'To follow the catalog, ask page 1 with `page_size=500`, then again with the last item\'s `updated_at` and `sku_code` as ' +
+      '`changed_since` and `after_sku_code`, until a page comes back shorter than `page_size`: no change is missed, none is listed twice.',
+    example: 'SKU-00042-1',
+  })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  // No length of its own: any stored code must be accepted (the request line's limit bounds it).
+  @NotContains('\u0000', { message: 'after_sku_code must not hold a NUL character' })
+  @OnlyWith('changed_since', 'after_sku_code goes with changed_since (the updated_at of the row it names)')
+  after_sku_code?: string;
 }
 
 export class ListQuery extends PageQuery {}
@@ -71,10 +167,11 @@ export class PricingRuleBody {
   @IsIn(['category', 'sku'])
   scope!: 'category' | 'sku';
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'with `scope: category`: the upstream category id', example: 1 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_ID, description: 'with `scope: category`: the upstream category id', example: 1 })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'category')
   @IsInt()
   @Min(1)
+  @Max(MAX_ID)
   category_id?: number;
 
   @ApiPropertyOptional({ type: String, maxLength: 200, description: 'with `scope: sku`: the sku_code', example: 'SKU-00042-1' })
@@ -82,6 +179,7 @@ export class PricingRuleBody {
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
+  @NotContains('\u0000', { message: 'sku_code must not hold a NUL character' })
   sku_code?: string;
 
   @ApiProperty({ type: String, pattern: DECIMAL_RE.source, description: 'percent added to the cost, a decimal string (a JSON number is taken as its text)', example: '12.5' })

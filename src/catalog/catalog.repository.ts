@@ -196,14 +196,22 @@ const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUM
 const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
 
 /**
- * The fence of catalog writes at this statement: the earliest start of the service's transactions
- * still open (its connections, by their application_name: not a backup's or a vacuum's), or the
- * statement's own time, to the millisecond. A write stamps its rows with its transaction's start, so
- * every write not yet visible to this statement is stamped at or after it (changed_since, a full
- * pass's start read).
+ * The fence of catalog writes (changed_since, a full pass's start read): the earliest start of the
+ * service's transactions still open (its connections, by their application_name: not a backup's or a
+ * vacuum's), or the statement's own time, to the millisecond. A write stamps its rows with its
+ * transaction's start, so a write stamped before the fence had committed (or ended) when this
+ * statement looked at pg_stat_activity.
+ *
+ * It must be read by a statement of its own, BEFORE the statement that reads the rows, and the two
+ * must not share a snapshot (no REPEATABLE READ transaction around them; autocommit statements, as
+ * CatalogRepository.writesFence runs it, each take their own). Read in the rows' statement, the fence
+ * came after that statement's snapshot: a write that committed in between was neither in the snapshot
+ * nor open any more, the fence moved past its stamp, and a follower's cursor skipped its rows for good
+ * (test/catalog-changes-fence.e2e-spec.ts). Read first, every write the fence no longer counts as open has
+ * committed before the later statement's snapshot, which therefore sees it.
  */
-const WRITES_FENCE_SQL = `date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name'))))`;
+const WRITES_FENCE_SQL = `SELECT date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name')))) AS fence`;
 
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
@@ -291,6 +299,11 @@ export interface SkuListFilter {
   listed?: boolean;
   available?: boolean;
   changedSince?: Date;
+  /**
+   * With changedSince: the rows after (changedSince, afterSkuCode) in the order (updated_at,
+   * sku_code) instead of those with updated_at after changedSince (keyset following).
+   */
+  afterSkuCode?: string;
   offset: number;
   limit: number;
 }
@@ -654,21 +667,28 @@ export class CatalogRepository {
    * read, or the read's own time, as for changed_since), so productsWrittenSince(fence) finds them.
    */
   async fingerprintIndex(limit: number): Promise<FingerprintIndex | null> {
-    const rows = await select<{ id: string | null; fp: string }>(
+    // The fence first, in a statement of its own (see WRITES_FENCE_SQL): the fingerprints' statement,
+    // later, sees every write the fence does not count as open.
+    const fence = await this.writesFence();
+    const rows = await select<{ id: string; fp: string }>(
       this.db(),
-      `(SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1)
-       UNION ALL
-       SELECT NULL, (extract(epoch FROM ${WRITES_FENCE_SQL}) * 1000)::bigint::text`,
+      'SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1',
       [limit + 1],
     );
-    if (rows.length > limit + 1) return null;
+    if (rows.length > limit) return null;
     const fingerprints = new Map<number, string>();
-    let fence = new Date(0);
-    for (const r of rows) {
-      if (r.id === null) fence = new Date(Number(r.fp));
-      else fingerprints.set(Number(r.id), r.fp);
-    }
+    for (const r of rows) fingerprints.set(Number(r.id), r.fp);
     return { fingerprints, fence };
+  }
+
+  /**
+   * The fence of catalog writes now (WRITES_FENCE_SQL), to be read before, and apart from, the
+   * statement it fences: an autocommit statement on a pooled connection, never the caller's
+   * transaction.
+   */
+  private async writesFence(): Promise<Date> {
+    const [{ fence }] = await select<{ fence: Date }>(this.dataSource.manager, WRITES_FENCE_SQL);
+    return fence;
   }
 
   /**
@@ -830,10 +850,15 @@ export class CatalogRepository {
       // stamped since the oldest open transaction of the service (its connections, by their
       // application_name: not a backup's or a vacuum's) began show once it ended. Both to the
       // millisecond: an open transaction's rows are stamped at or after the fence's millisecond.
-      where.push(`s.updated_at > ${p(f.changedSince)}`);
-      where.push(
-        `s.updated_at < ${WRITES_FENCE_SQL}`,
-      );
+      // The fence is read first, by a statement of its own; the count and the rows, later statements,
+      // see every write stamped before it (see WRITES_FENCE_SQL).
+      const fence = await this.writesFence();
+      // Keyset: after (changedSince, afterSkuCode) in the list's order, which the index
+      // catalog_skus_updated (updated_at, sku_code) serves. Both stamps are to the millisecond, as
+      // the API shows them, so a row's updated_at given back equals it exactly.
+      if (f.afterSkuCode !== undefined) where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
+      else where.push(`s.updated_at > ${p(f.changedSince)}`);
+      where.push(`s.updated_at < ${p(fence)}::timestamptz`);
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code' : 's.sku_code';

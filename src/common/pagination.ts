@@ -1,18 +1,23 @@
 /**
  * Lists of the internal API: `{ok, items, total, page, page_size}` with `page` ≥ 1 and
- * `page_size` 1–500 (default 100) — CONTRACT §5. Query DTOs extend `PageQuery`.
+ * `page_size` 1–500 (default 100) — CONTRACT §5. Query DTOs extend `PageQuery`. `page` is at most
+ * MAX_PAGE, so that the offset, (page - 1) × page_size, stays an exact integer in JavaScript and
+ * within the database's bigint (a larger page was a 500 from the database).
  */
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
 
 export const MAX_PAGE_SIZE = 500;
 export const DEFAULT_PAGE_SIZE = 100;
+/** The largest page: (MAX_PAGE - 1) × MAX_PAGE_SIZE ≤ Number.MAX_SAFE_INTEGER (< bigint's 2^63 - 1). */
+export const MAX_PAGE = Math.floor(Number.MAX_SAFE_INTEGER / MAX_PAGE_SIZE);
 
 export class PageQuery {
   @IsOptional()
   @Type(() => Number)
   @IsInt()
   @Min(1)
+  @Max(MAX_PAGE)
   page?: number;
 
   @IsOptional()
