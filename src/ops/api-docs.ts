@@ -11,6 +11,7 @@
  */
 import { applyDecorators, type INestApplication } from '@nestjs/common';
 import { ApiQuery, ApiResponse, DocumentBuilder, SwaggerModule, type OpenAPIObject, type SchemaObject } from '@nestjs/swagger';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE } from '../common/pagination.js';
 import { ERROR_CODES } from './error-codes.js';
 
 export const ERROR_SCHEMA_NAME = 'ErrorResponse';
@@ -127,8 +128,8 @@ export function ApiErrors(...errors: ErrorExample[]): MethodDecorator & ClassDec
 /** `page` ≥ 1 and `page_size` 1–500 (default 100) of every list (common/pagination.ts). */
 export function ApiPageQuery(): MethodDecorator & ClassDecorator {
   return applyDecorators(
-    ApiQuery({ name: 'page', required: false, type: 'integer', minimum: 1, default: 1, description: 'page number, from 1' }),
-    ApiQuery({ name: 'page_size', required: false, type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'items per page, 1–500' }),
+    ApiQuery({ name: 'page', required: false, type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1, description: 'page number, from 1' }),
+    ApiQuery({ name: 'page_size', required: false, type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `items per page, 1–${MAX_PAGE_SIZE}` }),
   );
 }
 

@@ -1,7 +1,8 @@
 /** The orders' internal API (CONTRACT §5). Bearer token checked by the global InternalAuthGuard. */
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, type PipeTransform } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { AppError } from '../common/app-error.js';
 import { ApiErrors, ApiPageQuery } from '../ops/api-docs.js';
 import { OrderCancelService } from './order-cancel.service.js';
 import { OrderOperatorService } from './order-operator.service.js';
@@ -34,10 +35,22 @@ import {
   WALLET_EXAMPLE,
   WALLET_SCHEMA,
 } from './orders.api-examples.js';
-import { CreateOrderDto, ListOrdersQuery, ResolveOrderDto } from './orders.dto.js';
+import { CreateOrderDto, ListOrdersQuery, ResolveOrderDto, SHOP_ORDER_NO_RE } from './orders.dto.js';
 import { WalletService } from './wallet.service.js';
 
 const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: 'the shop\'s order number', example: 'SO-20261122-0001' });
+
+/**
+ * A `shop_order_no` in a path: one that no order can have (not `[A-Za-z0-9._:-]{1,64}`, the only
+ * numbers an order is placed with) is 404 `order_not_found` at once. Such a value (a NUL byte, say)
+ * could also not be looked up: the database refuses it, and the answer was a 500.
+ */
+const KnownShopOrderNo: PipeTransform<string, string> = {
+  transform(value: string): string {
+    if (!SHOP_ORDER_NO_RE.test(value)) throw new AppError('order_not_found', 404, `no order ${JSON.stringify(value).slice(1, -1)}`);
+    return value;
+  },
+};
 
 @ApiTags('orders')
 @ApiBearerAuth()
@@ -101,7 +114,7 @@ export class OrdersController {
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'the order', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_DELIVERED } })
   @ApiErrors(ORDER_NOT_FOUND)
-  async get(@Param('shop_order_no') shopOrderNo: string) {
+  async get(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.query.get(shopOrderNo)) };
   }
 
@@ -110,7 +123,7 @@ export class OrdersController {
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'the events', schema: ORDER_EVENTS_SCHEMA, example: ORDER_EVENTS_EXAMPLE })
   @ApiErrors(ORDER_NOT_FOUND)
-  async events(@Param('shop_order_no') shopOrderNo: string) {
+  async events(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, events: await this.query.events(shopOrderNo) };
   }
 
@@ -125,7 +138,7 @@ export class OrdersController {
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'canceled', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_CANCELED } })
   @ApiErrors(...CANCEL_ERRORS)
-  async cancel(@Param('shop_order_no') shopOrderNo: string) {
+  async cancel(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.cancels.cancel(shopOrderNo)) };
   }
 
@@ -140,7 +153,7 @@ export class OrdersController {
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'the refund is recorded', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_REFUNDED } })
   @ApiErrors(...REFUND_ERRORS)
-  async refund(@Param('shop_order_no') shopOrderNo: string) {
+  async refund(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.cancels.refund(shopOrderNo)) };
   }
 
@@ -153,7 +166,7 @@ export class OrdersController {
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'the order after the read', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_DELIVERED } })
   @ApiErrors(...REFRESH_ERRORS)
-  async refresh(@Param('shop_order_no') shopOrderNo: string) {
+  async refresh(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.operator.refresh(shopOrderNo)) };
   }
 
@@ -180,7 +193,7 @@ export class OrdersController {
     },
   })
   @ApiErrors(...RESOLVE_ERRORS)
-  async resolve(@Param('shop_order_no') shopOrderNo: string, @Body() dto: ResolveOrderDto) {
+  async resolve(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string, @Body() dto: ResolveOrderDto) {
     const input = dto.not_placed === true ? { not_placed: true as const, reason: dto.reason ?? '' } : { upstream_order_id: dto.upstream_order_id as number };
     return { ok: true, order: this.presenter.present(await this.operator.resolve(shopOrderNo, input)) };
   }

@@ -1,7 +1,7 @@
 /** Request bodies and queries of the orders' internal API (CONTRACT §5), validated by class-validator. */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf } from 'class-validator';
+import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
 import { ORDER_STATUSES } from './order-state.js';
 
@@ -76,6 +76,8 @@ export class ResolveOrderDto {
   @ValidateIf((o: ResolveOrderDto) => o.not_placed === undefined)
   @IsInt()
   @Min(1)
+  // an upstream id the service can hold exactly (a larger one was a 500 from the database)
+  @Max(Number.MAX_SAFE_INTEGER)
   upstream_order_id?: number;
 
   @ApiPropertyOptional({ type: Boolean, enum: [true], description: '`true`: the upstream never got this attempt (without `upstream_order_id`)' })
