@@ -1,7 +1,8 @@
 /**
  * Where the database is: a PostgreSQL server (`DATABASE_URL=postgres://…`) or the embedded PGlite
- * (`pglite://PATH`, `pglite://memory`, the default under ./data), served in-process over the wire
- * protocol. Opening it runs pending migrations when `DB_MIGRATE_ON_START` is on.
+ * (`pglite://PATH`, `pglite://memory`, the default under ./data), served over the wire protocol from
+ * a worker thread of the service's process (see embedded-postgres.ts). Opening it runs pending
+ * migrations when `DB_MIGRATE_ON_START` is on.
  */
 import { Logger } from '@nestjs/common';
 import type { DatabaseTarget } from '../config/app-config.js';

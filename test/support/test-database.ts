@@ -44,7 +44,7 @@ async function buildTemplate(serverUrl: string | undefined): Promise<void> {
   const embedded = await EmbeddedPostgres.start({ path: 'memory' });
   try {
     await migrateUp(embedded.url);
-    const dump = await embedded.db.dumpDataDir('none');
+    const dump = await embedded.dumpDataDir();
     writeFileSync(PGLITE_SNAPSHOT, Buffer.from(await dump.arrayBuffer()));
   } finally {
     await embedded.stop();
@@ -116,7 +116,7 @@ export async function openTestDatabase(): Promise<TestDatabase> {
     embedded,
     async terminateConnections() {
       if (embedded) {
-        embedded.dropConnections();
+        await embedded.dropConnections();
         return 1;
       }
       const rows = await pool.query<{ n: number }>(
