@@ -11,6 +11,9 @@ RUN npm run build
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# glibc's malloc: 2 arenas instead of 8 a core. The embedded database's worker thread otherwise keeps
+# its own arenas of freed memory (~30-40 MB more at a sync's peak on PGlite; README, Measured figures).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -44,7 +44,7 @@ import pg from 'pg';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
-import { cpuSnapshot, medianBy, printBenchSummary, type BenchRow } from './run-all.js';
+import { cpuSnapshot, medianBy, printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -285,6 +285,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       process.env.BENCH_RELAY_ENTRY ?? 'dist/main.js',
       [],
       {
+        ...SERVICE_PROCESS_ENV,
         NODE_ENV: 'test',
         PORT: String(port),
         HOST: '127.0.0.1',

@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { printBenchSummary, type BenchRow } from './run-all.js';
+import { printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -121,7 +121,7 @@ const MAIN = ['--no-warnings', join(ROOT, 'dist/main.js')];
 
 async function startRelay(cwd: string, extraEnv: Record<string, string> = {}): Promise<Started> {
   const port = await freePortPair();
-  return timeToHealthy(MAIN, port, cwd, { PORT: String(port), HOST: '127.0.0.1', ...extraEnv });
+  return timeToHealthy(MAIN, port, cwd, { ...SERVICE_PROCESS_ENV, PORT: String(port), HOST: '127.0.0.1', ...extraEnv });
 }
 
 async function floorOnce(): Promise<number> {

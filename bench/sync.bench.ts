@@ -35,7 +35,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { cpuSnapshot, medianBy, printBenchSummary, type BenchRow } from './run-all.js';
+import { cpuSnapshot, medianBy, printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 20_000);
 const PAGE_CAP = Number(process.env.BENCH_PAGE_CAP ?? 50);
@@ -209,6 +209,7 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
   const target = await openTarget(name);
   const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-data-'));
   const { child: relay, hello } = await Child.start(relayScript, (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean), {
+    ...SERVICE_PROCESS_ENV,
     BENCH_RELAY: JSON.stringify({ databaseUrl: target.url, upstreamBaseUrl: sandboxUrl, concurrency: CONCURRENCY, dataDir }),
   });
   const log = (line: string) => process.stdout.write(`  [${name}] ${line}\n`);
