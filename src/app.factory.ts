@@ -134,17 +134,23 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
   }
 }
 
+/** The routes a drain still serves: health (it says so itself) and the callbacks' inbox. */
+const DRAIN_PASSES = ['/health', CALLBACK_ROUTE];
+
 /**
  * Requests that arrive once the shutdown began (RelayApp.close) are refused with 503
- * `service_unavailable` and `Connection: close` (a load balancer or the shop tries another replica,
- * the upstream sends its callback again later), except the health routes, which say so themselves
- * (`/health/ready` 503, `shutting_down: true`). Nest's HTTP server closes only after every module's
+ * `service_unavailable` and `Connection: close` (a load balancer or the shop tries another replica),
+ * except the health routes, which say so themselves (`/health/ready` 503, `shutting_down: true`), and
+ * the upstream's callbacks, which are still verified and stored in the inbox while the database is
+ * open (and applied after the restart: the processor has stopped). Nest's HTTP server closes only after every module's
  * destroy hook: without this, new orders were still taken while the instance drained.
  */
 function installDrain(fastify: FastifyInstance): { begin(): void } {
+  // (a callback is only verified and stored during the drain, 200 once stored: CONTRACT §6 allows a 5xx
+  // only when it could not be stored, and an upstream that retries 5 times may be on its last try)
   let draining = false;
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (!draining || request.url === '/health' || request.url.startsWith('/health/') || request.url.startsWith('/health?')) return done();
+    if (!draining || DRAIN_PASSES.some((path) => request.url === path || request.url.startsWith(`${path}/`) || request.url.startsWith(`${path}?`))) return done();
     reply
       .code(503)
       .header('connection', 'close')

@@ -72,8 +72,12 @@ export class EmbeddedPostgres {
   private readonly logger = new Logger('database');
   private stopping = false;
   private stopped: Promise<void> | null = null;
-  /** The answer the service waits for (one request at a time). */
+  /** Set once the worker has ended (stopped, or on its own): nothing it is asked is answered. */
+  private exited = false;
+  /** The answer the service waits for (one request at a time: see `ask`). */
   private waiting: { resolve(m: FromWorker): void; reject(e: Error): void } | null = null;
+  /** The requests in order: each is sent once the one before it was answered. */
+  private requests: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly worker: Worker,
@@ -94,6 +98,7 @@ export class EmbeddedPostgres {
       this.waiting = null;
     });
     worker.on('exit', (code) => {
+      this.exited = true;
       if (!this.stopping) this.logger.error(`the embedded database's worker ended (exit code ${code}): every query fails from now on`);
       this.waiting?.reject(new Error(`the embedded database's worker ended (exit code ${code})`));
       this.waiting = null;
@@ -159,15 +164,23 @@ export class EmbeddedPostgres {
     }
   }
 
+  /**
+   * Sends `message` once every earlier request was answered, and resolves with its answer. A worker
+   * that has ended answers nothing (a message to it is dropped): the request is refused at once.
+   */
   private ask(message: ToWorker, answer: FromWorker['type']): Promise<FromWorker> {
-    if (this.waiting) return Promise.reject(new Error('the embedded database is busy with another request'));
-    return new Promise<FromWorker>((resolve, reject) => {
-      this.waiting = {
-        resolve: (m) => (m.type === answer ? resolve(m) : reject(new Error(`unexpected ${m.type} from the embedded database's worker`))),
-        reject,
-      };
-      this.worker.postMessage(message);
-    });
+    const send = () =>
+      new Promise<FromWorker>((resolve, reject) => {
+        if (this.exited) return reject(new Error(`the embedded database's worker has ended: cannot ${message.type}`));
+        this.waiting = {
+          resolve: (m) => (m.type === answer ? resolve(m) : reject(new Error(`unexpected ${m.type} from the embedded database's worker`))),
+          reject,
+        };
+        this.worker.postMessage(message);
+      });
+    const result = this.requests.then(send, send);
+    this.requests = result.catch(() => undefined);
+    return result;
   }
 
   /** The data directory as a dump (for `loadDataDir`), e.g. a migrated snapshot for tests. */
@@ -184,15 +197,22 @@ export class EmbeddedPostgres {
     await this.ask({ type: 'drop' }, 'dropped');
   }
 
-  /** Stops the server, then the database, then the worker; a second call waits for the first. */
+  /**
+   * Stops the server, then the database, then the worker (after any request still being answered); a
+   * second call waits for the first, and one after a failed stop tries again. A worker that has
+   * already ended holds nothing: the directory's lock is released at once.
+   */
   stop(): Promise<void> {
     this.stopped ??= (async () => {
       this.stopping = true;
-      await this.ask({ type: 'stop' }, 'stopped');
+      if (!this.exited) await this.ask({ type: 'stop' }, 'stopped');
       await this.worker.terminate();
       // Released once closed only: a close that failed keeps the directory locked until the process exits.
       this.lock?.release();
-    })();
+    })().catch((e: unknown) => {
+      this.stopped = null;
+      throw e;
+    });
     return this.stopped;
   }
 }
