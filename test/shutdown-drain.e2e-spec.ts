@@ -3,7 +3,8 @@
  * before the drain (app.factory.ts, installDrain) and the upstream client's sockets closing last
  * (UpstreamHttpClient.onApplicationShutdown): the create was cut off (202, `submit_unknown`, though
  * the upstream charged and delivered it), and during the drain /health/ready said ready and a new
- * order was placed.
+ * order was placed. A callback arriving during the drain is still verified and stored (it was refused
+ * 503 by the first drain: found by review).
  * README "Shutdown": "the service stops taking requests, finishes the work in flight (… an order create
  * or cancel already sent runs to its answer) …"; README "Health": "/health/ready: … the instance is not
  * shutting down, else 503".
@@ -11,7 +12,7 @@
 import axios from 'axios';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { seedCatalog, waitFor } from './support/child-app.js';
+import { callbackHeaders, seedCatalog, waitFor } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -65,7 +66,7 @@ describe('shutdown with work in flight', () => {
     }
   }, 60_000);
 
-  it('while the shutdown drains a webhook delivery, /health/ready is 503 and no new order is taken', async () => {
+  it('while the shutdown drains a webhook delivery, /health/ready is 503, no new order is taken, and a callback is still stored', async () => {
     const app: TestApp = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sd-shop-secret' });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -87,9 +88,17 @@ describe('shutdown with work in flight', () => {
       const order = await direct
         .post('/internal/orders', { shop_order_no: 'SD-DRAIN', sku_code: 'SD-1', quantity: 1 })
         .catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
+      // CONTRACT §6: a verified callback is answered 200 once stored (a 5xx only when it could not be);
+      // the database is still open, so it is stored, to be applied after the restart
+      const body = JSON.stringify({ event: 'order.status_changed', order_id: 987654, order_no: 'UP-SD', status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+      const callback = await axios
+        .post(`${app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body), validateStatus: () => true, transformRequest: [(d: unknown) => d], timeout: 5000 })
+        .catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
       release();
       await closing;
       closing = null;
+      expect([callback.status, callback.data]).toEqual([200, { ok: true }]);
+      expect(await db.query(`SELECT upstream_order_id::text AS id FROM callback_inbox WHERE upstream_order_id = 987654`)).toHaveLength(1);
       expect([ready.status, ready.data?.shutting_down]).toEqual([503, true]);
       expect([order.status, order.data?.error_code]).toEqual([503, 'service_unavailable']);
       // nothing of that order was recorded or sent

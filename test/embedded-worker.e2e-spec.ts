@@ -1,0 +1,75 @@
+/**
+ * The embedded database's worker thread (EmbeddedPostgres): its lifecycle around requests and an
+ * unexpected end. Found by review, each failed before its mend:
+ * - the worker answers one request at a time; a request sent while another is being answered waits
+ *   for it. stop() during a dump (or dropConnections) used to be refused as "busy", and since stop()
+ *   kept its first promise, every later stop() too: the worker was never terminated and the data
+ *   directory's lock never released;
+ * - once the worker has ended unexpectedly (a crash, an out-of-memory termination), stop() still
+ *   settles and gives the data directory back. It used to post `stop` to the dead worker (dropped)
+ *   and wait for an answer that never came: RelayApp.close() hung and the lock stayed held.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
+
+describe('the embedded database worker', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'relay-embedded-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stop() during a dump still stops the database', async () => {
+    const path = join(dir, 'pglite');
+    const db = await EmbeddedPostgres.start({ path });
+    const inner = db as unknown as { worker: Worker; lock: { release(): void } | null };
+    const dump = db.dumpDataDir().then(
+      () => 'dumped',
+      (e: Error) => `dump rejected: ${e.message}`,
+    );
+    const first = await db.stop().then(
+      () => 'stopped',
+      (e: Error) => `rejected: ${e.message}`,
+    );
+    const second = await db.stop().then(
+      () => 'stopped',
+      (e: Error) => `rejected: ${e.message}`,
+    );
+
+    try {
+      expect({ dump: await dump, first, second }).toEqual({ dump: 'dumped', first: 'stopped', second: 'stopped' });
+    } finally {
+      inner.lock?.release();
+      await inner.worker.terminate();
+    }
+  }, 60_000);
+
+  it('after the worker ended on its own, stop() settles and releases the data directory', async () => {
+    const path = join(dir, 'pglite');
+    const db = await EmbeddedPostgres.start({ path });
+    const inner = db as unknown as { worker: Worker; lock: { release(): void } | null };
+    // the worker ends on its own (as after a crash)
+    const exited = new Promise((r) => inner.worker.once('exit', r));
+    await inner.worker.terminate();
+    await exited;
+    let again: EmbeddedPostgres | null = null;
+    try {
+      const outcome = await Promise.race([
+        db.stop().then(
+          () => 'stopped',
+          (e: Error) => `rejected: ${e.message}`,
+        ),
+        new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000)),
+      ]);
+      expect(outcome).not.toBe('still waiting after 5 s');
+      // the directory can be opened again in this process
+      again = await EmbeddedPostgres.start({ path });
+    } finally {
+      inner.lock?.release();
+      await again?.stop();
+    }
+  }, 60_000);
+});
