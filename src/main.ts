@@ -52,6 +52,13 @@ async function main(): Promise<void> {
     pino.info({ dev_token: config.internalApiToken }, `sandbox mode: development token for /internal/* is ${config.internalApiToken}`);
   }
 
+  // The embedded database's worker ended on its own: nothing can be stored or read any more, and
+  // /health/live would still answer. Exit, so that the supervisor (Docker, systemd) starts it again.
+  relay.endpoint.onEmbeddedEnded((code) => {
+    pino.fatal({ exit_code: code }, 'the embedded database ended unexpectedly: exiting so that the service is restarted');
+    process.exit(1);
+  });
+
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

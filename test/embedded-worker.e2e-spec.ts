@@ -51,6 +51,8 @@ describe('the embedded database worker', () => {
     const path = join(dir, 'pglite');
     const db = await EmbeddedPostgres.start({ path });
     const inner = db as unknown as { worker: Worker; lock: { release(): void } | null };
+    const ended: number[] = [];
+    db.onEnded((code) => ended.push(code));
     // the worker ends on its own (as after a crash)
     const exited = new Promise((r) => inner.worker.once('exit', r));
     await inner.worker.terminate();
@@ -65,6 +67,8 @@ describe('the embedded database worker', () => {
         new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000)),
       ]);
       expect(outcome).not.toBe('still waiting after 5 s');
+      // the service is told (main.ts exits on it, so that it is restarted)
+      expect(ended).toHaveLength(1);
       // the directory can be opened again in this process
       again = await EmbeddedPostgres.start({ path });
     } finally {

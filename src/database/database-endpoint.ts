@@ -45,6 +45,11 @@ export class DatabaseEndpoint {
     return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}`;
   }
 
+  /** `listener` is called if the embedded database ends without being closed (a PostgreSQL server: never). */
+  onEmbeddedEnded(listener: (code: number) => void): void {
+    this.embedded?.onEnded(listener);
+  }
+
   async close(): Promise<void> {
     await this.embedded?.stop();
   }

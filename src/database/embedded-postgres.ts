@@ -16,7 +16,8 @@
  * 46 and 69 ms, 1,000 callbacks 1,712 and 2,142 accepted/s against 1,292 and 1,578. A sync gains
  * nothing (its writes wait for the one database either way) and the process's peak is ~25 MB higher
  * (the worker's own heap: WORKER_YOUNG_GENERATION_MB). If the worker ends unexpectedly, the error is
- * logged and every query fails from then on (health reports the database down).
+ * logged and every query fails from then on; the service (main.ts, `onEnded`) then exits so that its
+ * supervisor starts it again.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
@@ -78,6 +79,7 @@ export class EmbeddedPostgres {
   private waiting: { resolve(m: FromWorker): void; reject(e: Error): void } | null = null;
   /** The requests in order: each is sent once the one before it was answered. */
   private requests: Promise<unknown> = Promise.resolve();
+  private readonly endedListeners: Array<(code: number) => void> = [];
 
   private constructor(
     private readonly worker: Worker,
@@ -99,7 +101,10 @@ export class EmbeddedPostgres {
     });
     worker.on('exit', (code) => {
       this.exited = true;
-      if (!this.stopping) this.logger.error(`the embedded database's worker ended (exit code ${code}): every query fails from now on`);
+      if (!this.stopping) {
+        this.logger.error(`the embedded database's worker ended (exit code ${code}): every query fails from now on`);
+        for (const listener of this.endedListeners) listener(code);
+      }
       this.waiting?.reject(new Error(`the embedded database's worker ended (exit code ${code})`));
       this.waiting = null;
     });
@@ -162,6 +167,11 @@ export class EmbeddedPostgres {
       lock?.release();
       throw e;
     }
+  }
+
+  /** `listener` is called if the worker ends without being stopped (the database is gone for good). */
+  onEnded(listener: (code: number) => void): void {
+    this.endedListeners.push(listener);
   }
 
   /**
