@@ -53,6 +53,27 @@ export function parseArgs(argv: string[]): Args {
 
 class UsageError extends Error {}
 
+/**
+ * Each command's options and how many positional arguments it takes: a misspelt option (`migrate
+ * --dwon 1`) or a stray argument is a usage error (exit 2), never a different action.
+ */
+const COMMAND_ARGS: Record<string, { options: string[]; positional: number }> = {
+  sync: { options: ['mode', 'url'], positional: 0 },
+  wallet: { options: ['url'], positional: 0 },
+  order: { options: ['url'], positional: 1 },
+  migrate: { options: ['down'], positional: 0 },
+  sandbox: { options: ['port', 'products', 'profile', 'host'], positional: 0 },
+};
+
+function checkArgs(args: Args): void {
+  const allowed = COMMAND_ARGS[args.command ?? ''];
+  if (!allowed) return;
+  for (const k of Object.keys(args.flags)) {
+    if (k !== 'help' && !allowed.options.includes(k)) throw new UsageError(`unknown option --${k} for relay ${args.command}`);
+  }
+  if (args.positional.length > allowed.positional) throw new UsageError(`unexpected argument ${args.positional[allowed.positional]} for relay ${args.command}`);
+}
+
 function intFlag(flags: Record<string, string>, name: string, def: number): number {
   const v = flags[name];
   if (v === undefined) return def;
@@ -147,6 +168,7 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
       return args.command || args.flags.help ? EXIT.ok : EXIT.usage;
     }
     if (args.command === 'sandbox') {
+      checkArgs(args);
       const { runSandbox } = await import('../sandbox/sandbox.main.js');
       const profile = args.flags.profile ?? 'spec';
       if (profile !== 'spec' && profile !== 'dujiao-next') throw new UsageError('--profile must be spec or dujiao-next');
@@ -162,16 +184,19 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     }
 
     if (!['sync', 'wallet', 'order', 'migrate'].includes(args.command)) throw new UsageError(`unknown command: ${args.command}`);
+    checkArgs(args);
     if (args.command === 'order' && !args.positional[0]) throw new UsageError('relay order needs a shop_order_no');
     const mode = args.flags.mode;
     if (mode !== undefined && mode !== 'full' && mode !== 'incremental') throw new UsageError('--mode must be full or incremental');
 
     const config = loadProcessConfig(options.env);
     if (args.command === 'migrate') {
+      // (checked before the database is opened)
+      const down = args.flags.down === undefined ? null : args.flags.down === 'true' ? 1 : intFlag(args.flags, 'down', 1);
       const endpoint = await DatabaseEndpoint.open(config.database, false);
       try {
-        if (args.flags.down !== undefined) {
-          const reverted = await migrateDown(endpoint.url, intFlag(args.flags, 'down', 1));
+        if (down !== null) {
+          const reverted = await migrateDown(endpoint.url, down);
           out(reverted.length ? `reverted: ${reverted.join(', ')}` : 'nothing to revert');
         } else {
           const report = await migrateUp(endpoint.url);

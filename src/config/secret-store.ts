@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { SecretStore } from './app-config.js';
+import { ConfigError, type SecretStore } from './app-config.js';
 
 export const SECRET_FILE_MODE = 0o600;
 export const SECRET_DIR_MODE = 0o700;
@@ -37,12 +37,29 @@ export class FileSecretStore implements SecretStore {
     if (this.values === undefined) {
       if (existsSync(this.file)) {
         this.narrow();
-        this.values = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, string>;
+        this.values = this.parse(readFileSync(this.file, 'utf8'));
       } else {
         this.values = {};
       }
     }
     return this.values;
+  }
+
+  /**
+   * The stored secrets: a JSON object of strings. A damaged file is a configuration error naming the
+   * file, never a JSON error (whose message quotes the text around the fault: part of a secret).
+   */
+  private parse(text: string): Record<string, string> {
+    let values: unknown;
+    try {
+      values = JSON.parse(text);
+    } catch {
+      values = undefined;
+    }
+    if (typeof values !== 'object' || values === null || Array.isArray(values) || Object.values(values).some((v) => typeof v !== 'string')) {
+      throw new ConfigError([`DATA_DIR: ${this.file} is not a JSON object of secrets; fix it, or delete it to have new development secrets generated`]);
+    }
+    return values as Record<string, string>;
   }
 
   /** An existing file readable by others (an older version wrote it 0644, a copy, an editor) becomes 0600. */
