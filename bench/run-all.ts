@@ -168,7 +168,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
 }
 
 /**
- * The environment the service runs with in production (`npm start`, the Docker image): glibc's malloc
- * limited to 2 arenas. Benchmarks start the service (or the relay under measurement) with it.
+ * The environment the service runs with in production (the Docker image; README's production start on
+ * Linux): glibc's malloc limited to 2 arenas. Benchmarks start the service (or the relay under
+ * measurement) with it.
  */
 export const SERVICE_PROCESS_ENV: Record<string, string> = { MALLOC_ARENA_MAX: '2' };
