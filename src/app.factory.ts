@@ -150,7 +150,9 @@ function installDrain(fastify: FastifyInstance): { begin(): void } {
   // only when it could not be stored, and an upstream that retries 5 times may be on its last try)
   let draining = false;
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (!draining || DRAIN_PASSES.some((path) => request.url === path || request.url.startsWith(`${path}/`) || request.url.startsWith(`${path}?`))) return done();
+    // (by the route the request matched, as the body parsing tells a callback: no path text to parse)
+    const route = request.routeOptions.url;
+    if (!draining || (route !== undefined && DRAIN_PASSES.some((path) => route === path || route.startsWith(`${path}/`)))) return done();
     reply
       .code(503)
       .header('connection', 'close')

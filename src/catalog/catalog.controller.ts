@@ -3,6 +3,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { AppError } from '../common/app-error.js';
 import { listResponse, pageRequest } from '../common/pagination.js';
+import { pathKey, storableText } from '../common/validation.js';
 import { ApiErrors, ApiPageQuery, listSchema, okSchema } from '../ops/api-docs.js';
 import {
   CATEGORIES_EXAMPLE,
@@ -37,9 +38,8 @@ import {
   toSyncRunResponse,
 } from './catalog.responses.js';
 
-/** A text the database cannot hold (PostgreSQL's text has no NUL): no row has it as its key. */
-const holdsNul = (key: string) => key.includes('\u0000');
-const noSuchSku = (skuCode: string) => new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
+/** A path sku_code no SKU can have is 404 `sku_not_found` at once (see pathKey). */
+const SkuCode = pathKey(storableText, (skuCode) => new AppError('sku_not_found', 404, `no SKU ${skuCode}`));
 
 const SkuCodeParam = () => ApiParam({ name: 'sku_code', description: 'the SKU\'s code', example: 'SKU-00042-1' });
 
@@ -104,8 +104,7 @@ export class CatalogController {
   @SkuCodeParam()
   @ApiResponse({ status: 200, description: 'the SKU', schema: okSchema({ sku: SKU_DETAIL_SCHEMA }), example: { ok: true, sku: SKU_DETAIL_EXAMPLE } })
   @ApiErrors(SKU_NOT_FOUND)
-  async sku(@Param('sku_code') skuCode: string) {
-    if (holdsNul(skuCode)) throw noSuchSku(skuCode); // the database would refuse it (a 500)
+  async sku(@Param('sku_code', SkuCode) skuCode: string) {
     const { sku, currency } = await this.catalog.findSku(skuCode);
     return { ok: true, sku: toSkuDetailResponse(sku, currency) };
   }
@@ -117,8 +116,7 @@ export class CatalogController {
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
   @ApiErrors(SKU_NOT_FOUND, ...PAGE_ERRORS)
-  async skuChanges(@Param('sku_code') skuCode: string, @Query() q: ListQuery) {
-    if (holdsNul(skuCode)) throw noSuchSku(skuCode);
+  async skuChanges(@Param('sku_code', SkuCode) skuCode: string, @Query() q: ListQuery) {
     const page = pageRequest(q);
     const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize);
     return listResponse(items.map(toSkuChangeResponse), total, page);
@@ -174,8 +172,7 @@ export class CatalogController {
   @ApiParam({ name: 'run_id', description: 'as `POST /internal/catalog/sync` answered it', example: 'run_20261122094500_1d51e096' })
   @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RUN_SCHEMA }), example: { ok: true, run: RUN_EXAMPLE } })
   @ApiErrors(SYNC_RUN_NOT_FOUND)
-  async run(@Param('run_id') runId: string) {
-    if (holdsNul(runId)) throw new AppError('sync_run_not_found', 404, `no sync run ${runId}`);
+  async run(@Param('run_id', pathKey(storableText, (id) => new AppError('sync_run_not_found', 404, `no sync run ${id}`))) runId: string) {
     return { ok: true, run: toSyncRunResponse(await this.sync.getRun(runId)) };
   }
 }

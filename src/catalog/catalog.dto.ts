@@ -21,16 +21,12 @@ import {
   type ValidationArguments,
 } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
+import { MAX_ID } from '../common/validation.js';
 
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
 /** Markups are decimal strings; a JSON number is taken as its decimal text. */
 const toDecimalText = ({ value }: { value: unknown }) => (typeof value === 'number' && Number.isFinite(value) ? String(value) : value);
 const DECIMAL_RE = /^-?\d+(\.\d+)?$/;
-/**
- * The largest id taken: ids are JavaScript numbers in the code (and bigint in the database), so an id
- * beyond Number.MAX_SAFE_INTEGER would not even be read exactly (and one beyond bigint was a 500).
- */
-export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
 /** An RFC 3339 date-time as an instant. */
 export interface Rfc3339Instant {

@@ -67,7 +67,6 @@ const COMMAND_ARGS: Record<string, { options: string[]; positional: number }> = 
 
 function checkArgs(args: Args): void {
   const allowed = COMMAND_ARGS[args.command ?? ''];
-  if (!allowed) return;
   for (const k of Object.keys(args.flags)) {
     if (k !== 'help' && !allowed.options.includes(k)) throw new UsageError(`unknown option --${k} for relay ${args.command}`);
   }
@@ -167,8 +166,9 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
       out(USAGE);
       return args.command || args.flags.help ? EXIT.ok : EXIT.usage;
     }
+    if (!Object.hasOwn(COMMAND_ARGS, args.command)) throw new UsageError(`unknown command: ${args.command}`);
+    checkArgs(args);
     if (args.command === 'sandbox') {
-      checkArgs(args);
       const { runSandbox } = await import('../sandbox/sandbox.main.js');
       const profile = args.flags.profile ?? 'spec';
       if (profile !== 'spec' && profile !== 'dujiao-next') throw new UsageError('--profile must be spec or dujiao-next');
@@ -183,8 +183,6 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
       return EXIT.ok;
     }
 
-    if (!['sync', 'wallet', 'order', 'migrate'].includes(args.command)) throw new UsageError(`unknown command: ${args.command}`);
-    checkArgs(args);
     if (args.command === 'order' && !args.positional[0]) throw new UsageError('relay order needs a shop_order_no');
     const mode = args.flags.mode;
     if (mode !== undefined && mode !== 'full' && mode !== 'incremental') throw new UsageError('--mode must be full or incremental');

@@ -1,4 +1,4 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type PipeTransform, type ValidationError } from '@nestjs/common';
 import { AppError } from './app-error.js';
 
 function collect(errors: ValidationError[], prefix = '', out: Record<string, string[]> = {}): Record<string, string[]> {
@@ -22,3 +22,26 @@ export function createValidationPipe(): ValidationPipe {
     },
   });
 }
+
+/**
+ * The largest id taken in a request: ids are JavaScript numbers in the code (and bigint in the
+ * database), so an id beyond Number.MAX_SAFE_INTEGER would not even be read exactly (and one beyond
+ * bigint was a 500).
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A path key (`@Param(name, pathKey(…))`) that no record can have is that route's 404 at once: what
+ * `accepts` refuses is never looked up (a NUL byte, which PostgreSQL's text cannot hold, was a 500).
+ */
+export function pathKey(accepts: (key: string) => boolean, notFound: (key: string) => AppError): PipeTransform<string, string> {
+  return {
+    transform(key: string): string {
+      if (!accepts(key)) throw notFound(JSON.stringify(key).slice(1, -1));
+      return key;
+    },
+  };
+}
+
+/** Any text PostgreSQL can hold (no NUL), for keys without a format of their own. */
+export const storableText = (key: string): boolean => !key.includes('\u0000');

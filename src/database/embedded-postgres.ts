@@ -63,7 +63,6 @@ interface WorkerInit {
 type ToWorker = { type: 'stop' } | { type: 'drop' } | { type: 'dump' };
 type FromWorker =
   | { type: 'ready'; port: number }
-  | { type: 'failed'; message: string }
   | { type: 'stopped' }
   | { type: 'dropped' }
   | { type: 'dumped'; data: ArrayBuffer }
@@ -81,10 +80,11 @@ export class EmbeddedPostgres {
   private requests: Promise<unknown> = Promise.resolve();
   private readonly endedListeners: Array<(code: number) => void> = [];
 
+  /** The port the worker serves on, once it said it is ready. */
+  private port = 0;
+
   private constructor(
     private readonly worker: Worker,
-    /** `postgres://…` for the `pg` driver. */
-    readonly url: string,
     /** The data directory's lock, held until stop (none in memory). */
     private readonly lock: DataDirLock | null,
   ) {
@@ -101,13 +101,18 @@ export class EmbeddedPostgres {
     });
     worker.on('exit', (code) => {
       this.exited = true;
-      if (!this.stopping) {
+      if (!this.stopping && this.port !== 0) {
         this.logger.error(`the embedded database's worker ended (exit code ${code}): every query fails from now on`);
         for (const listener of this.endedListeners) listener(code);
       }
       this.waiting?.reject(new Error(`the embedded database's worker ended (exit code ${code})`));
       this.waiting = null;
     });
+  }
+
+  /** `postgres://…` for the `pg` driver. */
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres?sslmode=disable`;
   }
 
   /**
@@ -146,23 +151,15 @@ export class EmbeddedPostgres {
         transferList: init.loadDataDir ? [init.loadDataDir] : [],
         resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
-      let onMessage!: (m: FromWorker) => void;
-      let onError!: (e: Error) => void;
-      let onExit!: (code: number) => void;
-      const first = await new Promise<FromWorker>((resolve, reject) => {
-        onMessage = resolve;
-        onError = reject;
-        onExit = (code) => reject(new Error(`the embedded database's worker ended (exit code ${code}) before it was ready`));
-        worker.on('message', onMessage).on('error', onError).on('exit', onExit);
-      }).finally(() => {
-        // (only these: the worker's own listeners, which start its message port, must stay)
-        worker.off('message', onMessage).off('error', onError).off('exit', onExit);
-      });
-      if (first.type !== 'ready') {
+      const db = new EmbeddedPostgres(worker, lock);
+      // the worker's first word: ready (its port), or why it could not start
+      const ready = await db.ask(null, 'ready').catch(async (e: unknown) => {
+        db.stopping = true;
         await worker.terminate();
-        throw new Error(first.type === 'failed' ? first.message : `unexpected ${first.type} from the embedded database's worker`);
-      }
-      return new EmbeddedPostgres(worker, `postgres://postgres@127.0.0.1:${first.port}/postgres?sslmode=disable`, lock);
+        throw e;
+      });
+      db.port = (ready as { port: number }).port;
+      return db;
     } catch (e) {
       lock?.release();
       throw e;
@@ -175,18 +172,19 @@ export class EmbeddedPostgres {
   }
 
   /**
-   * Sends `message` once every earlier request was answered, and resolves with its answer. A worker
-   * that has ended answers nothing (a message to it is dropped): the request is refused at once.
+   * Sends `message` (null: none, the worker's next word is awaited) once every earlier request was
+   * answered, and resolves with its answer. A worker that has ended answers nothing (a message to it
+   * is dropped): the request is refused at once.
    */
-  private ask(message: ToWorker, answer: FromWorker['type']): Promise<FromWorker> {
+  private ask(message: ToWorker | null, answer: FromWorker['type']): Promise<FromWorker> {
     const send = () =>
       new Promise<FromWorker>((resolve, reject) => {
-        if (this.exited) return reject(new Error(`the embedded database's worker has ended: cannot ${message.type}`));
+        if (this.exited) return reject(new Error(`the embedded database's worker has ended: cannot ${message?.type ?? 'start'}`));
         this.waiting = {
           resolve: (m) => (m.type === answer ? resolve(m) : reject(new Error(`unexpected ${m.type} from the embedded database's worker`))),
           reject,
         };
-        this.worker.postMessage(message);
+        if (message) this.worker.postMessage(message);
       });
     const result = this.requests.then(send, send);
     this.requests = result.catch(() => undefined);
@@ -393,7 +391,7 @@ function embeddedDatabaseWorker(threads: typeof import('node:worker_threads'), l
       await server.start();
     } catch (e) {
       await db?.close().catch(() => undefined);
-      port.postMessage({ type: 'failed', message: describe(e) });
+      port.postMessage({ type: 'error', message: describe(e) });
       return;
     }
     const live = db;

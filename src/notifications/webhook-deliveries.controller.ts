@@ -8,6 +8,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags
 import { IsIn, IsOptional } from 'class-validator';
 import { AppError } from '../common/app-error.js';
 import { PageQuery, listResponse, pageRequest } from '../common/pagination.js';
+import { pathKey } from '../common/validation.js';
 import { ApiErrors, ApiPageQuery, apiError } from '../ops/api-docs.js';
 import { DELIVERY_STATUSES, OutboxRepository, type DeliveryRecord, type DeliveryStatus } from './outbox.repository.js';
 import { WebhookSender } from './webhook-sender.service.js';
@@ -53,6 +54,7 @@ export function toDeliveryResponse(d: DeliveryRecord): DeliveryResponse {
 }
 
 const ID_RE = /^[1-9]\d{0,17}$/;
+
 
 const DELIVERY_EXAMPLE = {
   id: '42',
@@ -110,8 +112,8 @@ export class WebhookDeliveriesController {
       delivery: { ...DELIVERY_EXAMPLE, status: 'pending', next_attempt_at: '2026-11-22T13:35:00.000Z', last_error: 'HTTP 503', attempts: 3 },
     }),
   )
-  async replay(@Param('id') id: string) {
-    if (!ID_RE.test(id)) throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
+  // a delivery id is a positive integer within bigint, else 404 at once (see pathKey)
+  async replay(@Param('id', pathKey((key) => ID_RE.test(key), (key) => new AppError('delivery_not_found', 404, `no delivery ${key}`))) id: string) {
     const r = await this.outbox.replay(id);
     if (r.kind === 'not_found') throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
     if (r.kind === 'pending') {

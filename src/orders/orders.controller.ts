@@ -1,8 +1,9 @@
 /** The orders' internal API (CONTRACT §5). Bearer token checked by the global InternalAuthGuard. */
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, type PipeTransform } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../common/app-error.js';
+import { pathKey } from '../common/validation.js';
 import { ApiErrors, ApiPageQuery } from '../ops/api-docs.js';
 import { OrderCancelService } from './order-cancel.service.js';
 import { OrderOperatorService } from './order-operator.service.js';
@@ -41,16 +42,10 @@ import { WalletService } from './wallet.service.js';
 const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: 'the shop\'s order number', example: 'SO-20261122-0001' });
 
 /**
- * A `shop_order_no` in a path: one that no order can have (not `[A-Za-z0-9._:-]{1,64}`, the only
- * numbers an order is placed with) is 404 `order_not_found` at once. Such a value (a NUL byte, say)
- * could also not be looked up: the database refuses it, and the answer was a 500.
+ * A `shop_order_no` in a path that no order can have (not `[A-Za-z0-9._:-]{1,64}`, the only numbers
+ * an order is placed with) is 404 `order_not_found` at once (see pathKey).
  */
-const KnownShopOrderNo: PipeTransform<string, string> = {
-  transform(value: string): string {
-    if (!SHOP_ORDER_NO_RE.test(value)) throw new AppError('order_not_found', 404, `no order ${JSON.stringify(value).slice(1, -1)}`);
-    return value;
-  },
-};
+const KnownShopOrderNo = pathKey((no) => SHOP_ORDER_NO_RE.test(no), (no) => new AppError('order_not_found', 404, `no order ${no}`));
 
 @ApiTags('orders')
 @ApiBearerAuth()

@@ -3,6 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
+import { MAX_ID } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
 
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -76,8 +77,7 @@ export class ResolveOrderDto {
   @ValidateIf((o: ResolveOrderDto) => o.not_placed === undefined)
   @IsInt()
   @Min(1)
-  // an upstream id the service can hold exactly (a larger one was a 500 from the database)
-  @Max(Number.MAX_SAFE_INTEGER)
+  @Max(MAX_ID)
   upstream_order_id?: number;
 
   @ApiPropertyOptional({ type: Boolean, enum: [true], description: '`true`: the upstream never got this attempt (without `upstream_order_id`)' })
