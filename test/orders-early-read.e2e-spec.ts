@@ -55,9 +55,6 @@ describe('orders: the product read started beside the local read', () => {
     const locker = new pg.Client({ connectionString: t.db.url });
     await locker.connect();
     try {
-      // another writer touched the SKU row: the order's checks on the SKU as the first order read it
-      // (orders-known-sku) do not stand, and it reads the SKU once the lock is gone
-      await locker.query("UPDATE catalog_skus SET updated_at = updated_at WHERE sku_code = 'E-STAY'");
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE catalog_skus IN ACCESS EXCLUSIVE MODE');
       const placing = place(no('SLOW'), 'E-STAY');

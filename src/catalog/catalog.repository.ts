@@ -233,35 +233,8 @@ const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_WITH_CURRENCY} FROM catalog_sku
  * order's `shop_order_no` is already recorded (a replay: the orders module then reads the order).
  */
 const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY},
-  s.xmin::text AS relay_sku_version,
-  (SELECT f.xmin::text FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint_version,
   EXISTS (SELECT 1 FROM orders o WHERE o.shop_order_no = $3) AS relay_order_recorded
   FROM (SELECT 1) AS one LEFT JOIN catalog_skus s ON s.sku_code = $1`;
-
-/**
- * What an order's read of a SKU was made of, to check later in one expression that none of it moved:
- * the SKU row's version (`xmin`: any write of the row, a reprice's included, makes a new one), its
- * product's fingerprint row's version (null: there was none) and the currency.
- */
-export interface SkuVersion {
-  skuCode: string;
-  sku: string;
-  fingerprint: string | null;
-  currency: string | null;
-}
-
-/**
- * True while the SKU, its product's stored fingerprint and the currency are as `SkuVersion` read them
- * (`$?` placeholders, parameters from `skuVersionParams`). Evaluated in another statement's snapshot, it
- * stands for the read that statement would have made.
- */
-export const SKU_UNCHANGED_SQL = `EXISTS (SELECT 1 FROM catalog_skus s WHERE s.sku_code = $?::text AND s.xmin = $?::xid
-  AND (SELECT f.xmin::text FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) IS NOT DISTINCT FROM $?::text
-  AND (SELECT value->>'currency' FROM relay_state WHERE key = $?::text) IS NOT DISTINCT FROM $?::text)`;
-
-export function skuVersionParams(v: SkuVersion): unknown[] {
-  return [v.skuCode, v.sku, v.fingerprint, CURRENCY_KEY, v.currency];
-}
 
 /** A SKU as an order reads it. */
 export interface FoundSku {
@@ -852,17 +825,9 @@ export class CatalogRepository {
   }
 
   /** The SKU with the currency and its product's fingerprint, and whether `shopOrderNo` is a recorded order. */
-  async findSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ found: (FoundSku & { version: SkuVersion }) | null; orderRecorded: boolean }> {
+  async findSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ found: FoundSku | null; orderRecorded: boolean }> {
     const [row] = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_for_order', FIND_SKU_FOR_ORDER_SQL, [skuCode, CURRENCY_KEY, shopOrderNo]);
-    if (row.sku_code === null) return { found: null, orderRecorded: row.relay_order_recorded === true };
-    const found = toFoundSku(row);
-    const version: SkuVersion = {
-      skuCode: found.sku.sku_code,
-      sku: row.relay_sku_version as string,
-      fingerprint: (row.relay_fingerprint_version as string | null) ?? null,
-      currency: found.currency,
-    };
-    return { found: { ...found, version }, orderRecorded: row.relay_order_recorded === true };
+    return { found: row.sku_code === null ? null : toFoundSku(row), orderRecorded: row.relay_order_recorded === true };
   }
 
   async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {

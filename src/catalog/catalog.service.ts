@@ -14,10 +14,9 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { CatalogRepository, type SkuListFilter, type SkuVersion, type StoredCategory, type StoredChange, type StoredConflict, type StoredSku } from './catalog.repository.js';
+import { CatalogRepository, type SkuListFilter, type StoredCategory, type StoredChange, type StoredConflict, type StoredSku } from './catalog.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
 import { isProductGone } from './product-gone.js';
-import { productFingerprint } from './sku-diff.js';
 import type { MultiLanguageText } from './sku-diff.js';
 
 /** A local SKU, for the orders engine. Money as decimal strings. */
@@ -86,30 +85,13 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
 /** A product's fresh read (`CatalogService.readProduct`), settled: its answer or its error, and when (performance.now()). */
 export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number };
 
-/** At most this many SKUs are remembered (then they start over). */
-const KNOWN_SKUS = 50_000;
-
-/**
- * How long an order's read of a SKU may stand in for the next orders' reads (`knownSku`). The version
- * check makes any age safe; the limit keeps what is remembered recent (and its versions far from any
- * transaction id wraparound).
- */
-const KNOWN_SKU_MAX_AGE_MS = 60_000;
-
-/** An available SKU as an order last read it in this process, with what it was read from. */
-export interface KnownSku {
-  sku: CatalogSku;
-  version: SkuVersion;
-  /** performance.now() of the read. */
-  readAt: number;
-}
+/** At most this many SKUs' product hints are kept (then they start over). */
+const PRODUCT_HINTS = 50_000;
 
 @Injectable()
 export class CatalogService {
-  /** sku_code → the SKU as an order last read it available (`productHint`, `knownSku`). */
-  private readonly known = new Map<string, KnownSku>();
-  /** Orders' SKU reads: from the database, or taken from memory (`knownSku`). For tests and tools. */
-  readonly orderSkuReads = { database: 0, memory: 0 };
+  /** sku_code → product id, for `productHint`. */
+  private readonly productOfSku = new Map<string, number>();
 
   constructor(
     private readonly repo: CatalogRepository,
@@ -127,33 +109,18 @@ export class CatalogService {
 
   /**
    * `getSku` for placing an order, in the same statement: whether `shopOrderNo` is already recorded
-   * (then the caller reads that order; usually it is not, and placing costs one read). An available
-   * SKU is remembered with its version (`knownSku`).
+   * (then the caller reads that order; usually it is not, and placing costs one read).
    */
   async getSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ sku: CatalogSku | null; orderRecorded: boolean }> {
-    this.orderSkuReads.database++;
     const { found, orderRecorded } = await this.repo.findSkuForOrder(skuCode, shopOrderNo);
     const sku = found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
-    if (found && sku?.available) {
-      if (this.known.size >= KNOWN_SKUS && !this.known.has(skuCode)) this.known.clear();
-      this.known.set(skuCode, { sku, version: found.version, readAt: performance.now() });
+    if (sku?.available) {
+      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(skuCode)) this.productOfSku.clear();
+      this.productOfSku.set(skuCode, sku.productId);
     } else {
-      this.known.delete(skuCode);
+      this.productOfSku.delete(skuCode);
     }
     return { sku, orderRecorded };
-  }
-
-  /**
-   * The SKU as an order read it available in this process within KNOWN_SKU_MAX_AGE_MS: an order may
-   * make its checks on it instead of reading it again, provided its reservation confirms, in its own
-   * statement, that nothing of it moved (`SKU_UNCHANGED_SQL` with its `version`); else the order reads
-   * it and checks again.
-   */
-  knownSku(skuCode: string): KnownSku | undefined {
-    const k = this.known.get(skuCode);
-    if (!k || performance.now() - k.readAt > KNOWN_SKU_MAX_AGE_MS) return undefined;
-    this.orderSkuReads.memory++;
-    return k;
   }
 
   /**
@@ -163,7 +130,7 @@ export class CatalogService {
    * upstream call.
    */
   productHint(skuCode: string): number | undefined {
-    return this.known.get(skuCode)?.sku.productId;
+    return this.productOfSku.get(skuCode);
   }
 
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
@@ -172,16 +139,6 @@ export class CatalogService {
       (product) => ({ product, settledAt: performance.now() }),
       (error: unknown) => ({ error, settledAt: performance.now() }),
     );
-  }
-
-  /**
-   * The product of `answer` when it is exactly as stored (its fingerprint is `storedFingerprint`, read
-   * with the SKU): there is nothing to apply. Null when it is not, when it has no stored fingerprint, or
-   * when the read failed: `refreshProduct` is the way then.
-   */
-  productAsStored(answer: ProductAnswer | undefined, storedFingerprint: string | null): UpstreamProduct | null {
-    if (!answer || 'error' in answer || storedFingerprint === null) return null;
-    return productFingerprint(answer.product) === storedFingerprint ? answer.product : null;
   }
 
   /**

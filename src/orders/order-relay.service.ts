@@ -16,7 +16,6 @@ import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
-import type { SkuVersion } from '../catalog/catalog.repository.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
@@ -101,18 +100,8 @@ export class OrderRelayService {
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
     // replays most likely, get none).
-    const replay = this.recorded.has(input.shop_order_no);
-    const hinted = replay ? undefined : this.catalog.productHint(input.sku_code);
+    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code);
     const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted) };
-    // A SKU an order of this process read available lately: the checks are made on that read, and the
-    // reservation writes only if nothing of it moved since (no local read at all). Anything else (a
-    // check failing, the SKU moved, the number already recorded) goes the usual way below, on the SKU
-    // as read now, so that a refusal or a replay's answer always rests on what the database holds.
-    const known = replay ? undefined : this.catalog.knownSku(input.sku_code);
-    if (known) {
-      const placed = await this.placeAttempt(input, fingerprint, null, known.sku, early, known.version);
-      if (placed) return placed;
-    }
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
@@ -154,27 +143,15 @@ export class OrderRelayService {
     return current;
   }
 
-  /**
-   * Checks, reserves and sends one attempt; null when another request took the key meanwhile. With
-   * `skuAsChecked` (`local` is the SKU as an earlier read found it, not read now): also null, with
-   * nothing recorded and nothing sent, when a check refuses or the SKU moved since that read.
-   */
+  /** Checks, reserves and sends one attempt; null when another request took the key meanwhile. */
   private async placeAttempt(
     input: PlaceOrderInput,
     fingerprint: string,
     rejected: OrderRecord | null,
     local: CatalogSku | null,
     early: EarlyRead | null,
-    skuAsChecked?: SkuVersion,
   ): Promise<PlaceResult | null> {
-    let sku: CheckedSku | null;
-    try {
-      sku = await this.check(input, local, early, skuAsChecked !== undefined);
-    } catch (e) {
-      if (skuAsChecked && e instanceof AppError) return null; // to be checked again on the SKU read now
-      throw e;
-    }
-    if (!sku) return null;
+    const sku = await this.check(input, local, early);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     const request: AttemptRequest = {
       sku_id: sku.skuId,
@@ -183,7 +160,7 @@ export class OrderRelayService {
       trace_id: traceId,
       with_callback: this.submitter.withCallback,
     };
-    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId, skuAsChecked);
+    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId);
     if (!reserved) return null;
     this.remember(input.shop_order_no);
     const { order, attempt, snapshot } = reserved;
@@ -196,11 +173,8 @@ export class OrderRelayService {
    * The checks before sending (CONTRACT §5) on the local SKU `sku`: nothing is recorded when one fails.
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
-   * `remembered`: `sku` is the SKU as an earlier order read it. The checks then write nothing: the fresh
-   * read must show the product exactly as stored (else null: the order reads the SKU, then refreshes
-   * the product, so that the default ceiling is the sale price from before this fresh read).
    */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, remembered = false): Promise<CheckedSku | null> {
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null): Promise<CheckedSku> {
     if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -214,15 +188,10 @@ export class OrderRelayService {
     }
     const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
-    if (remembered) {
-      product = this.catalog.productAsStored(await this.usable(early, sku.productId), sku.productFingerprint);
-      if (!product) return null;
-    } else {
-      try {
-        product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId));
-      } catch (e) {
-        throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
-      }
+    try {
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId));
+    } catch (e) {
+      throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === input.sku_code);
     if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
@@ -264,7 +233,6 @@ export class OrderRelayService {
     sku: CheckedSku,
     request: AttemptRequest,
     traceId: string,
-    skuAsChecked?: SkuVersion,
   ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
     const leaseMs = this.submitter.sendLeaseMs;
@@ -294,7 +262,6 @@ export class OrderRelayService {
             request,
             now,
             leaseMs,
-            skuAsChecked,
           );
           if (created) await this.updater.announce(tx, created.order, null, 'submitting', 'api', now);
           return created && { order: created.order, attempt: created.attempt, snapshot: created };

@@ -13,7 +13,6 @@ import type { PageRequest } from '../common/pagination.js';
 import type { EventSource, OrderStatus } from './order-state.js';
 import { isUniqueViolation, sqlState } from '../database/pg-errors.js';
 import { numbered, rows } from '../database/prepared-statements.js';
-import { SKU_UNCHANGED_SQL, skuVersionParams, type SkuVersion } from '../catalog/catalog.repository.js';
 
 export interface OrderRecord {
   id: string;
@@ -339,13 +338,6 @@ export class SnapshotUnusable extends Error {
  */
 const leaseEnd = (param: string): string => `date_trunc('milliseconds', now() + ${param} * interval '1 millisecond')`;
 
-/**
- * A new order's columns from insertOrder's parameters, typed (they also serve as the select list of an
- * INSERT … SELECT, where nothing else gives the parameters their types).
- */
-const NEW_ORDER_VALUES = `$1::text, $2::text, $3::int, $4::text, $5::numeric, $6::text, 'submitting', 1, $1::text, $7::bigint, $8::bigint,
-  $9::numeric, $10::numeric, $11::text, $12::text, $13::timestamptz, $13::timestamptz, $13::timestamptz, $13::timestamptz`;
-
 /** Makes the statement's transaction commit without waiting for the WAL flush (its value: 'off'). */
 const LAZY_COMMIT = "set_config('synchronous_commit', 'off', true)";
 
@@ -555,11 +547,10 @@ export class OrderTx {
 
   /**
    * Inserts a new order with its first attempt (being sent now) and its first event, in one statement;
-   * null when the shop_order_no already exists, or when `skuAsChecked` is given and the SKU moved since
-   * that read (the order was checked on a SKU remembered in memory: nothing is written). Throws
-   * DownstreamNumberTaken when another attempt already uses the order number.
+   * null when the shop_order_no already exists. Throws DownstreamNumberTaken when another attempt
+   * already uses the order number.
    */
-  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number, skuAsChecked?: SkuVersion): Promise<OrderSnapshot | null> {
+  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number): Promise<OrderSnapshot | null> {
     this.direct('insertOrder');
     await this.flush();
     let found: Array<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>;
@@ -570,7 +561,7 @@ export class OrderTx {
            INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, trace_id, status, attempt,
              downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
              status_changed_at, progress_at, created_at, updated_at)
-           ${skuAsChecked ? `SELECT ${NEW_ORDER_VALUES} WHERE ${numbered(SKU_UNCHANGED_SQL, 16)}` : `VALUES (${NEW_ORDER_VALUES})`}
+           VALUES ($1, $2, $3, $4, $5, $6, 'submitting', 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
@@ -597,7 +588,6 @@ export class OrderTx {
           now,
           JSON.stringify(request),
           Math.ceil(leaseMs),
-          ...(skuAsChecked ? skuVersionParams(skuAsChecked) : []),
         ],
       );
     } catch (e) {
