@@ -26,6 +26,8 @@
  * Diagnostics (not part of `npm run bench`):
  * - BENCH_RELAY_ENTRY=bench/minimal-relay.mjs runs the yardstick instead of the service: the least
  *   a relay must do for an order in plain Node (see that file), measured against the same floor;
+ *   with MINIMAL_FOLLOW=1 it also follows each order to delivery (the order read and the durable write
+ *   of its items every relay makes);
  * - BENCH_PROBE=1: after the warm-up, instead of the rounds, the CPU time each process spends on one
  *   request of each kind (a refused body, an unknown route, an order read, a SKU read, a new order, the
  *   following of 1,000 orders to delivery while nothing else runs, a replayed order, a product read
