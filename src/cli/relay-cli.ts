@@ -191,7 +191,7 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     if (args.command === 'migrate') {
       // (checked before the database is opened)
       const down = args.flags.down === undefined ? null : args.flags.down === 'true' ? 1 : intFlag(args.flags, 'down', 1);
-      const endpoint = await DatabaseEndpoint.open(config.database, false);
+      const endpoint = await DatabaseEndpoint.open(config.database, false, { shortLived: true });
       try {
         if (down !== null) {
           const reverted = await migrateDown(endpoint.url, down);

@@ -20,8 +20,9 @@ export class DatabaseEndpoint {
     private readonly embedded: EmbeddedPostgres | null,
   ) {}
 
-  static async open(target: DatabaseTarget, migrate: boolean): Promise<DatabaseEndpoint> {
-    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path }) : null;
+  /** `shortLived`: an embedded database opened for a moment (see EmbeddedPostgresOptions). */
+  static async open(target: DatabaseTarget, migrate: boolean, options: { shortLived?: boolean } = {}): Promise<DatabaseEndpoint> {
+    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path, shortLived: options.shortLived }) : null;
     const url = embedded ? embedded.url : (target as { url: string }).url;
     const endpoint = new DatabaseEndpoint(url, target.kind, embedded);
     if (migrate) {

@@ -41,7 +41,7 @@ async function buildTemplate(serverUrl: string | undefined): Promise<void> {
     await migrateUp(withDatabaseName(serverUrl, TEMPLATE_DB));
     return;
   }
-  const embedded = await EmbeddedPostgres.start({ path: 'memory' });
+  const embedded = await EmbeddedPostgres.start({ path: 'memory', shortLived: true });
   try {
     await migrateUp(embedded.url);
     const dump = await embedded.dumpDataDir();
@@ -102,7 +102,7 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   } else {
     kind = 'pglite';
     const snapshot = new Blob([readFileSync(PGLITE_SNAPSHOT)]);
-    const db = await EmbeddedPostgres.start({ path: 'memory', loadDataDir: snapshot });
+    const db = await EmbeddedPostgres.start({ path: 'memory', loadDataDir: snapshot, shortLived: true });
     embedded = db;
     url = db.url;
     cleanup = () => db.stop();
