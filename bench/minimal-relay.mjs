@@ -17,7 +17,7 @@
  */
 import http from 'node:http';
 import { setTimeout } from 'node:timers';
-import { createCipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import pg from 'pg';
 
 const env = process.env;
@@ -35,6 +35,7 @@ await pool.query(`CREATE TABLE IF NOT EXISTS minimal_orders (
 const FOLLOW = env.MINIMAL_FOLLOW === '1';
 const POLL_MS = Number(env.ORDER_POLL_BASE_MS ?? 5000);
 const KEY = Buffer.from(env.PAYLOAD_ENCRYPTION_KEY, 'base64');
+const { encryptPayload } = FOLLOW ? await import('../dist/orders/payload-crypto.js') : {};
 
 /** One signed upstream call; resolves with the status and the parsed JSON body. */
 function call(method, path, payload) {
@@ -95,31 +96,31 @@ async function placeOrder(input) {
     text: 'UPDATE minimal_orders SET status = $2, upstream_order_id = $3, amount = $4, updated_at = now() WHERE id = $1',
     values: [reserved.rows[0].id, o.status, o.order_id, o.amount],
   });
-  if (FOLLOW) setTimeout(() => void follow(reserved.rows[0].id, o.order_id), POLL_MS);
+  if (FOLLOW) followLater(reserved.rows[0].id, o.order_id);
   return [201, { order: { shop_order_no: input.shop_order_no, status: o.status, upstream_order_id: o.order_id } }];
 }
 
-/** Reads the order upstream; once delivered, stores its items durably (encrypted), else reads it again later. */
+/** Reads the order upstream ORDER_POLL_BASE_MS from now; once delivered, stores its items durably (encrypted), else again later. */
+function followLater(id, upstreamOrderId) {
+  setTimeout(() => {
+    follow(id, upstreamOrderId).then(
+      (delivered) => delivered || followLater(id, upstreamOrderId),
+      () => followLater(id, upstreamOrderId),
+    );
+  }, POLL_MS);
+}
+
 async function follow(id, upstreamOrderId) {
-  try {
-    const { status, body } = await call('GET', `/orders/${upstreamOrderId}`);
-    const order = body.order ?? body;
-    if (status !== 200 || (order.status !== 'delivered' && order.status !== 'completed')) {
-      setTimeout(() => void follow(id, upstreamOrderId), POLL_MS);
-      return;
-    }
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', KEY, iv);
-    cipher.setAAD(Buffer.from(String(id)));
-    const sealed = Buffer.concat([iv, cipher.update(JSON.stringify(order.fulfillment ?? null)), cipher.final(), cipher.getAuthTag()]);
-    await pool.query({
-      name: 'delivered',
-      text: 'UPDATE minimal_orders SET status = $2, delivery_sealed = $3, delivered_at = now(), updated_at = now() WHERE id = $1',
-      values: [id, order.status, sealed],
-    });
-  } catch {
-    setTimeout(() => void follow(id, upstreamOrderId), POLL_MS);
-  }
+  const { status, body: order } = await call('GET', `/orders/${upstreamOrderId}`);
+  if (status !== 200 || (order.status !== 'delivered' && order.status !== 'completed')) return false;
+  // sealed as the service seals them (src/orders/payload-crypto.ts, compiled by the bench before it starts this)
+  const sealed = encryptPayload(KEY, JSON.stringify(order.fulfillment ?? null), String(id));
+  await pool.query({
+    name: 'delivered',
+    text: 'UPDATE minimal_orders SET status = $2, delivery_sealed = $3, delivered_at = now(), updated_at = now() WHERE id = $1',
+    values: [id, order.status, sealed],
+  });
+  return true;
 }
 
 http
