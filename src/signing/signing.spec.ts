@@ -1,5 +1,7 @@
+import { createHmac } from 'node:crypto';
 import {
   DEFAULT_SIGNATURE_TEMPLATE,
+  canonicalBytes,
   canonicalString,
   constantTimeEqual,
   parseSignatureTemplate,
@@ -62,6 +64,30 @@ describe('signing: fixed vectors', () => {
   it('never expands a placeholder that appears inside the body', () => {
     const input = { apiKey: 'k', timestamp: 1, method: 'POST', path: '/p', body: '{timestamp}{api_key}' };
     expect(canonicalString('{body}', input)).toBe('{timestamp}{api_key}');
+  });
+
+  it('signs exactly the canonical bytes, wherever the raw body sits and whatever its bytes', () => {
+    // sign() feeds the HMAC the canonical string piece by piece (templates split once, the secret
+    // imported once); the digest must be the one of the canonical bytes built whole
+    const templates = [
+      DEFAULT_SIGNATURE_TEMPLATE,
+      '{body}',
+      '{body}{body}',
+      'x{body}y{timestamp}{body}',
+      '{method} {path}?{body_sha256}|{body_md5}|{api_key}',
+      'no placeholders at all',
+      'ünï{path}ćødé{body}{unknown}',
+    ];
+    const bodies = [undefined, '', ORDER_BODY, 'ĉu €', Buffer.from([0, 255, 0xc3, 0x28, 10, 13]), new Uint8Array([1, 2, 3]).subarray(1)];
+    for (const template of templates) {
+      for (const body of bodies) {
+        for (const secret of [SECRET, 'sécret-2']) {
+          const input = { apiKey: 'key-ü', timestamp: 1700000000, method: 'get', path: '/api/v1/upstream/orders/12', body };
+          const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(canonicalBytes(template, input)).digest('hex');
+          expect(sign(secret, template, input)).toBe(expected);
+        }
+      }
+    }
   });
 
   it('builds the three headers under a prefix', () => {

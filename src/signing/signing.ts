@@ -4,7 +4,7 @@
  * The canonical string is a template with placeholders, HMAC-SHA256'd with the secret, lower-case hex.
  * Used by the upstream client, the callback verifier, the sandbox upstream and the shop webhooks.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /** The published Dujiao-Next form, the default of every profile. */
 export const DEFAULT_SIGNATURE_TEMPLATE = '{method}\n{path}\n{timestamp}\n{body_md5}';
@@ -102,9 +102,85 @@ export function canonicalString(template: string, input: SigningInput): string {
   return canonicalBytes(template, input).toString('utf8');
 }
 
-/** Lower-case hex HMAC-SHA256 of the canonical string keyed by the secret. */
+/** A template split once: its literal text between placeholders, and the placeholders in order. */
+interface CompiledTemplate {
+  /** `literals.length === names.length + 1`. */
+  literals: string[];
+  names: SignaturePlaceholder[];
+}
+
+/** Templates and secrets seen (a process signs with a few): split and imported once, not per request. */
+const compiledTemplates = new Map<string, CompiledTemplate>();
+const secretKeys = new Map<string, KeyObject>();
+const CACHE_LIMIT = 64;
+
+function compiled(template: string): CompiledTemplate {
+  let c = compiledTemplates.get(template);
+  if (c === undefined) {
+    c = { literals: [], names: [] };
+    let last = 0;
+    for (const m of template.matchAll(PLACEHOLDER_RE)) {
+      c.literals.push(template.slice(last, m.index));
+      c.names.push(m[1] as SignaturePlaceholder);
+      last = m.index + m[0].length;
+    }
+    c.literals.push(template.slice(last));
+    if (compiledTemplates.size < CACHE_LIMIT) compiledTemplates.set(template, c);
+  }
+  return c;
+}
+
+function secretKey(secret: string): KeyObject {
+  let key = secretKeys.get(secret);
+  if (key === undefined) {
+    key = createSecretKey(Buffer.from(secret, 'utf8'));
+    if (secretKeys.size < CACHE_LIMIT) secretKeys.set(secret, key);
+  }
+  return key;
+}
+
+const EMPTY_MD5 = createHash('md5').digest('hex');
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
+/** A placeholder's value as text, for every placeholder but `{body}` (whose bytes are signed as they are). */
+function placeholderText(name: Exclude<SignaturePlaceholder, 'body'>, input: SigningInput, body: Buffer): string {
+  switch (name) {
+    case 'api_key':
+      return input.apiKey;
+    case 'timestamp':
+      return String(input.timestamp);
+    case 'method':
+      return input.method.toUpperCase();
+    case 'path':
+      return input.path;
+    case 'body_md5':
+      return body.length === 0 ? EMPTY_MD5 : createHash('md5').update(body).digest('hex');
+    case 'body_sha256':
+      return body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(body).digest('hex');
+  }
+}
+
+/**
+ * Lower-case hex HMAC-SHA256 of the canonical string keyed by the secret. The HMAC is fed the
+ * canonical string's pieces in order (the same bytes as `canonicalBytes`, without building them):
+ * the text between `{body}` placeholders as one UTF-8 string, the body as its raw bytes.
+ */
 export function sign(secret: string, template: string, input: SigningInput): string {
-  return createHmac('sha256', secret).update(canonicalBytes(template, input)).digest('hex');
+  const { literals, names } = compiled(template);
+  const body = toBuffer(input.body);
+  const hmac = createHmac('sha256', secretKey(secret));
+  let text = literals[0];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (name === 'body') {
+      hmac.update(text, 'utf8');
+      hmac.update(body);
+      text = literals[i + 1];
+    } else {
+      text += placeholderText(name, input, body) + literals[i + 1];
+    }
+  }
+  return hmac.update(text, 'utf8').digest('hex');
 }
 
 /** The three authentication headers: `<prefix>-Api-Key`, `<prefix>-Timestamp`, `<prefix>-Signature`. */
@@ -118,6 +194,17 @@ export function signatureHeaderNames(prefix: string): SignatureHeaderNames {
   return { apiKey: `${prefix}-Api-Key`, timestamp: `${prefix}-Timestamp`, signature: `${prefix}-Signature` };
 }
 
+const headerNamesByPrefix = new Map<string, Readonly<SignatureHeaderNames>>();
+
+function cachedHeaderNames(prefix: string): Readonly<SignatureHeaderNames> {
+  let names = headerNamesByPrefix.get(prefix);
+  if (names === undefined) {
+    names = signatureHeaderNames(prefix);
+    if (headerNamesByPrefix.size < CACHE_LIMIT) headerNamesByPrefix.set(prefix, names);
+  }
+  return names;
+}
+
 /** Signs a request and returns the headers to send with it. */
 export function signedHeaders(
   prefix: string,
@@ -125,7 +212,7 @@ export function signedHeaders(
   template: string,
   input: SigningInput,
 ): Record<string, string> {
-  const names = signatureHeaderNames(prefix);
+  const names = cachedHeaderNames(prefix);
   return {
     [names.apiKey]: input.apiKey,
     [names.timestamp]: String(input.timestamp),

@@ -116,7 +116,7 @@ export function parseRetryAfter(header: string | readonly string[] | null | unde
 export function parseJsonBody(body: Buffer | Uint8Array | string | null | undefined): unknown {
   if (body == null) return undefined;
   const text = typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (text.trim() === '') return undefined;
+  // (an empty or blank body is not JSON either: JSON.parse throws on it, without a copy of the text)
   try {
     return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
   } catch {
