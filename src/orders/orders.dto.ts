@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
-import { MAX_ID } from '../common/validation.js';
+import { MAX_ID, registerFastAccept } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
 
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -57,6 +57,29 @@ export class CreateOrderDto {
   @MaxLength(128)
   trace_id?: string;
 }
+
+const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'quantity', 'max_unit_cost', 'trace_id']);
+/** A sku_code the full validation takes whatever it counts: printable ASCII, 1 to 255 characters. */
+const PLAIN_SKU_CODE_RE = /^[\x20-\x7e]{1,255}$/;
+
+/**
+ * The usual body of `POST /internal/orders`, taken without class-validator (registerFastAccept): a
+ * plain object of the known keys but `manual_form_data`, each of the right type and form (an optional
+ * key absent, never null). Anything else, valid or not, goes through the full validation.
+ */
+export function acceptCreateOrder(body: unknown): CreateOrderDto | null {
+  if (typeof body !== 'object' || body === null || Object.getPrototypeOf(body) !== Object.prototype) return null;
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) if (!CREATE_ORDER_KEYS.has(key)) return null;
+  if (typeof b.shop_order_no !== 'string' || !SHOP_ORDER_NO_RE.test(b.shop_order_no)) return null;
+  if (typeof b.sku_code !== 'string' || !PLAIN_SKU_CODE_RE.test(b.sku_code)) return null;
+  if (typeof b.quantity !== 'number' || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
+  if ('max_unit_cost' in b && (typeof b.max_unit_cost !== 'string' || !DECIMAL_RE.test(b.max_unit_cost))) return null;
+  if ('trace_id' in b && (typeof b.trace_id !== 'string' || b.trace_id.length > 128)) return null;
+  return Object.assign(new CreateOrderDto(), b);
+}
+
+registerFastAccept(CreateOrderDto, acceptCreateOrder);
 
 export class ListOrdersQuery extends PageQuery {
   @ApiPropertyOptional({ enum: ORDER_STATUSES, description: 'only orders in this status' })
