@@ -59,7 +59,7 @@ export class CreateOrderDto {
 }
 
 const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'quantity', 'max_unit_cost', 'trace_id']);
-/** A sku_code the full validation takes whatever it counts: printable ASCII, 1 to 255 characters. */
+/** A sku_code whose length every count agrees on (class-validator counts some pairs of code units as one): printable ASCII, 1 to 255 characters. */
 const PLAIN_SKU_CODE_RE = /^[\x20-\x7e]{1,255}$/;
 
 /**
