@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
-import { MAX_ID, registerFastAccept } from '../common/validation.js';
+import { MAX_ID } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
 
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -56,6 +56,11 @@ export class CreateOrderDto {
   @IsString()
   @MaxLength(128)
   trace_id?: string;
+
+  /** The usual body, taken without class-validator (FastAcceptingDto): see acceptCreateOrder. */
+  static fastAccept(body: unknown): CreateOrderDto | null {
+    return acceptCreateOrder(body);
+  }
 }
 
 const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'quantity', 'max_unit_cost', 'trace_id']);
@@ -63,7 +68,7 @@ const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_co
 const PLAIN_SKU_CODE_RE = /^[\x20-\x7e]{1,255}$/;
 
 /**
- * The usual body of `POST /internal/orders`, taken without class-validator (registerFastAccept): a
+ * The usual body of `POST /internal/orders`, taken without class-validator (FastAcceptingDto): a
  * plain object of the known keys but `manual_form_data`, each of the right type and form (an optional
  * key absent, never null). Anything else, valid or not, goes through the full validation.
  */
@@ -78,8 +83,6 @@ export function acceptCreateOrder(body: unknown): CreateOrderDto | null {
   if ('trace_id' in b && (typeof b.trace_id !== 'string' || b.trace_id.length > 128)) return null;
   return Object.assign(new CreateOrderDto(), b);
 }
-
-registerFastAccept(CreateOrderDto, acceptCreateOrder);
 
 export class ListOrdersQuery extends PageQuery {
   @ApiPropertyOptional({ enum: ORDER_STATUSES, description: 'only orders in this status' })

@@ -4,7 +4,7 @@
  * The canonical string is a template with placeholders, HMAC-SHA256'd with the secret, lower-case hex.
  * Used by the upstream client, the callback verifier, the sandbox upstream and the shop webhooks.
  */
-import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, hash, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /** The published Dujiao-Next form, the default of every profile. */
 export const DEFAULT_SIGNATURE_TEMPLATE = '{method}\n{path}\n{timestamp}\n{body_md5}';
@@ -66,35 +66,14 @@ function toBuffer(body: SigningInput['body']): Buffer {
  * `{timestamp}` is never expanded.
  */
 export function canonicalBytes(template: string, input: SigningInput): Buffer {
+  const { literals, names } = compiled(template);
   const body = toBuffer(input.body);
-  const parts: Buffer[] = [];
-  let last = 0;
-  for (const m of template.matchAll(PLACEHOLDER_RE)) {
-    parts.push(Buffer.from(template.slice(last, m.index), 'utf8'));
-    parts.push(placeholderValue(m[1] as SignaturePlaceholder, input, body));
-    last = m.index + m[0].length;
-  }
-  parts.push(Buffer.from(template.slice(last), 'utf8'));
+  const parts: Buffer[] = [Buffer.from(literals[0], 'utf8')];
+  names.forEach((name, i) => {
+    parts.push(name === 'body' ? body : Buffer.from(placeholderText(name, input, body), 'utf8'));
+    parts.push(Buffer.from(literals[i + 1], 'utf8'));
+  });
   return Buffer.concat(parts);
-}
-
-function placeholderValue(name: SignaturePlaceholder, input: SigningInput, body: Buffer): Buffer {
-  switch (name) {
-    case 'api_key':
-      return Buffer.from(input.apiKey, 'utf8');
-    case 'timestamp':
-      return Buffer.from(String(input.timestamp), 'utf8');
-    case 'method':
-      return Buffer.from(input.method.toUpperCase(), 'utf8');
-    case 'path':
-      return Buffer.from(input.path, 'utf8');
-    case 'body':
-      return body;
-    case 'body_md5':
-      return Buffer.from(createHash('md5').update(body).digest('hex'), 'utf8');
-    case 'body_sha256':
-      return Buffer.from(createHash('sha256').update(body).digest('hex'), 'utf8');
-  }
 }
 
 /** The canonical string as text (for display and tests; signing uses the bytes). */
@@ -114,33 +93,30 @@ const compiledTemplates = new Map<string, CompiledTemplate>();
 const secretKeys = new Map<string, KeyObject>();
 const CACHE_LIMIT = 64;
 
-function compiled(template: string): CompiledTemplate {
-  let c = compiledTemplates.get(template);
-  if (c === undefined) {
-    c = { literals: [], names: [] };
-    let last = 0;
-    for (const m of template.matchAll(PLACEHOLDER_RE)) {
-      c.literals.push(template.slice(last, m.index));
-      c.names.push(m[1] as SignaturePlaceholder);
-      last = m.index + m[0].length;
-    }
-    c.literals.push(template.slice(last));
-    if (compiledTemplates.size < CACHE_LIMIT) compiledTemplates.set(template, c);
+/** `map`'s value for `key`, made by `make` the first time (kept while the map holds fewer than CACHE_LIMIT). */
+function cached<V>(map: Map<string, V>, key: string, make: (key: string) => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make(key);
+    if (map.size < CACHE_LIMIT) map.set(key, value);
   }
+  return value;
+}
+
+function compileTemplate(template: string): CompiledTemplate {
+  const c: CompiledTemplate = { literals: [], names: [] };
+  let last = 0;
+  for (const m of template.matchAll(PLACEHOLDER_RE)) {
+    c.literals.push(template.slice(last, m.index));
+    c.names.push(m[1] as SignaturePlaceholder);
+    last = m.index + m[0].length;
+  }
+  c.literals.push(template.slice(last));
   return c;
 }
 
-function secretKey(secret: string): KeyObject {
-  let key = secretKeys.get(secret);
-  if (key === undefined) {
-    key = createSecretKey(Buffer.from(secret, 'utf8'));
-    if (secretKeys.size < CACHE_LIMIT) secretKeys.set(secret, key);
-  }
-  return key;
-}
-
-const EMPTY_MD5 = createHash('md5').digest('hex');
-const EMPTY_SHA256 = createHash('sha256').digest('hex');
+const compiled = (template: string): CompiledTemplate => cached(compiledTemplates, template, compileTemplate);
+const secretKey = (secret: string): KeyObject => cached(secretKeys, secret, (s) => createSecretKey(Buffer.from(s, 'utf8')));
 
 /** A placeholder's value as text, for every placeholder but `{body}` (whose bytes are signed as they are). */
 function placeholderText(name: Exclude<SignaturePlaceholder, 'body'>, input: SigningInput, body: Buffer): string {
@@ -154,9 +130,9 @@ function placeholderText(name: Exclude<SignaturePlaceholder, 'body'>, input: Sig
     case 'path':
       return input.path;
     case 'body_md5':
-      return body.length === 0 ? EMPTY_MD5 : createHash('md5').update(body).digest('hex');
+      return hash('md5', body, 'hex');
     case 'body_sha256':
-      return body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(body).digest('hex');
+      return hash('sha256', body, 'hex');
   }
 }
 
@@ -194,17 +170,6 @@ export function signatureHeaderNames(prefix: string): SignatureHeaderNames {
   return { apiKey: `${prefix}-Api-Key`, timestamp: `${prefix}-Timestamp`, signature: `${prefix}-Signature` };
 }
 
-const headerNamesByPrefix = new Map<string, Readonly<SignatureHeaderNames>>();
-
-function cachedHeaderNames(prefix: string): Readonly<SignatureHeaderNames> {
-  let names = headerNamesByPrefix.get(prefix);
-  if (names === undefined) {
-    names = signatureHeaderNames(prefix);
-    if (headerNamesByPrefix.size < CACHE_LIMIT) headerNamesByPrefix.set(prefix, names);
-  }
-  return names;
-}
-
 /** Signs a request and returns the headers to send with it. */
 export function signedHeaders(
   prefix: string,
@@ -212,7 +177,7 @@ export function signedHeaders(
   template: string,
   input: SigningInput,
 ): Record<string, string> {
-  const names = cachedHeaderNames(prefix);
+  const names = signatureHeaderNames(prefix);
   return {
     [names.apiKey]: input.apiKey,
     [names.timestamp]: String(input.timestamp),

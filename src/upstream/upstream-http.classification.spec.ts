@@ -140,6 +140,8 @@ describe('parseJsonBody', () => {
     expect(parseJsonBody(Buffer.from('\ufeff{"ok":true}'))).toEqual({ ok: true });
     expect(parseJsonBody(Buffer.from('<html>'))).toBeUndefined();
     expect(parseJsonBody(Buffer.alloc(0))).toBeUndefined();
+    expect(parseJsonBody(Buffer.from(' \r\n\t'))).toBeUndefined();
+    expect(parseJsonBody(Buffer.from('\ufeff'))).toBeUndefined();
     expect(parseJsonBody(undefined)).toBeUndefined();
   });
 });
