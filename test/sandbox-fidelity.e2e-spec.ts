@@ -396,6 +396,35 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', anomaly: null });
     expect(await getOrder(t.app.http, otherNo)).toMatchObject({ status: 'completed', anomaly: null });
   });
+
+  it('callbacks of one upstream order claimed together are judged by the number each carries', async () => {
+    // the upstream order's own callback and one naming it with another order's number, stored before
+    // the processor looks (one statement: claimed in one batch, the order's own first)
+    const shopNo = 'FID-SHOWN-PF2';
+    t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
+    expect((await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(402);
+    const otherNo = 'FID-SHOWN-OTHER2';
+    expect((await t.app.http.post('/internal/orders', { shop_order_no: otherNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(201);
+    const upstreamId = (await waitForOrder(t.app.http, otherNo, (o) => o.status === 'completed')).upstream_order_id!;
+    await t.db.query(
+      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, downstream_order_no, reported_status, callback_ts, state, next_try_at, received_at)
+       VALUES ($1, 'order.fulfilled', $3, $4, 'completed', 1, 'pending', now(), now()), ($2, 'order.fulfilled', $3, $5, 'completed', 2, 'pending', now(), now())`,
+      [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`, upstreamId, otherNo, shopNo],
+    );
+    const rows = await waitFor(
+      () => t.db.query<{ downstream_order_no: string; state: string; outcome: string | null }>(
+        'SELECT downstream_order_no, state, outcome FROM callback_inbox WHERE body_sha256 IN ($1, $2) ORDER BY id',
+        [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`],
+      ),
+      (r) => r.length === 2 && r.every((x) => x.state !== 'pending'),
+      'the two callbacks to be processed',
+      20_000,
+    );
+    expect(rows[0]).toMatchObject({ downstream_order_no: otherNo, state: 'applied' });
+    expect(rows[1]).toMatchObject({ downstream_order_no: shopNo, state: 'ignored' });
+    expect(rows[1].outcome).toMatch(new RegExp(`upstream order ${upstreamId} carries downstream_order_no ${otherNo}, not ${shopNo}`));
+    expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', anomaly: null });
+  });
 });
 
 // ------------------------------------------------------------------------------------ a receiver

@@ -129,17 +129,28 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-  /** The callbacks of one upstream order. */
+  /**
+   * The callbacks of one upstream order, one after the other by the `downstream_order_no` they carry:
+   * each number is judged on its own (a callback naming this upstream order with another order's
+   * number must not be settled as that order's, whichever was stored first).
+   */
   private async process(group: InboxRow[]): Promise<void> {
+    const byNumber = new Map<string | null, InboxRow[]>();
+    for (const row of group) byNumber.set(row.downstreamOrderNo, [...(byNumber.get(row.downstreamOrderNo) ?? []), row]);
+    for (const rows of byNumber.values()) await this.processClaim(rows);
+  }
+
+  /** Callbacks of one upstream order that carry the same `downstream_order_no` (or none). */
+  private async processClaim(group: InboxRow[]): Promise<void> {
     const ids = group.map((r) => r.id);
     const upstreamOrderId = group[0].upstreamOrderId;
-    const numbers = [...new Set(group.map((r) => r.downstreamOrderNo).filter((n): n is string => n !== null))];
+    const number = group[0].downstreamOrderNo;
     const now = () => this.clock.now();
     /** The upstream's answer, once read (by a resolve that found the attempt settled meanwhile). */
     let answer: UpstreamOrder | undefined;
     // a second pass when the order was settled while it was looked at (e.g. by an operator)
     for (let pass = 0; ; pass++) {
-      const found = await this.findOrder(upstreamOrderId, numbers);
+      const found = await this.findOrder(upstreamOrderId, number);
       if (!found) {
         await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
         this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
@@ -262,14 +273,12 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     await this.inbox.defer(ids, orderId, at, outcome);
   }
 
-  private async findOrder(upstreamOrderId: number, numbers: string[]): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
-    for (const n of numbers) {
-      const attempt = await this.orders.findAttemptByDownstreamNo(n);
-      if (!attempt) continue;
-      const order = await this.orders.findById(attempt.orderId);
-      if (order) return { order, attempt };
-    }
-    const order = await this.orders.findByUpstreamId(upstreamOrderId);
-    return order ? { order, attempt: null } : null;
+  /** The order of the attempt numbered `number`, else the order that follows `upstreamOrderId`. */
+  private async findOrder(upstreamOrderId: number, number: string | null): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
+    const attempt = number === null ? null : await this.orders.findAttemptByDownstreamNo(number);
+    const order = attempt ? await this.orders.findById(attempt.orderId) : null;
+    if (attempt && order) return { order, attempt };
+    const followed = await this.orders.findByUpstreamId(upstreamOrderId);
+    return followed ? { order: followed, attempt: null } : null;
   }
 }
