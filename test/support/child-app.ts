@@ -5,7 +5,7 @@
  * and callbacks end-to-end tests (catalog seeding, waiting, signed callbacks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,8 +111,18 @@ export function startChildApp(options: StartChildOptions): ChildApp {
 
 // ------------------------------------------------------------- the relay against a test database
 
-/** A free TCP port on 127.0.0.1 (for a listener whose URL must be known before it starts). */
-export function freePort(): Promise<number> {
+/**
+ * A free TCP port on 127.0.0.1 (for a listener whose URL must be known before it starts). Taken below
+ * the kernel's ephemeral range: a port the kernel hands out for `listen(0)` is also one it may give the
+ * next outgoing connection (a pool's, another test worker's) before the child binds it
+ * (EADDRINUSE seen in CI); below the range only another freePort can take it, and picks are random.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let i = 0; i < 50 && low > 10_000; i++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await canListen(port)) return port;
+  }
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -120,6 +130,24 @@ export function freePort(): Promise<number> {
       const { port } = s.address() as { port: number };
       s.close(() => resolve(port));
     });
+  });
+}
+
+/** The lowest port of the kernel's ephemeral range (Linux; 32768 where it cannot be read). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 
