@@ -373,14 +373,18 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     seed: true,
   });
 
-  it('a signed callback naming another order\'s upstream order is refused by the number the upstream\'s read shows', async () => {
-    const shopNo = 'FID-SHOWN-PF';
+  /** `shopNo` refused (payment_failed, nothing placed), then `otherNo` placed and completed: its upstream order id. */
+  async function rejectedThenCompleted(shopNo: string, otherNo: string): Promise<number> {
     t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
     expect((await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(402);
-    const otherNo = 'FID-SHOWN-OTHER';
     expect((await t.app.http.post('/internal/orders', { shop_order_no: otherNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(201);
-    const other = await waitForOrder(t.app.http, otherNo, (o) => o.status === 'completed');
-    const upstreamId = other.upstream_order_id!;
+    return (await waitForOrder(t.app.http, otherNo, (o) => o.status === 'completed')).upstream_order_id!;
+  }
+
+  it('a signed callback naming another order\'s upstream order is refused by the number the upstream\'s read shows', async () => {
+    const shopNo = 'FID-SHOWN-PF';
+    const otherNo = 'FID-SHOWN-OTHER';
+    const upstreamId = await rejectedThenCompleted(shopNo, otherNo);
 
     const body = JSON.stringify({ event: 'order.fulfilled', order_id: upstreamId, downstream_order_no: shopNo, status: 'completed', timestamp: Math.floor(Date.now() / 1000) });
     const posted = await axios.post(`${t.app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body), validateStatus: () => true, transformRequest: [(d: unknown) => d] });
@@ -401,11 +405,8 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     // the upstream order's own callback and one naming it with another order's number, stored before
     // the processor looks (one statement: claimed in one batch, the order's own first)
     const shopNo = 'FID-SHOWN-PF2';
-    t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
-    expect((await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(402);
     const otherNo = 'FID-SHOWN-OTHER2';
-    expect((await t.app.http.post('/internal/orders', { shop_order_no: otherNo, sku_code: 'FID-SHOWN', quantity: 1 })).status).toBe(201);
-    const upstreamId = (await waitForOrder(t.app.http, otherNo, (o) => o.status === 'completed')).upstream_order_id!;
+    const upstreamId = await rejectedThenCompleted(shopNo, otherNo);
     await t.db.query(
       `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, downstream_order_no, reported_status, callback_ts, state, next_try_at, received_at)
        VALUES ($1, 'order.fulfilled', $3, $4, 'completed', 1, 'pending', now(), now()), ($2, 'order.fulfilled', $3, $5, 'completed', 2, 'pending', now(), now())`,
