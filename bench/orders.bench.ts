@@ -426,7 +426,9 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         orders.p99 - floor.p99 <= 50 ? 'met' : 'NOT met'
       })`,
     );
-    console.log(`  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs)`);
+    console.log(
+      `  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version})`,
+    );
     console.log(`  CPU time an order through the relay, median round (ms): ${cpuText(cpu)}; in all ${cpuTotal(cpu).toFixed(2)}`);
     // What the machine allows at that CPU time an order: every core busy all the time, nothing else.
     const ceiling = (cpus().length * 1000) / cpuTotal(cpu);
