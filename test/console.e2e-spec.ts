@@ -20,7 +20,8 @@ import { waitFor } from './support/wait.js';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DIST = `${ROOT}dist/console/`;
 const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? `${ROOT}docs/screenshots/` : `${ROOT}test/.cache/screenshots/`;
-const CHROMIUM = '/usr/bin/chromium';
+/** The browser the console's tests drive: Debian's `chromium` package by default (CI installs it). */
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
