@@ -1,7 +1,7 @@
 import type { ArgumentMetadata } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import { createValidationPipe } from '../common/validation.js';
-import { CreateOrderDto, acceptCreateOrder } from './orders.dto.js';
+import { CreateOrderDto, ResolveOrderDto, acceptCreateOrder } from './orders.dto.js';
 
 const METADATA: ArgumentMetadata = { type: 'body', metatype: CreateOrderDto, data: undefined };
 
@@ -90,5 +90,34 @@ describe('POST /internal/orders: the body taken without class-validator', () => 
     // the plain valid bodies do take the fast path
     expect(acceptCreateOrder({ shop_order_no: 'SO-1', sku_code: 'SKU-1', quantity: 2 })).toBeInstanceOf(CreateOrderDto);
     expect(fast).toBeGreaterThan(20);
+  });
+});
+
+describe('ResolveOrderDto: either {upstream_order_id} or {not_placed: true, reason}', () => {
+  const pipe = createValidationPipe();
+  const meta: ArgumentMetadata = { type: 'body', metatype: ResolveOrderDto, data: undefined };
+  /** The fields refused for `body` (null: accepted). */
+  const refused = async (body: unknown): Promise<string[] | null> => {
+    const r = await outcome(() => pipe.transform(body, meta) as Promise<unknown>);
+    if (r.ok) return null;
+    expect(r.error).toBeInstanceOf(AppError);
+    expect((r.error as AppError).code).toBe('bad_request');
+    return Object.keys(((r.error as AppError).extra as { fields: Record<string, string[]> }).fields).sort();
+  };
+
+  it.each<[string, unknown, string[] | null]>([
+    ['an upstream order', { upstream_order_id: 100232 }, null],
+    ['never placed, with a reason', { not_placed: true, reason: 'checked by ops' }, null],
+    ['both (contradictory)', { upstream_order_id: 100232, not_placed: true, reason: 'x' }, ['upstream_order_id']],
+    ['neither', {}, ['not_placed', 'upstream_order_id']],
+    ['not_placed false alone', { not_placed: false }, ['not_placed']],
+    ['not_placed false beside a bad id', { not_placed: false, upstream_order_id: 'abc' }, ['not_placed', 'upstream_order_id']],
+    ['not_placed null beside a negative id', { not_placed: null, upstream_order_id: -5 }, ['not_placed', 'upstream_order_id']],
+    ['not_placed false beside a good id', { not_placed: false, upstream_order_id: 7 }, ['not_placed', 'upstream_order_id']],
+    ['a null id', { upstream_order_id: null }, ['upstream_order_id']],
+    ['a null id beside not_placed', { upstream_order_id: null, not_placed: true, reason: 'x' }, ['upstream_order_id']],
+    ['not_placed without a reason', { not_placed: true }, ['reason']],
+  ])('%s', async (_label, body, fields) => {
+    expect(await refused(body)).toEqual(fields);
   });
 });

@@ -1,7 +1,7 @@
 /** Request bodies and queries of the orders' internal API (CONTRACT §5), validated by class-validator. */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, registerDecorator, ValidateIf, type ValidationArguments } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
 import { MAX_ID } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
@@ -97,17 +97,36 @@ export class ListOrdersQuery extends PageQuery {
   stuck?: boolean;
 }
 
-/** Either `{upstream_order_id}` or `{not_placed: true, reason}`. */
+/** Refused when `other` is given too (present in the body, whatever its value). */
+function NotWith(other: string, message: string): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'notWith',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      constraints: [other],
+      options: { message },
+      validator: { validate: (_value: unknown, args?: ValidationArguments) => (args?.object as Record<string, unknown>)[other] === undefined },
+    });
+}
+
+/**
+ * Either `{upstream_order_id}` or `{not_placed: true, reason}`, never both: a body that names an
+ * upstream order and also says the attempt was never placed is refused (settled as never placed, the
+ * order could be submitted again and paid twice). `not_placed`, when present, must be `true`; without
+ * it, `upstream_order_id` is required; a given `upstream_order_id` is always checked.
+ */
 export class ResolveOrderDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'the upstream order of this attempt (without `not_placed`)', example: 100232 })
-  @ValidateIf((o: ResolveOrderDto) => o.not_placed === undefined)
+  @ValidateIf((o: ResolveOrderDto) => o.upstream_order_id !== undefined || o.not_placed === undefined)
+  @NotWith('not_placed', 'give either upstream_order_id or not_placed, not both')
   @IsInt()
   @Min(1)
   @Max(MAX_ID)
   upstream_order_id?: number;
 
   @ApiPropertyOptional({ type: Boolean, enum: [true], description: '`true`: the upstream never got this attempt (without `upstream_order_id`)' })
-  @ValidateIf((o: ResolveOrderDto) => o.upstream_order_id === undefined)
+  @ValidateIf((o: ResolveOrderDto) => o.not_placed !== undefined || o.upstream_order_id === undefined)
   @Equals(true, { message: 'not_placed must be true (or give upstream_order_id)' })
   not_placed?: boolean;
 
