@@ -928,10 +928,15 @@ export class OrderRepository {
     await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1 AND sending_until = $2', [attemptId, leaseUntil]);
   }
 
-  /** Makes an order due for polling now (a callback hint, an unknown cancel outcome). */
+  /**
+   * Makes an order with an upstream order due for polling now: a callback whose confirming read failed
+   * (CONTRACT §6: the order is left to the poller). Also an order the poller no longer follows (a
+   * delivered order the upstream then refunds or completes: next_poll_at NULL): it is read once, and
+   * the read's answer schedules it as for any poll (NULL again once read, backing off while reads fail).
+   */
   async pollSoon(orderId: string, now: Date): Promise<void> {
     await this.dataSource.query(
-      `UPDATE orders SET next_poll_at = $2 WHERE id = $1 AND next_poll_at IS NOT NULL AND next_poll_at > $2`,
+      `UPDATE orders SET next_poll_at = $2 WHERE id = $1 AND upstream_order_id IS NOT NULL AND (next_poll_at IS NULL OR next_poll_at > $2)`,
       [orderId, now],
     );
   }

@@ -1,0 +1,114 @@
+/**
+ * Callbacks of orders the poller no longer follows (CONTRACT §6), and callbacks that cannot be stored
+ * as they are:
+ * - a callback for a `delivered` order (not polled any more) whose confirming `GET /orders/{id}` fails
+ *   leaves the order to the poller, which reads it once the upstream answers again (the upstream was
+ *   answered 200 and does not retry): a refund or `completed` announced that way is not lost;
+ * - a verified callback whose kept text fields carry a NUL character (which PostgreSQL's text refuses)
+ *   is stored without that field and answered 200, not failed with a 5xx on every retry.
+ */
+import axios from 'axios';
+import { useAppSuite } from './support/app-suite.js';
+import { callbackHeaders, freePort, getOrder, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+
+describe('callbacks of orders the poller does not follow', () => {
+  const t = useAppSuite({
+    sandbox: {
+      catalog: { products: 2 },
+      // no completedMs: the upstream order rests at `delivered` until the test moves it
+      timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100 },
+      callbackRetryDelaysMs: [100, 200, 400, 800],
+    },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'RV-AUTO', price: '4.00' }] }),
+    env: async () => {
+      const port = await freePort();
+      return {
+        PORT: String(port),
+        CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
+        ORDER_POLL_BASE_MS: '200',
+        ORDER_POLL_MAX_MS: '400',
+        UPSTREAM_TIMEOUT_MS: '800',
+      };
+    },
+    seed: true,
+  });
+  let n = 0;
+  const place = async (tag: string): Promise<OrderView> => {
+    const r = await t.app.http.post('/internal/orders', { shop_order_no: `${tag}-${++n}`, sku_code: 'RV-AUTO', quantity: 1 });
+    expect(r.status).toBe(201);
+    return (r.data as { order: OrderView }).order;
+  };
+  const inbox = (upstreamId: number, status: string) =>
+    t.db.query<{ state: string; outcome: string | null }>('SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = $2', [
+      upstreamId,
+      status,
+    ]);
+
+  it("the upstream's refund callback of a delivered order, whose confirming read fails, is read again by the poller", async () => {
+    const o = await place('UF-REFUND');
+    const upstreamId = o.upstream_order_id!;
+    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    // every callback of its own taken
+    await waitFor(
+      () => inbox(upstreamId, 'delivered'),
+      (rows) => rows.length > 0 && rows.every((r) => r.state !== 'pending'),
+    );
+    // a short outage of GET /orders/{id} while the upstream refunds the order and calls back
+    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
+    t.sandbox.refundOrder(upstreamId);
+    expect(t.sandbox.order(upstreamId)!.status).toBe('refunded');
+    const [row] = await waitFor(
+      () => inbox(upstreamId, 'refunded'),
+      (rows) => rows.length === 1 && rows[0].state !== 'pending',
+      'the refund callback to be processed',
+    );
+    expect(row.state).toBe('read_failed');
+    // still delivered here while the upstream cannot be read
+    expect((await getOrder(t.app.http, o.shop_order_no))!.status).toBe('delivered');
+    // the outage ends: the poller reads the order (nothing else would: the upstream got its 200)
+    t.sandbox.faults.set({ rules: [] });
+    const after = await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'refunded', 10_000);
+    expect(after.refund_state).toBe('refundable');
+    // read once, then no longer followed
+    const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [o.shop_order_no]);
+    expect(next_poll_at).toBeNull();
+    const reads = t.sandbox.stats.requests.getOrder;
+    await sleep(1000); // > 2 × ORDER_POLL_MAX_MS
+    expect(t.sandbox.stats.requests.getOrder).toBe(reads);
+  });
+
+  it('delivered → completed: the completed callback whose confirming read fails is read again by the poller', async () => {
+    const o = await place('UF-COMPLETE');
+    const upstreamId = o.upstream_order_id!;
+    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    await waitFor(
+      () => inbox(upstreamId, 'delivered'),
+      (rows) => rows.length > 0 && rows.every((r) => r.state !== 'pending'),
+    );
+    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
+    t.sandbox.setOrderStatus(upstreamId, 'completed');
+    const [row] = await waitFor(
+      () => inbox(upstreamId, 'completed'),
+      (rows) => rows.length === 1 && rows[0].state !== 'pending',
+      'the completed callback to be processed',
+    );
+    expect(row.state).toBe('read_failed');
+    t.sandbox.faults.set({ rules: [] });
+    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'completed', 10_000);
+  });
+
+  it('a verified callback carrying a NUL character in a kept field is stored without that field (not a 5xx the upstream retries in vain)', async () => {
+    const body = JSON.stringify({ event: 'order.status_changed', order_id: 987_999, order_no: 'DJ\u0000X', status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+    const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
+      headers: callbackHeaders(body),
+      validateStatus: () => true,
+      transformRequest: [(d: unknown) => d],
+    });
+    expect([r.status, r.data]).toEqual([200, { ok: true }]);
+    const stored = await t.db.query<{ upstream_order_no: string | null; reported_status: string | null }>(
+      'SELECT upstream_order_no, reported_status FROM callback_inbox WHERE upstream_order_id = $1',
+      [987_999],
+    );
+    expect(stored).toEqual([{ upstream_order_no: null, reported_status: 'paid' }]);
+  });
+});
