@@ -33,6 +33,9 @@ type UpstreamCancelAnswer =
   | { kind: 'unknown'; reason: string }
   | { kind: 'error'; error: UpstreamDefinitiveError };
 
+/** A refund judged again this many times when the order keeps moving under it (then refused as it is). */
+const MAX_REFUND_TRIES = 5;
+
 @Injectable()
 export class OrderCancelService {
   private readonly logger = new Logger('orders');
@@ -58,7 +61,11 @@ export class OrderCancelService {
       const order = await this.mustFind(shopOrderNo);
       if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
       if (order.status === 'canceled') return order;
-      if (order.status === 'rejected') return this.cancelLocally(order);
+      if (order.status === 'rejected') {
+        const canceled = await this.cancelLocally(order);
+        if (canceled) return canceled;
+        continue; // a new attempt took the order meanwhile: its status decides, read again
+      }
       const token = randomUUID();
       const begun = await this.begin(order, token);
       if (begun === 'changed') continue;
@@ -78,25 +85,32 @@ export class OrderCancelService {
   }
 
   async refund(shopOrderNo: string): Promise<OrderRecord> {
-    let order = await this.mustFind(shopOrderNo);
-    if (order.refundAt !== null) return order;
-    if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
-    if (orderRefund(order).state !== 'refundable') order = await this.cancel(shopOrderNo);
-    const now = this.clock.now();
-    await this.repo.transaction(async (tx) => {
-      const locked = await tx.lockOrder(order.id);
-      if (!locked || locked.refundAt !== null) return;
-      const eligibility = orderRefund(locked);
-      if (eligibility.state !== 'refundable') {
-        throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
-      }
-      // the row lock serialises refunds of an order; the unique row is the last guard
-      if (!(await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now))) return;
-      await tx.insertEvent(locked.id, { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } }, now);
-      await tx.updateOrder(locked, { updated_at: now });
-      this.logger.log({ msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`, shop_order_no: shopOrderNo, trace_id: locked.traceId });
-    });
-    return this.mustFind(shopOrderNo);
+    for (let tries = 1; ; tries++) {
+      let order = await this.mustFind(shopOrderNo);
+      if (order.refundAt !== null) return order;
+      if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
+      if (orderRefund(order).state !== 'refundable') order = await this.cancel(shopOrderNo);
+      const decided = order;
+      const now = this.clock.now();
+      const done = await this.repo.transaction(async (tx) => {
+        const locked = await tx.lockOrder(decided.id);
+        if (!locked || locked.refundAt !== null) return true;
+        const eligibility = orderRefund(locked);
+        if (eligibility.state !== 'refundable') {
+          // moved since it was judged (a new attempt of a rejected order, say): judged again, so that
+          // an order the upstream has is canceled there first, or refused for what it now is
+          if (locked.status !== decided.status && tries < MAX_REFUND_TRIES) return false;
+          throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
+        }
+        // the row lock serialises refunds of an order; the unique row is the last guard
+        if (!(await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now))) return true;
+        await tx.insertEvent(locked.id, { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } }, now);
+        await tx.updateOrder(locked, { updated_at: now });
+        this.logger.log({ msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`, shop_order_no: shopOrderNo, trace_id: locked.traceId });
+        return true;
+      });
+      if (done) return this.mustFind(shopOrderNo);
+    }
   }
 
   private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
@@ -113,19 +127,25 @@ export class OrderCancelService {
 
   /**
    * Nothing exists upstream for a rejected attempt: canceled here, still refundable. Unless the upstream
-   * showed an order for it (UPSTREAM_ORDER_EXISTS): that one is not ours to cancel here.
+   * showed an order for it (UPSTREAM_ORDER_EXISTS): that one is not ours to cancel here. Null when the
+   * order is no longer `rejected` under the lock (a new attempt took it, an operator adopted an
+   * upstream order): the caller decides again from what it is now.
    */
-  private async cancelLocally(order: OrderRecord): Promise<OrderRecord> {
-    await this.repo.transaction(async (tx) => {
+  private async cancelLocally(order: OrderRecord): Promise<OrderRecord | null> {
+    const moved = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
-      if (locked?.anomaly === UPSTREAM_ORDER_EXISTS) {
+      if (!locked) return false;
+      if (locked.anomaly === UPSTREAM_ORDER_EXISTS) {
         throw new AppError('cancel_not_allowed', 409, `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
           order: this.presenter.present(locked),
         });
       }
-      if (locked?.status === 'rejected') await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
+      if (locked.status === 'canceled') return false;
+      if (locked.status !== 'rejected') return true;
+      await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
+      return false;
     });
-    return this.mustFind(order.shopOrderNo);
+    return moved ? null : this.mustFind(order.shopOrderNo);
   }
 
   /** First transaction: the "cancel in progress" mark. */

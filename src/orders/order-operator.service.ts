@@ -36,7 +36,18 @@ export class OrderOperatorService {
   async refresh(shopOrderNo: string): Promise<OrderRecord> {
     const order = await this.mustFind(shopOrderNo);
     if (order.upstreamOrderId === null) return order;
-    const r = await this.follow.refresh(order.id, 'operator');
+    let r = await this.follow.refresh(order.id, 'operator');
+    if (r.kind === 'deferred') {
+      // A cancel in progress holds the order until the upstream has answered it: the refresh reads the
+      // upstream after it (within the cancel's lease), so that it never answers the state from before.
+      const held = await this.mustFind(shopOrderNo);
+      const deadline = Date.now() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
+      for (let delay = 20; r.kind === 'deferred'; delay = Math.min(delay * 2, 200)) {
+        if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
+        await sleep(delay);
+        r = await this.follow.refresh(order.id, 'operator');
+      }
+    }
     if (r.kind === 'read_failed') {
       throw new AppError('upstream_unavailable', 503, `the order could not be read from the upstream: ${r.error.message}`);
     }
