@@ -146,10 +146,10 @@ describe('catalog sync', () => {
     // every product counted as seen by the pass: none read again to confirm it
     expect(sandbox.stats.requests.product).toBe(0);
     // every page came byte for byte as in the previous pass, its products as stored: no fingerprint computed, and none
-    // parsed but those that arrived before the stored fingerprints were read (their fingerprints from memory)
+    // parsed but those that arrived before the stored fingerprints were read (their fingerprints from memory; how many
+    // arrive that early depends on timing, which pages they are does not)
     const stats = app.relay.app.get(CatalogSyncService).pageFingerprints.stats;
-    expect(stats).toMatchObject({ computed: 0, unchanged: Math.ceil(PRODUCTS / CAP) - stats.remembered });
-    expect(stats.remembered).toBeLessThanOrEqual(1 + CONCURRENCY);
+    expect(stats).toMatchObject({ computed: 0, unchanged: Math.ceil(PRODUCTS / CAP) - stats.remembered, remembered: stats.beforeIndex });
     expect(run).toMatchObject({ products_seen: PRODUCTS, skus_seen: sandbox.catalog.skuCount, pages_done: Math.ceil(PRODUCTS / CAP) });
   });
 

@@ -52,7 +52,7 @@ describe('PageFingerprints', () => {
     const p = page([1, 2, 3], 'd1');
     memo.addPage(p);
     for (const item of p.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
-    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
   });
 
   it('a body received by the previous complete pass whose products equal the stored fingerprints is unchanged: not parsed', () => {
@@ -71,7 +71,7 @@ describe('PageFingerprints', () => {
       page_size: 7,
       digest: 'd1',
     });
-    expect(memo.stats).toEqual({ unchanged: 1, remembered: 0, computed: 0 });
+    expect(memo.stats).toEqual({ unchanged: 1, remembered: 0, computed: 0, beforeIndex: 0 });
     // and it is remembered again for the pass after
     memo.completePass();
     memo.startPass();
@@ -86,7 +86,7 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d1', null)).toBeUndefined();
     const parsed = page([1, 2, 3], 'd1');
     memo.addPage(parsed);
-    expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0, beforeIndex: 1 });
     expect(parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.items.map((p) => productFingerprint(p)));
   });
 
@@ -95,7 +95,7 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d2-changed', index([4, 5, 6], '11.00'))).toBeUndefined();
     const changed = page([4, 5, 6], 'd2-changed', '11.00');
     memo.addPage(changed);
-    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
     expect(memo.fingerprintOf(changed.items[0])).toBe(productFingerprint(changed.items[0]));
     expect(memo.fingerprintOf(changed.items[0])).not.toBe(productFingerprint(product(4)));
   });
@@ -103,7 +103,7 @@ describe('PageFingerprints', () => {
   it('a page without a digest is always computed; a product of no page is computed when asked', () => {
     const memo = afterPass([page([1], undefined)]);
     memo.addPage(page([1], undefined));
-    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1 });
+    expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
     const stranger = product(99);
     expect(memo.fingerprintOf(stranger)).toBe(productFingerprint(stranger));
   });

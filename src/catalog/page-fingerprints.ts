@@ -35,8 +35,12 @@ export class PageFingerprints {
   private currentProducts = 0;
   /** The products of the pages parsed in this pass (by identity): their fingerprint. */
   private byProduct = new WeakMap<UpstreamProduct, string>();
-  /** This pass's pages: unchanged (not parsed), parsed with their fingerprints from memory, parsed and fingerprinted. */
-  readonly stats = { unchanged: 0, remembered: 0, computed: 0 };
+  /**
+   * This pass's pages: unchanged (not parsed), parsed with their fingerprints from memory, parsed and
+   * fingerprinted; and `beforeIndex`, the pages asked about before the stored fingerprints were read
+   * (parsed whatever they hold: how many depends on timing).
+   */
+  readonly stats = { unchanged: 0, remembered: 0, computed: 0, beforeIndex: 0 };
 
   /** `maxProducts`: a pass with more products keeps no more pages (the memory is ~100 bytes a product). */
   constructor(private readonly maxProducts: number) {}
@@ -49,6 +53,7 @@ export class PageFingerprints {
     this.stats.unchanged = 0;
     this.stats.remembered = 0;
     this.stats.computed = 0;
+    this.stats.beforeIndex = 0;
   }
 
   /**
@@ -57,7 +62,10 @@ export class PageFingerprints {
    * pass). Its products come as `unchanged`, `items` is empty. Undefined otherwise (to be parsed).
    */
   unchangedPage(digest: string, known: Map<number, string> | null): UpstreamProductPage | undefined {
-    if (known === null) return undefined;
+    if (known === null) {
+      this.stats.beforeIndex++;
+      return undefined;
+    }
     const record = this.lookup(digest);
     if (record === undefined) return undefined;
     for (let i = 0; i < record.products.length; i++) {
