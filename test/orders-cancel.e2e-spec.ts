@@ -86,6 +86,16 @@ describe('orders: cancel and refund', () => {
     expect((await refund(o)).status).toBe(409);
   });
 
+  it('keeps "delivered after a cancel" as an anomaly: the order stays canceled (refundable), the items reported are kept', async () => {
+    const o = await placed('DLVX');
+    expect((await cancel(o)).status).toBe(200);
+    sandbox.setOrderStatus(o.upstream_order_id as number, 'delivered', { payload: 'CODE-Y\nCODE-Z' });
+    const after = await waitForOrder(app.http, o.shop_order_no, (x) => x.anomaly !== null);
+    expect(after).toMatchObject({ status: 'canceled', anomaly: 'delivered_after_cancel', refund_state: 'refundable', items: ['CODE-Y', 'CODE-Z'] });
+    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ kind: string; detail: Record<string, unknown> | null }> };
+    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([expect.objectContaining({ detail: { reason: 'delivered_after_cancel', reported: 'delivered' } })]);
+  });
+
   it('a cancel answered ok but not `canceled` is no yes: 409 cancel_not_allowed, the order unchanged and not refundable', async () => {
     const o = await placed('NOTYES');
     const id = o.upstream_order_id as number;

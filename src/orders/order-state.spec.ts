@@ -47,11 +47,17 @@ describe('order state machine', () => {
     expect(decideReport('partially_refunded', 'partially_refunded')).toEqual({ kind: 'same' });
   });
 
-  it('keeps contradictions as anomalies: canceled after items were delivered', () => {
+  it('keeps contradictions as anomalies: canceled after items were delivered, items delivered after a cancel', () => {
     expect(ANOMALIES.length).toBeGreaterThan(0);
     for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
       expect(decideReport(s, 'canceled')).toEqual({ kind: 'anomaly', reason: 'canceled_after_delivery' });
     }
+    // and the reverse: items delivered for an order the upstream canceled
+    for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
+      expect(decideReport('canceled', s)).toEqual({ kind: 'anomaly', reason: 'delivered_after_cancel' });
+    }
+    // a refund after a cancel is no contradiction (a regression, as before)
+    expect(decideReport('canceled', 'paid')).toEqual({ kind: 'regression' });
     expect(decideReport('paid', 'shipped')).toEqual({ kind: 'anomaly', reason: 'unknown_status' });
     expect(decideReport('rejected', 'paid')).toEqual({ kind: 'anomaly', reason: 'report_for_rejected' });
   });

@@ -97,9 +97,17 @@ export const ITEMS_DELIVERED: ReadonlySet<OrderStatus> = new Set(['partially_del
 /** The upstream reported `canceled` for an order whose items were delivered. */
 export const CANCELED_AFTER_DELIVERY = 'canceled_after_delivery';
 
+/**
+ * The upstream reported items delivered (`partially_delivered`, `delivered`, `completed`) for an order
+ * it had canceled: the order stays `canceled` (refundable, as the upstream's cancel made it), the items
+ * it reports are stored (no delivered item is lost), and the operator is told.
+ */
+export const DELIVERED_AFTER_CANCEL = 'delivered_after_cancel';
+
 /** Contradictions: reported `to` while the order is in one of `from`. Kept, logged, not applied. */
 export const ANOMALIES: ReadonlyArray<{ from: ReadonlySet<OrderStatus>; to: OrderStatus; reason: string }> = [
   { from: ITEMS_DELIVERED, to: 'canceled', reason: CANCELED_AFTER_DELIVERY },
+  ...[...ITEMS_DELIVERED].map((to) => ({ from: new Set<OrderStatus>(['canceled']), to, reason: DELIVERED_AFTER_CANCEL })),
 ];
 
 /**

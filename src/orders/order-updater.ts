@@ -15,6 +15,7 @@ import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
+  DELIVERED_AFTER_CANCEL,
   FOLLOWED,
   ITEMS_DELIVERED,
   UPSTREAM_ORDER_EXISTS,
@@ -94,7 +95,8 @@ export class OrderUpdater {
     let progressed = false;
     let deliveredNow = false;
 
-    if (decision.kind === 'apply' || decision.kind === 'same') {
+    const taken = decision.kind === 'apply' || decision.kind === 'same';
+    if (taken) {
       if (report.order_no && report.order_no !== order.upstreamOrderNo) patch.upstream_order_no = report.order_no;
       if (report.amount && !eqMoney(report.amount, order.amount)) patch.amount = report.amount;
       if (report.currency && report.currency !== order.currency) patch.currency = report.currency;
@@ -102,6 +104,9 @@ export class OrderUpdater {
         patch.refunded_amount = report.refunded_amount;
         progressed = true;
       }
+    }
+    // items reported delivered are kept even when the status contradicts the order's (no item is lost)
+    if (taken || (decision.kind === 'anomaly' && decision.reason === DELIVERED_AFTER_CANCEL)) {
       const delivery = this.delivery(tx, order, report.fulfillment, now);
       if (delivery) {
         Object.assign(patch, delivery);
