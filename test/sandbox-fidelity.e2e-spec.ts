@@ -11,7 +11,18 @@
  *    listing does not show it); an explicit stock edit does;
  * 4. `payment_failed` carries the canceled order (`order_id`, `order_no`, `status`), and the relay
  *    still takes it as a refusal;
- * 5. a callback's retry carries the order's state at the time of the try, with a fresh timestamp.
+ * 5. a callback's retry carries the order's state at the time of the try, with a fresh timestamp;
+ * 6. authentication refusals carry Dujiao-Next's codes and statuses (internal/router/upstream_auth.go):
+ *    401 `missing_auth_headers`, 401 `invalid_timestamp`, 401 `timestamp_expired`, 403
+ *    `invalid_api_key`, 401 `invalid_signature`, the timestamp judged before the key;
+ * 7. stock is `low_stock` from 1 to 20 and `in_stock` above 20;
+ * 8. profile `dujiao-next`: a create the wallet cannot pay creates the order, cancels it and answers
+ *    200 `payment_failed` naming it (the number stays tied to it); profile `spec` keeps 402
+ *    `insufficient_balance`; the relay rejects either way;
+ * 9. profile `dujiao-next`: inactive SKUs are left out of the product JSON (listing and detail); the
+ *    relay's sync unlists a SKU that goes inactive and lists it again when it comes back;
+ * 10. `manual_form_data` is checked against the product's `manual_form_schema` (a required field
+ *    missing or empty: 400 `bad_request`), in both profiles.
  */
 import http from 'node:http';
 import axios from 'axios';
@@ -22,6 +33,7 @@ import type { SandboxCallbackBody, SandboxOrderDetail, SandboxProductPage } from
 import { signatureHeaderNames, verifySignature } from '../src/signing/signing.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { waitRun, type SyncRunView } from './support/sync-run.js';
 
 interface EventView {
   source: string;
@@ -272,6 +284,179 @@ describe('sandbox fidelity: the sandbox alone', () => {
   });
 });
 
+describe('sandbox fidelity: the sandbox alone (2)', () => {
+  describe('6. authentication refusals', () => {
+    it.each(['spec', 'dujiao-next'] as const)('profile %s: Dujiao-Next\'s codes and statuses, in its order', async (profile) => {
+      await withSandbox({ profile }, async (sandbox) => {
+        const names = signatureHeaderNames(sandbox.credentials.headerPrefix);
+        const ping = async (opts: Parameters<typeof signedRequest>[3]) => {
+          const r = await signedRequest(sandbox.credentials, 'POST', '/ping', opts);
+          return [r.status, (r.json as { error_code?: string }).error_code ?? null];
+        };
+        expect(await ping({})).toEqual([200, null]);
+        expect(await ping({ unsigned: true })).toEqual([401, 'missing_auth_headers']);
+        expect(await ping({ headers: { [names.timestamp]: null } })).toEqual([401, 'missing_auth_headers']);
+        expect(await ping({ headers: { [names.signature]: '' } })).toEqual([401, 'missing_auth_headers']);
+        expect(await ping({ headers: { [names.timestamp]: 'now' } })).toEqual([401, 'invalid_timestamp']);
+        expect(await ping({ timestampOffsetS: 300 })).toEqual([401, 'timestamp_expired']);
+        expect(await ping({ apiKey: 'not-our-key' })).toEqual([403, 'invalid_api_key']);
+        expect(await ping({ secret: 'not-our-secret' })).toEqual([401, 'invalid_signature']);
+        // the timestamp before the key, the key before the signature
+        expect(await ping({ apiKey: 'not-our-key', timestampOffsetS: -300 })).toEqual([401, 'timestamp_expired']);
+        expect(await ping({ apiKey: 'not-our-key', headers: { [names.timestamp]: 'now' } })).toEqual([401, 'invalid_timestamp']);
+        expect(await ping({ apiKey: 'not-our-key', secret: 'not-our-secret' })).toEqual([403, 'invalid_api_key']);
+      });
+    });
+  });
+
+  describe('7. stock statuses', () => {
+    it('low_stock from 1 to 20, in_stock above 20, as served and as sales move it', async () => {
+      await withSandbox({ catalog: { products: 40 } }, async (sandbox) => {
+        const page = await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } });
+        const skus = (page.json as SandboxProductPage).items.flatMap((p) => p.skus);
+        expect(skus.filter((s) => s.stock_status === 'low_stock').every((s) => s.stock_quantity >= 1 && s.stock_quantity <= 20)).toBe(true);
+        expect(skus.filter((s) => s.stock_status === 'in_stock').every((s) => s.stock_quantity > 20)).toBe(true);
+
+        const product = sandbox.catalog.addProduct({ skus: [{ skuCode: 'ST-1', price: '1.00', stockQuantity: 25 }] });
+        expect(product.skus[0]).toMatchObject({ stock_status: 'in_stock', stock_quantity: 25 });
+        expect((await create(sandbox, { sku_id: product.skus[0].id, quantity: 4 })).status).toBe(200);
+        expect(sandbox.catalog.getSku('ST-1')!.sku).toMatchObject({ stock_status: 'in_stock', stock_quantity: 21 });
+        expect((await create(sandbox, { sku_id: product.skus[0].id, quantity: 1 })).status).toBe(200);
+        const detail = await signedRequest(sandbox.credentials, 'GET', `/products/${product.id}`);
+        expect((detail.json as { product: { skus: unknown[] } }).product.skus[0]).toMatchObject({ stock_status: 'low_stock', stock_quantity: 20 });
+      });
+    });
+  });
+
+  describe('8. a wallet that cannot pay', () => {
+    it('dujiao-next: the order is created and canceled, 200 payment_failed names it; nothing taken; the number stays tied to it', async () => {
+      await withSandbox({ profile: 'dujiao-next', wallet: { balance: '5.00' } }, async (sandbox) => {
+        expect(sandbox.config.lowBalance).toBe('payment_failed');
+        const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-1', price: '4.00', stockQuantity: 30 }] }).skus[0];
+        const failed = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-PF-1' });
+        expect(failed.status).toBe(200);
+        expect(failed.json).toEqual({
+          ok: false,
+          error_code: 'payment_failed',
+          error_message: expect.stringMatching(/balance/),
+          order_id: expect.any(Number),
+          order_no: expect.any(String),
+          status: 'canceled',
+        });
+        const order = sandbox.order(failed.json.order_id as number)!;
+        expect(order).toMatchObject({ order_no: failed.json.order_no, downstream_order_no: 'LB-PF-1', status: 'canceled', amount: '8.00' });
+        expect(order.history).toEqual(['pending_payment', 'canceled']);
+        expect(sandbox.walletBalance()).toBe('5.00');
+        expect(sandbox.catalog.getSku('LB-1')!.sku.stock_quantity).toBe(30);
+        expect(sandbox.stats.createsExecuted).toBe(1);
+        // the same number, even once the wallet could pay, returns that canceled order
+        sandbox.setWalletBalance('100.00');
+        const again = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-PF-1' });
+        expect(again.json).toMatchObject({ ok: true, order_id: order.id, order_no: order.order_no, status: 'canceled' });
+        expect(sandbox.walletBalance()).toBe('100.00');
+        expect(sandbox.orders()).toHaveLength(1);
+        // a new number is paid
+        const paid = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-PF-2' });
+        expect(paid.json).toMatchObject({ ok: true, status: 'paid', amount: '8.00' });
+        expect(sandbox.walletBalance()).toBe('92.00');
+      });
+    });
+
+    it('spec: 402 insufficient_balance (upstream-api.md §7), nothing recorded, the number still free', async () => {
+      await withSandbox({ wallet: { balance: '5.00' } }, async (sandbox) => {
+        expect(sandbox.config.lowBalance).toBe('insufficient_balance');
+        const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-2', price: '4.00' }] }).skus[0];
+        const refused = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-IB-1' });
+        expect(refused).toEqual({ status: 402, json: { ok: false, error_code: 'insufficient_balance', error_message: expect.any(String) } });
+        expect(sandbox.orders()).toEqual([]);
+        sandbox.setWalletBalance('100.00');
+        const placed = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-IB-1' });
+        expect(placed.json).toMatchObject({ ok: true, status: 'pending_payment' });
+      });
+    });
+
+    it('the option lowBalance overrides the profile', async () => {
+      await withSandbox({ profile: 'dujiao-next', lowBalance: 'insufficient_balance', wallet: { balance: '1.00' } }, async (sandbox) => {
+        const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-3', price: '4.00' }] }).skus[0];
+        expect((await create(sandbox, { sku_id: sku.id, quantity: 1 })).status).toBe(402);
+        expect(sandbox.orders()).toEqual([]);
+      });
+      await withSandbox({ lowBalance: 'payment_failed', wallet: { balance: '1.00' } }, async (sandbox) => {
+        const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-4', price: '4.00' }] }).skus[0];
+        const failed = await create(sandbox, { sku_id: sku.id, quantity: 1 });
+        expect(failed).toMatchObject({ status: 200, json: { ok: false, error_code: 'payment_failed', status: 'canceled' } });
+      });
+      expect(() => new SandboxServer({ lowBalance: 'refuse' as never })).toThrow(RangeError);
+    });
+  });
+
+  describe('9. inactive SKUs in the product JSON', () => {
+    const servedSkus = async (sandbox: SandboxServer, productId: number) => {
+      const detail = await signedRequest(sandbox.credentials, 'GET', `/products/${productId}`);
+      const page = await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } });
+      const listed = (page.json as SandboxProductPage).items.find((p) => p.id === productId)!;
+      const fromDetail = (detail.json as { product: SandboxProductPage['items'][number] }).product.skus.map((s) => [s.sku_code, s.is_active]);
+      expect(listed.skus.map((s) => [s.sku_code, s.is_active])).toEqual(fromDetail);
+      return fromDetail;
+    };
+    const twoSkus = { skus: [{ skuCode: 'IA-1', price: '1.00' }, { skuCode: 'IA-2', price: '2.00', isActive: false }] };
+
+    it('dujiao-next: left out of the listing and the detail; back once active again', async () => {
+      await withSandbox({ profile: 'dujiao-next' }, async (sandbox) => {
+        expect(sandbox.config.servesInactiveSkus).toBe(false);
+        const product = sandbox.catalog.addProduct(twoSkus);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true]]);
+        // the seeded catalog: no inactive SKU anywhere in the listing
+        const page = await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } });
+        expect((page.json as SandboxProductPage).items.flatMap((p) => p.skus).every((s) => s.is_active)).toBe(true);
+        // ordering it by its id is still sku_unavailable
+        const inactive = sandbox.catalog.getSku('IA-2')!.sku;
+        expect((await create(sandbox, { sku_id: inactive.id, quantity: 1 })).json).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
+        sandbox.catalog.setSkuActive('IA-2', true);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', true]]);
+        sandbox.catalog.setSkuActive('IA-1', false);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-2', true]]);
+      });
+    });
+
+    it('spec: served with is_active false; the option servesInactiveSkus overrides the profile', async () => {
+      await withSandbox({}, async (sandbox) => {
+        expect(sandbox.config.servesInactiveSkus).toBe(true);
+        const product = sandbox.catalog.addProduct(twoSkus);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', false]]);
+      });
+      await withSandbox({ profile: 'dujiao-next', servesInactiveSkus: true }, async (sandbox) => {
+        const product = sandbox.catalog.addProduct(twoSkus);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', false]]);
+      });
+      await withSandbox({ servesInactiveSkus: false }, async (sandbox) => {
+        const product = sandbox.catalog.addProduct(twoSkus);
+        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true]]);
+      });
+    });
+  });
+
+  describe('10. manual_form_data and manual_form_schema', () => {
+    it.each(['spec', 'dujiao-next'] as const)('profile %s: a required field missing or empty is 400 bad_request, nothing recorded', async (profile) => {
+      await withSandbox({ profile }, async (sandbox) => {
+        const sku = sandbox.catalog.addProduct({
+          fulfillmentType: 'manual',
+          manualFormSchema: { fields: [{ key: 'account', type: 'text', required: true }, { key: 'region', type: 'select', required: false }] },
+          skus: [{ skuCode: 'MF-1', price: '3.00' }],
+        }).skus[0];
+        for (const data of [{}, { account: '' }, { region: 'CN' }]) {
+          const r = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: data });
+          expect({ data, r }).toEqual({ data, r: { status: 400, json: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/^manual form data is invalid/) } } });
+        }
+        expect(sandbox.orders()).toEqual([]);
+        const ok = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: { account: 'player-9' } });
+        expect(ok.status).toBe(200);
+        expect(sandbox.order(ok.json.order_id as number)!.manual_form_data).toEqual({ account: 'player-9' });
+      });
+    });
+  });
+});
+
 describe('sandbox fidelity: the relay against the default sandbox (spec)', () => {
   const t = useAppSuite({
     sandbox: { catalog: { products: 2 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } },
@@ -335,10 +520,29 @@ describe('sandbox fidelity: the relay against the default sandbox (spec)', () =>
 describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
   const t = useAppSuite({
     sandbox: { profile: 'dujiao-next', catalog: { products: 2 }, timetable: { fulfillingMs: null } },
-    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'FID-DJ', price: '6.00' }] }),
+    prepare: (sandbox) => {
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'FID-DJ', price: '6.00' }] });
+      sandbox.catalog.addProduct({
+        skus: [
+          { skuCode: 'FID-DJ-IA-1', price: '1.00' },
+          { skuCode: 'FID-DJ-IA-2', price: '2.00' },
+          { skuCode: 'FID-DJ-IA-3', price: '3.00', isActive: false },
+        ],
+      });
+    },
     env: { UPSTREAM_PROFILE: 'dujiao-next', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200', UPSTREAM_TIMEOUT_MS: '800' },
     seed: true,
   });
+
+  const sync = async (): Promise<SyncRunView> => {
+    const started = await t.app.http.post('/internal/catalog/sync', { mode: 'full' });
+    expect(started.status).toBe(202);
+    return waitRun(t.app.http, (started.data as { run_id: string }).run_id);
+  };
+  const localSku = async (code: string) => {
+    const r = await t.app.http.get(`/internal/catalog/skus/${code}`);
+    return r.status === 404 ? null : (r.data as { sku: { listed: boolean; available: boolean } }).sku;
+  };
 
   it('an order is paid by its create; the upstream refuses to cancel it, so the relay does too', async () => {
     const shopNo = 'FID-DJ-1';
@@ -353,6 +557,53 @@ describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
     const upstreamId = (placed.data as { order: OrderView }).order.upstream_order_id!;
     expect(t.sandbox.order(upstreamId)!.status).toBe('paid');
     expect(t.sandbox.walletBalance()).toBe(balance);
+  });
+
+  it('a create the wallet cannot pay: the upstream cancels it (payment_failed), the relay rejects it (402); the next attempt has a new number', async () => {
+    const shopNo = 'FID-DJ-LOW';
+    const balance = t.sandbox.walletBalance();
+    t.sandbox.setWalletBalance('1.00');
+    try {
+      const refused = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-DJ', quantity: 1 });
+      expect(refused.status).toBe(402);
+      expect(refused.data).toMatchObject({ ok: false, error_code: 'payment_failed', order: { status: 'rejected', upstream_order_id: null } });
+      const canceled = t.sandbox.orders().find((o) => o.downstream_order_no === shopNo)!;
+      expect(canceled).toMatchObject({ status: 'canceled', amount: '6.00' });
+      expect(t.sandbox.walletBalance()).toBe('1.00');
+
+      t.sandbox.setWalletBalance('100.00');
+      const again = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-DJ', quantity: 1 });
+      expect(again.status).toBe(201);
+      expect((again.data as { order: OrderView }).order).toMatchObject({ status: 'paid', attempt: 2, downstream_order_no: `${shopNo}-2` });
+      expect((again.data as { order: OrderView }).order.upstream_order_id).not.toBe(canceled.id);
+      expect(t.sandbox.walletBalance()).toBe('94.00');
+    } finally {
+      t.sandbox.setWalletBalance(balance);
+    }
+  });
+
+  it('catalog sync: a SKU left out as inactive is not listed; one that goes inactive is unlisted, and listed again when it comes back', async () => {
+    // FID-DJ-IA-3 was inactive at the first sync: the upstream never showed it
+    expect(await localSku('FID-DJ-IA-1')).toMatchObject({ listed: true, available: true });
+    expect(await localSku('FID-DJ-IA-2')).toMatchObject({ listed: true, available: true });
+    expect(await localSku('FID-DJ-IA-3')).toBeNull();
+
+    t.sandbox.catalog.setSkuActive('FID-DJ-IA-2', false);
+    const gone = await sync();
+    expect(gone).toMatchObject({ status: 'succeeded', skus_delisted: 1, skus_created: 0 });
+    expect(await localSku('FID-DJ-IA-2')).toMatchObject({ listed: false, available: false });
+    expect(await localSku('FID-DJ-IA-1')).toMatchObject({ listed: true, available: true });
+    const refused = await t.app.http.post('/internal/orders', { shop_order_no: 'FID-DJ-IA-ORDER', sku_code: 'FID-DJ-IA-2', quantity: 1 });
+    expect(refused.status).toBe(409);
+    expect(refused.data).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
+
+    t.sandbox.catalog.setSkuActive('FID-DJ-IA-2', true);
+    t.sandbox.catalog.setSkuActive('FID-DJ-IA-3', true);
+    const back = await sync();
+    expect(back).toMatchObject({ status: 'succeeded', skus_relisted: 1, skus_created: 1, skus_delisted: 0 });
+    for (const code of ['FID-DJ-IA-1', 'FID-DJ-IA-2', 'FID-DJ-IA-3']) expect(await localSku(code)).toMatchObject({ listed: true, available: true });
+    const placed = await t.app.http.post('/internal/orders', { shop_order_no: 'FID-DJ-IA-ORDER-2', sku_code: 'FID-DJ-IA-3', quantity: 1 });
+    expect(placed.status).toBe(201);
   });
 });
 

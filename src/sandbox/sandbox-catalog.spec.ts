@@ -1,4 +1,4 @@
-import { SandboxCatalog } from './sandbox-catalog.js';
+import { LOW_STOCK_THRESHOLD, SandboxCatalog, stockStatusFor } from './sandbox-catalog.js';
 import { formatMoney, parseMoney } from './sandbox-money.js';
 import type { SandboxProduct } from './sandbox.types.js';
 
@@ -57,7 +57,9 @@ describe('sandbox catalog', () => {
     }
     expect(skus.filter((s) => s.stock_status === 'unlimited').every((s) => s.stock_quantity === -1)).toBe(true);
     expect(skus.filter((s) => s.stock_status === 'out_of_stock').every((s) => s.stock_quantity === 0)).toBe(true);
-    expect(skus.filter((s) => s.stock_status === 'low_stock').every((s) => s.stock_quantity > 0 && s.stock_quantity <= 10)).toBe(true);
+    // Dujiao-Next: low_stock 1–20, in_stock above 20
+    expect(skus.filter((s) => s.stock_status === 'low_stock').every((s) => s.stock_quantity > 0 && s.stock_quantity <= 20)).toBe(true);
+    expect(skus.filter((s) => s.stock_status === 'in_stock').every((s) => s.stock_quantity > 20)).toBe(true);
     expect(skus.some((s) => !s.is_active)).toBe(true);
     expect(skus.some((s) => s.original_price !== undefined)).toBe(true);
     expect(skus.some((s) => s.member_price !== undefined)).toBe(true);
@@ -164,6 +166,51 @@ describe('sandbox catalog', () => {
     expect(new Set(touched).size).toBe(5);
     const changed = pageAll(c, 50, cutoff);
     expect(changed.map((p) => p.id).sort((a, b) => a - b)).toEqual([...touched].sort((a, b) => a - b));
+  });
+
+  it('names stock as Dujiao-Next does: out_of_stock at 0, low_stock 1–20, in_stock above 20, unlimited at -1', () => {
+    expect(LOW_STOCK_THRESHOLD).toBe(20);
+    expect([-1, 0, 1, 10, 11, 20, 21, 1000].map((q) => [q, stockStatusFor(q)])).toEqual([
+      [-1, 'unlimited'],
+      [0, 'out_of_stock'],
+      [1, 'low_stock'],
+      [10, 'low_stock'],
+      [11, 'low_stock'],
+      [20, 'low_stock'],
+      [21, 'in_stock'],
+      [1000, 'in_stock'],
+    ]);
+    const c = new SandboxCatalog(40, 1, fixedClock);
+    const rec = c.skuRecord(c.addProduct({ skus: [{ stockQuantity: 21 }] }).skus[0].id)!;
+    expect(rec.stockStatus).toBe('in_stock');
+    c.takeStock(rec, 1);
+    expect(c.getSkuById(rec.id)!.sku).toMatchObject({ stock_status: 'low_stock', stock_quantity: 20 });
+  });
+
+  it('leaves inactive SKUs out of what it serves when told to (profile dujiao-next), the helpers still show them', () => {
+    const full = new SandboxCatalog(40, 1, fixedClock);
+    const lean = new SandboxCatalog(40, 1, fixedClock, false);
+    const fullPages = pageAll(full, 50);
+    const leanPages = pageAll(lean, 50);
+    // the same products, in the same order, each with its active SKUs only
+    expect(leanPages.map((p) => p.id)).toEqual(fullPages.map((p) => p.id));
+    expect(leanPages).toEqual(fullPages.map((p) => ({ ...p, skus: p.skus.filter((s) => s.is_active) })));
+    expect(fullPages.some((p) => p.skus.some((s) => !s.is_active))).toBe(true);
+    expect(leanPages.every((p) => p.skus.every((s) => s.is_active))).toBe(true);
+
+    const inactive = lean.findSku({ active: false })!;
+    expect(inactive.sku.is_active).toBe(false);
+    expect(inactive.product.skus.map((s) => s.id)).toContain(inactive.sku.id);
+    expect(lean.getProduct(inactive.product.id)!.skus.map((s) => s.id)).toContain(inactive.sku.id);
+    const served = (): SandboxProduct => JSON.parse(lean.productJson(lean.productRecord(inactive.product.id)!)) as SandboxProduct;
+    expect(served().skus.map((s) => s.id)).not.toContain(inactive.sku.id);
+    // activating it serves it again (a change of the product: updated_at moves)
+    const before = served().updated_at;
+    lean.setSkuActive(inactive.sku.sku_code, true);
+    expect(served().skus.find((s) => s.id === inactive.sku.id)).toMatchObject({ is_active: true });
+    expect(Date.parse(served().updated_at)).toBeGreaterThan(Date.parse(before));
+    lean.setSkuActive(inactive.sku.sku_code, false);
+    expect(served().skus.map((s) => s.id)).not.toContain(inactive.sku.id);
   });
 
   it('takes and gives back finite stock, leaving unlimited stock alone', () => {

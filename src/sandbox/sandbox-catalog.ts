@@ -8,6 +8,11 @@
  *
  * Listing order: `sortOrder` descending, then id ascending. Generated and added products have
  * sortOrder 0; `insertAtFront()` gives a product a sortOrder above every other, so it sorts first.
+ *
+ * What is served (`page()`, `productJson()`) leaves a product's inactive SKUs out when
+ * `servesInactiveSkus` is false (profile `dujiao-next`: Dujiao-Next's product JSON skips them). The
+ * helpers that hand wire shapes to tests (`getProduct`, `listedProducts`, `getSku`, `findSku`,
+ * `addProduct`…) always show every SKU, inactive ones with `is_active` false, as the record holds it.
  */
 import { formatMoney, parseMoney, percentOf } from './sandbox-money.js';
 import {
@@ -20,8 +25,11 @@ import {
   type SandboxStockStatus,
 } from './sandbox.types.js';
 
-/** A finite stock at or below this is `low_stock`. */
-export const LOW_STOCK_THRESHOLD = 10;
+/**
+ * A finite stock at or below this is `low_stock` (1–20), above it `in_stock`: Dujiao-Next's stock
+ * computation and its docs use 20.
+ */
+export const LOW_STOCK_THRESHOLD = 20;
 /** Generated products are created from here on, one a minute. */
 const BASE_TIME = Date.UTC(2024, 0, 1);
 const DAY_MS = 86_400_000;
@@ -245,6 +253,8 @@ export class SandboxCatalog {
     private readonly size: number,
     private readonly seed: number,
     private readonly clock: () => number,
+    /** False: inactive SKUs are left out of what is served (see the header). */
+    private readonly servesInactiveSkus = true,
   ) {
     this.generate();
   }
@@ -289,10 +299,10 @@ export class SandboxCatalog {
     return this.categoriesJsonCache;
   }
 
-  /** The wire shape of a product (a fresh copy), listed or not. */
+  /** The wire shape of a product (a fresh copy, every SKU: see the header), listed or not. */
   getProduct(id: number): SandboxProduct | undefined {
     const p = this.productsById.get(id);
-    return p ? (JSON.parse(this.productJson(p)) as SandboxProduct) : undefined;
+    return p ? this.fullWire(p) : undefined;
   }
 
   /** The first SKU carrying this code (see duplicateSkuCode) with its product. */
@@ -306,9 +316,9 @@ export class SandboxCatalog {
     return s ? this.found(s) : undefined;
   }
 
-  /** Every listed product in listing order (wire shapes). */
+  /** Every listed product in listing order (wire shapes, every SKU: see the header). */
   listedProducts(): SandboxProduct[] {
-    return this.listing().map((p) => JSON.parse(this.productJson(p)) as SandboxProduct);
+    return this.listing().map((p) => this.fullWire(p));
   }
 
   /** The first SKU (in listing order) matching the filter. */
@@ -359,8 +369,9 @@ export class SandboxCatalog {
     return this.skusById.get(id);
   }
 
+  /** The product's JSON as served (cached): without its inactive SKUs unless `servesInactiveSkus`. */
   productJson(p: ProductRecord): string {
-    p.json ??= JSON.stringify(this.toWire(p));
+    p.json ??= JSON.stringify(this.toWire(p, this.servesInactiveSkus));
     return p.json;
   }
 
@@ -479,7 +490,7 @@ export class SandboxCatalog {
     });
     this.productsById.set(id, p);
     this.listingCache = null;
-    return JSON.parse(this.productJson(p)) as SandboxProduct;
+    return this.fullWire(p);
   }
 
   /** Adds a product that sorts first in the listing. Returns its wire shape. */
@@ -561,8 +572,14 @@ export class SandboxCatalog {
 
   // ----------------------------------------------------------------------------------- private
 
+  /** The wire shape with every SKU (a fresh copy): the served JSON where that has them all. */
+  private fullWire(p: ProductRecord): SandboxProduct {
+    const json = this.servesInactiveSkus || p.skus.every((s) => s.isActive) ? this.productJson(p) : JSON.stringify(this.toWire(p, true));
+    return JSON.parse(json) as SandboxProduct;
+  }
+
   private found(s: SkuRecord): FoundSku {
-    const product = JSON.parse(this.productJson(this.product(s.productId))) as SandboxProduct;
+    const product = this.fullWire(this.product(s.productId));
     const sku = product.skus.find((x) => x.id === s.id);
     if (!sku) throw new Error(`sku ${s.id} missing from product ${s.productId}`);
     return { product, sku };
@@ -612,7 +629,7 @@ export class SandboxCatalog {
     p.json = null;
   }
 
-  private toWire(p: ProductRecord): SandboxProduct {
+  private toWire(p: ProductRecord, inactiveSkus: boolean): SandboxProduct {
     const active = p.skus.filter((s) => s.isActive);
     const priced = active.length > 0 ? active : p.skus;
     let cheapest = priced[0];
@@ -633,7 +650,7 @@ export class SandboxCatalog {
       manual_form_schema: p.manualFormSchema,
       is_active: p.listed,
       category_id: p.categoryId,
-      skus: p.skus.map(skuToWire),
+      skus: (inactiveSkus ? p.skus : active).map(skuToWire),
       created_at: new Date(p.createdAt).toISOString(),
       updated_at: new Date(p.updatedAt).toISOString(),
     };

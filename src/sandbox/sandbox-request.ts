@@ -31,6 +31,11 @@ export interface SignedRequestOptions {
   signature?: string | ((computed: string) => string);
   /** Send no authentication headers at all. */
   unsigned?: boolean;
+  /**
+   * Headers set after signing, by exact name (e.g. `Service-Timestamp`): a value replaces the computed
+   * one (the signature stays as computed), null leaves the header out.
+   */
+  headers?: Record<string, string | null>;
 }
 
 export interface RawResponse {
@@ -68,6 +73,10 @@ export function signedRequest(target: SignedTarget, method: string, path: string
   if (typeof options.signature === 'function') auth[name] = options.signature(auth[name] ?? '');
   else if (options.signature !== undefined) auth[name] = options.signature;
   const headers: Record<string, string> = { ...auth };
+  for (const [k, v] of Object.entries(options.headers ?? {})) {
+    if (v === null) delete headers[k];
+    else headers[k] = v;
+  }
   if (body !== '') {
     headers['content-type'] = 'application/json';
     headers['content-length'] = String(Buffer.byteLength(body));

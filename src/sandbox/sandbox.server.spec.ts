@@ -54,18 +54,33 @@ describe('sandbox upstream API', () => {
       expect(body<SandboxPing>(r)).toMatchObject({ ok: true, protocol_version: '1.0', balance: '1000000.00', currency: 'CNY', user_id: 1 });
     });
 
+    // Dujiao-Next's codes and statuses (internal/router/upstream_auth.go): checked in the order headers,
+    // timestamp, API key, signature
     it.each([
-      ['no headers', { unsigned: true }, 'missing_signature'],
-      ['a wrong API key', { apiKey: 'someone-else' }, 'invalid_api_key'],
-      ['a wrong secret', { secret: 'not-the-secret' }, 'invalid_signature'],
-      ['a malformed signature', { signature: 'xyz' }, 'invalid_signature'],
-      ['the right signature in upper case (upstream-api.md §5: lower-case hex)', { signature: (s: string) => s.toUpperCase() }, 'invalid_signature'],
-      ['a timestamp 2 minutes ahead', { timestampOffsetS: 120 }, 'timestamp_expired'],
-      ['a timestamp 2 minutes behind', { timestampOffsetS: -120 }, 'timestamp_expired'],
-    ])('refuses %s with 401', async (_name, opts, code) => {
+      ['no headers', { unsigned: true }, 401, 'missing_auth_headers'],
+      ['no signature header', { headers: { 'Service-Signature': null } }, 401, 'missing_auth_headers'],
+      ['an empty API key header', { headers: { 'Service-Api-Key': '' } }, 401, 'missing_auth_headers'],
+      ['a timestamp that is not a number', { headers: { 'Service-Timestamp': 'yesterday' } }, 401, 'invalid_timestamp'],
+      ['a timestamp 2 minutes ahead', { timestampOffsetS: 120 }, 401, 'timestamp_expired'],
+      ['a timestamp 2 minutes behind', { timestampOffsetS: -120 }, 401, 'timestamp_expired'],
+      ['a wrong API key', { apiKey: 'someone-else' }, 403, 'invalid_api_key'],
+      ['a wrong secret', { secret: 'not-the-secret' }, 401, 'invalid_signature'],
+      ['a malformed signature', { signature: 'xyz' }, 401, 'invalid_signature'],
+      ['the right signature in upper case (upstream-api.md §5: lower-case hex)', { signature: (s: string) => s.toUpperCase() }, 401, 'invalid_signature'],
+    ] as Array<[string, SignedRequestOptions, number, string]>)('refuses %s: %i %s', async (_name, opts, status, code) => {
       const r = await api('POST', '/ping', opts);
-      expect(r.status).toBe(401);
+      expect(r.status).toBe(status);
       expect(error(r)).toEqual({ ok: false, error_code: code, error_message: expect.any(String) });
+    });
+
+    it('judges the timestamp before the API key, and the API key before the signature', async () => {
+      const wrongKeyLate = await api('POST', '/ping', { apiKey: 'someone-else', timestampOffsetS: -120 });
+      expect([wrongKeyLate.status, error(wrongKeyLate).error_code]).toEqual([401, 'timestamp_expired']);
+      const wrongKeyGarbled = await api('POST', '/ping', { apiKey: 'someone-else', headers: { 'Service-Timestamp': '12ab' } });
+      expect([wrongKeyGarbled.status, error(wrongKeyGarbled).error_code]).toEqual([401, 'invalid_timestamp']);
+      const wrongKeyBadSignature = await api('POST', '/ping', { apiKey: 'someone-else', signature: 'xyz' });
+      expect([wrongKeyBadSignature.status, error(wrongKeyBadSignature).error_code]).toEqual([403, 'invalid_api_key']);
+      expect(sandbox.stats.requests.ping).toBe(3);
     });
 
     it('tolerates a skew within 60 seconds', async () => {
@@ -102,7 +117,7 @@ describe('sandbox upstream API', () => {
         expect(dj.credentials.headerPrefix).toBe('Dujiao-Next');
         const wrongPrefix = await signedRequest({ ...dj.credentials, headerPrefix: 'Service' }, 'POST', '/ping');
         expect(wrongPrefix.status).toBe(401);
-        expect(error(wrongPrefix).error_code).toBe('missing_signature');
+        expect(error(wrongPrefix).error_code).toBe('missing_auth_headers');
       } finally {
         await dj.stop();
       }
@@ -262,6 +277,58 @@ describe('sandbox upstream API', () => {
       expect(error(poor).error_code).toBe('insufficient_balance');
       expect(sandbox.orders()).toEqual([]);
       expect(sandbox.walletBalance()).toBe('1.00');
+    });
+
+    it('validates manual_form_data against the product\'s manual_form_schema (required fields present and not empty)', async () => {
+      // the seeded schema: `account` required, `region` optional
+      const manual = sandbox.catalog.findSku({ fulfillmentType: 'manual', stockStatus: 'unlimited' })!;
+      expect(manual.product.manual_form_schema).toMatchObject({ fields: [{ key: 'account', required: true }, { key: 'region', required: false }] });
+      for (const data of [{}, { region: 'CN' }, { account: '' }, { account: null }, { Account: 'x' }]) {
+        const r = await create({ sku_id: manual.sku.id, quantity: 1, manual_form_data: data });
+        expect({ data, status: r.status, body: r.json }).toEqual({
+          data,
+          status: 400,
+          body: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/^manual form data is invalid: .*account/) },
+        });
+      }
+      expect(sandbox.orders()).toEqual([]);
+      expect(sandbox.stats.createsExecuted).toBe(0);
+      for (const data of [{ account: 'player-1' }, { account: 'player-2', region: '' }, { account: 0 }]) {
+        const r = await create({ sku_id: manual.sku.id, quantity: 1, manual_form_data: data });
+        expect({ data, status: r.status }).toEqual({ data, status: 200 });
+      }
+      // a schema that requires nothing (or no schema at all) takes any object
+      for (const schema of [{ fields: [{ key: 'note', type: 'text', required: false }] }, null]) {
+        const sku = sandbox.catalog.addProduct({ fulfillmentType: 'manual', manualFormSchema: schema }).skus[0];
+        expect((await create({ sku_id: sku.id, quantity: 1, manual_form_data: {} })).status).toBe(200);
+        expect((await create({ sku_id: sku.id, quantity: 1 })).status).toBe(400); // the data itself stays required
+      }
+      // a two-field schema: every missing field is named
+      const two = sandbox.catalog.addProduct({
+        fulfillmentType: 'manual',
+        manualFormSchema: { fields: [{ key: 'account', required: true }, { key: 'server', required: true }] },
+      }).skus[0];
+      const both = await create({ sku_id: two.id, quantity: 1, manual_form_data: { server: '' } });
+      expect(both.status).toBe(400);
+      expect(error(both).error_message).toMatch(/account, server/);
+      // an auto product does not look at manual_form_data
+      expect((await create({ sku_id: autoSku().id, quantity: 1, manual_form_data: {} })).status).toBe(200);
+    });
+
+    it('validates manual_form_data under the dujiao-next profile too', async () => {
+      const dj = new SandboxServer({ profile: 'dujiao-next', catalog: { products: 20 } });
+      await dj.start();
+      try {
+        const manual = dj.catalog.findSku({ fulfillmentType: 'manual', stockStatus: 'unlimited' })!;
+        const refused = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: '' } } });
+        expect([refused.status, error(refused).error_code]).toEqual([400, 'bad_request']);
+        expect(error(refused).error_message).toMatch(/^manual form data is invalid/);
+        expect(dj.orders()).toEqual([]);
+        const ok = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: 'a' } } });
+        expect(ok.status).toBe(200);
+      } finally {
+        await dj.stop();
+      }
     });
 
     it('refuses a callback_url on a loopback or private address unless allowed', async () => {

@@ -7,6 +7,8 @@
  * API under `/api/v1/upstream` (every request signed, see src/signing):
  *   POST /ping · GET /categories · GET /products?page&page_size&updated_after · GET /products/{id}
  *   POST /orders · GET /orders/{id} · POST /orders/{id}/cancel
+ * Authentication refusals as Dujiao-Next's (checked in this order): 401 missing_auth_headers, 401
+ * invalid_timestamp, 401 timestamp_expired, 403 invalid_api_key, 401 invalid_signature.
  *
  * Control API under `/__sandbox/` (no authentication; JSON in, JSON `{ok, …}` out; 400 bad_request on
  * an invalid body). Meant for shop developers driving a standalone sandbox with curl:
@@ -45,7 +47,7 @@ import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_SIGNATURE_TEMPLATE, signatureHeaderNames, verifySignature, type VerifyFailure } from '../signing/signing.js';
+import { constantTimeEqual, DEFAULT_SIGNATURE_TEMPLATE, signatureHeaderNames, verifySignature } from '../signing/signing.js';
 import { CallbackDispatcher, callbackUrlProblem, type CallbackLogEntry } from './sandbox-callbacks.js';
 import { SandboxCatalog, type AddProductInput } from './sandbox-catalog.js';
 import { SandboxFaults, type FaultRule, type FaultSettings } from './sandbox-faults.js';
@@ -58,6 +60,7 @@ import {
   type SandboxCreatedOrder,
   type SandboxFulfillment,
   type SandboxFulfillmentType,
+  type SandboxLowBalance,
   type SandboxMemberLevel,
   type SandboxOperation,
   type SandboxOptions,
@@ -81,6 +84,7 @@ export type {
   SandboxOrderEvent,
   SandboxRequestEvent,
   SandboxProfile,
+  SandboxLowBalance,
 } from './sandbox.types.js';
 export type { FaultRule, FaultSettings, FaultKind, FaultOperation, CallbackFaultMode } from './sandbox-faults.js';
 export type { CallbackLogEntry } from './sandbox-callbacks.js';
@@ -113,6 +117,8 @@ export interface SandboxConfig {
   orderDetailShowsDownstreamNo: boolean;
   paysInCreate: boolean;
   cancelableStatuses: readonly SandboxOrderStatus[];
+  lowBalance: SandboxLowBalance;
+  servesInactiveSkus: boolean;
   maxQuantity: number;
   catalogProducts: number;
   catalogSeed: number;
@@ -221,19 +227,17 @@ const ROUTES: ReadonlyArray<{ method: string; re: RegExp; operation: SandboxOper
   { method: 'POST', re: /^\/orders\/([^/]+)\/cancel$/, operation: 'cancelOrder' },
 ];
 
-const AUTH_ERRORS: Record<VerifyFailure, [string, string]> = {
-  missing_header: ['missing_signature', 'missing authentication headers'],
-  wrong_api_key: ['invalid_api_key', 'unknown API key'],
-  malformed_timestamp: ['timestamp_expired', 'malformed timestamp'],
-  timestamp_out_of_range: ['timestamp_expired', 'timestamp outside the allowed window'],
-  malformed_signature: ['invalid_signature', 'malformed signature'],
-  signature_mismatch: ['invalid_signature', 'signature mismatch'],
-};
+const LOW_BALANCE_MODES: readonly SandboxLowBalance[] = ['payment_failed', 'insufficient_balance'];
 
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 function errorJson(code: string, message: string): string {
   return JSON.stringify({ ok: false, error_code: code, error_message: message });
+}
+
+function validLowBalance(v: SandboxLowBalance): SandboxLowBalance {
+  if (!LOW_BALANCE_MODES.includes(v)) throw new RangeError(`lowBalance must be one of ${LOW_BALANCE_MODES.join(', ')}`);
+  return v;
 }
 
 function validStatuses(list: readonly SandboxOrderStatus[]): SandboxOrderStatus[] {
@@ -290,6 +294,24 @@ function validateCreate(body: unknown, maxQuantity: number): CreateOrderInput {
     input.callback_url = callbackUrl;
   }
   return input;
+}
+
+/**
+ * Keys of the required fields of a manual form schema `{fields: [{key, required}]}` that the data
+ * lacks or leaves empty (absent, null or ''): the reading of src/orders/order-request.ts
+ * `missingManualFields`, which the sandbox may not import. A schema without a `fields` list requires
+ * nothing.
+ */
+function missingRequiredFields(schema: Record<string, unknown> | null, data: Record<string, unknown>): string[] {
+  const fields = schema?.fields;
+  if (!Array.isArray(fields)) return [];
+  const missing: string[] = [];
+  for (const f of fields as unknown[]) {
+    if (!isPlainObject(f) || f.required !== true || typeof f.key !== 'string') continue;
+    const v = data[f.key];
+    if (v === undefined || v === null || v === '') missing.push(f.key);
+  }
+  return missing;
 }
 
 function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
@@ -376,6 +398,8 @@ export class SandboxServer {
       orderDetailShowsDownstreamNo: options.orderDetailShowsDownstreamNo ?? false,
       paysInCreate: options.paysInCreate ?? profile === 'dujiao-next',
       cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (profile === 'dujiao-next' ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),
+      lowBalance: validLowBalance(options.lowBalance ?? (profile === 'dujiao-next' ? 'payment_failed' : 'insufficient_balance')),
+      servesInactiveSkus: options.servesInactiveSkus ?? profile !== 'dujiao-next',
       maxQuantity: options.maxQuantity ?? 10_000,
       catalogProducts: options.catalog?.products ?? 40,
       catalogSeed: options.catalog?.seed ?? 1,
@@ -393,7 +417,7 @@ export class SandboxServer {
     this.initialTimetable = { ...DEFAULT_SANDBOX_TIMETABLE, ...options.timetable };
     this.currentTimetable = { ...this.initialTimetable };
     this.balanceCents = parseMoney(this.config.walletBalance);
-    this.catalog = new SandboxCatalog(this.config.catalogProducts, this.config.catalogSeed, this.clock);
+    this.catalog = new SandboxCatalog(this.config.catalogProducts, this.config.catalogSeed, this.clock, this.config.servesInactiveSkus);
     this.stats = SandboxServer.emptyStats();
     const cfg = this.config;
     this.callbacks = new CallbackDispatcher(
@@ -825,24 +849,33 @@ export class SandboxServer {
       const v = req.headers[name.toLowerCase()];
       return Array.isArray(v) ? v[0] : v;
     };
+    const apiKey = header(names.apiKey);
+    const timestamp = header(names.timestamp);
+    const signature = header(names.signature);
+    const refuse = (status: number, code: string, message: string): Answer => ({ status, body: errorJson(code, message) });
+    // Dujiao-Next's order (upstream_auth.go): headers (an empty one counts as missing), the timestamp,
+    // then the API key (403), then the signature
+    if (!apiKey || !timestamp || !signature) return refuse(401, 'missing_auth_headers', 'missing authentication headers');
+    // the key is judged after the timestamp: verify with the given one, then compare it with ours
     const result = verifySignature({
       secret: this.config.apiSecret,
       template: this.config.signatureTemplate,
-      expectedApiKey: this.config.apiKey,
+      expectedApiKey: apiKey,
       method,
       path,
       body: raw,
-      apiKey: header(names.apiKey),
-      timestamp: header(names.timestamp),
-      signature: header(names.signature),
+      apiKey,
+      timestamp,
+      signature,
       nowSeconds: Math.floor(this.clock() / 1000),
       toleranceSeconds: this.config.timestampToleranceS,
     });
+    if (!result.ok && result.reason === 'malformed_timestamp') return refuse(401, 'invalid_timestamp', 'invalid timestamp');
+    if (!result.ok && result.reason === 'timestamp_out_of_range') return refuse(401, 'timestamp_expired', 'timestamp expired');
+    if (!constantTimeEqual(apiKey, this.config.apiKey)) return refuse(403, 'invalid_api_key', 'api key is invalid or disabled');
     // upstream-api.md §5: the signature is lower-case hex; one the upstream would refuse is refused here too
-    const reason = result.ok ? (/[A-F]/.test(header(names.signature) ?? '') ? 'malformed_signature' : null) : result.reason;
-    if (reason === null) return null;
-    const [code, message] = AUTH_ERRORS[reason];
-    return { status: 401, body: errorJson(code, message) };
+    if (!result.ok || /[A-F]/.test(signature)) return refuse(401, 'invalid_signature', 'signature verification failed');
+    return null;
   }
 
   private async work(match: RouteMatch, query: URLSearchParams, raw: Buffer, rule: FaultRule | undefined): Promise<Answer> {
@@ -914,7 +947,8 @@ export class SandboxServer {
    * Check-then-insert, as the real upstream: the `downstream_order_no` check, then the configured
    * latency, then the checks of the SKU and the insert. Two concurrent creates with one number can
    * therefore both create. With `paysInCreate` (profile `dujiao-next`) the order is paid in the call
-   * and the answer says `paid`; a `payment_failed` order is canceled and named in the refusal.
+   * and the answer says `paid`; a `payment_failed` order (the fault, or with `lowBalance`
+   * `payment_failed` a wallet that cannot pay) is canceled and named in the refusal.
    */
   private async createOrder(raw: Buffer, rule: FaultRule | undefined): Promise<Answer> {
     let parsed: unknown;
@@ -942,15 +976,24 @@ export class SandboxServer {
     if (!sku || !sku.isActive) throw new ApiError(400, 'sku_unavailable', 'the SKU does not exist or is disabled');
     const product = this.catalog.productRecord(sku.productId);
     if (!product || !product.listed) throw new ApiError(400, 'product_unavailable', 'the product is unavailable');
-    if (product.fulfillmentType === 'manual' && input.manual_form_data === undefined) {
-      throw bad('manual_form_data is required for a manual-fulfillment product');
+    if (product.fulfillmentType === 'manual') {
+      if (input.manual_form_data === undefined) throw bad('manual_form_data is required for a manual-fulfillment product');
+      // Dujiao-Next validates the data against the product's schema: 400 bad_request "manual form data is invalid: …"
+      const missing = missingRequiredFields(product.manualFormSchema, input.manual_form_data);
+      if (missing.length > 0) throw bad(`manual form data is invalid: required field ${missing.join(', ')} missing or empty`);
     }
     if (sku.stockStatus === 'out_of_stock' || (sku.stockQuantity >= 0 && sku.stockQuantity < input.quantity)) {
       throw new ApiError(409, 'insufficient_stock', 'not enough stock');
     }
     const amount = sku.priceCents * BigInt(input.quantity);
-    const paymentFails = rule?.kind === 'payment_failed';
-    if (!paymentFails && amount > this.balanceCents) throw new ApiError(402, 'insufficient_balance', 'wallet balance too low');
+    const tooPoor = amount > this.balanceCents;
+    if (tooPoor && rule?.kind !== 'payment_failed' && this.config.lowBalance === 'insufficient_balance') {
+      throw new ApiError(402, 'insufficient_balance', 'wallet balance too low');
+    }
+    // a payment_failed fault, or (lowBalance payment_failed) a wallet that cannot pay: the order is
+    // created, its payment fails and it is canceled, nothing taken
+    const paymentFails = rule?.kind === 'payment_failed' || tooPoor;
+    const failureMessage = rule?.kind === 'payment_failed' ? (rule.errorMessage ?? 'payment failed') : 'wallet payment failed: insufficient balance';
 
     const seq = ++this.orderSeq;
     const now = this.clock();
@@ -992,7 +1035,7 @@ export class SandboxServer {
         body: JSON.stringify({
           ok: false,
           error_code: 'payment_failed',
-          error_message: rule?.errorMessage ?? 'payment failed',
+          error_message: failureMessage,
           order_id: o.id,
           order_no: o.orderNo,
           status: o.status,

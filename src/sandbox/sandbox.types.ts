@@ -46,6 +46,9 @@ export const SANDBOX_OPERATIONS: readonly SandboxOperation[] = [
 
 export type SandboxProfile = 'spec' | 'dujiao-next';
 
+/** How a create the wallet cannot pay is answered (option `lowBalance`). */
+export type SandboxLowBalance = 'payment_failed' | 'insufficient_balance';
+
 // ---------------------------------------------------------------------------------------------- wire
 
 export interface SandboxErrorBody {
@@ -258,6 +261,20 @@ export interface SandboxOptions {
    * `pending_payment` and `paid` (the spec does not show them).
    */
   cancelableStatuses?: SandboxOrderStatus[];
+  /**
+   * How a create that the wallet cannot pay is answered. Default by profile: `dujiao-next` →
+   * `payment_failed` (Dujiao-Next creates the order, its wallet payment fails, it cancels the order and
+   * answers 200 `{ok:false, error_code:'payment_failed', order_id, order_no, status:'canceled'}`; the
+   * `downstream_order_no` stays tied to that canceled order), `spec` → `insufficient_balance` (402,
+   * nothing recorded, as upstream-api.md §7 lists it).
+   */
+  lowBalance?: SandboxLowBalance;
+  /**
+   * Whether a product's inactive SKUs are served (with `is_active` false) in `GET /products` and
+   * `GET /products/{id}`. Default by profile: `dujiao-next` → false (Dujiao-Next's product JSON leaves
+   * inactive SKUs out), `spec` → true (upstream-api.md §2.5 gives each SKU an `is_active` flag).
+   */
+  servesInactiveSkus?: boolean;
   /** Largest accepted quantity (a larger one is 400 bad_request). Default 10000. */
   maxQuantity?: number;
   catalog?: SandboxCatalogOptions;
