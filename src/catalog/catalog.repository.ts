@@ -766,8 +766,16 @@ export class CatalogRepository {
    * under another parent, and new children that SKUs already point at (stored by an order's fresh read,
    * or a category the upstream did not list before), priced without their parent until now. A parent's
    * pricing rule applies to its children, so their SKUs may need new sale prices.
+   *
+   * The tree is part of what prices are made with: every process caches it beside the rules, under the
+   * pricing version (PricingContextService). So a change of the tree (a category new here, or one
+   * under another parent) moves the version on in the same transaction, which first takes the version
+   * row (as a rule change does): no price write made with the old tree commits after the change, and
+   * every other process reloads the tree at its next price write instead of pricing a new child
+   * category's SKUs without its parent's rule.
    */
   async syncCategories(em: Db, categories: UpstreamCategory[], now: Date): Promise<{ changed: number; unlisted: number; reparented: number }> {
+    await em.query('SELECT version FROM catalog_pricing_state WHERE id = 1 FOR UPDATE');
     const payload = categories.map((c) => ({
       id: c.id,
       parent_id: c.parent_id,
@@ -784,6 +792,13 @@ export class CatalogRepository {
           WHERE EXISTS (SELECT 1 FROM catalog_categories c WHERE c.id = i.id AND c.parent_id <> i.parent_id)
              OR (i.parent_id <> 0 AND NOT EXISTS (SELECT 1 FROM catalog_categories c WHERE c.id = i.id)
                  AND EXISTS (SELECT 1 FROM catalog_skus s WHERE s.category_id = i.id))),
+       tree AS (
+         SELECT count(*)::int AS n FROM input i
+          WHERE NOT EXISTS (SELECT 1 FROM catalog_categories c WHERE c.id = i.id AND c.parent_id = i.parent_id)),
+       bump AS (
+         UPDATE catalog_pricing_state SET version = version + 1, updated_at = now()
+          WHERE id = 1 AND (SELECT n FROM tree) > 0
+          RETURNING 1),
        up AS (
          INSERT INTO catalog_categories AS c (id, parent_id, slug, name, icon, sort_order, listed, created_at, updated_at)
          SELECT id, parent_id, slug, name, coalesce(icon, ''), sort_order, true, $2, $2 FROM input
