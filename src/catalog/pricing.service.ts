@@ -8,7 +8,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { CatalogWriter } from './catalog-writer.service.js';
-import { PricingError, validateMarkup, type PricingDefaults, type PricingRule } from './pricing.js';
+import { PricingError, validateMarkupInput, type PricingDefaults, type PricingRule } from './pricing.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { PricingRepository, type StoredPricingRule } from './pricing.repository.js';
 
@@ -90,7 +90,7 @@ export class PricingService implements OnApplicationBootstrap {
     const seen = new Set<string>();
     rules.forEach((r, i) => {
       try {
-        validateMarkup(r, `rules.${i}.`);
+        validateMarkupInput(r, `rules.${i}.`);
       } catch (e) {
         if (e instanceof PricingError) (fields[e.field] ??= []).push(e.message);
         else throw e;

@@ -1,4 +1,5 @@
-import { compileRule, PricingError, PricingRuleSet, salePrice, validateMarkup } from './pricing.js';
+import { Decimal } from 'decimal.js';
+import { compileRule, PricingError, PricingRuleSet, salePrice, validateMarkup, validateMarkupInput } from './pricing.js';
 
 const rule = (markupPercent: string, markupFixed: string, rounding: string) =>
   compileRule({ markupPercent, markupFixed, rounding }, rounding, 'default');
@@ -130,5 +131,36 @@ describe('PricingRuleSet', () => {
     const small = new PricingRuleSet(defaults, [], new Map(), 2);
     const answers = ['1.00', '2.00', '3.00', '1.00', '2.00'].map((c) => small.priceOf(c, { skuCode: 'X', categoryId: 1 }));
     expect(answers).toEqual(['1.10', '2.20', '3.30', '1.10', '2.20']);
+  });
+});
+
+describe('validateMarkupInput: markups given to the service', () => {
+  it.each([
+    ['markup_percent', { markupPercent: '1000000000000000', markupFixed: '0', rounding: '0.01' }],
+    ['markup_percent', { markupPercent: `0.${'0'.repeat(60)}1`, markupFixed: '0', rounding: '0.01' }],
+    ['markup_percent', { markupPercent: `1${'0'.repeat(1000)}`, markupFixed: '0', rounding: '0.01' }],
+    ['markup_fixed', { markupPercent: '0', markupFixed: '-0.123456789', rounding: '0.01' }],
+    ['rounding', { markupPercent: '0', markupFixed: '0', rounding: '0.000000001' }],
+    ['markup_percent', { markupPercent: '-100.5', markupFixed: '0', rounding: '0.01' }],
+  ])('refuses %s of %j, naming it', (field, input) => {
+    expect(() => validateMarkupInput(input, 'rules.0.')).toThrow(PricingError);
+    try {
+      validateMarkupInput(input, 'rules.0.');
+    } catch (e) {
+      expect((e as PricingError).field).toBe(`rules.0.${field}`);
+    }
+  });
+
+  it('takes markups at its limits, and prices them exactly (rounded up)', () => {
+    const limits = { markupPercent: '0.00000001', markupFixed: '-999999999999999.99999999', rounding: '0.00000001' };
+    expect(() => validateMarkupInput(limits)).not.toThrow();
+    expect(() => validateMarkupInput({ markupPercent: '000000000000000012.5', markupFixed: '0', rounding: null })).not.toThrow();
+    // 10.00 × (1 + 0.00000001 %) is above 10.00: rounded up to the cent it is 10.01
+    expect(salePrice('10.00', rule('0.00000001', '0', '0.01'))).toBe('10.01');
+    expect(salePrice('10.00', rule('0', '0.00000001', '0.01'))).toBe('10.01');
+    // the largest markup on a large cost: exact (the product has 33 significant digits)
+    const Exact = Decimal.clone({ precision: 200 });
+    const exact = new Exact('999999999999999.99').mul(new Exact('999999999999999').div(100).plus(1));
+    expect(salePrice('999999999999999.99', rule('999999999999999', '0', '0.01'))).toBe(exact.toFixed(2, Decimal.ROUND_CEIL));
   });
 });

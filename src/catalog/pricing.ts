@@ -99,6 +99,33 @@ export function validateMarkup(input: MarkupInput, prefix = ''): void {
   }
 }
 
+/** Digits a markup or step given to the service may have (before and after the point). */
+export const MARKUP_INT_DIGITS = 15;
+export const MARKUP_SCALE = 8;
+
+/**
+ * Checks a markup given to the service (a rule of `PUT /internal/pricing/rules`, the defaults of the
+ * configuration): `validateMarkup`, and at most MARKUP_INT_DIGITS digits before the point and
+ * MARKUP_SCALE after it in each field, so that the arithmetic (60 significant digits) is exact and
+ * "rounded up" holds, and a mistyped markup (10^1000 %) is refused rather than priced. Rules stored
+ * before these limits still compile (`compileRule` checks only what it must).
+ */
+export function validateMarkupInput(input: MarkupInput, prefix = ''): void {
+  validateMarkup(input, prefix);
+  const fields: Array<[string, string | null | undefined]> = [
+    ['markup_percent', input.markupPercent],
+    ['markup_fixed', input.markupFixed],
+    ['rounding', input.rounding],
+  ];
+  for (const [name, value] of fields) {
+    if (value === undefined || value === null) continue;
+    const [int, frac = ''] = value.trim().replace(/^-/, '').split('.');
+    if (int.replace(/^0+(?=\d)/, '').length > MARKUP_INT_DIGITS || frac.length > MARKUP_SCALE) {
+      throw new PricingError(`${prefix}${name}`, `${prefix}${name} must have at most ${MARKUP_INT_DIGITS} digits before the point and ${MARKUP_SCALE} after it`);
+    }
+  }
+}
+
 export function compileRule(input: MarkupInput, defaultRounding: string, source: CompiledRule['source']): CompiledRule {
   validateMarkup(input);
   const roundingText = (input.rounding ?? defaultRounding).trim();

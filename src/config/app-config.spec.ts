@@ -129,6 +129,11 @@ describe('config', () => {
     expect(message).not.toContain('s3cretpw');
   });
 
+  it('takes markups at their limits: -100 %, 15 digits before the point, 8 after', () => {
+    const c = loadConfig({ PRICE_MARKUP_PERCENT: '-100', PRICE_MARKUP_FIXED: '999999999999999.12345678', PRICE_ROUNDING: '0.00000001' });
+    expect(c.pricing).toEqual({ markupPercent: '-100', markupFixed: '999999999999999.12345678', rounding: '0.00000001' });
+  });
+
   it('reads PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED and PRICE_ROUNDING as decimal strings', () => {
     const c = loadConfig({ ...production, PRICE_MARKUP_PERCENT: '12.5', PRICE_MARKUP_FIXED: '0.30', PRICE_ROUNDING: '0.10' });
     expect(c.pricing).toEqual({ markupPercent: '12.5', markupFixed: '0.30', rounding: '0.10' });
@@ -144,6 +149,11 @@ describe('config', () => {
     ['PRICE_ROUNDING', '-0.05', 'PRICE_ROUNDING: must be greater than 0, got -0.05'],
     ['PRICE_ROUNDING', '0.00', 'PRICE_ROUNDING: must be greater than 0, got 0.00'],
     ['PRICE_ROUNDING', 'cent', 'PRICE_ROUNDING: must be a decimal number such as 1.50, got "cent"'],
+    // priced with as any rule is: refused at start rather than by every catalog write
+    ['PRICE_MARKUP_PERCENT', '-150', 'PRICE_MARKUP_PERCENT: must not be below -100'],
+    ['PRICE_MARKUP_PERCENT', '1000000000000000', 'PRICE_MARKUP_PERCENT: must have at most 15 digits before the point and 8 after it'],
+    ['PRICE_MARKUP_FIXED', '0.123456789', 'PRICE_MARKUP_FIXED: must have at most 15 digits before the point and 8 after it'],
+    ['PRICE_ROUNDING', '0.000000001', 'PRICE_ROUNDING: must have at most 15 digits before the point and 8 after it'],
   ])('refuses %s=%s with exactly one clear message', (name, value, message) => {
     expect(problems({ ...production, [name]: value })).toEqual([message]);
   });

@@ -6,7 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { validateCronExpression } from 'cron';
 import { DEFAULT_SIGNATURE_TEMPLATE, SIGNATURE_PLACEHOLDERS, parseSignatureTemplate, templatePlaceholders } from '../signing/signing.js';
+import { PricingError, validateMarkupInput } from '../catalog/pricing.js';
 import { redactUrl } from './redact-url.js';
+
+/** The variable behind each field of a markup (for the configuration's messages). */
+const PRICING_VARIABLES: Record<string, string> = { markup_percent: 'PRICE_MARKUP_PERCENT', markup_fixed: 'PRICE_MARKUP_FIXED', rounding: 'PRICE_ROUNDING' };
 
 export type UpstreamProfile = 'spec' | 'dujiao-next';
 export type SyncMode = 'auto' | 'full' | 'incremental';
@@ -453,6 +457,16 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     workers: true,
     generated,
   });
+
+  // The defaults are priced with as any rule is: refused here, naming the variable, rather than by every
+  // catalog write later (a markup below -100 %, more digits than prices are computed with).
+  try {
+    validateMarkupInput(config.pricing);
+  } catch (e) {
+    if (!(e instanceof PricingError)) throw e;
+    const name = PRICING_VARIABLES[e.field] ?? e.field;
+    if (!r.problems.some((p) => p.startsWith(name))) r.fail(name, e.message.replace(/^\S+ /, ''));
+  }
 
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
