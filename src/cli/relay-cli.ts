@@ -16,6 +16,7 @@ import 'reflect-metadata';
 import axios, { type AxiosInstance } from 'axios';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
 import { loadProcessConfig } from '../config/load-env.js';
+import { redactUrl } from '../config/redact-url.js';
 import { DataDirLockedError } from '../database/data-dir-lock.js';
 import { DatabaseEndpoint } from '../database/database-endpoint.js';
 import { migrateDown, migrateUp } from '../database/migrator.js';
@@ -33,23 +34,42 @@ const USAGE = `usage: relay <command> [options]
 interface Args {
   command: string | undefined;
   positional: string[];
+  /** `--k v` and `--k=v` as given; an option given without a value is `'true'` (and named in `bare`). */
   flags: Record<string, string>;
+  bare: Set<string>;
 }
 
+/**
+ * `--k v`, `--k=v` (the value is everything after the first `=`), or a bare `--k`; after `--`, every
+ * argument is positional (an order number may start with `--`).
+ */
 export function parseArgs(argv: string[]): Args {
   const flags: Record<string, string> = {};
+  const bare = new Set<string>();
   const positional: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--') {
+      positional.push(...argv.slice(i + 1));
+      break;
+    }
     if (a.startsWith('--')) {
-      const [k, v] = a.slice(2).split('=', 2);
-      if (v !== undefined) flags[k] = v;
+      const eq = a.indexOf('=');
+      const k = a.slice(2, eq < 0 ? undefined : eq);
+      bare.delete(k);
+      if (eq >= 0) flags[k] = a.slice(eq + 1);
       else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[k] = argv[++i];
-      else flags[k] = 'true';
+      else {
+        flags[k] = 'true';
+        bare.add(k);
+      }
     } else positional.push(a);
   }
-  return { command: positional.shift(), positional, flags };
+  return { command: positional.shift(), positional, flags, bare };
 }
+
+/** Options that may be given without a value. */
+const BARE_OPTIONS = new Set(['help', 'down']);
 
 class UsageError extends Error {}
 
@@ -67,9 +87,12 @@ const COMMAND_ARGS: Record<string, { options: string[]; positional: number }> = 
 
 function checkArgs(args: Args): void {
   const allowed = COMMAND_ARGS[args.command ?? ''];
-  for (const k of Object.keys(args.flags)) {
+  for (const [k, v] of Object.entries(args.flags)) {
     if (k !== 'help' && !allowed.options.includes(k)) throw new UsageError(`unknown option --${k} for relay ${args.command}`);
+    if (!BARE_OPTIONS.has(k) && (args.bare.has(k) || v === '')) throw new UsageError(`option --${k} needs a value`);
   }
+  const url = args.flags.url;
+  if (url !== undefined && !/^https?:\/\/[^/]/i.test(url)) throw new UsageError(`--url must be an http(s) URL of a running relay, got "${redactUrl(url)}"`);
   if (args.positional.length > allowed.positional) throw new UsageError(`unexpected argument ${args.positional[allowed.positional]} for relay ${args.command}`);
 }
 
