@@ -44,29 +44,36 @@ describe('callbacks of orders the poller does not follow', () => {
       status,
     ]);
 
-  it("the upstream's refund callback of a delivered order, whose confirming read fails, is read again by the poller", async () => {
-    const o = await place('UF-REFUND');
+  /**
+   * A delivered order whose own callbacks were all taken; then, while `GET /orders/{id}` fails, the
+   * upstream moves it (`move`) and calls back with `status`: that callback ends `read_failed`. The
+   * outage then ends.
+   */
+  const movedWhileUnreadable = async (tag: string, status: string, move: (upstreamId: number) => void): Promise<OrderView> => {
+    const o = await place(tag);
     const upstreamId = o.upstream_order_id!;
     await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
-    // every callback of its own taken
     await waitFor(
       () => inbox(upstreamId, 'delivered'),
       (rows) => rows.length > 0 && rows.every((r) => r.state !== 'pending'),
     );
-    // a short outage of GET /orders/{id} while the upstream refunds the order and calls back
     t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
-    t.sandbox.refundOrder(upstreamId);
-    expect(t.sandbox.order(upstreamId)!.status).toBe('refunded');
+    move(upstreamId);
     const [row] = await waitFor(
-      () => inbox(upstreamId, 'refunded'),
+      () => inbox(upstreamId, status),
       (rows) => rows.length === 1 && rows[0].state !== 'pending',
-      'the refund callback to be processed',
+      `the ${status} callback to be processed`,
     );
     expect(row.state).toBe('read_failed');
     // still delivered here while the upstream cannot be read
     expect((await getOrder(t.app.http, o.shop_order_no))!.status).toBe('delivered');
-    // the outage ends: the poller reads the order (nothing else would: the upstream got its 200)
     t.sandbox.faults.set({ rules: [] });
+    return o;
+  };
+
+  it("the upstream's refund callback of a delivered order, whose confirming read fails, is read again by the poller", async () => {
+    const o = await movedWhileUnreadable('UF-REFUND', 'refunded', (id) => t.sandbox.refundOrder(id));
+    // the poller reads the order (nothing else would: the upstream got its 200)
     const after = await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'refunded', 10_000);
     expect(after.refund_state).toBe('refundable');
     // read once, then no longer followed
@@ -78,22 +85,7 @@ describe('callbacks of orders the poller does not follow', () => {
   });
 
   it('delivered → completed: the completed callback whose confirming read fails is read again by the poller', async () => {
-    const o = await place('UF-COMPLETE');
-    const upstreamId = o.upstream_order_id!;
-    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
-    await waitFor(
-      () => inbox(upstreamId, 'delivered'),
-      (rows) => rows.length > 0 && rows.every((r) => r.state !== 'pending'),
-    );
-    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
-    t.sandbox.setOrderStatus(upstreamId, 'completed');
-    const [row] = await waitFor(
-      () => inbox(upstreamId, 'completed'),
-      (rows) => rows.length === 1 && rows[0].state !== 'pending',
-      'the completed callback to be processed',
-    );
-    expect(row.state).toBe('read_failed');
-    t.sandbox.faults.set({ rules: [] });
+    const o = await movedWhileUnreadable('UF-COMPLETE', 'completed', (id) => t.sandbox.setOrderStatus(id, 'completed'));
     await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'completed', 10_000);
   });
 
