@@ -21,7 +21,7 @@ import {
   type ValidationArguments,
 } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
-import { MAX_ID } from '../common/validation.js';
+import { MAX_ID, OnlyWith } from '../common/validation.js';
 
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
 /** Markups are decimal strings; a JSON number is taken as its decimal text. */
@@ -76,19 +76,6 @@ function IsRfc3339Instant(): PropertyDecorator {
             ? `${args.property} names no instant: a day the month does not have, a time or offset out of range, or a leap second (:60)`
             : `${args?.property ?? 'value'} must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z`,
       },
-    });
-}
-
-/** Only together with `other` (given: neither undefined nor null). */
-function OnlyWith(other: string, message: string): PropertyDecorator {
-  return (target, propertyName) =>
-    registerDecorator({
-      name: 'onlyWith',
-      target: target.constructor,
-      propertyName: propertyName as string,
-      constraints: [other],
-      options: { message },
-      validator: { validate: (_value: unknown, args?: ValidationArguments) => (args?.object as Record<string, unknown>)[other] != null },
     });
 }
 

@@ -1,5 +1,25 @@
 import { ValidationPipe, type ArgumentMetadata, type PipeTransform, type ValidationError } from '@nestjs/common';
+import { registerDecorator, type ValidationArguments } from 'class-validator';
 import { AppError } from './app-error.js';
+
+/** A property decorator checking the property against another one of the body (`test` gets that one's value). */
+function withOther(name: string, other: string, message: string, test: (otherValue: unknown) => boolean): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name,
+      target: target.constructor,
+      propertyName: propertyName as string,
+      constraints: [other],
+      options: { message },
+      validator: { validate: (_value: unknown, args?: ValidationArguments) => test((args?.object as Record<string, unknown>)[other]) },
+    });
+}
+
+/** Only together with `other` (given: neither undefined nor null). */
+export const OnlyWith = (other: string, message: string): PropertyDecorator => withOther('onlyWith', other, message, (v) => v != null);
+
+/** Refused when `other` is given too (present in the body, whatever its value). */
+export const NotWith = (other: string, message: string): PropertyDecorator => withOther('notWith', other, message, (v) => v === undefined);
 
 function collect(errors: ValidationError[], prefix = '', out: Record<string, string[]> = {}): Record<string, string[]> {
   for (const e of errors) {

@@ -1,9 +1,9 @@
 /** Request bodies and queries of the orders' internal API (CONTRACT §5), validated by class-validator. */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, registerDecorator, ValidateIf, type ValidationArguments } from 'class-validator';
+import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
-import { MAX_ID } from '../common/validation.js';
+import { MAX_ID, NotWith } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
 
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -95,19 +95,6 @@ export class ListOrdersQuery extends PageQuery {
   @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
   @IsBoolean()
   stuck?: boolean;
-}
-
-/** Refused when `other` is given too (present in the body, whatever its value). */
-function NotWith(other: string, message: string): PropertyDecorator {
-  return (target, propertyName) =>
-    registerDecorator({
-      name: 'notWith',
-      target: target.constructor,
-      propertyName: propertyName as string,
-      constraints: [other],
-      options: { message },
-      validator: { validate: (_value: unknown, args?: ValidationArguments) => (args?.object as Record<string, unknown>)[other] === undefined },
-    });
 }
 
 /**
