@@ -9,6 +9,9 @@ import { ORDER_STATUSES } from './order-state.js';
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
 const DECIMAL_RE = /^\d{1,15}(\.\d{1,8})?$/;
 
+/** An optional field sent as `null` (as many serializers write an absent one) counts as absent. */
+const nullAsAbsent = ({ value }: { value: unknown }) => (value === null ? undefined : value);
+
 export class CreateOrderDto {
   @ApiProperty({
     type: String,
@@ -36,6 +39,7 @@ export class CreateOrderDto {
     description: 'required for a `manual` SKU: the answers to its `manual_form_schema`',
     example: { account: 'player-88412', server: 'asia-1' },
   })
+  @Transform(nullAsAbsent)
   @IsOptional()
   @IsObject()
   manual_form_data?: Record<string, unknown>;
@@ -46,12 +50,14 @@ export class CreateOrderDto {
     description: 'the highest unit price to pay, a decimal string; default: the SKU\'s sale price before the fresh read',
     example: '25.90',
   })
+  @Transform(nullAsAbsent)
   @IsOptional()
   @IsString()
   @Matches(DECIMAL_RE, { message: 'max_unit_cost must be a decimal string such as 12.50' })
   max_unit_cost?: string;
 
   @ApiPropertyOptional({ type: String, maxLength: 128, description: 'sent upstream as `trace_id`; one is generated when absent', example: 'shop-7f3a9c2e' })
+  @Transform(nullAsAbsent)
   @IsOptional()
   @IsString()
   @MaxLength(128)

@@ -77,4 +77,17 @@ describe('upstream answer shapes', () => {
     expect(isUpstreamCanceledOrder({ ok: true, order_id: 7, order_no: 'O7', status: 'canceled' })).toBe(true);
     expect(isUpstreamCanceledOrder({ ok: true, order_no: 'O7', status: 'canceled' })).toBe(false);
   });
+
+  it('refuses an order id below 1 and a negative amount (upstream-api.md §8: ids are integers of at least 1)', () => {
+    const created = { ok: true, order_id: 7, order_no: 'O7', status: 'paid', amount: '19.80', currency: 'CNY' };
+    for (const id of [0, -7]) {
+      expect(isUpstreamCreatedOrder({ ...created, order_id: id })).toBe(false);
+      expect(isUpstreamOrder({ ...order, order_id: id })).toBe(false);
+      expect(isUpstreamCanceledOrder({ ok: true, order_id: id, order_no: 'O7', status: 'canceled' })).toBe(false);
+    }
+    expect(isUpstreamCreatedOrder({ ...created, amount: '-19.80' })).toBe(false);
+    expect(isUpstreamOrder({ ...order, amount: '-19.80' })).toBe(false);
+    expect(isUpstreamOrder({ ...order, refunded_amount: '-1.00' })).toBe(false);
+    expect(isUpstreamCreatedOrder({ ...created, amount: '0.00' })).toBe(true);
+  });
 });

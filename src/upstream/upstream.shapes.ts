@@ -24,6 +24,11 @@ const isOptStr = (v: unknown): boolean => v === undefined || v === null || typeo
 /** Money is a decimal string on the wire; a JSON number (possibly already rounded) is refused. */
 const isMoney = (v: unknown): v is string => typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim());
 const isOptMoney = (v: unknown): boolean => v === undefined || v === null || isMoney(v);
+/** An order id (upstream-api.md §8: an integer of at least 1). */
+const isId = (v: unknown): v is number => isInt(v) && v >= 1;
+/** What an order cost or gave back: money, never negative. */
+const isAmount = (v: unknown): v is string => isMoney(v) && !v.trim().startsWith('-');
+const isOptAmount = (v: unknown): boolean => v === undefined || v === null || isAmount(v);
 
 export function isUpstreamPing(v: unknown): v is UpstreamPing {
   return (
@@ -92,10 +97,10 @@ export function isUpstreamCreatedOrder(v: unknown): v is UpstreamCreatedOrder {
   return (
     isRecord(v) &&
     v.ok === true &&
-    isInt(v.order_id) &&
+    isId(v.order_id) &&
     isStr(v.order_no) &&
     isStr(v.status) &&
-    isMoney(v.amount) &&
+    isAmount(v.amount) &&
     isStr(v.currency)
   );
 }
@@ -112,19 +117,19 @@ export function isUpstreamOrder(v: unknown): v is UpstreamOrder {
   return (
     isRecord(v) &&
     v.ok === true &&
-    isInt(v.order_id) &&
+    isId(v.order_id) &&
     isStr(v.order_no) &&
     isStr(v.status) &&
-    isMoney(v.amount) &&
+    isAmount(v.amount) &&
     isStr(v.currency) &&
     Array.isArray(v.items) &&
     v.items.every(isRecord) &&
     isFulfillment(v.fulfillment) &&
     isOptStr(v.downstream_order_no) &&
-    isOptMoney(v.refunded_amount)
+    isOptAmount(v.refunded_amount)
   );
 }
 
 export function isUpstreamCanceledOrder(v: unknown): v is UpstreamCanceledOrder {
-  return isRecord(v) && v.ok === true && isInt(v.order_id) && isStr(v.order_no) && isStr(v.status);
+  return isRecord(v) && v.ok === true && isId(v.order_id) && isStr(v.order_no) && isStr(v.status);
 }
