@@ -26,8 +26,10 @@ import { CallbackInboxRepository, type InboxRow } from './callback-inbox.reposit
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 
-const BATCH = 50;
+const BATCH = 24;
 const CONCURRENCY = 8;
+/** Upstream reads one group of callbacks may make one after the other (settling an unknown attempt, then the order's state). */
+const READS_PER_GROUP = 2;
 /**
  * Confirming reads of a callback that the order does not follow on its own (a submit_unknown attempt,
  * an upstream order it does not follow) that may fail before it is left to the inbox's record alone.
@@ -115,7 +117,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     try {
       for (let round = 0; round < 100 && !this.stopped; round++) {
         const now = this.clock.now();
-        const claimed = await this.inbox.claim(now, new Date(now.getTime() + this.config.upstream.timeoutMs + 1000), BATCH);
+        // Groups are processed CONCURRENCY at a time, each with its reads: the lease covers every wave,
+        // so that another replica does not take a claimed callback before its turn comes.
+        const leaseMs = Math.ceil(BATCH / CONCURRENCY) * READS_PER_GROUP * (this.config.upstream.timeoutMs + 1000);
+        const claimed = await this.inbox.claim(now, new Date(now.getTime() + leaseMs), BATCH);
         if (claimed.length === 0) return;
         const groups = new Map<number, InboxRow[]>();
         for (const row of claimed) groups.set(row.upstreamOrderId, [...(groups.get(row.upstreamOrderId) ?? []), row]);

@@ -68,7 +68,7 @@ export class OrderFollowService {
     private readonly signals: OrderSignals,
   ) {}
 
-  /** Lease of a poll claim: the read ends within the timeout. */
+  /** Lease of one poll's read (the read ends within the timeout); a claimed batch holds one per wave of reads. */
   get pollLeaseMs(): number {
     return this.config.upstream.timeoutMs + 1000;
   }
@@ -83,6 +83,11 @@ export class OrderFollowService {
     try {
       answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
     } catch (e) {
+      if (signal?.aborted) {
+        // ended by the shutdown, not by the upstream: the claim is given back as it was (due, no backoff)
+        await this.onClaimedRow(claim, (tx, order) => tx.updateOrder(order, { poll_lease_until: null }).then(() => undefined));
+        return true;
+      }
       await this.onClaimedRow(claim, async (tx, order) => {
         const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
         const now = this.clock.now();

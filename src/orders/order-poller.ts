@@ -158,7 +158,10 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
       await this.follow.resendDue();
       for (let round = 0; round < POLL_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
-        const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + this.follow.pollLeaseMs), POLL_BATCH);
+        // The batch is read POLL_CONCURRENCY at a time: its lease lasts one read's lease per wave, so
+        // that an order of the last wave is still held when its read starts (one poller at a time, §9).
+        const leaseMs = Math.ceil(POLL_BATCH / POLL_CONCURRENCY) * this.follow.pollLeaseMs;
+        const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + leaseMs), POLL_BATCH);
         let failed = 0;
         await runLimited(claims, POLL_CONCURRENCY, async (c) => {
           try {
