@@ -49,7 +49,12 @@ describe('webhook subjects shared by an order and a SKU', () => {
       ['order.status_changed', 4, 200],
     ]);
     expect(seen.filter(([e]) => String(e).startsWith('sku.')).every(([, n]) => n === 1)).toBe(true);
-    const rows = await db.query<{ event_type: string; status: string }>(`SELECT event_type, status FROM outbox_events WHERE subject = 'SAME-1' ORDER BY id`);
-    expect(rows.map((r) => r.status)).toEqual(['pending', 'delivered', 'pending', 'delivered']);
+    // the shop has answered 200; the relay records the delivery right after (not before the answer)
+    const statuses = await waitFor(
+      async () => (await db.query<{ status: string }>(`SELECT status FROM outbox_events WHERE subject = 'SAME-1' ORDER BY id`)).map((r) => r.status),
+      (s) => s[1] === 'delivered' && s[3] === 'delivered',
+      'both order events recorded delivered',
+    );
+    expect(statuses).toEqual(['pending', 'delivered', 'pending', 'delivered']);
   }, 30_000);
 });
