@@ -288,6 +288,23 @@ describe('the retention job', () => {
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
   });
 
+  it('keeps an old final callback while the attempt of its order is still unknown (it may be the only record of the upstream order)', async () => {
+    const [{ id: unknownId }] = await db.query<{ id: string }>(
+      `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
+       VALUES ('still-unknown', 'SKU-1', 1, 'fp', 'trace', 'submit_unknown', 'still-unknown', ${ago(200)}, ${ago(200)}, ${ago(200)}, ${ago(200)}) RETURNING id::text AS id`,
+    );
+    const settledId = await insertOldOrder(db);
+    await insertCallback(db, 'cb-of-unknown', 'read_failed', 150, 150, unknownId);
+    await insertCallback(db, 'cb-of-settled', 'read_failed', 150, 150, settledId);
+    const report = await a.retention.runOnce();
+    expect(report.deleted.callback_inbox).toBe(1);
+    expect(await remainingCallbacks(db)).toEqual(['cb-of-unknown']);
+    // once the order is settled, the callback goes as any other
+    await db.query("UPDATE orders SET status = 'rejected' WHERE id = $1", [unknownId]);
+    expect((await a.retention.runOnce()).deleted.callback_inbox).toBe(1);
+    expect(await remainingCallbacks(db)).toEqual([]);
+  });
+
   it('runs on one instance at a time: while one runs, another skips without error, and runs once it is free', async () => {
     await seedSomeOfEach(db);
     const report = await runHeldAfterFirstBatch(a, async () => {

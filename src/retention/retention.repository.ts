@@ -67,13 +67,16 @@ const DELETE_SQL: Record<RetentionTable, string> = {
         AND r.started_at IS DISTINCT FROM k.finished AND r.started_at IS DISTINCT FROM k.tried_incremental
       ORDER BY r.started_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`,
   ),
-  // Final callbacks (a pending one still waits for its order); the index callback_inbox_final_age.
+  // Final callbacks (a pending one still waits for its order); the index callback_inbox_final_age. Not
+  // those of an order whose attempt is still unknown: a callback that named its upstream order (its
+  // confirming reads failed) may be the only record of it an operator can settle the order with.
   callback_inbox: deletePicked(
     'callback_inbox',
     'id',
-    `SELECT id FROM callback_inbox
-      WHERE state IN (${quoted(FINAL_STATES.callback_inbox)}) AND coalesce(processed_at, received_at) < $1
-      ORDER BY coalesce(processed_at, received_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    `SELECT c.id FROM callback_inbox c
+      WHERE c.state IN (${quoted(FINAL_STATES.callback_inbox)}) AND coalesce(c.processed_at, c.received_at) < $1
+        AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = c.order_id AND o.status IN ('submitting', 'submit_unknown'))
+      ORDER BY coalesce(c.processed_at, c.received_at) LIMIT $2 FOR UPDATE OF c SKIP LOCKED`,
   ),
   // Delivered or dead events, aged from their last attempt (a replay makes one pending again, and its
   // new attempts restart the clock); the index outbox_events_final_age.
