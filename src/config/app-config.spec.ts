@@ -129,6 +129,11 @@ describe('config', () => {
     expect(message).not.toContain('s3cretpw');
   });
 
+  it('refuses PORT=65535 with the built-in sandbox (it listens on PORT + 1), not with an upstream', () => {
+    expect(problems({ PORT: '65535' })).toEqual(['PORT: must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535']);
+    expect(loadConfig({ PORT: '65535', UPSTREAM_BASE_URL: 'https://up.example/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }).port).toBe(65535);
+  });
+
   it('takes markups at their limits: -100 %, 15 digits before the point, 8 after', () => {
     const c = loadConfig({ PRICE_MARKUP_PERCENT: '-100', PRICE_MARKUP_FIXED: '999999999999999.12345678', PRICE_ROUNDING: '0.00000001' });
     expect(c.pricing).toEqual({ markupPercent: '-100', markupFixed: '999999999999999.12345678', rounding: '0.00000001' });

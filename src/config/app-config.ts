@@ -347,6 +347,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const preset = PROFILES[profile];
   const baseUrl = r.url('UPSTREAM_BASE_URL', ['http:', 'https:']) ?? null;
   const sandbox = baseUrl === null && r.raw('UPSTREAM_BASE_URL') === undefined;
+  // the built-in sandbox listens on PORT + 1
+  if (sandbox && port === 65535) r.fail('PORT', 'must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535');
   if (baseUrl !== null && !new URL(baseUrl).pathname.replace(/\/+$/, '').endsWith(UPSTREAM_PATH_PREFIX)) {
     r.fail('UPSTREAM_BASE_URL', `must include the path prefix ${UPSTREAM_PATH_PREFIX}, got "${redactUrl(baseUrl)}"`);
   }
