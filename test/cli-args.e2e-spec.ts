@@ -26,6 +26,14 @@ describe('relay command: arguments', () => {
     }
   });
 
+  it('an unknown command is a usage error, --help or not', async () => {
+    const lines: string[] = [];
+    expect(await runCli(['bogus', '--help'], { out: (l) => lines.push(l), env: { DATA_DIR: join(dir, 'data') } })).toBe(EXIT.usage);
+    expect(lines.join('\n')).toContain('unknown command: bogus');
+    expect(await runCli(['--help'], { out: () => undefined, env: { DATA_DIR: join(dir, 'data') } })).toBe(EXIT.ok);
+    expect(await runCli(['wallet', '--help'], { out: () => undefined, env: { DATA_DIR: join(dir, 'data') } })).toBe(EXIT.ok);
+  });
+
   it('parses --k=v with every = of the value, a bare --down and --help, and positionals after --', () => {
     expect(parseArgs(['wallet', '--url=http://h:1/?a=b=c']).flags).toEqual({ url: 'http://h:1/?a=b=c' });
     expect(parseArgs(['migrate', '--down'])).toMatchObject({ command: 'migrate', flags: { down: 'true' } });

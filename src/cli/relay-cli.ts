@@ -185,11 +185,11 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     else if (s) out(s);
   };
   try {
+    if (args.command !== undefined && !Object.hasOwn(COMMAND_ARGS, args.command)) throw new UsageError(`unknown command: ${args.command}`);
     if (!args.command || args.flags.help) {
       out(USAGE);
       return args.command || args.flags.help ? EXIT.ok : EXIT.usage;
     }
-    if (!Object.hasOwn(COMMAND_ARGS, args.command)) throw new UsageError(`unknown command: ${args.command}`);
     checkArgs(args);
     if (args.command === 'sandbox') {
       const { runSandbox } = await import('../sandbox/sandbox.main.js');
