@@ -8,12 +8,14 @@ import type { IncomingMessage } from 'node:http';
 import type { LoggerService, RawBodyRequest } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { CALLBACK_ROUTE } from './callbacks/callback-verifier.js';
 import type { Clock } from './common/clock.js';
-import { notJsonBody } from './common/exception.filter.js';
+import { AppError } from './common/app-error.js';
+import { notJsonBody, toEnvelope } from './common/exception.filter.js';
+import { internalRequestNeedsToken, unauthorized } from './common/internal-auth.guard.js';
 import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
@@ -86,6 +88,22 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       logController: new LogController({ disableRequestLogging: true }),
       requestIdHeader: false,
       genReqId: (req: IncomingMessage) => requestIdFrom(req.headers[REQUEST_ID_HEADER]),
+      // path parameters: sku_codes run to 255 characters (and the upstream sets no limit)
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+      // the router's own refusals (a malformed percent-escape, a parameter over MAX_PARAM_LENGTH) in the
+      // envelope, 401 first on an internal path without the token
+      frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+        const { status, body } = toEnvelope(
+          internalRequestNeedsToken(request, config.internalApiToken)
+            ? unauthorized()
+            : error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+              ? new AppError('bad_request', 400, `invalid request: path`, {
+                  fields: { path: [error.code === 'FST_ERR_BAD_URL' ? 'not a valid URL path (a malformed percent-escape)' : `a path segment is longer than ${MAX_PARAM_LENGTH} characters`] },
+                })
+              : error,
+        );
+        void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+      },
     });
     const routes = trackRoutes(adapter.getInstance());
     installRequestLogging(adapter.getInstance(), log);
@@ -178,6 +196,26 @@ const RAW_BODY_TYPE = 'application/octet-stream';
  *   any other content type, none, or JSON that does not parse is 400 `bad_request` with `fields.body`.
  *   A body of no bytes under another content type (or none) is no body at all.
  */
+/** Longest path parameter the router takes (Fastify's default is 100). */
+const MAX_PARAM_LENGTH = 1024;
+
+/** Where a parsed JSON value holds a NUL character (a key or a string), as a field path; null when nowhere. */
+function nulAt(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [k, v] of Object.entries(value)) {
+    const here = path ? `${path}.${k}` : k;
+    if (k.includes('\u0000')) return here;
+    const inner = nulAt(v, here);
+    if (inner !== null) return inner;
+  }
+  return null;
+}
+
+/** A text with a NUL character is refused wherever it is: no field of ours can hold one (PostgreSQL's text cannot). */
+const nulRefused = (at: string): AppError =>
+  new AppError('bad_request', 400, `invalid request: ${at}`, { fields: { [at]: ['must not contain a NUL character (\\u0000)'] } });
+
 function installBodyParsing(fastify: FastifyInstance): void {
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   const isCallback = (req: FastifyRequest) => req.method === 'POST' && req.routeOptions.url === CALLBACK_ROUTE;
@@ -194,7 +232,15 @@ function installBodyParsing(fastify: FastifyInstance): void {
     if (isCallback(req) || req.is404) return done(null, undefined);
     const header = req.headers['content-type'];
     const type = header?.split(';')[0].trim().toLowerCase();
-    if (type === 'application/json') return parseJson(req, raw.toString('utf8'), done);
+    if (type === 'application/json') {
+      const text = raw.toString('utf8');
+      // JSON can carry a NUL only as the escape \u0000: checked only when the text has one
+      if (!text.includes('\\u0000')) return parseJson(req, text, done);
+      return parseJson(req, text, (err: Error | null, value?: unknown) => {
+        const at = err ? null : nulAt(value, '');
+        done(at === null ? err : nulRefused(at), at === null ? value : undefined);
+      });
+    }
     if (raw.length === 0) return done(null, undefined);
     done(notJsonBody(type === undefined ? 'not JSON (no content-type)' : 'not JSON (content-type is not application/json)'), undefined);
   });

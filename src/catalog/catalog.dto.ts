@@ -157,11 +157,11 @@ export class PricingRuleBody {
   @Max(MAX_ID)
   category_id?: number;
 
-  @ApiPropertyOptional({ type: String, maxLength: 200, description: 'with `scope: sku`: the sku_code', example: 'SKU-00042-1' })
+  @ApiPropertyOptional({ type: String, maxLength: 255, description: 'with `scope: sku`: the sku_code', example: 'SKU-00042-1' })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'sku')
   @IsString()
   @IsNotEmpty()
-  @MaxLength(200)
+  @MaxLength(255)
   @NotContains('\u0000', { message: 'sku_code must not hold a NUL character' })
   sku_code?: string;
 

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config.js';
 import { requestFields } from '../ops/request-context.js';
 import { AppError } from './app-error.js';
-import { unauthorized, unknownRouteNeedsToken } from './internal-auth.guard.js';
+import { unauthorized, internalRequestNeedsToken } from './internal-auth.guard.js';
 
 const STATUS_CODES: Record<number, string> = {
   400: 'bad_request',
@@ -40,7 +40,7 @@ export class AppExceptionFilter implements ExceptionFilter {
     const req = http.getRequest<FastifyRequest>();
     let { status, body } = toEnvelope(exception);
     // (a body over the limit stays 413, as on a known route)
-    if (status < 500 && status !== 413 && req && unknownRouteNeedsToken(req, this.config.internalApiToken)) ({ status, body } = toEnvelope(unauthorized()));
+    if (status < 500 && status !== 413 && req && internalRequestNeedsToken(req, this.config.internalApiToken)) ({ status, body } = toEnvelope(unauthorized()));
     if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(req) });
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }

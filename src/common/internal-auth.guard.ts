@@ -10,9 +10,11 @@ import { AppError } from './app-error.js';
  * sent: the router decodes and normalises it (`/%69nternal/…`, `//internal/…` reach the same routes).
  * A request whose route is unknown here is treated as internal.
  *
- * A request that matches no route never reaches a guard (the not-found handler answers it): the
- * exception filter applies `unknownRouteNeedsToken` to it, so that an unknown path under `/internal/`
- * is 401 `unauthorized` without the token and 404 `not_found` with it.
+ * A request that matches no route never reaches a guard (the not-found handler answers it), nor does
+ * one whose body or path cannot be read: the exception filter (and the router's own errors) apply
+ * `internalRequestNeedsToken` to them, so that an unknown path under `/internal/` is 401
+ * `unauthorized` without the token and 404 `not_found` with it, and a known one with a body that is
+ * not JSON 401 without the token and 400 with it.
  */
 @Injectable()
 export class InternalAuthGuard implements CanActivate {
@@ -58,9 +60,11 @@ export function isInternalPath(url: string): boolean {
 }
 
 /**
- * A request that matched no route needs the token when its path is internal (see `isInternalPath`);
- * true when it does and the token is missing or wrong.
+ * An internal path (see `isInternalPath`) asked without the bearer token (missing or wrong), whatever
+ * route it matched: an error met where no guard ran (an unknown route, a body that is not JSON, a path
+ * the router could not read) is answered 401 as the guard would have answered it, never with what it
+ * says about the request.
  */
-export function unknownRouteNeedsToken(req: FastifyRequest, token: string): boolean {
-  return req.routeOptions?.url === undefined && isInternalPath(req.url) && !hasInternalToken(req.headers.authorization, token);
+export function internalRequestNeedsToken(req: Pick<FastifyRequest, 'url' | 'headers'>, token: string): boolean {
+  return isInternalPath(req.url) && !hasInternalToken(req.headers.authorization, token);
 }

@@ -129,6 +129,11 @@ describe('config', () => {
     expect(message).not.toContain('s3cretpw');
   });
 
+  it('refuses an INTERNAL_API_TOKEN with white space inside (a bearer token could never match it)', () => {
+    expect(problems({ INTERNAL_API_TOKEN: 'two words' })).toEqual(['INTERNAL_API_TOKEN: must not contain white space (it is sent as `Authorization: Bearer <token>`)']);
+    expect(loadConfig({ INTERNAL_API_TOKEN: '  padded-token  ' }).internalApiToken).toBe('padded-token');
+  });
+
   it('refuses PORT=65535 with the built-in sandbox (it listens on PORT + 1), not with an upstream', () => {
     expect(problems({ PORT: '65535' })).toEqual(['PORT: must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535']);
     expect(loadConfig({ PORT: '65535', UPSTREAM_BASE_URL: 'https://up.example/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }).port).toBe(65535);

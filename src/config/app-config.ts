@@ -383,6 +383,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     explicitPath ?? preset.callbackSignaturePath ?? (publicUrl !== null ? new URL(publicUrl).pathname : null);
 
   const internalApiToken = secret('INTERNAL_API_TOKEN', () => `dev_${randomHex(24)}`);
+  // sent as `Authorization: Bearer <token>`: a token with white space in it could never match
+  if (/\s/.test(internalApiToken)) r.fail('INTERNAL_API_TOKEN', 'must not contain white space (it is sent as `Authorization: Bearer <token>`)');
   const keyRaw = secret('PAYLOAD_ENCRYPTION_KEY', randomBase64Key);
   const payloadKeys = keyRaw ? parseKeys(r, keyRaw) : [];
 

@@ -173,8 +173,7 @@ export function listExample<T>(items: T[], total = items.length): { ok: true; it
 const GENERIC_ERRORS: readonly ErrorExample[] = [
   apiError(500, 'internal_error', 'internal error', {}, 'unexpected error (logged)'),
   apiError(429, 'too_many_requests', 'Too Many Requests'),
-  apiError(404, 'not_found', 'Cannot GET /internal/order', {}, 'no such route (a mistyped path)'),
-  apiError(405, 'method_not_allowed', 'Method Not Allowed', {}, 'the route does not take this method'),
+  apiError(404, 'not_found', 'Cannot GET /internal/order', {}, 'no such route (a mistyped path, or a method the path does not take)'),
 ];
 const BODY_TOO_LARGE = apiError(413, 'payload_too_large', 'request body exceeds 64 KiB');
 const NOT_JSON = apiError(
