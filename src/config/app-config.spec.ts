@@ -134,6 +134,15 @@ describe('config', () => {
     expect(loadConfig({ INTERNAL_API_TOKEN: '  padded-token  ' }).internalApiToken).toBe('padded-token');
   });
 
+  it('takes HOST as an IP address or a host name, and refuses anything else naming it', () => {
+    for (const host of ['0.0.0.0', '127.0.0.1', '::', '::1', 'fe80::1', 'localhost', 'relay-1.internal.example']) {
+      expect(loadConfig({ HOST: host }).host).toBe(host);
+    }
+    for (const host of ['http://0.0.0.0', 'relay_1', 'a b', '-bad.example', 'host:3000x']) {
+      expect(problems({ HOST: host })).toEqual([`HOST: must be an IP address or a host name to listen on, got "${host}"`]);
+    }
+  });
+
   it('refuses PORT=65535 with the built-in sandbox (it listens on PORT + 1), not with an upstream', () => {
     expect(problems({ PORT: '65535' })).toEqual(['PORT: must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535']);
     expect(loadConfig({ PORT: '65535', UPSTREAM_BASE_URL: 'https://up.example/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }).port).toBe(65535);

@@ -340,6 +340,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
 
   const port = r.int('PORT', 3000, 0, 65535);
   const host = r.raw('HOST') ?? '0.0.0.0';
+  // an address or a host name to listen on (a bad one would fail only at listen, without naming HOST)
+  if (!/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(host)) {
+    r.fail('HOST', `must be an IP address or a host name to listen on, got "${host}"`);
+  }
   const database = parseDatabaseUrl(r, dataDir);
   const migrateOnStart = r.bool('DB_MIGRATE_ON_START', true);
 
