@@ -13,10 +13,9 @@ import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { CALLBACK_ROUTE } from './callbacks/callback-verifier.js';
 import type { Clock } from './common/clock.js';
-import { AppError } from './common/app-error.js';
-import { notJsonBody, toEnvelope } from './common/exception.filter.js';
-import { internalRequestNeedsToken, unauthorized } from './common/internal-auth.guard.js';
-import { createValidationPipe } from './common/validation.js';
+import { AppError, badRequest } from './common/app-error.js';
+import { notJsonBody, sendError } from './common/exception.filter.js';
+import { createValidationPipe, storableText } from './common/validation.js';
 import type { AppConfig } from './config/app-config.js';
 import { DatabaseEndpoint } from './database/database-endpoint.js';
 import { setupApiDocs } from './ops/api-docs.js';
@@ -93,16 +92,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       // the router's own refusals (a malformed percent-escape, a parameter over MAX_PARAM_LENGTH) in the
       // envelope, 401 first on an internal path without the token
       frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-        const { status, body } = toEnvelope(
-          internalRequestNeedsToken(request, config.internalApiToken)
-            ? unauthorized()
-            : error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-              ? new AppError('bad_request', 400, `invalid request: path`, {
-                  fields: { path: [error.code === 'FST_ERR_BAD_URL' ? 'not a valid URL path (a malformed percent-escape)' : `a path segment is longer than ${MAX_PARAM_LENGTH} characters`] },
-                })
-              : error,
-        );
-        void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+        sendError(routerRefusal(error), request, reply, config.internalApiToken);
       },
     });
     const routes = trackRoutes(adapter.getInstance());
@@ -186,26 +176,23 @@ function installDrain(fastify: FastifyInstance): { begin(): void } {
 /** The content type a callback's or an unknown route's body is read under, whatever it was sent with. */
 const RAW_BODY_TYPE = 'application/octet-stream';
 
-/**
- * Request bodies (CONTRACT §5, §6), read whatever their content type up to BODY_LIMIT_BYTES (413
- * `payload_too_large` beyond, before anything else is decided), then:
- * - `POST /callbacks/upstream`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
- *   on them before anything else (an unsigned one is 401 whatever it carries), and read once verified;
- * - a route that does not exist: not parsed (its answer is 404, or 401 on an internal path);
- * - any other: `application/json` (parameters aside) is parsed as JSON, prototype poisoning refused;
- *   any other content type, none, or JSON that does not parse is 400 `bad_request` with `fields.body`.
- *   A body of no bytes under another content type (or none) is no body at all.
- */
 /** Longest path parameter the router takes (Fastify's default is 100). */
 const MAX_PARAM_LENGTH = 1024;
 
+/** The router's refusal of a path as the contract's `bad_request` (any other error as it is). */
+function routerRefusal(error: FastifyError): unknown {
+  if (error.code === 'FST_ERR_BAD_URL') return badRequest('invalid request: path', { path: ['not a valid URL path (a malformed percent-escape)'] });
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return badRequest('invalid request: path', { path: [`a path segment is longer than ${MAX_PARAM_LENGTH} characters`] });
+  return error;
+}
+
 /** Where a parsed JSON value holds a NUL character (a key or a string), as a field path; null when nowhere. */
 function nulAt(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : null;
+  if (typeof value === 'string') return storableText(value) ? null : path || 'body';
   if (typeof value !== 'object' || value === null) return null;
   for (const [k, v] of Object.entries(value)) {
     const here = path ? `${path}.${k}` : k;
-    if (k.includes('\u0000')) return here;
+    if (!storableText(k)) return here;
     const inner = nulAt(v, here);
     if (inner !== null) return inner;
   }
@@ -213,9 +200,19 @@ function nulAt(value: unknown, path: string): string | null {
 }
 
 /** A text with a NUL character is refused wherever it is: no field of ours can hold one (PostgreSQL's text cannot). */
-const nulRefused = (at: string): AppError =>
-  new AppError('bad_request', 400, `invalid request: ${at}`, { fields: { [at]: ['must not contain a NUL character (\\u0000)'] } });
+const nulRefused = (at: string): AppError => badRequest(`invalid request: ${at}`, { [at]: ['must not contain a NUL character (\\u0000)'] });
 
+/**
+ * Request bodies (CONTRACT §5, §6), read whatever their content type up to BODY_LIMIT_BYTES (413
+ * `payload_too_large` beyond, before anything else is decided), then:
+ * - `POST /callbacks/upstream`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
+ *   on them before anything else (an unsigned one is 401 whatever it carries), and read once verified;
+ * - a route that does not exist: not parsed (its answer is 404, or 401 on an internal path);
+ * - any other: `application/json` (parameters aside) is parsed as JSON, prototype poisoning refused;
+ *   any other content type, none, or JSON that does not parse is 400 `bad_request` with `fields.body`;
+ *   JSON with a NUL character anywhere, key or string, is 400 naming where (`nulAt`), whatever route
+ *   it is for. A body of no bytes under another content type (or none) is no body at all.
+ */
 function installBodyParsing(fastify: FastifyInstance): void {
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   const isCallback = (req: FastifyRequest) => req.method === 'POST' && req.routeOptions.url === CALLBACK_ROUTE;

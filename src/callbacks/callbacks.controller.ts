@@ -21,13 +21,14 @@ import { CallbackInboxRepository, type CallbackSummary, type UnusableCallback } 
 import { CallbackProcessor } from './callback-processor.js';
 import { CallbackVerifier } from './callback-verifier.js';
 import { requestFields } from '../ops/request-context.js';
+import { storableText } from '../common/validation.js';
 
 /**
  * A kept text field: a non-empty string of at most `max` characters. One with a NUL character counts as
  * absent (no such value is meaningful, and the database's text refuses it: storing it would fail the
  * callback for good, every retry with a 5xx).
  */
-const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max && !v.includes('\u0000') ? v : null);
+const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max && storableText(v) ? v : null);
 
 /** What a verified callback's body gives: a usable summary, or what it carried and why it is unusable; and the body read. */
 export type ReadCallback = { usable: CallbackSummary; body: Record<string, unknown> } | { unusable: UnusableCallback; body: Record<string, unknown> | null };

@@ -162,7 +162,6 @@ export class PricingRuleBody {
   @IsString()
   @IsNotEmpty()
   @MaxLength(255)
-  @NotContains('\u0000', { message: 'sku_code must not hold a NUL character' })
   sku_code?: string;
 
   @ApiProperty({ type: String, pattern: DECIMAL_RE.source, description: 'percent added to the cost, a decimal string (a JSON number is taken as its text)', example: '12.5' })

@@ -38,12 +38,21 @@ export class AppExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const req = http.getRequest<FastifyRequest>();
-    let { status, body } = toEnvelope(exception);
-    // (a body over the limit stays 413, as on a known route)
-    if (status < 500 && status !== 413 && req && internalRequestNeedsToken(req, this.config.internalApiToken)) ({ status, body } = toEnvelope(unauthorized()));
+    const status = sendError(exception, req, reply, this.config.internalApiToken);
     if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(req) });
-    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
+}
+
+/**
+ * Answers `exception` in the envelope, 401 `unauthorized` instead on an internal path without the
+ * token (a body over the limit stays 413, as on a known route): for the filter, and for the router's
+ * own refusals, which never reach it. Returns the status sent.
+ */
+export function sendError(exception: unknown, req: FastifyRequest | undefined, reply: FastifyReply, token: string): number {
+  let { status, body } = toEnvelope(exception);
+  if (status < 500 && status !== 413 && req && internalRequestNeedsToken(req, token)) ({ status, body } = toEnvelope(unauthorized()));
+  void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  return status;
 }
 
 export function toEnvelope(exception: unknown): { status: number; body: Record<string, unknown> } {
