@@ -26,6 +26,18 @@ import { CallbackInboxRepository, type InboxRow } from './callback-inbox.reposit
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 
+/** `rows` by `key`, each group in the rows' order. */
+function groupBy<K>(rows: readonly InboxRow[], key: (row: InboxRow) => K): Map<K, InboxRow[]> {
+  const groups = new Map<K, InboxRow[]>();
+  for (const row of rows) {
+    const k = key(row);
+    const group = groups.get(k);
+    if (group) group.push(row);
+    else groups.set(k, [row]);
+  }
+  return groups;
+}
+
 const BATCH = 24;
 const CONCURRENCY = 8;
 /** Upstream reads one group of callbacks may make one after the other (settling an unknown attempt, then the order's state). */
@@ -122,9 +134,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         const leaseMs = Math.ceil(BATCH / CONCURRENCY) * READS_PER_GROUP * (this.config.upstream.timeoutMs + 1000);
         const claimed = await this.inbox.claim(now, new Date(now.getTime() + leaseMs), BATCH);
         if (claimed.length === 0) return;
-        const groups = new Map<number, InboxRow[]>();
-        for (const row of claimed) groups.set(row.upstreamOrderId, [...(groups.get(row.upstreamOrderId) ?? []), row]);
-        await runLimited([...groups.values()], CONCURRENCY, (g) =>
+        await runLimited([...groupBy(claimed, (row) => row.upstreamOrderId).values()], CONCURRENCY, (g) =>
           this.process(g).catch((e: unknown) => this.logger.error({ msg: `callback processing failed: ${(e as Error).message}`, upstream_order_id: g[0].upstreamOrderId })),
         );
         if (claimed.length < BATCH) return;
@@ -140,9 +150,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
    * number must not be settled as that order's, whichever was stored first).
    */
   private async process(group: InboxRow[]): Promise<void> {
-    const byNumber = new Map<string | null, InboxRow[]>();
-    for (const row of group) byNumber.set(row.downstreamOrderNo, [...(byNumber.get(row.downstreamOrderNo) ?? []), row]);
-    for (const rows of byNumber.values()) await this.processClaim(rows);
+    for (const rows of groupBy(group, (row) => row.downstreamOrderNo).values()) await this.processClaim(rows);
   }
 
   /** Callbacks of one upstream order that carry the same `downstream_order_no` (or none). */
