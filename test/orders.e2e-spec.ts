@@ -356,6 +356,13 @@ describe('orders: placing and following', () => {
       expect(auth.data).toMatchObject({ error_code: 'upstream_auth_failed', order: { status: 'rejected' } });
     });
 
+    it('an upstream 403 (a key it does not know, as Dujiao-Next answers it) is 502 upstream_auth_failed too', async () => {
+      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 403, errorCode: 'invalid_api_key', times: 1 }] });
+      const r = await place({ shop_order_no: no('FORBID'), sku_code: 'T-AUTO', quantity: 1 });
+      expect(r.status).toBe(502);
+      expect(r.data).toMatchObject({ error_code: 'upstream_auth_failed', order: { status: 'rejected' } });
+    });
+
     it('nothing reached the upstream: a few quick tries, then 503 upstream_unavailable and rejected', async () => {
       const before = sandbox.stats.requests.createOrder;
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0 }] });
