@@ -8,6 +8,7 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { seedCatalog } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { sleep } from './support/wait.js';
 
 /**
@@ -16,28 +17,18 @@ import { sleep } from './support/wait.js';
  * claimed and read the same orders meanwhile).
  */
 describe('poll claims: a claimed batch is held until its last read', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let a: TestApp;
-  let b: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'RL-1', price: '1.00' }] });
-    const env = { UPSTREAM_TIMEOUT_MS: '1000', ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' };
-    a = await startTestApp(db, sandbox, env, { workers: false });
-    b = await startTestApp(db, sandbox, env, { workers: false });
-    await seedCatalog(a.http);
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await sandbox?.stop();
-    await db?.close();
+  const t = useAppSuite({
+    sandbox: { catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'RL-1', price: '1.00' }] }),
+    env: { UPSTREAM_TIMEOUT_MS: '1000', ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' },
+    instances: 2,
+    workers: false,
+    seed: true,
   });
 
   it('never has one order read by two replicas at once', async () => {
+    const { db, sandbox } = t;
+    const [a, b] = t.apps;
     for (let i = 0; i < 20; i++) {
       const r = await a.http.post('/internal/orders', { shop_order_no: `RL-${i}`, sku_code: 'RL-1', quantity: 1 });
       expect(r.status).toBe(201);

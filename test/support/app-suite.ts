@@ -29,6 +29,8 @@ export interface AppSuiteOptions {
   seed?: boolean;
   /** Captures the service's JSON log lines (TestApp.logLines). */
   logs?: boolean;
+  /** false: no background work (poller, inbox, sync schedule): the tests drive it themselves. */
+  workers?: boolean;
 }
 
 export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
@@ -45,7 +47,7 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
     sandbox = await startSandbox(options.sandbox);
     options.prepare?.(sandbox);
     const env = typeof options.env === 'function' ? await options.env() : options.env;
-    apps = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startTestApp(db!, sandbox!, env, { logs: options.logs })));
+    apps = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startTestApp(db!, sandbox!, env, { logs: options.logs, workers: options.workers })));
     if (options.seed) await seedCatalog(apps[0].http);
   });
   afterEach(() => {
