@@ -298,9 +298,11 @@ function validateCreate(body: unknown, maxQuantity: number): CreateOrderInput {
 
 /**
  * Keys of the required fields of a manual form schema `{fields: [{key, required}]}` that the data
- * lacks or leaves empty (absent, null or ''): the reading of src/orders/order-request.ts
- * `missingManualFields`, which the sandbox may not import. A schema without a `fields` list requires
- * nothing.
+ * lacks or leaves empty (absent, null or ''). A schema without a `fields` list requires nothing.
+ * The same reading as the relay's own check (src/orders/order-request.ts `missingManualFields`),
+ * written apart on purpose: the sandbox is the upstream the relay is tested against, and shares only
+ * the wire protocol's code with it (signing), so that a mistake in the relay's reading is not also the
+ * upstream's.
  */
 function missingRequiredFields(schema: Record<string, unknown> | null, data: Record<string, unknown>): string[] {
   const fields = schema?.fields;
