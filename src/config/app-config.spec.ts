@@ -258,4 +258,40 @@ describe('config', () => {
       expect(loadConfig({ ...production, UPSTREAM_SIGNATURE_TEMPLATE: template }).upstream.signatureTemplate).toBe(template.replace(/\\n/g, '\n'));
     },
   );
+
+  it('reads the request budget: off under spec, 60/60s under dujiao-next, each variable settable', () => {
+    expect(loadConfig(production).budget).toEqual({ rateLimit: null, blockMs: 30_000, syncShare: 0.5, orderQueueWaitMs: 5000, orderPriceFreshS: 30 });
+    expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next' }).budget.rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
+    expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', UPSTREAM_RATE_LIMIT: 'off' }).budget.rateLimit).toBeNull();
+    expect(PROFILES['dujiao-next'].rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
+    const rate = (v: string) => loadConfig({ ...production, UPSTREAM_RATE_LIMIT: v }).budget.rateLimit;
+    expect(rate('60/1m')).toEqual({ requests: 60, windowMs: 60_000 });
+    expect(rate('20/2s')).toEqual({ requests: 20, windowMs: 2000 });
+    expect(rate('10 / 500ms')).toEqual({ requests: 10, windowMs: 500 });
+    expect(rate('OFF')).toBeNull();
+    const c = loadConfig({ ...production, UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3', SYNC_BUDGET_SHARE: '1', ORDER_QUEUE_WAIT_MS: '0', ORDER_PRICE_FRESH_S: '0' });
+    expect(c.budget).toEqual({ rateLimit: null, blockMs: 300, syncShare: 1, orderQueueWaitMs: 0, orderPriceFreshS: 0 });
+  });
+
+  it.each([
+    ['UPSTREAM_RATE_LIMIT', '60'],
+    ['UPSTREAM_RATE_LIMIT', '60/60'],
+    ['UPSTREAM_RATE_LIMIT', '60/60h'],
+    ['UPSTREAM_RATE_LIMIT', '0/60s'],
+    ['UPSTREAM_RATE_LIMIT', '60/0s'],
+    ['UPSTREAM_RATE_LIMIT', 'sixty/1m'],
+    ['UPSTREAM_RATE_LIMIT_BLOCK_S', '0'],
+    ['UPSTREAM_RATE_LIMIT_BLOCK_S', '-5'],
+    ['UPSTREAM_RATE_LIMIT_BLOCK_S', 'long'],
+    ['SYNC_BUDGET_SHARE', '0'],
+    ['SYNC_BUDGET_SHARE', '1.5'],
+    ['SYNC_BUDGET_SHARE', 'half'],
+    ['ORDER_QUEUE_WAIT_MS', '-1'],
+    ['ORDER_QUEUE_WAIT_MS', '5s'],
+    ['ORDER_PRICE_FRESH_S', '-1'],
+  ])('refuses the budget variable %s=%s naming it', (name, value) => {
+    const p = problems({ ...production, [name]: value });
+    expect(p).toHaveLength(1);
+    expect(p[0].startsWith(`${name}: `)).toBe(true);
+  });
 });

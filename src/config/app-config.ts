@@ -27,6 +27,14 @@ export interface ProfilePreset {
   callbackSignaturePath: string | null;
   pageSize: number;
   orderNoIdempotent: boolean;
+  /** The upstream's request budget per API key (UPSTREAM_RATE_LIMIT); null: off. */
+  rateLimit: RateLimitSetting | null;
+}
+
+/** `<requests>/<window>`: at most `requests` upstream requests per `windowMs` for one API key. */
+export interface RateLimitSetting {
+  requests: number;
+  windowMs: number;
 }
 
 export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
@@ -36,6 +44,7 @@ export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
     callbackSignaturePath: null,
     pageSize: 100,
     orderNoIdempotent: false,
+    rateLimit: null,
   },
   'dujiao-next': {
     headerPrefix: 'Dujiao-Next',
@@ -43,6 +52,7 @@ export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
     callbackSignaturePath: `${UPSTREAM_PATH_PREFIX}/callback`,
     pageSize: 50,
     orderNoIdempotent: true,
+    rateLimit: { requests: 60, windowMs: 60_000 },
   },
 };
 
@@ -93,6 +103,19 @@ export interface AppConfigShape {
     stuckAlertS: number;
     maxQuantity: number;
   };
+  /** The upstream request budget (src/budget). */
+  budget: {
+    /** UPSTREAM_RATE_LIMIT; null: `off` (no budget: every request is sent at once). */
+    rateLimit: RateLimitSetting | null;
+    /** UPSTREAM_RATE_LIMIT_BLOCK_S in milliseconds: a block after a 429 without `Retry-After`. */
+    blockMs: number;
+    /** SYNC_BUDGET_SHARE: the largest share of the window sync and reconciliation take while others wait, in (0, 1]. */
+    syncShare: number;
+    /** ORDER_QUEUE_WAIT_MS: how long a new order waits for the budget before it is answered `queued`. */
+    orderQueueWaitMs: number;
+    /** ORDER_PRICE_FRESH_S: a SKU cost read this recently serves the price guard without a new read (0: always read). */
+    orderPriceFreshS: number;
+  };
   walletLowBalance: string | null;
   pricing: { markupPercent: string; markupFixed: string; rounding: string };
   /** The first key encrypts; all of them may decrypt. */
@@ -125,6 +148,7 @@ export class AppConfig implements AppConfigShape {
   internalApiToken!: string;
   sync!: AppConfigShape['sync'];
   orders!: AppConfigShape['orders'];
+  budget!: AppConfigShape['budget'];
   walletLowBalance!: string | null;
   pricing!: AppConfigShape['pricing'];
   payloadKeys!: Buffer[];
@@ -259,6 +283,34 @@ class Reader {
       return def;
     }
     return Number(v);
+  }
+
+  /** A decimal number greater than `min` and at most `max`; `what` says so in the message. */
+  number(name: string, def: number, opts: { min: number; max: number; what: string }): number {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    const n = /^\d+(\.\d+)?$/.test(v) ? Number(v) : Number.NaN;
+    if (!(n > opts.min) || !(n <= opts.max)) {
+      this.fail(name, `must be ${opts.what}, got "${v}"`);
+      return def;
+    }
+    return n;
+  }
+
+  /** UPSTREAM_RATE_LIMIT: `<requests>/<window>` with the window in ms, s or m (`60/60s`, `60/1m`), or `off`. */
+  rateLimit(name: string, def: RateLimitSetting | null): RateLimitSetting | null {
+    const v = this.raw(name);
+    if (v === undefined) return def;
+    if (v.toLowerCase() === 'off') return null;
+    const m = /^(\d+)\s*\/\s*(\d+)(ms|s|m)$/.exec(v);
+    const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000 };
+    const requests = m ? Number(m[1]) : 0;
+    const windowMs = m ? Number(m[2]) * (units[m[3]] ?? 1000) : 0;
+    if (!m || requests < 1 || requests > 1_000_000 || windowMs < 1 || windowMs > 86_400_000) {
+      this.fail(name, `must be <requests>/<window> with a window in ms, s or m (60/60s, 60/1m, 20/2s; from 1 request and 1 ms to 1000000 requests and 1440m), or off, got "${v}"`);
+      return def;
+    }
+    return { requests, windowMs };
   }
 
   duration(name: string, defMs: number): number {
@@ -447,6 +499,13 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       pollMaxMs,
       stuckAlertS: r.int('STUCK_ORDER_ALERT_S', 86_400, 1, 365 * 86_400),
       maxQuantity: r.int('ORDER_MAX_QUANTITY', 1000, 1, 1_000_000),
+    },
+    budget: {
+      rateLimit: r.rateLimit('UPSTREAM_RATE_LIMIT', preset.rateLimit),
+      blockMs: Math.max(1, Math.round(1000 * r.number('UPSTREAM_RATE_LIMIT_BLOCK_S', 30, { min: 0, max: 86_400, what: 'a number of seconds greater than 0, at most 86400 (30, 0.5)' }))),
+      syncShare: r.number('SYNC_BUDGET_SHARE', 0.5, { min: 0, max: 1, what: 'a number greater than 0 and at most 1 (0.5)' }),
+      orderQueueWaitMs: r.int('ORDER_QUEUE_WAIT_MS', 5000, 0, 600_000),
+      orderPriceFreshS: r.int('ORDER_PRICE_FRESH_S', 30, 0, 86_400),
     },
     walletLowBalance: r.decimal('WALLET_LOW_BALANCE', null, { nonNegative: true }),
     pricing: {
