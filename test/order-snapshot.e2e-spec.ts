@@ -9,7 +9,9 @@
  */
 import { DataSource } from 'typeorm';
 import type { Pool } from 'pg';
-import { OrderRepository, SnapshotUnusable, type OrderRecord, type OrderSnapshot, type OrderTx } from '../src/orders/order.repository.js';
+import type { OrderRecord } from '../src/orders/order.records.js';
+import { SnapshotUnusable, type OrderSnapshot, type OrderTx } from '../src/orders/order-tx.js';
+import { OrderRepository } from '../src/orders/order.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { sleep } from './support/wait.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

@@ -21,7 +21,8 @@ import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { CANCELED_AFTER_DELIVERY, OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import { orderRefund } from './order.mapper.js';
 import { OrderPresenter } from './order-presenter.js';
-import { OrderRepository, type OrderRecord } from './order.repository.js';
+import type { OrderRecord } from './order.records.js';
+import { OrderRepository } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderUpdater } from './order-updater.js';
 

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { toOrderResponse, type OrderResponse } from './order.mapper.js';
-import type { OrderRecord } from './order.repository.js';
+import type { OrderRecord } from './order.records.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
 
 @Injectable()

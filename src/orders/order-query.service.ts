@@ -6,7 +6,8 @@ import { listResponse, pageRequest, type ListResponse } from '../common/paginati
 import { AppConfig } from '../config/app-config.js';
 import { stuckThresholds } from './order-state.js';
 import { toOrderEventResponse, type OrderEventResponse, type OrderResponse } from './order.mapper.js';
-import { OrderRepository, type OrderRecord } from './order.repository.js';
+import type { OrderRecord } from './order.records.js';
+import { OrderRepository } from './order.repository.js';
 import { OrderPresenter } from './order-presenter.js';
 import type { ListOrdersQuery } from './orders.dto.js';
 

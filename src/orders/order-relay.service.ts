@@ -20,7 +20,9 @@ import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { UPSTREAM_ORDER_EXISTS } from './order-state.js';
-import { DownstreamNumberTaken, OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
+import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
+import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
+import { OrderRepository } from './order.repository.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
 

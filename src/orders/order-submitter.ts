@@ -19,7 +19,9 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
 import type { EventSource } from './order-state.js';
-import { OrderRepository, type AttemptRecord, type AttemptRequest, type OrderRecord, type OrderSnapshot, type OrderTx } from './order.repository.js';
+import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
+import type { OrderSnapshot, OrderTx } from './order-tx.js';
+import { OrderRepository } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.js';
 

@@ -26,7 +26,8 @@ import {
   type OrderStatus,
   type ReportDecision,
 } from './order-state.js';
-import type { AttemptRecord, OrderPatch, OrderRecord, OrderTx } from './order.repository.js';
+import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
+import type { OrderTx } from './order-tx.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
 import { nextPollInterval } from './poll-backoff.js';
 

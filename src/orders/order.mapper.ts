@@ -2,7 +2,7 @@
  * The order as the internal API shows it (CONTRACT §5). Pure: the caller hands in the decrypted items.
  */
 import { isStuck, refundEligibility, type OrderStatus, type RefundState } from './order-state.js';
-import type { OrderEventRecord, OrderRecord } from './order.repository.js';
+import type { OrderEventRecord, OrderRecord } from './order.records.js';
 import type { DeliveredData } from './payload-cipher.js';
 
 export interface OrderResponse {

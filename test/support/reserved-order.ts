@@ -3,7 +3,8 @@
  * statement, no upstream involved): for the specs of the orders repository's optimistic writes and
  * leases.
  */
-import type { OrderRepository, OrderSnapshot } from '../../src/orders/order.repository.js';
+import type { OrderSnapshot } from '../../src/orders/order-tx.js';
+import type { OrderRepository } from '../../src/orders/order.repository.js';
 
 /** What the order is of, when it matters (a real SKU, the fingerprint of the body the shop would send). */
 export interface ReservedOrderOf {

@@ -1,0 +1,258 @@
+/**
+ * The orders' records and their row mappers: one order row per shop order, one row per attempt, its
+ * events, and the columns an update may set. Records (`OrderRecord`, `AttemptRecord`) never leave the
+ * orders module: responses are built by `toOrderResponse()`.
+ */
+import type { EventSource, OrderStatus } from './order-state.js';
+
+export interface OrderRecord {
+  id: string;
+  shopOrderNo: string;
+  skuCode: string;
+  quantity: number;
+  requestFingerprint: string;
+  maxUnitCost: string | null;
+  traceId: string;
+  status: OrderStatus;
+  attempt: number;
+  downstreamOrderNo: string;
+  upstreamOrderId: number | null;
+  upstreamOrderNo: string | null;
+  productId: number | null;
+  skuId: number | null;
+  unitCost: string | null;
+  expectedAmount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refundedAmount: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  fulfillmentType: string | null;
+  deliveredAt: Date | null;
+  deliverySealed: Buffer | null;
+  anomaly: string | null;
+  statusChangedAt: Date;
+  progressAt: Date;
+  stuckSince: Date | null;
+  nextPollAt: Date | null;
+  pollIntervalMs: number | null;
+  pollLeaseUntil: Date | null;
+  opKind: string | null;
+  opToken: string | null;
+  opUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  refundAt: Date | null;
+  refundAmount: string | null;
+}
+
+export interface AttemptRequest {
+  sku_id: number;
+  quantity: number;
+  manual_form_data?: Record<string, unknown>;
+  trace_id: string;
+  /** Send our callback_url with it (false once the upstream refused our address). */
+  with_callback: boolean;
+}
+
+export type AttemptStatus = 'submitting' | 'accepted' | 'rejected' | 'submit_unknown';
+
+export interface AttemptRecord {
+  id: string;
+  orderId: string;
+  attemptNo: number;
+  downstreamOrderNo: string;
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sends: number;
+  sendingUntil: Date | null;
+  unknownSince: Date | null;
+  nextResendAt: Date | null;
+  upstreamOrderId: number | null;
+}
+
+export interface OrderEventRecord {
+  id: string;
+  source: EventSource;
+  kind: string;
+  oldStatus: string | null;
+  newStatus: string | null;
+  detail: Record<string, unknown> | null;
+  createdAt: Date;
+}
+
+/** Columns an order update may set. */
+export type OrderPatch = Partial<{
+  status: OrderStatus;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: number | null;
+  upstream_order_no: string | null;
+  product_id: number | null;
+  sku_id: number | null;
+  unit_cost: string | null;
+  expected_amount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refunded_amount: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  fulfillment_type: string | null;
+  delivered_at: Date | null;
+  delivery_sealed: Buffer | null;
+  anomaly: string | null;
+  status_changed_at: Date;
+  progress_at: Date;
+  stuck_since: Date | null;
+  next_poll_at: Date | null;
+  poll_interval_ms: number | null;
+  poll_lease_until: Date | null;
+  op_kind: string | null;
+  op_token: string | null;
+  op_until: Date | null;
+  updated_at: Date;
+}>;
+
+export type AttemptPatch = Partial<{
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sending_until: Date | null;
+  unknown_since: Date | null;
+  next_resend_at: Date | null;
+  upstream_order_id: number | null;
+  http_status: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  finished_at: Date | null;
+}>;
+
+export interface OrderRow {
+  id: string;
+  shop_order_no: string;
+  sku_code: string;
+  quantity: number;
+  request_fingerprint: string;
+  max_unit_cost: string | null;
+  trace_id: string;
+  status: OrderStatus;
+  attempt: number;
+  downstream_order_no: string;
+  upstream_order_id: string | null;
+  upstream_order_no: string | null;
+  product_id: string | null;
+  sku_id: string | null;
+  unit_cost: string | null;
+  expected_amount: string | null;
+  amount: string | null;
+  currency: string | null;
+  refunded_amount: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  fulfillment_type: string | null;
+  delivered_at: Date | null;
+  delivery_sealed: Buffer | null;
+  anomaly: string | null;
+  status_changed_at: Date;
+  progress_at: Date;
+  stuck_since: Date | null;
+  next_poll_at: Date | null;
+  poll_interval_ms: number | null;
+  poll_lease_until: Date | null;
+  op_kind: string | null;
+  op_token: string | null;
+  op_until: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  refund_at?: Date | null;
+  refund_amount?: string | null;
+}
+
+export interface AttemptRow {
+  id: string;
+  order_id: string;
+  attempt_no: number;
+  downstream_order_no: string;
+  status: AttemptStatus;
+  request: AttemptRequest;
+  sends: number;
+  sending_until: Date | null;
+  unknown_since: Date | null;
+  next_resend_at: Date | null;
+  upstream_order_id: string | null;
+}
+
+const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
+export function toOrder(r: OrderRow): OrderRecord {
+  return {
+    id: String(r.id),
+    shopOrderNo: r.shop_order_no,
+    skuCode: r.sku_code,
+    quantity: r.quantity,
+    requestFingerprint: r.request_fingerprint,
+    maxUnitCost: r.max_unit_cost,
+    traceId: r.trace_id,
+    status: r.status,
+    attempt: r.attempt,
+    downstreamOrderNo: r.downstream_order_no,
+    upstreamOrderId: num(r.upstream_order_id),
+    upstreamOrderNo: r.upstream_order_no,
+    productId: num(r.product_id),
+    skuId: num(r.sku_id),
+    unitCost: r.unit_cost,
+    expectedAmount: r.expected_amount,
+    amount: r.amount,
+    currency: r.currency,
+    refundedAmount: r.refunded_amount,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    fulfillmentType: r.fulfillment_type,
+    deliveredAt: r.delivered_at,
+    deliverySealed: r.delivery_sealed,
+    anomaly: r.anomaly,
+    statusChangedAt: r.status_changed_at,
+    progressAt: r.progress_at,
+    stuckSince: r.stuck_since,
+    nextPollAt: r.next_poll_at,
+    pollIntervalMs: r.poll_interval_ms,
+    pollLeaseUntil: r.poll_lease_until,
+    opKind: r.op_kind,
+    opToken: r.op_token,
+    opUntil: r.op_until,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    refundAt: r.refund_at ?? null,
+    refundAmount: r.refund_amount ?? null,
+  };
+}
+
+export function toAttempt(r: AttemptRow): AttemptRecord {
+  return {
+    id: String(r.id),
+    orderId: String(r.order_id),
+    attemptNo: r.attempt_no,
+    downstreamOrderNo: r.downstream_order_no,
+    status: r.status,
+    request: r.request,
+    sends: r.sends,
+    sendingUntil: r.sending_until,
+    unknownSince: r.unknown_since,
+    nextResendAt: r.next_resend_at,
+    upstreamOrderId: num(r.upstream_order_id),
+  };
+}
+
+export interface NewOrderInput {
+  shopOrderNo: string;
+  skuCode: string;
+  quantity: number;
+  requestFingerprint: string;
+  maxUnitCost: string | null;
+  traceId: string;
+  productId: number;
+  skuId: number;
+  unitCost: string;
+  expectedAmount: string;
+  currency: string | null;
+  fulfillmentType: string | null;
+}
