@@ -1,0 +1,2 @@
+DROP TABLE upstream_budget_grants;
+DROP TABLE upstream_budget_keys;

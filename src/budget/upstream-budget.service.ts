@@ -1,0 +1,334 @@
+/**
+ * The upstream request budget of this API key, shared by every replica on the database
+ * (UPSTREAM_RATE_LIMIT; the rule in `request-budget.ts`, the ledger in `upstream-budget.repository.ts`).
+ *
+ * Every upstream request takes a token first; the `BudgetedUpstreamClient` (src/upstream) does it for
+ * each call of the port, so most code never calls this service. Use it directly only for what the
+ * port does not cover:
+ *
+ *   const ticket = await budget.take('sync', { signal, maxWaitMs });  // resolves when granted
+ *   ticket.waitedMs;                                                   // how long it waited
+ *   // rejects with BudgetWaitExceeded (retryable; nothing sent) once maxWaitMs passes first, or when
+ *   // the budget already knows it cannot grant within maxWaitMs (e.g. the key is blocked for longer);
+ *   // with BudgetWaitAborted (unknown, reason `aborted`) when the signal aborts;
+ *   // with BudgetUnavailable (retryable) when the ledger's database fails.
+ *   await budget.noteRateLimited(retryAfterMs ?? null);               // after an HTTP 429
+ *   await budget.blockedUntil();                                       // for /health: Date | null
+ *
+ * - Waiters of this process are served in class order (create, deliver, price, poll, sync, reconcile),
+ *   first come first served within a class, one ledger transaction at a time: the first waiter is
+ *   asked for; when it must wait, the ledger names the earliest time it can be granted and the service
+ *   sleeps until then (or until a waiter of a higher class arrives). No waiter behind it could be
+ *   granted sooner: the window, the block and the pace bind every class alike, and the sync share
+ *   binds only the lowest two.
+ * - A waiting class above `sync` raises the key's demand flag (`demand_until`), so that the sync of
+ *   every replica keeps to SYNC_BUDGET_SHARE while it waits.
+ * - A 429 blocks the key on every replica for its `Retry-After`, or UPSTREAM_RATE_LIMIT_BLOCK_S.
+ * - `off` (no UPSTREAM_RATE_LIMIT): `take` resolves at once and nothing touches the database.
+ */
+import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { Metrics } from '../ops/metrics.js';
+import { BudgetUnavailable, BudgetWaitAborted, BudgetWaitExceeded } from './budget.errors.js';
+import { budgetRule, classRank, decideGrant, type BudgetClass, type BudgetDecision, type BudgetRule } from './request-budget.js';
+import { UpstreamBudgetRepository } from './upstream-budget.repository.js';
+
+export interface TakeOptions {
+  /** Aborting it ends the wait at once (BudgetWaitAborted); nothing is sent. */
+  signal?: AbortSignal;
+  /** The longest wait for a token; past it, BudgetWaitExceeded. Default: no limit. `0`: only a token free now. */
+  maxWaitMs?: number;
+  /** The upstream operation the token is for, named in the errors. Default `budget`. */
+  operation?: string;
+}
+
+export interface BudgetTicket {
+  cls: BudgetClass;
+  /** How long the take waited for its token, in milliseconds. */
+  waitedMs: number;
+}
+
+/** How long the service waits before it asks a failed ledger again, while nobody waits. */
+const LEDGER_RETRY_MS = 1000;
+
+interface Waiter {
+  cls: BudgetClass;
+  rank: number;
+  seq: number;
+  operation: string;
+  startedAt: number;
+  /** performance.now() deadline; undefined: none. */
+  deadline: number | undefined;
+  /** The deadline passed while this waiter's ask was in flight: settled once the ask answers. */
+  expired: boolean;
+  timer: NodeJS.Timeout | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  resolve: (t: BudgetTicket) => void;
+  reject: (e: Error) => void;
+}
+
+type Outcome = (BudgetDecision & { nowMs: number; blockedUntilMs: number | null }) | { ledgerError: unknown };
+
+@Injectable()
+export class UpstreamBudgetService implements OnModuleDestroy {
+  private readonly logger = new Logger('upstream-budget');
+  /** The rule held; null when the budget is off. */
+  readonly rule: BudgetRule | null;
+  private keyIdValue: string | undefined;
+  /** In class order, then arrival order. */
+  private readonly waiters: Waiter[] = [];
+  private seq = 0;
+  private pumping = false;
+  private again = false;
+  private asking: Waiter | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private lastSuccessAtMs: number | null = null;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly repo: UpstreamBudgetRepository,
+    private readonly metrics: Metrics,
+  ) {
+    const limit = config.budget.rateLimit;
+    this.rule = limit ? budgetRule(limit, config.budget.syncShare) : null;
+  }
+
+  /** Whether a budget is held (UPSTREAM_RATE_LIMIT is not `off`). */
+  get enabled(): boolean {
+    return this.rule !== null;
+  }
+
+  /**
+   * The ledger's key: a hash of the API key and the base URL (never the key itself), so that two
+   * services on one database with different keys or upstreams keep budgets apart.
+   */
+  get keyId(): string {
+    this.keyIdValue ??= createHash('sha256')
+      .update(`${this.config.upstream.baseUrl ?? ''}\n${this.config.upstream.apiKey}`)
+      .digest('hex')
+      .slice(0, 32);
+    return this.keyIdValue;
+  }
+
+  /** Resolves when a token of `cls` is granted; see the file header for the rejections. */
+  take(cls: BudgetClass, opts: TakeOptions = {}): Promise<BudgetTicket> {
+    const operation = opts.operation ?? 'budget';
+    if (this.rule === null) {
+      this.metrics.budgetGrants.inc({ class: cls });
+      return Promise.resolve({ cls, waitedMs: 0 });
+    }
+    if (opts.signal?.aborted) return Promise.reject(new BudgetWaitAborted(operation));
+    if (this.closed) return Promise.reject(new BudgetWaitExceeded(operation, cls, 0, null));
+    return new Promise<BudgetTicket>((resolve, reject) => {
+      const startedAt = performance.now();
+      const maxWait = opts.maxWaitMs;
+      const w: Waiter = {
+        cls,
+        rank: classRank(cls),
+        seq: this.seq++,
+        operation,
+        startedAt,
+        deadline: maxWait === undefined ? undefined : startedAt + Math.max(0, maxWait),
+        expired: false,
+        timer: undefined,
+        signal: opts.signal,
+        onAbort: undefined,
+        resolve,
+        reject,
+      };
+      if (w.deadline !== undefined) {
+        // (a timer longer than 2^31 − 1 ms would fire at once)
+        w.timer = setTimeout(() => this.onDeadline(w), Math.min(Math.max(0, maxWait ?? 0), 2_147_483_647));
+      }
+      if (opts.signal) {
+        w.onAbort = () => this.settle(w, new BudgetWaitAborted(operation));
+        opts.signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      let at = this.waiters.length;
+      while (at > 0 && this.waiters[at - 1].rank > w.rank) at--;
+      this.waiters.splice(at, 0, w);
+      if (at === 0) this.kick();
+    });
+  }
+
+  /**
+   * Records an HTTP 429: the key is blocked on every replica for `retryAfterMs` (when the answer had a
+   * positive `Retry-After`) or UPSTREAM_RATE_LIMIT_BLOCK_S. Returns the block's end (null when the
+   * budget is off: nothing is recorded). Never throws: a ledger failure is logged.
+   */
+  async noteRateLimited(retryAfterMs: number | null, operation = 'unknown'): Promise<Date | null> {
+    this.metrics.upstreamRateLimited.inc({ operation });
+    if (this.rule === null) return null;
+    const blockMs = retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : this.config.budget.blockMs;
+    try {
+      const { blockedUntilMs, started } = await this.repo.block(this.keyId, blockMs);
+      const until = new Date(blockedUntilMs);
+      if (started) {
+        this.metrics.upstreamBlocks.inc();
+        this.logger.warn({ msg: `upstream answered 429 (rate limited) to ${operation}: every request of this key waits until ${until.toISOString()}`, operation, blocked_until: until.toISOString() });
+      }
+      this.kick();
+      return until;
+    } catch (e) {
+      this.logger.warn({ msg: `could not record the upstream's rate-limit block: ${(e as Error).message}`, operation });
+      return null;
+    }
+  }
+
+  /** The end of the key's block when it is blocked now (any replica's 429); null otherwise or when off. */
+  async blockedUntil(): Promise<Date | null> {
+    if (this.rule === null) return null;
+    return this.repo.blockedUntil(this.keyId);
+  }
+
+  /** Called by the budgeted client after each successful upstream answer (the monitor skips its ping after one). */
+  noteSuccess(): void {
+    this.lastSuccessAtMs = this.clock.nowMs();
+  }
+
+  /** When this process last had a successful upstream answer (the injected clock), if ever. */
+  lastSuccessAt(): number | null {
+    return this.lastSuccessAtMs;
+  }
+
+  /** Waiters of this process by class, for reports. */
+  waiting(): Partial<Record<BudgetClass, number>> {
+    const out: Partial<Record<BudgetClass, number>> = {};
+    for (const w of this.waiters) out[w.cls] = (out[w.cls] ?? 0) + 1;
+    return out;
+  }
+
+  onModuleDestroy(): void {
+    this.closed = true;
+    this.clearTimer();
+    for (const w of [...this.waiters]) this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, null));
+  }
+
+  private onDeadline(w: Waiter): void {
+    w.timer = undefined;
+    if (this.asking === w) {
+      w.expired = true; // its ask is in flight: the answer settles it
+      return;
+    }
+    this.exceed(w, null);
+  }
+
+  private exceed(w: Waiter, blockedUntilMs: number | null): void {
+    this.metrics.budgetWaitExceeded.inc({ class: w.cls });
+    this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, blockedUntilMs === null ? null : new Date(blockedUntilMs)));
+  }
+
+  /** Ends a waiter, granted (no error) or refused; removes it from the queue once. */
+  private settle(w: Waiter, error?: Error): void {
+    const i = this.waiters.indexOf(w);
+    if (i < 0) return;
+    this.waiters.splice(i, 1);
+    if (w.timer) clearTimeout(w.timer);
+    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    if (error) {
+      w.reject(error);
+      if (i === 0 && !this.closed) this.kick(); // the new first waiter may be of a class that can go sooner
+      return;
+    }
+    const waitedMs = performance.now() - w.startedAt;
+    this.metrics.budgetGrants.inc({ class: w.cls });
+    this.metrics.budgetWait.observe({ class: w.cls }, waitedMs / 1000);
+    w.resolve({ cls: w.cls, waitedMs });
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Asks the ledger for the first waiter now (or once the ask in flight has answered). */
+  private kick(): void {
+    if (this.closed) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.clearTimer();
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  private sleep(ms: number): void {
+    this.clearTimer();
+    // re-asked at least once a window: another replica's grants or block change what the ledger says
+    const wait = Math.min(Math.max(1, Math.ceil(ms)), Math.ceil(this.rule?.windowMs ?? LEDGER_RETRY_MS));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, wait);
+    this.timer.unref?.();
+  }
+
+  private async pump(): Promise<void> {
+    const rule = this.rule;
+    if (rule === null) return;
+    while (this.waiters.length > 0 && !this.closed) {
+      this.again = false;
+      const head = this.waiters[0];
+      this.asking = head;
+      const outcome = await this.ask(rule, head);
+      this.asking = undefined;
+
+      if ('ledgerError' in outcome) {
+        this.logger.warn({ msg: `the upstream budget's ledger failed: ${(outcome.ledgerError as Error)?.message ?? String(outcome.ledgerError)}` });
+        for (const w of [...this.waiters]) this.settle(w, new BudgetUnavailable(w.operation, outcome.ledgerError));
+        return;
+      }
+      this.metrics.budgetTokensLeft.set(outcome.tokensLeft);
+
+      if (outcome.grant) {
+        // The token goes to the waiter it was asked for; if that one left meanwhile (its signal, its
+        // deadline), to the first waiter when it is of the same class or higher, else it is unused.
+        const to = this.waiters[0];
+        if (to !== undefined && (to === head || to.rank <= head.rank)) this.settle(to);
+        continue;
+      }
+
+      // Refused: the first waiter, and any waiter whose deadline comes before the time named (every
+      // waiter when the key is blocked), cannot be granted in time.
+      const waitMs = outcome.retryAtMs - outcome.nowMs;
+      const readyAt = performance.now() + waitMs;
+      for (const w of [...this.waiters]) {
+        const late = w.expired || (w.deadline !== undefined && w.deadline < readyAt);
+        if (late && (w === head || outcome.reason === 'blocked')) this.exceed(w, outcome.reason === 'blocked' ? outcome.blockedUntilMs : null);
+      }
+      if (this.again || this.waiters[0] !== head) continue;
+      this.sleep(waitMs);
+      return;
+    }
+  }
+
+  /** One ledger transaction for the waiter's class. */
+  private async ask(rule: BudgetRule, head: Waiter): Promise<Outcome> {
+    try {
+      return await this.repo.take(this.keyId, rule.windowMs, 2 * rule.windowMs, (state) => {
+        const higherDemand = state.demandUntilMs !== null && state.demandUntilMs > state.nowMs;
+        const d = decideGrant(rule, { nowMs: state.nowMs, cls: head.cls, grants: state.grants, higherDemand, blockedUntilMs: state.blockedUntilMs });
+        const result = { ...d, nowMs: state.nowMs, blockedUntilMs: state.blockedUntilMs };
+        if (d.grant) return { grant: true, cls: head.cls, result };
+        // a class above the sync waits: the other replicas' syncs keep to their share until it had its turn
+        const demandUntilMs = head.rank < classRank('sync') ? d.retryAtMs + rule.spacingMs : undefined;
+        return { grant: false, demandUntilMs, result };
+      });
+    } catch (e) {
+      return { ledgerError: e };
+    }
+  }
+}
