@@ -11,7 +11,7 @@
  * product once, and checks that every changed SKU was returned.
  */
 import { DataSource } from 'typeorm';
-import { CatalogRepository } from '../src/catalog/catalog.repository.js';
+import { CatalogReadRepository } from '../src/catalog/catalog-read.repository.js';
 import { CatalogService } from '../src/catalog/catalog.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { sleep } from './support/wait.js';
@@ -24,7 +24,7 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
   it('a shop following changed_since misses no change while writes commit out of order', async () => {
     const { app, sandbox } = suite;
     const catalog = app.relay.app.get(CatalogService);
-    const repo = app.relay.app.get(CatalogRepository);
+    const repo = app.relay.app.get(CatalogReadRepository);
 
     const products = sandbox.catalog.listedProducts();
     const cursor0 = new Date(Date.now() + 50);

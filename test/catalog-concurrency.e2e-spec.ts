@@ -10,7 +10,8 @@
 import { jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { CatalogWriter, type WriteOptions } from '../src/catalog/catalog-writer.service.js';
-import { CatalogRepository } from '../src/catalog/catalog.repository.js';
+import { CatalogReadRepository } from '../src/catalog/catalog-read.repository.js';
+import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import { PricingService } from '../src/catalog/pricing.service.js';
 import type { UpstreamProduct } from '../src/upstream/upstream.types.js';
 import { useAppSuite } from './support/app-suite.js';
@@ -48,7 +49,7 @@ interface Held {
 }
 
 /** Holds the transaction of the next call to `repo[method]` open once that call is done, until released. */
-function holdAfter(repo: CatalogRepository, method: 'writeFingerprints' | 'unlistProductSkus'): Held & { spy: { mock: { calls: unknown[] } } } {
+function holdAfter(repo: SkuWriteRepository, method: 'writeFingerprints' | 'unlistProductSkus'): Held & { spy: { mock: { calls: unknown[] } } } {
   let reached!: () => void;
   let release!: () => void;
   const reachedP = new Promise<void>((r) => (reached = r));
@@ -100,7 +101,8 @@ async function interleave<A, B>(db: TestDatabase, first: () => Promise<A>, held:
 describe('catalog writes at once on one sku_code', () => {
   const t = useAppSuite({ sandbox: { catalog: { products: 1 } } });
   const writer = () => t.app.relay.app.get(CatalogWriter);
-  const repo = () => t.app.relay.app.get(CatalogRepository);
+  const repo = () => t.app.relay.app.get(SkuWriteRepository);
+  const reads = () => t.app.relay.app.get(CatalogReadRepository);
   const pricing = () => t.app.relay.app.get(PricingService);
   afterEach(() => jest.restoreAllMocks());
 
@@ -125,7 +127,7 @@ describe('catalog writes at once on one sku_code', () => {
 
   /** A SKU's history, oldest first, as the API reads it (its `created` entry included). */
   async function history(code: string): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
-    return (await repo().skuChanges(code, 0, 500)).items.reverse();
+    return (await reads().skuChanges(code, 0, 500)).items.reverse();
   }
 
   async function fingerprinted(ids: number[]): Promise<number[]> {

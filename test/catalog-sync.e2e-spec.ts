@@ -8,6 +8,7 @@ import { jest } from '@jest/globals';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
 import { CatalogRepository } from '../src/catalog/catalog.repository.js';
+import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
@@ -80,7 +81,7 @@ describe('catalog sync', () => {
 
   it('maps the whole catalog by sku_code, following the page size the upstream echoes (capped below the request)', async () => {
     sandbox.resetStats();
-    const copies = jest.spyOn(app.relay.app.get(CatalogRepository), 'insertNewSkus');
+    const copies = jest.spyOn(app.relay.app.get(SkuWriteRepository), 'insertNewSkus');
     const run = await sync(app);
     // Once a page came back all new, the next ones are sent as new rows: by COPY on a PostgreSQL server
     // (all of them new indeed: none fell back to the upsert), never on PGlite.
@@ -132,7 +133,7 @@ describe('catalog sync', () => {
     sandbox.resetStats();
     const before = await rowVersions(db);
     const [{ n: historyBefore }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_sku_changes');
-    const copies = jest.spyOn(app.relay.app.get(CatalogRepository), 'insertNewSkus');
+    const copies = jest.spyOn(app.relay.app.get(SkuWriteRepository), 'insertNewSkus');
     const run = await sync(app);
     expect(copies).not.toHaveBeenCalled();
     copies.mockRestore();

@@ -1,13 +1,13 @@
 /**
  * The catalog writer's `insert` strategy (a first sync's pages after the first: every row believed
- * new) on a real database. On PostgreSQL its rows go by COPY (CatalogRepository.insertNewSkus) and
+ * new) on a real database. On PostgreSQL its rows go by COPY (SkuWriteRepository.insertNewSkus) and
  * fall back to the upsert when one of them is not new; on PGlite it is the upsert. Either way a page
  * must end exactly as the upsert would leave it: the same stored values whatever the texts hold, one
  * `created` history row per new SKU, conflicts reported, changes counted as changes.
  */
 import { jest } from '@jest/globals';
 import { CatalogWriter } from '../src/catalog/catalog-writer.service.js';
-import { CatalogRepository } from '../src/catalog/catalog.repository.js';
+import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import { DatabaseEndpoint } from '../src/database/database-endpoint.js';
 import type { UpstreamProduct } from '../src/upstream/upstream.types.js';
 import { useAppSuite } from './support/app-suite.js';
@@ -69,7 +69,7 @@ async function createdHistory(db: TestDatabase, codes: string[], runId?: string)
 describe('catalog writer: a page of new rows (insert)', () => {
   const t = useAppSuite({ sandbox: { catalog: { products: 3, seed: 5 } } });
   const writer = () => t.app.relay.app.get(CatalogWriter);
-  const repo = () => t.app.relay.app.get(CatalogRepository);
+  const repo = () => t.app.relay.app.get(SkuWriteRepository);
   afterEach(() => jest.restoreAllMocks());
 
   it('is sent by COPY on a PostgreSQL server only (the server is asked: PGlite may be reached by a postgres:// URL too)', async () => {

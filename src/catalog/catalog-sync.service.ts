@@ -29,6 +29,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
+import { CategoryRepository } from './category.repository.js';
 import { CatalogWriter, type WriteOptions, type WriteResult } from './catalog-writer.service.js';
 import { PageFingerprints } from './page-fingerprints.js';
 import { PricingContextService } from './pricing-context.service.js';
@@ -243,6 +244,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     private readonly upstream: UpstreamClient,
     private readonly runs: SyncRunRepository,
     private readonly catalog: CatalogRepository,
+    private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
     private readonly pricing: PricingContextService,
     private readonly pricingRules: PricingService,
@@ -430,7 +432,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       throw new Error(`categories: ${message(e)}; nothing was unlisted`, { cause: e });
     }
     const now = this.clock.now();
-    const r = await this.dataSource.transaction((em) => this.catalog.syncCategories(em, categories, now));
+    const r = await this.dataSource.transaction((em) => this.categoryRepo.syncCategories(em, categories, now));
     if (r.unlisted > 0) run.notes.push(`${r.unlisted} categories unlisted`);
     // The category tree feeds the pricing rules (a parent's rule applies to its children): a category
     // that moved may move sale prices, whose SKUs' upstream data did not change.

@@ -10,9 +10,10 @@ import { sqlState } from '../database/pg-errors.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { CatalogRepository, type ConflictInput, type HistoryInput } from './catalog.repository.js';
+import { CatalogReadRepository } from './catalog-read.repository.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
+import { SkuWriteRepository, type ConflictInput, type HistoryInput } from './sku-write.repository.js';
 
 export type ChangeSource = 'sync' | 'confirm' | 'refresh' | 'pricing';
 
@@ -75,7 +76,8 @@ export class CatalogWriter {
 
   constructor(
     private readonly dataSource: DataSource,
-    private readonly repo: CatalogRepository,
+    private readonly repo: SkuWriteRepository,
+    private readonly reads: CatalogReadRepository,
     private readonly pricing: PricingContextService,
     private readonly outbox: OutboxWriter,
     private readonly metrics: Metrics,
@@ -154,7 +156,7 @@ export class CatalogWriter {
 
   /**
    * Writes products in one transaction (retried on a deadlock), after unlisting `unlist`'s other SKUs
-   * in it when given; `copy`: the rows are sent as new ones (see CatalogRepository.insertNewSkus).
+   * in it when given; `copy`: the rows are sent as new ones (see SkuWriteRepository.insertNewSkus).
    */
   private async write(
     todo: Array<{ product: UpstreamProduct; fingerprint: string }>,
@@ -357,7 +359,7 @@ export class CatalogWriter {
     if (diffs.length === 0) return;
     await this.repo.appendHistory(em, history, { runId: opts.runId, source: opts.source, now });
     if (this.outbox.enabled) {
-      const currency = diffs.some((d) => d.diff.kinds.includes('price')) ? await this.repo.currency(em) : null;
+      const currency = diffs.some((d) => d.diff.kinds.includes('price')) ? await this.reads.currency(em) : null;
       for (const d of diffs) events.push(...eventsForDiff(d.old, d.next, d.diff, currency));
       await this.outbox.append(em as EntityManager, events);
     }

@@ -5,21 +5,27 @@
  */
 import { Module } from '@nestjs/common';
 import { CatalogController } from './catalog.controller.js';
+import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogScheduler } from './catalog.scheduler.js';
 import { CatalogService } from './catalog.service.js';
 import { CatalogSyncService } from './catalog-sync.service.js';
 import { CatalogWriter } from './catalog-writer.service.js';
+import { CategoryRepository } from './category.repository.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingController } from './pricing.controller.js';
 import { PricingRepository } from './pricing.repository.js';
 import { PricingService } from './pricing.service.js';
+import { SkuWriteRepository } from './sku-write.repository.js';
 import { SyncRunRepository } from './sync-run.repository.js';
 
 @Module({
   controllers: [CatalogController, PricingController],
   providers: [
     CatalogRepository,
+    SkuWriteRepository,
+    CatalogReadRepository,
+    CategoryRepository,
     SyncRunRepository,
     PricingRepository,
     PricingContextService,

@@ -1,5 +1,5 @@
 /** Response shapes of the catalog's internal API (CONTRACT §5): field names exact, money as strings. */
-import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.repository.js';
+import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.records.js';
 import type { CategoryNode } from './catalog.service.js';
 import type { PricingRulesView, RulesChange } from './pricing.service.js';
 import { CHANGE_KINDS, type ChangeCounts } from './sku-diff.js';

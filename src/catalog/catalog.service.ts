@@ -3,8 +3,9 @@
  * stable calls:
  *
  * - `getSku(skuCode)`: the local SKU (or null), with its upstream ids, listing state, stock, prices,
- *   fulfillment and currency; `getSkuForOrder(skuCode, shopOrderNo)` the same in the statement that
- *   also tells whether the order number is recorded (placing an order costs one read);
+ *   fulfillment and currency; `skuForOrder(skuCode, found)` the same for the SKU an order read itself
+ *   (OrderRepository.findSkuForOrder reads it in the statement that also tells whether the order
+ *   number is recorded: placing an order costs one read);
  * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
  *   diff-based write path as a sync (its SKUs' sku_id, prices and stock move locally; SKUs it no longer
  *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
@@ -14,7 +15,9 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { CatalogRepository, type SkuListFilter, type StoredCategory, type StoredChange, type StoredConflict, type StoredSku } from './catalog.repository.js';
+import { CatalogReadRepository, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
+import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.records.js';
+import { CategoryRepository } from './category.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
 import { isProductGone } from './product-gone.js';
 import type { MultiLanguageText } from './sku-diff.js';
@@ -94,7 +97,8 @@ export class CatalogService {
   private readonly productOfSku = new Map<string, number>();
 
   constructor(
-    private readonly repo: CatalogRepository,
+    private readonly repo: CatalogReadRepository,
+    private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
     private readonly upstream: UpstreamClient,
   ) {}
@@ -108,11 +112,11 @@ export class CatalogService {
   }
 
   /**
-   * `getSku` for placing an order, in the same statement: whether `shopOrderNo` is already recorded
-   * (then the caller reads that order; usually it is not, and placing costs one read).
+   * `getSku` for placing an order, from the SKU the order read itself (OrderRepository.findSkuForOrder:
+   * with whether its `shopOrderNo` is recorded, in one statement); remembers an available SKU's
+   * product for `productHint`.
    */
-  async getSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ sku: CatalogSku | null; orderRecorded: boolean }> {
-    const { found, orderRecorded } = await this.repo.findSkuForOrder(skuCode, shopOrderNo);
+  skuForOrder(skuCode: string, found: FoundSku | null): CatalogSku | null {
     const sku = found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
     if (sku?.available) {
       if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(skuCode)) this.productOfSku.clear();
@@ -120,7 +124,7 @@ export class CatalogService {
     } else {
       this.productOfSku.delete(skuCode);
     }
-    return { sku, orderRecorded };
+    return sku;
   }
 
   /**
@@ -188,7 +192,7 @@ export class CatalogService {
 
   /** The category tree, each level by sort_order descending (a child whose parent is unknown is a root). */
   async categoryTree(): Promise<CategoryNode[]> {
-    const all = await this.repo.categories();
+    const all = await this.categoryRepo.categories();
     const nodes = new Map<number, CategoryNode>(all.map((c) => [c.id, { category: c, children: [] }]));
     const roots: CategoryNode[] = [];
     for (const c of all) {

@@ -6,7 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { CatalogRepository } from './catalog.repository.js';
+import { CategoryRepository } from './category.repository.js';
 import { PricingRuleSet, type PricingDefaults } from './pricing.js';
 import { PricingRepository } from './pricing.repository.js';
 import type { SalePriceFn } from './sku-diff.js';
@@ -36,7 +36,7 @@ export class PricingContextService {
   constructor(
     private readonly config: AppConfig,
     private readonly pricingRepo: PricingRepository,
-    private readonly catalogRepo: CatalogRepository,
+    private readonly catalogRepo: CategoryRepository,
   ) {}
 
   /** The defaults of §3 (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING). */

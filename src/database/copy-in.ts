@@ -1,7 +1,7 @@
 /**
  * Rows sent with `COPY … FROM STDIN` (text format) on a connection of a PostgreSQL server: for a
  * server, the cheapest way in for many new rows (no parameters to encode, no statement per row; see
- * CatalogRepository.insertNewSkus). The embedded database cannot take it over its socket (its
+ * SkuWriteRepository.insertNewSkus). The embedded database cannot take it over its socket (its
  * backend loses the protocol's synchronisation and drops the connection), so callers ask
  * `takesCopyFromStdin` first: the server itself, as a PGlite may also be reached by a postgres:// URL.
  */

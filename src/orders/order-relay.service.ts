@@ -107,7 +107,8 @@ export class OrderRelayService {
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
-    const { sku, orderRecorded } = await this.catalog.getSkuForOrder(input.sku_code, input.shop_order_no);
+    const { found, orderRecorded } = await this.repo.findSkuForOrder(input.sku_code, input.shop_order_no);
+    const sku = this.catalog.skuForOrder(input.sku_code, found);
     if (orderRecorded) this.remember(input.shop_order_no);
     const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {

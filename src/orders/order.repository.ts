@@ -8,7 +8,9 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import type { EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
-import { rows } from '../database/prepared-statements.js';
+import { rows, runPrepared } from '../database/prepared-statements.js';
+import { SKU_WITH_CURRENCY, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
+import { CURRENCY_KEY } from '../catalog/catalog.records.js';
 import { toAttempt, toOrder, type AttemptRecord, type AttemptRow, type OrderEventRecord, type OrderRecord, type OrderRow } from './order.records.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
 
@@ -22,6 +24,17 @@ const STUCK_CONDITION = `((o.status IN ('submitting','pending_payment','paid','f
 function stuckCondition(stuckParam: number, unknownParam: number): string {
   return STUCK_CONDITION.replace('$STUCK', `$${stuckParam}`).replace('$UNKNOWN', `$${unknownParam}`);
 }
+
+/**
+ * An order's first read, in one statement (one round trip less for every order placed): the SKU as the
+ * catalog reads it for an order (SKU_WITH_CURRENCY: its columns null when there is no such code) and
+ * whether the order's `shop_order_no` is already recorded (a replay: the relay then reads the order).
+ * It reads the orders table, so it is the orders' statement; the SKU's columns and their mapping are
+ * the catalog's.
+ */
+const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY},
+  EXISTS (SELECT 1 FROM orders o WHERE o.shop_order_no = $3) AS relay_order_recorded
+  FROM (SELECT 1) AS one LEFT JOIN catalog_skus s ON s.sku_code = $1`;
 
 export interface StuckThresholds {
   stuckBefore: Date;
@@ -95,6 +108,19 @@ export class OrderRepository {
   /** An event on its own (e.g. an operator's refresh that changed nothing). */
   async addEvent(orderId: string, e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null }, at: Date): Promise<void> {
     await new OrderTx(this.dataSource.manager).insertEvent(orderId, e, at);
+  }
+
+  /**
+   * The SKU an order asks for, with the currency and its product's fingerprint (null when the catalog
+   * has no such code), and whether `shopOrderNo` is a recorded order: one prepared statement.
+   */
+  async findSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ found: FoundSku | null; orderRecorded: boolean }> {
+    const [row] = await runPrepared<Record<string, unknown>>(this.dataSource, this.dataSource.manager, { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL }, [
+      skuCode,
+      CURRENCY_KEY,
+      shopOrderNo,
+    ]);
+    return { found: row.sku_code === null ? null : toFoundSku(row), orderRecorded: row.relay_order_recorded === true };
   }
 
   async findByShopOrderNo(shopOrderNo: string): Promise<OrderRecord | null> {

@@ -1,0 +1,162 @@
+/**
+ * The catalog's reads for its readers: a SKU (the internal API, and the orders engine's SKU columns),
+ * the SKU list (with `changed_since` behind the fence of catalog writes), a SKU's history, the sku_code
+ * conflicts, and the catalog currency.
+ */
+import { Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { runPrepared } from '../database/prepared-statements.js';
+import { CURRENCY_KEY, select, toStoredSku, writesFence, type Db, type StoredChange, type StoredConflict, type StoredSku } from './catalog.records.js';
+
+/** The columns of a SKU for reading (API, orders). */
+const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
+  s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
+  s.cost_price::text AS cost_price, s.sale_price::text AS sale_price, s.original_price::text AS original_price,
+  s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
+  s.fulfillment_type, s.manual_form_schema, s.listed, s.available, s.created_at, s.updated_at`;
+
+/** A SKU's columns with the currency (relay_state key $2) and its product's stored fingerprint. */
+export const SKU_WITH_CURRENCY = `${SKU_SELECT},
+  (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
+  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint`;
+
+const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_WITH_CURRENCY} FROM catalog_skus s WHERE s.sku_code = $1`;
+
+/** A SKU as an order reads it. */
+export interface FoundSku {
+  sku: StoredSku;
+  currency: string | null;
+  productFingerprint: string | null;
+}
+
+/** A row read with SKU_WITH_CURRENCY's columns as a FoundSku. */
+export function toFoundSku(row: Record<string, unknown>): FoundSku {
+  return { sku: toStoredSku(row), currency: (row.relay_currency as string | null) ?? null, productFingerprint: (row.relay_fingerprint as string | null) ?? null };
+}
+
+export interface SkuListFilter {
+  categoryId?: number;
+  listed?: boolean;
+  available?: boolean;
+  changedSince?: Date;
+  /**
+   * With changedSince: the rows after (changedSince, afterSkuCode) in the order (updated_at,
+   * sku_code) instead of those with updated_at after changedSince (keyset following).
+   */
+  afterSkuCode?: string;
+  offset: number;
+  limit: number;
+}
+
+@Injectable()
+export class CatalogReadRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  private db(em?: Db): Db {
+    return em ?? this.dataSource.manager;
+  }
+
+  /** A hot statement as a named prepared statement (see runPrepared). */
+  private prepared<T>(em: Db, key: string, text: string, params: unknown[]): Promise<T[]> {
+    return runPrepared<T>(this.dataSource, em as Partial<EntityManager>, { key, text }, params);
+  }
+
+  async findSku(skuCode: string): Promise<StoredSku | null> {
+    const rows = await select<Record<string, unknown>>(this.db(), `SELECT ${SKU_SELECT} FROM catalog_skus s WHERE s.sku_code = $1`, [skuCode]);
+    return rows.length ? toStoredSku(rows[0]) : null;
+  }
+
+  /** A SKU with the currency and its product's fingerprint, in one prepared statement (orders, the SKU API). */
+  async findSkuWithCurrency(skuCode: string): Promise<FoundSku | null> {
+    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [skuCode, CURRENCY_KEY]);
+    return rows.length ? toFoundSku(rows[0]) : null;
+  }
+
+  async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    if (f.categoryId !== undefined) {
+      const id = p(f.categoryId);
+      where.push(`(s.category_id = ${id} OR s.category_id IN (SELECT c.id FROM catalog_categories c WHERE c.parent_id = ${id}))`);
+    }
+    if (f.listed !== undefined) where.push(`s.listed = ${p(f.listed)}`);
+    if (f.available !== undefined) where.push(`s.available = ${p(f.available)}`);
+    if (f.changedSince !== undefined) {
+      // Only what every transaction that began before it has settled: a write stamps its rows with its
+      // transaction's start (SkuWriteRepository.transactionNow) and may commit after a later one, so a
+      // client that moved its cursor to the newest updated_at it saw would never get the earlier-stamped rows. Rows
+      // stamped since the oldest open transaction of the service (its connections, by their
+      // application_name: not a backup's or a vacuum's) began show once it ended. Both to the
+      // millisecond: an open transaction's rows are stamped at or after the fence's millisecond.
+      // The fence is read first, by a statement of its own; the count and the rows, later statements,
+      // see every write stamped before it (see WRITES_FENCE_SQL in catalog.records.ts).
+      const fence = await writesFence(this.dataSource);
+      // Keyset: after (changedSince, afterSkuCode) in the list's order, which the index
+      // catalog_skus_updated (updated_at, sku_code) serves. Both stamps are to the millisecond, as
+      // the API shows them, so a row's updated_at given back equals it exactly.
+      if (f.afterSkuCode !== undefined) where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
+      else where.push(`s.updated_at > ${p(f.changedSince)}`);
+      where.push(`s.updated_at < ${p(fence)}::timestamptz`);
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code' : 's.sku_code';
+    const [{ n }] = await select<{ n: number }>(this.db(), `SELECT count(*)::int AS n FROM catalog_skus s ${clause}`, params);
+    const rows = await select<Record<string, unknown>>(
+      this.db(),
+      `SELECT ${SKU_SELECT} FROM catalog_skus s ${clause} ORDER BY ${order} LIMIT ${p(f.limit)} OFFSET ${p(f.offset)}`,
+      params,
+    );
+    return { items: rows.map(toStoredSku), total: n };
+  }
+
+  /**
+   * A SKU's history, newest first: its rows in catalog_sku_changes, then (the oldest entry) its
+   * `created` entry, read from the SKU row itself (id null) for SKUs created since migration
+   * 20261122008000; older SKUs have theirs as a history row.
+   */
+  async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+    const [{ n }] = await select<{ n: number }>(
+      this.db(),
+      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_code = $1)
+            + (SELECT count(*)::int FROM catalog_skus WHERE sku_code = $1 AND created_source IS NOT NULL) AS n`,
+      [skuCode],
+    );
+    const items = await select<StoredChange & { seq: string }>(
+      this.db(),
+      `SELECT * FROM (
+         SELECT c.id AS seq, c.id::text AS id, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
+           FROM catalog_sku_changes c WHERE c.sku_code = $1
+         UNION ALL
+         SELECT 0, NULL, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
+           FROM catalog_skus s WHERE s.sku_code = $1 AND s.created_source IS NOT NULL
+       ) h ORDER BY h.seq DESC LIMIT $2 OFFSET $3`,
+      [skuCode, limit, offset],
+    );
+    return { items: items.map(({ seq: _, ...change }) => change), total: n };
+  }
+
+  async conflicts(offset: number, limit: number): Promise<{ items: StoredConflict[]; total: number }> {
+    const [{ n }] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sku_conflicts');
+    const items = await select<StoredConflict>(
+      this.db(),
+      `SELECT id::text AS id, sku_code, owner_product_id::text AS owner_product_id, claimant_product_id::text AS claimant_product_id,
+              claimant_sku_id::text AS claimant_sku_id, run_id, occurrences, first_seen_at, last_seen_at
+         FROM catalog_sku_conflicts c ORDER BY c.last_seen_at DESC, c.id DESC LIMIT $1 OFFSET $2`,
+      [limit, offset],
+    );
+    return { items, total: n };
+  }
+
+  async currency(em?: Db): Promise<string | null> {
+    const rows = await select<{ currency: string | null }>(
+      this.db(em),
+      `SELECT value->>'currency' AS currency FROM relay_state WHERE key = $1`,
+      [CURRENCY_KEY],
+    );
+    return rows[0]?.currency ?? null;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The local catalog's records as its repositories return them (plain objects; money stays a string,
+ * `numeric::text`), their row mappers, and what the catalog's repositories share: the query helper,
+ * the currency's key and the fence of catalog writes.
+ */
+import type { DataSource, EntityManager } from 'typeorm';
+import type { ChangeKind, SkuRow } from './sku-diff.js';
+
+/** What a catalog statement runs on: the caller's EntityManager (its transaction) or the data source's. */
+export type Db = Pick<EntityManager, 'query'>;
+
+export interface StoredSku extends SkuRow {
+  available: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface StoredCategory {
+  id: number;
+  parent_id: number;
+  slug: string;
+  name: Record<string, string>;
+  icon: string;
+  sort_order: number;
+  listed: boolean;
+  updated_at: Date;
+}
+
+export interface StoredChange {
+  /** Null for the `created` entry read from the SKU row. */
+  id: string | null;
+  sku_code: string;
+  field: string;
+  kind: ChangeKind;
+  old_value: unknown;
+  new_value: unknown;
+  run_id: string | null;
+  source: string;
+  changed_at: Date;
+}
+
+export interface StoredConflict {
+  id: string;
+  sku_code: string;
+  owner_product_id: string;
+  claimant_product_id: string;
+  claimant_sku_id: string | null;
+  run_id: string | null;
+  occurrences: number;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+/** relay_state's key of the catalog currency (the upstream's, from its ping). */
+export const CURRENCY_KEY = 'catalog.currency';
+
+export function toSkuRow(raw: Record<string, unknown>): SkuRow {
+  return {
+    ...(raw as unknown as SkuRow),
+    upstream_sku_id: Number(raw.upstream_sku_id),
+    product_id: Number(raw.product_id),
+    category_id: Number(raw.category_id),
+  };
+}
+
+export function toStoredSku(raw: Record<string, unknown>): StoredSku {
+  return { ...toSkuRow(raw), available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
+}
+
+/** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */
+export async function select<T>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await db.query(sql, params)) as T[];
+}
+
+/**
+ * The fence of catalog writes (changed_since, a full pass's start read): the earliest start of the
+ * service's transactions still open (its connections, by their application_name: not a backup's or a
+ * vacuum's), or the statement's own time, to the millisecond. A write stamps its rows with its
+ * transaction's start, so a write stamped before the fence had committed (or ended) when this
+ * statement looked at pg_stat_activity.
+ *
+ * It must be read by a statement of its own, BEFORE the statement that reads the rows, and the two
+ * must not share a snapshot (no REPEATABLE READ transaction around them; autocommit statements, as
+ * writesFence runs it, each take their own). Read in the rows' statement, the fence
+ * came after that statement's snapshot: a write that committed in between was neither in the snapshot
+ * nor open any more, the fence moved past its stamp, and a follower's cursor skipped its rows for good
+ * (test/catalog-changes-fence.e2e-spec.ts). Read first, every write the fence no longer counts as open has
+ * committed before the later statement's snapshot, which therefore sees it.
+ */
+const WRITES_FENCE_SQL = `SELECT date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name')))) AS fence`;
+
+/**
+ * The fence of catalog writes now (WRITES_FENCE_SQL), to be read before, and apart from, the
+ * statement it fences: an autocommit statement on a pooled connection, never the caller's
+ * transaction.
+ */
+export async function writesFence(dataSource: DataSource): Promise<Date> {
+  const [{ fence }] = await select<{ fence: Date }>(dataSource.manager, WRITES_FENCE_SQL);
+  return fence;
+}
