@@ -26,6 +26,7 @@
  *   inserted at the front of the listing / the first product of that page is withdrawn (delisted), once:
  *   the later products of the listing move one place back / forward under a client paging through it.
  */
+import { errorJson, type Answer } from './sandbox-http.js';
 import { SANDBOX_OPERATIONS, type SandboxOperation } from './sandbox.types.js';
 
 export type FaultOperation = SandboxOperation | '*';
@@ -243,4 +244,21 @@ export class SandboxFaults implements FaultSettings {
     this.withdrawWhilePaging = null;
     return true;
   }
+}
+
+/** The answer of a rule that answers in place of the work (or after it: `error_after`). */
+export function faultAnswer(rule: FaultRule): Answer {
+  if (rule.kind === 'rate_limit') {
+    return {
+      status: 429,
+      body: rule.body ?? errorJson(rule.errorCode ?? 'rate_limited', rule.errorMessage ?? 'too many requests'),
+      headers: { 'retry-after': String(rule.retryAfterS ?? 1) },
+    };
+  }
+  if (rule.kind === 'coded_error') {
+    return { status: rule.status ?? 400, body: rule.body ?? errorJson(rule.errorCode ?? 'bad_request', rule.errorMessage ?? 'refused by a sandbox fault') };
+  }
+  const status = rule.status ?? 503;
+  const code = rule.errorCode ?? (status === 503 ? 'service_unavailable' : status === 502 ? 'bad_gateway' : status === 504 ? 'gateway_timeout' : 'internal_error');
+  return { status, body: rule.body ?? errorJson(code, rule.errorMessage ?? 'sandbox fault') };
 }

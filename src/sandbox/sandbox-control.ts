@@ -1,0 +1,135 @@
+/**
+ * The control API under `/__sandbox/` (no authentication; JSON in, JSON `{ok, …}` out), for shop
+ * developers driving a standalone sandbox with curl. The server reads and parses the body and writes
+ * the answer; `controlRoute()` maps a method and path to the SandboxServer call and returns the
+ * fields of the answer (null: no such route). A RangeError thrown here, or by the call, is a 400
+ * bad_request. The routes are listed in the header of sandbox.server.ts.
+ */
+import type { AddProductInput } from './sandbox-catalog.js';
+import type { FaultRule, FaultSettings } from './sandbox-faults.js';
+import { isPlainObject } from './sandbox-http.js';
+import type { SandboxServer } from './sandbox.server.js';
+import type { SandboxOrderStatus, SandboxStockStatus, SandboxTimetable } from './sandbox.types.js';
+
+/** The server, with the few of its internals the control API reads or drives. */
+export interface SandboxControlTarget {
+  server: SandboxServer;
+  orderCount(): number;
+  heldCallbacks(): number;
+  /** Refuses connections now and listens again after `ms`. */
+  refuseFor(ms: number): void;
+}
+
+export function controlRoute(target: SandboxControlTarget, method: string, sub: string, body: Record<string, unknown>): Record<string, unknown> | null {
+  const { server } = target;
+  const { catalog, faults } = server;
+  const str = (key: string): string => {
+    const v = body[key];
+    if (typeof v !== 'string') throw new RangeError(`${key} must be a string`);
+    return v;
+  };
+  const int = (key: string): number => {
+    const v = body[key];
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw new RangeError(`${key} must be an integer`);
+    return v;
+  };
+  const orderRoute = /^\/orders\/(\d+)\/(deliver|refund|status)$/.exec(sub);
+  if (method === 'POST' && orderRoute) {
+    const id = Number(orderRoute[1]);
+    switch (orderRoute[2]) {
+      case 'deliver': {
+        const payload = body.payload === undefined ? server.autoPayload(id) : str('payload');
+        const data = isPlainObject(body.delivery_data) ? body.delivery_data : null;
+        return { order: server.deliverManual(id, payload, data) };
+      }
+      case 'refund':
+        return { order: server.refundOrder(id, body.amount === undefined ? undefined : str('amount')) };
+      default:
+        return { order: server.setOrderStatus(id, str('status') as SandboxOrderStatus, body.payload === undefined ? {} : { payload: str('payload') }) };
+    }
+  }
+  switch (`${method} ${sub}`) {
+    case 'GET /state':
+      return {
+        wallet: { balance: server.walletBalance(), currency: server.config.currency },
+        counts: {
+          products: catalog.productCount,
+          listed_products: catalog.listedCount,
+          skus: catalog.skuCount,
+          orders: target.orderCount(),
+          callbacks: server.callbackLog.length,
+          held_callbacks: target.heldCallbacks(),
+        },
+        stats: server.stats,
+        faults: faults.snapshot(),
+        timetable: server.timetable,
+        api: { base_url: server.baseUrl, header_prefix: server.config.headerPrefix, profile: server.config.profile },
+      };
+    case 'GET /orders':
+      return { orders: server.orders() };
+    case 'GET /callbacks':
+      return { callbacks: server.callbackLog };
+    case 'POST /reset':
+      server.reset();
+      return {};
+    case 'POST /faults':
+      faults.set(body as Partial<FaultSettings>);
+      return { faults: faults.snapshot() };
+    case 'POST /faults/reset':
+      faults.reset();
+      return { faults: faults.snapshot() };
+    case 'POST /faults/rules':
+      faults.add(body as unknown as FaultRule);
+      return { faults: faults.snapshot() };
+    case 'POST /connections/refuse': {
+      const ms = body.ms === undefined ? 5000 : int('ms');
+      target.refuseFor(ms);
+      return { reopen_in_ms: ms };
+    }
+    case 'POST /timetable':
+      server.setTimetable(body as Partial<SandboxTimetable>);
+      return { timetable: server.timetable };
+    case 'POST /advance':
+      server.advanceAll();
+      return {};
+    case 'POST /callbacks/flush':
+      server.flushHeldCallbacks();
+      return {};
+    case 'POST /wallet':
+      server.setWalletBalance(str('balance'));
+      return { balance: server.walletBalance() };
+    case 'POST /catalog/price':
+      catalog.setPrice(str('sku_code'), str('price'));
+      return { sku: catalog.getSku(str('sku_code'))?.sku };
+    case 'POST /catalog/stock':
+      catalog.setStock(str('sku_code'), str('stock_status') as SandboxStockStatus, body.stock_quantity === undefined ? undefined : int('stock_quantity'));
+      return { sku: catalog.getSku(str('sku_code'))?.sku };
+    case 'POST /catalog/sku-active':
+      if (typeof body.is_active !== 'boolean') throw new RangeError('is_active must be a boolean');
+      catalog.setSkuActive(str('sku_code'), body.is_active);
+      return { sku: catalog.getSku(str('sku_code'))?.sku };
+    case 'POST /catalog/sku-id':
+      return { sku_id: catalog.changeSkuId(str('sku_code')) };
+    case 'POST /catalog/remove-sku':
+      catalog.removeSku(str('sku_code'));
+      return {};
+    case 'POST /catalog/delist':
+      catalog.delistProduct(int('product_id'));
+      return {};
+    case 'POST /catalog/relist':
+      catalog.relistProduct(int('product_id'));
+      return {};
+    case 'POST /catalog/products':
+      return { product: catalog.addProduct(body as AddProductInput) };
+    case 'POST /catalog/insert-at-front':
+      return { product: catalog.insertAtFront(body as AddProductInput) };
+    case 'POST /catalog/duplicate-sku-code': {
+      const r = catalog.duplicateSkuCode(str('sku_code'));
+      return { product_id: r.productId, sku_id: r.skuId };
+    }
+    case 'POST /catalog/touch':
+      return { product_ids: catalog.touchProducts(int('n')) };
+    default:
+      return null;
+  }
+}
