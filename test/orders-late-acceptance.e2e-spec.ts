@@ -49,6 +49,7 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
     kind: 'accepted',
     report: { order_id: orderId, order_no: `DJ-${orderId}`, status, amount: '1.00', currency: 'CNY' } as Extract<SendOutcome, { kind: 'accepted' }>['report'],
     request: { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false },
+    reportKind: 'answer',
   });
 
   it('the upstream order it names is kept as the anomaly upstream_order_exists: not refundable, not resubmittable', async () => {

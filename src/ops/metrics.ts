@@ -116,6 +116,11 @@ export class Metrics {
     help: 'Orders the upstream charged above quantity × the checked unit price.',
     registers: [this.registry],
   });
+  readonly itemsRequeued = new Counter({
+    name: 'relay_order_items_requeued_total',
+    help: 'Orders found in a delivered state without their items (at start) and put back on the poller to read them.',
+    registers: [this.registry],
+  });
   readonly stateRegressions = new Counter({
     name: 'relay_order_state_regressions_total',
     help: 'Status reports ignored because they would move an order back.',

@@ -190,6 +190,7 @@ export class OrderCancelService {
       if (answer.kind === 'canceled' || (answer.kind === 'not_allowed' && answer.current?.status === 'canceled')) {
         await this.updater.applyReport(tx, locked, answer.kind === 'canceled' ? { status: 'canceled' } : (answer.current as UpstreamOrder), 'api', {
           schedule: 'hint',
+          kind: answer.kind === 'canceled' ? 'answer' : 'read',
           patch: mine ? { op_kind: null, op_token: null, op_until: null } : {},
           detail: { action: 'cancel' },
         });

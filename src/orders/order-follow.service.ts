@@ -106,7 +106,7 @@ export class OrderFollowService {
         await tx.updateOrder(order, { poll_lease_until: null, next_poll_at: order.nextPollAt === null ? null : order.opUntil });
         return;
       }
-      await this.updater.applyReport(tx, order, answer, 'poll', { schedule: 'poll' });
+      await this.updater.applyReport(tx, order, answer, 'poll', { schedule: 'poll', kind: 'read' });
     });
     return true;
   }
@@ -149,7 +149,7 @@ export class OrderFollowService {
       const order = await tx.lockOrderToApply(orderId);
       if (!order) return true;
       if (this.opInProgress(order) && order.opToken !== opToken) return true;
-      await this.updater.applyReport(tx, order, answer, source, { schedule: 'hint' });
+      await this.updater.applyReport(tx, order, answer, source, { schedule: 'hint', kind: 'read' });
       return false;
     });
     if (deferred) return { kind: 'deferred' };
@@ -188,7 +188,7 @@ export class OrderFollowService {
     if (!current || current.status !== 'submit_unknown') return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId), answer };
     // the attempt may be closed between the check above and the record (an operator's not_placed):
     // then nothing was recorded, and it is not resolved
-    const recorded = await this.submitter.recordOutcome(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request }, source);
+    const recorded = await this.submitter.recordOutcome(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request, reportKind: 'read' }, source);
     if (!recorded.applied) return { kind: 'not_unknown', order: recorded.order, answer };
     return { kind: 'resolved', order: recorded.order };
   }

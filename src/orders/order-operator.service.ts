@@ -158,7 +158,7 @@ export class OrderOperatorService {
         { upstream_order_id: upstreamOrderId, attempt: attempt.attemptNo, downstream_order_no: attempt.downstreamOrderNo },
       );
       // the rest of the upstream's answer (amount, items) as any report of that status
-      await this.updater.applyReport(tx, moved, answer, 'operator', { schedule: 'hint' });
+      await this.updater.applyReport(tx, moved, answer, 'operator', { schedule: 'hint', kind: 'read' });
     });
     this.signals.settled(order.id);
     return this.mustFind(order.shopOrderNo);

@@ -17,9 +17,10 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.js';
-import { ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
+import { ITEMS_DELIVERED, ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { OrderRepository } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;
@@ -51,9 +52,12 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly alerts: AlertService,
+    signals: OrderSignals,
   ) {
     // read when the metrics are scraped, on every instance (a count over the whole orders table)
     metrics.onScrape(() => this.refreshStatusGauge());
+    // a delivered state reported without its items: the order is due now, read it at once
+    signals.onItemsDue(() => this.wake());
   }
 
   /**
@@ -81,6 +85,27 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     if (!this.config.workers) return; // the relay command's in-process instance does no background work
     this.scheduleSweep(0);
     this.schedule(0);
+    void this.requeueAwaitingItems();
+  }
+
+  /**
+   * Orders left in a delivered state without their items and followed by nothing (stored so before
+   * a delivered state without its fulfillment was known not to be a delivery): put back on the
+   * poller, counted and logged, once at each start.
+   */
+  async requeueAwaitingItems(): Promise<number> {
+    try {
+      const found = await this.repo.requeueAwaitingItems([...ITEMS_DELIVERED], this.clock.now(), this.config.orders.pollBaseMs);
+      if (found.length > 0) {
+        this.metrics.itemsRequeued.inc(found.length);
+        this.logger.warn({ msg: `${found.length} orders in a delivered state without their items are followed again to read them`, count: found.length, shop_order_nos: found.slice(0, 20) });
+        this.wake();
+      }
+      return found.length;
+    } catch (e) {
+      if (!this.stopped) this.logger.error({ msg: `requeue of orders without their items failed: ${(e as Error).message}` });
+      return 0;
+    }
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,6 +1,8 @@
 /**
  * In-process signals of the orders module: an order's open attempt or cancel finished, so that what
- * waited for it (callbacks held in the inbox) can go on at once instead of at its next retry.
+ * waited for it (callbacks held in the inbox) can go on at once instead of at its next retry; an
+ * order's items are due (a delivered state was reported without them), so that the poller reads it
+ * at once instead of at its next tick.
  */
 import { EventEmitter } from 'node:events';
 import { Injectable } from '@nestjs/common';
@@ -21,5 +23,15 @@ export class OrderSignals {
   onSettled(listener: (orderId: string) => void): () => void {
     this.emitter.on('settled', listener);
     return () => this.emitter.off('settled', listener);
+  }
+
+  /** The order is due for a read now: a delivered state was reported without its items. */
+  itemsDue(orderId: string): void {
+    this.emitter.emit('items_due', orderId);
+  }
+
+  onItemsDue(listener: (orderId: string) => void): () => void {
+    this.emitter.on('items_due', listener);
+    return () => this.emitter.off('items_due', listener);
   }
 }

@@ -8,6 +8,7 @@ import {
   canTransition,
   decideReport,
   isStuck,
+  itemsFollowUp,
   refundEligibility,
   type OrderStatus,
 } from './order-state.js';
@@ -142,5 +143,31 @@ describe('refund eligibility', () => {
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '25.00' }))).toEqual({ state: 'refundable', amount: '20.00' });
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '0.00' }))).toEqual({ state: 'not_refundable', amount: null });
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '-3.00' }))).toEqual({ state: 'not_refundable', amount: null });
+  });
+});
+
+describe('a delivered status without its fulfillment is not a delivery', () => {
+  const DELIVERING: OrderStatus[] = ['partially_delivered', 'delivered', 'completed'];
+
+  it('an answer that is not a read (a create or cancel answer) names a delivered state without items: read the order now', () => {
+    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'answer')).toBe('read_now');
+  });
+
+  it('a read that names such a state without items keeps the order followed at the poll pace (no read loop)', () => {
+    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'read')).toBe('follow');
+  });
+
+  it('stored items end it: only a report that carries the fulfillment stores them', () => {
+    for (const s of DELIVERING) {
+      expect(itemsFollowUp(s, true, 'answer')).toBe('none');
+      expect(itemsFollowUp(s, true, 'read')).toBe('none');
+    }
+  });
+
+  it('statuses that hand over no items ask for none', () => {
+    for (const s of ORDER_STATUSES.filter((x) => !DELIVERING.includes(x))) {
+      expect(itemsFollowUp(s, false, 'answer')).toBe('none');
+      expect(itemsFollowUp(s, false, 'read')).toBe('none');
+    }
   });
 });

@@ -126,6 +126,30 @@ export const OUTCOME_UNKNOWN: ReadonlySet<OrderStatus> = new Set(['submitting', 
 /** Unfinished: still expected to move (followed, or its attempt still open). */
 export const UNFINISHED: ReadonlySet<OrderStatus> = new Set([...FOLLOWED, ...OUTCOME_UNKNOWN]);
 
+/**
+ * What a status report is: `read`, the upstream's order detail (`GET /orders/{id}`), which carries the
+ * fulfillment whenever there is one; or `answer`, the answer to a create or a cancel, which never does
+ * (a deduplicated create answers the existing order's current status without its items).
+ */
+export type ReportKind = 'read' | 'answer';
+
+/**
+ * After a report, what the order's items still need:
+ * - `none`: nothing (no items are due in this status, or they are stored);
+ * - `follow`: a read named a delivering or delivered state without the fulfillment: the order stays
+ *   followed at the poll's pace until a read brings the items;
+ * - `read_now`: an answer that is not a read named such a state: the order stays followed and is read
+ *   at once, not at the next poll.
+ * A status without its fulfillment is not a delivery: only a report that carries the fulfillment stores
+ * items, and only stored items end the following of a delivered order.
+ */
+export type ItemsFollowUp = 'none' | 'follow' | 'read_now';
+
+export function itemsFollowUp(status: OrderStatus, itemsStored: boolean, kind: ReportKind): ItemsFollowUp {
+  if (!ITEMS_DELIVERED.has(status) || itemsStored) return 'none';
+  return kind === 'answer' ? 'read_now' : 'follow';
+}
+
 export function isUpstreamStatus(s: string): s is UpstreamStatus {
   return (UPSTREAM_STATUSES as readonly string[]).includes(s);
 }

@@ -18,7 +18,7 @@ import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
-import type { EventSource } from './order-state.js';
+import type { EventSource, ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
@@ -29,7 +29,8 @@ import { OrderUpdater, type UpstreamReport } from './order-updater.js';
 export type AcceptedReport = UpstreamReport & { order_id: number };
 
 export type SendOutcome =
-  | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest }
+  /** `reportKind`: the create's answer, or an order detail read to prove the attempt (see ReportKind). */
+  | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest; reportKind: ReportKind }
   | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string }
   | { kind: 'unavailable'; reason: string }
   | { kind: 'unknown'; reason: string };
@@ -86,7 +87,7 @@ export class OrderSubmitter {
       };
       try {
         const created = await this.upstream.createOrder(body);
-        return { kind: 'accepted', report: created, request: req };
+        return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
         const elapsed = performance.now() - started;
         if (e instanceof UpstreamDefinitiveError) {
@@ -167,6 +168,7 @@ export class OrderSubmitter {
           });
           const applied = await this.updater.applyReport(tx, order, r, source, {
             schedule: 'hint',
+            kind: outcome.reportKind,
             patch: { upstream_order_id: r.order_id, upstream_order_no: r.order_no ?? null },
             detail,
           });

@@ -21,13 +21,16 @@ import {
   UPSTREAM_ORDER_EXISTS,
   canTransition,
   decideReport,
+  itemsFollowUp,
   type EventSource,
   type LocalTrigger,
   type OrderStatus,
   type ReportDecision,
+  type ReportKind,
 } from './order-state.js';
 import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
+import { OrderSignals } from './order-signals.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
 import { nextPollInterval } from './poll-backoff.js';
 
@@ -44,6 +47,11 @@ export interface UpstreamReport {
 export interface ApplyOptions {
   /** `poll`: the poller's own read (backs off when nothing moved, releases its lease); `hint`: any other. */
   schedule: 'poll' | 'hint';
+  /**
+   * `read`: the report is the upstream's order detail; `answer`: a create's or a cancel's answer, which
+   * never carries the fulfillment (see `itemsFollowUp`).
+   */
+  kind: ReportKind;
   /** Columns to set along with the report (e.g. the upstream ids of an accepted attempt). */
   patch?: OrderPatch;
   /** Extra detail for the event row. */
@@ -85,6 +93,7 @@ export class OrderUpdater {
     private readonly metrics: Metrics,
     private readonly outbox: OutboxWriter,
     private readonly cipher: PayloadCipher,
+    private readonly signals: OrderSignals,
   ) {}
 
   /** Applies an upstream report to `order` (locked by the caller in `tx`). */
@@ -157,12 +166,18 @@ export class OrderUpdater {
     // A status we do not know on an order that exists upstream (e.g. the create's answer): it is read
     // again until it says something we know, rather than left unfollowed in `submitting`.
     const unknownThere = decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
-    // Items said to be delivered that no read has brought (a create's answer never carries the
-    // fulfillment: e.g. a re-send the upstream answers with the order it delivered meanwhile): the
-    // poller reads it once more, rather than leaving a completed order without its items.
-    const itemsUnread = opts.schedule === 'hint' && ITEMS_DELIVERED.has(to) && (patch.delivered_at ?? order.deliveredAt) === null;
-    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere || itemsUnread));
+    // A delivering or delivered status whose items no report has brought is not a delivery: the order
+    // stays followed, and is read at once when the report was not itself a read (a deduplicated
+    // re-send answers the order's current status without its items).
+    const items = itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, opts.kind);
+    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere || items !== 'none', items === 'read_now'));
     const updated = await tx.updateOrder(order, patch);
+    if (items === 'read_now') {
+      tx.afterCommit(() => {
+        this.logger.log({ msg: `order ${order.shopOrderNo}: ${to} reported without its items; reading the order now`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: to, source });
+        this.signals.itemsDue(order.id);
+      });
+    }
     if (deliveredNow && ITEMS_DELIVERED.has(to)) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
     return { order: updated, from: order.status, to, decision, progressed };
   }
@@ -260,9 +275,10 @@ export class OrderUpdater {
   }
 
   /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
-  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date, follow = false): OrderPatch {
+  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date, follow = false, readNow = false): OrderPatch {
     const { pollBaseMs } = this.config.orders;
     if (!FOLLOWED.has(to) && !follow) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
+    if (readNow) return { next_poll_at: now, poll_interval_ms: pollBaseMs, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (mode === 'poll') {
       const interval = nextPollInterval(order.pollIntervalMs, progressed, this.config.orders);
       return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };

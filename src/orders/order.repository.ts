@@ -283,6 +283,21 @@ export class OrderRepository {
    * delivered order the upstream then refunds or completes: next_poll_at NULL): it is read once, and
    * the read's answer schedules it as for any poll (NULL again once read, backing off while reads fail).
    */
+  /**
+   * Orders in one of `statuses` (the delivering and delivered ones) whose items no report has brought
+   * and that nothing follows: put back on the poller, due at `now`. Returns their numbers.
+   */
+  async requeueAwaitingItems(statuses: readonly string[], now: Date, intervalMs: number): Promise<string[]> {
+    const found = await rows<{ shop_order_no: string }>(
+      this.dataSource,
+      `UPDATE orders SET next_poll_at = $2, poll_interval_ms = $3
+        WHERE status = ANY($1::text[]) AND delivered_at IS NULL AND upstream_order_id IS NOT NULL AND next_poll_at IS NULL
+        RETURNING shop_order_no`,
+      [statuses, now, intervalMs],
+    );
+    return found.map((f) => f.shop_order_no);
+  }
+
   async pollSoon(orderId: string, now: Date): Promise<void> {
     await this.dataSource.query(
       `UPDATE orders SET next_poll_at = $2 WHERE id = $1 AND upstream_order_id IS NOT NULL AND (next_poll_at IS NULL OR next_poll_at > $2)`,
