@@ -11,6 +11,7 @@ import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.j
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
+import { CommitModeRepository } from './commit-mode.repository.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
 import { SkuWriteRepository, type ConflictInput, type HistoryInput } from './sku-write.repository.js';
@@ -81,6 +82,7 @@ export class CatalogWriter {
     private readonly pricing: PricingContextService,
     private readonly outbox: OutboxWriter,
     private readonly metrics: Metrics,
+    private readonly commitMode: CommitModeRepository,
   ) {}
 
   /**
@@ -209,8 +211,8 @@ export class CatalogWriter {
             continue;
           }
           if (unlisted.length > 0) {
-            // The unlisting is recorded first, as when it was a transaction of its own, and committed
-            // durably as then (the upserts turn synchronous_commit off for their transaction).
+            // The unlisting is recorded first, as unlistProduct records it, and committed durably as
+            // there (the upserts turn synchronous_commit off for their transaction).
             await this.record(
               em,
               unlisted.map((old) => ({ old, next: { ...old, listed: false } })),
@@ -218,7 +220,7 @@ export class CatalogWriter {
               opts,
               now,
             );
-            await em.query("SELECT set_config('synchronous_commit', 'on', true)");
+            await this.commitMode.commitDurably(em);
           }
           await this.record(em, pairs, out, opts, now);
           await this.repo.recordConflicts(em, out.conflicts, { runId: opts.runId, now });

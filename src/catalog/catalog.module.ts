@@ -12,11 +12,15 @@ import { CatalogService } from './catalog.service.js';
 import { CatalogSyncService } from './catalog-sync.service.js';
 import { CatalogWriter } from './catalog-writer.service.js';
 import { CategoryRepository } from './category.repository.js';
+import { CommitModeRepository } from './commit-mode.repository.js';
+import { DelistingChecks } from './delisting-checks.service.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingController } from './pricing.controller.js';
 import { PricingRepository } from './pricing.repository.js';
 import { PricingService } from './pricing.service.js';
+import { ProductsPass } from './products-pass.service.js';
 import { SkuWriteRepository } from './sku-write.repository.js';
+import { SyncRunLease } from './sync-run-lease.service.js';
 import { SyncRunRepository } from './sync-run.repository.js';
 
 @Module({
@@ -27,11 +31,15 @@ import { SyncRunRepository } from './sync-run.repository.js';
     CatalogReadRepository,
     CategoryRepository,
     SyncRunRepository,
+    CommitModeRepository,
     PricingRepository,
     PricingContextService,
     CatalogWriter,
     PricingService,
     CatalogService,
+    SyncRunLease,
+    ProductsPass,
+    DelistingChecks,
     CatalogSyncService,
     CatalogScheduler,
   ],

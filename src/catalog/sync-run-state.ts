@@ -1,0 +1,116 @@
+/**
+ * A catalog sync run as this process executes it: its plan, counters and progress, its claim on the
+ * run row (SyncRunLease) and what its full pass saw. The run (CatalogSyncService), its products pass
+ * (ProductsPass) and the delisting checks after it (DelistingChecks) share it.
+ */
+import { randomBytes } from 'node:crypto';
+import type { WriteOptions, WriteResult } from './catalog-writer.service.js';
+import type { RetryPolicy } from './product-pager.js';
+import { emptyCounts } from './sku-diff.js';
+import type { PassMode, PassPlan } from './sync-plan.js';
+import type { RunClaim } from './sync-run-lease.service.js';
+import type { RunCounters } from './sync-run.repository.js';
+
+export type SyncPhase = 'starting' | 'categories' | 'products' | 'confirming' | 'finished';
+
+/** A run's progress: its counters so far (those of the run row, see RunCounters). */
+export interface SyncProgress
+  extends Pick<RunCounters, 'pagesDone' | 'pagesTotal' | 'productsSeen' | 'skusSeen' | 'skusCreated' | 'skusChanged' | 'skusDelisted' | 'skusRelisted' | 'conflicts'> {
+  runId: string;
+  mode: PassMode;
+  phase: SyncPhase;
+  /** Set in the `finished` event. */
+  status?: 'succeeded' | 'failed';
+  error?: string | null;
+}
+
+export type WriteStrategy = NonNullable<WriteOptions['strategy']>;
+
+export interface ActiveRun {
+  runId: string;
+  plan: PassPlan;
+  mode: PassMode;
+  fallback: string | null;
+  startedAt: Date;
+  counters: RunCounters;
+  /** Stops the run (the service shutting down, or the claim lost). */
+  abort: AbortController;
+  /** This process's claim on the run row (its runId, abort and counters are the run's own). */
+  claim: RunClaim;
+  /** Retries of upstream reads. */
+  retry: RetryPolicy;
+  onProgress?: (p: SyncProgress) => void;
+  /** Publishes the run's progress to its listeners (see CatalogSyncService.onProgress). */
+  emit(): void;
+  phase: SyncPhase;
+  notes: string[];
+  /** When the counters were last written to the run row (ms). */
+  flushedAt: number;
+  /** How the next page is written, from what the last one was (see ProductsPass). */
+  strategy: WriteStrategy;
+  conflictKeys: Set<string>;
+  /**
+   * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
+   * is recorded in catalog_sync_seen).
+   */
+  seen: {
+    ids: Set<number>;
+    fingerprintedAtStart: Map<number, string>;
+    /** Every write that read did not see is stamped at or after it (CatalogRepository.fingerprintIndex). */
+    fence: Date;
+    /** Products with a listed SKU and no fingerprint, at the start of the pass. */
+    unfingerprintedAtStart: number[];
+    /** Products the pass wrote without keeping their fingerprint. */
+    unfingerprinted: Set<number>;
+    /**
+     * Products the pass saw with the very fingerprint stored at its start, and so did not write: their
+     * stored fingerprint is checked again after the pass (see DelistingChecks.confirmUnseen).
+     */
+    unchanged: Set<number>;
+  } | null;
+}
+
+export function newRunId(now: Date): string {
+  return `run_${now.toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
+}
+
+export function emptyCounters(): RunCounters {
+  return {
+    pagesTotal: 0,
+    pagesDone: 0,
+    productsSeen: 0,
+    skusSeen: 0,
+    skusCreated: 0,
+    skusChanged: 0,
+    skusDelisted: 0,
+    skusRelisted: 0,
+    changes: emptyCounts(),
+    conflicts: 0,
+    confirmedLive: 0,
+    unconfirmed: 0,
+  };
+}
+
+/** Adds a write's outcome to the run's counters. */
+export function countWrite(run: ActiveRun, r: WriteResult): void {
+  const c = run.counters;
+  c.skusSeen += r.skus;
+  c.skusCreated += r.created;
+  c.skusChanged += r.changed;
+  c.skusDelisted += r.delisted;
+  c.skusRelisted += r.relisted;
+  // A conflicted product is looked at in full again (and may be read again to confirm it): each
+  // conflict counts once per run.
+  for (const k of r.conflicts) {
+    const key = `${k.skuCode}\u0000${k.claimantProductId}`;
+    if (!run.conflictKeys.has(key)) {
+      run.conflictKeys.add(key);
+      c.conflicts++;
+    }
+  }
+  for (const k of Object.keys(r.counts) as Array<keyof typeof r.counts>) c.changes[k] += r.counts[k];
+}
+
+export function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
