@@ -201,6 +201,7 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
         profile,
         catalog: { products: intFlag(args.flags, 'products', 40) },
         log: out,
+        env: { ...process.env, ...options.env },
       });
       await running.stopped;
       return EXIT.ok;

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_SIGNATURE_TEMPLATE } from '../signing/signing.js';
 import { formatMoney, parseMoney } from './sandbox-money.js';
+import { validRateLimit, type RateLimitRule } from './sandbox-rate-limit.js';
 import {
   SANDBOX_ORDER_STATUSES,
   type SandboxLowBalance,
@@ -20,6 +21,8 @@ export const SANDBOX_CONTROL_PREFIX = '/__sandbox';
 export const DUJIAO_NEXT_CALLBACK_PATH = '/api/v1/upstream/callback';
 export const DEFAULT_SANDBOX_TIMETABLE: Readonly<SandboxTimetable> = { paidMs: 50, fulfillingMs: 100, deliveredMs: 200, completedMs: null };
 export const DEFAULT_CALLBACK_RETRY_DELAYS_MS: readonly number[] = [30_000, 60_000, 120_000, 300_000];
+/** Dujiao-Next's limiter of its upstream API (router.go `upstreamAPIRule`): 60 requests per 60 s, then a 30 s block. */
+export const DUJIAO_NEXT_RATE_LIMIT: Readonly<RateLimitRule> = Object.freeze({ requests: 60, windowMs: 60_000, blockMs: 30_000 });
 
 const DEFAULT_MEMBER_LEVEL: SandboxMemberLevel = { id: 2, name: { 'zh-CN': '黄金会员', en: 'Gold' }, slug: 'gold', icon: '' };
 /** Cancelable states by profile: the spec does not show them; Dujiao-Next's CancelOrder takes only pending_payment. */
@@ -45,6 +48,8 @@ export interface SandboxConfig {
   cancelableStatuses: readonly SandboxOrderStatus[];
   lowBalance: SandboxLowBalance;
   servesInactiveSkus: boolean;
+  /** The limiter the sandbox starts with (and returns to on reset()); null: off. */
+  rateLimit: Readonly<RateLimitRule> | null;
   maxQuantity: number;
   catalogProducts: number;
   catalogSeed: number;
@@ -97,6 +102,7 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (dujiao ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),
     lowBalance: validLowBalance(options.lowBalance ?? (dujiao ? 'payment_failed' : 'insufficient_balance')),
     servesInactiveSkus: options.servesInactiveSkus ?? !dujiao,
+    rateLimit: options.rateLimit ? Object.freeze(validRateLimit(options.rateLimit)) : null,
     maxQuantity: options.maxQuantity ?? 10_000,
     catalogProducts: options.catalog?.products ?? 40,
     catalogSeed: options.catalog?.seed ?? 1,

@@ -20,6 +20,11 @@ export interface SandboxControlTarget {
   refuseFor(ms: number): void;
 }
 
+function rateLimitJson(server: SandboxServer): { requests: number; window_ms: number; block_ms: number } | null {
+  const r = server.rateLimit;
+  return r ? { requests: r.requests, window_ms: r.windowMs, block_ms: r.blockMs } : null;
+}
+
 export function controlRoute(target: SandboxControlTarget, method: string, sub: string, body: Record<string, unknown>): Record<string, unknown> | null {
   const { server } = target;
   const { catalog, faults } = server;
@@ -64,7 +69,14 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
         faults: faults.snapshot(),
         timetable: server.timetable,
         api: { base_url: server.baseUrl, header_prefix: server.config.headerPrefix, profile: server.config.profile },
+        rate_limit: rateLimitJson(server),
       };
+    case 'GET /rate-limit':
+      return { rate_limit: rateLimitJson(server), keys: server.rateLimitState().map((k) => ({ key: k.key, count: k.count, limited: k.limited })) };
+    case 'POST /rate-limit':
+      if (body.off === true) server.setRateLimit(null);
+      else server.setRateLimit({ requests: int('requests'), windowMs: int('window_ms'), blockMs: body.block_ms === undefined ? 0 : int('block_ms') });
+      return { rate_limit: rateLimitJson(server) };
     case 'GET /orders':
       return { orders: server.orders() };
     case 'GET /callbacks':

@@ -12,21 +12,26 @@
  *   POST /ping · GET /categories · GET /products?page&page_size&updated_after · GET /products/{id}
  *   POST /orders · GET /orders/{id} · POST /orders/{id}/cancel
  * Authentication refusals as Dujiao-Next's (checked in this order): 401 missing_auth_headers, 401
- * invalid_timestamp, 401 timestamp_expired, 403 invalid_api_key, 401 invalid_signature.
+ * invalid_timestamp, 401 timestamp_expired, 403 invalid_api_key, 401 invalid_signature. Before them,
+ * with the option `rateLimit`, Dujiao-Next's limiter: 429 `{"status_code":429,"msg":"…","data":
+ * {"request_id":"…"}}` without Retry-After (sandbox-rate-limit.ts).
  *
  * Control API under `/__sandbox/` (no authentication; JSON in, JSON `{ok, …}` out; 400 bad_request on
  * an invalid body; routing in sandbox-control.ts). Meant for shop developers driving a standalone sandbox
  * with curl:
- *   GET  /__sandbox/state                      wallet, counts, stats, faults, timetable
+ *   GET  /__sandbox/state                      wallet, counts, stats, faults, timetable, rate_limit
  *   GET  /__sandbox/orders                     every order (see SandboxOrderView)
  *   GET  /__sandbox/callbacks                  the callback log (every try)
- *   POST /__sandbox/reset                      everything back to the start (catalog, wallet, orders, faults, stats)
+ *   POST /__sandbox/reset                      everything back to the start (catalog, wallet, orders, faults, limiter, stats)
  *   POST /__sandbox/faults                     body: Partial<FaultSettings> → faults.set(); answers the faults
  *                                              (besides rules and latency, listing behaviours: e.g.
  *                                              {"updatedAfterFilter":"inclusive_seconds"|"ignored"},
  *                                              {"withdrawWhilePaging":{"afterPage":1}}: see sandbox-faults.ts)
  *   POST /__sandbox/faults/reset               no faults
  *   POST /__sandbox/faults/rules               body: FaultRule → faults.add()
+ *   GET  /__sandbox/rate-limit                 the limiter's rule ({requests, window_ms, block_ms} | null) and live keys
+ *   POST /__sandbox/rate-limit                 body: {requests, window_ms, block_ms?} or {off: true}: the limiter
+ *                                              (Dujiao-Next's: see sandbox-rate-limit.ts), counters emptied
  *   POST /__sandbox/connections/refuse         body: {ms?}: refuse connections, reopen after ms (default 5000)
  *   POST /__sandbox/timetable                  body: Partial<SandboxTimetable> (new orders)
  *   POST /__sandbox/advance                    run every pending timetable step now
@@ -47,11 +52,13 @@
  *   POST /__sandbox/catalog/duplicate-sku-code body: {sku_code}             → {product_id, sku_id}
  *   POST /__sandbox/catalog/touch              body: {n}                    → {product_ids}
  */
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { matchApiRoute, runOperation, type ApiContext } from './sandbox-api.js';
-import { authenticate } from './sandbox-auth.js';
+import { authenticate, headerValue } from './sandbox-auth.js';
 import { CallbackDispatcher, type CallbackLogEntry } from './sandbox-callbacks.js';
 import { SandboxCatalog } from './sandbox-catalog.js';
 import {
@@ -66,9 +73,13 @@ import { controlRoute, type SandboxControlTarget } from './sandbox-control.js';
 import { faultAnswer, SandboxFaults } from './sandbox-faults.js';
 import { BodyTooLargeError, errorJson, isPlainObject, MAX_BODY_BYTES, readBody, type Answer } from './sandbox-http.js';
 import { SandboxOrders } from './sandbox-orders.js';
+import { rateLimitedBody, RateLimiter, validRateLimit, type RateLimitKeyState } from './sandbox-rate-limit.js';
+import { signatureHeaderNames } from '../signing/signing.js';
 import {
   SANDBOX_OPERATIONS,
   type SandboxOperation,
+  type SandboxRateLimit,
+  type SandboxRateLimitEntry,
   type SandboxOptions,
   type SandboxOrderStatus,
   type SandboxOrderView,
@@ -87,6 +98,8 @@ export type {
   SandboxRequestEvent,
   SandboxProfile,
   SandboxLowBalance,
+  SandboxRateLimit,
+  SandboxRateLimitEntry,
 } from './sandbox.types.js';
 export type { FaultRule, FaultSettings, FaultKind, FaultOperation, CallbackFaultMode } from './sandbox-faults.js';
 export type { CallbackLogEntry } from './sandbox-callbacks.js';
@@ -98,7 +111,11 @@ export {
   DUJIAO_NEXT_CALLBACK_PATH,
   DEFAULT_SANDBOX_TIMETABLE,
   DEFAULT_CALLBACK_RETRY_DELAYS_MS,
+  DUJIAO_NEXT_RATE_LIMIT,
 } from './sandbox-config.js';
+
+/** Entries kept in the limiter's log (the oldest half is dropped past it). */
+const LIMITER_LOG_MAX = 200_000;
 
 export class SandboxServer {
   readonly config: Readonly<SandboxConfig>;
@@ -113,6 +130,8 @@ export class SandboxServer {
   private readonly world: SandboxOrders;
   private readonly api: ApiContext;
   private readonly control: SandboxControlTarget;
+  private limiter: RateLimiter | null;
+  private readonly limiterLog: SandboxRateLimitEntry[] = [];
 
   private readonly servers = new Set<http.Server>();
   private listener: http.Server | null = null;
@@ -131,6 +150,7 @@ export class SandboxServer {
     this.clock = options.clock ?? Date.now;
     this.catalog = new SandboxCatalog(cfg.catalogProducts, cfg.catalogSeed, this.clock, cfg.servesInactiveSkus);
     this.stats = SandboxServer.emptyStats();
+    this.limiter = cfg.rateLimit ? new RateLimiter(cfg.rateLimit) : null;
     this.world = new SandboxOrders({
       config: cfg,
       clock: this.clock,
@@ -177,9 +197,12 @@ export class SandboxServer {
 
   private static emptyStats(): SandboxStats {
     const requests = { unknown: 0 } as Record<SandboxOperation | 'unknown', number>;
-    for (const op of SANDBOX_OPERATIONS) requests[op] = 0;
+    const rateLimited = {} as Record<SandboxOperation, number>;
+    for (const op of SANDBOX_OPERATIONS) requests[op] = rateLimited[op] = 0;
     return {
       requests,
+      rateLimited,
+      rateLimitBlocks: 0,
       totalRequests: 0,
       createsReceived: 0,
       createsExecuted: 0,
@@ -268,9 +291,11 @@ export class SandboxServer {
     this.refusing = false;
   }
 
-  /** Everything back to the start: catalog, wallet, orders, timetable, faults, stats, callback log. */
+  /** Everything back to the start: catalog, wallet, orders, timetable, faults, limiter, stats, callback log. */
   reset(): void {
     this.world.reset();
+    this.limiter = this.config.rateLimit ? new RateLimiter(this.config.rateLimit) : null;
+    this.limiterLog.length = 0;
     this.catalog.regenerate();
     this.faults.reset();
     this.callbacks.clear();
@@ -280,7 +305,8 @@ export class SandboxServer {
   resetStats(): void {
     const fresh = SandboxServer.emptyStats();
     Object.assign(this.stats.requests, fresh.requests);
-    const { requests: _requests, ...counters } = fresh;
+    Object.assign(this.stats.rateLimited, fresh.rateLimited);
+    const { requests: _requests, rateLimited: _rateLimited, ...counters } = fresh;
     Object.assign(this.stats, counters);
   }
 
@@ -289,6 +315,35 @@ export class SandboxServer {
   /** Every try of every callback, in the order they finished. */
   get callbackLog(): readonly CallbackLogEntry[] {
     return this.callbacks.log;
+  }
+
+  /** The limiter's rule now (null: off). */
+  get rateLimit(): SandboxRateLimit | null {
+    return this.limiter ? { ...this.limiter.rule } : null;
+  }
+
+  /** Switches the limiter on with a rule (its counters start empty) or off (null). */
+  setRateLimit(rule: SandboxRateLimit | null): void {
+    this.limiter = rule ? new RateLimiter(validRateLimit(rule)) : null;
+  }
+
+  /** The limiter's live counters (`expiresAt` on the performance.now() clock); [] when off. */
+  rateLimitState(): RateLimitKeyState[] {
+    return this.limiter ? this.limiter.state(performance.now()) : [];
+  }
+
+  /**
+   * Every API request of a known route that reached the limiter's place (after the faults that
+   * answer before it), admitted or not, oldest first; with the limiter off every one is admitted.
+   * The newest LIMITER_LOG_MAX are kept.
+   */
+  rateLimitLog(): readonly SandboxRateLimitEntry[] {
+    return this.limiterLog;
+  }
+
+  /** performance.now() of every admitted API request in rateLimitLog(), oldest first. */
+  admittedTimes(): number[] {
+    return this.limiterLog.filter((e) => e.admitted).map((e) => e.at);
   }
 
   /** Every order, oldest first. */
@@ -508,7 +563,7 @@ export class SandboxServer {
         break;
     }
 
-    let result = authenticate(this.config, this.clock(), req, method, pathname, raw);
+    let result = this.limit(req, match.operation) ?? authenticate(this.config, this.clock(), req, method, pathname, raw);
     if (!result) {
       if (match.operation !== 'createOrder') {
         await this.sleep(this.faults.latencyMs);
@@ -531,6 +586,24 @@ export class SandboxServer {
       default:
         return answer(result);
     }
+  }
+
+  /**
+   * The limiter, before the authentication and any work (Dujiao-Next runs it as the first middleware
+   * of the upstream API's routes): null when admitted, else the 429 answer.
+   */
+  private limit(req: http.IncomingMessage, operation: SandboxOperation): Answer | null {
+    const headerKey = headerValue(req, signatureHeaderNames(this.config.headerPrefix).apiKey)?.trim();
+    const key = headerKey || (req.socket.remoteAddress ?? 'unknown');
+    const at = performance.now();
+    const verdict = this.limiter?.check(key, at);
+    const admitted = verdict?.admitted ?? true;
+    if (this.limiterLog.length >= LIMITER_LOG_MAX) this.limiterLog.splice(0, LIMITER_LOG_MAX / 2);
+    this.limiterLog.push({ at, key, operation, admitted });
+    if (!verdict || admitted) return null;
+    this.stats.rateLimited[operation]++;
+    if (verdict.blockStarted) this.stats.rateLimitBlocks++;
+    return { status: 429, body: rateLimitedBody(verdict.waitSeconds, headerValue(req, 'accept-language'), randomUUID()) };
   }
 
   private emitRequest(e: SandboxRequestEvent): void {

@@ -219,6 +219,16 @@ export interface SandboxWalletOptions {
   currency?: string;
 }
 
+/** The limiter's rule (option `rateLimit`, control API `POST /__sandbox/rate-limit`). */
+export interface SandboxRateLimit {
+  /** Requests admitted per window (≥ 1). */
+  requests: number;
+  /** The window's length, from the key's first request (ms). */
+  windowMs: number;
+  /** How long the first refused request blocks the key (ms, ≥ 0). */
+  blockMs: number;
+}
+
 export interface SandboxOptions {
   /** Presets: header prefix (`Service` / `Dujiao-Next`) and the path callbacks are signed over. Default 'spec'. */
   profile?: SandboxProfile;
@@ -275,6 +285,16 @@ export interface SandboxOptions {
    * inactive SKUs out), `spec` → true (upstream-api.md §2.5 gives each SKU an `is_active` flag).
    */
   servesInactiveSkus?: boolean;
+  /**
+   * Dujiao-Next's limiter of the whole API (sandbox-rate-limit.ts): per API key (the `<prefix>-Api-Key`
+   * header; the client IP without one), at most `requests` per fixed window of `windowMs` from the
+   * key's first request, and the first request over it blocks the key for `blockMs`. It runs before
+   * the authentication and before any work; a refused request is answered HTTP 429 with the server's
+   * generic body `{"status_code":429,"msg":"…","data":{"request_id":"…"}}` and no `Retry-After`.
+   * Default null (off); `relay sandbox` under profile `dujiao-next` starts with Dujiao-Next's numbers
+   * (60 per 60 s, block 30 s: see sandbox.main.ts).
+   */
+  rateLimit?: SandboxRateLimit | null;
   /** Largest accepted quantity (a larger one is 400 bad_request). Default 10000. */
   maxQuantity?: number;
   catalog?: SandboxCatalogOptions;
@@ -317,6 +337,21 @@ export interface SandboxStats {
   callbacksSucceeded: number;
   /** Callback snapshots dropped by the `drop` fault. */
   callbacksDropped: number;
+  /** API requests answered 429 by the limiter (option `rateLimit`), by operation. */
+  rateLimited: Record<SandboxOperation, number>;
+  /** Blocks the limiter started (the first refused request of a window). */
+  rateLimitBlocks: number;
+}
+
+/** One API request as the limiter saw it (SandboxServer.rateLimitLog()). */
+export interface SandboxRateLimitEntry {
+  /** performance.now() when the request reached the limiter. */
+  at: number;
+  /** The limiter's key: the API key header's value, or the client IP. */
+  key: string;
+  operation: SandboxOperation;
+  /** False: answered 429. */
+  admitted: boolean;
 }
 
 export type SandboxRequestOutcome = 'answered' | 'reset' | 'hang';
