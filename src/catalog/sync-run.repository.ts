@@ -6,7 +6,7 @@
  * Heartbeats are written, and judged stale, by the database's clock (`clock_timestamp()`), never a
  * replica's: with replicas' clocks apart by more than the stale delay, a live run would look abandoned
  * to the one ahead. The process that runs a run only touches its row as its owner and while it is
- * `running`; each such write says whether it still held the run (see CatalogSyncService).
+ * `running`; each such write says whether it still held the run (see SyncRunLease).
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
