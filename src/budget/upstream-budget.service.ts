@@ -82,12 +82,14 @@ export class UpstreamBudgetService implements OnModuleDestroy {
   /** In class order, then arrival order. */
   private readonly waiters: Waiter[] = [];
   private seq = 0;
-  private pumping = false;
+  /** The pump in flight (one ledger transaction at a time), if any. */
+  private pumping: Promise<void> | null = null;
   private again = false;
   private asking: Waiter | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
-  private lastSuccessAtMs: number | null = null;
+  /** The last successful upstream answer by operation (the injected clock). */
+  private readonly lastSuccess = new Map<string, number>();
 
   constructor(
     private readonly config: AppConfig,
@@ -188,13 +190,15 @@ export class UpstreamBudgetService implements OnModuleDestroy {
   }
 
   /** Called by the budgeted client after each successful upstream answer (the monitor skips its ping after one). */
-  noteSuccess(): void {
-    this.lastSuccessAtMs = this.clock.nowMs();
+  noteSuccess(operation: string): void {
+    this.lastSuccess.set(operation, this.clock.nowMs());
   }
 
-  /** When this process last had a successful upstream answer (the injected clock), if ever. */
-  lastSuccessAt(): number | null {
-    return this.lastSuccessAtMs;
+  /** When this process last had a successful upstream answer (the injected clock) of an operation not in `except`, if ever. */
+  lastSuccessAt(except: readonly string[] = []): number | null {
+    let last: number | null = null;
+    for (const [operation, at] of this.lastSuccess) if (!except.includes(operation) && (last === null || at > last)) last = at;
+    return last;
   }
 
   /** Waiters of this process by class, for reports. */
@@ -204,10 +208,15 @@ export class UpstreamBudgetService implements OnModuleDestroy {
     return out;
   }
 
-  onModuleDestroy(): void {
+  /**
+   * Stops: every waiter is refused with BudgetWaitExceeded (nothing was sent; an order create stays to
+   * be sent later), and the ledger transaction in flight, if any, is waited for.
+   */
+  async onModuleDestroy(): Promise<void> {
     this.closed = true;
     this.clearTimer();
     for (const w of [...this.waiters]) this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, null));
+    await this.pumping;
   }
 
   private onDeadline(w: Waiter): void {
@@ -255,9 +264,8 @@ export class UpstreamBudgetService implements OnModuleDestroy {
       return;
     }
     this.clearTimer();
-    this.pumping = true;
-    void this.pump().finally(() => {
-      this.pumping = false;
+    this.pumping = this.pump().finally(() => {
+      this.pumping = null;
       if (this.again) {
         this.again = false;
         this.kick();

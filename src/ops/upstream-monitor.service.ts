@@ -5,10 +5,18 @@
  * and `relay_wallet_balance` gauges, and checked against WALLET_LOW_BALANCE (AlertService: an alert
  * when below, cleared when back at or above it).
  * `/health` never waits for the upstream: it shows the last result.
+ *
+ * Under the upstream request budget (UPSTREAM_RATE_LIMIT) a ping costs a request: the periodic ping
+ * and `pingSoon` take the lowest class (`reconcile`), and the periodic ping is skipped while the last
+ * one found the upstream up and another upstream request of this process succeeded within
+ * PING_INTERVAL_MS (that answer proves it reachable), for at most PING_SKIP_MAX_MS in a row, so that
+ * the wallet is still read now and then. `pingNow()` for a caller (GET /internal/wallet) is never skipped.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
+import type { BudgetClass } from '../budget/request-budget.js';
+import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, isUpstreamError } from '../upstream/upstream.errors.js';
@@ -20,6 +28,8 @@ export const PING_INTERVAL_MS = 30_000;
 /** The shortest time between two pings asked for by `pingSoon()`. */
 export const PING_SOON_MIN_MS = 5_000;
 export const UPSTREAM_PING_STATE_KEY = 'upstream_ping';
+/** The longest time the periodic ping is skipped in a row while other requests succeed. */
+export const PING_SKIP_MAX_MS = 10 * PING_INTERVAL_MS;
 
 export interface WalletSnapshot {
   balance: string;
@@ -55,6 +65,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly metrics: Metrics,
     private readonly alerts: AlertService,
     private readonly dataSource: DataSource,
+    private readonly budget: UpstreamBudgetService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -75,7 +86,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.pingNow()
+      void this.periodicPing()
         .catch(() => undefined)
         .finally(() => this.schedule(PING_INTERVAL_MS));
     }, ms);
@@ -107,26 +118,43 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     const wait = Math.max(0, this.lastPingAtMs + PING_SOON_MIN_MS - this.clock.nowMs());
     this.soonTimer = setTimeout(() => {
       this.soonTimer = null;
-      void this.pingNow().catch(() => undefined);
+      void this.pingNow('reconcile').catch(() => undefined);
     }, wait);
     this.soonTimer.unref();
   }
 
-  /** Pings now (one ping at a time per process) and records the result. */
-  pingNow(): Promise<UpstreamSnapshot> {
-    this.inflight ??= this.doPing().finally(() => {
+  /**
+   * The periodic ping, at the lowest budget class; skipped (see the header) while another request
+   * proved the upstream reachable. Returns whether it pinged.
+   */
+  async periodicPing(): Promise<boolean> {
+    if (this.budget.enabled && this.last?.status === 'up') {
+      const now = this.clock.nowMs();
+      const other = this.budget.lastSuccessAt(['ping']);
+      if (other !== null && now - other < PING_INTERVAL_MS && now - this.lastPingAtMs < PING_SKIP_MAX_MS) return false;
+    }
+    await this.pingNow('reconcile');
+    return true;
+  }
+
+  /**
+   * Pings now (one ping at a time per process) and records the result. `priority`: the budget class
+   * of the ping (default `poll`; the monitor's own pings take `reconcile`).
+   */
+  pingNow(priority: BudgetClass = 'poll'): Promise<UpstreamSnapshot> {
+    this.inflight ??= this.doPing(priority).finally(() => {
       this.inflight = null;
     });
     return this.inflight;
   }
 
-  private async doPing(): Promise<UpstreamSnapshot> {
+  private async doPing(priority: BudgetClass): Promise<UpstreamSnapshot> {
     const started = this.clock.nowMs();
     this.lastPingAtMs = started;
     const t0 = performance.now();
     let snapshot: UpstreamSnapshot;
     try {
-      const pong = await this.upstream.ping();
+      const pong = await this.upstream.ping(undefined, { priority });
       snapshot = {
         status: 'up',
         checked_at: new Date(started).toISOString(),

@@ -1,6 +1,7 @@
 import {
   classifyHttpAnswer,
   classifyTransportError,
+  genericBodyMessage,
   parseJsonBody,
   parseRetryAfter,
   transportErrorCode,
@@ -189,6 +190,46 @@ describe('classifyHttpAnswer', () => {
     expect([e.reason, e.retryAfterMs, e.httpStatus]).toEqual(['rate_limited', 2000, 429]);
     const noHeader = errorOf(classifyHttpAnswer('op', { status: 429, body: undefined }, NOW), UpstreamRetryableError);
     expect(noHeader.retryAfterMs).toBeUndefined();
+  });
+
+  // Dujiao-Next's limiter answers before authentication and before any work, in its generic shape
+  const dujiao429 = json({ status_code: 429, msg: 'too many requests, try again later', data: { request_id: 'req-1' } });
+
+  it('a 429 in the generic {status_code,msg,data} shape without Retry-After is retryable rate_limited, its msg in the message', () => {
+    const e = errorOf(classifyHttpAnswer('createOrder', { status: 429, body: dujiao429 }, NOW), UpstreamRetryableError);
+    expect([e.reason, e.retryAfterMs, e.httpStatus]).toEqual(['rate_limited', undefined, 429]);
+    expect(e.message).toBe('upstream createOrder not delivered: rate_limited (upstream said: too many requests, try again later)');
+  });
+
+  it.each([
+    ['HTML', Buffer.from('<html>429</html>')],
+    ['empty', Buffer.alloc(0)],
+    ['an envelope', json({ ok: false, error_code: 'too_many_requests', error_message: 'slow down' })],
+    ['ok true', json({ ok: true })],
+  ])('a 429 with a body that is %s is retryable rate_limited too', (_what, body) => {
+    const e = errorOf(classifyHttpAnswer('getOrder', { status: 429, body }, NOW), UpstreamRetryableError);
+    expect(e.reason).toBe('rate_limited');
+  });
+
+  it.each([400, 401, 403, 404, 405, 409, 413, 422])('a %p in the generic shape is a definitive refusal (never unknown) carrying its msg', (status) => {
+    const body = json({ status_code: status, msg: `refused with ${status}\nsecond line`, data: { request_id: 'r' } });
+    const e = errorOf(classifyHttpAnswer('createOrder', { status, body }, NOW), UpstreamDefinitiveError);
+    expect([e.errorCode, e.httpStatus, e.upstreamMessage]).toEqual([`http_${status}`, status, `refused with ${status} second line`]);
+    expect(e.message).toContain(`refused with ${status}`);
+  });
+
+  it('a 5xx in the generic shape stays unknown, with its msg in the message', () => {
+    const e = errorOf(classifyHttpAnswer('createOrder', { status: 500, body: json({ status_code: 500, msg: 'internal error', data: null }) }, NOW), UpstreamUnknownError);
+    expect([e.reason, e.httpStatus]).toEqual(['http_500', 500]);
+    expect(e.message).toContain('upstream said: internal error');
+  });
+
+  it('reads only the generic shape\'s msg', () => {
+    expect(genericBodyMessage({ status_code: 429, msg: 'x' })).toBe('x');
+    expect(genericBodyMessage({ msg: 'no status_code' })).toBeUndefined();
+    expect(genericBodyMessage({ status_code: 429, msg: '  ' })).toBeUndefined();
+    expect(genericBodyMessage({ status_code: 429, msg: 'y'.repeat(500) })).toHaveLength(200);
+    expect(genericBodyMessage('text')).toBeUndefined();
   });
 
   it.each([500, 502, 503, 504])('a %p is unknown, even with a coded body', (status) => {

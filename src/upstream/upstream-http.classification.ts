@@ -135,6 +135,24 @@ function errorEnvelope(body: unknown): { code: string; message: string } | undef
   return { code: body.error_code, message: typeof body.error_message === 'string' ? body.error_message : '' };
 }
 
+/**
+ * The `msg` of the server's generic body `{status_code, msg, data}` (Dujiao-Next answers its 429s, and
+ * other errors its framework raises before the handler, so: no `ok`, no `error_code`), cut to 200
+ * characters without control characters, for the log. Undefined for any other body.
+ */
+export function genericBodyMessage(body: unknown): string | undefined {
+  if (!isRecord(body) || !('status_code' in body) || typeof body.msg !== 'string') return undefined;
+  // eslint-disable-next-line no-control-regex
+  const msg = body.msg.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return msg === '' ? undefined : msg.slice(0, 200);
+}
+
+/** Appends what the upstream said to the error's message (the log shows it; the class is unchanged). */
+function withUpstreamMessage<E extends UpstreamError>(error: E, said: string | undefined): E {
+  if (said !== undefined) error.message = `${error.message} (upstream said: ${said})`;
+  return error;
+}
+
 export interface HttpAnswer {
   status: number;
   /** The `Retry-After` header as received. */
@@ -150,31 +168,36 @@ export type HttpClassification = { ok: true; body: Record<string, unknown> } | {
  *
  * | answer                                            | class      | code / reason             |
  * |---------------------------------------------------|------------|---------------------------|
- * | 429                                               | retryable  | `rate_limited` (+ Retry-After) |
+ * | 429, whatever its body, Retry-After or not        | retryable  | `rate_limited` (+ Retry-After) |
  * | 5xx                                               | unknown    | `http_<status>`           |
  * | 4xx with `{ok:false,error_code}`                  | definitive | its `error_code`          |
- * | 4xx without a usable code                         | definitive | `http_<status>`           |
+ * | 4xx without a usable code (any body, or none)     | definitive | `http_<status>`           |
  * | 2xx with `{ok:false,error_code}`                  | definitive | its `error_code`          |
  * | 2xx not JSON                                      | unknown    | `unparsable_body`         |
  * | 2xx JSON but `ok` not `true` (and no usable code) | unknown    | `malformed_body`          |
  * | 1xx / 3xx                                         | unknown    | `http_<status>`           |
+ *
+ * A 4xx is a refusal whatever its body: the upstream answered before acting (never an unknown
+ * outcome). An error answer in the server's generic shape `{status_code, msg, data}` has its `msg` in
+ * the error's message (as the `upstreamMessage` of a definitive refusal).
  */
 export function classifyHttpAnswer(operation: string, answer: HttpAnswer, nowMs: number): HttpClassification {
   const { status } = answer;
   if (status === 429) {
-    return {
-      ok: false,
-      error: new UpstreamRetryableError(operation, 'rate_limited', parseRetryAfter(answer.retryAfter, nowMs), 429),
-    };
+    const error = new UpstreamRetryableError(operation, 'rate_limited', parseRetryAfter(answer.retryAfter, nowMs), 429);
+    return { ok: false, error: withUpstreamMessage(error, genericBodyMessage(parseJsonBody(answer.body))) };
   }
-  if (status >= 500) return { ok: false, error: new UpstreamUnknownError(operation, `http_${status}`, status) };
+  if (status >= 500) {
+    return { ok: false, error: withUpstreamMessage(new UpstreamUnknownError(operation, `http_${status}`, status), genericBodyMessage(parseJsonBody(answer.body))) };
+  }
   if (status >= 400) {
-    const env = errorEnvelope(parseJsonBody(answer.body));
+    const body = parseJsonBody(answer.body);
+    const env = errorEnvelope(body);
     return {
       ok: false,
       error: env
         ? new UpstreamDefinitiveError(operation, env.code, status, env.message)
-        : new UpstreamDefinitiveError(operation, `http_${status}`, status, ''),
+        : new UpstreamDefinitiveError(operation, `http_${status}`, status, genericBodyMessage(body) ?? ''),
     };
   }
   if (status < 200 || status >= 300) {

@@ -1,8 +1,19 @@
 /**
- * The port to the upstream purchasing API. Services depend on this abstract class; the HTTP adapter
- * (`upstream-http.adapter.ts`) is bound to it. Every method either resolves with the upstream's
- * successful answer or rejects with an `UpstreamError` of one of the three classes.
+ * The port to the upstream purchasing API. Services depend on this abstract class; the module binds it
+ * to the `BudgetedUpstreamClient`, which takes a token of the upstream request budget (src/budget) for
+ * each call and then sends it through the HTTP adapter (`upstream-http.adapter.ts`). Every method
+ * either resolves with the upstream's successful answer or rejects with an `UpstreamError` of one of
+ * the three classes.
+ *
+ * Each method takes `opts` last: `priority`, the budget class of the call (default by operation, see
+ * DEFAULT_PRIORITY), and `maxWaitMs`, the longest wait for the budget (default: no limit). A call that
+ * could not get its token in time rejects with `BudgetWaitExceeded` (src/budget/budget.errors.ts:
+ * retryable, reason `budget_wait_exceeded`; nothing was sent). Under the budget, a 429 blocks the key
+ * for every caller; a read is then sent again after the block (within its signal and maxWaitMs), a
+ * create or cancel rejects with the retryable `rate_limited` error (nothing was processed: send the
+ * same request again later).
  */
+import type { BudgetClass } from '../budget/request-budget.js';
 import type {
   ProductPageQuery,
   UpstreamCanceledOrder,
@@ -15,20 +26,43 @@ import type {
   UpstreamProductPage,
 } from './upstream.types.js';
 
+export interface UpstreamCallOptions {
+  /** The budget class of this call; default by operation (DEFAULT_PRIORITY). */
+  priority?: BudgetClass;
+  /** The longest wait for the request budget, in milliseconds; past it, `BudgetWaitExceeded`. Default: no limit. */
+  maxWaitMs?: number;
+}
+
+export type UpstreamOperation = 'ping' | 'listCategories' | 'listProducts' | 'getProduct' | 'createOrder' | 'getOrder' | 'cancelOrder';
+
+/**
+ * The budget class of each operation when the caller names none: a read that can hand items to the
+ * shop (`deliver`) or a catalog read of the order path (`price`) must say so where it is made.
+ */
+export const DEFAULT_PRIORITY: Readonly<Record<UpstreamOperation, BudgetClass>> = {
+  createOrder: 'create',
+  cancelOrder: 'create',
+  getProduct: 'price',
+  getOrder: 'poll',
+  ping: 'poll',
+  listProducts: 'sync',
+  listCategories: 'sync',
+};
+
 export abstract class UpstreamClient {
   /**
    * The reads take an abort signal (a sync run or the poller stopped at shutdown): an aborted call
-   * ends at once and rejects with an unknown outcome, reason `aborted`. Writes (create, cancel) never
-   * do: once sent, they run to their answer or their timeout.
+   * ends at once and rejects with an unknown outcome, reason `aborted` (also while it waits for the
+   * budget). Writes (create, cancel) never do: once sent, they run to their answer or their timeout.
    */
-  abstract ping(signal?: AbortSignal): Promise<UpstreamPing>;
-  abstract listCategories(signal?: AbortSignal): Promise<UpstreamCategory[]>;
-  abstract listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage>;
+  abstract ping(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamPing>;
+  abstract listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategory[]>;
+  abstract listProducts(query: ProductPageQuery, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProductPage>;
   /** Rejects with a definitive `product_not_found` / `product_unavailable` (404) when gone. */
-  abstract getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct>;
+  abstract getProduct(id: number, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProduct>;
   /** `payment_failed` (HTTP 200, ok false) rejects as definitive. */
-  abstract createOrder(request: UpstreamCreateOrderRequest): Promise<UpstreamCreatedOrder>;
-  abstract getOrder(id: number, signal?: AbortSignal): Promise<UpstreamOrder>;
+  abstract createOrder(request: UpstreamCreateOrderRequest, opts?: UpstreamCallOptions): Promise<UpstreamCreatedOrder>;
+  abstract getOrder(id: number, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamOrder>;
   /** `cancel_not_allowed` (409) rejects as definitive. */
-  abstract cancelOrder(id: number): Promise<UpstreamCanceledOrder>;
+  abstract cancelOrder(id: number, opts?: UpstreamCallOptions): Promise<UpstreamCanceledOrder>;
 }

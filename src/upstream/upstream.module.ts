@@ -1,15 +1,23 @@
 import { Global, Module } from '@nestjs/common';
+import { BudgetModule } from '../budget/budget.module.js';
+import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
+import { BudgetedUpstreamClient } from './budgeted-upstream.client.js';
 import { UpstreamHttpClient } from './upstream-http.adapter.js';
 import { UpstreamClient } from './upstream.client.js';
 
-/** Binds the upstream port to its HTTP adapter, configured from §3/§4. */
+/**
+ * Binds the upstream port to the budgeted client (src/budget's request budget, UPSTREAM_RATE_LIMIT)
+ * over the HTTP adapter, configured from §3/§4. The adapter is a provider of its own so that Nest runs
+ * its shutdown hook (it closes the kept-alive sockets last).
+ */
 @Global()
 @Module({
+  imports: [BudgetModule],
   providers: [
     {
-      provide: UpstreamClient,
+      provide: UpstreamHttpClient,
       inject: [AppConfig, Metrics],
       useFactory: (config: AppConfig, metrics: Metrics) => {
         if (!config.upstream.baseUrl) throw new Error('upstream base URL is not known (sandbox not started?)');
@@ -26,6 +34,11 @@ import { UpstreamClient } from './upstream.client.js';
           },
         });
       },
+    },
+    {
+      provide: UpstreamClient,
+      inject: [UpstreamHttpClient, UpstreamBudgetService],
+      useFactory: (http: UpstreamHttpClient, budget: UpstreamBudgetService) => new BudgetedUpstreamClient(http, budget),
     },
   ],
   exports: [UpstreamClient],
