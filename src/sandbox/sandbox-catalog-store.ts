@@ -33,7 +33,8 @@ export class CatalogStore {
   protected productsById = new Map<number, ProductRecord>();
   protected skusById = new Map<number, SkuRecord>();
   protected skusByCode = new Map<string, SkuRecord[]>();
-  protected listingCache: ProductRecord[] | null = null;
+  private listingCache: ProductRecord[] | null = null;
+  private everyCache: ProductRecord[] | null = null;
   private categoriesJsonCache: string | null = null;
   protected nextProductId = 1;
   protected nextSkuId = 1001;
@@ -97,7 +98,7 @@ export class CatalogStore {
     this.productsById = new Map();
     this.skusById = new Map();
     this.skusByCode = new Map();
-    this.listingCache = null;
+    this.dropListings();
     this.categoriesJsonCache = null;
     this.frontSortOrder = 0;
     this.touchCursor = 0;
@@ -139,14 +140,26 @@ export class CatalogStore {
     return p;
   }
 
+  /** The listed products in listing order. */
   protected listing(): ProductRecord[] {
-    if (!this.listingCache) {
-      const list: ProductRecord[] = [];
-      for (const p of this.productsById.values()) if (p.listed) list.push(p);
-      list.sort((a, b) => b.sortOrder - a.sortOrder || a.id - b.id);
-      this.listingCache = list;
-    }
+    this.listingCache ??= this.everyProduct().filter((p) => p.listed);
     return this.listingCache;
+  }
+
+  /** Every product, listed or not, in listing order. */
+  protected everyProduct(): ProductRecord[] {
+    if (!this.everyCache) {
+      const list = [...this.productsById.values()];
+      list.sort((a, b) => b.sortOrder - a.sortOrder || a.id - b.id);
+      this.everyCache = list;
+    }
+    return this.everyCache;
+  }
+
+  /** After a product is added, deleted, delisted, relisted or moved in the order. */
+  protected dropListings(): void {
+    this.listingCache = null;
+    this.everyCache = null;
   }
 
   /** A strictly increasing timestamp (ms) from the clock. */

@@ -120,12 +120,19 @@ export class SandboxCatalog extends CatalogStore {
   }
 
   /**
-   * One page of the listing, as cached product JSON strings, with the id of its first product.
+   * One page of the listing (with `includeInactive`, of every product, delisted ones with `is_active`
+   * false, in the same order), as cached product JSON strings, with the id of its first product.
    * `updated_after` keeps the products updated strictly after it, or, `inclusive` (an upstream with
    * whole-second timestamps that filters with `>=`), those updated in its second or later.
    */
-  page(page: number, pageSize: number, updatedAfterMs?: number, inclusive = false): { items: string[]; total: number; firstId: number | null } {
-    let list = this.listing();
+  page(
+    page: number,
+    pageSize: number,
+    updatedAfterMs?: number,
+    inclusive = false,
+    includeInactive = false,
+  ): { items: string[]; total: number; firstId: number | null } {
+    let list = includeInactive ? this.everyProduct() : this.listing();
     if (updatedAfterMs !== undefined) {
       const second = (ms: number) => Math.floor(ms / 1000);
       list = inclusive ? list.filter((p) => second(p.updatedAt) >= second(updatedAfterMs)) : list.filter((p) => p.updatedAt > updatedAfterMs);
@@ -195,14 +202,30 @@ export class SandboxCatalog extends CatalogStore {
   delistProduct(productId: number): void {
     const p = this.product(productId);
     p.listed = false;
-    this.listingCache = null;
+    this.dropListings();
     this.touch(productId);
+  }
+
+  /**
+   * Deletes the product (as an admin's soft delete: it is gone from every listing and its detail is
+   * 404 product_not_found); its SKU ids and codes become unknown. Orders keep what they recorded.
+   */
+  deleteProduct(productId: number): void {
+    const p = this.product(productId);
+    this.productsById.delete(p.id);
+    for (const sku of p.skus) {
+      this.skusById.delete(sku.id);
+      const rest = (this.skusByCode.get(sku.skuCode) ?? []).filter((x) => x !== sku);
+      if (rest.length) this.skusByCode.set(sku.skuCode, rest);
+      else this.skusByCode.delete(sku.skuCode);
+    }
+    this.dropListings();
   }
 
   relistProduct(productId: number): void {
     const p = this.product(productId);
     p.listed = true;
-    this.listingCache = null;
+    this.dropListings();
     this.touch(productId);
   }
 
@@ -249,7 +272,7 @@ export class SandboxCatalog extends CatalogStore {
       });
     });
     this.productsById.set(id, p);
-    this.listingCache = null;
+    this.dropListings();
     return this.fullWire(p);
   }
 
@@ -258,7 +281,7 @@ export class SandboxCatalog extends CatalogStore {
     const added = this.addProduct(input);
     const p = this.product(added.id);
     p.sortOrder = ++this.frontSortOrder;
-    this.listingCache = null;
+    this.dropListings();
     return added;
   }
 

@@ -48,6 +48,8 @@ export interface SandboxConfig {
   cancelableStatuses: readonly SandboxOrderStatus[];
   lowBalance: SandboxLowBalance;
   servesInactiveSkus: boolean;
+  listsInactiveProducts: boolean;
+  servesWithdrawnProducts: boolean;
   /** The limiter the sandbox starts with (and returns to on reset()); null: off. */
   rateLimit: Readonly<RateLimitRule> | null;
   maxQuantity: number;
@@ -102,6 +104,8 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (dujiao ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),
     lowBalance: validLowBalance(options.lowBalance ?? (dujiao ? 'payment_failed' : 'insufficient_balance')),
     servesInactiveSkus: options.servesInactiveSkus ?? !dujiao,
+    listsInactiveProducts: options.listsInactiveProducts ?? dujiao,
+    servesWithdrawnProducts: options.servesWithdrawnProducts ?? dujiao,
     rateLimit: options.rateLimit ? Object.freeze(validRateLimit(options.rateLimit)) : null,
     maxQuantity: options.maxQuantity ?? 10_000,
     catalogProducts: options.catalog?.products ?? 40,

@@ -128,6 +128,9 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
     case 'POST /catalog/delist':
       catalog.delistProduct(int('product_id'));
       return {};
+    case 'POST /catalog/delete':
+      catalog.deleteProduct(int('product_id'));
+      return {};
     case 'POST /catalog/relist':
       catalog.relistProduct(int('product_id'));
       return {};

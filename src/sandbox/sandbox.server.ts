@@ -9,7 +9,7 @@
  * settings and their defaults sandbox-config.ts, the catalog sandbox-catalog.ts.
  *
  * API under `/api/v1/upstream` (every request signed, see src/signing):
- *   POST /ping · GET /categories · GET /products?page&page_size&updated_after · GET /products/{id}
+ *   POST /ping · GET /categories · GET /products?page&page_size&updated_after&include_inactive · GET /products/{id}
  *   POST /orders · GET /orders/{id} · POST /orders/{id}/cancel
  * Authentication refusals as Dujiao-Next's (checked in this order): 401 missing_auth_headers, 401
  * invalid_timestamp, 401 timestamp_expired, 403 invalid_api_key, 401 invalid_signature. Before them,
@@ -47,6 +47,7 @@
  *   POST /__sandbox/catalog/remove-sku         body: {sku_code}: the product keeps its other SKUs
  *   POST /__sandbox/catalog/delist             body: {product_id}
  *   POST /__sandbox/catalog/relist             body: {product_id}
+ *   POST /__sandbox/catalog/delete             body: {product_id}: gone (404 product_not_found, in no listing)
  *   POST /__sandbox/catalog/products           body: AddProductInput        → {product}
  *   POST /__sandbox/catalog/insert-at-front    body: AddProductInput?       → {product}
  *   POST /__sandbox/catalog/duplicate-sku-code body: {sku_code}             → {product_id, sku_id}

@@ -122,6 +122,8 @@ export interface SandboxProductPage {
   total: number;
   page: number;
   page_size: number;
+  /** Newer Dujiao-Next (option `listsInactiveProducts`): whether this page includes the inactive products. */
+  includes_inactive?: boolean;
 }
 
 export interface SandboxFulfillment {
@@ -285,6 +287,18 @@ export interface SandboxOptions {
    * inactive SKUs out), `spec` → true (upstream-api.md §2.5 gives each SKU an `is_active` flag).
    */
   servesInactiveSkus?: boolean;
+  /**
+   * `GET /products?include_inactive=true` also lists the delisted products (with `is_active` false),
+   * and every page echoes `includes_inactive`, as newer Dujiao-Next servers do. Default by profile:
+   * `dujiao-next` → true, `spec` → false (the parameter is ignored, as upstream-api.md does not know it).
+   */
+  listsInactiveProducts?: boolean;
+  /**
+   * `GET /products/{id}` of a delisted (withdrawn) product answers 200 with `is_active` false, as newer
+   * Dujiao-Next servers do (404 `product_not_found` only once the product is deleted). Default by
+   * profile: `dujiao-next` → true, `spec` → false (404 `product_unavailable`).
+   */
+  servesWithdrawnProducts?: boolean;
   /**
    * Dujiao-Next's limiter of the whole API (sandbox-rate-limit.ts): per API key (the `<prefix>-Api-Key`
    * header; the client IP without one), at most `requests` per fixed window of `windowMs` from the
