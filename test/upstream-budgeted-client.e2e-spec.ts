@@ -197,6 +197,51 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     expect(answers).toEqual([]);
   });
 
+  describe("under the sandbox's Dujiao-Next limiter (10 per 500 ms from the key's first request, block 300 ms)", () => {
+    beforeEach(() => sandbox.setRateLimit({ requests: 10, windowMs: 500, blockMs: 300 }));
+
+    it('two replicas sharing the budget send a burst of every class without one 429', async () => {
+      const a = budgeted();
+      const b = budgeted();
+      const created = await a.client.createOrder({ sku_id: autoSkuId(), quantity: 1, downstream_order_no: 'BUDGET-LIMITER' });
+      const productId = sandbox.catalog.listedProducts()[0].id;
+      const calls: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 12; i++) {
+        for (const { client } of [a, b]) {
+          calls.push(client.getProduct(productId));
+          calls.push(i % 3 === 0 ? client.listCategories() : client.getOrder(created.order_id, undefined, { priority: i % 2 === 0 ? 'deliver' : 'poll' }));
+        }
+      }
+      await Promise.all(calls);
+      expect(answers).toHaveLength(49);
+      expect(answers.filter((x) => !x.endsWith(' 200'))).toEqual([]);
+      expect(sandbox.stats.rateLimitBlocks).toBe(0);
+      expect(Object.values(sandbox.stats.rateLimited).reduce((n, v) => n + v, 0)).toBe(0);
+    });
+
+    it('a budget set above the real limit meets its 429s: the block is recorded and every read is sent again after it and succeeds', async () => {
+      const { client, budget, metrics } = budgeted({ UPSTREAM_RATE_LIMIT: '30/500ms' });
+      const productId = sandbox.catalog.listedProducts()[0].id;
+      const reads = await Promise.all(Array.from({ length: 14 }, () => client.getProduct(productId)));
+      expect(reads.every((p) => p.id === productId)).toBe(true);
+      // the 11th request started the upstream's block; the ones sent before the relay recorded it
+      // were refused too; nothing was sent again before the block's end: one block only
+      const refused = sandbox.stats.rateLimited.product;
+      expect(refused).toBeGreaterThanOrEqual(1);
+      expect(refused).toBeLessThanOrEqual(4);
+      expect(sandbox.stats.rateLimitBlocks).toBe(1);
+      expect(answers.filter((x) => x === 'product 200')).toHaveLength(14);
+      expect(answers).toHaveLength(14 + refused);
+      expect(await counter(metrics, 'upstreamRateLimited')).toBe(refused);
+      expect(await counter(metrics, 'upstreamBlocks')).toBe(1);
+      // every resend was granted after the block's end
+      const blockEnd = (await storedBlockEnd(db, budget.keyId))!;
+      const grants = await grantsOf(db, budget.keyId);
+      expect(grants).toHaveLength(14 + refused);
+      expect(grants.filter((g) => g.atMs >= blockEnd).length).toBeGreaterThanOrEqual(refused);
+    });
+  });
+
   it('budget off: every call goes straight to the adapter, a 429 is answered as it came and counted, nothing is written to the ledger', async () => {
     const { client, budget, metrics } = budgeted({ UPSTREAM_RATE_LIMIT: 'off' });
     await Promise.all(Array.from({ length: 30 }, () => client.ping()));
