@@ -9,10 +9,14 @@
  * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
  *   diff-based write path as a sync (its SKUs' sku_id, prices and stock move locally; SKUs it no longer
  *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
- *   product's SKUs and returns null; any other upstream error is rethrown untouched.
+ *   product's SKUs and returns null; any other upstream error is rethrown untouched. Its read is the
+ *   price guard's (budget class `price`): a successful read of the product within ORDER_PRICE_FRESH_S
+ *   serves again without a request, and concurrent reads of one product share one request.
  */
+import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
@@ -88,7 +92,14 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
 /** A product's fresh read (`CatalogService.readProduct`), settled: its answer or its error, and when (performance.now()). */
 export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number };
 
-/** At most this many SKUs' product hints are kept (then they start over). */
+/** How a product read for an order waits for the request budget. */
+export interface ProductReadOptions {
+  signal?: AbortSignal;
+  /** The longest wait for the budget; past it the read rejects with BudgetWaitExceeded. */
+  maxWaitMs?: number;
+}
+
+/** At most this many SKUs' product hints (and products' last reads) are kept (then they start over). */
 const PRODUCT_HINTS = 50_000;
 
 @Injectable()
@@ -96,7 +107,12 @@ export class CatalogService {
   /** sku_code → product id, for `productHint`. */
   private readonly productOfSku = new Map<string, number>();
 
+  /** The last successful read of each product (kept ORDER_PRICE_FRESH_S), and the reads in flight. */
+  private readonly freshReads = new Map<number, ProductAnswer>();
+  private readonly readsInFlight = new Map<number, Promise<ProductAnswer>>();
+
   constructor(
+    private readonly config: AppConfig,
     private readonly repo: CatalogReadRepository,
     private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
@@ -138,11 +154,35 @@ export class CatalogService {
   }
 
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
-  readProduct(productId: number): Promise<ProductAnswer> {
-    return this.upstream.getProduct(productId).then(
-      (product) => ({ product, settledAt: performance.now() }),
-      (error: unknown) => ({ error, settledAt: performance.now() }),
+  readProduct(productId: number, opts: ProductReadOptions = {}): Promise<ProductAnswer> {
+    const freshMs = this.config.budget.orderPriceFreshS * 1000;
+    if (freshMs > 0) {
+      const last = this.freshReads.get(productId);
+      if (last && performance.now() - last.settledAt <= freshMs) return Promise.resolve(last);
+      const running = this.readsInFlight.get(productId);
+      if (running) return running;
+    }
+    const read = this.upstream.getProduct(productId, opts.signal, { priority: 'price', maxWaitMs: opts.maxWaitMs }).then(
+      (product): ProductAnswer => {
+        const answer = { product, settledAt: performance.now() };
+        if (freshMs > 0) {
+          if (this.freshReads.size >= PRODUCT_HINTS) this.freshReads.clear();
+          this.freshReads.set(productId, answer);
+        }
+        return answer;
+      },
+      (error: unknown): ProductAnswer => ({ error, settledAt: performance.now() }),
     );
+    if (freshMs > 0) {
+      this.readsInFlight.set(productId, read);
+      void read.then(() => this.readsInFlight.delete(productId));
+    }
+    return read;
+  }
+
+  /** Forgets the product's last read (the upstream refused an order for it: the next order reads it again). */
+  forgetRead(productId: number): void {
+    this.freshReads.delete(productId);
   }
 
   /**
@@ -150,8 +190,8 @@ export class CatalogService {
    * locally. Returns the fresh product, or null when the upstream says it is gone (its SKUs are then
    * unlisted). Other upstream errors are rethrown.
    */
-  async refreshProduct(productId: number, knownFingerprint: string | null = null, read?: ProductAnswer): Promise<UpstreamProduct | null> {
-    const answer = read ?? (await this.readProduct(productId));
+  async refreshProduct(productId: number, knownFingerprint: string | null = null, read?: ProductAnswer, opts: ProductReadOptions = {}): Promise<UpstreamProduct | null> {
+    const answer = read ?? (await this.readProduct(productId, opts));
     if ('error' in answer) {
       if (isProductGone(answer.error)) {
         await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });

@@ -62,7 +62,7 @@ export class OrderCancelService {
       const order = await this.mustFind(shopOrderNo);
       if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
       if (order.status === 'canceled') return order;
-      if (order.status === 'rejected') {
+      if (order.status === 'rejected' || order.status === 'queued') {
         const canceled = await this.cancelLocally(order);
         if (canceled) return canceled;
         continue; // a new attempt took the order meanwhile: its status decides, read again
@@ -127,10 +127,11 @@ export class OrderCancelService {
   }
 
   /**
-   * Nothing exists upstream for a rejected attempt: canceled here, still refundable. Unless the upstream
+   * Nothing exists upstream for a rejected or queued attempt: canceled here, still refundable (a queued
+   * attempt is closed, never to be sent). Unless the upstream
    * showed an order for it (UPSTREAM_ORDER_EXISTS): that one is not ours to cancel here. Null when the
-   * order is no longer `rejected` under the lock (a new attempt took it, an operator adopted an
-   * upstream order): the caller decides again from what it is now.
+   * order is no longer `rejected` or `queued` under the lock (a new attempt took it, the queue sent it,
+   * an operator adopted an upstream order): the caller decides again from what it is now.
    */
   private async cancelLocally(order: OrderRecord): Promise<OrderRecord | null> {
     const moved = await this.repo.transaction(async (tx) => {
@@ -142,7 +143,13 @@ export class OrderCancelService {
         });
       }
       if (locked.status === 'canceled') return false;
-      if (locked.status !== 'rejected') return true;
+      if (locked.status !== 'rejected' && locked.status !== 'queued') return true;
+      if (locked.status === 'queued') {
+        const attempt = await tx.lockAttempt(locked.id, locked.attempt);
+        if (attempt?.status === 'queued') {
+          await tx.updateAttempt(attempt.id, { status: 'rejected', finished_at: this.clock.now(), error_code: 'canceled', error_message: 'canceled before it was sent' });
+        }
+      }
       await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
       return false;
     });

@@ -7,11 +7,18 @@
  * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
  *    one open attempt per order; a new order is a single statement), committed before the create
  *    call, which is made outside it; the outcome recorded after it.
+ *
+ * Under the upstream's request budget (UPSTREAM_RATE_LIMIT) the price read and the create wait for
+ * their tokens at most ORDER_QUEUE_WAIT_MS in all: past that (or on a 429) the order is answered 202
+ * `queued`, its attempt reserved but not sent, and `placeQueued` (driven by OrderQueue) sends it later
+ * in arrival order, with the price guard read then against the ceiling recorded at acceptance.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BudgetWaitExceeded } from '../budget/budget.errors.js';
 import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
@@ -23,6 +30,7 @@ import { UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
 
@@ -46,6 +54,20 @@ interface CheckedSku {
   fulfillmentType: string | null;
 }
 
+/** The price read could not get the request budget in time: the order is queued, its price read later. */
+class PriceReadDeferred extends Error {}
+
+/** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
+interface BudgetWait {
+  deadline?: number;
+  signal?: AbortSignal;
+}
+
+/** The wait left before `deadline`, in milliseconds (undefined: no limit). */
+function waitLeft(wait: BudgetWait): number | undefined {
+  return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
+}
+
 /** A head-start product read that answered longer ago than this when the checks need it is made again. */
 const EARLY_READ_MAX_AGE_MS = 250;
 
@@ -59,6 +81,8 @@ export class OrderRelayService {
   /** Order numbers recorded lately, as this process saw them (see placeOrReplay). */
   private readonly recorded = new Set<string>();
 
+  private readonly logger = new Logger('orders');
+
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
@@ -67,6 +91,7 @@ export class OrderRelayService {
     private readonly submitter: OrderSubmitter,
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
+    private readonly signals: OrderSignals,
   ) {}
 
   async place(input: PlaceOrderInput): Promise<PlaceResult> {
@@ -74,6 +99,8 @@ export class OrderRelayService {
       throw badRequest('invalid request: quantity', { quantity: [`quantity must not be greater than ${this.config.orders.maxQuantity}`] });
     }
     const fingerprint = requestFingerprint(input);
+    // under the request budget, the price read and the create wait for it this long in all
+    const wait: BudgetWait = this.submitter.budgeted ? { deadline: performance.now() + this.config.budget.orderQueueWaitMs } : {};
     for (;;) {
       // One request per key at a time in this process: the others wait for it, then answer from
       // what it recorded (replicas meet at the unique keys of the database instead).
@@ -84,7 +111,7 @@ export class OrderRelayService {
         if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
         continue; // it recorded nothing (a check failed): make our own checks
       }
-      const placing = this.placeOrReplay(input, fingerprint);
+      const placing = this.placeOrReplay(input, fingerprint, wait);
       this.inflight.set(input.shop_order_no, placing);
       try {
         const result = await placing;
@@ -97,13 +124,13 @@ export class OrderRelayService {
   }
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
-  private async placeOrReplay(input: PlaceOrderInput, fingerprint: string): Promise<PlaceResult | null> {
+  private async placeOrReplay(input: PlaceOrderInput, fingerprint: string, wait: BudgetWait): Promise<PlaceResult | null> {
     // The product's fresh read (the price guard's) starts now, beside the local read, when this process
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
     // replays most likely, get none).
     const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code);
-    const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted) };
+    const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted, { maxWaitMs: waitLeft(wait) }) };
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
@@ -117,7 +144,7 @@ export class OrderRelayService {
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
       if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
     }
-    return this.placeAttempt(input, fingerprint, existing, sku, early);
+    return this.placeAttempt(input, fingerprint, existing, sku, early, wait);
   }
 
   /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
@@ -153,8 +180,19 @@ export class OrderRelayService {
     rejected: OrderRecord | null,
     local: CatalogSku | null,
     early: EarlyRead | null,
+    wait: BudgetWait,
   ): Promise<PlaceResult | null> {
-    const sku = await this.check(input, local, early);
+    let sku: CheckedSku;
+    let deferred = false;
+    const ceiling = input.max_unit_cost ?? local?.salePrice ?? '0';
+    try {
+      sku = await this.check(input, local, early, ceiling, wait);
+    } catch (e) {
+      if (!(e instanceof PriceReadDeferred) || !local) throw e;
+      // no budget for the price read in time: queued as the local catalog knows the SKU, read when sent
+      sku = { productId: local.productId, skuId: local.upstreamSkuId, unitCost: local.costPrice, currency: local.currency, fulfillmentType: local.fulfillmentType };
+      deferred = true;
+    }
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     const request: AttemptRequest = {
       sku_id: sku.skuId,
@@ -163,13 +201,92 @@ export class OrderRelayService {
       trace_id: traceId,
       with_callback: this.submitter.withCallback,
     };
-    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId);
+    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId, ceiling, deferred ? 'queued' : 'submitting');
     if (!reserved) return null;
     this.remember(input.shop_order_no);
     const { order, attempt, snapshot } = reserved;
-    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo });
+    if (deferred) {
+      this.announceQueued(order, 'budget_wait_exceeded');
+      return { httpStatus: 202, order };
+    }
+    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, waitLeft(wait));
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
+    if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
+    if (outcome.kind === 'rejected' && order.productId !== null) this.catalog.forgetRead(order.productId);
     return this.answer(recorded, outcome);
+  }
+
+  private announceQueued(order: OrderRecord, reason: string): void {
+    this.logger.log({ msg: `order ${order.shopOrderNo}: queued for the upstream's request budget (${reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, reason });
+    this.signals.queued(order.id);
+  }
+
+  /**
+   * Sends a queued attempt (OrderQueue takes them in arrival order): the checks and the price guard
+   * are made now, against the ceiling recorded when the order was accepted; a refusal closes the
+   * attempt (`rejected` with its code, nothing charged). The wait for the price read's token has no
+   * limit but `signal`; the create's is `sendWaitMs`, past which the attempt goes back to the queue
+   * (keeping its place). Returns false when it could not be tried now (the product could not be read,
+   * or the wait was cut): the queue tries again later.
+   */
+  async placeQueued(orderId: string, attemptNo: number, sendWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    const order = await this.repo.findById(orderId);
+    const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
+    if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
+    const input: PlaceOrderInput = {
+      shop_order_no: order.shopOrderNo,
+      sku_code: order.skuCode,
+      quantity: order.quantity,
+      ...(attempt.request.manual_form_data !== undefined ? { manual_form_data: attempt.request.manual_form_data } : {}),
+      ...(order.maxUnitCost !== null ? { max_unit_cost: order.maxUnitCost } : {}),
+    };
+    const local = await this.catalog.getSku(order.skuCode);
+    let sku: CheckedSku;
+    try {
+      sku = await this.check(input, local, null, order.maxUnitCost ?? order.priceCeiling ?? local?.salePrice ?? '0', { signal });
+    } catch (e) {
+      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
+      await this.refuseQueued(order, attempt, e);
+      return true;
+    }
+    const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback };
+    const expectedAmount = new Decimal(sku.unitCost).mul(order.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
+    const started = await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
+      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
+      const dbNow = await tx.databaseNow();
+      await tx.updateAttempt(locked.attempt.id, {
+        status: 'submitting',
+        request,
+        sends: locked.attempt.sends + 1,
+        sending_until: new Date(dbNow.getTime() + this.submitter.sendLeaseMs),
+      });
+      return this.updater.moveLocal(
+        tx,
+        locked.order,
+        'dequeue',
+        'submitting',
+        'api',
+        { product_id: sku.productId, sku_id: sku.skuId, unit_cost: sku.unitCost, expected_amount: expectedAmount },
+        { attempt: attemptNo, downstream_order_no: locked.attempt.downstreamOrderNo },
+      );
+    });
+    if (!started) return true;
+    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, sendWaitMs);
+    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
+    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
+    return recorded.status !== 'queued';
+  }
+
+  /** A queued order that its checks refused when it was to be sent: its attempt and the order `rejected` with the code. */
+  private async refuseQueued(order: OrderRecord, attempt: AttemptRecord, e: AppError): Promise<void> {
+    await this.repo.transaction(async (tx) => {
+      const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
+      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return;
+      await tx.updateAttempt(locked.attempt.id, { status: 'rejected', finished_at: this.clock.now(), http_status: e.httpStatus, error_code: e.code, error_message: e.message });
+      await this.updater.moveLocal(tx, locked.order, 'dequeue', 'rejected', 'api', { error_code: e.code, error_message: e.message }, { attempt: attempt.attemptNo, error_code: e.code });
+    });
+    this.logger.warn({ msg: `order ${order.shopOrderNo}: refused when taken from the queue (${e.code}): ${e.message}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, error_code: e.code });
   }
 
   /**
@@ -177,7 +294,7 @@ export class OrderRelayService {
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
    */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null): Promise<CheckedSku> {
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<CheckedSku> {
     if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -189,11 +306,14 @@ export class OrderRelayService {
         });
       }
     }
-    const ceiling = input.max_unit_cost ?? sku.salePrice;
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId));
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId), {
+        signal: wait.signal,
+        maxWaitMs: waitLeft(wait),
+      });
     } catch (e) {
+      if (e instanceof BudgetWaitExceeded && wait.deadline !== undefined) throw new PriceReadDeferred();
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === input.sku_code);
@@ -236,6 +356,8 @@ export class OrderRelayService {
     sku: CheckedSku,
     request: AttemptRequest,
     traceId: string,
+    ceiling: string,
+    status: 'submitting' | 'queued',
   ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
     const leaseMs = this.submitter.sendLeaseMs;
@@ -254,6 +376,7 @@ export class OrderRelayService {
               quantity: input.quantity,
               requestFingerprint: fingerprint,
               maxUnitCost: input.max_unit_cost ?? null,
+              priceCeiling: ceiling,
               traceId,
               productId: sku.productId,
               skuId: sku.skuId,
@@ -265,8 +388,9 @@ export class OrderRelayService {
             request,
             now,
             leaseMs,
+            status,
           );
-          if (created) await this.updater.announce(tx, created.order, null, 'submitting', 'api', now);
+          if (created) await this.updater.announce(tx, created.order, null, status, 'api', now);
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
@@ -275,7 +399,7 @@ export class OrderRelayService {
         }
         const n = order.attempt + 1;
         const dno = downstreamOrderNo(order.shopOrderNo, n);
-        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs);
+        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs, status);
         const patch = {
           attempt: n,
           downstream_order_no: dno,
@@ -283,10 +407,11 @@ export class OrderRelayService {
           sku_id: sku.skuId,
           unit_cost: sku.unitCost,
           expected_amount: expectedAmount,
+          price_ceiling: ceiling,
           error_code: null,
           error_message: null,
         };
-        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', 'submitting', 'api', patch, { attempt: n, downstream_order_no: dno });
+        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', status, 'api', patch, { attempt: n, downstream_order_no: dno });
         return { order: updated, attempt, snapshot: null };
       });
     } catch (e) {
@@ -301,6 +426,7 @@ export class OrderRelayService {
   private answer(order: OrderRecord, outcome: SendOutcome): PlaceResult {
     switch (order.status) {
       case 'submit_unknown':
+      case 'queued':
         return { httpStatus: 202, order };
       case 'rejected': {
         const view = this.presenter.present(order);

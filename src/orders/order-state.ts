@@ -25,7 +25,7 @@ export const UPSTREAM_STATUSES = [
 ] as const;
 export type UpstreamStatus = (typeof UPSTREAM_STATUSES)[number];
 
-export const LOCAL_STATUSES = ['submitting', 'submit_unknown', 'rejected'] as const;
+export const LOCAL_STATUSES = ['queued', 'submitting', 'submit_unknown', 'rejected'] as const;
 export type LocalStatus = (typeof LOCAL_STATUSES)[number];
 
 export type OrderStatus = UpstreamStatus | LocalStatus;
@@ -40,6 +40,7 @@ export type EventSource = 'api' | 'callback' | 'poll' | 'operator';
  * which no report may move (the upstream never had that attempt).
  */
 export const RANK: Readonly<Record<OrderStatus, number>> = {
+  queued: -1,
   submitting: 0,
   submit_unknown: 1,
   pending_payment: 10,
@@ -55,13 +56,17 @@ export const RANK: Readonly<Record<OrderStatus, number>> = {
 };
 
 export type LocalTrigger =
-  /** a new order's first attempt is reserved */
+  /** a new order's first attempt is reserved: sent now (`submitting`) or waiting for the request budget (`queued`) */
   | 'submit'
+  /** the create could not be sent for the request budget (no token in time, or a 429: nothing processed): it waits */
+  | 'requeue'
+  /** a queued attempt is taken from the queue: sent (`submitting`), or refused by the checks made then (`rejected`) */
+  | 'dequeue'
   /** the create call answered: accepted (an upstream status), refused (`rejected`) or unknown */
   | 'submit_outcome'
   /** a `rejected` order is submitted again with the same key: a new attempt */
   | 'resubmit'
-  /** cancel of a `rejected` order: nothing exists upstream */
+  /** cancel of a `rejected` or `queued` order: nothing exists upstream */
   | 'local_cancel'
   /** the operator settles a `submit_unknown` order as never placed */
   | 'not_placed'
@@ -74,14 +79,16 @@ const ANY_UPSTREAM: readonly OrderStatus[] = UPSTREAM_STATUSES;
 
 /** The local moves: trigger → from → allowed targets. */
 export const TRANSITIONS: Readonly<Record<LocalTrigger, ReadonlyArray<readonly [readonly (OrderStatus | null)[], readonly OrderStatus[]]>>> = {
-  submit: [[[null], ['submitting']]],
+  submit: [[[null], ['submitting', 'queued']]],
+  requeue: [[['submitting'], ['queued']]],
+  dequeue: [[['queued'], ['submitting', 'rejected']]],
   submit_outcome: [
     [['submitting'], ['rejected', 'submit_unknown', ...ANY_UPSTREAM]],
     // the outcome of a send made while the attempt was already unknown (a re-send, or a slow sender)
     [['submit_unknown'], ['rejected', ...ANY_UPSTREAM]],
   ],
-  resubmit: [[['rejected'], ['submitting']]],
-  local_cancel: [[['rejected'], ['canceled']]],
+  resubmit: [[['rejected'], ['submitting', 'queued']]],
+  local_cancel: [[['rejected', 'queued'], ['canceled']]],
   not_placed: [[['submit_unknown'], ['rejected']]],
   adopt: [[['rejected'], ANY_UPSTREAM]],
   sweep: [[['submitting'], ['submit_unknown']]],
@@ -123,8 +130,10 @@ export const DUPLICATE_UPSTREAM_ORDER = 'duplicate_upstream_order';
 export const FOLLOWED: ReadonlySet<OrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
 /** Statuses with an attempt whose outcome is not known yet. */
 export const OUTCOME_UNKNOWN: ReadonlySet<OrderStatus> = new Set(['submitting', 'submit_unknown']);
-/** Unfinished: still expected to move (followed, or its attempt still open). */
-export const UNFINISHED: ReadonlySet<OrderStatus> = new Set([...FOLLOWED, ...OUTCOME_UNKNOWN]);
+/** Accepted here, waiting for the upstream's request budget: nothing sent yet. */
+export const WAITING: ReadonlySet<OrderStatus> = new Set(['queued']);
+/** Unfinished: still expected to move (followed, waiting, or its attempt still open). */
+export const UNFINISHED: ReadonlySet<OrderStatus> = new Set([...FOLLOWED, ...OUTCOME_UNKNOWN, ...WAITING]);
 
 /**
  * What a status report is: `read`, the upstream's order detail (`GET /orders/{id}`), which carries the
@@ -249,9 +258,9 @@ export function stuckThresholds(now: Date, stuckAlertS: number): { stuckBefore: 
   };
 }
 
-/** Stuck: unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes. */
+/** Stuck: unfinished (queued included) without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes. */
 export function isStuck(f: StuckFacts, now: Date, stuckAlertS: number): boolean {
   const t = stuckThresholds(now, stuckAlertS);
   if (f.status === 'submit_unknown') return f.statusChangedAt < t.unknownBefore;
-  return (f.status === 'submitting' || FOLLOWED.has(f.status)) && f.progressAt < t.stuckBefore;
+  return (f.status === 'submitting' || WAITING.has(f.status) || FOLLOWED.has(f.status)) && f.progressAt < t.stuckBefore;
 }

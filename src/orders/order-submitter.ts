@@ -33,7 +33,9 @@ export type SendOutcome =
   | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest; reportKind: ReportKind }
   | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string }
   | { kind: 'unavailable'; reason: string }
-  | { kind: 'unknown'; reason: string };
+  | { kind: 'unknown'; reason: string }
+  /** Not sent for the request budget (no token in time, or a 429: the upstream processed nothing): it waits in the queue. */
+  | { kind: 'queued'; reason: string };
 
 /** Quick tries when nothing reached the upstream (the first one included). */
 export const MAX_SEND_TRIES = 3;
@@ -71,8 +73,17 @@ export class OrderSubmitter {
     return Math.ceil(t * 1.5 + Math.min(t / 4, 1000));
   }
 
-  /** Sends one attempt (outside any transaction). */
-  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }): Promise<SendOutcome> {
+  /** Whether the upstream's request budget is on (UPSTREAM_RATE_LIMIT): a create may then wait in the queue. */
+  get budgeted(): boolean {
+    return this.config.budget.rateLimit !== null;
+  }
+
+  /**
+   * Sends one attempt (outside any transaction). `maxWaitMs`: the longest wait for the request
+   * budget's token; without one in time, or on a 429, the outcome is `queued` (nothing was sent or
+   * processed).
+   */
+  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, maxWaitMs?: number): Promise<SendOutcome> {
     const started = performance.now();
     const budget = this.config.upstream.timeoutMs / 2;
     let req = request;
@@ -86,7 +97,7 @@ export class OrderSubmitter {
         ...(req.with_callback && this.config.callbacks.publicUrl ? { callback_url: this.config.callbacks.publicUrl } : {}),
       };
       try {
-        const created = await this.upstream.createOrder(body);
+        const created = await this.upstream.createOrder(body, { maxWaitMs });
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
         const elapsed = performance.now() - started;
@@ -105,6 +116,7 @@ export class OrderSubmitter {
           return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message };
         }
         if (e instanceof UpstreamRetryableError) {
+          if (this.budgeted && (e.reason === 'budget_wait_exceeded' || e.reason === 'rate_limited')) return { kind: 'queued', reason: e.reason };
           const delay = Math.min(e.retryAfterMs ?? RETRY_DELAYS_MS[tryNo] ?? 300, 1000);
           if (tryNo + 1 < MAX_SEND_TRIES && elapsed + delay < budget) {
             await sleep(delay);
@@ -237,6 +249,15 @@ export class OrderSubmitter {
             { error_code: 'upstream_unavailable', error_message: `the upstream could not be reached (${outcome.reason})` },
             { ...detail, error_code: 'upstream_unavailable' },
           );
+        case 'queued':
+          if (wasUnknown) {
+            // a re-send that the budget held back: still unknown, sent again later under the same number
+            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
+            return order;
+          }
+          await tx.updateAttempt(attempt.id, { status: 'queued', sending_until: null });
+          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'queued' }));
+          return this.updater.moveLocal(tx, order, 'requeue', 'queued', source, { error_code: null, error_message: null }, { ...detail, reason: outcome.reason });
         case 'unknown':
           if (wasUnknown) {
             await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });

@@ -272,7 +272,11 @@ export class OrderTx {
    * null when the shop_order_no already exists. Throws DownstreamNumberTaken when another attempt
    * already uses the order number.
    */
-  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number): Promise<OrderSnapshot | null> {
+  /**
+   * A new order with its first attempt and event, in one statement: `submitting` under the sending
+   * lease, or `queued` (not sent, no lease) when it waits for the request budget.
+   */
+  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number, status: 'submitting' | 'queued' = 'submitting'): Promise<OrderSnapshot | null> {
     this.direct('insertOrder');
     await this.flush();
     let found: Array<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>;
@@ -280,19 +284,20 @@ export class OrderTx {
       found = await rows<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>(
         this.em,
         `WITH o AS (
-           INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, trace_id, status, attempt,
+           INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
              downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
              status_changed_at, progress_at, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, 'submitting', 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
+           VALUES ($1, $2, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
            INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
-           SELECT o.id, 1, o.downstream_order_no, 'submitting', $14::jsonb, 1, ${leaseEnd('$15::int')}, $13 FROM o
+           SELECT o.id, 1, o.downstream_order_no, $16::text, $14::jsonb, CASE WHEN $16::text = 'queued' THEN 0 ELSE 1 END,
+                  CASE WHEN $16::text = 'queued' THEN NULL ELSE ${leaseEnd('$15::int')} END, $13 FROM o
            RETURNING id, sending_until),
          e AS (
            INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at)
-           SELECT o.id, 'api', 'status', NULL, 'submitting', '{"trigger":"submit","attempt":1}'::jsonb, $13 FROM o)
+           SELECT o.id, 'api', 'status', NULL, $16::text, '{"trigger":"submit","attempt":1}'::jsonb, $13 FROM o)
          SELECT o.*, a.id AS attempt_id, a.sending_until AS attempt_sending_until FROM o, a`,
         [
           input.shopOrderNo,
@@ -310,6 +315,8 @@ export class OrderTx {
           now,
           JSON.stringify(request),
           Math.ceil(leaseMs),
+          status,
+          input.priceCeiling,
         ],
       );
     } catch (e) {
@@ -339,16 +346,24 @@ export class OrderTx {
   }
 
   /** Inserts an attempt being sent now; throws DownstreamNumberTaken when its number is used. */
-  async insertAttempt(orderId: string, attemptNo: number, downstreamOrderNo: string, request: AttemptRequest, now: Date, leaseMs: number): Promise<AttemptRecord> {
+  async insertAttempt(
+    orderId: string,
+    attemptNo: number,
+    downstreamOrderNo: string,
+    request: AttemptRequest,
+    now: Date,
+    leaseMs: number,
+    status: 'submitting' | 'queued' = 'submitting',
+  ): Promise<AttemptRecord> {
     this.direct('insertAttempt');
     await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
       `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
-       VALUES ($1, $2, $3, 'submitting', $4::jsonb, 1, ${leaseEnd('$5::int')}, $6)
+       VALUES ($1, $2, $3, $7::text, $4::jsonb, CASE WHEN $7::text = 'queued' THEN 0 ELSE 1 END, CASE WHEN $7::text = 'queued' THEN NULL ELSE ${leaseEnd('$5::int')} END, $6)
        ON CONFLICT (downstream_order_no) DO NOTHING
        RETURNING *`,
-      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now],
+      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now, status],
     );
     if (!row) throw new DownstreamNumberTaken(downstreamOrderNo);
     return toAttempt(row);

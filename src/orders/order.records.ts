@@ -12,6 +12,8 @@ export interface OrderRecord {
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;
+  /** The most a unit may cost when the order is sent: max_unit_cost, or the SKU's sale price when it was accepted. */
+  priceCeiling: string | null;
   traceId: string;
   status: OrderStatus;
   attempt: number;
@@ -55,7 +57,7 @@ export interface AttemptRequest {
   with_callback: boolean;
 }
 
-export type AttemptStatus = 'submitting' | 'accepted' | 'rejected' | 'submit_unknown';
+export type AttemptStatus = 'queued' | 'submitting' | 'accepted' | 'rejected' | 'submit_unknown';
 
 export interface AttemptRecord {
   id: string;
@@ -92,6 +94,7 @@ export type OrderPatch = Partial<{
   sku_id: number | null;
   unit_cost: string | null;
   expected_amount: string | null;
+  price_ceiling: string | null;
   amount: string | null;
   currency: string | null;
   refunded_amount: string | null;
@@ -116,6 +119,7 @@ export type OrderPatch = Partial<{
 export type AttemptPatch = Partial<{
   status: AttemptStatus;
   request: AttemptRequest;
+  sends: number;
   sending_until: Date | null;
   unknown_since: Date | null;
   next_resend_at: Date | null;
@@ -133,6 +137,7 @@ export interface OrderRow {
   quantity: number;
   request_fingerprint: string;
   max_unit_cost: string | null;
+  price_ceiling?: string | null;
   trace_id: string;
   status: OrderStatus;
   attempt: number;
@@ -191,6 +196,7 @@ export function toOrder(r: OrderRow): OrderRecord {
     quantity: r.quantity,
     requestFingerprint: r.request_fingerprint,
     maxUnitCost: r.max_unit_cost,
+    priceCeiling: r.price_ceiling ?? null,
     traceId: r.trace_id,
     status: r.status,
     attempt: r.attempt,
@@ -248,6 +254,7 @@ export interface NewOrderInput {
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;
+  priceCeiling: string;
   traceId: string;
   productId: number;
   skuId: number;

@@ -18,7 +18,7 @@ const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_
   FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id`;
 
 /** Unfinished orders without progress since `stuckBefore`, and `submit_unknown` since `unknownBefore`. */
-const STUCK_CONDITION = `((o.status IN ('submitting','pending_payment','paid','fulfilling','partially_delivered') AND o.progress_at < $STUCK)
+const STUCK_CONDITION = `((o.status IN ('queued','submitting','pending_payment','paid','fulfilling','partially_delivered') AND o.progress_at < $STUCK)
   OR (o.status = 'submit_unknown' AND o.status_changed_at < $UNKNOWN))`;
 
 function stuckCondition(stuckParam: number, unknownParam: number): string {
@@ -296,6 +296,16 @@ export class OrderRepository {
       [statuses, now, intervalMs],
     );
     return found.map((f) => f.shop_order_no);
+  }
+
+  /** The queued attempts (waiting for the request budget), first reserved first. */
+  async queuedHead(limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
+    const found = await rows<{ order_id: string; attempt_no: number }>(
+      this.dataSource,
+      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'queued' ORDER BY created_at, id LIMIT $1`,
+      [limit],
+    );
+    return found.map((f) => ({ orderId: String(f.order_id), attemptNo: f.attempt_no }));
   }
 
   async pollSoon(orderId: string, now: Date): Promise<void> {

@@ -5,6 +5,7 @@ import { OrderFollowService } from './order-follow.service.js';
 import { OrderOperatorService } from './order-operator.service.js';
 import { OrderPoller } from './order-poller.js';
 import { OrderPresenter } from './order-presenter.js';
+import { OrderQueue } from './order-queue.service.js';
 import { OrderQueryService } from './order-query.service.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { OrderRepository } from './order.repository.js';
@@ -32,6 +33,7 @@ import { WalletService } from './wallet.service.js';
     OrderOperatorService,
     OrderQueryService,
     OrderPoller,
+    OrderQueue,
     WalletService,
   ],
   exports: [OrderRepository, OrderFollowService, OrderSignals, OrderPoller],

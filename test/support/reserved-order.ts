@@ -22,6 +22,7 @@ export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, l
         quantity: 1,
         requestFingerprint: of.requestFingerprint ?? 'f',
         maxUnitCost: null,
+        priceCeiling: '1.00',
         traceId,
         productId: 1,
         skuId: 1,

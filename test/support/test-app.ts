@@ -37,6 +37,10 @@ export function testEnv(sandbox: SandboxServer | null, env: Record<string, strin
     SYNC_CRON: 'off',
     SYNC_ON_START: 'false',
     DB_MIGRATE_ON_START: 'false',
+    // Tests that are not about the request budget run without it (the dujiao-next profile turns it on),
+    // and read the product for each order's price guard; those about them set these themselves.
+    UPSTREAM_RATE_LIMIT: 'off',
+    ORDER_PRICE_FRESH_S: '0',
     ...env,
   };
 }

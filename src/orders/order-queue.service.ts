@@ -1,0 +1,105 @@
+/**
+ * The queue of orders waiting for the upstream's request budget (`queued`: accepted, nothing sent).
+ * Each instance with background work takes them up in arrival order (the order their attempts were
+ * reserved), one at a time, through `OrderRelayService.placeQueued`: the price guard's read waits for
+ * the budget as long as it takes, the create then for its token. An order that cannot be tried now (its
+ * product could not be read, or the budget held the create back) stays at the head: the queue waits a
+ * tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
+ * sends an order (another one, having read the same head, finds it no longer queued and goes on).
+ * Runs only where the budget is on: without it, nothing is ever queued.
+ */
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { OrderRelayService } from './order-relay.service.js';
+import { OrderRepository } from './order.repository.js';
+import { OrderSignals } from './order-signals.js';
+
+/** Queued orders read at once from the head. */
+const HEAD = 10;
+/** The pace of the queue when nothing wakes it. */
+const TICK_MS = 1000;
+
+@Injectable()
+export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('order-queue');
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private unsubscribe: (() => void) | null = null;
+  /** Aborted at shutdown: ends a price read waiting for the budget. */
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly relay: OrderRelayService,
+    private readonly repo: OrderRepository,
+    private readonly signals: OrderSignals,
+  ) {}
+
+  /** How long a create taken from the queue waits for its token before it goes back to the queue. */
+  private get sendWaitMs(): number {
+    return Math.max(1000, this.config.budget.orderQueueWaitMs);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.config.workers || this.config.budget.rateLimit === null) return;
+    this.unsubscribe = this.signals.onQueued(() => this.wake());
+    this.schedule(0);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.shutdown.abort();
+    await this.running;
+  }
+
+  /** Takes the queue up soon (an order was queued). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.drain().then((blocked) => {
+        this.running = null;
+        const soon = this.again && !blocked;
+        this.again = false;
+        this.schedule(soon ? 0 : TICK_MS);
+      });
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  /**
+   * Sends queued orders from the head until none is left or one cannot be tried now. True when it
+   * stopped at such an order (the next try waits a tick). Public for tests; errors are logged.
+   */
+  async drain(): Promise<boolean> {
+    try {
+      while (!this.stopped) {
+        const head = await this.repo.queuedHead(HEAD);
+        if (head.length === 0) return false;
+        for (const q of head) {
+          if (this.stopped) return false;
+          if (!(await this.relay.placeQueued(q.orderId, q.attemptNo, this.sendWaitMs, this.shutdown.signal))) return true;
+        }
+      }
+    } catch (e) {
+      if (!this.stopped) this.logger.error({ msg: `the order queue failed: ${(e as Error).message}` });
+      return true;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Orders under the upstream's request budget (CONTRACT §5): the sandbox limits the API key as
+ * Dujiao-Next does (scaled in time) and the relay's budget holds the same rule. A burst larger than the
+ * budget is answered 201 while tokens last and 202 `queued` past ORDER_QUEUE_WAIT_MS; the queued orders
+ * are placed in arrival order, each exactly once, and no request of theirs meets a 429. A queued order
+ * is canceled locally (nothing was sent). A 429 on a create is no refusal: the same attempt is sent
+ * again after the block under the same number. A product read serves the price guard for
+ * ORDER_PRICE_FRESH_S, and concurrent orders of one product share one read.
+ */
+import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+const LIMIT = { requests: 10, windowMs: 1000, blockMs: 600 };
+
+describe('orders under the request budget', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({
+      profile: 'dujiao-next',
+      dedupeDownstreamOrderNo: true,
+      catalog: { products: 2 },
+      timetable: { paidMs: 20, fulfillingMs: 40, deliveredMs: 60, completedMs: null },
+    });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'Q-1', price: '3.00' }] });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'Q-2', price: '4.00' }] });
+    app = await startTestApp(db, sandbox, {
+      UPSTREAM_PROFILE: 'dujiao-next',
+      UPSTREAM_RATE_LIMIT: `${LIMIT.requests}/${LIMIT.windowMs}ms`,
+      UPSTREAM_RATE_LIMIT_BLOCK_S: '1',
+      ORDER_QUEUE_WAIT_MS: '150',
+      ORDER_PRICE_FRESH_S: '30',
+      ORDER_POLL_BASE_MS: '100',
+      ORDER_POLL_MAX_MS: '400',
+      PORT: String(await freePort()),
+    });
+    await seedCatalog(app.http);
+    // the limiter from here on: the catalog is in
+    sandbox.setRateLimit(LIMIT);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  const upstreamOf = (shopNo: string) => sandbox.orders().filter((o) => o.downstream_order_no === shopNo);
+
+  it('a burst beyond the budget: 201 while tokens last, then 202 queued; all placed once, queued ones in arrival order, no 429', async () => {
+    const limited = () => Object.values(sandbox.stats.rateLimited).reduce((a, b) => a + b, 0);
+    const before = limited();
+    const n = 24;
+    const answers: Array<{ no: string; status: number; order: OrderView }> = [];
+    // sent one after another so that arrival order is known
+    for (let i = 0; i < n; i++) {
+      const no = `BURST-${String(i).padStart(2, '0')}`;
+      const r = await app.http.post('/internal/orders', { shop_order_no: no, sku_code: i % 2 ? 'Q-1' : 'Q-2', quantity: 1 });
+      expect([201, 202]).toContain(r.status);
+      answers.push({ no, status: r.status, order: r.data.order as OrderView });
+    }
+    const queued = answers.filter((a) => a.status === 202);
+    expect(queued.length).toBeGreaterThan(0);
+    for (const q of queued) expect(q.order.status).toBe('queued');
+    expect((await app.http.get('/internal/orders', { params: { status: 'queued' } })).data.total).toBeGreaterThan(0);
+
+    for (const a of answers) await waitForOrder(app.http, a.no, (o) => o.status === 'delivered' && o.items.length === 1, 60_000);
+    for (const a of answers) expect(upstreamOf(a.no)).toHaveLength(1);
+    // the queued ones reached the upstream in the order they arrived
+    const ids = queued.map((q) => upstreamOf(q.no)[0].id);
+    expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+    expect(limited()).toBe(before);
+  });
+
+  it('a queued order is canceled locally (nothing was sent) and refundable', async () => {
+    // a 429 with Retry-After 3 s: the key is blocked for every caller, and the order waits in the queue
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 3, times: 1 }] });
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'QCANCEL-1', sku_code: 'Q-1', quantity: 1 });
+    expect(r.status).toBe(202);
+    expect(r.data.order).toMatchObject({ status: 'queued' });
+    const c = await app.http.post('/internal/orders/QCANCEL-1/cancel', {});
+    expect(c.status).toBe(200);
+    expect(c.data.order).toMatchObject({ status: 'canceled', refund_state: 'refundable' });
+    const refund = await app.http.post('/internal/orders/QCANCEL-1/refund', {});
+    expect(refund.data.order).toMatchObject({ status: 'canceled', refund_state: 'refunded' });
+    // the attempt is closed: the queue never sends it, even once the block is over
+    const [attempt] = await db.query<{ status: string; error_code: string }>(
+      'SELECT a.status, a.error_code FROM order_attempts a JOIN orders o ON o.id = a.order_id WHERE o.shop_order_no = $1',
+      ['QCANCEL-1'],
+    );
+    expect(attempt).toMatchObject({ status: 'rejected', error_code: 'canceled' });
+    const next = await app.http.post('/internal/orders', { shop_order_no: 'QCANCEL-2', sku_code: 'Q-1', quantity: 1 });
+    await waitForOrder(app.http, 'QCANCEL-2', (o) => o.status === 'delivered', 30_000);
+    expect(next.status === 201 || next.status === 202).toBe(true);
+    expect(upstreamOf('QCANCEL-1')).toHaveLength(0);
+    sandbox.faults.reset();
+  });
+
+  it('a 429 on a create: the same attempt is sent again after the block, under the same number; one upstream order', async () => {
+    await waitFor(
+      async () => (await app.http.get('/internal/orders', { params: { status: 'queued' } })).data.total as number,
+      (t) => t === 0,
+    );
+    const creates = sandbox.stats.requests.createOrder;
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', times: 1 }] });
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'Q429-1', sku_code: 'Q-2', quantity: 1 });
+    expect(r.status).toBe(202);
+    expect(r.data.order).toMatchObject({ status: 'queued', attempt: 1, downstream_order_no: 'Q429-1' });
+    const done = await waitForOrder(app.http, 'Q429-1', (o) => o.status === 'delivered', 30_000);
+    expect(done).toMatchObject({ attempt: 1, downstream_order_no: 'Q429-1' });
+    expect(upstreamOf('Q429-1')).toHaveLength(1);
+    expect(sandbox.stats.requests.createOrder - creates).toBe(2);
+    sandbox.faults.reset();
+  });
+
+  it('the price read serves ORDER_PRICE_FRESH_S: the next order of the product reads nothing', async () => {
+    const reads = () => sandbox.stats.requests.product;
+    await app.http.post('/internal/orders', { shop_order_no: 'FRESH-1', sku_code: 'Q-1', quantity: 1 });
+    const after = reads();
+    const second = await app.http.post('/internal/orders', { shop_order_no: 'FRESH-2', sku_code: 'Q-1', quantity: 1 });
+    expect([201, 202]).toContain(second.status);
+    expect(reads()).toBe(after);
+    await waitForOrder(app.http, 'FRESH-2', (o) => o.status === 'delivered', 30_000);
+  });
+});
