@@ -26,7 +26,7 @@ describe('upstream request budget (service and ledger)', () => {
   });
 
   afterAll(async () => {
-    await Promise.all(services.map((s) => s.onModuleDestroy()));
+    await Promise.all(services.map((s) => s.close()));
     for (const ds of sources) await ds.destroy().catch(() => undefined);
     await db?.close();
   });

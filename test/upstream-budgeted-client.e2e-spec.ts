@@ -50,7 +50,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
   });
   afterEach(async () => {
     // the ledger transaction a test leaves in flight ends before the next test empties the ledger
-    await Promise.all(budgets.splice(0).map((b) => b.onModuleDestroy()));
+    await Promise.all(budgets.splice(0).map((b) => b.close()));
   });
   afterAll(async () => {
     for (const h of https) h.close();

@@ -28,7 +28,7 @@
  */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
@@ -74,7 +74,7 @@ interface Waiter {
 type Outcome = (BudgetDecision & { nowMs: number; blockedUntilMs: number | null }) | { ledgerError: unknown };
 
 @Injectable()
-export class UpstreamBudgetService implements OnModuleDestroy {
+export class UpstreamBudgetService implements OnApplicationShutdown {
   private readonly logger = new Logger('upstream-budget');
   /** The rule held; null when the budget is off. */
   readonly rule: BudgetRule | null;
@@ -209,10 +209,19 @@ export class UpstreamBudgetService implements OnModuleDestroy {
   }
 
   /**
-   * Stops: every waiter is refused with BudgetWaitExceeded (nothing was sent; an order create stays to
-   * be sent later), and the ledger transaction in flight, if any, is waited for.
+   * Nest's last lifecycle hook: the budget keeps granting while the modules stop their work and the
+   * HTTP server answers its requests in flight (the sync and the poller end their waits with their
+   * signals), and closes only after them.
    */
-  async onModuleDestroy(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * Stops: every waiter is refused with BudgetWaitExceeded (nothing was sent; an order create stays to
+   * be sent later), so is every later take, and the ledger transaction in flight is waited for.
+   */
+  async close(): Promise<void> {
     this.closed = true;
     this.clearTimer();
     for (const w of [...this.waiters]) this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, null));
