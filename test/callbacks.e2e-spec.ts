@@ -111,8 +111,8 @@ describe('callbacks', () => {
     expect(oversized.status).toBe(413);
     expect(oversized.data).toMatchObject({ ok: false, error_code: 'payload_too_large' });
     expect(await inboxCount()).toBe(count);
-    // verified but unusable (CONTRACT §6: a verified callback is stored and answered 200; it was 400
-    // and not stored before): stored as `ignored`, acknowledged, the order untouched
+    // verified but unusable (CONTRACT §6: a verified callback is stored and answered 200, never 400):
+    // stored as `ignored`, acknowledged, the order untouched
     const notJson = await post('{"order_id":', callbackHeaders('{"order_id":'));
     expect([notJson.status, notJson.data]).toEqual([200, { ok: true }]);
     const noOrderId = JSON.stringify({ status: 'paid' });

@@ -1,7 +1,7 @@
 /**
  * Migration 20261122008000 keeps a SKU's creation on its row; its down migration writes the creations
  * back into the history, which is read by id (newest first). A SKU's creation must stay its oldest
- * entry there (review of session 11: restored rows took new, higher ids and came out as the newest).
+ * entry there: restored rows must not take new, higher ids and come out as the newest.
  */
 import { migrateDown } from '../src/database/migrator.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';

@@ -3,8 +3,8 @@
  * The pass compares its pages with the fingerprints stored at its start: a product it then sees
  * exactly as it was at the start is not written. When the fresh read changed the product meanwhile
  * (unlisted it on a 404, or wrote the price the upstream gave for a moment), what the pass saw must
- * still win: the product is read again after the pass (review of session 11: it stayed unlisted, or
- * kept the passing price, until the next full pass). Both ways of keeping what a pass saw: in memory
+ * still win: the product is read again after the pass, rather than staying unlisted, or keeping the
+ * passing price, until the next full pass. Both ways of keeping what a pass saw: in memory
  * (the default) and in the database (knownFingerprintsLimit = 0).
  */
 import { CatalogService } from '../src/catalog/catalog.service.js';

@@ -1,8 +1,8 @@
 /**
  * A damaged ./data/dev-secrets.json (hand-edited, truncated) is a configuration problem. README:
  * "Everything is validated at start; a bad value stops the service with a message naming it"; relay
- * exit codes "3 configuration". It was a bare JSON.parse SyntaxError quoting part of a secret, the
- * file not named, exit 1 (found by review).
+ * exit codes "3 configuration": the file is named, exit 3, and no part of a secret is quoted (not a
+ * bare JSON.parse SyntaxError, exit 1).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,8 +1,8 @@
 /**
  * The sweep of attempts left `submitting` keeps its pace while the poller is busy: CONTRACT §5 gives
  * 2 × UPSTREAM_TIMEOUT_MS for such an attempt to become `submit_unknown`, and a pass of polls against
- * an upstream that answers slowly (but within the timeout) may take many seconds. Until session 11 the
- * sweep ran only at the start of a pass (review of session 11: swept after ~16 s instead of 2).
+ * an upstream that answers slowly (but within the timeout) may take many seconds. The sweep therefore
+ * runs on its own timer, never only at the start of a pass, where it would wait behind the slow reads.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { OrderRepository } from '../src/orders/order.repository.js';

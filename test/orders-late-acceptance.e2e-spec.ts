@@ -2,7 +2,7 @@
  * A create's acceptance that arrives after its attempt was closed here (the sweeper took the sender
  * for gone, an operator then settled the order `not_placed`): the upstream order it names is kept as
  * the order's anomaly (`upstream_order_exists`: not refundable, no new attempt), never dropped
- * silently (review of session 11). Driven through the submitter's own recording of an outcome, on a
+ * silently. Driven through the submitter's own recording of an outcome, on a
  * real database; the stalled sender is simulated by recording its answer late.
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';

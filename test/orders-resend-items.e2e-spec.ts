@@ -2,7 +2,7 @@
  * A create's answer never carries the fulfillment: an order whose outcome the upstream gives as
  * already delivered or completed (a deduplicated re-send after the first send's answer was lost, the
  * upstream having delivered meanwhile) is read once more, so that its items reach the shop even with
- * no callback (review of session 11).
+ * no callback.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { freePort, seedCatalog, sleep, waitForOrder } from './support/child-app.js';

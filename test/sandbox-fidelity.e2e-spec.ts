@@ -1,6 +1,6 @@
 /**
  * The sandbox upstream behaves as the real one (Dujiao-Next's Site Integration Open API) where the
- * review of the sandbox found it did not, and the relay meets that behaviour:
+ * real one departs from upstream-api.md or leaves it open, and the relay meets that behaviour:
  * 1. `GET /orders/{id}` carries no `downstream_order_no` (upstream-api.md §2.7) unless the option
  *    `orderDetailShowsDownstreamNo` asks for it; the operator's `resolve` by upstream order id then
  *    answers 409 `resolve_mismatch` saying why, and changes nothing;

@@ -1,10 +1,10 @@
 /**
- * What `RelayApp.close()` (the SIGTERM path of main.ts) does while work is in flight. Both cases failed
- * before the drain (app.factory.ts, installDrain) and the upstream client's sockets closing last
- * (UpstreamHttpClient.onApplicationShutdown): the create was cut off (202, `submit_unknown`, though
- * the upstream charged and delivered it), and during the drain /health/ready said ready and a new
- * order was placed. A callback arriving during the drain is still verified and stored (it was refused
- * 503 by the first drain: found by review).
+ * What `RelayApp.close()` (the SIGTERM path of main.ts) does while work is in flight, through the drain
+ * (app.factory.ts, installDrain) and the upstream client's sockets closing last
+ * (UpstreamHttpClient.onApplicationShutdown): a create already sent runs to its answer (not cut off
+ * into 202 `submit_unknown` while the upstream charges and delivers it), and during the drain
+ * /health/ready says not ready and no new order is placed. A callback arriving during the drain is
+ * still verified and stored, not refused 503.
  * README "Shutdown": "the service stops taking requests, finishes the work in flight (… an order create
  * or cancel already sent runs to its answer) …"; README "Health": "/health/ready: … the instance is not
  * shutting down, else 503".

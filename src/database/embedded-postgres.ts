@@ -7,15 +7,13 @@
  * transaction.
  *
  * Why a worker: PGlite runs PostgreSQL as WebAssembly on the thread that holds it. On the service's
- * own thread every statement's work waited for (and held up) the service's request handling: an
- * order cost ~2.3 ms of that one thread (bench:orders on PGlite), against ~0.8 ms of service and ~0.8
- * ms of database on a PostgreSQL server, each on its own core. The worker is the same process (one
- * memory, the same data-directory lock, nothing more to run or to stop); the service reaches it over
- * a loopback socket as before. bench:orders on PGlite, alternately with the in-thread database, twice
- * each: orders 0.78 and 0.84 of the floor against 0.70 and 0.67, p99 − floor p99 48 and 24 ms against
- * 46 and 69 ms, 1,000 callbacks 1,712 and 2,142 accepted/s against 1,292 and 1,578. A sync gains
- * nothing (its writes wait for the one database either way) and the process's peak is ~25 MB higher
- * (the worker's own heap: WORKER_YOUNG_GENERATION_MB). If the worker ends unexpectedly, the error is
+ * own thread every statement's work would wait for (and hold up) the service's request handling; in
+ * a worker the database's work runs on another core, as a server's would, which raises the orders
+ * and callbacks a PGlite service carries. The worker is the same process (one memory, the same
+ * data-directory lock, nothing more to run or to stop); the service reaches it over a loopback
+ * socket. A sync gains nothing (its writes wait for the one database either way), and the worker's
+ * own heap adds a little to the process's peak (kept small: WORKER_YOUNG_GENERATION_MB). If the
+ * worker ends unexpectedly, the error is
  * logged and every query fails from then on; the service (main.ts, `onEnded`) then exits so that its
  * supervisor starts it again.
  */
@@ -42,17 +40,16 @@ export interface EmbeddedPostgresOptions {
   /**
    * A database open for a short while (a `relay migrate`, a test): its WebAssembly is compiled as V8
    * does by default, baseline compiler first, instead of by the optimizing compiler alone. It opens
-   * ~1.5 s sooner (here: an existing database 0.64–0.75 s instead of 2.1–2.8 s) for ~55 MB more
-   * machine code, which a long-running service would keep (see tuneV8ForEmbeddedDatabase).
+   * much sooner, for tens of MB more machine code, which a long-running service would keep (see
+   * tuneV8ForEmbeddedDatabase).
    */
   shortLived?: boolean;
 }
 
 /**
  * The worker's young generation (V8's default is ~16–32 MB here): the protocol's buffers pass through
- * it quickly, and a smaller one is collected more often instead of growing the process. Measured with
- * bench:sync on PGlite, peak RSS during the syncs: 358 MB with V8's default, 377 MB with 16 MB, 336 MB
- * with 4 MB (the in-thread database before the worker: 310 MB), first sync 2.58–2.66 s either way.
+ * it quickly, and a smaller one is collected more often instead of growing the process; a sync is
+ * no slower with it (bench:sync on PGlite shows the peak RSS).
  */
 const WORKER_YOUNG_GENERATION_MB = 4;
 
@@ -236,12 +233,10 @@ export class EmbeddedPostgres {
  * V8 settings for a process that holds the embedded database, set before its first PGlite starts:
  * - WebAssembly is compiled by the optimizing compiler alone (`--no-liftoff`). PGlite's module is
  *   large: compiled by the baseline compiler first, then again by the optimizing one for its hot
- *   functions, its machine code took ~50–60 MB more (bench:sync on PGlite: 223–248 MB at start
- *   instead of ~290; with the heap policy below, the syncs' peak 308–319 MB instead of 356–368). A
- *   sync is no slower (first sync 2.43–2.85 s against 2.62–2.84 s) nor an order (service CPU 2.63
- *   against 2.77 ms). The price is a slower start, as the optimizing compiler compiles everything
- *   PostgreSQL runs once while it starts: 1.5–1.6 s → 2.7–2.85 s on an existing data directory,
- *   4.8–5.3 s → 6.2–6.4 s on a fresh one (bench:startup, one after the other).
+ *   functions, its machine code takes tens of MB more, which a long-running service keeps. A sync or
+ *   an order is no slower without the baseline code. The price is a slower start, as the optimizing
+ *   compiler compiles everything PostgreSQL runs once while it starts (bench:startup and bench:sync
+ *   show both sides).
  * - The JavaScript heap grows less between full collections, and less still while a sync runs
  *   (see HeapPolicy).
  * The service has no other WebAssembly; on a PostgreSQL server none of this is set.
@@ -255,11 +250,9 @@ function tuneV8ForEmbeddedDatabase(shortLived: boolean): void {
 
 /**
  * Creates the data directory on first start, in a short-lived child process. `initdb` runs in a
- * WebAssembly instance of its own that needs some 500 MB while it works; in the service's process
- * most of that stayed resident for good afterwards (measured: 334 MB after a 50,000-row write into a
- * directory created in-process, 233 MB when it was created by another process), so the service's
- * memory depended on whether it had created its database. The child costs a Node start (~0.3 s in
- * all), once per data directory. It works in a sibling directory renamed into place when complete,
+ * WebAssembly instance of its own that needs hundreds of MB while it works; in the service's process
+ * most of that would stay resident for good afterwards, so the service's memory would depend on
+ * whether it had created its database. The child costs a Node start, once per data directory. It works in a sibling directory renamed into place when complete,
  * so a first start killed half-way leaves no half-made database behind (only that sibling, removed
  * by the next start). A directory that already holds other files is initialised in place, as PGlite
  * itself would.
@@ -296,8 +289,8 @@ const PARTIAL_SUFFIX = '.initialising-';
 /**
  * PGlite's own start parameters, with a smaller buffer pool: the embedded database lives in the
  * service's memory (its WebAssembly heap only grows), and its data files are read through the
- * operating system's page cache anyway. 16 MB instead of PostgreSQL's 128 MB took the service's peak
- * RSS during a 50,000-SKU sync from ~595 MB to ~460 MB without slowing it (bench/sync.bench.ts).
+ * operating system's page cache anyway. 16 MB instead of PostgreSQL's 128 MB keeps the service's
+ * peak RSS during a large sync well lower without slowing it (bench/sync.bench.ts).
  */
 const EMBEDDED_START_PARAMS = [...(PGlite as unknown as { defaultStartParams: string[] }).defaultStartParams, '-c', 'shared_buffers=16MB'];
 

@@ -3,9 +3,8 @@
  * line, a refused callback, an unhandled error): `requestFields(req)` gives its `request_id`.
  *
  * Deliberately not an AsyncLocalStorage: on Node 20 it installs promise hooks for every promise of
- * the process (polls, syncs, webhooks included) and takes V8 off its fast path for `await`; measured
- * A/B with bench:orders' probe, it cost 12 % of the service's CPU for placing an order and 14 % for
- * following one. The order flows' own lines carry `shop_order_no` and `trace_id` (the shop's
+ * the process (polls, syncs, webhooks included) and takes V8 off its fast path for `await`, a
+ * sizeable share of the CPU that placing and following an order cost. The order flows' own lines carry `shop_order_no` and `trace_id` (the shop's
  * correlation id) instead.
  */
 

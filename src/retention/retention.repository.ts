@@ -7,7 +7,7 @@
  * the row is absent or was not renewed for `staleMs` (its holder died), renewed by the holder before
  * every batch and deleted at the end. Its times are the database's (`clock_timestamp()`), never a
  * replica's. A row, not an advisory lock: on the embedded database every connection shares one
- * session, where `pg_try_advisory_lock` grants the lock to everyone (DEVELOPERS.md).
+ * session, where `pg_try_advisory_lock` grants the lock to everyone (docs/architecture.md).
  *
  * Each batch is one statement, so its own short transaction: it picks at most `limit` rows
  * (`FOR UPDATE SKIP LOCKED`: a row another transaction holds, e.g. an outbox event being replayed, is
