@@ -64,14 +64,15 @@ describe('orders: shutdown during a poll', () => {
     const placed = await app.http.post('/internal/orders', { shop_order_no: 'SD-CALLBACK', sku_code: 'SD-1', quantity: 1 });
     expect(placed.status).toBe(201);
     const upstreamId = (placed.data as { order: { upstream_order_id: number } }).order.upstream_order_id;
-    sandbox.setOrderStatus(upstreamId, 'paid');
+    // a final state: its callback is read at once (one claiming paid or fulfilling only brings the poll closer)
+    sandbox.setOrderStatus(upstreamId, 'canceled');
 
     let readsSeen = 0;
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
       if (e.operation === 'getOrder' && e.phase === 'received') readsSeen++;
     });
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hang_before' }] });
-    const body = JSON.stringify({ event: 'order.status_changed', order_id: upstreamId, status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+    const body = JSON.stringify({ event: 'order.status_changed', order_id: upstreamId, status: 'canceled', timestamp: Math.floor(Date.now() / 1000) });
     const cb = await app.http.post('/callbacks/upstream', body, { headers: callbackHeaders(body), transformRequest: [(d: unknown) => d] });
     expect(cb.status).toBe(200);
     await waitFor(
@@ -94,6 +95,6 @@ describe('orders: shutdown during a poll', () => {
     app = await startTestApp(db, sandbox, env);
     await waitFor(inbox, (rows) => rows[0]?.state === 'applied', 'the callback applied after the restart');
     const [again] = await db.query<{ status: string }>("SELECT status FROM orders WHERE shop_order_no = 'SD-CALLBACK'");
-    expect(again.status).toBe('paid');
+    expect(again.status).toBe('canceled');
   });
 });

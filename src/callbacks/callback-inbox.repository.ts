@@ -43,6 +43,8 @@ export interface InboxRow {
   status: string;
   /** Confirming reads of this callback that failed so far. */
   tries: number;
+  /** When it was stored. */
+  receivedAt: Date;
 }
 
 /**
@@ -92,17 +94,24 @@ export class CallbackInboxRepository {
    * claim is not a try (see `tries`).
    */
   async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
-    const claimed = await rows<{ id: string; upstream_order_id: string; downstream_order_no: string | null; reported_status: string; tries: number }>(
+    const claimed = await rows<{ id: string; upstream_order_id: string; downstream_order_no: string | null; reported_status: string; tries: number; received_at: Date | string }>(
       this.dataSource,
       `UPDATE callback_inbox SET next_try_at = $2
         WHERE id IN (
           SELECT id FROM callback_inbox WHERE state = 'pending' AND next_try_at <= $1
            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING id, upstream_order_id, downstream_order_no, reported_status, tries`,
+        RETURNING id, upstream_order_id, downstream_order_no, reported_status, tries, received_at`,
       [now, leaseUntil, limit],
     );
     return claimed
-      .map((r) => ({ id: String(r.id), upstreamOrderId: Number(r.upstream_order_id), downstreamOrderNo: r.downstream_order_no, status: r.reported_status, tries: r.tries }))
+      .map((r) => ({
+        id: String(r.id),
+        upstreamOrderId: Number(r.upstream_order_id),
+        downstreamOrderNo: r.downstream_order_no,
+        status: r.reported_status,
+        tries: r.tries,
+        receivedAt: new Date(r.received_at),
+      }))
       .sort((a, b) => Number(a.id) - Number(b.id));
   }
 
@@ -131,6 +140,27 @@ export class CallbackInboxRepository {
    */
   async giveBack(ids: string[], now: Date): Promise<void> {
     await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [ids, now]);
+  }
+
+  /**
+   * Brings the next poll of a followed order (one with an upstream order and a next poll) to `at` at
+   * the latest: next_poll_at = min(next_poll_at, at); the row is written only when that moves it.
+   * Returns the order's next poll, or null when the poller does not follow the order.
+   */
+  async pollSooner(orderId: string, at: Date): Promise<Date | null> {
+    const [row] = await rows<{ next_poll_at: Date | string }>(
+      this.dataSource,
+      `WITH moved AS (
+         UPDATE orders SET next_poll_at = $2
+          WHERE id = $1 AND upstream_order_id IS NOT NULL AND next_poll_at > $2
+          RETURNING next_poll_at)
+       SELECT next_poll_at FROM moved
+       UNION ALL
+       SELECT next_poll_at FROM orders
+        WHERE id = $1 AND upstream_order_id IS NOT NULL AND next_poll_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM moved)`,
+      [orderId, at],
+    );
+    return row ? new Date(row.next_poll_at) : null;
   }
 
   /** Makes the deferred callbacks of an order due now. */

@@ -1,30 +1,53 @@
 /**
- * Works through the callback inbox. A callback is a hint: its order's state is read with
- * `GET /orders/{id}` and the upstream's answer is applied (never the callback's own claim).
+ * Works through the callback inbox. A callback is a hint: it decides *when* the order is read, never
+ * *what* is applied; the upstream's answer to `GET /orders/{id}` is applied, never the callback's claim.
  * - an unknown order: recorded, never applied;
- * - an order whose attempt is `submit_unknown`: settled through the callback's `downstream_order_no`
- *   (the upstream order read must be that attempt's);
+ * - an order whose attempt is `submit_unknown`: settled at once through the callback's
+ *   `downstream_order_no` (the upstream order read must be that attempt's), whatever status it claims;
+ *   the read is in the budget's `deliver` class (it can hand items to the shop);
  * - an upstream order that its order does not follow (its attempt closed here, or another upstream
  *   order followed): when the upstream's read confirms it, kept as an anomaly on the order, the
  *   callback stored as `unknown_order` with an `anomaly …` outcome;
  * - an attempt still in flight or a cancel in progress: the callback waits in the inbox and is taken
  *   up as soon as the order is settled (OrderSignals) or at its next retry, none of which counts as a
  *   try of its confirming read;
+ * - a claim of a delivering or final state (`partially_delivered`, `delivered`, `completed`,
+ *   `canceled`, `refunded`, `partially_refunded`, or a status this service does not know): the order
+ *   is read at once, in the `deliver` class for the three that can hand items to the shop;
+ * - a claim of an earlier state (`pending_payment`, `paid`, `fulfilling`): no read. For an order the
+ *   poller follows, its next poll is brought to ORDER_POLL_BASE_MS from now at the latest (outcome
+ *   `poll_sooner …`); an order already at or past the claimed state here is left as it is (`late …`);
+ *   an order nothing follows is read as for any other claim (the callback may be its only news).
+ *   Either way the callback is `applied`: handled, nothing of its own taken;
  * - a failed read: the order is left to the poller (made due now); one that no poll would make (a
  *   submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
- * Callbacks of one order claimed together are read once. Shutdown ends the reads in flight and gives
- * their callbacks back to the inbox as they were, for the next start or another replica.
+ *
+ * One read for callbacks that arrive close together: the callbacks of one order claimed in one batch
+ * are read once; and a confirming read of an order made here (or the read settling its unknown
+ * attempt) stands for that order's callbacks received before it ended or within SHARE_MS after (the
+ * callback's `received_at` against the read's end, so that how long the callback then waited in the
+ * inbox does not matter), when its applied state already shows every claim of theirs: the same status,
+ * or a later one that the claim does not contradict, with the items of a delivered state stored (a
+ * partial state is never shown by an earlier read of it: it may come again with more items or a larger
+ * refund). Such callbacks are `applied` from it (outcome `… (shared read)`) without a read of their own;
+ * anything else, a failed read's callbacks included, is read again. The rule is this instance's:
+ * another replica reads for the callbacks it takes.
+ *
+ * Shutdown ends the reads in flight and gives their callbacks back to the inbox as they were, for the
+ * next start or another replica.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { OrderFollowService, type UntrackedResult } from '../orders/order-follow.service.js';
+import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
 import { OrderPoller } from '../orders/order-poller.js';
 import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { OrderSignals } from '../orders/order-signals.js';
+import { ANOMALIES, ITEMS_DELIVERED, RANK, isUpstreamStatus, type UpstreamStatus } from '../orders/order-state.js';
 import { CallbackInboxRepository, type InboxRow } from './callback-inbox.repository.js';
 import { runLimited } from '../orders/run-limited.js';
+import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 
 /** `rows` by `key`, each group in the rows' order. */
@@ -50,6 +73,40 @@ const READS_PER_GROUP = 2;
  */
 const MAX_RESOLVE_TRIES = 8;
 
+/** Claims read at once in the budget's `deliver` class: their read can hand items to the shop. */
+const DELIVERING: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'delivered', 'completed']);
+/** Claims that do not cause a read: the order's next poll is brought closer instead. */
+const EARLY: ReadonlySet<string> = new Set<UpstreamStatus>(['pending_payment', 'paid', 'fulfilling']);
+/** How long after a confirming read ended a callback received may still be answered by it. */
+const SHARE_MS = 1000;
+/** How long an ended read is kept for callbacks received before its end that are claimed later. */
+const KEEP_READS_MS = 60_000;
+/** Partial states: reported again with more items or a larger refund, so never taken as shown by an earlier read of the same state. */
+const PARTIAL: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'partially_refunded']);
+
+/** The budget class of a group's confirming read: `deliver` when one of its callbacks claims a delivering state. */
+function readOptions(group: readonly InboxRow[]): UpstreamCallOptions {
+  return group.some((row) => DELIVERING.has(row.status)) ? { priority: 'deliver' } : {};
+}
+
+/**
+ * Whether an order as a read left it shows what `claimed` says: the same status, or a later one that the
+ * claim does not contradict (ANOMALIES), with its items stored where it is a delivered state.
+ */
+function shows(order: OrderRecord, claimed: string): boolean {
+  if (!isUpstreamStatus(claimed) || !isUpstreamStatus(order.status)) return false;
+  if (ITEMS_DELIVERED.has(order.status) && order.deliveredAt === null) return false;
+  if (order.status === claimed) return !PARTIAL.has(claimed);
+  const current = order.status;
+  return RANK[current] > RANK[claimed] && !ANOMALIES.some((a) => a.to === claimed && a.from.has(current));
+}
+
+/** A confirming read of one order made here: in flight while `doneAt` is null. */
+interface ConfirmingRead {
+  result: Promise<RefreshResult>;
+  doneAt: number | null;
+}
+
 @Injectable()
 export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('callbacks');
@@ -62,6 +119,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private readonly deferred = new Set<string>();
   /** Aborted at shutdown: ends the upstream reads in flight. */
   private readonly shutdown = new AbortController();
+  /** The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the order's callbacks (see the file's header). */
+  private readonly reads = new Map<string, ConfirmingRead>();
 
   constructor(
     private readonly config: AppConfig,
@@ -186,10 +245,12 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         return;
       }
       if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
-        const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal);
+        // whatever it claims: the read that settles an unknown attempt can hand items to the shop
+        const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal, { priority: 'deliver' });
         if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
         switch (r.kind) {
           case 'resolved':
+            this.remember(order.id, Promise.resolve({ kind: 'applied', order: r.order })).doneAt = this.clock.nowMs();
             await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
             return;
           case 'not_unknown':
@@ -204,11 +265,12 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
             return this.readFailed(group, order.id, r.error);
         }
       }
-      const r = await this.follow.refresh(order.id, 'callback', this.shutdown.signal);
+      if (order.upstreamOrderId !== null && group.every((row) => EARLY.has(row.status)) && (await this.hinted(group, order))) return;
+      const { result: r, shared } = await this.confirm(order.id, group);
       if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
       switch (r.kind) {
         case 'applied':
-          await this.inbox.finish(ids, 'applied', `applied ${r.order.status}`, order.id, now());
+          await this.inbox.finish(ids, 'applied', `applied ${r.order.status}${shared ? ' (shared read)' : ''}`, order.id, now());
           return;
         case 'deferred':
           await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'operation_in_progress');
@@ -222,6 +284,56 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           return;
       }
     }
+  }
+
+  /**
+   * Callbacks that all claim an earlier state (EARLY) of an order with an upstream order: no read. An
+   * order at or past every claimed state here is left as it is; else the order's next poll is brought
+   * to ORDER_POLL_BASE_MS from now at the latest. False when the poller does not follow the order (it
+   * is then read).
+   */
+  private async hinted(group: InboxRow[], order: OrderRecord): Promise<boolean> {
+    const ids = group.map((r) => r.id);
+    const claims = [...new Set(group.map((r) => r.status))].join(', ');
+    const now = this.clock.now();
+    if (isUpstreamStatus(order.status) && group.every((row) => isUpstreamStatus(row.status) && RANK[order.status] >= RANK[row.status])) {
+      await this.inbox.finish(ids, 'applied', `late: order ${order.shopOrderNo} is ${order.status} here (claimed ${claims}); not read`, order.id, now);
+      return true;
+    }
+    const next = await this.inbox.pollSooner(order.id, new Date(now.getTime() + this.config.orders.pollBaseMs));
+    if (next === null) return false;
+    await this.inbox.finish(ids, 'applied', `poll_sooner: order ${order.shopOrderNo} is polled by ${next.toISOString()} (claimed ${claims}); not read`, order.id, now);
+    return true;
+  }
+
+  /**
+   * The confirming read of the group's order: the order's latest read (`shared`) when every callback of
+   * the group was received before it ended or within SHARE_MS after, and its applied state shows every
+   * claim of the group; else a read of its own, in the `deliver` class where a claim is a delivering
+   * state, which the order's next callbacks may share.
+   */
+  private async confirm(orderId: string, group: InboxRow[]): Promise<{ result: RefreshResult; shared: boolean }> {
+    const recent = this.reads.get(orderId);
+    const received = Math.max(...group.map((row) => row.receivedAt.getTime()));
+    if (recent && (recent.doneAt === null || received <= recent.doneAt + SHARE_MS)) {
+      const result = await recent.result;
+      if (result.kind === 'applied' && group.every((row) => shows(result.order, row.status))) return { result, shared: true };
+    }
+    const read = this.remember(orderId, this.follow.refresh(orderId, 'callback', this.shutdown.signal, readOptions(group)));
+    try {
+      return { result: await read.result, shared: false };
+    } finally {
+      read.doneAt = this.clock.nowMs();
+    }
+  }
+
+  /** Keeps `result` as the order's latest confirming read (in flight until its `doneAt` is set); forgets reads ended more than KEEP_READS_MS ago. */
+  private remember(orderId: string, result: Promise<RefreshResult>): ConfirmingRead {
+    const nowMs = this.clock.nowMs();
+    for (const [id, read] of this.reads) if (read.doneAt !== null && nowMs - read.doneAt > KEEP_READS_MS) this.reads.delete(id);
+    const read: ConfirmingRead = { result, doneAt: null };
+    this.reads.set(orderId, read);
+    return read;
   }
 
   /**

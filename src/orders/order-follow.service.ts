@@ -11,17 +11,17 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import { DUPLICATE_UPSTREAM_ORDER, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
+import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
 import { OrderRepository, type PollClaim } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
-import { nextPollInterval } from './poll-backoff.js';
+import { nextPollInterval, pollPace } from './poll-backoff.js';
 
 export type RefreshResult =
   | { kind: 'applied'; order: OrderRecord }
@@ -83,7 +83,9 @@ export class OrderFollowService {
   async pollOne(claim: PollClaim, signal?: AbortSignal): Promise<boolean> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
+      // a delivered order whose items no report has brought is read as a delivery (it hands items to the shop)
+      const priority = ITEMS_DELIVERED.has(claim.snapshot.order.status) ? 'deliver' : 'poll';
+      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal, { priority });
     } catch (e) {
       if (signal?.aborted) {
         // ended by the shutdown, not by the upstream: the claim is given back as it was (due, no backoff)
@@ -91,7 +93,7 @@ export class OrderFollowService {
         return true;
       }
       await this.onClaimedRow(claim, async (tx, order) => {
-        const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
+        const interval = nextPollInterval(order.pollIntervalMs, false, pollPace(this.config.orders, order.callbacksExpected));
         const now = this.clock.now();
         await tx.updateOrder(order, {
           poll_lease_until: null,
@@ -127,15 +129,15 @@ export class OrderFollowService {
 
   /**
    * Reads the order from the upstream and applies it (a callback hint, an operator refresh). `signal`
-   * (shutdown) ends the read: `read_failed`.
+   * (shutdown) ends the read: `read_failed`. `opts` go to the read (its budget class).
    */
-  async refresh(orderId: string, source: EventSource, signal?: AbortSignal): Promise<RefreshResult> {
+  async refresh(orderId: string, source: EventSource, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<RefreshResult> {
     const order = await this.repo.findById(orderId);
     if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
     if (this.opInProgress(order)) return { kind: 'deferred' };
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(order.upstreamOrderId, signal);
+      answer = await this.upstream.getOrder(order.upstreamOrderId, signal, opts);
     } catch (e) {
       if (source === 'callback') await this.repo.pollSoon(order.id, this.clock.now());
       return { kind: 'read_failed', error: e as Error };
@@ -159,12 +161,13 @@ export class OrderFollowService {
 
   /**
    * Settles a `submit_unknown` attempt from an upstream order id (a callback carrying its number, or
-   * the operator): the order is read, and its `downstream_order_no` must be the attempt's.
+   * the operator): the order is read, and its `downstream_order_no` must be the attempt's. `opts` go to
+   * the read (its budget class).
    */
-  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource, signal?: AbortSignal): Promise<ResolveResult> {
+  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<ResolveResult> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(upstreamOrderId, signal);
+      answer = await this.upstream.getOrder(upstreamOrderId, signal, opts);
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
       return { kind: 'read_failed', error: e as Error };
