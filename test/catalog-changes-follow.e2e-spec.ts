@@ -3,8 +3,8 @@
  * page 1 with `changed_since=C&after_sku_code=K&page_size=N`, continue from the last item's
  * `updated_at` and `sku_code`, stop at a page shorter than N. Nothing is missed and nothing is listed
  * twice, although SKUs change while the follower reads and one write stamps more SKUs than a page
- * holds. Without `after_sku_code` the list is what it always was. Then the query input that used to pass
- * validation and fail in the database (500), refused as 400 `bad_request` naming the field; and, on
+ * holds. Without `after_sku_code` the list is the plain `changed_since` list. Then query input that
+ * would fail in the database (500) is refused as 400 `bad_request` naming the field; and, on
  * PostgreSQL, the fence of a full pass's start read (fingerprintIndex) against concurrent writes.
  */
 import { CatalogRepository } from '../src/catalog/catalog.repository.js';

@@ -1,13 +1,13 @@
 /**
  * The embedded database's worker thread (EmbeddedPostgres): its lifecycle around requests and an
- * unexpected end. Found by review, each failed before its mend:
+ * unexpected end:
  * - the worker answers one request at a time; a request sent while another is being answered waits
- *   for it. stop() during a dump (or dropConnections) used to be refused as "busy", and since stop()
- *   kept its first promise, every later stop() too: the worker was never terminated and the data
- *   directory's lock never released;
+ *   for it. stop() during a dump (or dropConnections) waits too, rather than being refused as "busy"
+ *   (stop() keeps its first promise, so a refusal would refuse every later stop() as well: the worker
+ *   never terminated, the data directory's lock never released);
  * - once the worker has ended unexpectedly (a crash, an out-of-memory termination), stop() still
- *   settles and gives the data directory back. It used to post `stop` to the dead worker (dropped)
- *   and wait for an answer that never came: RelayApp.close() hung and the lock stayed held.
+ *   settles and gives the data directory back, instead of posting `stop` to the dead worker and
+ *   waiting for an answer that never comes (RelayApp.close() would hang, the lock stay held).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

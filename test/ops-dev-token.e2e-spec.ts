@@ -1,8 +1,8 @@
 /**
  * README "Logs": "API keys, tokens, signatures, secrets and delivered items are never logged"; only a
  * development token the service generated itself is printed in sandbox mode (CONTRACT §2). An
- * operator's own INTERNAL_API_TOKEN on an instance against the built-in sandbox stays out of the log
- * (it used to be printed as the "development token"; start.e2e-spec.ts covers the generated one).
+ * operator's own INTERNAL_API_TOKEN on an instance against the built-in sandbox stays out of the log:
+ * it is never printed as the "development token" (start.e2e-spec.ts covers the generated one).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

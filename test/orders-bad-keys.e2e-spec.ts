@@ -1,8 +1,8 @@
 /**
  * Order routes given keys no order can have: a path `shop_order_no` outside `[A-Za-z0-9._:-]{1,64}`
- * (here with a NUL byte, which the database cannot even compare: it was a 500) is 404
- * `order_not_found` on every route, and an `upstream_order_id` beyond what the service holds exactly is
- * 400 `bad_request` naming it (it was a 500). Nothing is recorded or sent.
+ * (here with a NUL byte, which the database cannot even compare) is 404 `order_not_found` on every
+ * route, never a 500, and an `upstream_order_id` beyond what the service holds exactly is 400
+ * `bad_request` naming it. Nothing is recorded or sent.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

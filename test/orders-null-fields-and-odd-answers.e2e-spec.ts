@@ -1,7 +1,7 @@
 /**
  * Placing orders at two edges (CONTRACT §5):
  * - an optional field sent as `null` (`max_unit_cost`, `trace_id`, `manual_form_data`), as many
- *   serializers write an absent one, counts as absent: the same order as without it (it was a 500);
+ *   serializers write an absent one, counts as absent: the same order as without it (never a 500);
  * - a 2xx create answer that is no valid acceptance (an `order_id` below 1, a negative `amount`) is an
  *   unknown outcome (202 `submit_unknown`), not an order followed under an id that can never be read.
  */

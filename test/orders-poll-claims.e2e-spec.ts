@@ -74,9 +74,9 @@ describe('poll claims: a claimed batch is held until its last read', () => {
 });
 
 /**
- * A poll ended by the shutdown gives its claim back as it was: due, its backoff untouched (it was
- * recorded as a failed read: the wait doubled, up to ORDER_POLL_MAX_MS, though the upstream said
- * nothing).
+ * A poll ended by the shutdown gives its claim back as it was: due, its backoff untouched, not
+ * recorded as a failed read (whose wait doubles, up to ORDER_POLL_MAX_MS), since the upstream said
+ * nothing.
  */
 describe('poll claims: a poll ended by the shutdown is not counted as a failed read', () => {
   let db: TestDatabase;

@@ -2,7 +2,7 @@
  * Lists of the internal API: `{ok, items, total, page, page_size}` with `page` ≥ 1 and
  * `page_size` 1–500 (default 100) — CONTRACT §5. Query DTOs extend `PageQuery`. `page` is at most
  * MAX_PAGE, so that the offset, (page - 1) × page_size, stays an exact integer in JavaScript and
- * within the database's bigint (a larger page was a 500 from the database).
+ * within the database's bigint (a larger page would fail in the database: a 500).
  */
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';

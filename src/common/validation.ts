@@ -73,13 +73,14 @@ export function createValidationPipe(options: { fastAccepts?: boolean } = {}): V
 /**
  * The largest id taken in a request: ids are JavaScript numbers in the code (and bigint in the
  * database), so an id beyond Number.MAX_SAFE_INTEGER would not even be read exactly (and one beyond
- * bigint was a 500).
+ * bigint would fail in the database: a 500).
  */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
 /**
  * A path key (`@Param(name, pathKey(…))`) that no record can have is that route's 404 at once: what
- * `accepts` refuses is never looked up (a NUL byte, which PostgreSQL's text cannot hold, was a 500).
+ * `accepts` refuses is never looked up (a NUL byte, which PostgreSQL's text cannot hold, would fail
+ * the query: a 500).
  */
 export function pathKey(accepts: (key: string) => boolean, notFound: (key: string) => AppError): PipeTransform<string, string> {
   return {
