@@ -138,6 +138,32 @@ describe('upstream request budget (service and ledger)', () => {
     expect(((await a.budget.blockedUntil())?.getTime() ?? 0) - until!.getTime()).toBeGreaterThan(1000);
   });
 
+  it('while another replica\'s higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on', async () => {
+    // 10 per 5 s: N' 9, a share of 4, a pace of W'/N' between two sync grants
+    const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '10/5s', SYNC_BUDGET_SHARE: '0.5' });
+    expect(budget.rule).toMatchObject({ limit: 9, syncShareLimit: 4 });
+    await budget.take('create'); // creates the key's row
+    // another replica's create waits: its flag stands for a minute
+    await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [budget.keyId]);
+    for (let i = 0; i < 4; i++) await budget.take(i % 2 === 0 ? 'sync' : 'reconcile');
+    expect(await budget.take('sync', { maxWaitMs: 100 }).catch((e: unknown) => e)).toBeInstanceOf(BudgetWaitExceeded);
+    // the window still has room for the classes above the sync
+    await budget.take('poll');
+    // the other replica's create had its turn: its flag falls in 300 ms, and the sync goes on then,
+    // long before its first share grant leaves the window
+    const [{ ms: flagEnd }] = await db.query<{ ms: number }>(
+      `UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '300 milliseconds' WHERE key_id = $1
+       RETURNING (extract(epoch FROM demand_until) * 1000)::float8 AS ms`,
+      [budget.keyId],
+    );
+    await budget.take('sync');
+    const grants = await grantsOf(db, budget.keyId);
+    expect(grants.map((g) => g.cls)).toEqual(['create', 'sync', 'reconcile', 'sync', 'reconcile', 'poll', 'sync']);
+    const last = grants[grants.length - 1].atMs;
+    expect(last).toBeGreaterThanOrEqual(Number(flagEnd));
+    expect(last).toBeLessThan(grants[1].atMs + budget.rule!.windowMs);
+  });
+
   it('an aborted wait rejects as aborted and takes nothing', async () => {
     const { budget } = await replica('key-abort');
     await budget.noteRateLimited(60_000);

@@ -71,7 +71,7 @@ interface Waiter {
   reject: (e: Error) => void;
 }
 
-type Outcome = (BudgetDecision & { nowMs: number; blockedUntilMs: number | null }) | { ledgerError: unknown };
+type Outcome = (BudgetDecision & { nowMs: number; blockedUntilMs: number | null; demandUntilMs: number | null }) | { ledgerError: unknown };
 
 @Injectable()
 export class UpstreamBudgetService implements OnApplicationShutdown {
@@ -319,8 +319,10 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       }
 
       // Refused: the first waiter, and any waiter whose deadline comes before the time named (every
-      // waiter when the key is blocked), cannot be granted in time.
-      const waitMs = outcome.retryAtMs - outcome.nowMs;
+      // waiter when the key is blocked), cannot be granted in time. (The sync share binds only while
+      // the demand flag stands: the sync may go as soon as it falls.)
+      const retryAtMs = outcome.reason === 'sync_share' && outcome.demandUntilMs !== null ? Math.min(outcome.retryAtMs, outcome.demandUntilMs) : outcome.retryAtMs;
+      const waitMs = retryAtMs - outcome.nowMs;
       const readyAt = performance.now() + waitMs;
       for (const w of [...this.waiters]) {
         const late = w.expired || (w.deadline !== undefined && w.deadline < readyAt);
@@ -338,7 +340,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       return await this.repo.take(this.keyId, rule.windowMs, 2 * rule.windowMs, (state) => {
         const higherDemand = state.demandUntilMs !== null && state.demandUntilMs > state.nowMs;
         const d = decideGrant(rule, { nowMs: state.nowMs, cls: head.cls, grants: state.grants, higherDemand, blockedUntilMs: state.blockedUntilMs });
-        const result = { ...d, nowMs: state.nowMs, blockedUntilMs: state.blockedUntilMs };
+        const result = { ...d, nowMs: state.nowMs, blockedUntilMs: state.blockedUntilMs, demandUntilMs: state.demandUntilMs };
         if (d.grant) return { grant: true, cls: head.cls, result };
         // a class above the sync waits: the other replicas' syncs keep to their share until it had its turn
         const demandUntilMs = head.rank < classRank('sync') ? d.retryAtMs + rule.spacingMs : undefined;
