@@ -1,3 +1,4 @@
+ALTER TABLE orders DROP COLUMN callbacks_expected;
 ALTER TABLE orders DROP COLUMN price_ceiling;
 DROP INDEX order_attempts_queued;
 DROP INDEX order_attempts_one_open;

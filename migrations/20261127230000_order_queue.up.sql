@@ -8,3 +8,5 @@ DROP INDEX order_attempts_one_open;
 CREATE UNIQUE INDEX order_attempts_one_open ON order_attempts (order_id) WHERE status IN ('queued', 'submitting', 'submit_unknown');
 CREATE INDEX order_attempts_queued ON order_attempts (created_at, id) WHERE status = 'queued';
 ALTER TABLE orders ADD COLUMN price_ceiling numeric;
+-- the accepted attempt carried our callback_url: callbacks are expected, the poller is a safety net
+ALTER TABLE orders ADD COLUMN callbacks_expected boolean NOT NULL DEFAULT false;

@@ -83,7 +83,22 @@ describe('order state machine', () => {
     expect(canTransition('adopt', 'rejected', 'canceled')).toBe(true);
     expect(canTransition('adopt', 'rejected', 'submitting')).toBe(false);
     expect(canTransition('adopt', 'paid', 'delivered')).toBe(false);
-    expect(Object.keys(TRANSITIONS).sort()).toEqual(['adopt', 'local_cancel', 'not_placed', 'resubmit', 'submit', 'submit_outcome', 'sweep']);
+    expect(Object.keys(TRANSITIONS).sort()).toEqual(['adopt', 'dequeue', 'local_cancel', 'not_placed', 'requeue', 'resubmit', 'submit', 'submit_outcome', 'sweep']);
+  });
+
+  it('queues an order for the request budget before anything is sent, and takes it from the queue', () => {
+    expect(canTransition('submit', null, 'queued')).toBe(true);
+    expect(canTransition('resubmit', 'rejected', 'queued')).toBe(true);
+    // a create held back by the budget (no token, or a 429: nothing processed)
+    expect(canTransition('requeue', 'submitting', 'queued')).toBe(true);
+    expect(canTransition('requeue', 'submit_unknown', 'queued')).toBe(false);
+    expect(canTransition('dequeue', 'queued', 'submitting')).toBe(true);
+    expect(canTransition('dequeue', 'queued', 'rejected')).toBe(true);
+    expect(canTransition('dequeue', 'queued', 'paid')).toBe(false);
+    // nothing was sent: canceled here, and no report moves it (it ranks below every upstream state)
+    expect(canTransition('local_cancel', 'queued', 'canceled')).toBe(true);
+    expect(RANK.queued).toBeLessThan(RANK.submitting);
+    expect(isStuck({ status: 'queued', progressAt: new Date(0), statusChangedAt: new Date(0) }, new Date(100_000_000), 86_400)).toBe(true);
   });
 
   it('follows only unfinished upstream states', () => {

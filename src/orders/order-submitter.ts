@@ -181,7 +181,11 @@ export class OrderSubmitter {
           const applied = await this.updater.applyReport(tx, order, r, source, {
             schedule: 'hint',
             kind: outcome.reportKind,
-            patch: { upstream_order_id: r.order_id, upstream_order_no: r.order_no ?? null },
+            patch: {
+              upstream_order_id: r.order_id,
+              upstream_order_no: r.order_no ?? null,
+              ...(outcome.request.with_callback && this.config.callbacks.publicUrl !== null ? { callbacks_expected: true } : {}),
+            },
             detail,
           });
           tx.afterCommit(() => {

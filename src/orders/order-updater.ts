@@ -32,7 +32,7 @@ import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js'
 import type { OrderTx } from './order-tx.js';
 import { OrderSignals } from './order-signals.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
-import { nextPollInterval } from './poll-backoff.js';
+import { nextPollInterval, pollPace } from './poll-backoff.js';
 
 /** What the upstream says about an order (a created-order answer, an order detail). */
 export interface UpstreamReport {
@@ -170,7 +170,8 @@ export class OrderUpdater {
     // stays followed, and is read at once when the report was not itself a read (a deduplicated
     // re-send answers the order's current status without its items).
     const items = itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, opts.kind);
-    Object.assign(patch, this.schedule(order, to, progressed, opts.schedule, now, unknownThere || items !== 'none', items === 'read_now'));
+    const callbacksExpected = patch.callbacks_expected ?? order.callbacksExpected;
+    Object.assign(patch, this.schedule({ ...order, callbacksExpected }, to, progressed, opts.schedule, now, unknownThere || items !== 'none', items === 'read_now'));
     const updated = await tx.updateOrder(order, patch);
     if (items === 'read_now') {
       tx.afterCommit(() => {
@@ -276,11 +277,12 @@ export class OrderUpdater {
 
   /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
   private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date, follow = false, readNow = false): OrderPatch {
-    const { pollBaseMs } = this.config.orders;
+    const pace = pollPace(this.config.orders, order.callbacksExpected);
+    const { pollBaseMs } = pace;
     if (!FOLLOWED.has(to) && !follow) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (readNow) return { next_poll_at: now, poll_interval_ms: pollBaseMs, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (mode === 'poll') {
-      const interval = nextPollInterval(order.pollIntervalMs, progressed, this.config.orders);
+      const interval = nextPollInterval(order.pollIntervalMs, progressed, pace);
       return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };
     }
     if (progressed || order.nextPollAt === null) return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };

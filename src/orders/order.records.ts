@@ -14,6 +14,8 @@ export interface OrderRecord {
   maxUnitCost: string | null;
   /** The most a unit may cost when the order is sent: max_unit_cost, or the SKU's sale price when it was accepted. */
   priceCeiling: string | null;
+  /** The accepted attempt carried our callback_url: callbacks are expected (polled later, see pollPace). */
+  callbacksExpected: boolean;
   traceId: string;
   status: OrderStatus;
   attempt: number;
@@ -95,6 +97,7 @@ export type OrderPatch = Partial<{
   unit_cost: string | null;
   expected_amount: string | null;
   price_ceiling: string | null;
+  callbacks_expected: boolean;
   amount: string | null;
   currency: string | null;
   refunded_amount: string | null;
@@ -138,6 +141,7 @@ export interface OrderRow {
   request_fingerprint: string;
   max_unit_cost: string | null;
   price_ceiling?: string | null;
+  callbacks_expected?: boolean;
   trace_id: string;
   status: OrderStatus;
   attempt: number;
@@ -197,6 +201,7 @@ export function toOrder(r: OrderRow): OrderRecord {
     requestFingerprint: r.request_fingerprint,
     maxUnitCost: r.max_unit_cost,
     priceCeiling: r.price_ceiling ?? null,
+    callbacksExpected: r.callbacks_expected ?? false,
     traceId: r.trace_id,
     status: r.status,
     attempt: r.attempt,

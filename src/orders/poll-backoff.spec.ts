@@ -1,5 +1,5 @@
 import { loadConfig } from '../config/app-config.js';
-import { nextPollInterval } from './poll-backoff.js';
+import { CALLBACK_POLL_FACTOR, nextPollInterval, pollPace } from './poll-backoff.js';
 
 /** The waits of `polls` polls in a row, each with the given progress, starting from no wait. */
 function waits(progress: boolean[], orders: { pollBaseMs: number; pollMaxMs: number }): number[] {
@@ -32,5 +32,20 @@ describe('polling backoff of an unfinished order (ORDER_POLL_BASE_MS / ORDER_POL
   it('never waits less than the base, whatever was stored before', () => {
     expect(nextPollInterval(10, false, defaults)).toBe(5000);
     expect(nextPollInterval(10_000_000, false, defaults)).toBe(600000);
+  });
+});
+
+describe('the poll pace of an order that expects callbacks', () => {
+  const orders = { pollBaseMs: 5000, pollMaxMs: 600_000 };
+
+  it('is the configured pace without callbacks', () => {
+    expect(pollPace(orders, false)).toEqual(orders);
+  });
+
+  it('starts later and backs off further with callbacks', () => {
+    const pace = pollPace(orders, true);
+    expect(pace).toEqual({ pollBaseMs: 5000 * CALLBACK_POLL_FACTOR.base, pollMaxMs: 600_000 * CALLBACK_POLL_FACTOR.max });
+    expect(nextPollInterval(null, true, pace)).toBeGreaterThan(nextPollInterval(null, true, orders));
+    expect(nextPollInterval(10 ** 9, false, pace)).toBeGreaterThan(nextPollInterval(10 ** 9, false, orders));
   });
 });
