@@ -14,14 +14,14 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import { DUPLICATE_UPSTREAM_ORDER, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
+import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
 import { OrderRepository, type PollClaim } from './order.repository.js';
 import { OrderSignals } from './order-signals.js';
 import { OrderSubmitter } from './order-submitter.js';
 import { OrderUpdater } from './order-updater.js';
-import { nextPollInterval } from './poll-backoff.js';
+import { nextPollInterval, pollPace } from './poll-backoff.js';
 
 export type RefreshResult =
   | { kind: 'applied'; order: OrderRecord }
@@ -83,7 +83,9 @@ export class OrderFollowService {
   async pollOne(claim: PollClaim, signal?: AbortSignal): Promise<boolean> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal);
+      // a delivered order whose items no report has brought is read as a delivery (it hands items to the shop)
+      const priority = ITEMS_DELIVERED.has(claim.snapshot.order.status) ? 'deliver' : 'poll';
+      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal, { priority });
     } catch (e) {
       if (signal?.aborted) {
         // ended by the shutdown, not by the upstream: the claim is given back as it was (due, no backoff)
@@ -91,7 +93,7 @@ export class OrderFollowService {
         return true;
       }
       await this.onClaimedRow(claim, async (tx, order) => {
-        const interval = nextPollInterval(order.pollIntervalMs, false, this.config.orders);
+        const interval = nextPollInterval(order.pollIntervalMs, false, pollPace(this.config.orders, order.callbacksExpected));
         const now = this.clock.now();
         await tx.updateOrder(order, {
           poll_lease_until: null,
