@@ -34,6 +34,7 @@ import { planPass, type PassMode } from './sync-plan.js';
 import { SyncRunLease, type RunEnd } from './sync-run-lease.service.js';
 import { emptyCounters, message, newRunId, type ActiveRun, type SyncProgress } from './sync-run-state.js';
 import { SyncRunRepository, type SyncRunRecord } from './sync-run.repository.js';
+import { syncBudgetWaitedMs, updateBudgetWait } from './sync-budget-wait.js';
 
 export type { SyncPhase, SyncProgress } from './sync-run-state.js';
 export type SyncTrigger = 'api' | 'schedule' | 'start' | 'cli';
@@ -152,7 +153,9 @@ export class CatalogSyncService implements OnModuleDestroy {
       counters,
       abort,
       claim,
-      retry: this.retryPolicy,
+      // Under the request budget, a 429 or a wait for the budget paces the run and never fails it.
+      retry: { ...this.retryPolicy, budgeted: this.config.budget.rateLimit !== null },
+      budgetWaitFromMs: await syncBudgetWaitedMs(this.metrics),
       onProgress: options.onProgress,
       emit: () => this.emit(run),
       phase: 'starting',
@@ -235,12 +238,15 @@ export class CatalogSyncService implements OnModuleDestroy {
       stopHeartbeat();
       releaseHeap();
     }
+    await updateBudgetWait(run, this.metrics);
     ({ status, error } = await this.lease.finish(run.claim, { status, error, mode: run.mode, note: run.notes.join('; ') }));
     await this.catalog.clearSeen(run.runId).catch(() => undefined);
     this.metrics.syncRuns.inc({ mode: run.mode, status });
     this.metrics.syncDuration.observe({ mode: run.mode }, (performance.now() - started) / 1000);
     const c = run.counters;
-    const summary = `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})`;
+    const summary =
+      `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
+      `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget`;
     if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
     else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
     run.phase = 'finished';
@@ -251,7 +257,7 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   private async readCurrency(run: ActiveRun): Promise<void> {
     try {
-      const ping = await this.upstream.ping(run.abort.signal);
+      const ping = await this.upstream.ping(run.abort.signal, { priority: 'sync' });
       await this.catalog.setCurrency(ping.currency);
     } catch (e) {
       if (run.abort.signal.aborted) throw new AbortedError();
@@ -335,6 +341,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       conflicts: c.conflicts,
       confirmed_live: c.confirmedLive,
       unconfirmed: c.unconfirmed,
+      budget_wait_ms: Math.round(c.budgetWaitMs),
       note: run.notes.join('; '),
       error,
     };

@@ -82,6 +82,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     conflicts: count('sku_codes claimed by two products'),
     confirmed_live: count(),
     unconfirmed: count(),
+    budget_wait_ms: count('milliseconds the run\'s upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off'),
     note: nullableString(),
     heartbeat_at: dateTimeSchema(undefined, true),
   },
@@ -241,6 +242,7 @@ export const RUN_EXAMPLE = {
   conflicts: 0,
   confirmed_live: 0,
   unconfirmed: 0,
+  budget_wait_ms: 31250,
   note: 'periodic full pass',
   heartbeat_at: '2026-11-22T09:45:12.337Z',
 };

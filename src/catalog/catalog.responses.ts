@@ -108,6 +108,7 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     conflicts: r.conflicts,
     confirmed_live: r.confirmed_live,
     unconfirmed: r.unconfirmed,
+    budget_wait_ms: Number(r.budget_wait_ms),
     note: r.note,
     heartbeat_at: iso(r.heartbeat_at),
   };

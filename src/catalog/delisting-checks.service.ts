@@ -1,12 +1,17 @@
 /**
  * The checks after a complete full pass of a sync run. Every listed SKU the pass did not see is checked
- * with `GET /products/{id}`: 404 → unlisted; found → kept and updated. The run's claim is renewed
- * before each batch (a run that no longer holds its row unlists nothing). Then a sku_code freed by a
- * product found gone is handed to the product that claimed it.
+ * with `GET /products/{id}`: 404 `product_not_found` / `product_unavailable` → unlisted (deleted or
+ * withdrawn); 200 with `is_active: false` → unlisted too (a withdrawn product, as newer Dujiao-Next
+ * answers), its data updated; found active → kept and updated. The run's claim is renewed before each
+ * batch (a run that no longer holds its row unlists nothing). Then a sku_code freed by a product found
+ * gone is handed to the product that claimed it.
+ *
+ * These reads are the sync's: they take the request budget as class `sync` (never `price`, the
+ * default of `getProduct`, which would put them ahead of the orders' polls).
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
@@ -14,6 +19,9 @@ import { isProductGone } from './product-gone.js';
 import { AbortedError, RetriesExhausted, withRetries } from './product-pager.js';
 import { SyncRunLease } from './sync-run-lease.service.js';
 import { countWrite, message, type ActiveRun } from './sync-run-state.js';
+
+/** The budget class of the sync's own product reads. */
+const SYNC_READ: UpstreamCallOptions = { priority: 'sync' };
 
 /** Products checked per batch after a full pass. */
 const CONFIRM_BATCH = 100;
@@ -97,7 +105,7 @@ export class DelistingChecks {
     const claimants = await this.catalog.claimantsOfFreedCodes(run.runId);
     for (const id of claimants) {
       try {
-        const product = await withRetries(() => this.upstream.getProduct(id, run.abort.signal), { policy: run.retry, signal: run.abort.signal });
+        const product = await withRetries(() => this.upstream.getProduct(id, run.abort.signal, SYNC_READ), { policy: run.retry, signal: run.abort.signal });
         countWrite(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
       } catch (e) {
         if (e instanceof AbortedError) throw e;
@@ -109,7 +117,7 @@ export class DelistingChecks {
   private async confirmProduct(run: ActiveRun, productId: number): Promise<void> {
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal), { policy: run.retry, signal: run.abort.signal });
+      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, SYNC_READ), { policy: run.retry, signal: run.abort.signal });
     } catch (e) {
       if (e instanceof AbortedError) throw e;
       const cause = e instanceof RetriesExhausted ? e.cause : e;
@@ -122,9 +130,10 @@ export class DelistingChecks {
       this.logger.warn(`product ${productId} was not in the listing and could not be checked (${message(cause)}): left listed`);
       return;
     }
-    // Found: the listing shifted under the pass. Only the SKUs it no longer has are unlisted; it is kept
-    // and updated.
-    run.counters.confirmedLive++;
+    // Found: the listing shifted under the pass (active), or it is withdrawn (`is_active: false`: its
+    // rows are written unlisted, see skuRowsFromProduct). Either way the SKUs it no longer has are
+    // unlisted and the others updated.
+    if (product.is_active) run.counters.confirmedLive++;
     countWrite(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }));
     countWrite(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
     run.emit();

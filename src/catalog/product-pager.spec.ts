@@ -336,7 +336,48 @@ describe('retryDecision', () => {
   });
 });
 
+describe('retryDecision under the request budget', () => {
+  const p = { ...DEFAULT_RETRY_POLICY, budgeted: true, maxBudgetWaits: 3, baseDelayMs: 100 };
+
+  it('sends a 429 again at once (the next token waits for the block), whatever its Retry-After, up to maxBudgetWaits', () => {
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 0, p)).toEqual({ retry: true, delayMs: 0, rateLimited: true });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 30_000, 429), 0, 2, p)).toEqual({ retry: true, delayMs: 0, rateLimited: true });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 3, p)).toEqual({ retry: false });
+  });
+
+  it('a wait for the budget that ran out is tried again after a short pause, not as a failed try', () => {
+    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 4, 0, p)).toEqual({ retry: true, delayMs: 100, rateLimited: true });
+  });
+
+  it('without the budget, budget_wait_exceeded is an ordinary retryable failure', () => {
+    const off = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 100, maxAttempts: 2 };
+    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 1, 0, off, 0.5)).toEqual({ retry: true, delayMs: 100, rateLimited: false });
+    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 2, 0, off, 0.5)).toEqual({ retry: false });
+  });
+});
+
 describe('withRetries', () => {
+  it('under the budget, 429s and budget refusals never use up the tries of other failures', async () => {
+    const errors = [
+      ...Array.from({ length: 20 }, (_, i) =>
+        i % 2 === 0 ? new UpstreamRetryableError('x', 'rate_limited', undefined, 429) : new UpstreamRetryableError('x', 'budget_wait_exceeded'),
+      ),
+      new UpstreamUnknownError('x', 'http_503', 503),
+    ];
+    let calls = 0;
+    const value = await withRetries(
+      async () => {
+        calls++;
+        const e = errors.shift();
+        if (e) throw e;
+        return 'ok';
+      },
+      { policy: { ...policy, maxAttempts: 2, budgeted: true, maxBudgetWaits: 20 }, sleep: noSleep },
+    );
+    expect(value).toBe('ok');
+    expect(calls).toBe(22);
+  });
+
   it('429s do not use up the tries of other failures', async () => {
     const errors = [
       new UpstreamRetryableError('x', 'rate_limited', 1, 429),

@@ -12,6 +12,9 @@
  *   (a full pass confirms what it did not see; an incremental one reads the listing again).
  * - A 429 waits for its `Retry-After`; any other failure that may pass (retryable, unknown) is retried
  *   with exponential backoff a bounded number of times; a coded refusal (definitive) is not retried.
+ *   Under the upstream request budget (`RetryPolicy.budgeted`) the budget paces the pass: a 429 or a
+ *   wait for the budget that ran out is sent again at once (its next token waits for the budget, the
+ *   key's block included) and never counts as a failed try (see retryDecision).
  * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
  */
 import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
@@ -29,7 +32,22 @@ export interface RetryPolicy {
   defaultRetryAfterMs: number;
   /** A longer Retry-After is waited for this long at most. */
   maxRetryAfterMs: number;
+  /**
+   * The reads go through the upstream request budget (UPSTREAM_RATE_LIMIT on): its token waits for the
+   * pace and for the key's block after a 429, so a 429 or a `budget_wait_exceeded` is sent again at
+   * once, without a wait of its own, up to `maxBudgetWaits` times.
+   */
+  budgeted?: boolean;
+  /**
+   * With `budgeted`: the 429s and budget refusals one request may meet before it fails. Each 429 that
+   * reaches here already waited out blocks in the budgeted client, so this only ends a request to an
+   * upstream that answers nothing but 429. Default DEFAULT_MAX_BUDGET_WAITS.
+   */
+  maxBudgetWaits?: number;
 }
+
+/** See RetryPolicy.maxBudgetWaits. */
+export const DEFAULT_MAX_BUDGET_WAITS = 50;
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxAttempts: 4,
@@ -43,11 +61,29 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 export type RetryDecision = { retry: false } | { retry: true; delayMs: number; rateLimited: boolean };
 
 /**
- * Whether to try again after `error`, given the tries so far (`attempts` failures other than 429,
- * `rateLimitWaits` 429s), and how long to wait first. `random` in [0, 1) gives the jitter.
+ * The upstream or the request budget said "not now": an HTTP 429 (`rate_limited`, whatever its body)
+ * or a wait for the budget that ran out (`budget_wait_exceeded`). Nothing was processed either way.
+ */
+export function isBudgetRefusal(error: unknown): error is UpstreamRetryableError {
+  return (
+    error instanceof UpstreamRetryableError &&
+    (error.httpStatus === 429 || error.reason === 'rate_limited' || error.reason === 'budget_wait_exceeded')
+  );
+}
+
+/**
+ * Whether to try again after `error`, given the tries so far (`attempts` failures other than 429 and
+ * budget refusals, `rateLimitWaits` of those), and how long to wait first. `random` in [0, 1) gives
+ * the jitter.
  */
 export function retryDecision(error: unknown, attempts: number, rateLimitWaits: number, policy: RetryPolicy, random = 0.5): RetryDecision {
   if (!isUpstreamError(error) || error instanceof UpstreamDefinitiveError) return { retry: false };
+  if (policy.budgeted && isBudgetRefusal(error)) {
+    if (rateLimitWaits >= (policy.maxBudgetWaits ?? DEFAULT_MAX_BUDGET_WAITS)) return { retry: false };
+    // The next token waits for the pace and the block. A refusal of the budget itself (it was closing,
+    // or knew it could not grant in time) waits a little first, so that it is never a tight loop.
+    return { retry: true, delayMs: error.reason === 'budget_wait_exceeded' ? policy.baseDelayMs : 0, rateLimited: true };
+  }
   if (error instanceof UpstreamRetryableError && error.httpStatus === 429) {
     if (rateLimitWaits >= policy.maxRateLimitWaits) return { retry: false };
     const wait = error.retryAfterMs ?? policy.defaultRetryAfterMs;
@@ -112,7 +148,7 @@ export async function withRetries<T>(op: () => Promise<T>, options: RetryOptions
       return await op();
     } catch (error) {
       if (options.signal?.aborted) throw new AbortedError();
-      const rateLimited = error instanceof UpstreamRetryableError && error.httpStatus === 429;
+      const rateLimited = options.policy.budgeted ? isBudgetRefusal(error) : error instanceof UpstreamRetryableError && error.httpStatus === 429;
       if (!rateLimited) attempts++;
       const d = retryDecision(error, attempts, rateLimitWaits, options.policy, (options.random ?? Math.random)());
       if (!d.retry) throw new RetriesExhausted(error, attempts + rateLimitWaits);

@@ -12,11 +12,12 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
-import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import type { ProductPageQuery, UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogWriter, type WriteResult } from './catalog-writer.service.js';
 import { PageFingerprints } from './page-fingerprints.js';
 import { fetchAllPages, PageFailure, type FetchedPage, type PagerResult } from './product-pager.js';
+import { updateBudgetWait } from './sync-budget-wait.js';
 import { SyncRunLease } from './sync-run-lease.service.js';
 import { countWrite, message, type ActiveRun, type WriteStrategy } from './sync-run-state.js';
 
@@ -56,6 +57,17 @@ const PAGE_BATCH = 4;
  * database page by page and records what it saw in catalog_sync_seen.
  */
 const MAX_KNOWN_FINGERPRINTS = 250_000;
+
+/**
+ * A listing query, with `includeInactive`: ask `GET /products` with `include_inactive=true` (newer
+ * Dujiao-Next then lists inactive products too, with `is_active: false`).
+ */
+type ListingQuery = ProductPageQuery & { includeInactive?: boolean };
+
+/** The query as the port takes it (the adapter reads `includeInactive` where it supports it). */
+function listingQuery(q: ListingQuery): ProductPageQuery {
+  return q;
+}
 
 /** An incremental pass met a product older than its `updated_after`: the upstream ignored the filter. */
 class FilterIgnored extends Error {
@@ -201,10 +213,17 @@ export class ProductsPass {
     memo?.startPass();
     let startIndex: Map<number, string> | null = null;
     void index?.then((fps) => (startIndex = fps), () => undefined);
+    // Where the upstream lists inactive products on request (UPSTREAM_LIST_INACTIVE), they come with
+    // `is_active: false` and are unlisted as they are written: a withdrawn product costs no read of
+    // its own. Only a product missing from a complete pass is read (DelistingChecks).
+    const inactive: Pick<ListingQuery, 'includeInactive'> = this.config.sync.listInactive ? { includeInactive: true } : {};
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
-        if (!memo) return this.upstream.listProducts(q, signal);
-        const page = await this.upstream.listProducts({ ...q, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) }, signal);
+        if (!memo) return this.upstream.listProducts(listingQuery({ ...q, ...inactive }), signal);
+        const page = await this.upstream.listProducts(
+          listingQuery({ ...q, ...inactive, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) }),
+          signal,
+        );
         if (!page.unchanged) memo.addPage(page);
         return page;
       },
@@ -287,6 +306,7 @@ export class ProductsPass {
     const now = this.clock.now();
     if (now.getTime() - run.flushedAt < PROGRESS_FLUSH_MS) return;
     run.flushedAt = now.getTime();
+    await updateBudgetWait(run, this.metrics);
     await this.lease.hold(run.claim);
   }
 }

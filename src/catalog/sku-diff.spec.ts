@@ -1,5 +1,5 @@
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { addCounts, diffSku, emptyCounts, eventsForDiff, isAvailable, jsonEqual, moneyEqual, productFingerprint, skuRowsFromProduct, type SkuRow } from './sku-diff.js';
+import { addCounts, diffSku, emptyCounts, eventsForDiff, FINGERPRINT_VERSION, isAvailable, jsonEqual, moneyEqual, productFingerprint, skuRowsFromProduct, type SkuRow } from './sku-diff.js';
 
 function row(over: Partial<SkuRow> = {}): SkuRow {
   return {
@@ -135,7 +135,7 @@ describe('productFingerprint', () => {
 
   it('is the same for the same product, and carries its version', () => {
     expect(productFingerprint(product())).toBe(productFingerprint(product()));
-    expect(productFingerprint(product())).toMatch(/^1\.[A-Za-z0-9_-]{27}$/);
+    expect(productFingerprint(product())).toMatch(new RegExp(`^${FINGERPRINT_VERSION}\\.[A-Za-z0-9_-]{27}$`));
   });
 
   it('moves with any field of the product or of a SKU', () => {
@@ -217,5 +217,14 @@ describe('skuRowsFromProduct', () => {
       listed: true,
     });
     expect(rows[1]).toMatchObject({ sku_code: 'B', sku_active: false, member_price: null, original_price: null });
+  });
+
+  it('maps the SKUs of an inactive (withdrawn) product unlisted; an inactive SKU of an active product stays listed', () => {
+    const { rows } = skuRowsFromProduct({ ...product, is_active: false }, (cost) => cost);
+    expect(rows.map((r) => [r.sku_code, r.listed, r.product_active])).toEqual([
+      ['A', false, false],
+      ['B', false, false],
+    ]);
+    expect(skuRowsFromProduct(product, (cost) => cost).rows.map((r) => r.listed)).toEqual([true, true]);
   });
 });

@@ -130,7 +130,7 @@ function fieldEqual(type: FieldType, a: unknown, b: unknown): boolean {
 // ----------------------------------------------------------------------------------------- hash
 
 /** Bumped when the mapping from upstream products to rows changes: every product is then written again. */
-export const FINGERPRINT_VERSION = 1;
+export const FINGERPRINT_VERSION = 2;
 
 /**
  * A fingerprint of what the catalog keeps of an upstream product (its fields and every SKU's): equal
@@ -274,7 +274,7 @@ export type SalePriceFn = (cost: string, subject: { skuCode: string; categoryId:
 
 /**
  * The rows of an upstream product as seen live (in a listing page or a detail read): `listed` is
- * true. A SKU code that the product lists twice keeps its first occurrence (the second is returned in
+ * the product's `is_active`. A SKU code that the product lists twice keeps its first occurrence (the second is returned in
  * `duplicates`).
  */
 export function skuRowsFromProduct(product: UpstreamProduct, price: SalePriceFn): { rows: SkuRow[]; duplicates: string[] } {
@@ -307,7 +307,10 @@ export function skuRowsFromProduct(product: UpstreamProduct, price: SalePriceFn)
       product_active: product.is_active,
       fulfillment_type: product.fulfillment_type,
       manual_form_schema: product.manual_form_schema ?? null,
-      listed: true,
+      // A product the upstream marks inactive is withdrawn from sale: listed with `is_active: false`
+      // (`include_inactive=true`) or read with it (`GET /products/{id}` of a withdrawn product on newer
+      // Dujiao-Next), it is unlisted here, and listed again once it comes back active.
+      listed: product.is_active,
     });
   }
   return { rows, duplicates };

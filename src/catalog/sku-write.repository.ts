@@ -75,7 +75,8 @@ SELECT i.product_id::text AS product_id FROM input i
  WHERE f.fingerprint IS DISTINCT FROM i.fingerprint`;
 
 /**
- * SKU rows in one statement ($1: the SKUs' own fields, $5: their products' fields, once per product):
+ * SKU rows in one statement ($1: the SKUs' own fields, $5: their products' fields, once per product;
+ * a row seen live is listed when its product is active, as skuRowsFromProduct maps it):
  * insert the new (their creation recorded on the row: run $3, source $6), update the changed (only when a column differs:
  * `IS DISTINCT FROM`, so that `updated_at` moves only when a field does), and return the old row of
  * each write and every sku_code another live product already owns (never overwritten). Nothing is
@@ -93,11 +94,11 @@ ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, 
 old AS (SELECT s.* FROM input i CROSS JOIN LATERAL (SELECT * FROM catalog_skus x WHERE x.sku_code = i.sku_code LIMIT 1) s),
 up AS (
   INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
-  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, true, $2::timestamptz, $2::timestamptz, $3::text, $6::text
+  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz, $3::text, $6::text
     FROM input i WHERE (SELECT fresh FROM ok)
-  ON CONFLICT (sku_code) DO UPDATE SET ${COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = true, updated_at = EXCLUDED.updated_at
+  ON CONFLICT (sku_code) DO UPDATE SET ${COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
   WHERE (s.product_id = EXCLUDED.product_id OR NOT s.listed)
-    AND (${COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, true)
+    AND (${COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
   RETURNING s.sku_code
 )
 SELECT 'changed' AS what, up.sku_code, CASE WHEN o.sku_code IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS owner
@@ -380,7 +381,7 @@ export class SkuWriteRepository {
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).
-    const tail = `\t${copyField(true)}\t${copyField(opts.now)}\t${copyField(opts.now)}\t${copyField(opts.runId)}\t${copyField(opts.source)}\n`;
+    const tail = `\t${copyField(opts.now)}\t${copyField(opts.now)}\t${copyField(opts.runId)}\t${copyField(opts.source)}\n`;
     let skus = '';
     let product: SkuRow | null = null;
     let productText = '';
@@ -392,7 +393,7 @@ export class SkuWriteRepository {
       const code = copyField(r.sku_code);
       skus += productText + '\t' + code;
       for (const c of COPY_SKU_COLUMNS) skus += '\t' + copyField(r[c]);
-      skus += tail;
+      skus += '\t' + copyField(r.listed) + tail;
       out.written.push({ skuCode: r.sku_code, old: null });
     }
     const client = (await runner.connect()) as PoolClient;

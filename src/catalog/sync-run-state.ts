@@ -39,6 +39,8 @@ export interface ActiveRun {
   claim: RunClaim;
   /** Retries of upstream reads. */
   retry: RetryPolicy;
+  /** This process's total wait of `sync` requests for the budget when the run started (see sync-budget-wait.ts). */
+  budgetWaitFromMs: number;
   onProgress?: (p: SyncProgress) => void;
   /** Publishes the run's progress to its listeners (see CatalogSyncService.onProgress). */
   emit(): void;
@@ -88,6 +90,7 @@ export function emptyCounters(): RunCounters {
     conflicts: 0,
     confirmedLive: 0,
     unconfirmed: 0,
+    budgetWaitMs: 0,
   };
 }
 

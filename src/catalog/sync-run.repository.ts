@@ -43,6 +43,8 @@ export interface SyncRunRecord {
   conflicts: number;
   confirmed_live: number;
   unconfirmed: number;
+  /** Milliseconds the run's upstream requests waited for the request budget, summed (bigint: a string). */
+  budget_wait_ms: number | string;
   note: string | null;
   error: string | null;
 }
@@ -60,6 +62,8 @@ export interface RunCounters {
   conflicts: number;
   confirmedLive: number;
   unconfirmed: number;
+  /** Milliseconds the run's upstream requests waited for the request budget, summed over the requests. */
+  budgetWaitMs: number;
 }
 
 export interface NewRun {
@@ -75,7 +79,7 @@ export interface NewRun {
 
 const COUNTER_SET = `pages_total = $2, pages_done = $3, products_seen = $4, skus_seen = $5, skus_created = $6,
   skus_changed = $7, skus_delisted = $8, skus_relisted = $9, changes = $10::jsonb, conflicts = $11,
-  confirmed_live = $12, unconfirmed = $13`;
+  confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14`;
 
 function counterParams(c: RunCounters): unknown[] {
   return [
@@ -91,6 +95,7 @@ function counterParams(c: RunCounters): unknown[] {
     c.conflicts,
     c.confirmedLive,
     c.unconfirmed,
+    Math.max(0, Math.round(c.budgetWaitMs)),
   ];
 }
 
@@ -152,7 +157,7 @@ export class SyncRunRepository {
     return this.count(
       this.db,
       `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $14 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $15 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(c), owner],
     );
   }
@@ -175,9 +180,9 @@ export class SyncRunRepository {
   ): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $14, error = $15, note = coalesce($16, note), finished_at = $17,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $15, error = $16, note = coalesce($17, note), finished_at = $18,
               heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $18 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $19 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now, owner],
     );
   }
@@ -190,9 +195,9 @@ export class SyncRunRepository {
   async finishLost(em: Db, runId: string, owner: string, r: { counters: RunCounters; error: string; note: string | null }): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($15, note),
-              error = $14 || coalesce(' (recorded by the other process: ' || error || ')', '')
-        WHERE run_id = $1 AND owner = $16 AND status = 'failed' RETURNING 1`,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($16, note),
+              error = $15 || coalesce(' (recorded by the other process: ' || error || ')', '')
+        WHERE run_id = $1 AND owner = $17 AND status = 'failed' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.error, r.note, owner],
     );
   }

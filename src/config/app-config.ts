@@ -29,6 +29,8 @@ export interface ProfilePreset {
   orderNoIdempotent: boolean;
   /** The upstream's request budget per API key (UPSTREAM_RATE_LIMIT); null: off. */
   rateLimit: RateLimitSetting | null;
+  /** `GET /products` is asked with `include_inactive=true` (UPSTREAM_LIST_INACTIVE). */
+  listsInactive: boolean;
 }
 
 /** `<requests>/<window>`: at most `requests` upstream requests per `windowMs` for one API key. */
@@ -45,6 +47,7 @@ export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
     pageSize: 100,
     orderNoIdempotent: false,
     rateLimit: null,
+    listsInactive: false,
   },
   'dujiao-next': {
     headerPrefix: 'Dujiao-Next',
@@ -53,6 +56,7 @@ export const PROFILES: Record<UpstreamProfile, ProfilePreset> = {
     pageSize: 50,
     orderNoIdempotent: true,
     rateLimit: { requests: 60, windowMs: 60_000 },
+    listsInactive: true,
   },
 };
 
@@ -96,6 +100,11 @@ export interface AppConfigShape {
     concurrency: number;
     mode: SyncMode;
     fullEveryMs: number;
+    /**
+     * UPSTREAM_LIST_INACTIVE: the listing is asked with `include_inactive=true`, so that inactive
+     * products come in it with `is_active: false` (unlisted without a read of their own).
+     */
+    listInactive: boolean;
   };
   orders: {
     pollBaseMs: number;
@@ -493,6 +502,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       concurrency: r.int('SYNC_CONCURRENCY', 4, 1, 64),
       mode: r.oneOf<SyncMode>('SYNC_MODE', 'auto', ['auto', 'full', 'incremental']),
       fullEveryMs: r.duration('SYNC_FULL_EVERY', 6 * 3_600_000),
+      listInactive: r.bool('UPSTREAM_LIST_INACTIVE', preset.listsInactive),
     },
     orders: {
       pollBaseMs,
