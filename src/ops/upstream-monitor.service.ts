@@ -110,12 +110,15 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   /**
-   * A ping soon, after something spent from the wallet (an accepted order), so that a low balance is
-   * seen at once; coalesced to at most one every PING_SOON_MIN_MS whatever the order rate.
+   * A ping soon, after something spent from the wallet (an accepted order), so that a low balance
+   * (WALLET_LOW_BALANCE) is seen at once; coalesced to at most one every PING_SOON_MIN_MS whatever the
+   * order rate, and under the request budget to one a window. Without WALLET_LOW_BALANCE there is no
+   * balance to watch: the periodic ping reads the wallet.
    */
   pingSoon(): void {
-    if (this.stopped || this.soonTimer) return;
-    const wait = Math.max(0, this.lastPingAtMs + PING_SOON_MIN_MS - this.clock.nowMs());
+    if (this.stopped || this.soonTimer || this.config.walletLowBalance === null) return;
+    const spacing = Math.max(PING_SOON_MIN_MS, this.budget.rule?.windowMs ?? 0);
+    const wait = Math.max(0, this.lastPingAtMs + spacing - this.clock.nowMs());
     this.soonTimer = setTimeout(() => {
       this.soonTimer = null;
       void this.pingNow('reconcile').catch(() => undefined);
