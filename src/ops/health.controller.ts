@@ -2,7 +2,7 @@ import { Controller, Get, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { HEALTH_DEADLINE_MS, HealthService } from './health.service.js';
-import { HEALTH_DOWN_EXAMPLE, HEALTH_EXAMPLE, HEALTH_SCHEMA, LIVE_SCHEMA, NOT_READY_EXAMPLE, READY_EXAMPLE, READY_SCHEMA } from './ops.api-examples.js';
+import { HEALTH_DOWN_EXAMPLE, HEALTH_EXAMPLE, HEALTH_RATE_LIMITED_EXAMPLE, HEALTH_SCHEMA, LIVE_SCHEMA, NOT_READY_EXAMPLE, READY_EXAMPLE, READY_SCHEMA } from './ops.api-examples.js';
 
 const DATABASE_DETAIL: SchemaObject = {
   type: 'string',
@@ -16,7 +16,7 @@ const DATABASE_DETAIL: SchemaObject = {
 const withDatabaseDetail = (schema: SchemaObject): SchemaObject => ({ ...schema, properties: { ...schema.properties, database_detail: DATABASE_DETAIL } });
 
 /**
- * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?}`,
+ * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?, budget, queued}`,
  * 503 when the database is down (refused or failed, not merely slow); `GET /health/live` and
  * `GET /health/ready` for an orchestrator. Each answers within HEALTH_DEADLINE_MS (about 3 s).
  */
@@ -31,11 +31,20 @@ export class HealthController {
     description:
       'The database (503 when it is down), the upstream as the last periodic ping saw it (`up`, `down`, `unknown`; pinged ' +
       'every 30 s by instances running background work, never during this request), the latest catalog sync run, and the ' +
-      'wallet from the last successful ping. `ok` is the database: an unreachable upstream does not make the service unhealthy. ' +
+      'wallet from the last successful ping, the upstream request budget of the API key (UPSTREAM_RATE_LIMIT; while a 429 ' +
+      'keeps the key blocked, `upstream.status` is `rate_limited`) and the number of `queued` orders. ' +
+      '`ok` is the database: an unreachable upstream does not make the service unhealthy. ' +
       `Answers within ${HEALTH_DEADLINE_MS / 1000} s: a database that did not answer by then without refusing is \`up\` with ` +
-      '`database_detail` (`busy`, `slow`), and a sync run not read by then is `null`.',
+      '`database_detail` (`busy`, `slow`), and a sync run or a count not read by then is `null`.',
   })
-  @ApiOkResponse({ description: 'the database answers (or is busy)', schema: withDatabaseDetail(HEALTH_SCHEMA), example: HEALTH_EXAMPLE })
+  @ApiOkResponse({
+    description: 'the database answers (or is busy)',
+    schema: withDatabaseDetail(HEALTH_SCHEMA),
+    examples: {
+      ok: { summary: 'the database and the upstream answer', value: HEALTH_EXAMPLE },
+      rate_limited: { summary: 'the key blocked after a 429: upstream requests wait, new orders are queued', value: HEALTH_RATE_LIMITED_EXAMPLE },
+    },
+  })
   @ApiServiceUnavailableResponse({ description: 'the database is down (the same shape, `ok: false`)', schema: withDatabaseDetail(HEALTH_SCHEMA), example: HEALTH_DOWN_EXAMPLE })
   async get(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.health();

@@ -1,14 +1,17 @@
 /**
  * What `/health`, `/health/live` and `/health/ready` answer (CONTRACT §5):
  * - health: the database (a `SELECT 1`), the last known upstream ping (never a call to the
- *   upstream), the last catalog sync run, the wallet from the ping; 503 only when the database is down;
+ *   upstream; `rate_limited` while the upstream's request budget holds the key blocked), the last
+ *   catalog sync run, the wallet from the ping, the request budget (UpstreamBudgetService) and the
+ *   number of `queued` orders; 503 only when the database is down;
  * - live: the process answers;
  * - ready: the database answers and every migration of this build is applied, and the process is
  *   not shutting down; 503 otherwise.
  *
  * Timing: a call runs its checks at once and waits for them no longer than HEALTH_DEADLINE_MS in all
  * (a probe's timeout is typically a few seconds); a check that has not answered by then is reported
- * as unknown (`last_sync: null`, `migrations: null`), never waited for.
+ * as unknown (`last_sync: null`, `queued: null`, `migrations: null`), never waited for; a budget
+ * block not read in time is reported as none.
  *
  * The database's verdict tells "down" from "did not answer in time":
  * - `down` (503): the database refused or failed (connection refused, authentication, terminated, an
@@ -35,6 +38,8 @@
 import { Injectable, type BeforeApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
+import { AppConfig, type RateLimitSetting } from '../config/app-config.js';
 import { readMigrations } from '../database/migrator.js';
 import { UpstreamMonitor, type UpstreamSnapshot } from './upstream-monitor.service.js';
 
@@ -65,6 +70,20 @@ export interface LastSync {
   last_success_at: string | null;
 }
 
+/** The upstream's request budget of this API key (UPSTREAM_RATE_LIMIT), shared by every replica. */
+export interface BudgetHealth {
+  /** The limit as configured, `<requests>/<window>` (`60/60s`); null when the budget is off. */
+  limit: string | null;
+  /**
+   * Requests granted in the window ending now, and how many more the budget grants in it. Null:
+   * UpstreamBudgetService reports no count of its window's grants (and none is kept while it is off).
+   */
+  used: number | null;
+  left: number | null;
+  /** The end of the key's block after a 429 (every replica waits for it); null when not blocked. */
+  blocked_until: string | null;
+}
+
 /** Why a database reported `up` did not answer in time (absent when it answered). */
 export type DatabaseDetail = 'busy' | 'slow';
 
@@ -73,9 +92,17 @@ export interface HealthBody {
   status: 'ok' | 'unavailable';
   database: 'up' | 'down';
   database_detail?: DatabaseDetail;
-  upstream: { status: 'up' | 'down' | 'unknown'; checked_at: string | null; latency_ms: number | null; error: string | null };
+  upstream: { status: 'up' | 'down' | 'unknown' | 'rate_limited'; checked_at: string | null; latency_ms: number | null; error: string | null };
   last_sync: LastSync | null;
   wallet?: { balance: string; currency: string; checked_at: string };
+  budget: BudgetHealth;
+  /** Orders accepted and waiting for the budget (`queued`); null when the database did not tell in time. */
+  queued: number | null;
+}
+
+/** `60/60s`, `20/2s`, `100/1500ms`: a configured limit as UPSTREAM_RATE_LIMIT spells it. */
+export function formatRateLimit(limit: RateLimitSetting): string {
+  return limit.windowMs % 1000 === 0 ? `${limit.requests}/${limit.windowMs / 1000}s` : `${limit.requests}/${limit.windowMs}ms`;
 }
 
 export interface ReadyBody {
@@ -145,6 +172,8 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
   constructor(
     private readonly dataSource: DataSource,
     private readonly monitor: UpstreamMonitor,
+    private readonly budget: UpstreamBudgetService,
+    private readonly config: AppConfig,
   ) {}
 
   /** From now on the instance reports itself not ready (RelayApp.close calls it first thing). */
@@ -188,22 +217,30 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     const deadline = new Deadline(HEALTH_DEADLINE_MS);
     try {
       const current = this.monitor.current();
-      const [db, stored, lastSync] = await Promise.all([
+      const [db, stored, lastSync, blockedUntil, queued] = await Promise.all([
         this.checkDatabase(deadline),
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
+        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(null),
+        this.within(deadline, 'queued', () => this.queuedOrders()),
       ]);
       const up = db.database === 'up';
       const ping: UpstreamSnapshot | null = current ?? (up ? stored : null);
+      const upstream: HealthBody['upstream'] = ping
+        ? { status: ping.status, checked_at: ping.checked_at, latency_ms: ping.latency_ms, error: ping.error }
+        : { status: 'unknown', checked_at: null, latency_ms: null, error: null };
+      // While the key is blocked every upstream request waits, whatever the last ping saw.
+      if (blockedUntil) upstream.status = 'rate_limited';
+      const limit = this.config.budget.rateLimit;
       const body: HealthBody = {
         ok: up,
         status: up ? 'ok' : 'unavailable',
         database: db.database,
         ...(db.database === 'up' && db.detail ? { database_detail: db.detail } : {}),
-        upstream: ping
-          ? { status: ping.status, checked_at: ping.checked_at, latency_ms: ping.latency_ms, error: ping.error }
-          : { status: 'unknown', checked_at: null, latency_ms: null, error: null },
+        upstream,
         last_sync: up ? lastSync : null,
+        budget: { limit: limit ? formatRateLimit(limit) : null, used: null, left: null, blocked_until: blockedUntil ? blockedUntil.toISOString() : null },
+        queued: up ? queued : null,
       };
       if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };
       return body;
@@ -326,6 +363,12 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     const rows: Array<{ version: string }> = await this.dataSource.query('SELECT version FROM schema_migrations');
     const applied = new Set(rows.map((r) => r.version));
     return this.migrationVersions.filter((m) => !applied.has(m.version)).map((m) => m.label);
+  }
+
+  /** How many orders are `queued` (accepted, waiting for the request budget; found by the status index). */
+  async queuedOrders(): Promise<number> {
+    const rows: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM orders WHERE status = 'queued'`);
+    return Number(rows[0]?.n ?? 0);
   }
 
   /** The latest catalog sync run; null before the catalog's table exists or before any run. */

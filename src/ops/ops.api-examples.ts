@@ -17,7 +17,11 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
     database: { type: 'string', enum: ['up', 'down'] },
     upstream: objectSchema(
       {
-        status: { type: 'string', enum: ['up', 'down', 'unknown'] },
+        status: {
+          type: 'string',
+          enum: ['up', 'down', 'unknown', 'rate_limited'],
+          description: 'as the last ping saw it; `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever the ping saw',
+        },
         checked_at: dateTimeSchema(undefined, true),
         latency_ms: { type: 'integer', nullable: true },
         error: nullableString(),
@@ -39,6 +43,17 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
       description: 'the latest catalog sync run',
     },
     wallet: objectSchema({ balance: decimalSchema('the upstream wallet balance'), currency: { type: 'string' }, checked_at: dateTimeSchema() }, [], 'from the last successful ping'),
+    budget: objectSchema(
+      {
+        limit: nullableString('UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off'),
+        used: { type: 'integer', minimum: 0, nullable: true, description: 'requests granted in the window ending now (every replica together); null when not counted' },
+        left: { type: 'integer', minimum: 0, nullable: true, description: 'requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted' },
+        blocked_until: dateTimeSchema('the end of the key\'s block after an HTTP 429 (every replica waits for it); null when not blocked', true),
+      },
+      [],
+      'the upstream\'s request budget of this API key, shared by every replica',
+    ),
+    queued: { type: 'integer', minimum: 0, nullable: true, description: 'orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time' },
   },
   ['wallet'],
 );
@@ -58,6 +73,16 @@ export const HEALTH_EXAMPLE = {
     last_success_at: '2026-11-22T09:45:12.337Z',
   },
   wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
+  budget: { limit: '60/60s', used: null, left: null, blocked_until: null },
+  queued: 0,
+};
+
+/** The key blocked after a 429: every upstream request waits, new orders are queued. */
+export const HEALTH_RATE_LIMITED_EXAMPLE = {
+  ...HEALTH_EXAMPLE,
+  upstream: { status: 'rate_limited', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
+  budget: { limit: '60/60s', used: null, left: null, blocked_until: '2026-11-22T10:00:30.000Z' },
+  queued: 3,
 };
 
 export const HEALTH_DOWN_EXAMPLE = {
@@ -67,6 +92,8 @@ export const HEALTH_DOWN_EXAMPLE = {
   upstream: { status: 'up', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
   last_sync: null,
   wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
+  budget: { limit: '60/60s', used: null, left: null, blocked_until: null },
+  queued: null,
 };
 
 export const LIVE_SCHEMA: SchemaObject = objectSchema({ ok: { type: 'boolean', enum: [true] } });
