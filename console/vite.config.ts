@@ -1,7 +1,7 @@
 /**
  * The operator console's build: Preact + htm, no JSX transform. `npm run build` writes it to
  * `dist/console/` (served by the service under `/console/`); `npm run console:dev` serves it with hot
- * reload and forwards `/internal` to a service on http://127.0.0.1:3000 (RELAY_URL overrides).
+ * reload and forwards `/internal` and `/health` to a service on http://127.0.0.1:3000 (RELAY_URL overrides).
  *
  * `dist/console/` also holds the compiled `src/console/` module, so the build never empties the folder:
  * it removes only what it wrote itself the last time (index.html, favicon.svg, assets/). The assets are
@@ -57,6 +57,6 @@ export default defineConfig({
   },
   server: {
     port: 5173,
-    proxy: { '/internal': process.env.RELAY_URL ?? 'http://127.0.0.1:3000' },
+    proxy: { '/internal': process.env.RELAY_URL ?? 'http://127.0.0.1:3000', '/health': process.env.RELAY_URL ?? 'http://127.0.0.1:3000' },
   },
 });

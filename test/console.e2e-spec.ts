@@ -203,7 +203,7 @@ describe('operator console (headless Chromium)', () => {
     expect(await page.evaluate(() => Object.values(sessionStorage))).toContain(TEST_TOKEN);
   });
 
-  it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order needing a decision', async () => {
+  it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order needing a decision, the budget and the queue', async () => {
     await page.goto(consoleUrl('#/'));
     const wallet = page.getByTestId('wallet-balance');
     await page.waitForFunction((b) => document.querySelector('[data-testid=wallet-balance]')?.textContent?.includes(b), sandbox.walletBalance());
@@ -214,6 +214,11 @@ describe('operator console (headless Chromium)', () => {
     expect(await page.getByTestId('unknown-count').textContent()).toBe('1');
     await page.getByTestId('decision-table').getByText('shop-1003').waitFor();
     expect(await page.locator('svg.chart').count()).toBe(2);
+    // the request budget (off in this test) and the queue, from /health; the count links to the queued orders
+    await page.getByTestId('queued-count').waitFor();
+    expect(await page.getByTestId('queued-count').textContent()).toBe('0');
+    expect(await page.getByTestId('queued-count').getAttribute('href')).toBe('#/orders?status=queued');
+    expect(await page.getByTestId('budget-use').textContent()).toContain('off');
     await shot('dashboard');
   });
 

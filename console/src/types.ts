@@ -1,95 +1,78 @@
 /**
- * Shapes of the internal API (CONTRACT §5) as the console reads them. Money is a decimal string
- * everywhere; the console never turns it into a number except for a margin percentage.
+ * Shapes of the internal API (CONTRACT §5) as the console reads them, named from the types generated
+ * out of the service's OpenAPI document (api.generated.ts, `npm run console:types`): a page reads
+ * only what the document describes. Money is a decimal string everywhere; the console never turns it
+ * into a number except for a margin percentage.
+ *
+ * The document declares the response bodies inline in each operation (only request bodies and the
+ * error envelope are named schemas), so the names below are taken from the operations' answers.
  */
+import type { components, paths } from './api.generated.js';
 
-export interface ErrorBody {
-  ok: false;
-  error_code: string;
-  error_message: string;
-  fields?: Record<string, string[] | string>;
-  run_id?: string;
-  order?: Order;
-}
+type Method = 'get' | 'post' | 'put';
+type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
 
-export interface ListBody<T> {
-  ok: true;
-  items: T[];
-  total: number;
-  page: number;
-  page_size: number;
-}
+/** The JSON body `method path` answers with HTTP `status` (200 unless said), as documented. */
+export type Answer<P extends keyof paths, M extends Method, S extends number = 200> =
+  NonNullable<paths[P][M]> extends { responses: infer R } ? (S extends keyof R ? JsonOf<R[S]> : never) : never;
 
-export type MultiLanguageText = Record<string, string>;
+/** The JSON body `method path` takes, as documented. */
+export type RequestBody<P extends keyof paths, M extends Method> =
+  NonNullable<paths[P][M]> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
 
-export interface Category {
-  id: number;
-  parent_id: number;
-  slug: string;
-  name: MultiLanguageText;
-  icon: string;
-  sort_order: number;
-  listed: boolean;
-  children: Category[];
-}
+/** The error envelope `{ok: false, error_code, error_message, …}` (schema `ErrorResponse`). */
+export type ErrorBody = components['schemas']['ErrorResponse'];
 
-export interface Sku {
-  sku_code: string;
-  upstream_sku_id: number | string;
-  product_id: number | string;
-  product_title: MultiLanguageText;
-  category_id: number | string;
-  spec_values: Record<string, string> | null;
-  cost_price: string;
-  sale_price: string;
-  original_price: string | null;
-  member_price: string | null;
-  currency: string | null;
-  stock_status: string;
-  stock_quantity: number;
-  fulfillment_type: string;
-  manual_form_schema: unknown;
-  listed: boolean;
-  available: boolean;
-  updated_at: string;
-}
+// ------------------------------------------------------------------------------------- catalog
 
-/** One row of a SKU's change history (`GET /internal/catalog/skus/{sku_code}/changes`). */
-export interface SkuChange {
-  id?: string | number;
-  sku_code?: string;
-  field: string;
-  kind?: string;
-  old_value?: unknown;
-  new_value?: unknown;
-  old?: unknown;
-  new?: unknown;
-  run_id?: string | null;
-  source?: string;
-  changed_at?: string;
-  at?: string;
-}
+export type CategoriesAnswer = Answer<'/internal/catalog/categories', 'get'>;
+type CategoryNode = Omit<CategoriesAnswer['categories'][number], 'children'>;
+/**
+ * A category and its sub-categories. The document describes two levels (its deeper `children` are
+ * "the same shape", untyped objects); the recursion is stated here.
+ */
+export type Category = CategoryNode & { children: Category[] };
+export type MultiLanguageText = CategoryNode['name'];
 
-export type RunStatus = 'running' | 'succeeded' | 'failed';
+export type SkuList = Answer<'/internal/catalog/skus', 'get'>;
+/** A SKU as the list gives it; `SkuDetail` (one SKU) adds the product's slug and description. */
+export type Sku = SkuList['items'][number];
+export type SkuAnswer = Answer<'/internal/catalog/skus/{sku_code}', 'get'>;
+export type SkuDetail = SkuAnswer['sku'];
 
-export interface SyncRun {
-  run_id: string;
-  mode: 'full' | 'incremental';
-  status: RunStatus;
-  trigger?: string;
-  started_at: string;
-  finished_at: string | null;
-  pages_total: number;
-  pages_done: number;
-  products_seen: number;
-  skus_created: number;
-  skus_changed: number;
-  skus_delisted: number;
-  skus_relisted: number;
-  error: string | null;
-}
+export type SkuChangeList = Answer<'/internal/catalog/skus/{sku_code}/changes', 'get'>;
+/** One row of a SKU's change history. */
+export type SkuChange = SkuChangeList['items'][number];
 
+export type SyncRunList = Answer<'/internal/catalog/sync-runs', 'get'>;
+export type SyncRun = SyncRunList['items'][number];
+export type SyncRunAnswer = Answer<'/internal/catalog/sync-runs/{run_id}', 'get'>;
+export type RunStatus = SyncRun['status'];
+export type StartSyncAnswer = Answer<'/internal/catalog/sync', 'post', 202>;
+export type StartSyncBody = components['schemas']['StartSyncBody'];
+
+// -------------------------------------------------------------------------------------- pricing
+
+export type PricingRules = Answer<'/internal/pricing/rules', 'get'>;
+export type PutPricingRulesAnswer = Answer<'/internal/pricing/rules', 'put'>;
+/** A saved rule. */
+export type PricingRule = PricingRules['rules'][number];
+/** A rule as `PUT /internal/pricing/rules` takes it. */
+export type PricingRuleBody = components['schemas']['PricingRuleBody'];
+/** A markup: percent and fixed as decimal strings; rounding null = the default step. */
+export type Markup = Pick<PricingRule, 'markup_percent' | 'markup_fixed' | 'rounding'>;
+
+// --------------------------------------------------------------------------------------- orders
+
+export type OrderList = Answer<'/internal/orders', 'get'>;
+export type OrderAnswer = Answer<'/internal/orders/{shop_order_no}', 'get'>;
+export type Order = OrderAnswer['order'];
+export type OrderStatus = Order['status'];
+export type RefundState = Order['refund_state'];
+
+/** Every status, in the contract's order of ranks (the orders filter and the dashboard's tiles). */
 export const ORDER_STATUSES = [
+  'queued',
   'submitting',
   'submit_unknown',
   'rejected',
@@ -102,74 +85,34 @@ export const ORDER_STATUSES = [
   'canceled',
   'partially_refunded',
   'refunded',
-] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
+] as const satisfies readonly OrderStatus[];
+// A status the document adds and the list above lacks fails the type check here.
+const _everyStatusListed: Exclude<OrderStatus, (typeof ORDER_STATUSES)[number]> extends never ? true : never = true;
+void _everyStatusListed;
 
-export type RefundState = 'not_refundable' | 'refundable' | 'refunded';
+export type OrderEvents = Answer<'/internal/orders/{shop_order_no}/events', 'get'>;
+/** One event of an order's timeline. */
+export type OrderEvent = OrderEvents['events'][number];
+/** What the operator actions (cancel, refund, refresh, resolve) answer. */
+export type OrderActionAnswer = Answer<'/internal/orders/{shop_order_no}/cancel', 'post'>;
 
-export interface Order {
-  shop_order_no: string;
-  sku_code: string;
-  quantity: number;
-  status: OrderStatus;
-  attempt: number;
-  downstream_order_no: string;
-  upstream_order_id: number | null;
-  upstream_order_no: string | null;
-  amount: string | null;
-  currency: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  items: string[];
-  fulfillment: {
-    type: string | null;
-    status: string;
-    delivered_at: string | null;
-    delivery_data: Record<string, unknown> | null;
-  };
-  refund_state: RefundState;
-  refundable_amount: string | null;
-  refunded_amount?: string | null;
-  anomaly?: string | null;
-  stuck?: boolean;
-  trace_id?: string;
-  created_at: string;
-  updated_at: string;
+// ----------------------------------------------------------------------------------- the wallet
+
+/**
+ * The upstream's member level (upstream API §2.3: every field optional). The service passes it on
+ * as the ping reports it and its document gives it as a free-form object (`{id, name, slug, icon}` in
+ * words only), so this one shape is written by hand.
+ */
+export interface MemberLevel {
+  id?: number;
+  name?: MultiLanguageText;
+  slug?: string;
+  icon?: string;
 }
 
-/** One event of an order's timeline (`GET /internal/orders/{shop_order_no}/events`). */
-export interface OrderEvent {
-  id?: string | number;
-  source: string;
-  kind?: string;
-  from: string | null;
-  to: string | null;
-  detail?: Record<string, unknown> | null;
-  at: string;
-}
+export type Wallet = Omit<Answer<'/internal/wallet', 'get'>, 'member_level'> & { member_level: MemberLevel | null };
 
-export interface Wallet {
-  ok: true;
-  balance: string;
-  currency: string;
-  member_level: { id?: number; name?: MultiLanguageText; slug?: string } | null;
-  checked_at: string;
-}
+// ----------------------------------------------------------------------------------------- health
 
-/** A markup: percent and fixed as decimal strings; rounding null = the default step. */
-export interface Markup {
-  markup_percent: string;
-  markup_fixed: string;
-  rounding?: string | null;
-}
-
-export interface PricingRule extends Markup {
-  scope: 'category' | 'sku';
-  category_id?: number | null;
-  sku_code?: string | null;
-}
-
-export interface PricingRules {
-  defaults: Markup & { rounding: string };
-  rules: PricingRule[];
-}
+/** `GET /health` (no token): the database, the upstream, the last sync, the request budget, the queue. */
+export type Health = Answer<'/health', 'get'>;

@@ -109,6 +109,7 @@ export function errorText(e: unknown): string {
 // ------------------------------------------------------------------------------------- components
 
 const STATUS_TONE: Record<string, string> = {
+  queued: 'warn',
   submitting: 'info',
   submit_unknown: 'warn',
   rejected: 'bad',
@@ -124,6 +125,7 @@ const STATUS_TONE: Record<string, string> = {
   running: 'info',
   succeeded: 'good',
   failed: 'bad',
+  rate_limited: 'bad',
   refundable: 'warn',
   not_refundable: 'muted',
   in_stock: 'good',

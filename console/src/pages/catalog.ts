@@ -4,7 +4,7 @@ import { api } from '../api.js';
 import { loadCategories, Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
-import type { ListBody, Sku } from '../types.js';
+import type { SkuList } from '../types.js';
 import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, useLoad } from '../ui.js';
 
 const PAGE_SIZE = 100;
@@ -19,7 +19,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
   const categories = useLoad(loadCategories, []);
   const list = useLoad(
     () =>
-      api.get<ListBody<Sku>>('/internal/catalog/skus', {
+      api.get<SkuList>('/internal/catalog/skus', {
         category_id: categoryId || undefined,
         listed: listed || undefined,
         available: available || undefined,

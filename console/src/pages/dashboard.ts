@@ -1,12 +1,13 @@
 /**
- * Dashboard: the wallet, the last sync, orders by status, the orders needing a decision
- * (`submit_unknown` and stuck), orders per day and sync durations.
+ * Dashboard: the wallet, the last sync, the orders needing a decision (`submit_unknown` and stuck),
+ * the upstream's request budget and the queued orders (from `GET /health`), orders by status, orders
+ * per day and sync durations.
  */
 import { api } from '../api.js';
 import { BarChart, type Bar } from '../charts.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import { ORDER_STATUSES, type ListBody, type Order, type SyncRun, type Wallet } from '../types.js';
+import { ORDER_STATUSES, type Health, type Order, type OrderList, type SyncRunList, type Wallet } from '../types.js';
 import { ago, Badge, Card, durationMs, ErrorBox, formatDuration, Loading, Money, pickText, Time, useInterval, useLoad } from '../ui.js';
 
 const DAYS = 14;
@@ -21,7 +22,7 @@ async function ordersPerDay(): Promise<{ bars: Bar[]; partial: boolean }> {
   const counts = new Map<string, number>();
   let partial = false;
   for (let page = 1; page <= MAX_ORDER_PAGES; page++) {
-    const list = await api.get<ListBody<Order>>('/internal/orders', { page, page_size: 500 });
+    const list = await api.get<OrderList>('/internal/orders', { page, page_size: 500 });
     let older = false;
     for (const o of list.items) {
       const at = new Date(o.created_at);
@@ -48,16 +49,16 @@ async function ordersPerDay(): Promise<{ bars: Bar[]; partial: boolean }> {
 async function statusCounts(): Promise<Array<[string, number]>> {
   return Promise.all(
     ORDER_STATUSES.map(async (status) => {
-      const list = await api.get<ListBody<Order>>('/internal/orders', { status, page_size: 1 });
+      const list = await api.get<OrderList>('/internal/orders', { status, page_size: 1 });
       return [status, list.total] as [string, number];
     }),
   );
 }
 
-async function needingDecision(): Promise<{ unknown: ListBody<Order>; stuck: ListBody<Order> }> {
+async function needingDecision(): Promise<{ unknown: OrderList; stuck: OrderList }> {
   const [unknown, stuck] = await Promise.all([
-    api.get<ListBody<Order>>('/internal/orders', { status: 'submit_unknown', page_size: 20 }),
-    api.get<ListBody<Order>>('/internal/orders', { stuck: true, page_size: 20 }),
+    api.get<OrderList>('/internal/orders', { status: 'submit_unknown', page_size: 20 }),
+    api.get<OrderList>('/internal/orders', { stuck: true, page_size: 20 }),
   ]);
   return { unknown, stuck };
 }
@@ -74,9 +75,32 @@ function DecisionRows({ orders, why }: { orders: Order[]; why: string }) {
   );
 }
 
+/** `60/60s` → `{ requests: '60', window: '60s' }`. */
+function splitLimit(limit: string): { requests: string; window: string } {
+  const [requests, window] = limit.split('/');
+  return { requests, window: window ?? '' };
+}
+
+/** The upstream's request budget of the API key, as `/health` reports it. */
+function BudgetCard({ health }: { health: Health }) {
+  const { budget, upstream } = health;
+  if (budget.limit === null) {
+    return html`<p class="big" data-testid="budget-use"><span class="small">off</span></p>
+      <p class="muted small">No request budget is held (UPSTREAM_RATE_LIMIT is <code>off</code>).</p>`;
+  }
+  const { requests, window } = splitLimit(budget.limit);
+  return html`<p class="big" data-testid="budget-use">${budget.used ?? '—'} / ${requests} <span class="small">requests in ${window}</span></p>
+    ${budget.left !== null ? html`<p class="small" data-testid="budget-left">${budget.left} left in the window</p>` : null}
+    ${budget.used === null ? html`<p class="muted small">The service does not report the window's count; the limit is <code>${budget.limit}</code>.</p>` : null}
+    ${budget.blocked_until
+      ? html`<p class="alert small" data-testid="budget-blocked"><${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): every upstream request waits, new orders are queued</p>`
+      : html`<p class="muted small" data-testid="budget-blocked">not blocked</p>`}`;
+}
+
 export function DashboardPage() {
+  const health = useLoad(() => api.get<Health>('/health'), []);
   const wallet = useLoad(() => api.get<Wallet>('/internal/wallet'), []);
-  const runs = useLoad(() => api.get<ListBody<SyncRun>>('/internal/catalog/sync-runs', { page_size: 30 }), []);
+  const runs = useLoad(() => api.get<SyncRunList>('/internal/catalog/sync-runs', { page_size: 30 }), []);
   const counts = useLoad(statusCounts, []);
   const decision = useLoad(needingDecision, []);
   const perDay = useLoad(ordersPerDay, []);
@@ -87,6 +111,8 @@ export function DashboardPage() {
     void decision.reload();
     void perDay.reload();
   }, 30_000);
+  // a block after a 429 lasts about half a minute: the budget is read more often
+  useInterval(() => void health.reload(), 10_000);
 
   const last = runs.data?.items[0];
   const durations: Bar[] = (runs.data?.items ?? [])
@@ -121,6 +147,17 @@ export function DashboardPage() {
         ${decision.error ? html`<${ErrorBox} error=${decision.error} />` : !decision.data ? html`<${Loading} />` : html`
           <p class="big"><a href=${href('/orders', { status: 'submit_unknown' })} data-testid="unknown-count">${unknown?.total ?? 0}</a> <span class="small">submit unknown</span></p>
           <p class="big"><a href=${href('/orders', { stuck: true })} data-testid="stuck-count">${stuck?.total ?? 0}</a> <span class="small">stuck</span></p>`}
+      <//>
+    </div>
+
+    <div class="grid two">
+      <${Card} title="Upstream budget" class="stat">
+        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BudgetCard} health=${health.data} />`}
+      <//>
+      <${Card} title="Queued orders" class="stat">
+        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`
+          <p class="big"><a href=${href('/orders', { status: 'queued' })} data-testid="queued-count">${health.data.queued ?? '—'}</a> <span class="small">queued</span></p>
+          <p class="muted small">Accepted and waiting for the request budget: placed in arrival order as soon as it allows.</p>`}
       <//>
     </div>
 

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, enc } from '../api.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import type { Order, OrderEvent } from '../types.js';
+import type { Order, OrderActionAnswer, OrderAnswer, OrderEvent, OrderEvents } from '../types.js';
 import { ago, Badge, Card, Confirm, ErrorBox, Facts, Loading, Money, Time, useInterval, useLoad } from '../ui.js';
 
 type Action = 'cancel' | 'refund' | 'resolve' | null;
@@ -88,8 +88,8 @@ function resolveReady(v: ResolveInput): boolean {
 
 export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
   const base = `/internal/orders/${enc(shopOrderNo)}`;
-  const order = useLoad(async () => (await api.get<{ ok: true; order: Order }>(base)).order, [shopOrderNo]);
-  const events = useLoad(async () => (await api.get<{ ok: true; events: OrderEvent[] }>(`${base}/events`)).events, [shopOrderNo]);
+  const order = useLoad(async () => (await api.get<OrderAnswer>(base)).order, [shopOrderNo]);
+  const events = useLoad(async () => (await api.get<OrderEvents>(`${base}/events`)).events, [shopOrderNo]);
   const [action, setAction] = useState<Action>(null);
   const [refreshing, setRefreshing] = useState(false);
   const [actionError, setActionError] = useState<unknown>(null);
@@ -109,7 +109,7 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
     setActionError(null);
     void events.reload();
   };
-  const post = async (what: string, body: unknown = {}) => (await api.post<{ ok: true; order: Order }>(`${base}/${what}`, body)).order;
+  const post = async (what: string, body: unknown = {}) => (await api.post<OrderActionAnswer>(`${base}/${what}`, body)).order;
 
   const refresh = async () => {
     setRefreshing(true);

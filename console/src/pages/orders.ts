@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
-import { ORDER_STATUSES, type ListBody, type Order } from '../types.js';
+import { ORDER_STATUSES, type OrderList } from '../types.js';
 import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, Time, useLoad } from '../ui.js';
 
 const PAGE_SIZE = 50;
@@ -14,7 +14,7 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
   const page = Math.max(1, Number(query.get('page') ?? '1') || 1);
   const [jump, setJump] = useState('');
   const list = useLoad(
-    () => api.get<ListBody<Order>>('/internal/orders', { status: status || undefined, stuck: stuck || undefined, page, page_size: PAGE_SIZE }),
+    () => api.get<OrderList>('/internal/orders', { status: status || undefined, stuck: stuck || undefined, page, page_size: PAGE_SIZE }),
     [status, stuck, page],
   );
   const go = (next: { status?: string; stuck?: boolean; page?: number }) =>

@@ -9,7 +9,7 @@ import { loadCategories, Margin, skuTitle, type FlatCategory } from '../catalog-
 import { html } from '../html.js';
 import { compareDec, isDecimal, previewSalePrice } from '../money.js';
 import { href } from '../router.js';
-import type { ListBody, Markup, PricingRule, PricingRules, Sku } from '../types.js';
+import type { Markup, PricingRule, PricingRuleBody, PricingRules, PutPricingRulesAnswer, Sku, SkuAnswer, SkuList } from '../types.js';
 import { Card, Confirm, ErrorBox, Loading, Money, useLoad } from '../ui.js';
 
 interface DraftRule {
@@ -36,7 +36,7 @@ function toDraft(r: PricingRule): DraftRule {
   };
 }
 
-function toBody(d: DraftRule): PricingRule {
+function toBody(d: DraftRule): PricingRuleBody {
   const markup = { markup_percent: d.markup_percent.trim(), markup_fixed: d.markup_fixed.trim(), rounding: d.rounding.trim() === '' ? null : d.rounding.trim() };
   return d.scope === 'category' ? { scope: 'category', category_id: Number(d.category_id), ...markup } : { scope: 'sku', sku_code: d.sku_code.trim(), ...markup };
 }
@@ -74,10 +74,10 @@ async function loadTargets(targets: string[]): Promise<Sku[]> {
     targets.slice(0, 12).map(async (t) => {
       try {
         if (t.startsWith('s:')) {
-          const s = (await api.get<{ ok: true; sku: Sku }>(`/internal/catalog/skus/${enc(t.slice(2))}`)).sku;
+          const s = (await api.get<SkuAnswer>(`/internal/catalog/skus/${enc(t.slice(2))}`)).sku;
           found.set(s.sku_code, s);
         } else {
-          const list = await api.get<ListBody<Sku>>('/internal/catalog/skus', { category_id: t.slice(2), page_size: 15 });
+          const list = await api.get<SkuList>('/internal/catalog/skus', { category_id: t.slice(2), page_size: 15 });
           for (const s of list.items) found.set(s.sku_code, s);
         }
       } catch (e) {
@@ -109,7 +109,7 @@ function RuleRow({ rule, categories, onChange, onRemove }: { rule: DraftRule; ca
 }
 
 export function PricingPage({ query }: { query: URLSearchParams }) {
-  const saved = useLoad(() => api.get<PricingRules & { ok: true; version?: number }>('/internal/pricing/rules'), []);
+  const saved = useLoad(() => api.get<PricingRules>('/internal/pricing/rules'), []);
   const categories = useLoad(loadCategories, []);
   const [draft, setDraft] = useState<DraftRule[] | null>(null);
   const [savedRules, setSavedRules] = useState<DraftRule[]>([]);
@@ -225,7 +225,7 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
     ${confirming
       ? html`<${Confirm} title="Save the pricing rules?" confirmLabel="Save and reprice" onClose=${() => setConfirming(false)}
           onConfirm=${async () => {
-            const body = await api.put<PricingRules & { ok: true; repriced?: number }>('/internal/pricing/rules', { rules: rules.map(toBody) });
+            const body = await api.put<PutPricingRulesAnswer>('/internal/pricing/rules', { rules: rules.map(toBody) });
             saved.set(body);
             setVersion((v) => v + 1);
             setNotice(`Rules saved; ${body.repriced ?? 0} sale price${body.repriced === 1 ? '' : 's'} changed.`);

@@ -3,15 +3,8 @@ import { api, enc } from '../api.js';
 import { Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import type { Sku, SkuChange } from '../types.js';
+import type { SkuAnswer, SkuChangeList } from '../types.js';
 import { Badge, Card, ErrorBox, Facts, Loading, Money, Time, useLoad } from '../ui.js';
-
-interface ChangesBody {
-  ok: true;
-  items?: SkuChange[];
-  changes?: SkuChange[];
-  total?: number;
-}
 
 function show(v: unknown): string {
   if (v === null || v === undefined) return '—';
@@ -21,11 +14,10 @@ function show(v: unknown): string {
 
 export function SkuPage({ skuCode }: { skuCode: string }) {
   const base = `/internal/catalog/skus/${enc(skuCode)}`;
-  const sku = useLoad(async () => (await api.get<{ ok: true; sku: Sku }>(base)).sku, [skuCode]);
+  const sku = useLoad(async () => (await api.get<SkuAnswer>(base)).sku, [skuCode]);
   const changes = useLoad(async () => {
-    const body = await api.get<ChangesBody>(`${base}/changes`, { page_size: 500 });
-    const rows = body.items ?? body.changes ?? [];
-    return { rows, total: body.total ?? rows.length };
+    const body = await api.get<SkuChangeList>(`${base}/changes`, { page_size: 500 });
+    return { rows: body.items, total: body.total };
   }, [skuCode]);
   const s = sku.data;
   return html`<div class="page sku">
@@ -71,14 +63,14 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
             <tbody>
               ${changes.data.rows.length === 0 ? html`<tr><td colspan="6" class="muted">No changes recorded.</td></tr>` : null}
               ${[...changes.data.rows]
-                .sort((a, b) => Date.parse(b.changed_at ?? b.at ?? '') - Date.parse(a.changed_at ?? a.at ?? ''))
+                .sort((a, b) => Date.parse(b.changed_at) - Date.parse(a.changed_at))
                 .map(
-                  (c) => html`<tr data-field=${c.field} data-kind=${c.kind ?? ''}>
-                    <td><${Time} at=${c.changed_at ?? c.at} /></td>
+                  (c) => html`<tr data-field=${c.field} data-kind=${c.kind}>
+                    <td><${Time} at=${c.changed_at} /></td>
                     <td><code>${c.field}</code></td>
-                    <td>${c.kind ? html`<${Badge} value=${c.kind} tone="info" />` : null}</td>
-                    <td class="change">${c.kind === 'created' ? html`<span class="muted">new SKU</span>` : html`<span class="old">${show(c.old_value ?? c.old)}</span> → <span class="new">${show(c.new_value ?? c.new)}</span>`}</td>
-                    <td>${c.source ?? ''}</td>
+                    <td><${Badge} value=${c.kind} tone="info" /></td>
+                    <td class="change">${c.kind === 'created' ? html`<span class="muted">new SKU</span>` : html`<span class="old">${show(c.old)}</span> → <span class="new">${show(c.new)}</span>`}</td>
+                    <td>${c.source}</td>
                     <td>${c.run_id ? html`<code class="small">${c.run_id}</code>` : html`<span class="muted">—</span>`}</td>
                   </tr>`,
                 )}

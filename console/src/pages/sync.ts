@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, enc } from '../api.js';
 import { html } from '../html.js';
-import type { ListBody, SyncRun } from '../types.js';
+import type { StartSyncAnswer, SyncRun, SyncRunAnswer, SyncRunList } from '../types.js';
 import { ago, Badge, Card, durationMs, ErrorBox, formatDuration, Loading, Pager, Time, useInterval, useLoad } from '../ui.js';
 
 const PAGE_SIZE = 50;
@@ -35,7 +35,7 @@ function Progress({ run }: { run: SyncRun }) {
 
 export function SyncPage() {
   const [page, setPage] = useState(1);
-  const list = useLoad(() => api.get<ListBody<SyncRun>>('/internal/catalog/sync-runs', { page, page_size: PAGE_SIZE }), [page]);
+  const list = useLoad(() => api.get<SyncRunList>('/internal/catalog/sync-runs', { page, page_size: PAGE_SIZE }), [page]);
   const [mode, setMode] = useState('');
   const [starting, setStarting] = useState(false);
   const [startError, setStartError] = useState<unknown>(null);
@@ -51,7 +51,7 @@ export function SyncPage() {
   const poll = async () => {
     if (!watchId) return;
     try {
-      const run = (await api.get<{ ok: true; run: SyncRun }>(`/internal/catalog/sync-runs/${enc(watchId)}`)).run;
+      const run = (await api.get<SyncRunAnswer>(`/internal/catalog/sync-runs/${enc(watchId)}`)).run;
       setWatched(run);
       if (run.status !== 'running') void list.reload();
     } catch (e) {
@@ -68,7 +68,7 @@ export function SyncPage() {
     setStarting(true);
     setStartError(null);
     try {
-      const body = await api.post<{ ok: true; run_id: string }>('/internal/catalog/sync', mode ? { mode } : {});
+      const body = await api.post<StartSyncAnswer>('/internal/catalog/sync', mode ? { mode } : {});
       setWatched(null);
       setWatchId(body.run_id);
       void list.reload();
