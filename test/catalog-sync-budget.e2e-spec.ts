@@ -106,11 +106,8 @@ describe('catalog sync under the request budget', () => {
     expect(await startSync(app)).toMatchObject({ status: 'succeeded', pages_done: 2, budget_wait_ms: 0 });
   });
 
-  // Skipped while the HTTP adapter (src/upstream) does not send `include_inactive=true` for a query's
-  // `includeInactive`, which the products pass sets under UPSTREAM_LIST_INACTIVE (default on under
-  // dujiao-next). Without it the withdrawn products are unlisted too, each after a read of its own (the
-  // test below).
-  it.skip('under dujiao-next, the listing carries the inactive products: a full pass unlists them without reading any product, and lists them again once active', async () => {
+  // UPSTREAM_LIST_INACTIVE (default on under dujiao-next): the listing asks include_inactive=true.
+  it('under dujiao-next, the listing carries the inactive products: a full pass unlists them without reading any product, and lists them again once active', async () => {
     const { app, sandbox } = await start(4 * PAGE, {}, null);
     const queries: string[] = [];
     sandbox.events.on('request', (e: SandboxRequestEvent) => {

@@ -58,17 +58,6 @@ const PAGE_BATCH = 4;
  */
 const MAX_KNOWN_FINGERPRINTS = 250_000;
 
-/**
- * A listing query, with `includeInactive`: ask `GET /products` with `include_inactive=true` (newer
- * Dujiao-Next then lists inactive products too, with `is_active: false`).
- */
-type ListingQuery = ProductPageQuery & { includeInactive?: boolean };
-
-/** The query as the port takes it (the adapter reads `includeInactive` where it supports it). */
-function listingQuery(q: ListingQuery): ProductPageQuery {
-  return q;
-}
-
 /** An incremental pass met a product older than its `updated_after`: the upstream ignored the filter. */
 class FilterIgnored extends Error {
   constructor(readonly productId: number) {
@@ -216,12 +205,12 @@ export class ProductsPass {
     // Where the upstream lists inactive products on request (UPSTREAM_LIST_INACTIVE), they come with
     // `is_active: false` and are unlisted as they are written: a withdrawn product costs no read of
     // its own. Only a product missing from a complete pass is read (DelistingChecks).
-    const inactive: Pick<ListingQuery, 'includeInactive'> = this.config.sync.listInactive ? { includeInactive: true } : {};
+    const inactive: Pick<ProductPageQuery, 'includeInactive'> = this.config.sync.listInactive ? { includeInactive: true } : {};
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
-        if (!memo) return this.upstream.listProducts(listingQuery({ ...q, ...inactive }), signal);
+        if (!memo) return this.upstream.listProducts({ ...q, ...inactive }, signal);
         const page = await this.upstream.listProducts(
-          listingQuery({ ...q, ...inactive, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) }),
+          { ...q, ...inactive, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) },
           signal,
         );
         if (!page.unchanged) memo.addPage(page);

@@ -429,6 +429,7 @@ export class UpstreamHttpClient extends UpstreamClient {
   override async listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage> {
     const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
     if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
+    if (query.includeInactive) params.set('include_inactive', 'true');
     return this.call(
       { operation: 'listProducts', method: 'GET', path: '/products', query: params, signal, digest: query.digest === true, remembered: query.remembered },
       isUpstreamProductPage,

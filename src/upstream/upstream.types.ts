@@ -97,6 +97,8 @@ export interface ProductPageQuery {
   pageSize: number;
   /** Undocumented filter of the real upstream: only products changed after this instant. */
   updatedAfter?: Date;
+  /** Newer Dujiao-Next: `include_inactive=true` lists inactive products too, with `is_active: false`. */
+  includeInactive?: boolean;
   /** Also give the page's `digest` (the body's SHA-256). */
   digest?: boolean;
   /**
