@@ -44,6 +44,8 @@ export interface UpstreamSnapshot {
   latency_ms: number;
   /** Why the last ping failed (a class and a reason, never a secret). */
   error: string | null;
+  /** The HTTP status of a refusal of the last ping (401/403: our credentials were refused). */
+  http_status?: number | null;
   /** From the last successful ping. */
   wallet: WalletSnapshot | null;
 }
@@ -171,6 +173,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
         checked_at: new Date(started).toISOString(),
         latency_ms: Math.round(performance.now() - t0),
         error: describe(e),
+        http_status: e instanceof UpstreamDefinitiveError ? e.httpStatus : null,
         wallet: this.last?.wallet ?? null,
       };
     }

@@ -25,7 +25,7 @@ import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
-import { downstreamOrderNo, missingManualFields, requestFingerprint, type PlaceOrderInput } from './order-request.js';
+import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
@@ -194,10 +194,13 @@ export class OrderRelayService {
       deferred = true;
     }
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
+    // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
+    // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
+    const form = input.manual_form_data ?? (sku.fulfillmentType === 'manual' ? {} : undefined);
     const request: AttemptRequest = {
       sku_id: sku.skuId,
       quantity: input.quantity,
-      ...(input.manual_form_data !== undefined ? { manual_form_data: input.manual_form_data } : {}),
+      ...(form !== undefined ? { manual_form_data: form } : {}),
       trace_id: traceId,
       with_callback: this.submitter.withCallback,
     };
@@ -298,11 +301,16 @@ export class OrderRelayService {
     if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
-      const data = input.manual_form_data;
-      const missing = data === undefined || Object.keys(data).length === 0 ? ['manual_form_data'] : missingManualFields(sku.manualFormSchema, data);
+      // required only where the product's form has required fields; a key the form lacks is refused
+      const { missing, unknown } = manualFormProblems(sku.manualFormSchema, input.manual_form_data);
       if (missing.length) {
-        throw new AppError('manual_form_required', 400, `SKU ${input.sku_code} is fulfilled manually: manual_form_data is required (${missing.join(', ')})`, {
-          fields: Object.fromEntries(missing.map((k) => [k === 'manual_form_data' ? k : `manual_form_data.${k}`, ['required']])),
+        throw new AppError('manual_form_required', 400, `SKU ${input.sku_code} is fulfilled manually: its form needs ${missing.join(', ')}`, {
+          fields: Object.fromEntries(missing.map((k) => [`manual_form_data.${k}`, ['required']])),
+        });
+      }
+      if (unknown.length) {
+        throw badRequest(`invalid request: manual_form_data has keys the product's form does not have (${unknown.join(', ')})`, {
+          ...Object.fromEntries(unknown.map((k) => [`manual_form_data.${k}`, ["not a field of the product's form"]])),
         });
       }
     }

@@ -42,6 +42,20 @@ export function downstreamOrderNo(shopOrderNo: string, attempt: number): string 
   return attempt === 1 ? shopOrderNo : `${shopOrderNo}-${attempt}`;
 }
 
+/**
+ * A manual order's form data against the product's form schema `{fields: [{key, required}]}`, as the
+ * upstream checks it: `missing`, the required fields absent or empty; `unknown`, keys the schema does
+ * not list (with a schema, a key it lacks is refused upstream, every key when it has no fields). No
+ * data at all is fine where no field is required. A null schema is not known here: only the upstream
+ * can judge the data then (nothing is missing or unknown).
+ */
+export function manualFormProblems(schema: Record<string, unknown> | null | undefined, data: Record<string, unknown> | undefined): { missing: string[]; unknown: string[] } {
+  if (!schema) return { missing: [], unknown: [] };
+  const fields = Array.isArray(schema.fields) ? (schema.fields as unknown[]) : [];
+  const keys = new Set(fields.map((f) => (typeof f === 'object' && f !== null ? (f as { key?: unknown }).key : undefined)).filter((k): k is string => typeof k === 'string'));
+  return { missing: missingManualFields(schema, data), unknown: Object.keys(data ?? {}).filter((k) => !keys.has(k)) };
+}
+
 /** Required keys of a manual form schema `{fields: [{key, required}]}` missing from the data. */
 export function missingManualFields(schema: Record<string, unknown> | null | undefined, data: Record<string, unknown> | undefined): string[] {
   const fields = (schema as { fields?: unknown } | null | undefined)?.fields;

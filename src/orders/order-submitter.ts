@@ -31,7 +31,8 @@ export type AcceptedReport = UpstreamReport & { order_id: number };
 export type SendOutcome =
   /** `reportKind`: the create's answer, or an order detail read to prove the attempt (see ReportKind). */
   | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest; reportKind: ReportKind }
-  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string }
+  /** `upstreamOrderId`: the order the refusal names (`payment_failed`: the one the upstream created and canceled). */
+  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string; upstreamOrderId?: number | null }
   | { kind: 'unavailable'; reason: string }
   | { kind: 'unknown'; reason: string }
   /** Not sent for the request budget (no token in time, or a 429: the upstream processed nothing): it waits in the queue. */
@@ -113,7 +114,7 @@ export class OrderSubmitter {
             if (elapsed < budget) continue;
             return { kind: 'unavailable', reason: 'invalid_callback_url_retry_out_of_time' };
           }
-          return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message };
+          return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
         }
         if (e instanceof UpstreamRetryableError) {
           if (this.budgeted && (e.reason === 'budget_wait_exceeded' || e.reason === 'rate_limited')) return { kind: 'queued', reason: e.reason };
@@ -221,6 +222,8 @@ export class OrderSubmitter {
             status: 'rejected',
             sending_until: null,
             finished_at: now,
+            // what the upstream kept of it, for an operator (a payment_failed order, canceled there)
+            ...(outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {}),
             http_status: outcome.httpStatus,
             error_code: outcome.errorCode,
             error_message: outcome.message,
@@ -229,6 +232,7 @@ export class OrderSubmitter {
           return this.updater.moveLocal(tx, order, 'submit_outcome', 'rejected', source, { error_code: outcome.errorCode, error_message: outcome.message }, {
             ...detail,
             error_code: outcome.errorCode,
+            ...(outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {}),
           });
         case 'unavailable':
           if (wasUnknown) {

@@ -21,6 +21,10 @@ export class WalletService {
 
   async wallet(): Promise<WalletResponse> {
     const snapshot = await this.monitor.pingNow();
+    if (snapshot.http_status === 401 || snapshot.http_status === 403) {
+      // the upstream refused our credentials (a wrong secret, a disabled API user): as orders answer it
+      throw new AppError('upstream_auth_failed', 502, `the upstream refused our credentials: ${snapshot.error ?? 'no answer'}`);
+    }
     if (snapshot.status !== 'up' || !snapshot.wallet) {
       throw new AppError('upstream_unavailable', 503, `the upstream wallet could not be read: ${snapshot.error ?? 'no answer'}`);
     }

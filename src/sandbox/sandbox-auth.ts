@@ -2,7 +2,7 @@
  * The authentication of an API request, as Dujiao-Next checks it (upstream_auth.go), in its order:
  * the three headers (an empty one counts as missing: 401 missing_auth_headers), the timestamp (401
  * invalid_timestamp / timestamp_expired), the API key (403 invalid_api_key), the signature (401
- * invalid_signature). Null: authenticated.
+ * invalid_signature), then the API user: 403 user_disabled when it is disabled. Null: authenticated.
  */
 import type http from 'node:http';
 import { constantTimeEqual, signatureHeaderNames, verifySignature } from '../signing/signing.js';
@@ -15,7 +15,15 @@ export function headerValue(req: http.IncomingMessage, name: string): string | u
   return Array.isArray(v) ? v[0] : v;
 }
 
-export function authenticate(config: Readonly<SandboxConfig>, nowMs: number, req: http.IncomingMessage, method: string, path: string, raw: Buffer): Answer | null {
+export function authenticate(
+  config: Readonly<SandboxConfig>,
+  nowMs: number,
+  req: http.IncomingMessage,
+  method: string,
+  path: string,
+  raw: Buffer,
+  userDisabled = false,
+): Answer | null {
   const names = signatureHeaderNames(config.headerPrefix);
   const apiKey = headerValue(req, names.apiKey);
   const timestamp = headerValue(req, names.timestamp);
@@ -41,5 +49,6 @@ export function authenticate(config: Readonly<SandboxConfig>, nowMs: number, req
   if (!constantTimeEqual(apiKey, config.apiKey)) return refuse(403, 'invalid_api_key', 'api key is invalid or disabled');
   // upstream-api.md §5: the signature is lower-case hex; one the upstream would refuse is refused here too
   if (!result.ok || /[A-F]/.test(signature)) return refuse(401, 'invalid_signature', 'signature verification failed');
+  if (userDisabled) return refuse(403, 'user_disabled', 'the API user is disabled');
   return null;
 }

@@ -50,6 +50,7 @@ export interface SandboxConfig {
   servesInactiveSkus: boolean;
   listsInactiveProducts: boolean;
   servesWithdrawnProducts: boolean;
+  manualFormCheck: 'dujiao-next' | 'spec';
   /** The limiter the sandbox starts with (and returns to on reset()); null: off. */
   rateLimit: Readonly<RateLimitRule> | null;
   maxQuantity: number;
@@ -106,6 +107,7 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     servesInactiveSkus: options.servesInactiveSkus ?? !dujiao,
     listsInactiveProducts: options.listsInactiveProducts ?? dujiao,
     servesWithdrawnProducts: options.servesWithdrawnProducts ?? dujiao,
+    manualFormCheck: options.manualFormCheck ?? (dujiao ? 'dujiao-next' : 'spec'),
     rateLimit: options.rateLimit ? Object.freeze(validRateLimit(options.rateLimit)) : null,
     maxQuantity: options.maxQuantity ?? 10_000,
     catalogProducts: options.catalog?.products ?? 40,

@@ -110,6 +110,10 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
     case 'POST /wallet':
       server.setWalletBalance(str('balance'));
       return { balance: server.walletBalance() };
+    case 'POST /user':
+      if (typeof body.disabled !== 'boolean') throw new RangeError('disabled must be true or false');
+      server.userDisabled = body.disabled;
+      return { disabled: server.userDisabled };
     case 'POST /catalog/price':
       catalog.setPrice(str('sku_code'), str('price'));
       return { sku: catalog.getSku(str('sku_code'))?.sku };

@@ -49,6 +49,20 @@ export function validateCreate(body: unknown, maxQuantity: number): CreateOrderI
  * the wire protocol's code with it (signing), so that a mistake in the relay's reading is not also the
  * upstream's.
  */
+/**
+ * Dujiao-Next's check of the data against the schema: null when accepted, else its message. No data
+ * (absent or `{}`) is accepted unless a field is required; a key the schema does not list is refused,
+ * and so is every key when the schema has no fields.
+ */
+export function dujiaoManualFormProblem(schema: Record<string, unknown> | null, data: Record<string, unknown> | undefined): string | null {
+  const fields = (Array.isArray(schema?.fields) ? (schema.fields as unknown[]) : []).filter(isPlainObject);
+  const keys = new Set(fields.map((f) => f.key).filter((k): k is string => typeof k === 'string'));
+  const given = data ?? {};
+  if (Object.keys(given).some((k) => !keys.has(k))) return 'manual form field invalid';
+  if (missingRequiredFields(schema, given).length > 0) return 'manual form required missing';
+  return null;
+}
+
 export function missingRequiredFields(schema: Record<string, unknown> | null, data: Record<string, unknown>): string[] {
   const fields = schema?.fields;
   if (!Array.isArray(fields)) return [];

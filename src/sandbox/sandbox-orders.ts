@@ -13,7 +13,7 @@ import { DEFAULT_SANDBOX_TIMETABLE, type SandboxConfig } from './sandbox-config.
 import type { FaultRule, SandboxFaults } from './sandbox-faults.js';
 import { ApiError, bad, errorJson, okAnswer, type Answer } from './sandbox-http.js';
 import { formatMoney, parseMoney } from './sandbox-money.js';
-import { missingRequiredFields, validateCreate } from './sandbox-order-input.js';
+import { dujiaoManualFormProblem, missingRequiredFields, validateCreate } from './sandbox-order-input.js';
 import {
   SANDBOX_ORDER_STATUSES,
   type MultiLanguageText,
@@ -281,7 +281,10 @@ export class SandboxOrders {
     if (!sku || !sku.isActive) throw new ApiError(400, 'sku_unavailable', 'the SKU does not exist or is disabled');
     const product = catalog.productRecord(sku.productId);
     if (!product || !product.listed) throw new ApiError(400, 'product_unavailable', 'the product is unavailable');
-    if (product.fulfillmentType === 'manual') {
+    if (product.fulfillmentType === 'manual' && this.config.manualFormCheck === 'dujiao-next') {
+      const problem = dujiaoManualFormProblem(product.manualFormSchema, input.manual_form_data);
+      if (problem) throw bad(problem);
+    } else if (product.fulfillmentType === 'manual') {
       if (input.manual_form_data === undefined) throw bad('manual_form_data is required for a manual-fulfillment product');
       // Dujiao-Next validates the data against the product's schema: 400 bad_request "manual form data is invalid: …"
       const missing = missingRequiredFields(product.manualFormSchema, input.manual_form_data);

@@ -37,6 +37,7 @@
  *   POST /__sandbox/advance                    run every pending timetable step now
  *   POST /__sandbox/callbacks/flush            send the snapshots held by the `reorder` fault
  *   POST /__sandbox/wallet                     body: {balance}
+ *   POST /__sandbox/user                       body: {disabled}: a disabled API user is answered 403 user_disabled
  *   POST /__sandbox/orders/{id}/deliver        body: {payload?, delivery_data?}
  *   POST /__sandbox/orders/{id}/refund         body: {amount?}
  *   POST /__sandbox/orders/{id}/status         body: {status, payload?}
@@ -297,6 +298,7 @@ export class SandboxServer {
     this.world.reset();
     this.limiter = this.config.rateLimit ? new RateLimiter(this.config.rateLimit) : null;
     this.limiterLog.length = 0;
+    this.userDisabled = false;
     this.catalog.regenerate();
     this.faults.reset();
     this.callbacks.clear();
@@ -317,6 +319,9 @@ export class SandboxServer {
   get callbackLog(): readonly CallbackLogEntry[] {
     return this.callbacks.log;
   }
+
+  /** The API user is disabled: every authenticated request is answered 403 user_disabled (until enabled again or reset). */
+  userDisabled = false;
 
   /** The limiter's rule now (null: off). */
   get rateLimit(): SandboxRateLimit | null {
@@ -564,7 +569,7 @@ export class SandboxServer {
         break;
     }
 
-    let result = this.limit(req, match.operation) ?? authenticate(this.config, this.clock(), req, method, pathname, raw);
+    let result = this.limit(req, match.operation) ?? authenticate(this.config, this.clock(), req, method, pathname, raw, this.userDisabled);
     if (!result) {
       if (match.operation !== 'createOrder') {
         await this.sleep(this.faults.latencyMs);

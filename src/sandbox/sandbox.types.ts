@@ -294,6 +294,15 @@ export interface SandboxOptions {
    */
   listsInactiveProducts?: boolean;
   /**
+   * How `manual_form_data` is checked against a manual product's form schema. `dujiao-next`: as
+   * Dujiao-Next does: no data at all is accepted unless a field is required, a key the schema does not
+   * have is refused (400 "manual form field invalid", also every key of a schema without fields), a
+   * required field missing or empty is refused ("manual form required missing"). `spec`: the data is
+   * required for every manual product (upstream-api.md §3.1), and its required fields must be there.
+   * Default by profile.
+   */
+  manualFormCheck?: 'dujiao-next' | 'spec';
+  /**
    * `GET /products/{id}` of a delisted (withdrawn) product answers 200 with `is_active` false, as newer
    * Dujiao-Next servers do (404 `product_not_found` only once the product is deleted). Default by
    * profile: `dujiao-next` → true, `spec` → false (404 `product_unavailable`).

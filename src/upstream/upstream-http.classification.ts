@@ -129,10 +129,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** The `{ok:false, error_code, error_message}` envelope, when the body is one with a usable code. */
-function errorEnvelope(body: unknown): { code: string; message: string } | undefined {
+function errorEnvelope(body: unknown): { code: string; message: string; orderId: number | null } | undefined {
   if (!isRecord(body) || body.ok !== false) return undefined;
   if (typeof body.error_code !== 'string' || body.error_code.trim() === '') return undefined;
-  return { code: body.error_code, message: typeof body.error_message === 'string' ? body.error_message : '' };
+  const orderId = typeof body.order_id === 'number' && Number.isSafeInteger(body.order_id) && body.order_id > 0 ? body.order_id : null;
+  return { code: body.error_code, message: typeof body.error_message === 'string' ? body.error_message : '', orderId };
 }
 
 /**
@@ -206,7 +207,7 @@ export function classifyHttpAnswer(operation: string, answer: HttpAnswer, nowMs:
   const parsed = parseJsonBody(answer.body);
   if (parsed === undefined) return { ok: false, error: new UpstreamUnknownError(operation, 'unparsable_body', status) };
   const env = errorEnvelope(parsed);
-  if (env) return { ok: false, error: new UpstreamDefinitiveError(operation, env.code, status, env.message) };
+  if (env) return { ok: false, error: new UpstreamDefinitiveError(operation, env.code, status, env.message, env.orderId) };
   if (!isRecord(parsed) || parsed.ok !== true) {
     return { ok: false, error: new UpstreamUnknownError(operation, 'malformed_body', status) };
   }

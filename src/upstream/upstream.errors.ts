@@ -26,6 +26,8 @@ export class UpstreamDefinitiveError extends UpstreamError {
     readonly errorCode: string,
     readonly httpStatus: number,
     readonly upstreamMessage: string,
+    /** The upstream order the refusal names (`payment_failed` names the order it created and canceled). */
+    readonly upstreamOrderId: number | null = null,
   ) {
     super(`upstream refused ${operation}: ${errorCode} (HTTP ${httpStatus}): ${upstreamMessage}`, operation);
   }
