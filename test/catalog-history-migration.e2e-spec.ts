@@ -38,7 +38,10 @@ describe('catalog history across migration 20261122008000 and back', () => {
     await app!.close();
     app = null;
 
-    await migrateDown(db.url, 1);
+    // the migrations after it first (their down files too), then this one
+    const [{ n }] = await db.query<{ n: string | number }>("SELECT count(*) AS n FROM schema_migrations WHERE version >= '20261122008000'");
+    const reverted = await migrateDown(db.url, Number(n));
+    expect(reverted.at(-1)).toBe('20261122008000_sku_created_on_row');
     // the history as it was read before the migration: by id, newest first
     const after = await db.query<{ field: string; run_id: string | null }>('SELECT field, run_id FROM catalog_sku_changes WHERE sku_code = $1 ORDER BY id DESC', [codes[0]]);
     expect(after).toEqual([

@@ -221,7 +221,7 @@ export const CREATE_ORDER_ERRORS = [
   apiError(400, 'bad_request', 'invalid request: shop_order_no, quantity', {
     fields: { shop_order_no: ['shop_order_no must match [A-Za-z0-9._:-]{1,64}'], quantity: ['quantity must not be less than 1'] },
   }, 'invalid body; `fields` names each member at fault; nothing recorded'),
-  apiError(400, 'manual_form_required', 'SKU SKU-00057-1 is fulfilled manually: manual_form_data is required (account)', {
+  apiError(400, 'manual_form_required', 'SKU SKU-00057-1 is fulfilled manually: its form needs account', {
     fields: { 'manual_form_data.account': ['required'] },
   }),
   apiError(404, 'sku_not_found', 'no SKU SKU-99999-1'),
