@@ -15,6 +15,7 @@ import { NotificationsModule } from './notifications/notifications.module.js';
 import { Metrics } from './ops/metrics.js';
 import { OpsModule } from './ops/ops.module.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
 
@@ -57,6 +58,7 @@ export class AppModule {
         CallbacksModule,
         NotificationsModule,
         OpsModule,
+        ReconciliationModule,
         RetentionModule,
         ConsoleModule,
       ],

@@ -294,4 +294,15 @@ describe('config', () => {
     expect(p).toHaveLength(1);
     expect(p[0].startsWith(`${name}: `)).toBe(true);
   });
+
+  it('reads RECONCILE_AFTER: 1h,1d,7d by default, off, a scaled schedule; refuses a bad one naming it', () => {
+    expect(loadConfig(production).reconcile).toEqual({ afterMs: [3_600_000, 86_400_000, 7 * 86_400_000] });
+    expect(loadConfig({ ...production, RECONCILE_AFTER: 'off' }).reconcile.afterMs).toBeNull();
+    expect(loadConfig({ ...production, RECONCILE_AFTER: '300ms,1s' }).reconcile.afterMs).toEqual([300, 1000]);
+    for (const bad of ['1d,1h', '1h,', 'soon']) {
+      const p = problems({ ...production, RECONCILE_AFTER: bad });
+      expect(p).toHaveLength(1);
+      expect(p[0].startsWith('RECONCILE_AFTER: ')).toBe(true);
+    }
+  });
 });

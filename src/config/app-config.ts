@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { validateCronExpression } from 'cron';
 import { DEFAULT_SIGNATURE_TEMPLATE, SIGNATURE_PLACEHOLDERS, parseSignatureTemplate, templatePlaceholders } from '../signing/signing.js';
 import { PricingError, validateMarkupInput } from '../catalog/pricing.js';
+import { parseReconcileAfter } from '../reconciliation/reconcile-plan.js';
 import { redactUrl } from './redact-url.js';
 
 /** The variable behind each field of a markup (for the configuration's messages). */
@@ -133,6 +134,8 @@ export interface AppConfigShape {
   logLevel: LogLevel;
   /** RETENTION_DAYS: final rows older than this many days are deleted; null: the job is off (`0`, `off`). */
   retention: { days: number | null };
+  /** RECONCILE_AFTER: when a finished order is read again, in milliseconds after the service found it finished (`1h,1d,7d`); null: `off`. */
+  reconcile: { afterMs: number[] | null };
   /**
    * Background work of this process: scheduled syncs, order polling, webhook delivery. Off in the
    * `relay` command's in-process instance, which serves one command and exits.
@@ -164,6 +167,7 @@ export class AppConfig implements AppConfigShape {
   shopWebhook!: AppConfigShape['shopWebhook'];
   logLevel!: LogLevel;
   retention!: AppConfigShape['retention'];
+  reconcile!: AppConfigShape['reconcile'];
   workers!: boolean;
   generated!: string[];
 
@@ -370,6 +374,14 @@ function parseKeys(r: Reader, raw: string): Buffer[] {
   return keys;
 }
 
+/** RECONCILE_AFTER (default `1h,1d,7d`): see parseReconcileAfter. */
+function reconcileAfter(r: Reader): number[] | null {
+  const parsed = parseReconcileAfter(r.raw('RECONCILE_AFTER') ?? '1h,1d,7d');
+  if (parsed === null || Array.isArray(parsed)) return parsed;
+  r.fail('RECONCILE_AFTER', `must be durations after an order finishes, strictly increasing and comma-separated (1h,1d,7d), or off: ${parsed.problem}`);
+  return null;
+}
+
 function randomHex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
 }
@@ -531,6 +543,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
     retention: { days: r.daysOrOff('RETENTION_DAYS', 90, 36_500) },
+    reconcile: { afterMs: reconcileAfter(r) },
     workers: true,
     generated,
   });

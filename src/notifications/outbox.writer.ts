@@ -9,6 +9,7 @@ import { numbered } from '../database/prepared-statements.js';
 
 export type OutboxEventType =
   | 'order.status_changed'
+  | 'order.reconciled'
   | 'sku.price_changed'
   | 'sku.stock_changed'
   | 'sku.listing_changed'

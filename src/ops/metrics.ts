@@ -132,6 +132,12 @@ export class Metrics {
     help: 'Contradictory status reports kept as anomalies (e.g. canceled after delivery).',
     registers: [this.registry],
   });
+  readonly reconciliationDifferences = new Counter({
+    name: 'relay_reconciliation_differences_total',
+    help: 'Differences between a finished order and the upstream\'s read found by reconciliation, by field (status, amount, refunded_amount).',
+    labelNames: ['field'] as const,
+    registers: [this.registry],
+  });
   readonly stuckOrders = new Gauge({
     name: 'relay_orders_stuck',
     help: 'Unfinished orders without progress for STUCK_ORDER_ALERT_S, and submit_unknown older than 10 minutes.',

@@ -36,6 +36,6 @@ import { WalletService } from './wallet.service.js';
     OrderQueue,
     WalletService,
   ],
-  exports: [OrderRepository, OrderFollowService, OrderSignals, OrderPoller],
+  exports: [OrderRepository, OrderFollowService, OrderSignals, OrderPoller, OrderUpdater],
 })
 export class OrdersModule {}
