@@ -39,7 +39,7 @@ describe('config', () => {
     expect(c.payloadKeys).toHaveLength(1);
     expect(c.payloadKeys[0]).toHaveLength(32);
     expect(c.generated).toEqual(['INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']);
-    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000 });
+    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000, listInactive: false });
     expect(c.orders).toEqual({ pollBaseMs: 5000, pollMaxMs: 600_000, stuckAlertS: 86_400, maxQuantity: 1000 });
     expect(c.pricing).toEqual({ markupPercent: '0', markupFixed: '0', rounding: '0.01' });
     expect(c.callbacks.toleranceS).toBe(60);

@@ -283,7 +283,7 @@ export class SandboxOrders {
     if (!product || !product.listed) throw new ApiError(400, 'product_unavailable', 'the product is unavailable');
     if (product.fulfillmentType === 'manual' && this.config.manualFormCheck === 'dujiao-next') {
       const problem = dujiaoManualFormProblem(product.manualFormSchema, input.manual_form_data);
-      if (problem) throw bad(problem);
+      if (problem) throw bad(`manual form data is invalid: ${problem}`);
     } else if (product.fulfillmentType === 'manual') {
       if (input.manual_form_data === undefined) throw bad('manual_form_data is required for a manual-fulfillment product');
       // Dujiao-Next validates the data against the product's schema: 400 bad_request "manual form data is invalid: …"

@@ -296,8 +296,9 @@ export interface SandboxOptions {
   /**
    * How `manual_form_data` is checked against a manual product's form schema. `dujiao-next`: as
    * Dujiao-Next does: no data at all is accepted unless a field is required, a key the schema does not
-   * have is refused (400 "manual form field invalid", also every key of a schema without fields), a
-   * required field missing or empty is refused ("manual form required missing"). `spec`: the data is
+   * have is refused (400 bad_request "manual form data is invalid: manual form field invalid", also
+   * every key of a schema without fields), a required field missing or empty is refused ("… manual form
+   * required missing"). `spec`: the data is
    * required for every manual product (upstream-api.md §3.1), and its required fields must be there.
    * Default by profile.
    */
