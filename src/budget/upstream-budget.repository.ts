@@ -100,6 +100,15 @@ export class UpstreamBudgetRepository {
     return rows[0] ? new Date(rows[0].blocked_until) : null;
   }
 
+  /** How many grants the key has in the `windowMs` ending now (the database's clock). */
+  async grantsInWindow(keyId: string, windowMs: number): Promise<number> {
+    const rows = (await this.dataSource.query(
+      `SELECT count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() - $2::float8 * interval '1 millisecond'`,
+      [keyId, windowMs],
+    )) as Array<{ n: number | string }>;
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** The grants of the key from `sinceMs` on (the database's clock), oldest first: for tests and reports. */
   async grantsSince(keyId: string, sinceMs: number): Promise<Grant[]> {
     const rows = (await this.dataSource.query(

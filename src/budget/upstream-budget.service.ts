@@ -184,6 +184,13 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   }
 
   /** The end of the key's block when it is blocked now (any replica's 429); null otherwise or when off. */
+  /** Requests granted in the window ending now, and how many more it grants (N' less those); null when off. */
+  async usage(): Promise<{ used: number; left: number } | null> {
+    if (this.rule === null) return null;
+    const used = await this.repo.grantsInWindow(this.keyId, this.rule.windowMs);
+    return { used, left: Math.max(0, this.rule.limit - used) };
+  }
+
   async blockedUntil(): Promise<Date | null> {
     if (this.rule === null) return null;
     return this.repo.blockedUntil(this.keyId);

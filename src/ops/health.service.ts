@@ -217,12 +217,13 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     const deadline = new Deadline(HEALTH_DEADLINE_MS);
     try {
       const current = this.monitor.current();
-      const [db, stored, lastSync, blockedUntil, queued] = await Promise.all([
+      const [db, stored, lastSync, blockedUntil, queued, usage] = await Promise.all([
         this.checkDatabase(deadline),
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
         this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(null),
         this.within(deadline, 'queued', () => this.queuedOrders()),
+        this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
       ]);
       const up = db.database === 'up';
       const ping: UpstreamSnapshot | null = current ?? (up ? stored : null);
@@ -239,7 +240,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         ...(db.database === 'up' && db.detail ? { database_detail: db.detail } : {}),
         upstream,
         last_sync: up ? lastSync : null,
-        budget: { limit: limit ? formatRateLimit(limit) : null, used: null, left: null, blocked_until: blockedUntil ? blockedUntil.toISOString() : null },
+        budget: { limit: limit ? formatRateLimit(limit) : null, used: usage?.used ?? null, left: usage?.left ?? null, blocked_until: blockedUntil ? blockedUntil.toISOString() : null },
         queued: up ? queued : null,
       };
       if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };
