@@ -284,3 +284,46 @@ describe('on-demand reconciliation runs', () => {
     expect((await axios.get(`${t.app.url}/internal/reconciliation/runs`, { validateStatus: () => true })).status).toBe(401);
   });
 });
+
+describe('scheduled reconciliation on two replicas', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  const relays: RelayApp[] = [];
+  let http: AxiosInstance;
+  const clock = new TestClock();
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: TIMETABLE });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'REC-3', price: '1.00' }] });
+    const config = () =>
+      loadConfig({ ...testEnv(sandbox, { RECONCILE_AFTER: '1m,1h', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }), DATABASE_URL: db.url });
+    for (let i = 0; i < 2; i++) relays.push(await createRelayApp(config(), { endpoint: db.endpoint, logger: false, clock }));
+    http = axios.create({ baseURL: relays[0].url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    await seedCatalog(http);
+  });
+  afterAll(async () => {
+    for (const r of relays) await r.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  it('reads each due order once between them', async () => {
+    const nos = Array.from({ length: 8 }, (_, i) => `REC-REP-${i}`);
+    const orders = await Promise.all(nos.map((no) => placeDelivered(http, no, 'REC-3')));
+    const states = () => db.query<{ planned: number; read: number }>(
+      `SELECT count(*) FILTER (WHERE reconcile_planned_at IS NOT NULL)::int AS planned, count(*) FILTER (WHERE reconciled_at IS NOT NULL)::int AS read
+         FROM orders WHERE shop_order_no LIKE 'REC-REP-%'`,
+    );
+    await waitFor(states, ([s]) => s.planned === nos.length, 'every order planned');
+    for (const o of orders.slice(0, 3)) sandbox.refundOrder(o.upstream_order_id!);
+    const readsBefore = sandbox.stats.requests.getOrder;
+
+    clock.advance(MINUTE + 1000);
+    await waitFor(states, ([s]) => s.read === nos.length, 'every order read');
+    await sleep(2500); // more ticks of both replicas: nothing is read twice
+    expect(sandbox.stats.requests.getOrder - readsBefore).toBe(nos.length);
+    const items = (await http.get('/internal/reconciliation/items?page_size=500')).data as { items: Item[] };
+    expect(items.items.filter((i) => i.shop_order_no.startsWith('REC-REP-') && i.field === 'status').map((i) => i.shop_order_no).sort()).toEqual(nos.slice(0, 3));
+  });
+});
