@@ -492,6 +492,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a reconciliation run
+         * @description Reads again from the upstream every order created from `from` to `to` (included) that is in a finished upstream state, in the background, at the lowest priority of the request budget, and answers at once with its `run_id` (follow it with `GET /internal/reconciliation/runs/{run_id}`). Each difference (status, amount, refunded amount) is applied by the rules of a poll, listed in `GET /internal/reconciliation/items` and sent to the shop as an `order.reconciled` webhook. One run at a time across replicas.
+         */
+        post: operations["ReconciliationController_start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/reconciliation/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List reconciliation runs
+         * @description On-demand reconciliation runs, newest first.
+         */
+        get: operations["ReconciliationController_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/reconciliation/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a reconciliation run
+         * @description One run with its progress (orders read, differences found) and its error.
+         */
+        get: operations["ReconciliationController_run"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/reconciliation/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Differences found by reconciliation
+         * @description Every difference between a finished order and the upstream's read of it, newest first: found by the schedule (RECONCILE_AFTER: `run_id` null) or by a run; `shop_order_no` or `run_id` narrows the list.
+         */
+        get: operations["ReconciliationController_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -593,6 +673,18 @@ export interface components {
              */
             reason?: string;
         };
+        StartReconciliationBody: {
+            /**
+             * @description RFC 3339: the earliest `created_at` of the orders read
+             * @example 2026-11-20T00:00:00Z
+             */
+            from: string;
+            /**
+             * @description RFC 3339: the latest `created_at` of the orders read (included); not before `from`
+             * @example 2026-11-22T00:00:00Z
+             */
+            to: string;
+        };
         /**
          * @example {
          *       "ok": false,
@@ -607,7 +699,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "sync_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "idempotency_conflict" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -4392,6 +4484,490 @@ export interface operations {
                      *     relay_outbox_backlog 0
                      */
                     "text/plain": string;
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ReconciliationController_start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartReconciliationBody"];
+            };
+        };
+        responses: {
+            /** @description started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "run_id": "rec_20261122101500_7506e4e6",
+                     *       "orders_total": 96
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        run_id: string;
+                        /** @description the orders the run reads */
+                        orders_total: number;
+                    };
+                };
+            };
+            /** @description - `bad_request`: a missing or malformed `from`/`to`, or `to` before `from` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `reconciliation_in_progress`: a run is running on some replica: `run_id` names it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "reconciliation_in_progress";
+                    };
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ReconciliationController_runs: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1–500 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "items": [
+                     *         {
+                     *           "run_id": "rec_20261122113000_0c41aa9e",
+                     *           "status": "running",
+                     *           "from": "2026-11-20T00:00:00.000Z",
+                     *           "to": "2026-11-22T00:00:00.000Z",
+                     *           "started_at": "2026-11-22T11:30:00.020Z",
+                     *           "finished_at": null,
+                     *           "orders_total": 96,
+                     *           "orders_done": 41,
+                     *           "orders_failed": 0,
+                     *           "differences": 0,
+                     *           "error": null,
+                     *           "heartbeat_at": "2026-11-22T11:30:44.310Z"
+                     *         },
+                     *         {
+                     *           "run_id": "rec_20261122101500_7506e4e6",
+                     *           "status": "succeeded",
+                     *           "from": "2026-11-20T00:00:00.000Z",
+                     *           "to": "2026-11-22T00:00:00.000Z",
+                     *           "started_at": "2026-11-22T10:15:00.112Z",
+                     *           "finished_at": "2026-11-22T10:16:41.873Z",
+                     *           "orders_total": 96,
+                     *           "orders_done": 96,
+                     *           "orders_failed": 0,
+                     *           "differences": 2,
+                     *           "error": null,
+                     *           "heartbeat_at": "2026-11-22T10:16:41.870Z"
+                     *         }
+                     *       ],
+                     *       "total": 2,
+                     *       "page": 1,
+                     *       "page_size": 100
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        items: {
+                            /** @description opaque */
+                            run_id: string;
+                            /** @enum {string} */
+                            status: "running" | "succeeded" | "failed";
+                            /**
+                             * Format: date-time
+                             * @description the earliest `created_at` of the orders read
+                             */
+                            from: string;
+                            /**
+                             * Format: date-time
+                             * @description the latest `created_at` of the orders read (included)
+                             */
+                            to: string;
+                            /** Format: date-time */
+                            started_at: string;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** @description orders created in the range in a finished upstream state (delivered, completed, partially delivered, canceled, refunded, partially refunded) when the run started */
+                            orders_total: number;
+                            /** @description orders handled so far */
+                            orders_done: number;
+                            /** @description orders of those whose upstream read failed (or that a cancel in progress held): not reconciled by this run */
+                            orders_failed: number;
+                            /** @description differences found so far (items with this run_id) */
+                            differences: number;
+                            /** @description why the run failed */
+                            error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description the running process's last sign of life
+                             */
+                            heartbeat_at: string;
+                        }[];
+                        /** @description all matching items */
+                        total: number;
+                        page: number;
+                        page_size: number;
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ReconciliationController_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description as `POST /internal/reconciliation` answered it */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "run": {
+                     *         "run_id": "rec_20261122101500_7506e4e6",
+                     *         "status": "succeeded",
+                     *         "from": "2026-11-20T00:00:00.000Z",
+                     *         "to": "2026-11-22T00:00:00.000Z",
+                     *         "started_at": "2026-11-22T10:15:00.112Z",
+                     *         "finished_at": "2026-11-22T10:16:41.873Z",
+                     *         "orders_total": 96,
+                     *         "orders_done": 96,
+                     *         "orders_failed": 0,
+                     *         "differences": 2,
+                     *         "error": null,
+                     *         "heartbeat_at": "2026-11-22T10:16:41.870Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description a reconciliation run (CONTRACT §5) */
+                        run: {
+                            /** @description opaque */
+                            run_id: string;
+                            /** @enum {string} */
+                            status: "running" | "succeeded" | "failed";
+                            /**
+                             * Format: date-time
+                             * @description the earliest `created_at` of the orders read
+                             */
+                            from: string;
+                            /**
+                             * Format: date-time
+                             * @description the latest `created_at` of the orders read (included)
+                             */
+                            to: string;
+                            /** Format: date-time */
+                            started_at: string;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** @description orders created in the range in a finished upstream state (delivered, completed, partially delivered, canceled, refunded, partially refunded) when the run started */
+                            orders_total: number;
+                            /** @description orders handled so far */
+                            orders_done: number;
+                            /** @description orders of those whose upstream read failed (or that a cancel in progress held): not reconciled by this run */
+                            orders_failed: number;
+                            /** @description differences found so far (items with this run_id) */
+                            differences: number;
+                            /** @description why the run failed */
+                            error: string | null;
+                            /**
+                             * Format: date-time
+                             * @description the running process's last sign of life
+                             */
+                            heartbeat_at: string;
+                        };
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `reconciliation_run_not_found`: no reconciliation run with this `run_id` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "reconciliation_run_not_found";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ReconciliationController_items: {
+        parameters: {
+            query?: {
+                /** @description only the differences of this order */
+                shop_order_no?: string;
+                /** @description only the differences found by this run */
+                run_id?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1–500 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of differences */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "items": [
+                     *         {
+                     *           "id": "18",
+                     *           "shop_order_no": "SO-1001",
+                     *           "field": "refunded_amount",
+                     *           "local": null,
+                     *           "upstream": "25.90",
+                     *           "applied": true,
+                     *           "run_id": null,
+                     *           "detected_at": "2026-11-22T11:02:00.410Z"
+                     *         },
+                     *         {
+                     *           "id": "17",
+                     *           "shop_order_no": "SO-1001",
+                     *           "field": "status",
+                     *           "local": "completed",
+                     *           "upstream": "refunded",
+                     *           "applied": true,
+                     *           "run_id": null,
+                     *           "detected_at": "2026-11-22T11:02:00.410Z"
+                     *         }
+                     *       ],
+                     *       "total": 2,
+                     *       "page": 1,
+                     *       "page_size": 100
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        items: {
+                            id: string;
+                            shop_order_no: string;
+                            /**
+                             * @description the order field in which the upstream differed
+                             * @enum {string}
+                             */
+                            field: "status" | "amount" | "refunded_amount";
+                            /** @description its value here before the read (money: a decimal string) */
+                            local: string | null;
+                            /** @description the upstream's value */
+                            upstream: string | null;
+                            /** @description the order now carries the upstream's value (the rules of a poll took it; a report that would move the order back is not applied) */
+                            applied: boolean;
+                            /** @description the on-demand run that found it; null: the schedule (RECONCILE_AFTER) */
+                            run_id: string | null;
+                            /** Format: date-time */
+                            detected_at: string;
+                        }[];
+                        /** @description all matching items */
+                        total: number;
+                        page: number;
+                        page_size: number;
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /**
