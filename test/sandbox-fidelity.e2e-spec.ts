@@ -90,7 +90,8 @@ describe('sandbox fidelity: the sandbox alone', () => {
 
   describe('2. payment in the create call and cancelable states', () => {
     it('dujiao-next: the create answers paid (wallet debited in the call) and the order goes on from paid', async () => {
-      await withSandbox({ profile: 'dujiao-next', timetable: { paidMs: null, fulfillingMs: 60, deliveredMs: 120, completedMs: null } }, async (sandbox) => {
+      // the timetable's steps are far enough apart that the detail read right after the create sees paid on a busy machine
+      await withSandbox({ profile: 'dujiao-next', timetable: { paidMs: null, fulfillingMs: 1000, deliveredMs: 1500, completedMs: null } }, async (sandbox) => {
         const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'P-1', price: '10.00', stockQuantity: 50 }] }).skus[0];
         const before = sandbox.walletBalance();
         const created = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
@@ -102,7 +103,7 @@ describe('sandbox fidelity: the sandbox alone', () => {
         const detail = await signedRequest(sandbox.credentials, 'GET', `/orders/${id}`);
         expect((detail.json as SandboxOrderDetail).status).toBe('paid');
         // its timetable starts at paid (paidMs plays no part: the payment was the create's)
-        const delivered = await sandbox.waitForOrderStatus(id, 'delivered', 3000);
+        const delivered = await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
         expect(delivered.history).toEqual(['pending_payment', 'paid', 'fulfilling', 'delivered']);
         // the same number returns the order as it is now
         const again = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
