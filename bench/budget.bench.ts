@@ -588,7 +588,8 @@ function placedShare(sandbox: Sandbox, placed: Placed[], created: Map<string, nu
 // ------------------------------------------------------------------------------------------- phases
 
 const summary: BenchRow[] = [];
-const cmd = (kind: string, figure: number) => `npm run bench:budget -- --figure ${figure} --db ${kind}${QUICK ? ' --quick' : ''}${ORDER_PRODUCTS !== 5 ? ` --products ${ORDER_PRODUCTS}` : ''}${SCALE !== 10 ? ` --scale ${SCALE}` : ''}`;
+const cmd = (kind: string, figure?: number) =>
+  `npm run bench:budget --${figure !== undefined ? ` --figure ${figure}` : ''} --db ${kind}${QUICK ? ' --quick' : ''}${ORDER_PRODUCTS !== 5 ? ` --products ${ORDER_PRODUCTS}` : ''}${SCALE !== 10 ? ` --scale ${SCALE}` : ''}`;
 
 /** Figure 1: requests per delivered order, callbacks on and off. */
 async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: string, tag: string): Promise<void> {
@@ -854,7 +855,7 @@ async function main(): Promise<void> {
   );
   log(`  relay environment: ${Object.entries(scaledEnv()).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   log(`  ${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version}; load average (1 min) ${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`);
-  log(`  reproduce everything: npm run bench:budget -- --db ${DB}${QUICK ? ' --quick' : ''}`);
+  log(`  reproduce everything: ${cmd(DB)}`);
   const mainJs = buildRelay();
   if (DB === 'pglite' || DB === 'both') await run('pglite', mainJs);
   if (DB === 'postgres' || DB === 'both') await run('postgres', mainJs);
