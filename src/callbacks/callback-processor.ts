@@ -38,6 +38,7 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
 import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
 import { OrderPoller } from '../orders/order-poller.js';
@@ -121,6 +122,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private readonly shutdown = new AbortController();
   /** The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the order's callbacks (see the file's header). */
   private readonly reads = new Map<string, ConfirmingRead>();
+  private readonly drainCount = new LoopProgress();
 
   constructor(
     private readonly config: AppConfig,
@@ -141,6 +143,11 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         })
         .catch(() => undefined);
     });
+  }
+
+  /** Drains of the inbox begun and ended since the start: for tests and tools (see LoopProgress). */
+  get drains(): LoopProgressView {
+    return this.drainCount;
   }
 
   /** Retry interval of the inbox (deferred callbacks, crashed processors). */
@@ -167,7 +174,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       this.again = true;
       return;
     }
-    this.running = this.drain().finally(() => {
+    this.running = this.drainCount.run(() => this.drain()).finally(() => {
       this.running = null;
       if (this.again) {
         this.again = false;

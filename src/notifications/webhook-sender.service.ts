@@ -24,6 +24,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import axios, { type AxiosInstance } from 'axios';
 import type { Readable } from 'node:stream';
 import { Clock } from '../common/clock.js';
+import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.js';
 import { OutboxRepository, type ClaimedEvent } from './outbox.repository.js';
@@ -51,6 +52,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
   private wake: (() => void) | null = null;
   private sleepTimer: NodeJS.Timeout | null = null;
   private kicked = false;
+  private readonly cycleCount = new LoopProgress();
   /** The request's total deadline and the claim's lease (a test shortens them; keep the lease well above the deadline). */
   timing = { requestMs: WEBHOOK_TIMEOUT_MS, leaseMs: WEBHOOK_LEASE_MS };
 
@@ -69,6 +71,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
       proxy: false,
     });
     metrics.onScrape(() => this.refreshBacklog());
+  }
+
+  /** Delivery cycles (deliverDue) of the loop begun and ended since the start: for tests and tools (see LoopProgress). */
+  get cycles(): LoopProgressView {
+    return this.cycleCount;
   }
 
   /** True when this process delivers webhooks. */
@@ -101,7 +108,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
       this.kicked = false;
       let cycle = { claimed: 0, delivered: 0 };
       try {
-        cycle = await this.deliverDue();
+        cycle = await this.cycleCount.run(() => this.deliverDue());
       } catch (e) {
         this.logger.warn({ msg: `outbox delivery cycle failed: ${(e as Error).message}` });
       }

@@ -14,6 +14,7 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
 import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.js';
@@ -44,6 +45,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   /** The last batch's reads failed for the most part: no pass sooner than the next tick. */
   private readsFailing = false;
   private lastHousekeeping = 0;
+  private readonly passCount = new LoopProgress();
+  private readonly sweepCount = new LoopProgress();
 
   constructor(
     private readonly config: AppConfig,
@@ -74,6 +77,16 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     const counts = new Map((await this.repo.countByStatus(statuses)).map((c) => [c.status, c.n]));
     for (const status of statuses) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
     if (all) this.finalCountedAt = this.clock.nowMs();
+  }
+
+  /** Passes (tick) begun and ended since the start: for tests and tools (see LoopProgress). */
+  get passes(): LoopProgressView {
+    return this.passCount;
+  }
+
+  /** Sweeps of attempts left `submitting` (sweepStale) begun and ended since the start: for tests and tools. */
+  get sweeps(): LoopProgressView {
+    return this.sweepCount;
   }
 
   get tickMs(): number {
@@ -123,8 +136,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.stopped) return;
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = null;
-      this.sweeping = this.follow
-        .sweepStale()
+      this.sweeping = this.sweepCount
+        .run(() => this.follow.sweepStale())
         .then(
           () => undefined,
           (e: Error) => {
@@ -177,7 +190,11 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
    * pass, and neither a full batch nor a wake() brings the next one before a tick.
    * Public for tests and tools; errors are logged, never thrown.
    */
-  async tick(): Promise<boolean> {
+  tick(): Promise<boolean> {
+    return this.passCount.run(() => this.pass());
+  }
+
+  private async pass(): Promise<boolean> {
     let backlog = false;
     try {
       await this.follow.resendDue();

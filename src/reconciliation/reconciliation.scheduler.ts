@@ -8,6 +8,7 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
 import { reconcileTickMs } from './reconcile-plan.js';
 import { ReconciliationRepository } from './reconciliation.repository.js';
@@ -28,6 +29,7 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
   private stopped = false;
   /** Aborted at shutdown: ends the reads in flight (their orders are due again at once). */
   private readonly shutdown = new AbortController();
+  private readonly passCount = new LoopProgress();
 
   constructor(
     private readonly config: AppConfig,
@@ -35,6 +37,11 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
     private readonly service: ReconciliationService,
     private readonly repo: ReconciliationRepository,
   ) {}
+
+  /** Passes (tick) begun and ended since the start: for tests and tools (see LoopProgress). */
+  get passes(): LoopProgressView {
+    return this.passCount;
+  }
 
   get tickMs(): number {
     return reconcileTickMs(this.config.reconcile.afterMs ?? []);
@@ -70,7 +77,11 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
    * True when more may be due (the last claim or plan was full). Public for tests and tools; errors are
    * logged, never thrown.
    */
-  async tick(): Promise<boolean> {
+  tick(): Promise<boolean> {
+    return this.passCount.run(() => this.pass());
+  }
+
+  private async pass(): Promise<boolean> {
     try {
       let planned = PLAN_BATCH;
       for (let round = 0; round < READ_ROUNDS && planned === PLAN_BATCH && !this.stopped; round++) planned = await this.service.planFinished(PLAN_BATCH);
