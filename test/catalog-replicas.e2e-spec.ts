@@ -4,7 +4,7 @@
  */
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { sleep, waitFor } from './support/wait.js';
+import { settlesWithin, sleep, waitFor } from './support/wait.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
 
@@ -120,12 +120,13 @@ describe('catalog sync across replicas', () => {
   it('a shutdown during a run ends its upstream requests in flight instead of waiting for them', async () => {
     const c = await startTestApp(db, sandbox, { UPSTREAM_TIMEOUT_MS: '60000' });
     sandbox.faults.set({ latencyMs: 20_000 });
+    const received = sandbox.stats.totalRequests;
     const r = await c.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(r.status).toBe(202);
-    await sleep(200);
-    const started = Date.now();
-    await c.close();
-    expect(Date.now() - started).toBeLessThan(10_000); // the requests in flight would take 20 s
+    await waitFor(() => sandbox.stats.totalRequests, (n) => n > received, "the sync's first request in flight");
+    // the requests in flight take 20 s and their timeout a minute: a shutdown that waited for them
+    // would still be waiting when the race ends
+    await settlesWithin(c.close(), 10_000, 'the shutdown, while the sync waits on its requests');
     sandbox.faults.reset();
     expect(await getRun(a, (r.data as { run_id: string }).run_id)).toMatchObject({ status: 'failed', error: 'aborted: the service is shutting down' });
   });

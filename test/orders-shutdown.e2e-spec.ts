@@ -7,6 +7,12 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { callbackHeaders, seedCatalog, waitFor } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { settlesWithin } from './support/wait.js';
+
+/** UPSTREAM_TIMEOUT_MS of the instances under test: a hung read ends by itself only after it. */
+const TIMEOUT_MS = 60_000;
+/** How long a shutdown may take before the test calls it waiting: far beyond a shutdown's own work, well short of TIMEOUT_MS. */
+const CLOSE_RACE_MS = 20_000;
 
 describe('orders: shutdown during a poll', () => {
   let db: TestDatabase;
@@ -30,7 +36,7 @@ describe('orders: shutdown during a poll', () => {
   });
 
   it('ends the read in flight and gives the lease back', async () => {
-    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100', UPSTREAM_TIMEOUT_MS: '60000' });
+    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100', UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) });
     await seedCatalog(app.http);
     const placed = await app.http.post('/internal/orders', { shop_order_no: 'SD-ORDER', sku_code: 'SD-1', quantity: 1 });
     expect(placed.status).toBe(201);
@@ -48,17 +54,17 @@ describe('orders: shutdown during a poll', () => {
     const [{ leased }] = await db.query<{ leased: boolean }>("SELECT poll_lease_until IS NOT NULL AS leased FROM orders WHERE shop_order_no = 'SD-ORDER'");
     expect(leased).toBe(true);
 
-    const started = Date.now();
-    await app.close();
+    // the upstream never answers and the read's own timeout is a minute: a close that waited for the
+    // read would still be waiting when the race ends
+    await settlesWithin(app.close(), CLOSE_RACE_MS, 'the shutdown, while a read hangs');
     app = null;
-    expect(Date.now() - started).toBeLessThan(10_000); // the read would hang until the 60 s timeout
     const [after] = await db.query<{ leased: boolean; status: string }>("SELECT poll_lease_until IS NOT NULL AS leased, status FROM orders WHERE shop_order_no = 'SD-ORDER'");
     expect(after).toEqual({ leased: false, status: expect.any(String) });
   });
 
   it("ends a callback's read in flight and gives the callback back, to be applied after the restart", async () => {
     // polls far apart: the callback processor is the one reading
-    const env = { ORDER_POLL_BASE_MS: '600000', ORDER_POLL_MAX_MS: '600000', UPSTREAM_TIMEOUT_MS: '60000' };
+    const env = { ORDER_POLL_BASE_MS: '600000', ORDER_POLL_MAX_MS: '600000', UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) };
     app = await startTestApp(db, sandbox, env);
     await seedCatalog(app.http);
     const placed = await app.http.post('/internal/orders', { shop_order_no: 'SD-CALLBACK', sku_code: 'SD-1', quantity: 1 });
@@ -81,10 +87,10 @@ describe('orders: shutdown during a poll', () => {
       "the callback's read reaching the upstream",
     );
 
-    const started = Date.now();
-    await app.close();
+    // the upstream never answers and the read's own timeout is a minute: a close that waited for the
+    // read would still be waiting when the race ends
+    await settlesWithin(app.close(), CLOSE_RACE_MS, 'the shutdown, while a read hangs');
     app = null;
-    expect(Date.now() - started).toBeLessThan(10_000); // the read would hang until the 60 s timeout
     const inbox = async () =>
       db.query<{ state: string; tries: number }>('SELECT state, tries FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId]);
     expect(await inbox()).toEqual([{ state: 'pending', tries: 0 }]); // not read_failed: nothing was learnt
