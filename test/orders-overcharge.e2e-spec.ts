@@ -4,9 +4,11 @@
  * which needs no token) and logged. An instance of its own, whose log output is captured.
  */
 import axios from 'axios';
+import { OrderPoller } from '../src/orders/order-poller.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep, waitFor, type OrderView } from './support/child-app.js';
+import { waitFor, type OrderView } from './support/child-app.js';
+import { passesRun } from './support/wait.js';
 
 describe('orders: an overcharge is counted in /metrics and logged', () => {
   const t = useAppSuite({
@@ -31,10 +33,13 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
 
   it('a charge equal to quantity × the checked unit price is neither counted nor logged', async () => {
     expect(await overchargeMetric()).toBe(0);
+    const reads = t.sandbox.stats.requests.getOrder;
     const r = await t.app.http.post('/internal/orders', { shop_order_no: 'OC-FAIR-1', sku_code: 'OC-AUTO', quantity: 2 });
     expect(r.status).toBe(201);
     expect((r.data as { order: OrderView }).order.amount).toBe('20.00');
-    await sleep(200);
+    // the poller read the order back (its amount with it), and the pass that read it has ended
+    await waitFor(() => t.sandbox.stats.requests.getOrder, (n) => n > reads, 'a poll of the order');
+    await passesRun(t.app.relay.app.get(OrderPoller).passes, 1, 'poller passes');
     expect(await overchargeMetric()).toBe(0);
     expect(t.app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
   });

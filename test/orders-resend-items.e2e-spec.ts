@@ -4,9 +4,11 @@
  * upstream having delivered meanwhile) is read once more, so that its items reach the shop even with
  * no callback.
  */
+import { OrderPoller } from '../src/orders/order-poller.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { freePort, seedCatalog, sleep, waitForOrder } from './support/child-app.js';
+import { freePort, seedCatalog, waitForOrder } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { passesRun } from './support/wait.js';
 
 describe('orders: items of an order settled by a re-send answered as delivered', () => {
   let db: TestDatabase;
@@ -56,7 +58,8 @@ describe('orders: items of an order settled by a re-send answered as delivered',
     const [row] = await db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', ['RS-1']);
     expect(row.next_poll_at).toBeNull();
     const reads = sandbox.stats.requests.getOrder;
-    await sleep(600);
+    // two whole passes of the poller begun after: neither read it
+    await passesRun(app.relay.app.get(OrderPoller).passes, 2, 'poller passes');
     expect(sandbox.stats.requests.getOrder).toBe(reads);
   });
 });

@@ -10,6 +10,8 @@
  */
 import { createRelayApp, type RelayApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app-config.js';
+import { OrderPoller } from '../src/orders/order-poller.js';
+import { ReconciliationScheduler } from '../src/reconciliation/reconciliation.scheduler.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import axios, { type AxiosInstance } from 'axios';
 import { useAppSuite } from './support/app-suite.js';
@@ -17,7 +19,7 @@ import { seedCatalog, sleep, waitForOrder, type OrderView } from './support/chil
 import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, TEST_TOKEN, testEnv, type TestDatabase } from './support/test-app.js';
 import { TestClock } from './support/test-clock.js';
-import { waitFor } from './support/wait.js';
+import { passesRun, waitFor } from './support/wait.js';
 
 const SECRET = 'reconciliation-webhook-secret';
 const MINUTE = 60_000;
@@ -108,7 +110,10 @@ describe('scheduled reconciliation', () => {
     const before = { status: await metric('status'), refunded: await metric('refunded_amount') };
 
     sandbox.refundOrder(order.upstream_order_id!);
-    await sleep(300); // several poller ticks: nothing follows a delivered order, nothing tells it
+    // whole passes of the poller and of the reconciliation begun after: nothing follows a delivered
+    // order, nothing tells it, and its scheduled read is not due yet
+    await passesRun(relay.app.get(OrderPoller).passes, 2, 'poller passes');
+    await passesRun(relay.app.get(ReconciliationScheduler).passes, 1, 'reconciliation passes');
     expect((await waitForOrder(http, 'REC-FULL', () => true)).status).toBe('delivered');
     expect((await itemsOf(http, 'shop_order_no=REC-FULL')).total).toBe(0);
 
@@ -321,7 +326,8 @@ describe('scheduled reconciliation on two replicas', () => {
 
     clock.advance(MINUTE + 1000);
     await waitFor(states, ([s]) => s.read === nos.length, 'every order read');
-    await sleep(2500); // more ticks of both replicas: nothing is read twice
+    // whole passes of both replicas' reconciliation begun after: nothing is read twice
+    await Promise.all(relays.map((r) => passesRun(r.app.get(ReconciliationScheduler).passes, 2, 'reconciliation passes')));
     expect(sandbox.stats.requests.getOrder - readsBefore).toBe(nos.length);
     const items = (await http.get('/internal/reconciliation/items?page_size=500')).data as { items: Item[] };
     expect(items.items.filter((i) => i.shop_order_no.startsWith('REC-REP-') && i.field === 'status').map((i) => i.shop_order_no).sort()).toEqual(nos.slice(0, 3));
