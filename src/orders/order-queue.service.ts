@@ -2,9 +2,9 @@
  * The queue of orders waiting for the upstream's request budget (`queued`: accepted, nothing sent).
  * Each instance with background work takes them up in arrival order (the order their attempts were
  * reserved), one at a time, through `OrderRelayService.placeQueued`: the price guard's read waits for
- * the budget as long as it takes, the create then for its token. An order that cannot be tried now (its
- * product could not be read, or the budget held the create back) stays at the head: the queue waits a
- * tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
+ * the budget as long as it takes, the create then for its token, and only then is the order sent. An
+ * order that cannot be tried now (its product could not be read, or a 429 sent it back) stays at the
+ * head: the queue waits a tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
  * sends an order (another one, having read the same head, finds it no longer queued and goes on).
  * Runs only where the budget is on: without it, nothing is ever queued.
  */
@@ -36,11 +36,6 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly repo: OrderRepository,
     private readonly signals: OrderSignals,
   ) {}
-
-  /** How long a create taken from the queue waits for its token before it goes back to the queue. */
-  private get sendWaitMs(): number {
-    return Math.max(1000, this.config.budget.orderQueueWaitMs);
-  }
 
   onApplicationBootstrap(): void {
     if (!this.config.workers || this.config.budget.rateLimit === null) return;
@@ -93,7 +88,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
         if (head.length === 0) return false;
         for (const q of head) {
           if (this.stopped) return false;
-          if (!(await this.relay.placeQueued(q.orderId, q.attemptNo, this.sendWaitMs, this.shutdown.signal))) return true;
+          if (!(await this.relay.placeQueued(q.orderId, q.attemptNo, this.shutdown.signal))) return true;
         }
       }
     } catch (e) {

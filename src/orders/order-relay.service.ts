@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BudgetWaitExceeded } from '../budget/budget.errors.js';
+import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
@@ -92,6 +93,7 @@ export class OrderRelayService {
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
     private readonly signals: OrderSignals,
+    private readonly budget: UpstreamBudgetService,
   ) {}
 
   async place(input: PlaceOrderInput): Promise<PlaceResult> {
@@ -212,7 +214,7 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
-    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, waitLeft(wait));
+    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { maxWaitMs: waitLeft(wait) });
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
     if (outcome.kind === 'rejected' && order.productId !== null) this.catalog.forgetRead(order.productId);
@@ -227,12 +229,14 @@ export class OrderRelayService {
   /**
    * Sends a queued attempt (OrderQueue takes them in arrival order): the checks and the price guard
    * are made now, against the ceiling recorded when the order was accepted; a refusal closes the
-   * attempt (`rejected` with its code, nothing charged). The wait for the price read's token has no
-   * limit but `signal`; the create's is `sendWaitMs`, past which the attempt goes back to the queue
-   * (keeping its place). Returns false when it could not be tried now (the product could not be read,
-   * or the wait was cut): the queue tries again later.
+   * attempt (`rejected` with its code, nothing charged). The price read and then the create's token
+   * are waited for as long as it takes (`signal` ends the wait at shutdown); only with the token in
+   * hand does the order move to `submitting`, so that it stays `queued` (cancelable here) while it
+   * waits. A 429 on the create sends it back to the queue, keeping its place. Returns false when it
+   * could not be tried now (the product could not be read, or the wait was cut): the queue tries again
+   * later.
    */
-  async placeQueued(orderId: string, attemptNo: number, sendWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal): Promise<boolean> {
     const order = await this.repo.findById(orderId);
     const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
@@ -253,6 +257,11 @@ export class OrderRelayService {
       return true;
     }
     const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback };
+    try {
+      await this.budget.take('create', { signal, operation: 'createOrder' });
+    } catch {
+      return false; // shutdown, or the ledger could not be asked: still queued
+    }
     const expectedAmount = new Decimal(sku.unitCost).mul(order.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
     const started = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
@@ -275,7 +284,7 @@ export class OrderRelayService {
       );
     });
     if (!started) return true;
-    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, sendWaitMs);
+    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { granted: true });
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
     if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
     return recorded.status !== 'queued';

@@ -80,11 +80,11 @@ export class OrderSubmitter {
   }
 
   /**
-   * Sends one attempt (outside any transaction). `maxWaitMs`: the longest wait for the request
+   * Sends one attempt (outside any transaction). `wait.maxWaitMs`: the longest wait for the request
    * budget's token; without one in time, or on a 429, the outcome is `queued` (nothing was sent or
-   * processed).
+   * processed). `wait.granted`: the caller took the first send's token already.
    */
-  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, maxWaitMs?: number): Promise<SendOutcome> {
+  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, wait: { maxWaitMs?: number; granted?: boolean } = {}): Promise<SendOutcome> {
     const started = performance.now();
     const budget = this.config.upstream.timeoutMs / 2;
     let req = request;
@@ -98,7 +98,7 @@ export class OrderSubmitter {
         ...(req.with_callback && this.config.callbacks.publicUrl ? { callback_url: this.config.callbacks.publicUrl } : {}),
       };
       try {
-        const created = await this.upstream.createOrder(body, { maxWaitMs });
+        const created = await this.upstream.createOrder(body, { maxWaitMs: wait.maxWaitMs, granted: tryNo === 0 && wait.granted === true });
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
         const elapsed = performance.now() - started;

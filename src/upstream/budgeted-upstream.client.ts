@@ -81,7 +81,7 @@ export class BudgetedUpstreamClient extends UpstreamClient {
     const deadline = opts?.maxWaitMs === undefined ? undefined : performance.now() + Math.max(0, opts.maxWaitMs);
     for (let resends = 0; ; resends++) {
       const maxWaitMs = deadline === undefined ? undefined : Math.max(0, deadline - performance.now());
-      await this.budget.take(cls, { signal, maxWaitMs, operation });
+      if (resends > 0 || !opts?.granted) await this.budget.take(cls, { signal, maxWaitMs, operation });
       try {
         return await this.sendOnce(operation, send);
       } catch (e) {

@@ -31,6 +31,12 @@ export interface UpstreamCallOptions {
   priority?: BudgetClass;
   /** The longest wait for the request budget, in milliseconds; past it, `BudgetWaitExceeded`. Default: no limit. */
   maxWaitMs?: number;
+  /**
+   * The caller already took this call's token (UpstreamBudgetService.take): it is sent without taking
+   * another (a resend after a 429 takes its own). For a caller that must know it can send before it
+   * commits to sending (the order queue moves an order to `submitting` only then).
+   */
+  granted?: boolean;
 }
 
 export type UpstreamOperation = 'ping' | 'listCategories' | 'listProducts' | 'getProduct' | 'createOrder' | 'getOrder' | 'cancelOrder';
