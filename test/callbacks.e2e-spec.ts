@@ -10,22 +10,12 @@ import axios from 'axios';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { Metrics } from '../src/ops/metrics.js';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
+import { OrderPoller } from '../src/orders/order-poller.js';
+import { RANK, type OrderStatus } from '../src/orders/order-state.js';
 import { useAppSuite } from './support/app-suite.js';
-import { callbackHeaders, freePort, getOrder, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
-
-const RANKS: Record<string, number> = {
-  submitting: 0,
-  submit_unknown: 1,
-  pending_payment: 10,
-  paid: 20,
-  fulfilling: 30,
-  partially_delivered: 40,
-  delivered: 50,
-  completed: 60,
-  canceled: 70,
-  partially_refunded: 80,
-  refunded: 90,
-};
+import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { passesRun } from './support/wait.js';
 
 describe('callbacks', () => {
   const t = useAppSuite({
@@ -64,7 +54,7 @@ describe('callbacks', () => {
   const events = async (shopNo: string) =>
     ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
   const expectMonotonic = (evs: Array<{ kind: string; to: string | null }>) => {
-    const ranks = evs.filter((e) => e.kind === 'status').map((e) => RANKS[e.to as string]);
+    const ranks = evs.filter((e) => e.kind === 'status').map((e) => RANK[e.to as OrderStatus]);
     expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
   };
 
@@ -255,7 +245,9 @@ describe('callbacks', () => {
     expect(dup.duplicates).toBe(1);
     // never refused, never applied, never read back
     expect((await rejected.get()).values.reduce((s, v) => s + v.value, 0)).toBe(rejectedBefore);
-    await sleep(300);
+    // whole passes of the inbox and the poller begun after: neither applied nor read anything
+    await passesRun(t.app.relay.app.get(CallbackProcessor).drains, 2, 'inbox drains');
+    await passesRun(t.app.relay.app.get(OrderPoller).passes, 2, 'poller passes');
     const after = (await getOrder(t.app.http, order.shop_order_no))!;
     expect([after.status, after.updated_at]).toEqual([done.status, done.updated_at]);
     expect(await events(order.shop_order_no)).toEqual(eventsBefore);
@@ -359,7 +351,8 @@ describe('callbacks', () => {
     // GET /orders/{id} fails (503) while the callback is processed; nothing else is faulted
     t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
     await waitFor(() => t.sandbox.order(upstreamId)?.status, (s) => s === 'completed', 'the upstream order to complete');
-    await sleep(100); // a poll answered before the fault was set has been applied by now
+    // a whole pass of the poller begun after the fault was set: a poll answered before it is applied by now
+    await passesRun(t.app.relay.app.get(OrderPoller).passes, 1, 'poller passes');
     const before = (await getOrder(t.app.http, o.shop_order_no))!;
     expect(before.status).not.toBe('completed');
     const eventsBefore = await events(o.shop_order_no);
