@@ -8,8 +8,11 @@
  *   is stored without that field and answered 200, not failed with a 5xx on every retry.
  */
 import axios from 'axios';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
+import { OrderPoller } from '../src/orders/order-poller.js';
 import { useAppSuite } from './support/app-suite.js';
-import { callbackHeaders, freePort, getOrder, sleep, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { passesRun } from './support/wait.js';
 
 describe('callbacks of orders the poller does not follow', () => {
   const t = useAppSuite({
@@ -80,7 +83,9 @@ describe('callbacks of orders the poller does not follow', () => {
     const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [o.shop_order_no]);
     expect(next_poll_at).toBeNull();
     const reads = t.sandbox.stats.requests.getOrder;
-    await sleep(1000); // > 2 × ORDER_POLL_MAX_MS
+    // two whole passes of the poller (and drains of the inbox) begun after: neither read it again
+    await passesRun(t.app.relay.app.get(OrderPoller).passes, 2, 'poller passes');
+    await passesRun(t.app.relay.app.get(CallbackProcessor).drains, 2, 'inbox drains');
     expect(t.sandbox.stats.requests.getOrder).toBe(reads);
   });
 

@@ -10,7 +10,7 @@
 import { jest } from '@jest/globals';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { useAppSuite } from './support/app-suite.js';
-import { getOrder, type OrderView } from './support/child-app.js';
+import { getOrder, waitFor, type OrderView } from './support/child-app.js';
 
 describe('cancel, refund and resolve at their edges', () => {
   // no CALLBACK_PUBLIC_URL: orders are followed by polling alone, so a submit_unknown order (no
@@ -70,8 +70,10 @@ describe('cancel, refund and resolve at their edges', () => {
       const placed = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'RV-AUTO', quantity: 1 });
       expect(placed.status).toBe(201);
       t.sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'delay', delayMs: 600, times: 1 }] });
+      const cancels = t.sandbox.stats.requests.cancelOrder;
       const cancelling = t.app.http.post(`/internal/orders/${shopNo}/cancel`);
-      await new Promise((r) => setTimeout(r, 200));
+      // the cancel is in progress: its request has reached the upstream, which answers 600 ms later
+      await waitFor(() => t.sandbox.stats.requests.cancelOrder, (n) => n > cancels, 'the cancel at the upstream');
       const before = t.sandbox.stats.requests.getOrder;
       const r = await t.app.http.post(`/internal/orders/${shopNo}/refresh`);
       const readsDuring = t.sandbox.stats.requests.getOrder - before;

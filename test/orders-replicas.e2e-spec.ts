@@ -5,10 +5,12 @@
  * them: one for an order placed through one instance, delivered to the other (then to both).
  */
 import axios from 'axios';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { useAppSuite } from './support/app-suite.js';
-import { callbackHeaders, getOrder, sleep, waitFor, type OrderView } from './support/child-app.js';
+import { callbackHeaders, getOrder, waitFor, type OrderView } from './support/child-app.js';
 import type { TestApp } from './support/test-app.js';
+import { passesRun } from './support/wait.js';
 
 describe('two replicas on one database', () => {
   const t = useAppSuite({
@@ -164,8 +166,8 @@ describe('two replicas on one database: a callback may reach either', () => {
       ]);
       expect(await received(a)).toBe(aBefore);
       expect(await received(b)).toBe(bBefore + 1);
-      // longer than the inbox's retry interval of either replica: nothing more happens to the order
-      await sleep(1500);
+      // whole drains of either replica's inbox begun after (its retries): nothing more happens to the order
+      await Promise.all([a, b].map((app) => passesRun(app.relay.app.get(CallbackProcessor).drains, 2, 'inbox drains')));
       expect(await events(a, 'REPCB-1')).toEqual(afterCallback);
       expect(await events(b, 'REPCB-1')).toEqual(afterCallback);
       expect(await getOrder(a.http, 'REPCB-1')).toMatchObject({ status: 'delivered', items: delivered!.items });

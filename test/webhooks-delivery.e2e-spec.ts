@@ -25,7 +25,7 @@ import { useAppSuite } from './support/app-suite.js';
 import { waitForOrder } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
-import { sleep, waitFor } from './support/wait.js';
+import { passesRun, sleep, waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-delivery';
 
@@ -222,16 +222,16 @@ describe('shop webhook delivery: deadlines and leases', () => {
 
       // A second replica whose clock is two minutes ahead (the old claim compared its own clock).
       b = await startApp(db, sandbox, env, { clock: new ShiftedClock(120_000) });
-      for (let i = 0; i < 3; i++) {
-        b.sender.kick();
-        await sleep(500);
-      }
+      // whole delivery cycles of B begun after it started: none took the leased event
+      b.sender.kick();
+      await passesRun(b.sender.cycles, 2, 'delivery cycles of B');
       expect(shop.of('SO-HOLD')).toHaveLength(1);
 
       shop.release();
       const done = await waitFor(() => rowOf(db, 'SO-HOLD'), (r) => r?.status === 'delivered', 'the delivery recorded');
       expect(done!.attempts).toBe(1);
-      await sleep(300);
+      // whole delivery cycles of both begun after: neither sent it again
+      await Promise.all([a, b].map((x) => passesRun(x!.sender.cycles, 1, 'delivery cycles')));
       expect(shop.of('SO-HOLD')).toHaveLength(1);
     } finally {
       await a.close();
