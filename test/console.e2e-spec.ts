@@ -367,6 +367,72 @@ describe('operator console (headless Chromium)', () => {
     await shot('sync-runs');
   });
 
+  it('reconciles a range: the run to its end, the refund the upstream made without a callback as differences (page and order), the 409 while a run runs', async () => {
+    // The relay has no CALLBACK_PUBLIC_URL here, so the upstream's refund tells nobody, and nothing
+    // follows a delivered order any more: only a reconciliation read finds it.
+    const delivered = await order('shop-1001');
+    expect(delivered.status).toBe('delivered');
+    sandbox.refundOrder(delivered.upstream_order_id!);
+    // datetime-local values in the browser's time zone (UTC here): the last hour, to the next minute
+    const minute = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    const from = minute(Date.now() - 60 * 60_000);
+    const to = minute(Date.now() + 60_000);
+
+    await page.goto(consoleUrl('#/reconciliation'));
+    await page.getByRole('link', { name: 'Reconciliation', exact: true }).waitFor();
+    await page.getByTestId('reconciliation-runs').waitFor();
+    await page.getByLabel('Orders created from').fill(from);
+    await page.getByLabel('to', { exact: true }).fill(to);
+    await page.getByRole('button', { name: 'Start reconciliation' }).click();
+    const progress = page.locator('[data-testid=reconciliation-progress][data-status=succeeded]');
+    await progress.waitFor();
+    const runId = (await progress.getAttribute('data-run'))!;
+    const run = (await app.http.get(`/internal/reconciliation/runs/${runId}`)).data.run as { from: string; to: string; orders_total: number; orders_done: number; differences: number };
+    expect(run).toMatchObject({ from: `${from}:00.000Z`, to: `${to}:00.000Z` });
+    expect(run.orders_done).toBe(run.orders_total);
+    expect(run.differences).toBeGreaterThanOrEqual(2);
+    await page.locator(`[data-testid=reconciliation-runs] tr[data-run="${runId}"][data-status=succeeded]`).waitFor();
+
+    // the order's two differences, found by this run and applied: refunded, and the refunded amount
+    const refunded = await order('shop-1001');
+    expect(refunded).toMatchObject({ status: 'refunded', refund_state: 'refundable', refunded_amount: delivered.amount });
+    const items = page.getByTestId('reconciliation-items');
+    const statusRow = items.locator('tr[data-order=shop-1001][data-field=status]');
+    await statusRow.waitFor();
+    expect(await statusRow.locator('[data-value=local]').textContent()).toBe('delivered');
+    expect(await statusRow.locator('[data-value=upstream]').textContent()).toBe('refunded');
+    expect(await statusRow.locator('[data-value=applied]').textContent()).toBe('yes');
+    expect(await statusRow.textContent()).toContain(runId);
+    const amountRow = items.locator('tr[data-order=shop-1001][data-field=refunded_amount]');
+    expect(await amountRow.locator('[data-value=upstream]').textContent()).toBe(delivered.amount);
+    expect(await amountRow.locator('a').getAttribute('href')).toBe('#/orders/shop-1001');
+    await shot('reconciliation');
+
+    // filtered by order: only its rows; the order page lists them too
+    await page.locator('input[name=order]').fill('shop-1001');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid=reconciliation-items] tbody tr[data-item]')] as unknown as Array<{ getAttribute(n: string): string | null }>;
+      return rows.length === 2 && rows.every((r) => r.getAttribute('data-order') === 'shop-1001');
+    });
+    await page.goto(consoleUrl('#/orders/shop-1001'));
+    await page.getByTestId('order-status').getByText('refunded').waitFor();
+    await page.locator('[data-testid=order-reconciliation] tr[data-field=refunded_amount]').waitFor();
+    expect(await page.locator('[data-testid=order-reconciliation] tr[data-item]').count()).toBe(2);
+
+    // a run started elsewhere (its reads answer slowly) is running: the page's start is refused with
+    // the 409, and the page follows that run to its end
+    await page.goto(consoleUrl('#/reconciliation'));
+    await page.locator('[data-testid=reconciliation-runs] tr[data-run]').first().waitFor();
+    sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 1500, times: 10 }] });
+    const other = await app.http.post('/internal/reconciliation', { from: `${from}:00Z`, to: `${to}:00Z` });
+    expect(other.status).toBe(202);
+    await page.getByRole('button', { name: 'Start reconciliation' }).click();
+    await page.locator('[role=alert][data-error-code=reconciliation_in_progress]').waitFor();
+    await page.locator(`[data-testid=reconciliation-progress][data-run="${other.data.run_id as string}"][data-status=succeeded]`).waitFor();
+    sandbox.faults.reset();
+  });
+
   it('goes back to the login form when the service refuses the token', async () => {
     await page.evaluate(() => {
       for (const k of Object.keys(sessionStorage)) sessionStorage.setItem(k, 'revoked-token');

@@ -9,6 +9,7 @@ import { LoginPage } from './pages/login.js';
 import { OrderPage } from './pages/order.js';
 import { OrdersPage } from './pages/orders.js';
 import { PricingPage } from './pages/pricing.js';
+import { ReconciliationPage } from './pages/reconciliation.js';
 import { SkuPage } from './pages/sku.js';
 import { SyncPage } from './pages/sync.js';
 import { useRoute, type Route } from './router.js';
@@ -19,6 +20,7 @@ const NAV: Array<[string, string, string]> = [
   ['catalog', 'Catalog', '#/catalog'],
   ['pricing', 'Pricing rules', '#/pricing'],
   ['sync', 'Sync runs', '#/sync'],
+  ['reconciliation', 'Reconciliation', '#/reconciliation'],
 ];
 
 function Page({ route }: { route: Route }) {
@@ -34,6 +36,8 @@ function Page({ route }: { route: Route }) {
       return html`<${PricingPage} query=${route.query} />`;
     case 'sync':
       return html`<${SyncPage} />`;
+    case 'reconciliation':
+      return html`<${ReconciliationPage} query=${route.query} />`;
     default:
       return html`<div class="card"><h1>Not found</h1><p>No page at <code>${location.hash}</code>. <a href="#/">Back to the dashboard</a>.</p></div>`;
   }

@@ -96,6 +96,18 @@ export type OrderEvent = OrderEvents['events'][number];
 /** What the operator actions (cancel, refund, refresh, resolve) answer. */
 export type OrderActionAnswer = Answer<'/internal/orders/{shop_order_no}/cancel', 'post'>;
 
+// ------------------------------------------------------------------------------- reconciliation
+
+export type ReconciliationRunList = Answer<'/internal/reconciliation/runs', 'get'>;
+/** An on-demand reconciliation run with its progress (orders_done of orders_total). */
+export type ReconciliationRun = ReconciliationRunList['items'][number];
+export type ReconciliationRunAnswer = Answer<'/internal/reconciliation/runs/{run_id}', 'get'>;
+export type StartReconciliationAnswer = Answer<'/internal/reconciliation', 'post', 202>;
+export type StartReconciliationBody = components['schemas']['StartReconciliationBody'];
+export type ReconciliationItemList = Answer<'/internal/reconciliation/items', 'get'>;
+/** A difference found between an order and the upstream's read of it (money fields: decimal strings). */
+export type ReconciliationItem = ReconciliationItemList['items'][number];
+
 // ----------------------------------------------------------------------------------- the wallet
 
 /**
