@@ -8,6 +8,7 @@ import { html } from '../html.js';
 import { href } from '../router.js';
 import type { Order, OrderActionAnswer, OrderAnswer, OrderEvent, OrderEvents } from '../types.js';
 import { ago, Badge, Card, Confirm, ErrorBox, Facts, Loading, Money, Time, useInterval, useLoad } from '../ui.js';
+import { OrderReconciliation } from './reconciliation.js';
 
 type Action = 'cancel' | 'refund' | 'resolve' | null;
 
@@ -175,6 +176,8 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
     </div>
 
     <${Card} title="Delivered items"><${Items} order=${o} /><//>
+
+    <${OrderReconciliation} shopOrderNo=${o.shop_order_no} />
 
     <${Card} title="Timeline" actions=${html`<button class="btn small" onClick=${() => void events.reload()}>Reload</button>`}>
       <${ErrorBox} error=${events.error} />
