@@ -57,7 +57,7 @@ export class OrderCancelService {
   }
 
   async cancel(shopOrderNo: string): Promise<OrderRecord> {
-    const deadline = Date.now() + this.opLeaseMs + 1000;
+    const deadline = this.clock.nowMs() + this.opLeaseMs + 1000;
     for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
       const order = await this.mustFind(shopOrderNo);
       if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
@@ -72,7 +72,7 @@ export class OrderCancelService {
       if (begun === 'changed') continue;
       if (begun === 'busy') {
         // another cancel of this order is in progress: wait for it, then answer from what it left
-        if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress`);
+        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress`);
         await sleep(delay);
         continue;
       }

@@ -14,7 +14,7 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
-import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, type EventSource } from './order-state.js';
+import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, upstreamKeptNothing, type EventSource } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
 import { OrderRepository, type PollClaim } from './order.repository.js';
@@ -53,8 +53,6 @@ export type UntrackedResult =
   /** The order follows it now (settled meanwhile). */
   | { kind: 'followed' };
 
-/** Upstream states in which the upstream keeps nothing of an order (nothing charged, or all given back). */
-const NOTHING_KEPT: ReadonlySet<string> = new Set(['canceled', 'refunded']);
 
 @Injectable()
 export class OrderFollowService {
@@ -231,7 +229,7 @@ export class OrderFollowService {
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
     if (taken && taken.id !== orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     if (taken) return { kind: 'followed' };
-    if (NOTHING_KEPT.has(report.status)) return { kind: 'nothing_kept', status: report.status };
+    if (upstreamKeptNothing(report.status)) return { kind: 'nothing_kept', status: report.status };
     // once per upstream order: its later callbacks add no event, metric or log line
     const known = (await this.repo.events(orderId)).some((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId);
     return this.repo.transaction(async (tx): Promise<UntrackedResult> => {

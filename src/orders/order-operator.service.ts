@@ -42,9 +42,9 @@ export class OrderOperatorService {
       // A cancel in progress holds the order until the upstream has answered it: the refresh reads the
       // upstream after it (within the cancel's lease), so that it never answers the state from before.
       const held = await this.mustFind(shopOrderNo);
-      const deadline = Date.now() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
+      const deadline = this.clock.nowMs() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
       for (let delay = 20; r.kind === 'deferred'; delay = Math.min(delay * 2, 200)) {
-        if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
+        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
         await sleep(delay);
         r = await this.follow.refresh(order.id, 'operator');
       }
@@ -87,13 +87,13 @@ export class OrderOperatorService {
 
   /** Takes the attempt's sending lease, so that no re-send runs while the operator settles it; returns its end. */
   private async claim(attempt: AttemptRecord): Promise<Date> {
-    const deadline = Date.now() + this.submitter.sendLeaseMs + 1000;
+    const deadline = this.clock.nowMs() + this.submitter.sendLeaseMs + 1000;
     for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
       const until = await this.repo.claimUnknownAttempt(attempt.id, this.submitter.sendLeaseMs);
       if (until) return until;
       const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
-      if (Date.now() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');
+      if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');
       await sleep(delay);
     }
   }

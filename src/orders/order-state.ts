@@ -126,6 +126,14 @@ export const UPSTREAM_ORDER_EXISTS = 'upstream_order_exists';
 /** Anomaly: another upstream order exists for this order besides the one it follows. */
 export const DUPLICATE_UPSTREAM_ORDER = 'duplicate_upstream_order';
 
+/** Upstream states in which the upstream keeps nothing of an order (nothing charged, or all given back). */
+export const NOTHING_KEPT: ReadonlySet<OrderStatus> = new Set(['canceled', 'refunded']);
+
+/** Whether the upstream keeps nothing of an order it reports in `status`. */
+export function upstreamKeptNothing(status: string): boolean {
+  return NOTHING_KEPT.has(status as OrderStatus);
+}
+
 /** Statuses the poller keeps following. */
 export const FOLLOWED: ReadonlySet<OrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
 /** Statuses with an attempt whose outcome is not known yet. */

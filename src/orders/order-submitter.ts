@@ -5,8 +5,9 @@
  *
  * Outcome classes (CONTRACT §5): accepted; a definitive refusal (`rejected`, the upstream's code);
  * nothing reached the upstream after a few quick tries (`rejected`, `upstream_unavailable`); unknown
- * (`submit_unknown`). `invalid_callback_url` is not a refusal of the order: the same attempt goes again
- * at once without the callback address.
+ * (`submit_unknown`); held back by the request budget (`queued`). What each does to the attempt and
+ * its order is the table of attempt-lifecycle.ts. `invalid_callback_url` is not a refusal of the
+ * order: the same attempt goes again at once without the callback address.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
@@ -18,7 +19,8 @@ import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
-import type { EventSource, ReportKind } from './order-state.js';
+import { attemptMove } from './attempt-lifecycle.js';
+import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
@@ -168,6 +170,27 @@ export class OrderSubmitter {
       }
       const wasUnknown = attempt.status === 'submit_unknown';
       const detail = { attempt: attemptNo, downstream_order_no: attempt.downstreamOrderNo };
+      // the attempt lifecycle (attempt-lifecycle.ts): what this outcome does to the attempt and its order
+      const move = attemptMove(outcome.kind, { status: attempt.status, sends: attempt.sends });
+      if (move.attempt === 'resend_later') {
+        // still unknown, sent again later under the same number; a callback or an operator may settle it first
+        await tx.updateAttempt(attempt.id, {
+          sending_until: null,
+          next_resend_at: this.resendAt(now),
+          ...(outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {}),
+        });
+        if (outcome.kind === 'rejected') {
+          tx.afterCommit(() =>
+            this.logger.warn({
+              msg: `order ${order.shopOrderNo}: the re-send of attempt ${attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
+              shop_order_no: order.shopOrderNo,
+              trace_id: order.traceId,
+              error_code: outcome.errorCode,
+            }),
+          );
+        }
+        return order;
+      }
       switch (outcome.kind) {
         case 'accepted': {
           const r = outcome.report;
@@ -197,27 +220,6 @@ export class OrderSubmitter {
           return applied.order;
         }
         case 'rejected':
-          if (wasUnknown && attempt.sends > 1) {
-            // A refusal of a re-send says nothing of the earlier send, which may have been placed (an
-            // upstream may check a signature, stock or the balance before it looks the number up):
-            // still unknown, sent again later under the same number; a callback or an operator settles it.
-            await tx.updateAttempt(attempt.id, {
-              sending_until: null,
-              next_resend_at: this.resendAt(now),
-              http_status: outcome.httpStatus,
-              error_code: outcome.errorCode,
-              error_message: outcome.message,
-            });
-            tx.afterCommit(() =>
-              this.logger.warn({
-                msg: `order ${order.shopOrderNo}: the re-send of attempt ${attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
-                shop_order_no: order.shopOrderNo,
-                trace_id: order.traceId,
-                error_code: outcome.errorCode,
-              }),
-            );
-            return order;
-          }
           await tx.updateAttempt(attempt.id, {
             status: 'rejected',
             sending_until: null,
@@ -235,11 +237,6 @@ export class OrderSubmitter {
             ...(outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {}),
           });
         case 'unavailable':
-          if (wasUnknown) {
-            // a re-send that could not reach the upstream: still unknown, try again later
-            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
-            return order;
-          }
           await tx.updateAttempt(attempt.id, {
             status: 'rejected',
             sending_until: null,
@@ -258,19 +255,10 @@ export class OrderSubmitter {
             { ...detail, error_code: 'upstream_unavailable' },
           );
         case 'queued':
-          if (wasUnknown) {
-            // a re-send that the budget held back: still unknown, sent again later under the same number
-            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
-            return order;
-          }
           await tx.updateAttempt(attempt.id, { status: 'queued', sending_until: null });
           tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'queued' }));
           return this.updater.moveLocal(tx, order, 'requeue', 'queued', source, { error_code: null, error_message: null }, { ...detail, reason: outcome.reason });
         case 'unknown':
-          if (wasUnknown) {
-            await tx.updateAttempt(attempt.id, { sending_until: null, next_resend_at: this.resendAt(now) });
-            return order;
-          }
           await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.resendAt(now) });
           tx.afterCommit(() => {
             this.metrics.placements.inc({ outcome: 'unknown' });
@@ -301,7 +289,7 @@ export class OrderSubmitter {
    * follows this one, or when the upstream order keeps nothing (canceled, refunded).
    */
   private async lateAcceptance(tx: OrderTx, order: OrderRecord, attempt: AttemptRecord, report: AcceptedReport, source: EventSource): Promise<OrderRecord> {
-    if (order.upstreamOrderId === report.order_id || report.status === 'canceled' || report.status === 'refunded') return order;
+    if (order.upstreamOrderId === report.order_id || upstreamKeptNothing(report.status)) return order;
     const { order: updated, reason } = await this.updater.recordUntracked(tx, order, attempt, report.order_id, report, source);
     tx.afterCommit(() =>
       this.logger.error({
