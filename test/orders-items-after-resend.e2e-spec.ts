@@ -155,5 +155,5 @@ describe('orders: a re-send answered delivered without its items (profile dujiao
       await first.kill('SIGKILL');
       await second?.kill('SIGTERM');
     }
-  });
+  }, 150_000); // two services boot in child processes on a loaded machine
 });

@@ -137,7 +137,7 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
       await first.kill('SIGKILL');
       await second?.kill('SIGTERM');
     }
-  });
+  }, 150_000); // two services boot in child processes on a loaded machine
 
   describe('the upstream did the work but the answer was lost', () => {
     let app: TestApp;
