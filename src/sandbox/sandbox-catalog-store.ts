@@ -128,8 +128,14 @@ export class CatalogStore {
     return { product, sku };
   }
 
+  /**
+   * The first SKU carrying this code, or, for `<product id>:<sku_code>` (a relay's sku_key) that no SKU
+   * carries as its code, that product's SKU with that code.
+   */
   protected sku(skuCode: string): SkuRecord {
-    const s = this.skusByCode.get(skuCode)?.[0];
+    let s = this.skusByCode.get(skuCode)?.[0];
+    const key = s ? null : /^(\d+):([\s\S]+)$/.exec(skuCode);
+    if (key) s = this.productsById.get(Number(key[1]))?.skus.find((x) => x.skuCode === key[2]);
     if (!s) throw new RangeError(`unknown sku_code ${skuCode}`);
     return s;
   }

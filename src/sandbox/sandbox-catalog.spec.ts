@@ -125,6 +125,21 @@ describe('sandbox catalog', () => {
     expect(updatedOf()).toBeGreaterThanOrEqual(now);
   });
 
+  it('products without specifications share the code DEFAULT, as on Dujiao-Next: each SKU is found by its product', () => {
+    const c = new SandboxCatalog(5, 1, () => Date.UTC(2026, 0, 1));
+    const a = c.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '3.00' }] });
+    const b = c.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '4.00' }] });
+    expect(a.id).not.toBe(b.id);
+    expect(c.getSkuOf(a.id, 'DEFAULT')?.sku).toMatchObject({ id: a.skus[0].id, price_amount: '3.00' });
+    expect(c.getSkuOf(b.id, 'DEFAULT')?.sku).toMatchObject({ id: b.skus[0].id, price_amount: '4.00' });
+    expect(c.getSkuOf(a.id, 'MONTHLY')).toBeUndefined();
+    // getSku(code) is the first carrying it; a mutator takes `<product id>:<code>` for another one
+    expect(c.getSku('DEFAULT')?.product.id).toBe(a.id);
+    c.setPrice(`${b.id}:DEFAULT`, '4.50');
+    expect(c.getSkuOf(b.id, 'DEFAULT')?.sku.price_amount).toBe('4.50');
+    expect(c.getSkuOf(a.id, 'DEFAULT')?.sku.price_amount).toBe('3.00');
+  });
+
   it('removes one SKU from a product that keeps its others, never its last one', () => {
     const c = new SandboxCatalog(40, 1, () => Date.UTC(2026, 0, 1));
     const product = c.listedProducts().find((p) => p.skus.length >= 2)!;

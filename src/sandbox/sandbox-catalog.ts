@@ -91,6 +91,12 @@ export class SandboxCatalog extends CatalogStore {
     return s ? this.found(s) : undefined;
   }
 
+  /** The SKU with this code in product `productId` (a code is unique only within its product, as Dujiao-Next's). */
+  getSkuOf(productId: number, skuCode: string): FoundSku | undefined {
+    const s = this.productsById.get(productId)?.skus.find((x) => x.skuCode === skuCode);
+    return s ? this.found(s) : undefined;
+  }
+
   getSkuById(skuId: number): FoundSku | undefined {
     const s = this.skusById.get(skuId);
     return s ? this.found(s) : undefined;
