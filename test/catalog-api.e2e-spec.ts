@@ -11,6 +11,7 @@ import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDa
 type Sku = Record<string, unknown> & { sku_code: string; cost_price: string; sale_price: string; category_id: number; available: boolean; listed: boolean };
 
 const SKU_KEYS = [
+  'sku_key',
   'sku_code',
   'upstream_sku_id',
   'product_id',

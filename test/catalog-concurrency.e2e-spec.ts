@@ -2,10 +2,11 @@
  * Two catalog writes at once on one sku_code, interleaved deterministically: the first holds its
  * transaction open once it has written, the second starts, then the first commits. This is what the
  * sync's two page writers, a page and an order's fresh read, or a fresh read and a rule change do on a
- * PostgreSQL server (READ COMMITTED). There the second write waits on the codes' locks (without them it
- * read the codes before the first committed and lost what it found: a claim reported neither as a
- * change nor as a conflict, a second `created`). PGlite runs one transaction at a time, so the second
- * waits for the first anyway, and the same assertions hold on both.
+ * PostgreSQL server (READ COMMITTED). There the second write of one SKU waits on the SKUs' locks
+ * (without them it read the SKU before the first committed and lost what it found: a second
+ * `created`); two products carrying one code are two SKUs, whose writes do not wait for each other.
+ * PGlite runs one transaction at a time, so the second waits for the first anyway, and the same
+ * assertions hold on both.
  */
 import { jest } from '@jest/globals';
 import { DataSource } from 'typeorm';
@@ -117,17 +118,32 @@ describe('catalog writes at once on one sku_code', () => {
     }
   });
 
-  async function stored(code: string): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
+  /** The SKU with this code (of product `productId`, when two products carry it). */
+  async function stored(code: string, productId?: number): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
     const [row] = await t.db.query<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }>(
-      'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed FROM catalog_skus WHERE sku_code = $1',
-      [code],
+      'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
+      [code, productId ?? null],
     );
     return row;
   }
 
-  /** A SKU's history, oldest first, as the API reads it (its `created` entry included). */
-  async function history(code: string): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
-    return (await reads().skuChanges(code, 0, 500)).items.reverse();
+  /** A SKU's history, oldest first, as the API reads it (its `created` entry included); by code, or by code and product. */
+  async function history(code: string, productId?: number): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
+    const [{ key }] = await t.db.query<{ key: string }>('SELECT sku_key AS key FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)', [code, productId ?? null]);
+    return (await reads().skuChanges(key, 0, 500)).items.reverse();
+  }
+
+  /**
+   * `first` until `held`, then `second` to its end, then `first` released: on PostgreSQL `second`
+   * ends while `first` still holds its transaction (PGlite runs one transaction at a time: there
+   * `first` is released at once).
+   */
+  async function overlap<A, B>(first: () => Promise<A>, held: Held, second: () => Promise<B>): Promise<[A, B]> {
+    const a = first();
+    await held.reached;
+    if (t.db.kind === 'pglite') held.release();
+    const b = await second().finally(() => held.release());
+    return [await a, b];
   }
 
   async function fingerprinted(ids: number[]): Promise<number[]> {
@@ -140,32 +156,26 @@ describe('catalog writes at once on one sku_code', () => {
     ['insert', 'write'], // by COPY on PostgreSQL, then an upsert
     ['write', 'check'],
     ['write', 'insert'], // an upsert, then a COPY (whose unique violation sends the page to the upsert)
-  ])('a page claiming a code another page is creating for another product: a reported conflict, its fingerprint not kept (%s, then %s)', async (first, second) => {
+  ])('a page carrying a code another page is creating for another product: two SKUs, each created once, both fingerprints kept, neither write waiting for the other (%s, then %s)', async (first, second) => {
     const a = product('PAGE');
     const b = product('PAGE');
     const code = a.skus[0].sku_code;
     b.skus[0].sku_code = code;
     const held = holdAfter(repo(), 'writeFingerprints');
-    const [ra, rb] = await interleave(
-      t.db,
+    const [ra, rb] = await overlap(
       () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: first }),
       held,
       () => writer().applyProducts([b], { runId: null, source: 'sync', strategy: second }),
     );
-    expect(ra).toMatchObject({ created: 2, conflicts: [] });
-    expect(rb).toMatchObject({ skus: 2, created: 1, changed: 0 });
-    expect(rb.conflicts).toEqual([{ skuCode: code, ownerProductId: a.id, claimantProductId: b.id, claimantSkuId: b.skus[0].id }]);
-    // B is looked at again: its fingerprint is not kept, and the sync is told so
-    expect(rb.unfingerprinted).toEqual([b.id]);
-    expect(await fingerprinted([a.id, b.id])).toEqual([a.id]);
-    // the code stays A's, created once; the claim is recorded
-    expect(await stored(code)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id), listed: true });
-    expect((await history(code)).map((h) => h.kind)).toEqual(['created']);
-    const conflicts = await t.db.query<{ owner: string; claimant: string }>(
-      'SELECT owner_product_id::text AS owner, claimant_product_id::text AS claimant FROM catalog_sku_conflicts WHERE sku_code = $1',
-      [code],
-    );
-    expect(conflicts).toEqual([{ owner: String(a.id), claimant: String(b.id) }]);
+    expect(ra).toMatchObject({ created: 2 });
+    expect(rb).toMatchObject({ skus: 2, created: 2, changed: 0 });
+    expect(rb.unfingerprinted).toEqual([]);
+    expect(await fingerprinted([a.id, b.id])).toEqual([a.id, b.id]);
+    expect(await stored(code, a.id)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id), listed: true });
+    expect(await stored(code, b.id)).toMatchObject({ product_id: String(b.id), upstream_sku_id: String(b.skus[0].id), listed: true });
+    expect((await history(code, a.id)).map((h) => h.kind)).toEqual(['created']);
+    expect((await history(code, b.id)).map((h) => h.kind)).toEqual(['created']);
+    expect(await t.db.query('SELECT 1 FROM catalog_sku_conflicts WHERE sku_code = $1', [code])).toEqual([]);
   });
 
   it('the same product on two pages written at once (a listing shift): created once, the second write a change with its new price', async () => {
@@ -180,7 +190,7 @@ describe('catalog writes at once on one sku_code', () => {
       () => writer().applyProducts([moved], { runId: null, source: 'sync', strategy: 'write' }),
     );
     expect(r1).toMatchObject({ created: 2, changed: 0 });
-    expect(r2).toMatchObject({ written: 1, created: 0, changed: 1, conflicts: [] });
+    expect(r2).toMatchObject({ written: 1, created: 0, changed: 1 });
     expect(r2.counts).toMatchObject({ created: 0, price: 1 });
     const code = p.skus[0].sku_code;
     expect(await stored(code)).toMatchObject({ cost_price: '12.50' });
@@ -194,22 +204,22 @@ describe('catalog writes at once on one sku_code', () => {
     expect((await history(p.skus[1].sku_code)).map((h) => h.kind)).toEqual(['created']);
   });
 
-  it("an order's fresh read of a product claiming a code a page is creating for another: a reported conflict", async () => {
+  it("an order's fresh read of a product carrying a code a page is creating for another: two SKUs, each its product's", async () => {
     const a = product('FRESH');
     const b = product('FRESH');
     const code = a.skus[0].sku_code;
     b.skus[1].sku_code = code;
     const held = holdAfter(repo(), 'writeFingerprints');
-    const [, rb] = await interleave(
-      t.db,
+    const [, rb] = await overlap(
       () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: 'write' }),
       held,
       () => writer().applyFreshProduct(b, { runId: null, source: 'refresh' }),
     );
-    expect(rb.conflicts).toEqual([{ skuCode: code, ownerProductId: a.id, claimantProductId: b.id, claimantSkuId: b.skus[1].id }]);
-    expect(rb.unfingerprinted).toEqual([b.id]);
-    expect(await stored(code)).toMatchObject({ product_id: String(a.id) });
-    expect((await history(code)).map((h) => h.kind)).toEqual(['created']);
+    expect(rb).toMatchObject({ created: 2, changed: 0, unfingerprinted: [] });
+    expect(await stored(code, a.id)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id) });
+    expect(await stored(code, b.id)).toMatchObject({ product_id: String(b.id), upstream_sku_id: String(b.skus[1].id) });
+    expect((await history(code, a.id)).map((h) => h.kind)).toEqual(['created']);
+    expect((await history(code, b.id)).map((h) => h.kind)).toEqual(['created']);
   });
 
   it("an order's fresh read that unlists a SKU while a rule change reprices it: both done, in turn (no deadlock)", async () => {
@@ -225,7 +235,7 @@ describe('catalog writes at once on one sku_code', () => {
         held,
         () => pricing().replaceRules([{ scope: 'sku', skuCode: gone.sku_code, markupPercent: '10', markupFixed: '0' }]),
       );
-      expect(r).toMatchObject({ delisted: 1, conflicts: [] });
+      expect(r).toMatchObject({ delisted: 1 });
       expect(held.spy.mock.calls).toHaveLength(1); // not written again after a deadlock
       expect(change.repriced).toBe(1);
       const [row] = await t.db.query<{ listed: boolean; sale: string }>('SELECT listed, sale_price::text AS sale FROM catalog_skus WHERE sku_code = $1', [gone.sku_code]);

@@ -87,7 +87,7 @@ describe('catalog sync', () => {
     // (all of them new indeed: none fell back to the upsert), never on PGlite.
     if (db.kind === 'postgres') {
       expect(copies).toHaveBeenCalled();
-      await Promise.all(copies.mock.results.map((r) => expect(r.value).resolves.toMatchObject({ stalePricing: null, conflicts: [] })));
+      await Promise.all(copies.mock.results.map((r) => expect(r.value).resolves.toMatchObject({ stalePricing: null })));
     } else {
       expect(copies).not.toHaveBeenCalled();
     }
@@ -196,6 +196,7 @@ describe('catalog sync', () => {
     const first = [...runs.items].sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at))[0];
     expect(items[items.length - 1]).toEqual({
       id: null,
+      sku_key: `${sandbox.catalog.getSku(a.sku_code)!.product.id}:${a.sku_code}`,
       sku_code: a.sku_code,
       field: 'created',
       kind: 'created',
@@ -449,33 +450,30 @@ describe('catalog sync', () => {
     }
   });
 
-  it('a duplicate sku_code is a reported conflict, never a silent overwrite; the code moves once its owner is gone', async () => {
+  it('a sku_code another product carries too is a second SKU (its own sku_key), never a conflict; a plain code names the listed one', async () => {
     const owner = sandbox.catalog.listedProducts()[10];
     const code = owner.skus[0].sku_code;
     const dup = sandbox.catalog.duplicateSkuCode(code);
+    const [ownerKey, dupKey] = [`${owner.id}:${code}`, `${dup.productId}:${code}`];
     const run = await sync(app);
     expect(run.status).toBe('succeeded');
-    expect(run.conflicts).toBeGreaterThanOrEqual(1);
-    expect(await sku(app, code)).toMatchObject({ product_id: owner.id, upstream_sku_id: owner.skus[0].id, listed: true });
-    const conflicts = await app.http.get('/internal/catalog/conflicts');
-    expect(conflicts.status).toBe(200);
-    expect((conflicts.data as { items: unknown[] }).items).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ sku_code: code, owner_product_id: owner.id, claimant_product_id: dup.productId, claimant_sku_id: dup.skuId, run_id: run.run_id }),
-      ]),
-    );
-    const metrics = await app.http.get('/metrics');
-    if (metrics.status === 200) expect(String(metrics.data)).toMatch(/relay_sync_sku_code_conflicts_total [1-9]/);
+    expect(run.conflicts).toBe(0);
+    expect(await sku(app, ownerKey)).toMatchObject({ sku_key: ownerKey, sku_code: code, product_id: owner.id, upstream_sku_id: owner.skus[0].id, listed: true });
+    expect(await sku(app, dupKey)).toMatchObject({ sku_key: dupKey, sku_code: code, product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
+    const plain = await app.http.get(`/internal/catalog/skus/${encodeURIComponent(code)}`);
+    expect([plain.status, (plain.data as { error_code: string }).error_code, (plain.data as { candidates: string[] }).candidates]).toEqual([
+      409,
+      'sku_ambiguous',
+      [ownerKey, dupKey].sort(),
+    ]);
+    expect((await app.http.get('/internal/catalog/conflicts')).data).toMatchObject({ ok: true, total: 0 });
 
-    // Still the owner's at the next run.
-    expect((await sync(app)).conflicts).toBeGreaterThanOrEqual(1);
-    expect(await sku(app, code)).toMatchObject({ product_id: owner.id });
-
-    // The owner is withdrawn: once that is confirmed, the claimant takes the code over in the same run.
+    // The owner is withdrawn: once that is confirmed, its SKUs are unlisted and the plain code names the other product's.
     sandbox.catalog.delistProduct(owner.id);
     const moved = await sync(app);
     expect(moved.status).toBe('succeeded');
-    expect(await sku(app, code)).toMatchObject({ product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
+    expect(await sku(app, code)).toMatchObject({ sku_key: dupKey, product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
+    expect(await sku(app, ownerKey)).toMatchObject({ listed: false });
     for (const s of owner.skus.slice(1)) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
   });
 

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * List SKUs
-         * @description A page of the local catalog, by `sku_code` (by `updated_at`, then `sku_code`, with `changed_since`); unlisted SKUs are included unless `listed=true`. `changed_since` returns the SKUs changed after it, delisted ones included. To follow the catalog: ask with `changed_since=C&after_sku_code=K&page_size=500` (page 1), take the last item's `updated_at` and `sku_code` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced (or any past time) and no `after_sku_code`. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with `page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).
+         * @description A page of the local catalog, by `sku_code`, then `product_id` (by `updated_at`, then `sku_code`, then `product_id`, with `changed_since`); unlisted SKUs are included unless `listed=true`. `changed_since` returns the SKUs changed after it, delisted ones included. To follow the catalog: ask with `changed_since=C&after_sku_key=K&page_size=500` (page 1), take the last item's `updated_at` and `sku_key` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced (or any past time) and no `after_sku_key`. Where no two products carry one code, `changed_since=C&after_sku_code=K&page_size=500` with the last item's `sku_code` as K works the same. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with `page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).
          */
         get: operations["CatalogController_skus"];
         put?: never;
@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Get a SKU
-         * @description One SKU, with its product's slug and description.
+         * @description One SKU (by `sku_key` or `sku_code`), with its product's slug and description.
          */
         get: operations["CatalogController_sku"];
         put?: never;
@@ -92,8 +92,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * sku_code conflicts
-         * @description sku_codes that a second product claimed during a sync (the owner keeps them), most recent first.
+         * sku_code conflicts (historical)
+         * @description sku_codes that a second product claimed during a sync while a SKU was keyed by its code alone, most recent first. None are recorded any more: two products carrying one `sku_code` are two SKUs, each with its own `sku_key`.
          */
         get: operations["CatalogController_conflicts"];
         put?: never;
@@ -173,12 +173,12 @@ export interface paths {
         };
         /**
          * The pricing rules
-         * @description The markup rules by category and by `sku_code`, over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
+         * @description The markup rules by category and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
          */
         get: operations["PricingController_rules"];
         /**
          * Replace the pricing rules
-         * @description Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed.
+         * @description Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed. A SKU rule's `sku_code` takes the SKU's `sku_key` or a plain `sku_code`; a code several listed SKUs carry is 409 `sku_ambiguous` (nothing changed).
          */
         put: operations["PricingController_replace"];
         post?: never;
@@ -595,8 +595,8 @@ export interface components {
              */
             category_id?: number;
             /**
-             * @description with `scope: sku`: the sku_code
-             * @example SKU-00042-1
+             * @description with `scope: sku`: the SKU's `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)
+             * @example 42:SKU-00042-1
              */
             sku_code?: string;
             /**
@@ -626,7 +626,7 @@ export interface components {
              */
             shop_order_no: string;
             /**
-             * @description the SKU to buy
+             * @description the SKU to buy: its `sku_key` (`<product id>:<sku_code>`) or a plain `sku_code`, which names the one listed SKU carrying it; a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU's `sku_key` and `sku_code`
              * @example SKU-00042-1
              */
             sku_code: string;
@@ -699,7 +699,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -709,6 +709,8 @@ export interface components {
             order?: Record<string, never>;
             /** @description with `sync_in_progress`: the running sync */
             run_id?: string | null;
+            /** @description with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100) */
+            candidates?: string[];
             /** @description with `price_changed`: the fresh upstream unit price (decimal string) */
             unit_cost?: string;
             /** @description with `price_changed`: the ceiling it was checked against (decimal string) */
@@ -889,10 +891,12 @@ export interface operations {
                 listed?: boolean;
                 /** @description available = listed, active and not `out_of_stock` */
                 available?: boolean;
-                /** @description RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code` (with `after_sku_code`: those after (`changed_since`, `after_sku_code`) in that order). A day the month does not have and a leap second (`:60`) are refused. */
+                /** @description RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code`, then `product_id` (with `after_sku_key` or `after_sku_code`: those after that SKU in that order). A day the month does not have and a leap second (`:60`) are refused. */
                 changed_since?: string;
                 /** @description only with `changed_since`: the SKUs after (`changed_since`, `after_sku_code`) in the order (`updated_at`, `sku_code`) (`total` counts them). To follow the catalog, ask page 1 with `page_size=500`, then again with the last item's `updated_at` and `sku_code` as `changed_since` and `after_sku_code`, until a page comes back shorter than `page_size`: no change is missed, none is listed twice. */
                 after_sku_code?: string;
+                /** @description only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). Follow with the last item's `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart. */
+                after_sku_key?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -915,6 +919,7 @@ export interface operations {
                      *       "ok": true,
                      *       "items": [
                      *         {
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "upstream_sku_id": 1042,
                      *           "product_id": 42,
@@ -942,6 +947,7 @@ export interface operations {
                      *           "updated_at": "2026-11-22T09:45:11.204Z"
                      *         },
                      *         {
+                     *           "sku_key": "57:SKU-00057-1",
                      *           "sku_code": "SKU-00057-1",
                      *           "upstream_sku_id": 1057,
                      *           "product_id": 57,
@@ -991,6 +997,9 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         items: {
+                            /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
+                            sku_key: string;
+                            /** @description the upstream's code, unique only within the product */
                             sku_code: string;
                             upstream_sku_id: number;
                             /** @description upstream product id */
@@ -1088,7 +1097,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the SKU's code */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1105,6 +1114,7 @@ export interface operations {
                      * @example {
                      *       "ok": true,
                      *       "sku": {
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "upstream_sku_id": 1042,
                      *         "product_id": 42,
@@ -1143,6 +1153,9 @@ export interface operations {
                         ok: true;
                         /** @description a SKU with its product's slug and description */
                         sku: {
+                            /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
+                            sku_key: string;
+                            /** @description the upstream's code, unique only within the product */
                             sku_code: string;
                             upstream_sku_id: number;
                             /** @description upstream product id */
@@ -1208,7 +1221,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description - `sku_not_found`: no SKU with this `sku_code` */
+            /** @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1217,6 +1230,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
                         error_code?: "sku_not_found";
+                    };
+                };
+            };
+            /** @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry (or only several unlisted ones): `candidates` names their `sku_key`s; never a guess */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "sku_ambiguous";
                     };
                 };
             };
@@ -1246,7 +1271,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the SKU's code */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1265,6 +1290,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "9127",
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "sale_price",
                      *           "kind": "price",
@@ -1276,6 +1302,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "9126",
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "cost_price",
                      *           "kind": "price",
@@ -1287,6 +1314,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": null,
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "created",
                      *           "kind": "created",
@@ -1308,6 +1336,7 @@ export interface operations {
                         items: {
                             /** @description null for the `created` entry, which is kept on the SKU row */
                             id: string | null;
+                            sku_key: string;
                             sku_code: string;
                             /** @description the SKU field, or `created` */
                             field: string;
@@ -1355,7 +1384,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description - `sku_not_found`: no SKU with this `sku_code` */
+            /** @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1364,6 +1393,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
                         error_code?: "sku_not_found";
+                    };
+                };
+            };
+            /** @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry (or only several unlisted ones): `candidates` names their `sku_key`s; never a guess */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "sku_ambiguous";
                     };
                 };
             };
@@ -1748,7 +1789,7 @@ export interface operations {
                                 listing: number;
                                 other: number;
                             };
-                            /** @description sku_codes claimed by two products */
+                            /** @description always 0: two products carrying one sku_code are two SKUs (see `sku_key`) */
                             conflicts: number;
                             confirmed_live: number;
                             unconfirmed: number;
@@ -1912,7 +1953,7 @@ export interface operations {
                                 listing: number;
                                 other: number;
                             };
-                            /** @description sku_codes claimed by two products */
+                            /** @description always 0: two products carrying one sku_code are two SKUs (see `sku_key`) */
                             conflicts: number;
                             confirmed_live: number;
                             unconfirmed: number;
@@ -1993,6 +2034,7 @@ export interface operations {
                      *           "scope": "category",
                      *           "category_id": 1,
                      *           "sku_code": null,
+                     *           "sku_key": null,
                      *           "markup_percent": "12.5",
                      *           "markup_fixed": "0.50",
                      *           "rounding": "0.1",
@@ -2002,6 +2044,7 @@ export interface operations {
                      *           "scope": "sku",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "markup_percent": "0",
                      *           "markup_fixed": "2.80",
                      *           "rounding": null,
@@ -2027,7 +2070,10 @@ export interface operations {
                             /** @enum {string} */
                             scope: "category" | "sku";
                             category_id: number | null;
+                            /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
+                            /** @description scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code) */
+                            sku_key: string | null;
                             /** @description percent added to the cost */
                             markup_percent: string;
                             /** @description amount added after the percent */
@@ -2104,6 +2150,7 @@ export interface operations {
                      *           "scope": "category",
                      *           "category_id": 1,
                      *           "sku_code": null,
+                     *           "sku_key": null,
                      *           "markup_percent": "12.5",
                      *           "markup_fixed": "0.50",
                      *           "rounding": "0.1",
@@ -2113,6 +2160,7 @@ export interface operations {
                      *           "scope": "sku",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "markup_percent": "0",
                      *           "markup_fixed": "2.80",
                      *           "rounding": null,
@@ -2139,7 +2187,10 @@ export interface operations {
                             /** @enum {string} */
                             scope: "category" | "sku";
                             category_id: number | null;
+                            /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
+                            /** @description scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code) */
+                            sku_key: string | null;
                             /** @description percent added to the cost */
                             markup_percent: string;
                             /** @description amount added after the percent */
@@ -2156,7 +2207,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `bad_request`: an invalid member; nothing changed; or: two rules for one category or sku_code, a rounding step of 0, a percent below -100; nothing changed */
+            /** @description - `bad_request`: an invalid member; nothing changed; or: two rules for one category or SKU, a rounding step of 0, a percent below -100; nothing changed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2178,6 +2229,18 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry (or only several unlisted ones): `candidates` names their `sku_key`s; never a guess */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "sku_ambiguous";
+                    };
                 };
             };
             /**
@@ -2238,6 +2301,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "shop_order_no": "SO-20261122-0001",
+                     *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "quantity": 2,
                      *           "status": "delivered",
@@ -2280,6 +2344,9 @@ export interface operations {
                         items: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -2399,6 +2466,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -2438,6 +2506,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -2500,6 +2571,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "pending_payment",
@@ -2536,6 +2608,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -2598,6 +2673,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0004",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 1,
                      *         "status": "submit_unknown",
@@ -2634,6 +2710,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -2727,7 +2806,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `sku_not_found`: no SKU with this `sku_code` */
+            /** @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2740,7 +2819,8 @@ export interface operations {
                 };
             };
             /**
-             * @description - `sku_unavailable`: unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded
+             * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess
+             *     - `sku_unavailable`: unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded
              *     - `price_changed`: the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded
              *     - `idempotency_conflict`: this `shop_order_no` was used with another body
              */
@@ -2751,7 +2831,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_unavailable" | "price_changed" | "idempotency_conflict";
+                        error_code?: "sku_ambiguous" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
                     };
                 };
             };
@@ -2830,6 +2910,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -2869,6 +2950,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -3102,6 +3186,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "canceled",
@@ -3138,6 +3223,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -3294,6 +3382,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "canceled",
@@ -3330,6 +3419,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -3486,6 +3578,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -3525,6 +3618,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**
@@ -3657,6 +3753,9 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
+                            sku_key: string | null;
+                            /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
                             /**

@@ -1,15 +1,17 @@
 /**
- * The catalog's reads for its readers: a SKU (the internal API, and the orders engine's SKU columns),
- * the SKU list (with `changed_since` behind the fence of catalog writes), a SKU's history, the sku_code
- * conflicts, and the catalog currency.
+ * The catalog's reads for its readers: a SKU by reference (a sku_key or a sku_code: the internal API,
+ * and the orders engine's SKU columns), the SKU list (with `changed_since` behind the fence of catalog
+ * writes), a SKU's history, the sku_code conflicts recorded before SKUs were keyed by product, and the
+ * catalog currency.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { runPrepared } from '../database/prepared-statements.js';
 import { CURRENCY_KEY, select, toStoredSku, writesFence, type Db, type StoredChange, type StoredConflict, type StoredSku } from './catalog.records.js';
+import { parseSkuKey, resolveSkuRef } from './sku-key.js';
 
 /** The columns of a SKU for reading (API, orders). */
-const SKU_SELECT = `s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
+const SKU_SELECT = `s.sku_key, s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
   s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
   s.cost_price::text AS cost_price, s.sale_price::text AS sale_price, s.original_price::text AS original_price,
   s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
@@ -20,7 +22,22 @@ export const SKU_WITH_CURRENCY = `${SKU_SELECT},
   (SELECT value->>'currency' FROM relay_state WHERE key = $2) AS relay_currency,
   (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id) AS relay_fingerprint`;
 
-const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_WITH_CURRENCY} FROM catalog_skus s WHERE s.sku_code = $1`;
+/**
+ * The most SKUs a reference reads: enough to resolve it (resolveSkuRef needs the key's SKU, or the
+ * first two listed carrying the code, or the first two carrying it), and to name the candidates of an
+ * ambiguous code (at most this many).
+ */
+export const SKU_REF_ROWS = 100;
+
+/**
+ * The catalog_skus rows a reference ($1: a sku_key or a plain sku_code) may name, as a subquery: the
+ * SKU whose key it is first, then those carrying it as their code, listed ones first, by key; at most
+ * SKU_REF_ROWS. A code carried by one SKU reads one row, as a catalog of unique codes always did.
+ */
+export const SKUS_BY_REF = `(SELECT x.* FROM catalog_skus x WHERE x.sku_key = $1 OR x.sku_code = $1
+  ORDER BY x.sku_key = $1 DESC, x.listed DESC, x.sku_key LIMIT ${SKU_REF_ROWS})`;
+
+const FIND_SKU_WITH_CURRENCY_SQL = `SELECT ${SKU_WITH_CURRENCY} FROM ${SKUS_BY_REF} s`;
 
 /** A SKU as an order reads it. */
 export interface FoundSku {
@@ -34,6 +51,17 @@ export function toFoundSku(row: Record<string, unknown>): FoundSku {
   return { sku: toStoredSku(row), currency: (row.relay_currency as string | null) ?? null, productFingerprint: (row.relay_fingerprint as string | null) ?? null };
 }
 
+/** What a reference names among the SKUs read for it (see resolveSkuRef in sku-key.ts). */
+export type FoundResolution =
+  | { kind: 'found'; found: FoundSku }
+  | { kind: 'not_found' }
+  | { kind: 'ambiguous'; candidates: string[]; listed: boolean };
+
+export function resolveFound(ref: string, rows: readonly FoundSku[]): FoundResolution {
+  const r = resolveSkuRef(ref, rows.map((f) => f.sku));
+  return r.kind === 'found' ? { kind: 'found', found: rows.find((f) => f.sku === r.sku)! } : r;
+}
+
 export interface SkuListFilter {
   categoryId?: number;
   listed?: boolean;
@@ -44,6 +72,11 @@ export interface SkuListFilter {
    * sku_code) instead of those with updated_at after changedSince (keyset following).
    */
   afterSkuCode?: string;
+  /**
+   * With changedSince: the rows after (changedSince, the key's sku_code, the key's product_id) in the
+   * order (updated_at, sku_code, product_id): keyset following that tells apart SKUs of one code.
+   */
+  afterSkuKey?: string;
   offset: number;
   limit: number;
 }
@@ -61,15 +94,32 @@ export class CatalogReadRepository {
     return runPrepared<T>(this.dataSource, em as Partial<EntityManager>, { key, text }, params);
   }
 
-  async findSku(skuCode: string): Promise<StoredSku | null> {
-    const rows = await select<Record<string, unknown>>(this.db(), `SELECT ${SKU_SELECT} FROM catalog_skus s WHERE s.sku_code = $1`, [skuCode]);
-    return rows.length ? toStoredSku(rows[0]) : null;
+  /**
+   * The SKUs a reference (a sku_key or a sku_code) may name, with the currency and their product's
+   * fingerprint, in one prepared statement (orders, the SKU API): resolve them with resolveFound.
+   */
+  async findSkusWithCurrency(ref: string): Promise<FoundSku[]> {
+    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [ref, CURRENCY_KEY]);
+    return rows.map(toFoundSku);
   }
 
-  /** A SKU with the currency and its product's fingerprint, in one prepared statement (orders, the SKU API). */
-  async findSkuWithCurrency(skuCode: string): Promise<FoundSku | null> {
-    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [skuCode, CURRENCY_KEY]);
-    return rows.length ? toFoundSku(rows[0]) : null;
+  /** The (sku_key, sku_code, listed) of the SKUs each reference may name (SKUS_BY_REF's rows), e.g. for SKU rules. */
+  async skusByRefs(em: Db | undefined, refs: string[]): Promise<Map<string, Array<{ sku_key: string; sku_code: string; listed: boolean }>>> {
+    const out = new Map<string, Array<{ sku_key: string; sku_code: string; listed: boolean }>>();
+    if (refs.length === 0) return out;
+    const rows = await select<{ ref: string; sku_key: string; sku_code: string; listed: boolean }>(
+      this.db(em),
+      `SELECT r.ref, s.sku_key, s.sku_code, s.listed FROM unnest($1::text[]) AS r(ref)
+         CROSS JOIN LATERAL (SELECT x.sku_key, x.sku_code, x.listed FROM catalog_skus x WHERE x.sku_key = r.ref OR x.sku_code = r.ref
+                              ORDER BY x.sku_key = r.ref DESC, x.listed DESC, x.sku_key LIMIT ${SKU_REF_ROWS}) s`,
+      [[...new Set(refs)]],
+    );
+    for (const r of rows) {
+      const list = out.get(r.ref) ?? [];
+      list.push({ sku_key: r.sku_key, sku_code: r.sku_code, listed: r.listed });
+      out.set(r.ref, list);
+    }
+    return out;
   }
 
   async listSkus(f: SkuListFilter): Promise<{ items: StoredSku[]; total: number }> {
@@ -95,15 +145,22 @@ export class CatalogReadRepository {
       // The fence is read first, by a statement of its own; the count and the rows, later statements,
       // see every write stamped before it (see WRITES_FENCE_SQL in catalog.records.ts).
       const fence = await writesFence(this.dataSource);
-      // Keyset: after (changedSince, afterSkuCode) in the list's order, which the index
-      // catalog_skus_updated (updated_at, sku_code) serves. Both stamps are to the millisecond, as
-      // the API shows them, so a row's updated_at given back equals it exactly.
-      if (f.afterSkuCode !== undefined) where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
-      else where.push(`s.updated_at > ${p(f.changedSince)}`);
+      // Keyset: after (changedSince, afterSkuCode) or (changedSince, code, product of afterSkuKey) in
+      // the list's order, which the index catalog_skus_updated (updated_at, sku_code, product_id)
+      // serves. Both stamps are to the millisecond, as the API shows them, so a row's updated_at
+      // given back equals it exactly.
+      const key = f.afterSkuKey !== undefined ? parseSkuKey(f.afterSkuKey) : null;
+      if (key) {
+        where.push(`(s.updated_at, s.sku_code, s.product_id) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ${p(key.productId)}::bigint)`);
+      } else if (f.afterSkuCode !== undefined) {
+        where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
+      } else {
+        where.push(`s.updated_at > ${p(f.changedSince)}`);
+      }
       where.push(`s.updated_at < ${p(fence)}::timestamptz`);
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code' : 's.sku_code';
+    const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code, s.product_id' : 's.sku_code, s.product_id';
     const [{ n }] = await select<{ n: number }>(this.db(), `SELECT count(*)::int AS n FROM catalog_skus s ${clause}`, params);
     const rows = await select<Record<string, unknown>>(
       this.db(),
@@ -114,27 +171,27 @@ export class CatalogReadRepository {
   }
 
   /**
-   * A SKU's history, newest first: its rows in catalog_sku_changes, then (the oldest entry) its
-   * `created` entry, read from the SKU row itself (id null) for SKUs created since migration
+   * A SKU's history (by sku_key), newest first: its rows in catalog_sku_changes, then (the oldest
+   * entry) its `created` entry, read from the SKU row itself (id null) for SKUs created since migration
    * 20261122008000; older SKUs have theirs as a history row.
    */
-  async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+  async skuChanges(skuKey: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
     const [{ n }] = await select<{ n: number }>(
       this.db(),
-      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_code = $1)
-            + (SELECT count(*)::int FROM catalog_skus WHERE sku_code = $1 AND created_source IS NOT NULL) AS n`,
-      [skuCode],
+      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_key = $1)
+            + (SELECT count(*)::int FROM catalog_skus WHERE sku_key = $1 AND created_source IS NOT NULL) AS n`,
+      [skuKey],
     );
     const items = await select<StoredChange & { seq: string }>(
       this.db(),
       `SELECT * FROM (
-         SELECT c.id AS seq, c.id::text AS id, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
-           FROM catalog_sku_changes c WHERE c.sku_code = $1
+         SELECT c.id AS seq, c.id::text AS id, c.sku_key, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
+           FROM catalog_sku_changes c WHERE c.sku_key = $1
          UNION ALL
-         SELECT 0, NULL, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
-           FROM catalog_skus s WHERE s.sku_code = $1 AND s.created_source IS NOT NULL
+         SELECT 0, NULL, s.sku_key, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
+           FROM catalog_skus s WHERE s.sku_key = $1 AND s.created_source IS NOT NULL
        ) h ORDER BY h.seq DESC LIMIT $2 OFFSET $3`,
-      [skuCode, limit, offset],
+      [skuKey, limit, offset],
     );
     return { items: items.map(({ seq: _, ...change }) => change), total: n };
   }

@@ -162,7 +162,6 @@ export class CatalogSyncService implements OnModuleDestroy {
       notes: [plan.reason],
       flushedAt: now.getTime(),
       strategy: 'check',
-      conflictKeys: new Set(),
       seen: null,
     };
     const done = this.execute(run).finally(() => {
@@ -219,7 +218,6 @@ export class CatalogSyncService implements OnModuleDestroy {
       await this.productsPass.run(run);
       if (run.mode === 'full') {
         await this.delistingChecks.confirmUnseen(run);
-        await this.delistingChecks.followFreedCodes(run);
       }
     } catch (e) {
       status = 'failed';

@@ -14,7 +14,8 @@ import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CommitModeRepository } from './commit-mode.repository.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
-import { SkuWriteRepository, type ConflictInput, type HistoryInput } from './sku-write.repository.js';
+import { skuKeyOf } from './sku-key.js';
+import { SkuWriteRepository, type HistoryInput } from './sku-write.repository.js';
 
 export type ChangeSource = 'sync' | 'confirm' | 'refresh' | 'pricing';
 
@@ -42,7 +43,7 @@ export interface WriteOptions {
 }
 
 export interface WriteResult {
-  /** SKU rows handed in (distinct codes per product). */
+  /** SKU rows handed in (distinct codes per product: distinct SKUs). */
   skus: number;
   /** SKU rows written. */
   written: number;
@@ -52,7 +53,6 @@ export interface WriteResult {
   relisted: number;
   delisted: number;
   counts: ChangeCounts;
-  conflicts: ConflictInput[];
   diffs: SkuDiff[];
   /** Products written in full whose fingerprint was not kept (see WRITE_FINGERPRINTS_SQL): to be looked at again. */
   unfingerprinted: number[];
@@ -61,7 +61,7 @@ export interface WriteResult {
 }
 
 function emptyResult(): WriteResult {
-  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), conflicts: [], diffs: [], unfingerprinted: [], unchangedAsKnown: [] };
+  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), diffs: [], unfingerprinted: [], unchangedAsKnown: [] };
 }
 
 const MAX_PRICING_RETRIES = 3;
@@ -88,8 +88,8 @@ export class CatalogWriter {
   /**
    * Applies products seen live (a listing page, a detail read): products whose fingerprint did not
    * move are only marked seen; the others' SKUs are mapped, priced and upserted (a row is written only
-   * when a field differs), their changes recorded, and sku_codes another live product owns reported
-   * (never overwritten).
+   * when a field differs) and their changes recorded. A SKU is its product's: two products carrying
+   * one sku_code are two SKUs.
    */
   async applyProducts(products: UpstreamProduct[], opts: WriteOptions): Promise<WriteResult> {
     if (products.length === 0) return emptyResult();
@@ -121,7 +121,7 @@ export class CatalogWriter {
     const result = await this.writeProducts(todo, opts);
     result.skus += unchangedSkus;
     result.unchangedAsKnown = unchangedAsKnown;
-    this.report(result, opts);
+    this.report(result);
     return result;
   }
 
@@ -140,7 +140,7 @@ export class CatalogWriter {
       !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(product.id);
     if (unchanged) return { ...emptyResult(), skus: product.skus.length };
     const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) }, false);
-    this.report(result, opts);
+    this.report(result);
     return result;
   }
 
@@ -150,7 +150,7 @@ export class CatalogWriter {
     try {
       return await this.write(todo, opts, null, true);
     } catch (e) {
-      // A sku_code already stored: nothing of the transaction was kept; the upsert sorts it out.
+      // A SKU already stored: nothing of the transaction was kept; the upsert sorts it out.
       if (sqlState(e) !== '23505') throw e;
       return this.write(todo, opts, null, false);
     }
@@ -169,19 +169,19 @@ export class CatalogWriter {
     // Loaded before the transaction: never wait for another connection while holding one.
     const initial = await this.pricing.current();
     const products = todo.map((f) => f.product);
-    const codes = products.flatMap((p) => p.skus.map((s) => s.sku_code));
+    const keys = products.flatMap((p) => p.skus.map((s) => skuKeyOf(p.id, s.sku_code)));
     return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
         let ctx = initial;
         let rounds = this.rounds(products, ctx);
-        // A code claimed twice in the input (rounds > 1) is a conflict: the upsert reports it.
+        // A SKU twice in the input (a product on two pages of one batch: rounds > 1) is upserted twice.
         const byCopy = copy && rounds.length === 1;
-        // First the pricing version, then the codes (and those the unlisting may touch), then rows: the
+        // First the pricing version, then the SKUs (and those the unlisting may touch), then rows: the
         // one order of every catalog write (a reprice takes the version first too), and the upsert's
-        // snapshot starts after any other writer of these codes committed (see LOCK_SKU_CODES_SQL).
+        // snapshot starts after any other writer of these SKUs committed (see LOCK_SKU_CODES_SQL).
         // insertNewSkus takes them itself, in the statement it sends first. Rows are stamped with the
         // transaction's start on the database's clock (see transactionNow).
-        const now = byCopy ? await this.repo.transactionNow(em) : (await this.repo.lockSkuCodes(em, codes, { listedOf: unlist?.productId })).now;
+        const now = byCopy ? await this.repo.transactionNow(em) : (await this.repo.lockSkuCodes(em, keys, { listedOf: unlist?.productId })).now;
         const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         for (let attempt = 0; ; attempt++) {
           if (attempt > 0) rounds = this.rounds(products, ctx);
@@ -189,7 +189,7 @@ export class CatalogWriter {
           const pairs: Array<{ old: SkuRow | null; next: SkuRow }> = [];
           let stale = false;
           for (const round of rounds) {
-            const byCode = new Map(round.map((r) => [r.sku_code, r]));
+            const byKey = new Map(round.map((r) => [r.sku_key, r]));
             const write = { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source };
             const outcome = byCopy ? await this.repo.insertNewSkus(em, round, write) : await this.repo.upsertSkus(em, round, write);
             if (outcome.stalePricing !== null) {
@@ -197,11 +197,7 @@ export class CatalogWriter {
               break;
             }
             out.skus += round.length;
-            for (const w of outcome.written) pairs.push({ old: w.old, next: byCode.get(w.skuCode)! });
-            for (const c of outcome.conflicts) {
-              const claim = byCode.get(c.skuCode)!;
-              out.conflicts.push({ skuCode: c.skuCode, ownerProductId: c.ownerProductId, claimantProductId: claim.product_id, claimantSkuId: claim.upstream_sku_id });
-            }
+            for (const w of outcome.written) pairs.push({ old: w.old, next: byKey.get(w.skuKey)! });
           }
           if (stale) {
             // A rule changed since these prices were computed (only the first write can see it: the
@@ -223,15 +219,12 @@ export class CatalogWriter {
             await this.commitMode.commitDurably(em);
           }
           await this.record(em, pairs, out, opts, now);
-          await this.repo.recordConflicts(em, out.conflicts, { runId: opts.runId, now });
-          const conflicted = new Set(out.conflicts.map((c) => c.claimantProductId));
           out.unfingerprinted = await this.repo.writeFingerprints(
             em,
             todo.map((f) => ({
               productId: f.product.id,
               fingerprint: f.fingerprint,
               skuCodes: [...new Set(f.product.skus.map((s) => s.sku_code))],
-              keep: !conflicted.has(f.product.id),
             })),
             { seenBy: seenBy(opts), now },
           );
@@ -242,9 +235,9 @@ export class CatalogWriter {
   }
 
   /**
-   * Pages may be written two at a time (PostgreSQL). Writers of the same sku_codes wait for each other
-   * on the codes' locks, taken in one order; should two of them still wait for each other in a circle
-   * (on rows the codes do not cover: fingerprints, seen rows), the server aborts one, which is simply
+   * Pages may be written two at a time (PostgreSQL). Writers of the same SKUs wait for each other
+   * on the SKUs' locks, taken in one order; should two of them still wait for each other in a circle
+   * (on rows the SKUs' locks do not cover: fingerprints, seen rows), the server aborts one, which is simply
    * written again.
    */
   private async retryOnDeadlock<T>(fn: () => Promise<T>): Promise<T> {
@@ -261,7 +254,7 @@ export class CatalogWriter {
   /** Unlists the listed SKUs of a product: all of them (the product is gone), or those not in `keep`. */
   async unlistProduct(productId: number, opts: WriteOptions & { keep?: string[] }): Promise<WriteResult> {
     const result = await this.dataSource.transaction(async (em) => {
-      // The codes' locks as every catalog write (see write): an upsert of one of these codes waits, and
+      // The SKUs' locks as every catalog write (see write): an upsert of one of these SKUs waits, and
       // then sees it unlisted (and records the relisting), rather than relisting it from a stale read.
       const { now } = await this.repo.lockSkuCodes(em, [], { listedOf: productId });
       const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
@@ -275,7 +268,7 @@ export class CatalogWriter {
       );
       return out;
     });
-    this.report(result, opts);
+    this.report(result);
     return result;
   }
 
@@ -290,34 +283,34 @@ export class CatalogWriter {
     for (;;) {
       const batch = await this.repo.skuBatch(em, after, batchSize);
       if (batch.length === 0) break;
-      after = batch[batch.length - 1].sku_code;
+      after = batch[batch.length - 1].sku_key;
       const pairs: Array<{ old: SkuRow; next: SkuRow }> = [];
       for (const old of batch) {
-        const sale = ctx.price(old.cost_price, { skuCode: old.sku_code, categoryId: old.category_id });
+        const sale = ctx.price(old.cost_price, { skuKey: old.sku_key, skuCode: old.sku_code, categoryId: old.category_id });
         const next = { ...old, sale_price: sale };
         if (diffSku(old, next).changes.length > 0) pairs.push({ old, next });
       }
       const written = new Set(
         await this.repo.setSalePrices(
           em,
-          pairs.map((p) => ({ sku_code: p.next.sku_code, sale_price: p.next.sale_price })),
+          pairs.map((p) => ({ sku_key: p.next.sku_key, sale_price: p.next.sale_price })),
           now,
         ),
       );
       out.skus += batch.length;
       await this.record(
         em,
-        pairs.filter((p) => written.has(p.next.sku_code)),
+        pairs.filter((p) => written.has(p.next.sku_key)),
         out,
         { runId: null, source: 'pricing' },
         now,
       );
     }
-    this.report(out, { runId: null, source: 'pricing' });
+    this.report(out);
     return out;
   }
 
-  /** Rows of the products, split in rounds so that one statement never holds a sku_code twice. */
+  /** Rows of the products, split in rounds so that one statement never holds a SKU twice. */
   private rounds(products: UpstreamProduct[], ctx: PricingContext): SkuRow[][] {
     const rounds: SkuRow[][] = [];
     const claims = new Map<string, number>();
@@ -325,8 +318,8 @@ export class CatalogWriter {
       const { rows, duplicates } = skuRowsFromProduct(p, ctx.price);
       if (duplicates.length) this.logger.warn(`product ${p.id} lists sku_code ${duplicates.join(', ')} more than once; the first is kept`);
       for (const row of rows) {
-        const n = claims.get(row.sku_code) ?? 0;
-        claims.set(row.sku_code, n + 1);
+        const n = claims.get(row.sku_key) ?? 0;
+        claims.set(row.sku_key, n + 1);
         (rounds[n] ??= []).push(row);
       }
     }
@@ -355,7 +348,7 @@ export class CatalogWriter {
       addCounts(out.counts, diff);
       out.diffs.push(diff);
       // A new SKU's creation is recorded on its row by the insert itself (created_run_id, created_source).
-      if (!diff.created) for (const change of diff.changes) history.push({ skuCode: diff.skuCode, change });
+      if (!diff.created) for (const change of diff.changes) history.push({ skuKey: diff.skuKey, skuCode: diff.skuCode, change });
       diffs.push({ old, next, diff });
     }
     if (diffs.length === 0) return;
@@ -367,16 +360,7 @@ export class CatalogWriter {
     }
   }
 
-  private report(r: WriteResult, opts: WriteOptions): void {
+  private report(r: WriteResult): void {
     for (const [kind, n] of Object.entries(r.counts)) if (n > 0) this.metrics.syncChanges.inc({ kind }, n);
-    if (r.conflicts.length > 0) {
-      this.metrics.skuCodeConflicts.inc(r.conflicts.length);
-      for (const c of r.conflicts.slice(0, 20)) {
-        this.logger.warn(
-          `sku_code conflict: ${c.skuCode} is claimed by product ${c.claimantProductId} but belongs to product ${c.ownerProductId}; kept with its owner` +
-            (opts.runId ? ` (run ${opts.runId})` : ''),
-        );
-      }
-    }
   }
 }

@@ -14,7 +14,11 @@ const nullableString = (description?: string): SchemaObject => ({ type: 'string'
 const count = (description?: string): SchemaObject => ({ type: 'integer', minimum: 0, ...(description ? { description } : {}) });
 
 const SKU_PROPERTIES: Record<string, SchemaObject> = {
-  sku_code: { type: 'string' },
+  sku_key: {
+    type: 'string',
+    description: '`<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream\'s `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`)',
+  },
+  sku_code: { type: 'string', description: 'the upstream\'s code, unique only within the product' },
   upstream_sku_id: { type: 'integer' },
   product_id: { type: 'integer', description: 'upstream product id' },
   product_title: text('the product title by language'),
@@ -79,7 +83,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     updated_after: dateTimeSchema('the `updated_after` filter of an incremental run', true),
     skus_seen: count(),
     changes: objectSchema(Object.fromEntries(CHANGE_KINDS.map((k) => [k, count()])), [], 'SKUs changed, by kind of change'),
-    conflicts: count('sku_codes claimed by two products'),
+    conflicts: count('always 0: two products carrying one sku_code are two SKUs (see `sku_key`)'),
     confirmed_live: count(),
     unconfirmed: count(),
     budget_wait_ms: count('milliseconds the run\'s upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off'),
@@ -92,6 +96,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
 
 export const CHANGE_SCHEMA: SchemaObject = objectSchema({
   id: nullableString('null for the `created` entry, which is kept on the SKU row'),
+  sku_key: { type: 'string' },
   sku_code: { type: 'string' },
   field: { type: 'string', description: 'the SKU field, or `created`' },
   kind: { type: 'string', enum: [...CHANGE_KINDS] },
@@ -125,7 +130,8 @@ export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
       items: objectSchema({
         scope: { type: 'string', enum: ['category', 'sku'] },
         category_id: { type: 'integer', nullable: true },
-        sku_code: nullableString(),
+        sku_code: nullableString('scope `sku`: the SKU\'s code'),
+        sku_key: nullableString('scope `sku`: the SKU\'s key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code)'),
         ...MARKUPS,
         rounding: decimalSchema('rounding step; null: the default', true),
         updated_at: dateTimeSchema(undefined, true),
@@ -140,6 +146,7 @@ export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
 // --------------------------------------------------------------------------------- examples
 
 export const SKU_EXAMPLE = {
+  sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   upstream_sku_id: 1042,
   product_id: 42,
@@ -163,6 +170,7 @@ export const SKU_EXAMPLE = {
 
 export const MANUAL_SKU_EXAMPLE = {
   ...SKU_EXAMPLE,
+  sku_key: '57:SKU-00057-1',
   sku_code: 'SKU-00057-1',
   upstream_sku_id: 1057,
   product_id: 57,
@@ -275,9 +283,9 @@ export const SKU_LIST_EXAMPLE = listExample([SKU_EXAMPLE, MANUAL_SKU_EXAMPLE], 3
 export const RUN_LIST_EXAMPLE = listExample([RUNNING_RUN_EXAMPLE, RUN_EXAMPLE], 148);
 export const CHANGE_LIST_EXAMPLE = listExample(
   [
-    { id: '9127', sku_code: 'SKU-00042-1', field: 'sale_price', kind: 'price', old: '25.20', new: '25.90', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
-    { id: '9126', sku_code: 'SKU-00042-1', field: 'cost_price', kind: 'price', old: '22.50', new: '23.10', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
-    { id: null, sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
+    { id: '9127', sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'sale_price', kind: 'price', old: '25.20', new: '25.90', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
+    { id: '9126', sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'cost_price', kind: 'price', old: '22.50', new: '23.10', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
+    { id: null, sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
   ],
   3,
 );
@@ -306,7 +314,7 @@ export const START_SYNC_EXAMPLES = {
 export const PUT_RULES_EXAMPLE = {
   rules: [
     { scope: 'category', category_id: 1, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1' },
-    { scope: 'sku', sku_code: 'SKU-00042-1', markup_percent: '0', markup_fixed: '2.80' },
+    { scope: 'sku', sku_code: '42:SKU-00042-1', markup_percent: '0', markup_fixed: '2.80' },
   ],
 };
 
@@ -315,8 +323,8 @@ export const RULES_EXAMPLE = {
   ok: true,
   defaults: RULES_DEFAULTS,
   rules: [
-    { scope: 'category', category_id: 1, sku_code: null, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1', updated_at: '2026-11-20T08:00:00.000Z' },
-    { scope: 'sku', category_id: null, sku_code: 'SKU-00042-1', markup_percent: '0', markup_fixed: '2.80', rounding: null, updated_at: '2026-11-20T08:00:00.000Z' },
+    { scope: 'category', category_id: 1, sku_code: null, sku_key: null, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1', updated_at: '2026-11-20T08:00:00.000Z' },
+    { scope: 'sku', category_id: null, sku_code: 'SKU-00042-1', sku_key: '42:SKU-00042-1', markup_percent: '0', markup_fixed: '2.80', rounding: null, updated_at: '2026-11-20T08:00:00.000Z' },
   ],
   version: 7,
 };
@@ -330,6 +338,13 @@ export const PUT_RULES_ANSWER_EXAMPLE = {
 // ----------------------------------------------------------------------------------- errors
 
 export const SKU_NOT_FOUND = apiError(404, 'sku_not_found', 'no SKU SKU-99999-1');
+export const SKU_AMBIGUOUS = apiError(
+  409,
+  'sku_ambiguous',
+  'sku_code DEFAULT is carried by 2 listed SKUs (products): name one by its sku_key',
+  { candidates: ['113:DEFAULT', '57:DEFAULT'] },
+  'a plain `sku_code` that several listed SKUs carry (or only several unlisted ones): `candidates` names their `sku_key`s; never a guess',
+);
 export const SYNC_RUN_NOT_FOUND = apiError(404, 'sync_run_not_found', 'no sync run run_20261122000000_00000000');
 export const PAGE_ERRORS = [apiError(400, 'bad_request', 'invalid request: page_size', { fields: { page_size: ['page_size must not be greater than 500'] } })];
 export const SKU_LIST_ERRORS = [
@@ -356,5 +371,6 @@ export const PUT_RULES_ERRORS = [
   }, 'an invalid member; nothing changed', 'invalid_member'),
   apiError(400, 'bad_request', 'invalid request: rules.1, rules.2.rounding', {
     fields: { 'rules.1': ['a second rule for category 1'], 'rules.2.rounding': ['rules.2.rounding must be greater than 0'] },
-  }, 'two rules for one category or sku_code, a rounding step of 0, a percent below -100; nothing changed', 'invalid_rules'),
+  }, 'two rules for one category or SKU, a rounding step of 0, a percent below -100; nothing changed', 'invalid_rules'),
+  SKU_AMBIGUOUS,
 ];

@@ -16,6 +16,7 @@ import {
   RUN_EXAMPLE,
   RUN_LIST_EXAMPLE,
   RUN_SCHEMA,
+  SKU_AMBIGUOUS,
   SKU_DETAIL_EXAMPLE,
   SKU_DETAIL_SCHEMA,
   SKU_LIST_ERRORS,
@@ -38,10 +39,16 @@ import {
   toSyncRunResponse,
 } from './catalog.responses.js';
 
-/** A path sku_code no SKU can have is 404 `sku_not_found` at once (see pathKey). */
+/** A path SKU reference no SKU can have is 404 `sku_not_found` at once (see pathKey). */
 const SkuCode = pathKey(storableText, (skuCode) => new AppError('sku_not_found', 404, `no SKU ${skuCode}`));
 
-const SkuCodeParam = () => ApiParam({ name: 'sku_code', description: 'the SKU\'s code', example: 'SKU-00042-1' });
+const SkuCodeParam = () =>
+  ApiParam({
+    name: 'sku_code',
+    description:
+      'the SKU\'s `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones)',
+    example: '42:SKU-00042-1',
+  });
 
 @ApiTags('catalog')
 @ApiBearerAuth()
@@ -67,11 +74,11 @@ export class CatalogController {
   @ApiOperation({
     summary: 'List SKUs',
     description:
-      'A page of the local catalog, by `sku_code` (by `updated_at`, then `sku_code`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
+      'A page of the local catalog, by `sku_code`, then `product_id` (by `updated_at`, then `sku_code`, then `product_id`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
       '`changed_since` returns the SKUs changed after it, delisted ones included. ' +
-      'To follow the catalog: ask with `changed_since=C&after_sku_code=K&page_size=500` (page 1), take the last item\'s `updated_at` and ' +
-      '`sku_code` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced ' +
-      '(or any past time) and no `after_sku_code`. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with ' +
+      'To follow the catalog: ask with `changed_since=C&after_sku_key=K&page_size=500` (page 1), take the last item\'s `updated_at` and ' +
+      '`sku_key` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced ' +
+      '(or any past time) and no `after_sku_key`. Where no two products carry one code, `changed_since=C&after_sku_code=K&page_size=500` with the last item\'s `sku_code` as K works the same. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with ' +
       '`page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).',
   })
   @ApiPageQuery()
@@ -89,6 +96,7 @@ export class CatalogController {
       // millisecond): the rows after (it, any code) are those after its millisecond, which
       // `updated_at > date` (the millisecond) already says.
       afterSkuCode: since && !since.subMillisecond ? q.after_sku_code : undefined,
+      afterSkuKey: since && !since.subMillisecond ? q.after_sku_key : undefined,
       offset: page.offset,
       limit: page.pageSize,
     });
@@ -100,10 +108,10 @@ export class CatalogController {
   }
 
   @Get('skus/:sku_code')
-  @ApiOperation({ summary: 'Get a SKU', description: 'One SKU, with its product\'s slug and description.' })
+  @ApiOperation({ summary: 'Get a SKU', description: 'One SKU (by `sku_key` or `sku_code`), with its product\'s slug and description.' })
   @SkuCodeParam()
   @ApiResponse({ status: 200, description: 'the SKU', schema: okSchema({ sku: SKU_DETAIL_SCHEMA }), example: { ok: true, sku: SKU_DETAIL_EXAMPLE } })
-  @ApiErrors(SKU_NOT_FOUND)
+  @ApiErrors(SKU_NOT_FOUND, SKU_AMBIGUOUS)
   async sku(@Param('sku_code', SkuCode) skuCode: string) {
     const { sku, currency } = await this.catalog.findSku(skuCode);
     return { ok: true, sku: toSkuDetailResponse(sku, currency) };
@@ -115,18 +123,20 @@ export class CatalogController {
   @SkuCodeParam()
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
-  @ApiErrors(SKU_NOT_FOUND, ...PAGE_ERRORS)
+  @ApiErrors(SKU_NOT_FOUND, SKU_AMBIGUOUS, ...PAGE_ERRORS)
   async skuChanges(@Param('sku_code', SkuCode) skuCode: string, @Query() q: ListQuery) {
     const page = pageRequest(q);
     const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize);
     return listResponse(items.map(toSkuChangeResponse), total, page);
   }
 
-  /** sku_codes claimed by two products (the owner keeps them), most recent first. */
+  /** The sku_code conflicts recorded before SKUs were keyed by product, most recent first (none are recorded now). */
   @Get('conflicts')
   @ApiOperation({
-    summary: 'sku_code conflicts',
-    description: 'sku_codes that a second product claimed during a sync (the owner keeps them), most recent first.',
+    summary: 'sku_code conflicts (historical)',
+    description:
+      'sku_codes that a second product claimed during a sync while a SKU was keyed by its code alone, most recent first. ' +
+      'None are recorded any more: two products carrying one `sku_code` are two SKUs, each with its own `sku_key`.',
   })
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of conflicts', schema: listSchema(CONFLICT_SCHEMA), example: CONFLICT_LIST_EXAMPLE })

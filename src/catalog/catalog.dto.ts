@@ -21,7 +21,7 @@ import {
   type ValidationArguments,
 } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
-import { MAX_ID, OnlyWith } from '../common/validation.js';
+import { MAX_ID, NotWith, OnlyWith } from '../common/validation.js';
 
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
 /** Markups are decimal strings; a JSON number is taken as its decimal text. */
@@ -106,8 +106,8 @@ export class SkuListQuery extends PageQuery {
     type: String,
     format: 'date-time',
     description:
-      'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code` ' +
-      '(with `after_sku_code`: those after (`changed_since`, `after_sku_code`) in that order). A day the month does not have and a leap second (`:60`) are refused.',
+      'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code`, then `product_id` ' +
+      '(with `after_sku_key` or `after_sku_code`: those after that SKU in that order). A day the month does not have and a leap second (`:60`) are refused.',
     example: '2026-11-22T09:00:00Z',
   })
   @IsOptional()
@@ -134,6 +134,27 @@ export class SkuListQuery extends PageQuery {
   @NotContains('\u0000', { message: 'after_sku_code must not hold a NUL character' })
   @OnlyWith('changed_since', 'after_sku_code goes with changed_since (the updated_at of the row it names)')
   after_sku_code?: string;
+
+  /**
+   * Keyset following by key: with `changed_since`, the rows after (changed_since, the key's sku_code,
+   * the key's product id) in the list's order (updated_at, sku_code, product_id); it tells apart SKUs
+   * of one code (several products carrying it).
+   */
+  @ApiPropertyOptional({
+    type: String,
+    pattern: '^[0-9]+:.+$',
+    description:
+      'only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). ' +
+      'Follow with the last item\'s `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart.',
+    example: '42:SKU-00042-1',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(/^\d{1,19}:.+$/s, { message: 'after_sku_key must be a sku_key: <product id>:<sku_code>' })
+  @NotContains('\u0000', { message: 'after_sku_key must not hold a NUL character' })
+  @OnlyWith('changed_since', 'after_sku_key goes with changed_since (the updated_at of the row it names)')
+  @NotWith('after_sku_code', 'after_sku_key and after_sku_code are exclusive')
+  after_sku_key?: string;
 }
 
 export class ListQuery extends PageQuery {}
@@ -157,7 +178,13 @@ export class PricingRuleBody {
   @Max(MAX_ID)
   category_id?: number;
 
-  @ApiPropertyOptional({ type: String, maxLength: 255, description: 'with `scope: sku`: the sku_code', example: 'SKU-00042-1' })
+  @ApiPropertyOptional({
+    type: String,
+    maxLength: 255,
+    description:
+      'with `scope: sku`: the SKU\'s `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)',
+    example: '42:SKU-00042-1',
+  })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'sku')
   @IsString()
   @IsNotEmpty()

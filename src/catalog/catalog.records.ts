@@ -29,6 +29,7 @@ export interface StoredCategory {
 export interface StoredChange {
   /** Null for the `created` entry read from the SKU row. */
   id: string | null;
+  sku_key: string;
   sku_code: string;
   field: string;
   kind: ChangeKind;

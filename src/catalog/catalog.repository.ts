@@ -28,8 +28,8 @@ export class CatalogRepository {
 
   /**
    * Products with a listed SKU that existed before the run started, and that the run did not see or
-   * that have no fingerprint (they claim another product's code, or still have SKUs they no longer
-   * list: see WRITE_FINGERPRINTS_SQL in sku-write.repository.ts). In id order after `afterId`. (A SKU
+   * that have no fingerprint (they still have SKUs they no longer list: see WRITE_FINGERPRINTS_SQL in
+   * sku-write.repository.ts). In id order after `afterId`. (A SKU
    * created during the run was seen live by then.)
    */
   async unseenProducts(runId: string, runStartedAt: Date, afterId: number, limit: number): Promise<number[]> {
@@ -44,18 +44,6 @@ export class CatalogRepository {
       [runId, afterId, limit, runStartedAt],
     );
     return rows.map((r) => Number(r.product_id));
-  }
-
-  /** Products that claimed a sku_code in this run whose owner is no longer listed (the code moved). */
-  async claimantsOfFreedCodes(runId: string): Promise<number[]> {
-    const rows = await select<{ id: string }>(
-      this.db(),
-      `SELECT DISTINCT c.claimant_product_id::text AS id FROM catalog_sku_conflicts c
-         JOIN catalog_skus s ON s.sku_code = c.sku_code
-        WHERE c.run_id = $1 AND NOT s.listed AND s.product_id = c.owner_product_id`,
-      [runId],
-    );
-    return rows.map((r) => Number(r.id));
   }
 
   /**
@@ -82,8 +70,8 @@ export class CatalogRepository {
 
   /**
    * For a full pass that keeps what it sees in memory (see `unseenProducts`), read at its start: the
-   * products with a listed SKU and no fingerprint (they claim another product's code, or still have
-   * SKUs they no longer list: see WRITE_FINGERPRINTS_SQL in sku-write.repository.ts).
+   * products with a listed SKU and no fingerprint (they still have SKUs they no longer list, or were
+   * unlisted: see WRITE_FINGERPRINTS_SQL in sku-write.repository.ts).
    */
   async unfingerprintedProducts(): Promise<number[]> {
     const rows = await select<{ id: string }>(

@@ -12,6 +12,8 @@ function iso(d: Date | null | undefined): string | null {
 }
 
 export interface SkuResponse {
+  /** `<product_id>:<sku_code>`: the SKU (sku_code is unique only within its product). */
+  sku_key: string;
   sku_code: string;
   upstream_sku_id: number;
   product_id: number;
@@ -36,6 +38,7 @@ export interface SkuResponse {
 
 export function toSkuResponse(s: StoredSku, currency: string | null): SkuResponse {
   return {
+    sku_key: s.sku_key,
     sku_code: s.sku_code,
     upstream_sku_id: s.upstream_sku_id,
     product_id: s.product_id,
@@ -117,6 +120,7 @@ export function toSyncRunResponse(r: SyncRunRecord) {
 export function toSkuChangeResponse(c: StoredChange) {
   return {
     id: c.id,
+    sku_key: c.sku_key,
     sku_code: c.sku_code,
     field: c.field,
     kind: c.kind,
@@ -149,6 +153,7 @@ export function toPricingRulesResponse(v: PricingRulesView | RulesChange) {
       scope: r.scope,
       category_id: r.scope === 'category' ? (r.categoryId ?? null) : null,
       sku_code: r.scope === 'sku' ? (r.skuCode ?? null) : null,
+      sku_key: r.scope === 'sku' ? (r.skuKey ?? null) : null,
       markup_percent: r.markupPercent,
       markup_fixed: r.markupFixed,
       rounding: r.rounding ?? null,

@@ -2,10 +2,11 @@
  * The local catalog for its readers: the internal API, and the orders engine, which relies on two
  * stable calls:
  *
- * - `getSku(skuCode)`: the local SKU (or null), with its upstream ids, listing state, stock, prices,
- *   fulfillment and currency; `skuForOrder(skuCode, found)` the same for the SKU an order read itself
- *   (OrderRepository.findSkuForOrder reads it in the statement that also tells whether the order
- *   number is recorded: placing an order costs one read);
+ * - `getSku(ref)`: the local SKU a reference names (a sku_key, or a plain sku_code: see sku-key.ts), or
+ *   null, with its upstream ids, listing state, stock, prices, fulfillment and currency;
+ *   `skuForOrder(ref, found)` the same for the SKUs an order read itself (OrderRepository.findSkuForOrder
+ *   reads them in the statement that also tells whether the order number is recorded: placing an
+ *   order costs one read), with the refusal of a reference that names several SKUs;
  * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
  *   diff-based write path as a sync (its SKUs' sku_id, prices and stock move locally; SKUs it no longer
  *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
@@ -19,15 +20,18 @@ import { AppError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { CatalogReadRepository, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
+import { CatalogReadRepository, resolveFound, SKU_REF_ROWS, type FoundResolution, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
 import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.records.js';
 import { CategoryRepository } from './category.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
 import { isProductGone } from './product-gone.js';
 import type { MultiLanguageText } from './sku-diff.js';
+import { parseSkuKey } from './sku-key.js';
 
 /** A local SKU, for the orders engine. Money as decimal strings. */
 export interface CatalogSku {
+  /** `<product_id>:<sku_code>`: the SKU (see sku-key.ts). */
+  skuKey: string;
   skuCode: string;
   /** The `sku_id` to order with. */
   upstreamSkuId: number;
@@ -66,6 +70,7 @@ export interface CategoryNode {
 
 export function toCatalogSku(s: StoredSku, currency: string | null, productFingerprint: string | null): CatalogSku {
   return {
+    skuKey: s.sku_key,
     skuCode: s.sku_code,
     upstreamSkuId: s.upstream_sku_id,
     productId: s.product_id,
@@ -89,6 +94,29 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
   };
 }
 
+/** The refusal of a reference that names no SKU (404 `sku_not_found`) or several (409 `sku_ambiguous`, with the candidates' keys). */
+export function skuRefError(ref: string, r: Exclude<FoundResolution, { kind: 'found' }>): AppError {
+  if (r.kind === 'not_found') return new AppError('sku_not_found', 404, `no SKU ${ref}`);
+  return new AppError(
+    'sku_ambiguous',
+    409,
+    `sku_code ${ref} is carried by ${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key`,
+    { candidates: r.candidates },
+  );
+}
+
+/** The SKU an order names (`CatalogService.skuForOrder`). */
+export interface SkuForOrder {
+  /** The SKU (null: none, or `refused`). */
+  sku: CatalogSku | null;
+  /**
+   * Set when the reference names several SKUs: 409 `sku_ambiguous` (several listed), or 409
+   * `sku_unavailable` when every SKU carrying the code is unlisted (none could be ordered, whichever
+   * it is). Checked only for a new attempt: a recorded order is answered as recorded.
+   */
+  refused: AppError | null;
+}
+
 /** A product's fresh read (`CatalogService.readProduct`), settled: its answer or its error, and when (performance.now()). */
 export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number };
 
@@ -104,7 +132,7 @@ const PRODUCT_HINTS = 50_000;
 
 @Injectable()
 export class CatalogService {
-  /** sku_code → product id, for `productHint`. */
+  /** SKU reference (as orders name it) → product id, for `productHint`. */
   private readonly productOfSku = new Map<string, number>();
 
   /** The last successful read of each product (kept ORDER_PRICE_FRESH_S), and the reads in flight. */
@@ -121,26 +149,33 @@ export class CatalogService {
 
   // ---------------------------------------------------------------------- for the orders engine
 
-  /** The local SKU, or null when the catalog has never seen this code. */
-  async getSku(skuCode: string): Promise<CatalogSku | null> {
-    const found = await this.repo.findSkuWithCurrency(skuCode);
-    return found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
+  /** The local SKU a reference (a sku_key or a sku_code) names, or null when it names none or several. */
+  async getSku(ref: string): Promise<CatalogSku | null> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
+    return r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
   }
 
   /**
-   * `getSku` for placing an order, from the SKU the order read itself (OrderRepository.findSkuForOrder:
-   * with whether its `shopOrderNo` is recorded, in one statement); remembers an available SKU's
-   * product for `productHint`.
+   * `getSku` for placing an order, from the SKUs the order read itself (OrderRepository.findSkuForOrder:
+   * with whether its `shopOrderNo` is recorded, in one statement), with the refusal of a reference
+   * that names several; remembers an available SKU's product for `productHint`.
    */
-  skuForOrder(skuCode: string, found: FoundSku | null): CatalogSku | null {
-    const sku = found && toCatalogSku(found.sku, found.currency, found.productFingerprint);
+  skuForOrder(ref: string, found: readonly FoundSku[]): SkuForOrder {
+    const r = resolveFound(ref, found);
+    const sku = r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
     if (sku?.available) {
-      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(skuCode)) this.productOfSku.clear();
-      this.productOfSku.set(skuCode, sku.productId);
+      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(ref)) this.productOfSku.clear();
+      this.productOfSku.set(ref, sku.productId);
     } else {
-      this.productOfSku.delete(skuCode);
+      this.productOfSku.delete(ref);
     }
-    return sku;
+    let refused: AppError | null = null;
+    if (r.kind === 'ambiguous') {
+      refused = r.listed
+        ? skuRefError(ref, r)
+        : new AppError('sku_unavailable', 409, `SKU ${ref} is not available: every SKU carrying it is unlisted (${r.candidates.join(', ')})`);
+    }
+    return { sku, refused };
   }
 
   /**
@@ -149,8 +184,8 @@ export class CatalogService {
    * reads the SKU locally. A SKU read unavailable or missing has none, so that requests for it make no
    * upstream call.
    */
-  productHint(skuCode: string): number | undefined {
-    return this.productOfSku.get(skuCode);
+  productHint(ref: string): number | undefined {
+    return this.productOfSku.get(ref);
   }
 
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
@@ -209,10 +244,11 @@ export class CatalogService {
 
   // ------------------------------------------------------------------------ for the internal API
 
-  async findSku(skuCode: string): Promise<{ sku: StoredSku; currency: string | null }> {
-    const found = await this.repo.findSkuWithCurrency(skuCode);
-    if (!found) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
-    return { sku: found.sku, currency: found.currency };
+  /** The SKU a reference names: 404 `sku_not_found` for none, 409 `sku_ambiguous` for several (see sku-key.ts). */
+  async findSku(ref: string): Promise<{ sku: StoredSku; currency: string | null }> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
+    if (r.kind !== 'found') throw skuRefError(ref, r);
+    return { sku: r.found.sku, currency: r.found.currency };
   }
 
   async listSkus(filter: SkuListFilter): Promise<{ items: StoredSku[]; total: number; currency: string | null }> {
@@ -220,10 +256,17 @@ export class CatalogService {
     return { items, total, currency: await this.repo.currency() };
   }
 
-  async skuChanges(skuCode: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
-    const r = await this.repo.skuChanges(skuCode, offset, limit);
-    if (r.total === 0 && !(await this.repo.findSku(skuCode))) throw new AppError('sku_not_found', 404, `no SKU ${skuCode}`);
-    return r;
+  /**
+   * The history of the SKU a reference names (as findSku resolves it). A key with no SKU row but a
+   * history (recorded while its code belonged to that product, before SKUs were keyed by product)
+   * lists that history.
+   */
+  async skuChanges(ref: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
+    if (r.kind === 'found') return this.repo.skuChanges(r.found.sku.sku_key, offset, limit);
+    const byKey = r.kind === 'not_found' && parseSkuKey(ref) ? await this.repo.skuChanges(ref, offset, limit) : null;
+    if (byKey && byKey.total > 0) return byKey;
+    throw skuRefError(ref, r);
   }
 
   conflicts(offset: number, limit: number): Promise<{ items: StoredConflict[]; total: number }> {

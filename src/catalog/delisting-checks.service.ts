@@ -3,8 +3,7 @@
  * with `GET /products/{id}`: 404 `product_not_found` / `product_unavailable` → unlisted (deleted or
  * withdrawn); 200 with `is_active: false` → unlisted too (a withdrawn product, as newer Dujiao-Next
  * answers), its data updated; found active → kept and updated. The run's claim is renewed before each
- * batch (a run that no longer holds its row unlists nothing). Then a sku_code freed by a product found
- * gone is handed to the product that claimed it.
+ * batch (a run that no longer holds its row unlists nothing).
  *
  * These reads are the sync's: they take the request budget as class `sync` (never `price`, the
  * default of `getProduct`, which would put them ahead of the orders' polls).
@@ -49,8 +48,8 @@ export class DelistingChecks {
 
   /**
    * After a complete full pass: every product with a listed SKU that it did not see, or that has no
-   * fingerprint, is checked with `GET /products/{id}`. (A product without a fingerprint claims another
-   * product's code or still has SKUs it no longer lists; a SKU created during the run was seen live.)
+   * fingerprint, is checked with `GET /products/{id}`. (A product without a fingerprint still has SKUs
+   * it no longer lists; a SKU created during the run was seen live.)
    */
   async confirmUnseen(run: ActiveRun): Promise<void> {
     run.phase = 'confirming';
@@ -94,23 +93,6 @@ export class DelistingChecks {
       after = ids[ids.length - 1];
       await this.lease.hold(run.claim);
       await mapLimit(ids, this.config.sync.concurrency, (id) => this.confirmProduct(run, id));
-    }
-  }
-
-  /**
-   * A sku_code claimed by another product while its owner still held it is a conflict; once the
-   * owner is confirmed gone, the claimant is read fresh and takes it over.
-   */
-  async followFreedCodes(run: ActiveRun): Promise<void> {
-    const claimants = await this.catalog.claimantsOfFreedCodes(run.runId);
-    for (const id of claimants) {
-      try {
-        const product = await withRetries(() => this.upstream.getProduct(id, run.abort.signal, SYNC_READ), { policy: run.retry, signal: run.abort.signal });
-        countWrite(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
-      } catch (e) {
-        if (e instanceof AbortedError) throw e;
-        this.logger.warn(`product ${id} claims a freed sku_code but could not be read: ${message(e)}`);
-      }
     }
   }
 

@@ -1,4 +1,4 @@
-/** `GET/PUT /internal/pricing/rules`: markup rules by category and by sku_code over the defaults of §3. */
+/** `GET/PUT /internal/pricing/rules`: markup rules by category and by SKU (sku_key or sku_code) over the defaults of §3. */
 import { Body, Controller, Get, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { ApiErrors } from '../ops/api-docs.js';
@@ -17,7 +17,9 @@ export class PricingController {
   @Get('rules')
   @ApiOperation({
     summary: 'The pricing rules',
-    description: 'The markup rules by category and by `sku_code`, over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).',
+    description:
+      'The markup rules by category and by SKU (`sku_key`, with the SKU\'s `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), ' +
+      'over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).',
   })
   @ApiResponse({ status: 200, description: 'the rules', schema: PRICING_RULES_SCHEMA, example: RULES_EXAMPLE })
   async rules() {
@@ -28,7 +30,9 @@ export class PricingController {
   @Put('rules')
   @ApiOperation({
     summary: 'Replace the pricing rules',
-    description: 'Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed.',
+    description:
+      'Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed. ' +
+      'A SKU rule\'s `sku_code` takes the SKU\'s `sku_key` or a plain `sku_code`; a code several listed SKUs carry is 409 `sku_ambiguous` (nothing changed).',
   })
   @ApiBody({ schema: { $ref: getSchemaPath(PutPricingRulesBody) }, examples: { rules: { summary: 'a category rule and a SKU rule', value: PUT_RULES_EXAMPLE } } })
   @ApiResponse({ status: 200, description: 'the rules now', schema: PRICING_RULES_SCHEMA, example: PUT_RULES_ANSWER_EXAMPLE })

@@ -2,12 +2,21 @@
  * Pricing rules of the internal API (`GET/PUT /internal/pricing/rules`): a rule change is stored and the
  * whole local catalog repriced in the same transaction, at once, without a sync. At start, a change
  * of the configured defaults (PRICE_MARKUP_*, PRICE_ROUNDING) reprices the catalog the same way.
+ *
+ * A SKU rule names its SKU by `sku_key` or by a plain `sku_code` (the `sku_code` member takes either),
+ * resolved as every SKU reference is (sku-key.ts) and stored by key: a code several listed SKUs carry
+ * is 409 `sku_ambiguous`, nothing changed. A key no SKU has yet is stored as given (the rule applies
+ * once that SKU appears); a plain code no SKU carries yet is stored by code alone (it applies to the
+ * SKUs that come to carry it).
  */
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
+import { CatalogReadRepository } from './catalog-read.repository.js';
+import { skuRefError } from './catalog.service.js';
 import { CatalogWriter } from './catalog-writer.service.js';
+import { parseSkuKey, resolveSkuRef } from './sku-key.js';
 import { PricingError, validateMarkupInput, type PricingDefaults, type PricingRule } from './pricing.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { PricingRepository, type StoredPricingRule } from './pricing.repository.js';
@@ -37,6 +46,7 @@ export class PricingService implements OnApplicationBootstrap {
     private readonly context: PricingContextService,
     private readonly writer: CatalogWriter,
     private readonly clock: Clock,
+    private readonly reads: CatalogReadRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -52,7 +62,9 @@ export class PricingService implements OnApplicationBootstrap {
   /** Replaces every rule and reprices the catalog (one transaction). */
   async replaceRules(rules: PricingRule[]): Promise<RulesChange> {
     this.validate(rules);
-    const result = await this.reprice(async (em) => this.repo.replaceRules(em, rules, this.clock.now()));
+    const resolved = await this.resolveSkus(rules);
+    this.validate(resolved);
+    const result = await this.reprice(async (em) => this.repo.replaceRules(em, resolved, this.clock.now()));
     const view = await this.getRules();
     return { ...view, repriced: result };
   }
@@ -85,6 +97,27 @@ export class PricingService implements OnApplicationBootstrap {
     return written;
   }
 
+  /**
+   * The SKU rules with their SKU resolved (see the header): `skuKey` and the SKU's `skuCode`. Throws
+   * 409 `sku_ambiguous` (naming the rule) for a code several SKUs carry.
+   */
+  private async resolveSkus(rules: PricingRule[]): Promise<PricingRule[]> {
+    const refs = rules.flatMap((r) => (r.scope === 'sku' && r.skuCode ? [r.skuCode] : []));
+    const found = await this.reads.skusByRefs(undefined, refs);
+    return rules.map((r, i) => {
+      if (r.scope !== 'sku' || !r.skuCode) return r;
+      const ref = r.skuCode;
+      const hit = resolveSkuRef(ref, found.get(ref) ?? []);
+      if (hit.kind === 'found') return { ...r, skuKey: hit.sku.sku_key, skuCode: hit.sku.sku_code };
+      if (hit.kind === 'ambiguous') {
+        const e = skuRefError(ref, hit);
+        throw new AppError(e.code, e.httpStatus, `rules.${i}: ${e.message}`, e.extra);
+      }
+      const key = parseSkuKey(ref);
+      return key ? { ...r, skuKey: ref, skuCode: key.skuCode } : { ...r, skuKey: null };
+    });
+  }
+
   private validate(rules: PricingRule[]): void {
     const fields: Record<string, string[]> = {};
     const seen = new Set<string>();
@@ -95,7 +128,7 @@ export class PricingService implements OnApplicationBootstrap {
         if (e instanceof PricingError) (fields[e.field] ??= []).push(e.message);
         else throw e;
       }
-      const key = r.scope === 'category' ? `category:${r.categoryId}` : `sku:${r.skuCode}`;
+      const key = r.scope === 'category' ? `category:${r.categoryId}` : `sku:${r.skuKey ?? r.skuCode}`;
       if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key.replace(':', ' ')}`);
       seen.add(key);
     });

@@ -123,6 +123,18 @@ describe('PricingRuleSet', () => {
     expect(set.priceOf('10.00', { skuCode: 'SKU-A', categoryId: 101, parentCategoryId: 1 })).toBe('10.50');
   });
 
+  it('a rule by sku_key applies to that SKU only, and beats a rule by its code', () => {
+    const keyed = new PricingRuleSet(defaults, [
+      { scope: 'sku', skuCode: 'DEFAULT', skuKey: '12:DEFAULT', markupPercent: '0', markupFixed: '1' },
+      { scope: 'sku', skuCode: 'SKU-A', markupPercent: '0', markupFixed: '0.50' },
+      { scope: 'sku', skuCode: 'SKU-A', skuKey: '3:SKU-A', markupPercent: '0', markupFixed: '2' },
+    ]);
+    expect(keyed.priceOf('10.00', { skuKey: '12:DEFAULT', skuCode: 'DEFAULT', categoryId: 101 })).toBe('11.00');
+    expect(keyed.ruleFor({ skuKey: '13:DEFAULT', skuCode: 'DEFAULT', categoryId: 101 }).source).toBe('default');
+    expect(keyed.priceOf('10.00', { skuKey: '3:SKU-A', skuCode: 'SKU-A', categoryId: 101 })).toBe('12.00');
+    expect(keyed.priceOf('10.00', { skuKey: '4:SKU-A', skuCode: 'SKU-A', categoryId: 101 })).toBe('10.50');
+  });
+
   it('a rule without rounding uses the default step', () => {
     expect(set.priceOf('10.01', { skuCode: 'X', categoryId: 1, parentCategoryId: 0 })).toBe('12.02'); // 12.012 up
   });

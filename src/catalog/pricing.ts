@@ -8,8 +8,10 @@
  * the step's grid. The printed scale is the larger of the step's and the cost's (`10.00` at step `1`
  * gives `12.00`, not `12`).
  *
- * Rules: a `sku_code` rule beats a rule on the SKU's own (leaf) category, which beats a rule on its
- * parent category, which beats the defaults (PRICE_MARKUP_PERCENT / PRICE_MARKUP_FIXED / PRICE_ROUNDING).
+ * Rules: a SKU rule beats a rule on the SKU's own (leaf) category, which beats a rule on its parent
+ * category, which beats the defaults (PRICE_MARKUP_PERCENT / PRICE_MARKUP_FIXED / PRICE_ROUNDING). A
+ * SKU rule names its SKU by `sku_key`; one set by a plain `sku_code` that no SKU carried then has no
+ * key and applies to the SKUs carrying that code (a SKU's own rule by key beats it).
  * A rule without its own rounding uses the default step.
  */
 import { Decimal } from 'decimal.js';
@@ -41,12 +43,16 @@ export interface PricingRule extends MarkupInput {
   scope: PricingRuleScope;
   /** Upstream category id (scope `category`). */
   categoryId?: number | null;
-  /** scope `sku`. */
+  /** scope `sku`: the SKU's code. */
   skuCode?: string | null;
+  /** scope `sku`: the SKU's key (null: a rule by code, see the header). */
+  skuKey?: string | null;
 }
 
 /** Where a SKU sits, for choosing its rule. */
 export interface PricingSubject {
+  /** The SKU's key (absent: only rules by code can apply). */
+  skuKey?: string;
   skuCode: string;
   categoryId: number;
   /** The parent of `categoryId` (0 or null for a top-level category or when unknown). */
@@ -161,13 +167,14 @@ export function salePrice(cost: string, rule: CompiledRule): string {
 }
 
 /**
- * The rules of the catalog, compiled once: the defaults and the overrides by category and by
- * `sku_code`. `priceOf` memoizes by rule and cost (a re-sync prices the same SKUs again), within a cap.
+ * The rules of the catalog, compiled once: the defaults and the overrides by category, by `sku_key`
+ * and by `sku_code` (rules without a key). `priceOf` memoizes by rule and cost (a re-sync prices the same SKUs again), within a cap.
  */
 export class PricingRuleSet {
   readonly defaultRule: CompiledRule;
   private readonly byCategory = new Map<number, CompiledRule>();
   private readonly bySku = new Map<string, CompiledRule>();
+  private readonly byCode = new Map<string, CompiledRule>();
   constructor(
     readonly defaults: PricingDefaults,
     readonly rules: readonly PricingRule[] = [],
@@ -179,15 +186,17 @@ export class PricingRuleSet {
     for (const r of rules) {
       if (r.scope === 'category' && r.categoryId != null) {
         this.byCategory.set(r.categoryId, compileRule(r, defaults.rounding, 'category'));
+      } else if (r.scope === 'sku' && r.skuKey) {
+        this.bySku.set(r.skuKey, compileRule(r, defaults.rounding, 'sku'));
       } else if (r.scope === 'sku' && r.skuCode) {
-        this.bySku.set(r.skuCode, compileRule(r, defaults.rounding, 'sku'));
+        this.byCode.set(r.skuCode, compileRule(r, defaults.rounding, 'sku'));
       }
     }
   }
 
-  /** The rule that applies: sku_code, then category, then parent category, then the defaults. */
+  /** The rule that applies: sku_key, then sku_code, then category, then parent category, then the defaults. */
   ruleFor(subject: PricingSubject): CompiledRule {
-    const sku = this.bySku.get(subject.skuCode);
+    const sku = (subject.skuKey !== undefined ? this.bySku.get(subject.skuKey) : undefined) ?? this.byCode.get(subject.skuCode);
     if (sku) return sku;
     const category = this.byCategory.get(subject.categoryId);
     if (category) return category;

@@ -3,6 +3,7 @@ import { addCounts, diffSku, emptyCounts, eventsForDiff, FINGERPRINT_VERSION, is
 
 function row(over: Partial<SkuRow> = {}): SkuRow {
   return {
+    sku_key: '1:SKU-1',
     sku_code: 'SKU-1',
     upstream_sku_id: 1001,
     product_id: 1,
@@ -196,6 +197,7 @@ describe('skuRowsFromProduct', () => {
     expect(calls).toEqual(['A@102:5.00', 'B@102:9.00']);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toEqual({
+      sku_key: '7:A',
       sku_code: 'A',
       upstream_sku_id: 11,
       product_id: 7,

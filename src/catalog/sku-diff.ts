@@ -1,7 +1,8 @@
 /**
  * The local SKU row and its diff (pure).
  *
- * A `SkuRow` is what the catalog keeps per `sku_code`: the SKU's upstream fields, its product's fields
+ * A `SkuRow` is what the catalog keeps per SKU, the pair (product_id, sku_code) named by its `sku_key`
+ * (see sku-key.ts): the SKU's upstream fields, its product's fields
  * (id, texts, category, fulfillment), the derived sale price and the `listed` flag. It is built from an
  * upstream product by `skuRowsFromProduct`, and compared with the stored row by `diffSku`, which names
  * every changed field with its kind (created, price, stock, sku_id, listing, other) — the change history
@@ -14,10 +15,13 @@ import { hash } from 'node:crypto';
 import type { OutboxEvent } from '../notifications/outbox.writer.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { Money } from './pricing.js';
+import { skuKeyOf } from './sku-key.js';
 
 export type MultiLanguageText = Record<string, string>;
 
 export interface SkuRow {
+  /** `<product_id>:<sku_code>` (see sku-key.ts). */
+  sku_key: string;
   sku_code: string;
   upstream_sku_id: number;
   product_id: number;
@@ -45,8 +49,8 @@ export const CHANGE_KINDS: readonly ChangeKind[] = ['created', 'price', 'stock',
 
 type FieldType = 'money' | 'json' | 'plain';
 
-/** Every compared field, its kind and how it compares. `sku_code` is the key, never a change. */
-export const SKU_FIELDS: ReadonlyArray<{ field: Exclude<SkuField, 'sku_code'>; kind: Exclude<ChangeKind, 'created'>; type: FieldType }> = [
+/** Every compared field, its kind and how it compares. `sku_key` (with `sku_code`) is the key, never a change. */
+export const SKU_FIELDS: ReadonlyArray<{ field: Exclude<SkuField, 'sku_code' | 'sku_key'>; kind: Exclude<ChangeKind, 'created'>; type: FieldType }> = [
   { field: 'upstream_sku_id', kind: 'sku_id', type: 'plain' },
   { field: 'cost_price', kind: 'price', type: 'money' },
   { field: 'sale_price', kind: 'price', type: 'money' },
@@ -75,6 +79,7 @@ export interface FieldChange {
 }
 
 export interface SkuDiff {
+  skuKey: string;
   skuCode: string;
   created: boolean;
   changes: FieldChange[];
@@ -162,6 +167,7 @@ export function productFingerprint(product: UpstreamProduct): string {
 export function diffSku(old: SkuRow | null, next: SkuRow): SkuDiff {
   if (old === null) {
     return {
+      skuKey: next.sku_key,
       skuCode: next.sku_code,
       created: true,
       changes: [{ field: 'created', kind: 'created', old: null, new: null }],
@@ -181,6 +187,7 @@ export function diffSku(old: SkuRow | null, next: SkuRow): SkuDiff {
     }
   }
   return {
+    skuKey: next.sku_key,
     skuCode: next.sku_code,
     created: false,
     changes,
@@ -198,7 +205,7 @@ export function isAvailable(row: Pick<SkuRow, 'listed' | 'sku_active' | 'product
 export function eventsForDiff(old: SkuRow | null, next: SkuRow, diff: SkuDiff, currency: string | null): OutboxEvent[] {
   const events: OutboxEvent[] = [];
   const subject = next.sku_code;
-  const base = { sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
+  const base = { sku_key: next.sku_key, sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
   if (diff.created) {
     if (next.listed) {
       events.push({
@@ -269,8 +276,8 @@ function text(v: unknown): MultiLanguageText {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as MultiLanguageText) : {};
 }
 
-/** Prices a SKU: `(cost, where it sits) → sale price`. */
-export type SalePriceFn = (cost: string, subject: { skuCode: string; categoryId: number }) => string;
+/** Prices a SKU: `(cost, which SKU and where it sits) → sale price`. */
+export type SalePriceFn = (cost: string, subject: { skuKey: string; skuCode: string; categoryId: number }) => string;
 
 /**
  * The rows of an upstream product as seen live (in a listing page or a detail read): `listed` is
@@ -288,7 +295,9 @@ export function skuRowsFromProduct(product: UpstreamProduct, price: SalePriceFn)
     }
     seen.add(s.sku_code);
     const cost = s.price_amount.trim();
+    const key = skuKeyOf(product.id, s.sku_code);
     rows.push({
+      sku_key: key,
       sku_code: s.sku_code,
       upstream_sku_id: s.id,
       product_id: product.id,
@@ -298,7 +307,7 @@ export function skuRowsFromProduct(product: UpstreamProduct, price: SalePriceFn)
       category_id: product.category_id,
       spec_values: (s.spec_values ?? {}) as Record<string, unknown>,
       cost_price: cost,
-      sale_price: price(cost, { skuCode: s.sku_code, categoryId: product.category_id }),
+      sale_price: price(cost, { skuKey: key, skuCode: s.sku_code, categoryId: product.category_id }),
       original_price: money(s.original_price),
       member_price: money(s.member_price),
       stock_status: s.stock_status,

@@ -1,8 +1,9 @@
 /**
  * The catalog's SKU writes (CatalogWriter's statements): SKU rows by multi-row, diff-guarded upserts or
- * by COPY, the sku_code locks every catalog write takes first, product fingerprints and the run's
- * "seen" marks as pages are checked and written, unlisting, repricing, the change history and sku_code
- * conflicts. Every write takes the caller's EntityManager so that it joins the caller's transaction.
+ * by COPY, the SKU locks every catalog write takes first, product fingerprints and the run's "seen"
+ * marks as pages are checked and written, unlisting, repricing and the change history. A SKU is the
+ * pair (product_id, sku_code), named by its sku_key (see sku-key.ts): two products carrying one code
+ * are two SKUs. Every write takes the caller's EntityManager so that it joins the caller's transaction.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -13,8 +14,8 @@ import { runPrepared } from '../database/prepared-statements.js';
 import { select, toSkuRow, type Db } from './catalog.records.js';
 import type { FieldChange, SkuRow } from './sku-diff.js';
 
-/** Writable columns of catalog_skus besides the key and `listed`, with their SQL types. */
-const SKU_COLUMNS: ReadonlyArray<readonly [Exclude<keyof SkuRow, 'sku_code' | 'listed'>, string]> = [
+/** Writable columns of catalog_skus besides sku_code and `listed`, with their SQL types (sku_key is generated from product_id and sku_code). */
+const SKU_COLUMNS: ReadonlyArray<readonly [Exclude<keyof SkuRow, 'sku_key' | 'sku_code' | 'listed'>, string]> = [
   ['upstream_sku_id', 'bigint'],
   ['product_id', 'bigint'],
   ['product_slug', 'text'],
@@ -34,6 +35,8 @@ const SKU_COLUMNS: ReadonlyArray<readonly [Exclude<keyof SkuRow, 'sku_code' | 'l
   ['manual_form_schema', 'jsonb'],
 ];
 const COLS = SKU_COLUMNS.map(([c]) => c);
+/** The columns an upsert may change: product_id is part of the key. */
+const UPDATE_COLS = COLS.filter((c) => c !== 'product_id');
 /** The columns that come from the SKU's product: sent once per product, not once per SKU. */
 const PRODUCT_COLUMNS: ReadonlySet<string> = new Set([
   'product_slug',
@@ -55,7 +58,7 @@ const ASYNC_COMMIT =
 /** A SkuRow as JSON from alias `a` (money as text, so that no digit is lost on the way). */
 function rowJson(a: string): string {
   const fields = SKU_COLUMNS.map(([c, t]) => `'${c}', ${a}.${c}${t === 'numeric' ? '::text' : ''}`);
-  return `json_build_object('sku_code', ${a}.sku_code, ${fields.join(', ')}, 'listed', ${a}.listed)`;
+  return `json_build_object('sku_key', ${a}.sku_key, 'sku_code', ${a}.sku_code, ${fields.join(', ')}, 'listed', ${a}.listed)`;
 }
 
 /**
@@ -79,10 +82,10 @@ SELECT i.product_id::text AS product_id FROM input i
  * a row seen live is listed when its product is active, as skuRowsFromProduct maps it):
  * insert the new (their creation recorded on the row: run $3, source $6), update the changed (only when a column differs:
  * `IS DISTINCT FROM`, so that `updated_at` moves only when a field does), and return the old row of
- * each write and every sku_code another live product already owns (never overwritten). Nothing is
- * written when the pricing version moved since the sale prices were computed ($4): the caller reprices
- * and retries. `old` is what the statement's snapshot holds: right only once no one else is writing
- * these codes, i.e. after LOCK_SKU_CODES_SQL in an earlier statement of the transaction.
+ * each write. Nothing is written when the pricing version moved since the sale prices were computed
+ * ($4): the caller reprices and retries. `old` is what the statement's snapshot holds: right only once
+ * no one else is writing these SKUs, i.e. after LOCK_SKU_CODES_SQL in an earlier statement of the
+ * transaction.
  */
 const UPSERT_SKUS_SQL = `
 WITH input AS (
@@ -91,38 +94,32 @@ WITH input AS (
 ),
 ver AS (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
 ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, ${ASYNC_COMMIT}),
-old AS (SELECT s.* FROM input i CROSS JOIN LATERAL (SELECT * FROM catalog_skus x WHERE x.sku_code = i.sku_code LIMIT 1) s),
+old AS (SELECT x.* FROM input i JOIN catalog_skus x ON x.product_id = i.product_id AND x.sku_code = i.sku_code),
 up AS (
   INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
   SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz, $3::text, $6::text
     FROM input i WHERE (SELECT fresh FROM ok)
-  ON CONFLICT (sku_code) DO UPDATE SET ${COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
-  WHERE (s.product_id = EXCLUDED.product_id OR NOT s.listed)
-    AND (${COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
-  RETURNING s.sku_code
+  ON CONFLICT (product_id, sku_code) DO UPDATE SET ${UPDATE_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
+  WHERE (${UPDATE_COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${UPDATE_COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
+  RETURNING s.sku_key
 )
-SELECT 'changed' AS what, up.sku_code, CASE WHEN o.sku_code IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS owner
-  FROM up LEFT JOIN old o ON o.sku_code = up.sku_code
-UNION ALL
-SELECT 'conflict', i.sku_code, NULL, o.product_id::text
-  FROM input i JOIN old o ON o.sku_code = i.sku_code
- WHERE (SELECT fresh FROM ok) AND o.product_id <> i.product_id AND o.listed
+SELECT 'changed' AS what, up.sku_key, CASE WHEN o.sku_key IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS version
+  FROM up LEFT JOIN old o ON o.sku_key = up.sku_key
 UNION ALL
 SELECT 'stale_pricing', NULL, NULL, (SELECT version FROM ver)::text FROM ok WHERE NOT fresh`;
 
 /**
  * Records the fingerprints of products written in full, and marks every one of them seen by run $2
  * (when given). Returns the products whose fingerprint was not kept.
- * No fingerprint is kept for a product that claims a code another product owns (a conflict), nor for
- * one that still has listed SKUs it no longer lists (to be confirmed and unlisted after a complete
- * pass): both are looked at in full again. So a product with a fingerprint has no listed SKU outside
- * its fingerprint's codes.
+ * No fingerprint is kept for a product that still has listed SKUs it no longer lists (to be confirmed
+ * and unlisted after a complete pass): it is looked at in full again. So a product with a fingerprint
+ * has no listed SKU outside its fingerprint's codes.
  */
 const WRITE_FINGERPRINTS_SQL = `
-WITH given AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint, fingerprint text, sku_codes text[], keep boolean)),
+WITH given AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint, fingerprint text, sku_codes text[])),
 input AS (
   SELECT g.product_id, g.fingerprint, g.sku_codes,
-         g.keep AND NOT EXISTS (SELECT 1 FROM catalog_skus s
+         NOT EXISTS (SELECT 1 FROM catalog_skus s
                                  WHERE s.product_id = g.product_id AND s.listed AND NOT (s.sku_code = ANY(g.sku_codes))) AS keep
     FROM given g
 ),
@@ -142,12 +139,12 @@ kept AS (
 )
 SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
 
-/** Namespace (first key) of the sku_codes' advisory locks; the migrator's lock is a one-key lock, another space. */
+/** Namespace (first key) of the SKUs' advisory locks (by sku_key); the migrator's lock is a one-key lock, another space. */
 const SKU_CODE_LOCKS = 7_244_102;
-/** Namespace of the one lock over every sku_code: shared by a write that locks its codes, exclusive for one with too many. */
+/** Namespace of the one lock over every SKU: shared by a write that locks its SKUs, exclusive for one with too many. */
 const ALL_SKU_CODES_LOCK = 7_244_103;
 /**
- * Above this many codes a write takes ALL_SKU_CODES_LOCK exclusively instead of a lock per code: the
+ * Above this many SKUs a write takes ALL_SKU_CODES_LOCK exclusively instead of a lock per SKU: the
  * server's lock table is shared and bounded (max_locks_per_transaction × max_connections, ~6,400 by
  * default), and a page batch of a catalog with many SKUs a product could otherwise fill it.
  */
@@ -157,24 +154,24 @@ const MAX_CODE_LOCKS = 2000;
  * The locks a catalog write takes before it reads or writes a SKU row, in the one order every catalog
  * write takes them (so that none waits for another in a circle): the pricing version FOR SHARE (a
  * reprice holds it exclusively while it rewrites sale prices), then ALL_SKU_CODES_LOCK (shared; or
- * exclusive, and nothing more, for a write of more than MAX_CODE_LOCKS codes), then a
- * transaction-scoped advisory lock per sku_code ($1, and those product $2 lists now, when given) in the
- * order of their keys, then rows (the statements that follow). Returns the version held.
- * Why: in READ COMMITTED, UPSERT_SKUS_SQL reads `old` with its statement's snapshot. A code that a
+ * exclusive, and nothing more, for a write of more than MAX_CODE_LOCKS SKUs), then a
+ * transaction-scoped advisory lock per sku_key ($1, and those product $2 lists now, when given) in the
+ * order of their hashes, then rows (the statements that follow). Returns the version held.
+ * Why: in READ COMMITTED, UPSERT_SKUS_SQL reads `old` with its statement's snapshot. A SKU that a
  * concurrent writer inserted but has not committed is not in it, and ON CONFLICT, once that writer
- * committed, judges the committed row: another product's claim was then reported neither as a change
- * nor as a conflict, and the same product's second write as `created` again. Taken by a statement of
- * their own, the locks start the next statement's snapshot after every competing writer of those codes
- * committed. Two codes with one key only wait for each other (keys, not codes, are sorted).
+ * committed, judges the committed row: the same product's second write was then recorded as `created`
+ * again. Taken by a statement of their own, the locks start the next statement's snapshot after every
+ * competing writer of those SKUs committed. Two keys with one hash only wait for each other (hashes,
+ * not keys, are sorted).
  * Each step is an InitPlan of the next (a MATERIALIZED CTE read in a WHERE clause), which runs it first.
  */
 function lockSkuCodesSql(asyncCommit: boolean): string {
   return `
 WITH ver AS MATERIALIZED (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
 keys AS MATERIALIZED (
-  SELECT DISTINCT hashtext(code) AS key
-    FROM (SELECT unnest($1::text[]) AS code
-          UNION ALL SELECT s.sku_code FROM catalog_skus s WHERE s.product_id = $2::bigint AND s.listed) codes
+  SELECT DISTINCT hashtext(sku_key) AS key
+    FROM (SELECT unnest($1::text[]) AS sku_key
+          UNION ALL SELECT s.sku_key FROM catalog_skus s WHERE s.product_id = $2::bigint AND s.listed) skus
    WHERE (SELECT count(*) FROM ver) >= 0),
 mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys),
 whole AS MATERIALIZED (
@@ -199,27 +196,17 @@ export interface FingerprintInput {
   fingerprint: string;
   /** The sku_codes the product lists. */
   skuCodes: string[];
-  /** False: the product claims a code another product owns; no fingerprint is kept. */
-  keep: boolean;
 }
 
 export interface UpsertOutcome {
-  /** Rows written, with the row before (null: inserted). */
-  written: Array<{ skuCode: string; old: SkuRow | null }>;
-  /** sku_codes claimed by this input but owned by another listed product. */
-  conflicts: Array<{ skuCode: string; ownerProductId: number }>;
+  /** Rows written (by sku_key), with the row before (null: inserted). */
+  written: Array<{ skuKey: string; old: SkuRow | null }>;
   /** Set when nothing was written because the pricing version moved: the current version. */
   stalePricing: number | null;
 }
 
-export interface ConflictInput {
-  skuCode: string;
-  ownerProductId: number;
-  claimantProductId: number;
-  claimantSkuId: number | null;
-}
-
 export interface HistoryInput {
+  skuKey: string;
   skuCode: string;
   change: FieldChange;
 }
@@ -279,7 +266,7 @@ export class SkuWriteRepository {
     if (items.length === 0) return [];
     const unique = new Map(items.map((i) => [i.productId, i]));
     const rows = await this.prepared<{ product_id: string }>(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
-      JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes, keep: i.keep }))),
+      JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes }))),
       opts.seenBy,
       opts.now,
     ]);
@@ -287,12 +274,12 @@ export class SkuWriteRepository {
   }
 
   /**
-   * Takes the locks of LOCK_SKU_CODES_SQL in the caller's transaction: the pricing version, then
-   * `codes` and the codes product `listedOf` lists now (to be unlisted). A catalog write takes them
+   * Takes the locks of LOCK_SKU_CODES_SQL in the caller's transaction: the pricing version, then the
+   * SKUs `keys` and those product `listedOf` lists now (to be unlisted). A catalog write takes them
    * before its first statement that reads or writes SKU rows. Returns the pricing version held.
    */
-  async lockSkuCodes(em: Db, codes: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
-    const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [codes, opts.listedOf ?? null]);
+  async lockSkuCodes(em: Db, keys: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
+    const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [keys, opts.listedOf ?? null]);
     return { version: Number(row?.version), now: row.now };
   }
 
@@ -309,8 +296,8 @@ export class SkuWriteRepository {
   }
 
   /**
-   * Upserts rows (distinct sku_codes) seen live, guarded by the pricing version they were priced
-   * with. `runId`: the run their history rows belong to. The caller holds their codes' locks
+   * Upserts rows (distinct SKUs) seen live, guarded by the pricing version they were priced
+   * with. `runId`: the run their history rows belong to. The caller holds their SKUs' locks
    * (lockSkuCodes, an earlier statement of its transaction): see LOCK_SKU_CODES_SQL.
    */
   async upsertSkus(
@@ -318,7 +305,7 @@ export class SkuWriteRepository {
     rows: SkuRow[],
     opts: { now: Date; runId: string | null; pricingVersion: number; source: string },
   ): Promise<UpsertOutcome> {
-    const out: UpsertOutcome = { written: [], conflicts: [], stalePricing: null };
+    const out: UpsertOutcome = { written: [], stalePricing: null };
     if (rows.length === 0) return out;
     const skus: Array<Record<string, unknown>> = [];
     const products = new Map<number, Record<string, unknown>>();
@@ -349,35 +336,34 @@ export class SkuWriteRepository {
         });
       }
     }
-    const result = await this.prepared<{ what: string; sku_code: string | null; old: Record<string, unknown> | null; owner: string | null }>(
+    const result = await this.prepared<{ what: string; sku_key: string | null; old: Record<string, unknown> | null; version: string | null }>(
       em,
       'upsert_skus',
       UPSERT_SKUS_SQL,
       [JSON.stringify(skus), opts.now, opts.runId, opts.pricingVersion, JSON.stringify([...products.values()]), opts.source],
     );
     for (const r of result) {
-      if (r.what === 'changed') out.written.push({ skuCode: r.sku_code!, old: r.old ? toSkuRow(r.old) : null });
-      else if (r.what === 'conflict') out.conflicts.push({ skuCode: r.sku_code!, ownerProductId: Number(r.owner) });
-      else if (r.what === 'stale_pricing') out.stalePricing = Number(r.owner);
+      if (r.what === 'changed') out.written.push({ skuKey: r.sku_key!, old: r.old ? toSkuRow(r.old) : null });
+      else if (r.what === 'stale_pricing') out.stalePricing = Number(r.version);
     }
     return out;
   }
 
   /**
-   * Inserts rows (distinct sku_codes) believed new, their creation recorded on the row, by COPY: what
+   * Inserts rows (distinct SKUs) believed new, their creation recorded on the row, by COPY: what
    * UPSERT_SKUS_SQL does for new rows, at a fraction of the server's work (a first sync). Guarded by
-   * the pricing version as the upsert is. A sku_code already stored fails the statement (unique
+   * the pricing version as the upsert is. A SKU already stored fails the statement (unique
    * violation, SQLSTATE 23505) and with it the caller's transaction: the caller writes the rows again
-   * with upsertSkus, which sorts out changes and conflicts. Only on a PostgreSQL server (canCopy), in a
-   * transaction. Takes the locks of LOCK_SKU_CODES_SQL for its codes first (in the statement that holds
-   * the pricing version), so that a COPY and an upsert of one code wait for each other.
+   * with upsertSkus, which sorts out the changes. Only on a PostgreSQL server (canCopy), in a
+   * transaction. Takes the locks of LOCK_SKU_CODES_SQL for its SKUs first (in the statement that holds
+   * the pricing version), so that a COPY and an upsert of one SKU wait for each other.
    */
   async insertNewSkus(em: EntityManager, rows: SkuRow[], opts: { now: Date; runId: string | null; pricingVersion: number; source: string }): Promise<UpsertOutcome> {
-    const out: UpsertOutcome = { written: [], conflicts: [], stalePricing: null };
+    const out: UpsertOutcome = { written: [], stalePricing: null };
     if (rows.length === 0) return out;
     const runner = em.queryRunner;
     if (!runner || !(await this.canCopy())) throw new Error('insertNewSkus needs a transaction on a PostgreSQL server');
-    const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [rows.map((r) => r.sku_code), null]);
+    const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [rows.map((r) => r.sku_key), null]);
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).
@@ -394,7 +380,7 @@ export class SkuWriteRepository {
       skus += productText + '\t' + code;
       for (const c of COPY_SKU_COLUMNS) skus += '\t' + copyField(r[c]);
       skus += '\t' + copyField(r.listed) + tail;
-      out.written.push({ skuCode: r.sku_code, old: null });
+      out.written.push({ skuKey: r.sku_key, old: null });
     }
     const client = (await runner.connect()) as PoolClient;
     await copyIn(client, COPY_SKUS_SQL, skus);
@@ -420,28 +406,28 @@ export class SkuWriteRepository {
     return rows.map((r) => ({ ...toSkuRow(r.row), listed: true }));
   }
 
-  /** Sets new sale prices, only where different. Returns the sku_codes written. */
-  async setSalePrices(em: Db, prices: Array<{ sku_code: string; sale_price: string }>, now: Date): Promise<string[]> {
+  /** Sets new sale prices, only where different. Returns the sku_keys written. */
+  async setSalePrices(em: Db, prices: Array<{ sku_key: string; sale_price: string }>, now: Date): Promise<string[]> {
     if (prices.length === 0) return [];
-    const rows = await select<{ sku_code: string }>(
+    const rows = await select<{ sku_key: string }>(
       em,
       `WITH u AS (
          UPDATE catalog_skus s SET sale_price = v.sale_price, updated_at = $2
-           FROM json_to_recordset($1::json) AS v(sku_code text, sale_price numeric)
-          WHERE s.sku_code = v.sku_code AND s.sale_price IS DISTINCT FROM v.sale_price
-          RETURNING s.sku_code)
-       SELECT sku_code FROM u`,
+           FROM json_to_recordset($1::json) AS v(sku_key text, sale_price numeric)
+          WHERE s.sku_key = v.sku_key AND s.sale_price IS DISTINCT FROM v.sale_price
+          RETURNING s.sku_key)
+       SELECT sku_key FROM u`,
       [JSON.stringify(prices), now],
     );
-    return rows.map((r) => r.sku_code);
+    return rows.map((r) => r.sku_key);
   }
 
-  /** A batch of SKUs in sku_code order after `afterCode`, for repricing. */
-  async skuBatch(em: Db, afterCode: string, limit: number): Promise<SkuRow[]> {
+  /** A batch of SKUs in sku_key order after `afterKey`, for repricing. */
+  async skuBatch(em: Db, afterKey: string, limit: number): Promise<SkuRow[]> {
     const rows = await select<{ row: Record<string, unknown> }>(
       em,
-      `SELECT ${rowJson('s')} AS row FROM catalog_skus s WHERE s.sku_code > $1 ORDER BY s.sku_code LIMIT $2`,
-      [afterCode, limit],
+      `SELECT ${rowJson('s')} AS row FROM catalog_skus s WHERE s.sku_key > $1 ORDER BY s.sku_key LIMIT $2`,
+      [afterKey, limit],
     );
     return rows.map((r) => toSkuRow(r.row));
   }
@@ -449,6 +435,7 @@ export class SkuWriteRepository {
   async appendHistory(em: Db, entries: HistoryInput[], opts: { runId: string | null; source: string; now: Date }): Promise<void> {
     if (entries.length === 0) return;
     const payload = entries.map((e) => ({
+      sku_key: e.skuKey,
       sku_code: e.skuCode,
       field: e.change.field,
       kind: e.change.kind,
@@ -456,31 +443,10 @@ export class SkuWriteRepository {
       new_value: e.change.new ?? null,
     }));
     await em.query(
-      `INSERT INTO catalog_sku_changes (sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
-       SELECT sku_code, field, kind, old_value, new_value, $2, $3, $4
-         FROM json_to_recordset($1::json) AS t(sku_code text, field text, kind text, old_value jsonb, new_value jsonb)`,
+      `INSERT INTO catalog_sku_changes (sku_key, sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
+       SELECT sku_key, sku_code, field, kind, old_value, new_value, $2, $3, $4
+         FROM json_to_recordset($1::json) AS t(sku_key text, sku_code text, field text, kind text, old_value jsonb, new_value jsonb)`,
       [JSON.stringify(payload), opts.runId, opts.source, opts.now],
-    );
-  }
-
-  async recordConflicts(em: Db, conflicts: ConflictInput[], opts: { runId: string | null; now: Date }): Promise<void> {
-    if (conflicts.length === 0) return;
-    const unique = new Map<string, ConflictInput>();
-    for (const c of conflicts) unique.set(`${c.skuCode}\u0000${c.ownerProductId}\u0000${c.claimantProductId}`, c);
-    const payload = [...unique.values()].map((c) => ({
-      sku_code: c.skuCode,
-      owner_product_id: c.ownerProductId,
-      claimant_product_id: c.claimantProductId,
-      claimant_sku_id: c.claimantSkuId,
-    }));
-    await em.query(
-      `INSERT INTO catalog_sku_conflicts AS c (sku_code, owner_product_id, claimant_product_id, claimant_sku_id, run_id, first_seen_at, last_seen_at)
-       SELECT sku_code, owner_product_id, claimant_product_id, claimant_sku_id, $2, $3, $3
-         FROM json_to_recordset($1::json) AS t(sku_code text, owner_product_id bigint, claimant_product_id bigint, claimant_sku_id bigint)
-       ON CONFLICT (sku_code, owner_product_id, claimant_product_id) DO UPDATE
-         SET occurrences = c.occurrences + 1, last_seen_at = EXCLUDED.last_seen_at, run_id = EXCLUDED.run_id,
-             claimant_sku_id = EXCLUDED.claimant_sku_id`,
-      [JSON.stringify(payload), opts.runId, opts.now],
     );
   }
 }

@@ -50,7 +50,6 @@ export interface ActiveRun {
   flushedAt: number;
   /** How the next page is written, from what the last one was (see ProductsPass). */
   strategy: WriteStrategy;
-  conflictKeys: Set<string>;
   /**
    * What a full pass saw, kept in memory, with the fingerprints stored at its start (null: what it saw
    * is recorded in catalog_sync_seen).
@@ -102,15 +101,6 @@ export function countWrite(run: ActiveRun, r: WriteResult): void {
   c.skusChanged += r.changed;
   c.skusDelisted += r.delisted;
   c.skusRelisted += r.relisted;
-  // A conflicted product is looked at in full again (and may be read again to confirm it): each
-  // conflict counts once per run.
-  for (const k of r.conflicts) {
-    const key = `${k.skuCode}\u0000${k.claimantProductId}`;
-    if (!run.conflictKeys.has(key)) {
-      run.conflictKeys.add(key);
-      c.conflicts++;
-    }
-  }
   for (const k of Object.keys(r.counts) as Array<keyof typeof r.counts>) c.changes[k] += r.counts[k];
 }
 

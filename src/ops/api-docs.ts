@@ -61,6 +61,7 @@ const ERROR_SCHEMA = {
     fields: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'with `bad_request`: the fields at fault' },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
+    candidates: { type: 'array', items: { type: 'string' }, description: 'with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100)' },
     unit_cost: { type: 'string', description: 'with `price_changed`: the fresh upstream unit price (decimal string)' },
     max_unit_cost: { type: 'string', description: 'with `price_changed`: the ceiling it was checked against (decimal string)' },
     delivery: { type: 'object', description: 'with `delivery_pending`: the webhook delivery' },

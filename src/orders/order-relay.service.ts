@@ -49,6 +49,8 @@ interface EarlyRead {
 
 interface CheckedSku {
   productId: number;
+  /** The SKU the order resolved to (`<product_id>:<sku_code>`). */
+  skuKey: string;
   skuId: number;
   unitCost: string;
   currency: string | null;
@@ -137,7 +139,7 @@ export class OrderRelayService {
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
     const { found, orderRecorded } = await this.repo.findSkuForOrder(input.sku_code, input.shop_order_no);
-    const sku = this.catalog.skuForOrder(input.sku_code, found);
+    const { sku, refused } = this.catalog.skuForOrder(input.sku_code, found);
     if (orderRecorded) this.remember(input.shop_order_no);
     const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
@@ -146,6 +148,8 @@ export class OrderRelayService {
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
       if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
     }
+    // A code several SKUs carry: refused (nothing recorded) for a new attempt, never a guess.
+    if (refused) throw refused;
     return this.placeAttempt(input, fingerprint, existing, sku, early, wait);
   }
 
@@ -192,7 +196,7 @@ export class OrderRelayService {
     } catch (e) {
       if (!(e instanceof PriceReadDeferred) || !local) throw e;
       // no budget for the price read in time: queued as the local catalog knows the SKU, read when sent
-      sku = { productId: local.productId, skuId: local.upstreamSkuId, unitCost: local.costPrice, currency: local.currency, fulfillmentType: local.fulfillmentType };
+      sku = { productId: local.productId, skuKey: local.skuKey, skuId: local.upstreamSkuId, unitCost: local.costPrice, currency: local.currency, fulfillmentType: local.fulfillmentType };
       deferred = true;
     }
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
@@ -247,7 +251,8 @@ export class OrderRelayService {
       ...(attempt.request.manual_form_data !== undefined ? { manual_form_data: attempt.request.manual_form_data } : {}),
       ...(order.maxUnitCost !== null ? { max_unit_cost: order.maxUnitCost } : {}),
     };
-    const local = await this.catalog.getSku(order.skuCode);
+    // the SKU the order resolved to when it was accepted
+    const local = await this.catalog.getSku(order.skuKey ?? order.skuCode);
     let sku: CheckedSku;
     try {
       sku = await this.check(input, local, null, order.maxUnitCost ?? order.priceCeiling ?? local?.salePrice ?? '0', { signal });
@@ -333,7 +338,7 @@ export class OrderRelayService {
       if (e instanceof BudgetWaitExceeded && wait.deadline !== undefined) throw new PriceReadDeferred();
       throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
     }
-    const fresh = product?.skus.find((s) => s.sku_code === input.sku_code);
+    const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);
     if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
       throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is no longer available upstream`);
     }
@@ -345,6 +350,7 @@ export class OrderRelayService {
     }
     return {
       productId: product.id,
+      skuKey: sku.skuKey,
       skuId: fresh.id,
       unitCost: fresh.price_amount,
       currency: sku.currency,
@@ -390,6 +396,7 @@ export class OrderRelayService {
             {
               shopOrderNo: input.shop_order_no,
               skuCode: input.sku_code,
+              skuKey: sku.skuKey,
               quantity: input.quantity,
               requestFingerprint: fingerprint,
               maxUnitCost: input.max_unit_cost ?? null,
@@ -420,6 +427,7 @@ export class OrderRelayService {
         const patch = {
           attempt: n,
           downstream_order_no: dno,
+          sku_key: sku.skuKey,
           product_id: sku.productId,
           sku_id: sku.skuId,
           unit_cost: sku.unitCost,

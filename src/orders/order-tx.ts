@@ -284,10 +284,10 @@ export class OrderTx {
       found = await rows<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>(
         this.em,
         `WITH o AS (
-           INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
+           INSERT INTO orders (shop_order_no, sku_code, sku_key, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
              downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
              status_changed_at, progress_at, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
+           VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
@@ -317,6 +317,7 @@ export class OrderTx {
           Math.ceil(leaseMs),
           status,
           input.priceCeiling,
+          input.skuKey,
         ],
       );
     } catch (e) {

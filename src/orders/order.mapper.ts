@@ -4,9 +4,13 @@
 import { isStuck, refundEligibility, type OrderStatus, type RefundState } from './order-state.js';
 import type { OrderEventRecord, OrderRecord } from './order.records.js';
 import type { DeliveredData } from './payload-cipher.js';
+import { codeOfKey } from '../catalog/sku-key.js';
 
 export interface OrderResponse {
   shop_order_no: string;
+  /** The SKU the order resolved to, `<product_id>:<sku_code>` (null for an order recorded without one). */
+  sku_key: string | null;
+  /** The SKU's code (what the shop sent when it has no key). */
   sku_code: string;
   quantity: number;
   status: OrderStatus;
@@ -52,7 +56,8 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
   const refund = orderRefund(o);
   return {
     shop_order_no: o.shopOrderNo,
-    sku_code: o.skuCode,
+    sku_key: o.skuKey,
+    sku_code: o.skuKey !== null ? codeOfKey(o.skuKey) : o.skuCode,
     quantity: o.quantity,
     status: o.status,
     attempt: o.attempt,

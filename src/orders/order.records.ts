@@ -8,7 +8,10 @@ import type { EventSource, OrderStatus } from './order-state.js';
 export interface OrderRecord {
   id: string;
   shopOrderNo: string;
+  /** What the shop sent: a sku_code or a sku_key (the idempotency fingerprint is over it). */
   skuCode: string;
+  /** The SKU it resolved to, `<product_id>:<sku_code>` (null only for an order recorded without one). */
+  skuKey: string | null;
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;
@@ -90,6 +93,7 @@ export type OrderPatch = Partial<{
   status: OrderStatus;
   attempt: number;
   downstream_order_no: string;
+  sku_key: string;
   upstream_order_id: number | null;
   upstream_order_no: string | null;
   product_id: number | null;
@@ -137,6 +141,7 @@ export interface OrderRow {
   id: string;
   shop_order_no: string;
   sku_code: string;
+  sku_key?: string | null;
   quantity: number;
   request_fingerprint: string;
   max_unit_cost: string | null;
@@ -197,6 +202,7 @@ export function toOrder(r: OrderRow): OrderRecord {
     id: String(r.id),
     shopOrderNo: r.shop_order_no,
     skuCode: r.sku_code,
+    skuKey: r.sku_key ?? null,
     quantity: r.quantity,
     requestFingerprint: r.request_fingerprint,
     maxUnitCost: r.max_unit_cost,
@@ -256,6 +262,8 @@ export function toAttempt(r: AttemptRow): AttemptRecord {
 export interface NewOrderInput {
   shopOrderNo: string;
   skuCode: string;
+  /** The SKU it resolved to (null: not known; the order's code then names it). */
+  skuKey: string | null;
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;

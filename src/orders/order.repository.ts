@@ -9,7 +9,7 @@ import type { PageRequest } from '../common/pagination.js';
 import type { EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
 import { rows, runPrepared } from '../database/prepared-statements.js';
-import { SKU_WITH_CURRENCY, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
+import { SKU_WITH_CURRENCY, SKUS_BY_REF, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
 import { CURRENCY_KEY } from '../catalog/catalog.records.js';
 import { toAttempt, toOrder, type AttemptRecord, type AttemptRow, type OrderEventRecord, type OrderRecord, type OrderRow } from './order.records.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
@@ -26,15 +26,16 @@ function stuckCondition(stuckParam: number, unknownParam: number): string {
 }
 
 /**
- * An order's first read, in one statement (one round trip less for every order placed): the SKU as the
- * catalog reads it for an order (SKU_WITH_CURRENCY: its columns null when there is no such code) and
- * whether the order's `shop_order_no` is already recorded (a replay: the relay then reads the order).
- * It reads the orders table, so it is the orders' statement; the SKU's columns and their mapping are
- * the catalog's.
+ * An order's first read, in one statement (one round trip less for every order placed): the SKUs the
+ * order's reference may name ($1, a sku_key or a sku_code: SKUS_BY_REF, one row for a code carried by
+ * one SKU) as the catalog reads them for an order (SKU_WITH_CURRENCY: one row of nulls when there is
+ * none) and whether the order's `shop_order_no` is already recorded (a replay: the relay then reads
+ * the order). It reads the orders table, so it is the orders' statement; the SKU's columns, their
+ * mapping and the resolution of the reference are the catalog's.
  */
 const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY},
   EXISTS (SELECT 1 FROM orders o WHERE o.shop_order_no = $3) AS relay_order_recorded
-  FROM (SELECT 1) AS one LEFT JOIN catalog_skus s ON s.sku_code = $1`;
+  FROM (SELECT 1) AS one LEFT JOIN LATERAL ${SKUS_BY_REF} s ON true`;
 
 export interface StuckThresholds {
   stuckBefore: Date;
@@ -111,16 +112,17 @@ export class OrderRepository {
   }
 
   /**
-   * The SKU an order asks for, with the currency and its product's fingerprint (null when the catalog
-   * has no such code), and whether `shopOrderNo` is a recorded order: one prepared statement.
+   * The SKUs an order's reference (a sku_key or a sku_code) may name, with the currency and their
+   * product's fingerprint (none when the catalog has no such SKU; CatalogService.skuForOrder resolves
+   * them), and whether `shopOrderNo` is a recorded order: one prepared statement.
    */
-  async findSkuForOrder(skuCode: string, shopOrderNo: string): Promise<{ found: FoundSku | null; orderRecorded: boolean }> {
-    const [row] = await runPrepared<Record<string, unknown>>(this.dataSource, this.dataSource.manager, { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL }, [
-      skuCode,
+  async findSkuForOrder(ref: string, shopOrderNo: string): Promise<{ found: FoundSku[]; orderRecorded: boolean }> {
+    const found = await runPrepared<Record<string, unknown>>(this.dataSource, this.dataSource.manager, { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL }, [
+      ref,
       CURRENCY_KEY,
       shopOrderNo,
     ]);
-    return { found: row.sku_code === null ? null : toFoundSku(row), orderRecorded: row.relay_order_recorded === true };
+    return { found: found.filter((row) => row.sku_key !== null).map(toFoundSku), orderRecorded: found[0]?.relay_order_recorded === true };
   }
 
   async findByShopOrderNo(shopOrderNo: string): Promise<OrderRecord | null> {

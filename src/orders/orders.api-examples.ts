@@ -14,7 +14,8 @@ const nullableString = (description?: string): SchemaObject => ({ type: 'string'
 export const ORDER_SCHEMA: SchemaObject = objectSchema(
   {
     shop_order_no: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'the shop\'s order number (the idempotency key)' },
-    sku_code: { type: 'string' },
+    sku_key: nullableString('the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)'),
+    sku_code: { type: 'string', description: 'the SKU\'s code (the upstream\'s, unique only within its product)' },
     quantity: { type: 'integer', minimum: 1 },
     status: {
       type: 'string',
@@ -83,6 +84,10 @@ export const CREATE_ORDER_EXAMPLES = {
     summary: 'the required members only (ceiling: the SKU\'s current sale price)',
     value: { shop_order_no: 'SO-20261122-0002', sku_code: 'SKU-00042-1', quantity: 1 },
   },
+  by_key: {
+    summary: 'a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products\' SKUs carrying one code, such as `DEFAULT`',
+    value: { shop_order_no: 'SO-20261122-0005', sku_code: '42:SKU-00042-1', quantity: 1 },
+  },
   manual: {
     summary: 'a manual SKU: `manual_form_data` answers its `manual_form_schema`',
     value: { shop_order_no: 'SO-20261122-0003', sku_code: 'SKU-00057-1', quantity: 1, manual_form_data: { account: 'player-88412', server: 'asia-1' } },
@@ -104,6 +109,7 @@ export const RESOLVE_EXAMPLES = {
 
 export const ORDER_DELIVERED = {
   shop_order_no: 'SO-20261122-0001',
+  sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   quantity: 2,
   status: 'delivered',
@@ -225,6 +231,13 @@ export const CREATE_ORDER_ERRORS = [
     fields: { 'manual_form_data.account': ['required'] },
   }),
   apiError(404, 'sku_not_found', 'no SKU SKU-99999-1'),
+  apiError(
+    409,
+    'sku_ambiguous',
+    'sku_code DEFAULT is carried by 2 listed SKUs (products): name one by its sku_key',
+    { candidates: ['113:DEFAULT', '57:DEFAULT'] },
+    'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess',
+  ),
   apiError(409, 'sku_unavailable', 'SKU SKU-00042-1 is not available (unlisted, inactive or out of stock)', {}, 'unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded'),
   apiError(409, 'price_changed', 'the unit price is now 27.50, above 25.90', { unit_cost: '27.50', max_unit_cost: '25.90' }, 'the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded'),
   apiError(409, 'idempotency_conflict', `order ${NO} was recorded with another request body`, {}, 'this `shop_order_no` was used with another body'),

@@ -23,7 +23,16 @@ export class CreateOrderDto {
   @Matches(SHOP_ORDER_NO_RE, { message: 'shop_order_no must match [A-Za-z0-9._:-]{1,64}' })
   shop_order_no!: string;
 
-  @ApiProperty({ type: String, minLength: 1, maxLength: 255, description: 'the SKU to buy', example: 'SKU-00042-1' })
+  @ApiProperty({
+    type: String,
+    minLength: 1,
+    maxLength: 255,
+    description:
+      'the SKU to buy: its `sku_key` (`<product id>:<sku_code>`) or a plain `sku_code`, which names the one listed SKU carrying it; ' +
+      'a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. ' +
+      'Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU\'s `sku_key` and `sku_code`',
+    example: 'SKU-00042-1',
+  })
   @IsString()
   @Length(1, 255)
   sku_code!: string;

@@ -19,6 +19,7 @@ export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, l
       {
         shopOrderNo,
         skuCode: of.skuCode ?? 'SKU-1',
+        skuKey: null,
         quantity: 1,
         requestFingerprint: of.requestFingerprint ?? 'f',
         maxUnitCost: null,
