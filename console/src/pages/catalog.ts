@@ -56,7 +56,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
           <input type="datetime-local" name="changed_since" value=${changedSince} onChange=${(e: Event) => go({ changed_since: (e.target as HTMLInputElement).value })} />
         </label>
         <span class="spacer"></span>
-        <label>Open SKU <input name="jump" placeholder="sku_code" value=${jump} onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)} /></label>
+        <label>Open SKU <input name="jump" placeholder="sku_key or sku_code" value=${jump} onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)} /></label>
         <button class="btn" type="submit">Open</button>
       </form>
     <//>
@@ -69,8 +69,8 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
             <tbody>
               ${list.data.items.length === 0 ? html`<tr><td colspan="9" class="muted">No SKUs match.</td></tr>` : null}
               ${list.data.items.map(
-                (s) => html`<tr data-sku=${s.sku_code}>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_code)}`)}><code>${s.sku_code}</code></a></td>
+                (s) => html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key}>
+                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a></td>
                   <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
                   <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>${names.get(Number(s.category_id)) ?? s.category_id}</td>
                   <td class="num"><${Money} amount=${s.cost_price} /></td>

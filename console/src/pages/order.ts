@@ -154,7 +154,7 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
     <div class="grid two">
       <${Card} title="Order">
         <${Facts} rows=${[
-          ['SKU', html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_code)}`)}><code>${o.sku_code}</code></a>`, 'sku_code'],
+          ['SKU', html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}><code>${o.sku_code}</code></a>`, 'sku_code'],
           ['Quantity', String(o.quantity), 'quantity'],
           ['Amount', html`<${Money} amount=${o.amount} currency=${o.currency} />`, 'amount'],
           ['Refund', html`<${Badge} value=${o.refund_state} />${o.refundable_amount ? html` <${Money} amount=${o.refundable_amount} currency=${o.currency} />` : null}`, 'refund_state'],

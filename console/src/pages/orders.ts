@@ -54,7 +54,7 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                 (o) => html`<tr data-order=${o.shop_order_no}>
                   <td><a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a>${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}</td>
                   <td><${Badge} value=${o.status} /></td>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(o.sku_code)}`)}><code>${o.sku_code}</code></a> × ${o.quantity}</td>
+                  <td><a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}><code>${o.sku_code}</code></a> × ${o.quantity}</td>
                   <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
                   <td>${o.refund_state === 'not_refundable' ? html`<span class="muted">—</span>` : html`<${Badge} value=${o.refund_state} />`}</td>
                   <td><${Time} at=${o.created_at} /></td>

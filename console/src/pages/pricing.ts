@@ -1,6 +1,8 @@
 /**
- * Pricing rules: the defaults (from the environment), and the rules by category and by sku_code,
- * edited as one list and saved with `PUT /internal/pricing/rules` (which reprices the catalog). The
+ * Pricing rules: the defaults (from the environment), and the rules by category and by SKU, edited
+ * as one list and saved with `PUT /internal/pricing/rules` (which reprices the catalog). A SKU rule
+ * shows the SKU's code and names the SKU by its `sku_key` (a code is unique only within its product);
+ * a code typed in names the one listed SKU carrying it (the service refuses one several carry). The
  * preview shows, for the SKUs the draft touches, the price now and the price the draft gives.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -16,7 +18,10 @@ interface DraftRule {
   key: number;
   scope: 'category' | 'sku';
   category_id: string;
+  /** What the row shows and the operator types: the SKU's code (or a key). */
   sku_code: string;
+  /** The SKU's key, as the service stored the rule or the SKU page named it ('' once the code is edited). */
+  sku_key: string;
   markup_percent: string;
   markup_fixed: string;
   rounding: string;
@@ -30,6 +35,7 @@ function toDraft(r: PricingRule): DraftRule {
     scope: r.scope,
     category_id: r.category_id != null ? String(r.category_id) : '',
     sku_code: r.sku_code ?? '',
+    sku_key: r.sku_key ?? '',
     markup_percent: r.markup_percent,
     markup_fixed: r.markup_fixed,
     rounding: r.rounding ?? '',
@@ -38,7 +44,7 @@ function toDraft(r: PricingRule): DraftRule {
 
 function toBody(d: DraftRule): PricingRuleBody {
   const markup = { markup_percent: d.markup_percent.trim(), markup_fixed: d.markup_fixed.trim(), rounding: d.rounding.trim() === '' ? null : d.rounding.trim() };
-  return d.scope === 'category' ? { scope: 'category', category_id: Number(d.category_id), ...markup } : { scope: 'sku', sku_code: d.sku_code.trim(), ...markup };
+  return d.scope === 'category' ? { scope: 'category', category_id: Number(d.category_id), ...markup } : { scope: 'sku', sku_code: skuRef(d), ...markup };
 }
 
 function problems(d: DraftRule): string[] {
@@ -52,12 +58,17 @@ function problems(d: DraftRule): string[] {
   return out;
 }
 
-const targetKey = (d: DraftRule) => (d.scope === 'category' ? `c:${d.category_id}` : `s:${d.sku_code.trim()}`);
+/** What a SKU rule names: its SKU's key, or the code typed in. */
+const skuRef = (d: DraftRule) => d.sku_key || d.sku_code.trim();
+const targetKey = (d: DraftRule) => (d.scope === 'category' ? `c:${d.category_id}` : `s:${skuRef(d)}`);
+/** The row's handle in the page: the category, or the code the row shows. */
+const rowKey = (d: DraftRule) => (d.scope === 'category' ? `c:${d.category_id}` : `s:${d.sku_code.trim()}`);
 const ruleText = (d: DraftRule) => `${d.markup_percent}|${d.markup_fixed}|${d.rounding}`;
 
-/** The rule the service would pick: sku_code, then the SKU's category, then its parent, then the defaults. */
+/** The rule the service would pick: the SKU's (by key, or by its code), then the SKU's category, then its parent, then the defaults. */
 function ruleFor(sku: Sku, rules: DraftRule[], parents: Map<number, number>, defaults: Markup): { markup: Markup; source: string } {
-  const bySku = rules.find((r) => r.scope === 'sku' && r.sku_code.trim() === sku.sku_code);
+  const bySku =
+    rules.find((r) => r.scope === 'sku' && skuRef(r) === sku.sku_key) ?? rules.find((r) => r.scope === 'sku' && !r.sku_key && r.sku_code.trim() === sku.sku_code);
   if (bySku) return { markup: bySku, source: 'SKU rule' };
   const cat = Number(sku.category_id);
   const byCat = rules.find((r) => r.scope === 'category' && Number(r.category_id) === cat);
@@ -75,24 +86,25 @@ async function loadTargets(targets: string[]): Promise<Sku[]> {
       try {
         if (t.startsWith('s:')) {
           const s = (await api.get<SkuAnswer>(`/internal/catalog/skus/${enc(t.slice(2))}`)).sku;
-          found.set(s.sku_code, s);
+          found.set(s.sku_key, s);
         } else {
           const list = await api.get<SkuList>('/internal/catalog/skus', { category_id: t.slice(2), page_size: 15 });
-          for (const s of list.items) found.set(s.sku_code, s);
+          for (const s of list.items) found.set(s.sku_key, s);
         }
       } catch (e) {
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        // no such SKU, or a code several SKUs carry (the save names them)
+        if (!(e instanceof ApiError && (e.status === 404 || e.status === 409))) throw e;
       }
     }),
   );
-  return [...found.values()].sort((a, b) => a.sku_code.localeCompare(b.sku_code));
+  return [...found.values()].sort((a, b) => a.sku_code.localeCompare(b.sku_code) || a.sku_key.localeCompare(b.sku_key));
 }
 
 function RuleRow({ rule, categories, onChange, onRemove }: { rule: DraftRule; categories: FlatCategory[]; onChange: (r: DraftRule) => void; onRemove: () => void }) {
   const field = (name: keyof DraftRule, placeholder: string, cls = 'dec') => html`<input class=${cls} name=${name} placeholder=${placeholder} value=${rule[name]}
-    onInput=${(e: Event) => onChange({ ...rule, [name]: (e.target as HTMLInputElement).value })} />`;
+    onInput=${(e: Event) => onChange({ ...rule, [name]: (e.target as HTMLInputElement).value, ...(name === 'sku_code' ? { sku_key: '' } : {}) })} />`;
   const issues = problems(rule);
-  return html`<tr data-rule=${targetKey(rule)} class=${issues.length ? 'invalid' : ''}>
+  return html`<tr data-rule=${rowKey(rule)} data-sku-key=${rule.scope === 'sku' ? rule.sku_key : undefined} title=${rule.sku_key || undefined} class=${issues.length ? 'invalid' : ''}>
     <td>${rule.scope === 'category' ? 'category' : 'SKU'}</td>
     <td>${rule.scope === 'category'
       ? html`<select name="category_id" value=${rule.category_id} onChange=${(e: Event) => onChange({ ...rule, category_id: (e.target as HTMLSelectElement).value })}>
@@ -118,14 +130,15 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
   const [notice, setNotice] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   const focusSku = query.get('sku_code');
+  const focusKey = query.get('sku_key') ?? '';
 
   useEffect(() => {
     if (!saved.data) return;
     const rules = saved.data.rules.map(toDraft);
     setSavedRules(rules);
     const next = rules.map((r) => ({ ...r }));
-    if (focusSku && !next.some((r) => r.scope === 'sku' && r.sku_code === focusSku)) {
-      next.push({ key: nextKey++, scope: 'sku', category_id: '', sku_code: focusSku, markup_percent: saved.data.defaults.markup_percent, markup_fixed: saved.data.defaults.markup_fixed, rounding: '' });
+    if (focusSku && !next.some((r) => r.scope === 'sku' && (focusKey ? r.sku_key === focusKey : r.sku_code === focusSku))) {
+      next.push({ key: nextKey++, scope: 'sku', category_id: '', sku_code: focusSku, sku_key: focusKey, markup_percent: saved.data.defaults.markup_percent, markup_fixed: saved.data.defaults.markup_fixed, rounding: '' });
     }
     setDraft(next);
   }, [saved.data]);
@@ -171,7 +184,7 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
 
   const update = (key: number, next: DraftRule) => setDraft(rules.map((r) => (r.key === key ? next : r)));
   const add = (scope: 'category' | 'sku') =>
-    setDraft([...rules, { key: nextKey++, scope, category_id: '', sku_code: '', markup_percent: defaults.markup_percent, markup_fixed: defaults.markup_fixed, rounding: '' }]);
+    setDraft([...rules, { key: nextKey++, scope, category_id: '', sku_code: '', sku_key: '', markup_percent: defaults.markup_percent, markup_fixed: defaults.markup_fixed, rounding: '' }]);
   const validRules = rules.filter((r) => problems(r).length === 0);
 
   return html`<div class="page pricing">
@@ -208,8 +221,8 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
                 const { markup, source } = ruleFor(s, validRules, parents, defaults);
                 const next = previewSalePrice(s.cost_price, markup, defaults.rounding);
                 const moved = next !== null && compareDec(next, s.sale_price) !== 0;
-                return html`<tr data-sku=${s.sku_code} class=${moved ? 'moved' : ''}>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_code)}`)}><code>${s.sku_code}</code></a></td>
+                return html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key} class=${moved ? 'moved' : ''}>
+                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a></td>
                   <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
                   <td>${source}</td>
                   <td class="num"><${Money} amount=${s.cost_price} /></td>

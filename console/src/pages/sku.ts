@@ -23,10 +23,10 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
   return html`<div class="page sku">
     <p class="back"><a href="#/catalog">‹ Catalog</a></p>
     <div class="title-row">
-      <h1>SKU <code>${skuCode}</code></h1>
+      <h1>SKU <code>${s ? s.sku_code : skuCode}</code>${s ? html` <small class="muted" data-field="sku_key">${s.sku_key}</small>` : null}</h1>
       ${s ? html`${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html`<${Badge} value="unlisted" tone="muted" />`}` : null}
       <span class="spacer"></span>
-      ${s ? html`<a class="btn" href=${href('/pricing', { sku_code: s.sku_code })}>Pricing rule…</a>` : null}
+      ${s ? html`<a class="btn" href=${href('/pricing', { sku_code: s.sku_code, sku_key: s.sku_key })}>Pricing rule…</a>` : null}
     </div>
     <${ErrorBox} error=${sku.error} />
     ${!s && !sku.error ? html`<${Loading} what="the SKU" />` : null}
