@@ -169,7 +169,10 @@ describe('sandbox callbacks', () => {
       // Dujiao-Next pays in the create call, and calls that payment back
       const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, callback_url: `${receiver.url}/anything/else` } });
       expect((r.json as SandboxCreatedOrder).status).toBe('paid');
-      await until(() => receiver.received.length === 1, 'a callback');
+      // two callbacks for the change: Dujiao-Next calls back for the order and for its child order,
+      // both with the order's one body
+      await until(() => receiver.received.length === 2, 'the two callbacks of the change');
+      expect(receiver.received[1].raw).toBe(receiver.received[0].raw);
       const got = receiver.received[0];
       expect(got.json).toMatchObject({ order_id: (r.json as SandboxCreatedOrder).order_id, status: 'paid' });
       expect(got.headers['dujiao-next-api-key']).toBe('sandbox-api-key');
@@ -179,6 +182,57 @@ describe('sandbox callbacks', () => {
     } finally {
       await dj.stop();
     }
+  });
+
+  it('dujiao-next: each status change is called back twice with one body (the order and its child order), each copy signed and retried on its own', async () => {
+    const dj = new SandboxServer({
+      profile: 'dujiao-next',
+      catalog: { products: 10 },
+      timetable: { fulfillingMs: null },
+      callbackRetryDelaysMs: [20, 20, 20, 20],
+      allowPrivateCallbackUrls: true,
+    });
+    await dj.start();
+    try {
+      // the first try of each copy of the paid change is refused once: both are tried again
+      receiver.respond = (i) => (i < 2 ? { status: 500, body: '{"ok":false}' } : { status: 200, body: '{"ok":true}' });
+      const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
+      const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, downstream_order_no: 'TWO-1', callback_url: `${receiver.url}/cb` } });
+      const id = (r.json as SandboxCreatedOrder).order_id;
+      await until(() => dj.callbackLog.filter((e) => e.ok).length === 2, 'both copies of the paid change acknowledged');
+      expect(dj.callbackLog.map((e) => [e.json.status, e.attempt, e.ok])).toEqual([
+        ['paid', 1, false],
+        ['paid', 1, false],
+        ['paid', 2, true],
+        ['paid', 2, true],
+      ]);
+      dj.setOrderStatus(id, 'delivered');
+      await until(() => receiver.received.length === 6, 'both copies of the delivered change');
+      const delivered = receiver.received.slice(4);
+      // one body: the order's id, number, status and fulfillment, taken in the same second
+      expect(delivered[0].raw).toBe(delivered[1].raw);
+      expect(delivered[0].json).toMatchObject({ event: 'order.fulfilled', order_id: id, downstream_order_no: 'TWO-1', status: 'delivered' });
+      for (const got of receiver.received) {
+        expect(verify(got, { prefix: 'Dujiao-Next', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key', path: '/api/v1/upstream/callback' })).toEqual({ ok: true });
+      }
+      expect(dj.stats).toMatchObject({ callbacksAttempted: 6, callbacksSucceeded: 4 });
+
+      // the drop fault drops both copies
+      dj.faults.set({ callbacks: 'drop' });
+      dj.setOrderStatus(id, 'completed');
+      expect(dj.stats.callbacksDropped).toBe(2);
+    } finally {
+      await dj.stop();
+    }
+    // spec: one callback per change
+    const o = await order();
+    await until(() => receiver.received.length >= 9, 'the spec order\'s three callbacks');
+    await pause(100);
+    expect(receiver.received.slice(6).map((x) => [x.json.order_id, x.json.status])).toEqual([
+      [o.order_id, 'paid'],
+      [o.order_id, 'fulfilling'],
+      [o.order_id, 'delivered'],
+    ]);
   });
 
   it('retries until the answer is HTTP 200 with {"ok":true}', async () => {

@@ -6,6 +6,9 @@
  * A first try carries the order as it was at the change; each retry carries the order as it is at
  * the time of the retry (status, fulfillment, a fresh timestamp), as Dujiao-Next reads the order
  * again for every try (`current`).
+ * Under option `callbacksPerChange` 2 (profile `dujiao-next`) the order world dispatches each status
+ * change twice, as Dujiao-Next calls back for the order and for its child order with one body: every
+ * copy is a callback of its own here (its own tries, log entries and fault handling).
  *
  * Callback faults (read at the moment of the status change):
  * `drop` sends nothing; `duplicate` sends `duplicateTimes` copies; `reorder` holds the snapshots of an

@@ -43,6 +43,8 @@ export interface SandboxConfig {
   timestampToleranceS: number;
   pageSizeCap: number;
   dedupeDownstreamOrderNo: boolean;
+  callbacksPerChange: 1 | 2;
+  refundRecords: boolean;
   orderDetailShowsDownstreamNo: boolean;
   paysInCreate: boolean;
   cancelableStatuses: readonly SandboxOrderStatus[];
@@ -80,6 +82,11 @@ function validLowBalance(v: SandboxLowBalance): SandboxLowBalance {
   return v;
 }
 
+function validCallbacksPerChange(n: number): 1 | 2 {
+  if (n !== 1 && n !== 2) throw new RangeError(`callbacksPerChange must be 1 or 2, not ${String(n)}`);
+  return n;
+}
+
 function validStatuses(list: readonly SandboxOrderStatus[]): SandboxOrderStatus[] {
   for (const s of list) if (!SANDBOX_ORDER_STATUSES.includes(s)) throw new RangeError(`unknown order status ${String(s)}`);
   return [...list];
@@ -100,6 +107,8 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     timestampToleranceS: options.timestampToleranceS ?? 60,
     pageSizeCap: options.pageSizeCap ?? 50,
     dedupeDownstreamOrderNo: options.dedupeDownstreamOrderNo ?? true,
+    callbacksPerChange: validCallbacksPerChange(options.callbacksPerChange ?? (dujiao ? 2 : 1)),
+    refundRecords: options.refundRecords ?? dujiao,
     orderDetailShowsDownstreamNo: options.orderDetailShowsDownstreamNo ?? false,
     paysInCreate: options.paysInCreate ?? dujiao,
     cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (dujiao ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),

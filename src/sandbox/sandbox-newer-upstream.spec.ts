@@ -134,4 +134,32 @@ describe('newer upstream behaviour', () => {
       expect(dj.orders()).toHaveLength(1);
     });
   });
+  describe('refund_records on GET /orders/{id}', () => {
+    it('dujiao-next: an empty list before any refund, then each refund (oldest first) as Dujiao-Next lists it', async () => {
+      const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku;
+      const created = (await api(dj, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 2 } })).json as SandboxCreatedOrder;
+      const read = async () => (await api(dj, 'GET', `/orders/${created.order_id}`)).json as SandboxOrderDetail;
+      expect((await read()).refund_records).toEqual([]);
+      const half = (Number(created.amount) / 2).toFixed(2);
+      dj.refundOrder(created.order_id, half);
+      dj.refundOrder(created.order_id);
+      const d = await read();
+      expect(d).toMatchObject({ status: 'refunded', refunded_amount: created.amount });
+      expect(d.refund_records).toEqual([
+        { id: 1, user_id: 1, guest_email: '', order_id: created.order_id, type: 'wallet', amount: half, currency: 'CNY', remark: '', created_at: expect.any(String), updated_at: expect.any(String) },
+        { id: 2, user_id: 1, guest_email: '', order_id: created.order_id, type: 'wallet', amount: (Number(created.amount) - Number(half)).toFixed(2), currency: 'CNY', remark: '', created_at: expect.any(String), updated_at: expect.any(String) },
+      ]);
+      for (const r of d.refund_records!) expect(new Date(r.created_at).toISOString()).toBe(r.created_at);
+    });
+
+    it('spec: not carried', async () => {
+      const sku = spec.catalog.findSku({ fulfillmentType: 'auto' })!.sku;
+      const created = (await api(spec, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 1 } })).json as SandboxCreatedOrder;
+      spec.setOrderStatus(created.order_id, 'paid');
+      spec.refundOrder(created.order_id);
+      const d = (await api(spec, 'GET', `/orders/${created.order_id}`)).json as SandboxOrderDetail;
+      expect(d.status).toBe('refunded');
+      expect(d).not.toHaveProperty('refund_records');
+    });
+  });
 });

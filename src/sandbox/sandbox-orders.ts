@@ -25,6 +25,7 @@ import {
   type SandboxOrderEvent,
   type SandboxOrderStatus,
   type SandboxOrderView,
+  type SandboxRefundRecord,
   type SandboxStats,
   type SandboxTimetable,
 } from './sandbox.types.js';
@@ -52,6 +53,8 @@ interface OrderRecord {
   fulfillmentType: SandboxFulfillmentType;
   fulfillment: SandboxFulfillment | null;
   refundedCents: bigint;
+  /** Each refund given, oldest first: Dujiao-Next's `refund_records`. */
+  refunds: Array<{ cents: bigint; at: number }>;
   /** Wall clock (the clock option) at creation. */
   createdAt: number;
   /** performance.now() at creation: the timetable's origin. */
@@ -203,6 +206,7 @@ export class SandboxOrders {
     const cents = amount === undefined ? remaining : parseMoney(amount);
     if (cents <= 0n || cents > remaining) throw new RangeError(`refund must be more than 0 and at most ${formatMoney(remaining)}`);
     o.refundedCents += cents;
+    o.refunds.push({ cents, at: this.deps.clock() });
     this.balanceCents += cents;
     this.clearStep(o);
     this.transition(o, o.refundedCents === o.amountCents ? 'refunded' : 'partially_refunded', true);
@@ -326,6 +330,7 @@ export class SandboxOrders {
       fulfillmentType: product.fulfillmentType,
       fulfillment: null,
       refundedCents: 0n,
+      refunds: [],
       createdAt: now,
       startedAt: performance.now(),
       timetable: { ...this.currentTimetable },
@@ -381,7 +386,13 @@ export class SandboxOrders {
     return { type: o.fulfillmentType, status: 'delivered', payload, delivery_data: deliveryData, delivered_at: new Date(this.deps.clock()).toISOString() };
   }
 
-  /** Moves an order; every change is emitted and, with a callback_url, called back. */
+  /**
+   * Moves an order; every change is emitted and, with a callback_url, called back `callbacksPerChange`
+   * times. Dujiao-Next enqueues a callback for the order and one for its child order; the child has no
+   * callback reference of its own, so both resolve to the order's, and each send reads that order: two
+   * callbacks with one body (the order's id, number, status and fulfillment; the same second). Each
+   * copy is a callback of its own: faults, signing and retries apply to each.
+   */
   private transition(o: OrderRecord, to: SandboxOrderStatus, evenIfSame = false): void {
     const from = o.status;
     if (from === to && !evenIfSame) return;
@@ -389,7 +400,10 @@ export class SandboxOrders {
     o.history.push(to);
     if ((to === 'delivered' || to === 'completed') && !o.fulfillment) o.fulfillment = this.fulfillment(o, autoPayload(o), null);
     this.emitOrder(o, from);
-    if (o.callbackUrl) this.deps.dispatchCallback(o.callbackUrl, this.callbackBody(o));
+    if (o.callbackUrl) {
+      const body = this.callbackBody(o);
+      for (let i = 0; i < this.config.callbacksPerChange; i++) this.deps.dispatchCallback(o.callbackUrl, { ...body });
+    }
   }
 
   private emitOrder(o: OrderRecord, from: SandboxOrderStatus | null): void {
@@ -461,7 +475,25 @@ export class SandboxOrders {
     if (o.fulfillment) d.fulfillment = o.fulfillment;
     if (this.config.orderDetailShowsDownstreamNo && o.downstreamOrderNo !== null) d.downstream_order_no = o.downstreamOrderNo;
     if (o.refundedCents > 0n || o.status === 'refunded' || o.status === 'partially_refunded') d.refunded_amount = formatMoney(o.refundedCents);
+    if (this.config.refundRecords) d.refund_records = o.refunds.map((r, i) => this.refundRecord(o, r, i));
     return d;
+  }
+
+  /** One entry of Dujiao-Next's `refund_records`: a refund to the API user's wallet. */
+  private refundRecord(o: OrderRecord, r: { cents: bigint; at: number }, index: number): SandboxRefundRecord {
+    const at = new Date(r.at).toISOString();
+    return {
+      id: index + 1,
+      user_id: this.config.userId,
+      guest_email: '',
+      order_id: o.id,
+      type: 'wallet',
+      amount: formatMoney(r.cents),
+      currency: o.currency,
+      remark: '',
+      created_at: at,
+      updated_at: at,
+    };
   }
 
   private callbackBody(o: OrderRecord): SandboxCallbackBody {

@@ -169,6 +169,30 @@ export interface SandboxOrderDetail {
   downstream_order_no?: string;
   /** Present for `refunded` / `partially_refunded`: the total given back. */
   refunded_amount?: string;
+  /**
+   * Option `refundRecords` (default under `dujiao-next`): the refunds made on the order, oldest first,
+   * as Dujiao-Next's GetOrder lists them (an empty list when there are none).
+   */
+  refund_records?: SandboxRefundRecord[];
+}
+
+/**
+ * One refund in Dujiao-Next's `refund_records` (its BuildLocalRefundRecordsForOrder): `id` is the
+ * record's 1-based place in the list (never a database key), `order_id` the order it was recorded on,
+ * `type` `wallet` (given back to the API user's wallet) or `manual`, `amount` a decimal string, the
+ * times RFC 3339.
+ */
+export interface SandboxRefundRecord {
+  id: number;
+  user_id: number;
+  guest_email: string;
+  order_id: number;
+  type: 'wallet' | 'manual';
+  amount: string;
+  currency: string;
+  remark: string;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface SandboxCanceledOrder {
@@ -255,6 +279,17 @@ export interface SandboxOptions {
   pageSizeCap?: number;
   /** Check-then-insert deduplication of `downstream_order_no`. Default true. */
   dedupeDownstreamOrderNo?: boolean;
+  /**
+   * Callbacks sent for each status change of an order. Default by profile: `dujiao-next` → 2
+   * (Dujiao-Next enqueues one for the order and one for its child order; both resolve to the order's
+   * one callback reference and carry the same body), `spec` → 1. Each is signed and retried on its own.
+   */
+  callbacksPerChange?: 1 | 2;
+  /**
+   * `GET /orders/{id}` carries `refund_records` (always, an empty list before any refund). Default by
+   * profile: `dujiao-next` → true, `spec` → false.
+   */
+  refundRecords?: boolean;
   /**
    * `GET /orders/{id}` also carries the order's `downstream_order_no`, as an upstream beyond the spec
    * might. Default false in both profiles: neither upstream-api.md §2.7 nor Dujiao-Next shows it
