@@ -29,8 +29,8 @@ describe('catalog history across migration 20261122008000 and back', () => {
     expect(codes.length).toBeGreaterThan(1);
     // a later change of the first SKU, as a sync would record it
     await db.query(
-      `INSERT INTO catalog_sku_changes (sku_key, sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
-       VALUES ((SELECT sku_key FROM catalog_skus WHERE sku_code = $1), $1, 'cost_price', 'price', '"1.00"', '"2.00"', 'run_x', 'sync', now())`,
+      `INSERT INTO catalog_sku_changes (sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
+       VALUES ($1, 'cost_price', 'price', '"1.00"', '"2.00"', 'run_x', 'sync', now())`,
       [codes[0]],
     );
     const before = (await app!.http.get(`/internal/catalog/skus/${codes[0]}/changes`)).data.items as Array<{ field: string; kind: string; run_id: string | null }>;

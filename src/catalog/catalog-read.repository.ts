@@ -8,7 +8,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { runPrepared } from '../database/prepared-statements.js';
 import { CURRENCY_KEY, select, toStoredSku, writesFence, type Db, type StoredChange, type StoredConflict, type StoredSku } from './catalog.records.js';
-import { parseSkuKey, resolveSkuRef } from './sku-key.js';
+import { codeOfKey, parseSkuKey, resolveSkuRef } from './sku-key.js';
 
 /** The columns of a SKU for reading (API, orders). */
 const SKU_SELECT = `s.sku_key, s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
@@ -171,27 +171,29 @@ export class CatalogReadRepository {
   }
 
   /**
-   * A SKU's history (by sku_key), newest first: its rows in catalog_sku_changes, then (the oldest
-   * entry) its `created` entry, read from the SKU row itself (id null) for SKUs created since migration
+   * A SKU's history (by sku_key), newest first: its rows in catalog_sku_changes (and the rows of its
+   * code recorded without a key, which belong to every SKU of that code), then (the oldest entry) its
+   * `created` entry, read from the SKU row itself (id null) for SKUs created since migration
    * 20261122008000; older SKUs have theirs as a history row.
    */
   async skuChanges(skuKey: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
+    const code = codeOfKey(skuKey);
     const [{ n }] = await select<{ n: number }>(
       this.db(),
-      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_key = $1)
+      `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE sku_key = $1 OR (sku_key IS NULL AND sku_code = $2))
             + (SELECT count(*)::int FROM catalog_skus WHERE sku_key = $1 AND created_source IS NOT NULL) AS n`,
-      [skuKey],
+      [skuKey, code],
     );
     const items = await select<StoredChange & { seq: string }>(
       this.db(),
       `SELECT * FROM (
-         SELECT c.id AS seq, c.id::text AS id, c.sku_key, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
-           FROM catalog_sku_changes c WHERE c.sku_key = $1
+         SELECT c.id AS seq, c.id::text AS id, coalesce(c.sku_key, $1) AS sku_key, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
+           FROM catalog_sku_changes c WHERE c.sku_key = $1 OR (c.sku_key IS NULL AND c.sku_code = $4)
          UNION ALL
          SELECT 0, NULL, s.sku_key, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
            FROM catalog_skus s WHERE s.sku_key = $1 AND s.created_source IS NOT NULL
        ) h ORDER BY h.seq DESC LIMIT $2 OFFSET $3`,
-      [skuKey, limit, offset],
+      [skuKey, limit, offset, code],
     );
     return { items: items.map(({ seq: _, ...change }) => change), total: n };
   }

@@ -204,8 +204,10 @@ export function isAvailable(row: Pick<SkuRow, 'listed' | 'sku_active' | 'product
 /** The shop notifications (CONTRACT §7) of one SKU's diff: price, stock and listing changes. */
 export function eventsForDiff(old: SkuRow | null, next: SkuRow, diff: SkuDiff, currency: string | null): OutboxEvent[] {
   const events: OutboxEvent[] = [];
+  // The SKU is (product_id, sku_code), both in the payload. The subject (the outbox keeps a subject's
+  // events in order) stays the code: SKUs sharing a code share an order, which only orders more.
   const subject = next.sku_code;
-  const base = { sku_key: next.sku_key, sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
+  const base = { sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
   if (diff.created) {
     if (next.listed) {
       events.push({
