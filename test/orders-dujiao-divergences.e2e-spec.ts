@@ -6,7 +6,8 @@
  * - the wallet answers 502 upstream_auth_failed when the upstream refuses our credentials: a wrong
  *   secret (401 invalid_signature) or a disabled API user (403 user_disabled);
  * - a `payment_failed` refusal names the order the upstream created and canceled: it is recorded on
- *   the rejected attempt's event, so that an operator sees what the upstream kept.
+ *   the rejected attempt's event, so that an operator sees what the upstream kept;
+ * - an order detail carries `refund_records`: the order response shows them.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { freePort, seedCatalog } from './support/child-app.js';
@@ -111,5 +112,20 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
     expect(Number(attempt.upstream_order_id)).toBe(canceled?.id);
     const { events } = (await app.http.get('/internal/orders/PF-1/events')).data as { events: Array<{ to: string | null; detail: Record<string, unknown> | null }> };
     expect(events.find((e) => e.to === 'rejected')?.detail).toMatchObject({ error_code: 'payment_failed', upstream_order_id: canceled?.id });
+  });
+
+  it('refund_records of the upstream order detail appear in the order response', async () => {
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'RR-1', sku_code: 'A-PAY', quantity: 2 });
+    expect(r.status).toBe(201);
+    const id = r.data.order.upstream_order_id as number;
+    expect(r.data.order.refund_records).toEqual([]);
+    await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
+    sandbox.refundOrder(id, '3.50');
+    const refreshed = (await app.http.post('/internal/orders/RR-1/refresh', {})).data.order;
+    expect(refreshed).toMatchObject({ status: 'partially_refunded', refunded_amount: '3.50', refund_state: 'refundable', refundable_amount: '3.50' });
+    expect(refreshed.refund_records).toEqual([
+      { upstream_order_id: id, type: 'wallet', amount: '3.50', currency: 'CNY', remark: null, created_at: expect.stringMatching(/Z$/) },
+    ]);
+    expect((await app.http.get('/internal/orders/RR-1')).data.order.refund_records).toHaveLength(1);
   });
 });

@@ -2326,6 +2326,7 @@ export interface operations {
                      *           "refund_state": "not_refundable",
                      *           "refundable_amount": null,
                      *           "refunded_amount": null,
+                     *           "refund_records": [],
                      *           "anomaly": null,
                      *           "stuck": false,
                      *           "trace_id": "shop-7f3a9c2e",
@@ -2385,6 +2386,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -2491,6 +2505,7 @@ export interface operations {
                      *         "refund_state": "not_refundable",
                      *         "refundable_amount": null,
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -2547,6 +2562,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -2593,6 +2621,7 @@ export interface operations {
                      *         "refund_state": "not_refundable",
                      *         "refundable_amount": null,
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -2649,6 +2678,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -2695,6 +2737,7 @@ export interface operations {
                      *         "refund_state": "not_refundable",
                      *         "refundable_amount": null,
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-0b41d7aa",
@@ -2751,6 +2794,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -2935,6 +2991,7 @@ export interface operations {
                      *         "refund_state": "not_refundable",
                      *         "refundable_amount": null,
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -2991,6 +3048,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -3208,6 +3278,7 @@ export interface operations {
                      *         "refund_state": "refundable",
                      *         "refundable_amount": "51.80",
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -3264,6 +3335,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -3404,6 +3488,7 @@ export interface operations {
                      *         "refund_state": "refunded",
                      *         "refundable_amount": "51.80",
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -3460,6 +3545,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -3603,6 +3701,7 @@ export interface operations {
                      *         "refund_state": "not_refundable",
                      *         "refundable_amount": null,
                      *         "refunded_amount": null,
+                     *         "refund_records": [],
                      *         "anomaly": null,
                      *         "stuck": false,
                      *         "trace_id": "shop-7f3a9c2e",
@@ -3659,6 +3758,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */
@@ -3794,6 +3906,19 @@ export interface operations {
                             refundable_amount: string | null;
                             /** @description what the upstream reports as refunded */
                             refunded_amount: string | null;
+                            /** @description the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first */
+                            refund_records: {
+                                /** @description the upstream order the refund was recorded on (the order or a child order) */
+                                upstream_order_id: number | null;
+                                /** @description `wallet` or `manual` */
+                                type: string | null;
+                                /** @description the amount given back */
+                                amount: string;
+                                currency: string | null;
+                                remark: string | null;
+                                /** Format: date-time */
+                                created_at: string | null;
+                            }[];
                             /** @description an upstream report that contradicted the order's history, if any */
                             anomaly: string | null;
                             /** @description unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes */

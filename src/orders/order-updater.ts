@@ -13,6 +13,7 @@ import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
+import { normalizeRefundRecords } from './refund-records.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
   DELIVERED_AFTER_CANCEL,
@@ -41,6 +42,8 @@ export interface UpstreamReport {
   amount?: string;
   currency?: string;
   refunded_amount?: string | null;
+  /** The refunds made on the order (newer Dujiao-Next's detail), read by normalizeRefundRecords. */
+  refund_records?: unknown;
   fulfillment?: UpstreamFulfillment | null;
 }
 
@@ -114,6 +117,9 @@ export class OrderUpdater {
         patch.refunded_amount = report.refunded_amount;
         progressed = true;
       }
+      // the refunds as the upstream's last read lists them (replacing the earlier list: its entries have no stable ids)
+      const refunds = normalizeRefundRecords(report.refund_records);
+      if (refunds !== undefined && JSON.stringify(refunds) !== JSON.stringify(order.refundRecords ?? [])) patch.refund_records = JSON.stringify(refunds);
     }
     // items reported delivered are kept even when the status contradicts the order's (no item is lost)
     if (taken || (decision.kind === 'anomaly' && decision.reason === DELIVERED_AFTER_CANCEL)) {

@@ -4,6 +4,7 @@
 import { isStuck, refundEligibility, type OrderStatus, type RefundState } from './order-state.js';
 import type { OrderEventRecord, OrderRecord } from './order.records.js';
 import type { DeliveredData } from './payload-cipher.js';
+import type { RefundRecord } from './refund-records.js';
 import { codeOfKey } from '../catalog/sku-key.js';
 
 export interface OrderResponse {
@@ -32,6 +33,8 @@ export interface OrderResponse {
   refund_state: RefundState;
   refundable_amount: string | null;
   refunded_amount: string | null;
+  /** The refunds the upstream reports on the order (its last read), oldest first. */
+  refund_records: RefundRecord[];
   anomaly: string | null;
   stuck: boolean;
   trace_id: string;
@@ -78,6 +81,7 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
     refund_state: refund.state,
     refundable_amount: refund.amount,
     refunded_amount: o.refundedAmount,
+    refund_records: o.refundRecords ?? [],
     anomaly: o.anomaly,
     stuck: isStuck(o, now, stuckAlertS),
     trace_id: o.traceId,

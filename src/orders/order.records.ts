@@ -4,6 +4,7 @@
  * orders module: responses are built by `toOrderResponse()`.
  */
 import type { EventSource, OrderStatus } from './order-state.js';
+import type { RefundRecord } from './refund-records.js';
 
 export interface OrderRecord {
   id: string;
@@ -32,6 +33,8 @@ export interface OrderRecord {
   amount: string | null;
   currency: string | null;
   refundedAmount: string | null;
+  /** The refunds the upstream's last read reported (null: it reported none, or no read carried them). */
+  refundRecords: RefundRecord[] | null;
   errorCode: string | null;
   errorMessage: string | null;
   fulfillmentType: string | null;
@@ -105,6 +108,8 @@ export type OrderPatch = Partial<{
   amount: string | null;
   currency: string | null;
   refunded_amount: string | null;
+  /** JSON text of RefundRecord[] (a jsonb column). */
+  refund_records: string;
   error_code: string | null;
   error_message: string | null;
   fulfillment_type: string | null;
@@ -160,6 +165,7 @@ export interface OrderRow {
   amount: string | null;
   currency: string | null;
   refunded_amount: string | null;
+  refund_records?: RefundRecord[] | null;
   error_code: string | null;
   error_message: string | null;
   fulfillment_type: string | null;
@@ -221,6 +227,7 @@ export function toOrder(r: OrderRow): OrderRecord {
     amount: r.amount,
     currency: r.currency,
     refundedAmount: r.refunded_amount,
+    refundRecords: r.refund_records ?? null,
     errorCode: r.error_code,
     errorMessage: r.error_message,
     fulfillmentType: r.fulfillment_type,

@@ -169,6 +169,8 @@ export interface UpstreamOrder {
   downstream_order_no?: string;
   /** With `partially_refunded` (and `refunded`): the amount given back. */
   refunded_amount?: string;
+  /** Newer Dujiao-Next: the refunds made on the order (read leniently: src/orders/refund-records.ts). */
+  refund_records?: unknown;
 }
 
 export interface UpstreamCanceledOrder {

@@ -159,6 +159,17 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
           ['Amount', html`<${Money} amount=${o.amount} currency=${o.currency} />`, 'amount'],
           ['Refund', html`<${Badge} value=${o.refund_state} />${o.refundable_amount ? html` <${Money} amount=${o.refundable_amount} currency=${o.currency} />` : null}`, 'refund_state'],
           ...(o.refunded_amount ? ([['Refunded by upstream', html`<${Money} amount=${o.refunded_amount} currency=${o.currency} />`, 'refunded_amount']] as Array<[string, unknown, string]>) : []),
+          ...(o.refund_records.length
+            ? ([
+                [
+                  'Upstream refunds',
+                  html`${o.refund_records.map(
+                    (r) => html`<div><${Money} amount=${r.amount} currency=${r.currency ?? o.currency} /> <span class="muted small">${r.type ?? ''} ${r.created_at ? html`<${Time} at=${r.created_at} />` : ''} ${r.remark ?? ''}</span></div>`,
+                  )}`,
+                  'refund_records',
+                ],
+              ] as Array<[string, unknown, string]>)
+            : []),
           ['Created', html`<${Time} at=${o.created_at} />`],
           ['Updated', html`<${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span>`],
           ...(o.trace_id ? ([['Trace id', html`<code>${o.trace_id}</code>`]] as Array<[string, unknown]>) : []),
