@@ -3,7 +3,41 @@
  * developers driving a standalone sandbox with curl. The server reads and parses the body and writes
  * the answer; `controlRoute()` maps a method and path to the SandboxServer call and returns the
  * fields of the answer (null: no such route). A RangeError thrown here, or by the call, is a 400
- * bad_request. The routes are listed in the header of sandbox.server.ts.
+ * bad_request. The routes:
+ *   GET  /__sandbox/state                      wallet, counts, stats, faults, timetable, rate_limit
+ *   GET  /__sandbox/orders                     every order (see SandboxOrderView)
+ *   GET  /__sandbox/callbacks                  the callback log (every try)
+ *   POST /__sandbox/reset                      everything back to the start (catalog, wallet, orders, faults, limiter, stats)
+ *   POST /__sandbox/faults                     body: Partial<FaultSettings> → faults.set(); answers the faults
+ *                                              (besides rules and latency, listing behaviours: e.g.
+ *                                              {"updatedAfterFilter":"inclusive_seconds"|"ignored"},
+ *                                              {"withdrawWhilePaging":{"afterPage":1}}: see sandbox-faults.ts)
+ *   POST /__sandbox/faults/reset               no faults
+ *   POST /__sandbox/faults/rules               body: FaultRule → faults.add()
+ *   GET  /__sandbox/rate-limit                 the limiter's rule ({requests, window_ms, block_ms} | null) and live keys
+ *   POST /__sandbox/rate-limit                 body: {requests, window_ms, block_ms?} or {off: true}: the limiter
+ *                                              (Dujiao-Next's: see sandbox-rate-limit.ts), counters emptied
+ *   POST /__sandbox/connections/refuse         body: {ms?}: refuse connections, reopen after ms (default 5000)
+ *   POST /__sandbox/timetable                  body: Partial<SandboxTimetable> (new orders)
+ *   POST /__sandbox/advance                    run every pending timetable step now
+ *   POST /__sandbox/callbacks/flush            send the snapshots held by the `reorder` fault
+ *   POST /__sandbox/wallet                     body: {balance}
+ *   POST /__sandbox/user                       body: {disabled}: a disabled API user is answered 403 user_disabled
+ *   POST /__sandbox/orders/{id}/deliver        body: {payload?, delivery_data?}
+ *   POST /__sandbox/orders/{id}/refund         body: {amount?}
+ *   POST /__sandbox/orders/{id}/status         body: {status, payload?}
+ *   POST /__sandbox/catalog/price              body: {sku_code, price}
+ *   POST /__sandbox/catalog/stock              body: {sku_code, stock_status, stock_quantity?}
+ *   POST /__sandbox/catalog/sku-active         body: {sku_code, is_active}
+ *   POST /__sandbox/catalog/sku-id             body: {sku_code}             → {sku_id}
+ *   POST /__sandbox/catalog/remove-sku         body: {sku_code}: the product keeps its other SKUs
+ *   POST /__sandbox/catalog/delist             body: {product_id}
+ *   POST /__sandbox/catalog/relist             body: {product_id}
+ *   POST /__sandbox/catalog/delete             body: {product_id}: gone (404 product_not_found, in no listing)
+ *   POST /__sandbox/catalog/products           body: AddProductInput        → {product}
+ *   POST /__sandbox/catalog/insert-at-front    body: AddProductInput?       → {product}
+ *   POST /__sandbox/catalog/duplicate-sku-code body: {sku_code}             → {product_id, sku_id}
+ *   POST /__sandbox/catalog/touch              body: {n}                    → {product_ids}
  */
 import type { AddProductInput } from './sandbox-catalog.js';
 import type { FaultRule, FaultSettings } from './sandbox-faults.js';
