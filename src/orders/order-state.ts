@@ -266,9 +266,12 @@ export function stuckThresholds(now: Date, stuckAlertS: number): { stuckBefore: 
   };
 }
 
+/** Statuses judged by their progress for STUCK_ORDER_ALERT_S (`submit_unknown` is judged apart). */
+export const PROGRESS_WATCHED: ReadonlySet<OrderStatus> = new Set<OrderStatus>(['submitting', ...WAITING, ...FOLLOWED]);
+
 /** Stuck: unfinished (queued included) without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes. */
 export function isStuck(f: StuckFacts, now: Date, stuckAlertS: number): boolean {
   const t = stuckThresholds(now, stuckAlertS);
   if (f.status === 'submit_unknown') return f.statusChangedAt < t.unknownBefore;
-  return (f.status === 'submitting' || WAITING.has(f.status) || FOLLOWED.has(f.status)) && f.progressAt < t.stuckBefore;
+  return PROGRESS_WATCHED.has(f.status) && f.progressAt < t.stuckBefore;
 }

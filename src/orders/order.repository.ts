@@ -6,7 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
-import type { EventSource } from './order-state.js';
+import { PROGRESS_WATCHED, type EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
 import { rows, runPrepared } from '../database/prepared-statements.js';
 import { SKU_WITH_CURRENCY, SKUS_BY_REF, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
@@ -18,7 +18,7 @@ const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_
   FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id`;
 
 /** Unfinished orders without progress since `stuckBefore`, and `submit_unknown` since `unknownBefore`. */
-const STUCK_CONDITION = `((o.status IN ('queued','submitting','pending_payment','paid','fulfilling','partially_delivered') AND o.progress_at < $STUCK)
+const STUCK_CONDITION = `((o.status IN (${[...PROGRESS_WATCHED].map((s) => `'${s}'`).join(',')}) AND o.progress_at < $STUCK)
   OR (o.status = 'submit_unknown' AND o.status_changed_at < $UNKNOWN))`;
 
 function stuckCondition(stuckParam: number, unknownParam: number): string {
