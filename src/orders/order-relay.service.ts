@@ -27,7 +27,7 @@ import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
-import { UPSTREAM_ORDER_EXISTS } from './order-state.js';
+import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
@@ -146,7 +146,7 @@ export class OrderRelayService {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
-      if (existing.status !== 'rejected' || existing.refundAt !== null || existing.anomaly === UPSTREAM_ORDER_EXISTS) return { httpStatus: 200, order: existing };
+      if (!canResubmit({ status: existing.status, refundRecorded: existing.refundAt !== null, anomaly: existing.anomaly })) return { httpStatus: 200, order: existing };
     }
     // A code several SKUs carry: refused (nothing recorded) for a new attempt, never a guess.
     if (refused) throw refused;
@@ -170,9 +170,9 @@ export class OrderRelayService {
 
   /** Waits for an attempt in flight elsewhere (another request, another replica) to settle. */
   private async waitSettled(order: OrderRecord): Promise<OrderRecord> {
-    const deadline = Date.now() + this.submitter.sendLeaseMs + 2 * this.config.upstream.timeoutMs;
+    const deadline = this.clock.nowMs() + this.submitter.sendLeaseMs + 2 * this.config.upstream.timeoutMs;
     let current = order;
-    for (let delay = 20; current.status === 'submitting' && Date.now() < deadline; delay = Math.min(delay * 2, 200)) {
+    for (let delay = 20; current.status === 'submitting' && this.clock.nowMs() < deadline; delay = Math.min(delay * 2, 200)) {
       await sleep(delay);
       current = (await this.repo.findById(order.id)) ?? current;
     }
@@ -418,7 +418,7 @@ export class OrderRelayService {
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
-        if (!order || order.status !== 'rejected' || order.refundAt !== null || order.anomaly === UPSTREAM_ORDER_EXISTS || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) {
+        if (!order || !canResubmit({ status: order.status, refundRecorded: order.refundAt !== null, anomaly: order.anomaly }) || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) {
           return null;
         }
         const n = order.attempt + 1;

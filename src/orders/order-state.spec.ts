@@ -5,6 +5,7 @@ import {
   RANK,
   TRANSITIONS,
   UPSTREAM_STATUSES,
+  canResubmit,
   canTransition,
   decideReport,
   isStuck,
@@ -184,5 +185,14 @@ describe('a delivered status without its fulfillment is not a delivery', () => {
       expect(itemsFollowUp(s, false, 'answer')).toBe('none');
       expect(itemsFollowUp(s, false, 'read')).toBe('none');
     }
+  });
+});
+
+describe('who may make a new attempt', () => {
+  it('only a rejected order, not once refunded, not while the upstream showed an order for a closed attempt', () => {
+    expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: null })).toBe(true);
+    expect(canResubmit({ status: 'rejected', refundRecorded: true, anomaly: null })).toBe(false);
+    expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: 'upstream_order_exists' })).toBe(false);
+    for (const s of ORDER_STATUSES.filter((x) => x !== 'rejected')) expect(canResubmit({ status: s, refundRecorded: false, anomaly: null })).toBe(false);
   });
 });

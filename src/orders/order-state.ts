@@ -197,6 +197,15 @@ export function decideReport(current: OrderStatus, reported: string): ReportDeci
   return { kind: 'regression' };
 }
 
+/**
+ * Whether a shop's repeated request may make a new attempt of an order: only a `rejected` one (the
+ * upstream has nothing of it), not once refunded, and not while the upstream showed an order placed
+ * for an attempt closed here (UPSTREAM_ORDER_EXISTS: an operator settles it).
+ */
+export function canResubmit(o: { status: OrderStatus; refundRecorded: boolean; anomaly: string | null }): boolean {
+  return o.status === 'rejected' && !o.refundRecorded && o.anomaly !== UPSTREAM_ORDER_EXISTS;
+}
+
 // ------------------------------------------------------------------------------------------ refunds
 
 export type RefundState = 'not_refundable' | 'refundable' | 'refunded';
