@@ -82,12 +82,16 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
    * stopped at such an order (the next try waits a tick). Public for tests; errors are logged.
    */
   async drain(): Promise<boolean> {
+    // each queued attempt is tried once a pass: one still at the head after its try (a row the queue
+    // cannot move) waits for the next tick instead of being read again at once
+    const tried = new Set<string>();
     try {
       while (!this.stopped) {
-        const head = await this.repo.queuedHead(HEAD);
+        const head = (await this.repo.queuedHead(HEAD)).filter((q) => !tried.has(`${q.orderId}:${q.attemptNo}`));
         if (head.length === 0) return false;
         for (const q of head) {
           if (this.stopped) return false;
+          tried.add(`${q.orderId}:${q.attemptNo}`);
           if (!(await this.relay.placeQueued(q.orderId, q.attemptNo, this.shutdown.signal))) return true;
         }
       }
