@@ -86,11 +86,6 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
-  readonly skuCodeConflicts = new Counter({
-    name: 'relay_sync_sku_code_conflicts_total',
-    help: 'Products claiming a sku_code already held by another product.',
-    registers: [this.registry],
-  });
 
   // Orders
   readonly ordersByStatus = new Gauge({
