@@ -101,6 +101,22 @@ describe('orders under the request budget', () => {
     sandbox.faults.reset();
   });
 
+  it('a refund asked of a queued order cancels it locally first, then records the refund; nothing is ever sent', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 3, times: 1 }] });
+    const r = await app.http.post('/internal/orders', { shop_order_no: 'QREFUND-1', sku_code: 'Q-2', quantity: 1 });
+    expect(r.status).toBe(202);
+    expect(r.data.order).toMatchObject({ status: 'queued', refund_state: 'not_refundable' });
+    const refund = await app.http.post('/internal/orders/QREFUND-1/refund', {});
+    expect(refund.status).toBe(200);
+    expect(refund.data.order).toMatchObject({ status: 'canceled', refund_state: 'refunded' });
+    await waitFor(
+      async () => (await app.http.get('/internal/orders', { params: { status: 'queued' } })).data.total as number,
+      (t) => t === 0,
+    );
+    expect(upstreamOf('QREFUND-1')).toHaveLength(0);
+    sandbox.faults.reset();
+  });
+
   it('a 429 on a create: the same attempt is sent again after the block, under the same number; one upstream order', async () => {
     await waitFor(
       async () => (await app.http.get('/internal/orders', { params: { status: 'queued' } })).data.total as number,
