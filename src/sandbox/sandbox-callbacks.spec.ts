@@ -235,6 +235,28 @@ describe('sandbox callbacks', () => {
     ]);
   });
 
+  it('dujiao-next: a refund made upstream (an admin refund) is not called back; asked with callback: true, it is', async () => {
+    const dj = new SandboxServer({ profile: 'dujiao-next', catalog: { products: 10 }, timetable: { fulfillingMs: null }, allowPrivateCallbackUrls: true });
+    await dj.start();
+    try {
+      receiver.respond = () => ({ status: 200, body: '{"ok":true}' });
+      const before = receiver.received.length;
+      const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
+      const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 2, downstream_order_no: 'ADMIN-REFUND', callback_url: `${receiver.url}/cb` } });
+      const { order_id: id, amount } = r.json as SandboxCreatedOrder;
+      await until(() => receiver.received.length === before + 2, 'both copies of the paid change');
+      dj.setOrderStatus(id, 'delivered');
+      await until(() => receiver.received.length === before + 4, 'both copies of the delivered change');
+      dj.refundOrder(id, (Number(amount) / 2).toFixed(2)); // as the admin refunds: no callback
+      dj.refundOrder(id, undefined, { callback: true }); // the rest, called back
+      await until(() => receiver.received.length >= before + 6, 'both copies of the called-back refund');
+      expect(receiver.received.slice(before).map((x) => x.json.status)).toEqual(['paid', 'paid', 'delivered', 'delivered', 'refunded', 'refunded']);
+      expect(dj.orders().find((o) => o.id === id)?.history).toEqual(expect.arrayContaining(['partially_refunded', 'refunded']));
+    } finally {
+      await dj.stop();
+    }
+  });
+
   it('retries until the answer is HTTP 200 with {"ok":true}', async () => {
     sandbox.setTimetable({ paidMs: null });
     const answers = [

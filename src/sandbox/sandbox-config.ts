@@ -45,6 +45,7 @@ export interface SandboxConfig {
   dedupeDownstreamOrderNo: boolean;
   callbacksPerChange: 1 | 2;
   refundRecords: boolean;
+  refundCallbacks: boolean;
   orderDetailShowsDownstreamNo: boolean;
   paysInCreate: boolean;
   cancelableStatuses: readonly SandboxOrderStatus[];
@@ -109,6 +110,7 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     dedupeDownstreamOrderNo: options.dedupeDownstreamOrderNo ?? true,
     callbacksPerChange: validCallbacksPerChange(options.callbacksPerChange ?? (dujiao ? 2 : 1)),
     refundRecords: options.refundRecords ?? dujiao,
+    refundCallbacks: options.refundCallbacks ?? !dujiao,
     orderDetailShowsDownstreamNo: options.orderDetailShowsDownstreamNo ?? false,
     paysInCreate: options.paysInCreate ?? dujiao,
     cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (dujiao ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),

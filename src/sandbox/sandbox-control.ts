@@ -24,7 +24,7 @@
  *   POST /__sandbox/wallet                     body: {balance}
  *   POST /__sandbox/user                       body: {disabled}: a disabled API user is answered 403 user_disabled
  *   POST /__sandbox/orders/{id}/deliver        body: {payload?, delivery_data?}
- *   POST /__sandbox/orders/{id}/refund         body: {amount?}
+ *   POST /__sandbox/orders/{id}/refund         body: {amount?, callback?} (callback: default by profile, none under dujiao-next)
  *   POST /__sandbox/orders/{id}/status         body: {status, payload?}
  *   POST /__sandbox/catalog/price              body: {sku_code, price}
  *   POST /__sandbox/catalog/stock              body: {sku_code, stock_status, stock_quantity?}
@@ -82,7 +82,8 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
         return { order: server.deliverManual(id, payload, data) };
       }
       case 'refund':
-        return { order: server.refundOrder(id, body.amount === undefined ? undefined : str('amount')) };
+        if (body.callback !== undefined && typeof body.callback !== 'boolean') throw new RangeError('callback must be true or false');
+        return { order: server.refundOrder(id, body.amount === undefined ? undefined : str('amount'), { callback: body.callback }) };
       default:
         return { order: server.setOrderStatus(id, str('status') as SandboxOrderStatus, body.payload === undefined ? {} : { payload: str('payload') }) };
     }

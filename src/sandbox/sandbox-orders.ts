@@ -199,7 +199,8 @@ export class SandboxOrders {
 
   // --------------------------------------------------------------------------- operator helpers
 
-  refund(orderId: number, amount?: string): SandboxOrderView {
+  /** `callback`: whether the change is called back (default: the `refundCallbacks` option). */
+  refund(orderId: number, amount?: string, callback?: boolean): SandboxOrderView {
     const o = this.mustOrder(orderId);
     if (!o.charged || o.status === 'canceled' || o.status === 'refunded') throw new RangeError(`order ${orderId} is ${o.status}: nothing to refund`);
     const remaining = o.amountCents - o.refundedCents;
@@ -209,7 +210,7 @@ export class SandboxOrders {
     o.refunds.push({ cents, at: this.deps.clock() });
     this.balanceCents += cents;
     this.clearStep(o);
-    this.transition(o, o.refundedCents === o.amountCents ? 'refunded' : 'partially_refunded', true);
+    this.transition(o, o.refundedCents === o.amountCents ? 'refunded' : 'partially_refunded', true, callback ?? this.config.refundCallbacks);
     return this.view(o);
   }
 
@@ -391,16 +392,17 @@ export class SandboxOrders {
    * times. Dujiao-Next enqueues a callback for the order and one for its child order; the child has no
    * callback reference of its own, so both resolve to the order's, and each send reads that order: two
    * callbacks with one body (the order's id, number, status and fulfillment; the same second). Each
-   * copy is a callback of its own: faults, signing and retries apply to each.
+   * copy is a callback of its own: faults, signing and retries apply to each. `callback` false: the
+   * change is emitted but not called back (an admin refund on Dujiao-Next).
    */
-  private transition(o: OrderRecord, to: SandboxOrderStatus, evenIfSame = false): void {
+  private transition(o: OrderRecord, to: SandboxOrderStatus, evenIfSame = false, callback = true): void {
     const from = o.status;
     if (from === to && !evenIfSame) return;
     o.status = to;
     o.history.push(to);
     if ((to === 'delivered' || to === 'completed') && !o.fulfillment) o.fulfillment = this.fulfillment(o, autoPayload(o), null);
     this.emitOrder(o, from);
-    if (o.callbackUrl) {
+    if (o.callbackUrl && callback) {
       const body = this.callbackBody(o);
       for (let i = 0; i < this.config.callbacksPerChange; i++) this.deps.dispatchCallback(o.callbackUrl, { ...body });
     }

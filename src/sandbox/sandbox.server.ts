@@ -358,10 +358,12 @@ export class SandboxServer {
 
   /**
    * The upstream gives money back: the whole remaining amount (→ `refunded`) or a part of it
-   * (→ `partially_refunded`; repeated parts add up to `refunded`). The wallet is credited.
+   * (→ `partially_refunded`; repeated parts add up to `refunded`). The wallet is credited. The change
+   * is called back when `callback` says so, by default when the `refundCallbacks` option does (not
+   * under `dujiao-next`: its admin refund sends no callback).
    */
-  refundOrder(orderId: number, amount?: string): SandboxOrderView {
-    return this.world.refund(orderId, amount);
+  refundOrder(orderId: number, amount?: string, opts: { callback?: boolean } = {}): SandboxOrderView {
+    return this.world.refund(orderId, amount, opts.callback);
   }
 
   /** Delivers an order (a manual one waits at `fulfilling` for this): → `delivered`, then the timetable's `completed`. */

@@ -291,6 +291,12 @@ export interface SandboxOptions {
    */
   refundRecords?: boolean;
   /**
+   * A refund made upstream (`refundOrder`, `POST /__sandbox/orders/{id}/refund`) is called back.
+   * Default by profile: `dujiao-next` → false (its admin refund changes the order and the wallet and
+   * sends no callback: the relay's reconciliation finds it), `spec` → true.
+   */
+  refundCallbacks?: boolean;
+  /**
    * `GET /orders/{id}` also carries the order's `downstream_order_no`, as an upstream beyond the spec
    * might. Default false in both profiles: neither upstream-api.md §2.7 nor Dujiao-Next shows it
    * (only callbacks carry it).
