@@ -3,12 +3,12 @@
  * migrations, and sync / wallet / order both in-process and against a running service (--url).
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import axios from 'axios';
 import { runCli } from '../src/cli/relay-cli.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
-import { freePort } from './support/child-app.js';
+import { freePort, nodeEntry } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, testEnv, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
@@ -128,10 +128,11 @@ describe('relay command', () => {
   it('relay sandbox serves the sandbox upstream alone on the port, with the products and under the profile asked, until stopped', async () => {
     const port = await freePort();
     // The command's entry (src/cli/relay.ts → runCli) as a process, as a shop developer runs it.
+    const relay = nodeEntry('cli/relay');
     const child = spawn(
       process.execPath,
-      ['--no-warnings', '--import', pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href, `${ROOT}src/cli/relay.ts`, 'sandbox', '--port', String(port), '--products', '7', '--profile', 'dujiao-next'],
-      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, SWC_NODE_PROJECT: `${ROOT}tsconfig.json` }, stdio: ['ignore', 'pipe', 'pipe'] },
+      [...relay.nodeArgs, relay.file, 'sandbox', '--port', String(port), '--products', '7', '--profile', 'dujiao-next'],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...relay.env }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));

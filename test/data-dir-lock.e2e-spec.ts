@@ -7,16 +7,17 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { basename, join } from 'node:path';
 import axios from 'axios';
 import pg from 'pg';
 import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
-import { startChildApp, type ChildApp } from './support/child-app.js';
+import { nodeEntry, startChildApp, type ChildApp } from './support/child-app.js';
 import { TEST_TOKEN, testEnv } from './support/test-app.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SWC_LOADER = pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href;
+const RELAY = nodeEntry('cli/relay');
+const LOCK = nodeEntry('database/data-dir-lock');
+/** The service's entry file as the lock names its holder (`main.js` compiled, `main.ts` through the loader). */
+const MAIN = basename(nodeEntry('main').file);
 
 const listening = (l: Record<string, unknown>) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening');
 
@@ -25,11 +26,11 @@ interface Ran {
   out: string;
 }
 
-/** A node process (through the SWC loader) with a clean environment; resolves with its exit code and output. */
+/** A node process able to run `src/` modules (nodeEntry) with a clean environment; resolves with its exit code and output. */
 function runNode(args: string[], env: Record<string, string>, cwd: string): Promise<Ran> {
-  const child = spawn(process.execPath, ['--no-warnings', '--import', SWC_LOADER, ...args], {
+  const child = spawn(process.execPath, [...LOCK.nodeArgs, ...args], {
     cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, SWC_NODE_PROJECT: `${ROOT}tsconfig.json`, ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...LOCK.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -51,7 +52,7 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
   const children: ChildApp[] = [];
 
   /** The `relay` command (src/cli/relay.ts) as a process on the shared DATA_DIR. */
-  const relay = (args: string[], extra: Record<string, string> = {}) => runNode([`${ROOT}src/cli/relay.ts`, ...args], { ...env, ...extra }, scratch);
+  const relay = (args: string[], extra: Record<string, string> = {}) => runNode([RELAY.file, ...args], { ...env, ...extra }, scratch);
   /** The service (src/main.ts) as a process on the shared DATA_DIR. */
   const service = (extra: Record<string, string> = {}) => {
     const child = startChildApp({ cwd: scratch, cleanEnv: true, env: { ...env, ...extra } });
@@ -102,7 +103,7 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
     // `wallet` would start an instance in its process and migrate at its start: refused before that.
     const wallet = await relay(['wallet'], { DB_MIGRATE_ON_START: 'true' });
     expect(wallet.code).toBe(3);
-    expect(wallet.out).toContain(`relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (main.ts) on host `);
+    expect(wallet.out).toContain(`relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `);
     expect(wallet.out).toContain(`lock file ${lockFile}`);
     expect(wallet.out).toContain('--url http://HOST:PORT (or RELAY_URL); or stop that process first');
     const migrate = await relay(['migrate']);
@@ -131,7 +132,7 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
     const second = service();
     expect(await second.exited).toBe(1);
     expect(second.output()).toContain(
-      `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ${first.process.pid} (main.ts) on host `,
+      `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ${first.process.pid} (${MAIN}) on host `,
     );
     expect(second.output()).toContain('stop that process first, or give this one another DATA_DIR or DATABASE_URL');
     expect(second.output()).not.toContain('upstream-relay listening');
@@ -195,7 +196,7 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
           process.exit(3);
         }`;
       const racers = Array.from({ length: 8 }, () =>
-        runNode(['--input-type=module', '-e', script, pathToFileURL(`${ROOT}src/database/data-dir-lock.ts`).href, dir, String(at)], {}, scratch),
+        runNode(['--input-type=module', '-e', script, LOCK.url, dir, String(at)], {}, scratch),
       );
       return Promise.all(racers);
     };
@@ -223,7 +224,7 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
       const lock = await DataDirLock.acquire(process.argv[2]);
       copyFileSync(lock.lockFile, process.argv[3]);
       lock.release();`;
-    const made = await runNode(['--input-type=module', '-e', script, pathToFileURL(`${ROOT}src/database/data-dir-lock.ts`).href, dir, file], {}, scratch);
+    const made = await runNode(['--input-type=module', '-e', script, LOCK.url, dir, file], {}, scratch);
     expect(made).toMatchObject({ code: 0 });
     return file;
   }

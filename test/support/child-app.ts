@@ -1,11 +1,11 @@
 /**
- * The service as a child process (`src/main.ts` through the SWC loader, no build needed), for tests
+ * The service as a child process (`src/main.ts` compiled for the run, see `nodeEntry`), for tests
  * that start it from nothing, read its log, or kill it with SIGKILL and start it again
  * (`startRelayChild`: on a test database against a sandbox); and small helpers shared by the orders
  * and callbacks end-to-end tests (catalog seeding, waiting, signed callbacks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +13,35 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import axios, { type AxiosInstance } from 'axios';
 import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../../src/signing/signing.js';
+import { CACHE_DIR } from './test-env.js';
 import { TEST_TOKEN, testEnv } from './test-app.js';
 import { sleep, waitFor } from './wait.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SWC_LOADER = pathToFileURL(`${ROOT}test/support/swc-register.mjs`).href;
+const BUILD = `${CACHE_DIR}build/src/`;
+
+/** How a node process runs a module of `src/`: its options, the file, and the environment it needs. */
+export interface NodeEntry {
+  nodeArgs: string[];
+  file: string;
+  /** The file as a URL, for `import()` from a script. */
+  url: string;
+  env: Record<string, string>;
+}
+
+/**
+ * A module of `src/` (`'main'`, `'cli/relay'`, `'database/data-dir-lock'`) for a child process: the
+ * JavaScript `npm test` compiled once for the run (test/support/global-setup.mjs), as production runs
+ * it; without that build (a test file run outside `npm test`'s global setup), the TypeScript through
+ * the SWC loader, which compiles every module in each process.
+ */
+export function nodeEntry(module: string): NodeEntry {
+  const compiled = `${BUILD}${module}.js`;
+  if (existsSync(compiled)) return { nodeArgs: ['--no-warnings'], file: compiled, url: pathToFileURL(compiled).href, env: {} };
+  const source = `${ROOT}src/${module}.ts`;
+  return { nodeArgs: ['--no-warnings', '--import', SWC_LOADER], file: source, url: pathToFileURL(source).href, env: { SWC_NODE_PROJECT: `${ROOT}tsconfig.json` } };
+}
 
 export interface ChildApp {
   process: ChildProcess;
@@ -43,9 +67,10 @@ export function startChildApp(options: StartChildOptions): ChildApp {
     ? { PATH: process.env.PATH, HOME: process.env.HOME }
     : { ...process.env };
   delete base.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the child
-  const child = spawn(process.execPath, ['--no-warnings', '--import', SWC_LOADER, `${ROOT}src/main.ts`], {
+  const main = nodeEntry('main');
+  const child = spawn(process.execPath, [...main.nodeArgs, main.file], {
     cwd: options.cwd ?? ROOT,
-    env: { ...base, SWC_NODE_PROJECT: `${ROOT}tsconfig.json`, ...options.env },
+    env: { ...base, ...main.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
