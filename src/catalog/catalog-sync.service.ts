@@ -244,6 +244,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const c = run.counters;
     const summary =
       `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
+      `, ${c.skippedProducts.length} products left out for their shape` +
       `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget`;
     if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
     else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
@@ -340,6 +341,8 @@ export class CatalogSyncService implements OnModuleDestroy {
       confirmed_live: c.confirmedLive,
       unconfirmed: c.unconfirmed,
       budget_wait_ms: Math.round(c.budgetWaitMs),
+      skipped_products: c.skippedProducts,
+      reread_products: c.rereadProducts,
       note: run.notes.join('; '),
       error,
     };

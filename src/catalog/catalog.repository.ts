@@ -118,6 +118,15 @@ export class CatalogRepository {
     return rows.map((r) => Number(r.id));
   }
 
+  /** Marks products seen by a run without writing them (products of its listing left out for their shape). */
+  async markSeen(runId: string, productIds: number[]): Promise<void> {
+    if (productIds.length === 0) return;
+    await this.db().query(
+      `INSERT INTO catalog_sync_seen (run_id, product_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`,
+      [runId, productIds],
+    );
+  }
+
   async clearSeen(runId: string): Promise<void> {
     await this.db().query('DELETE FROM catalog_sync_seen WHERE run_id = $1', [runId]);
   }
