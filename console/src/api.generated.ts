@@ -1697,6 +1697,8 @@ export interface operations {
                      *           "confirmed_live": 0,
                      *           "unconfirmed": 0,
                      *           "budget_wait_ms": 31250,
+                     *           "skipped_products": [],
+                     *           "reread_products": 0,
                      *           "note": "incremental pass requested",
                      *           "heartbeat_at": "2026-11-22T10:15:00.004Z"
                      *         },
@@ -1732,6 +1734,13 @@ export interface operations {
                      *           "confirmed_live": 0,
                      *           "unconfirmed": 0,
                      *           "budget_wait_ms": 31250,
+                     *           "skipped_products": [
+                     *             {
+                     *               "product_id": 317,
+                     *               "reason": "title: expected an object of texts by language, got null"
+                     *             }
+                     *           ],
+                     *           "reread_products": 0,
                      *           "note": "periodic full pass",
                      *           "heartbeat_at": "2026-11-22T09:45:12.337Z"
                      *         }
@@ -1795,6 +1804,15 @@ export interface operations {
                             unconfirmed: number;
                             /** @description milliseconds the run's upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off */
                             budget_wait_ms: number;
+                            /** @description products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it */
+                            skipped_products: {
+                                /** @description the upstream product id; null when the item has no usable id */
+                                product_id: number | null;
+                                /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
+                            reread_products: number;
                             note: string | null;
                             /** Format: date-time */
                             heartbeat_at: string | null;
@@ -1899,6 +1917,13 @@ export interface operations {
                      *         "confirmed_live": 0,
                      *         "unconfirmed": 0,
                      *         "budget_wait_ms": 31250,
+                     *         "skipped_products": [
+                     *           {
+                     *             "product_id": 317,
+                     *             "reason": "title: expected an object of texts by language, got null"
+                     *           }
+                     *         ],
+                     *         "reread_products": 0,
                      *         "note": "periodic full pass",
                      *         "heartbeat_at": "2026-11-22T09:45:12.337Z"
                      *       }
@@ -1959,6 +1984,15 @@ export interface operations {
                             unconfirmed: number;
                             /** @description milliseconds the run's upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off */
                             budget_wait_ms: number;
+                            /** @description products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it */
+                            skipped_products: {
+                                /** @description the upstream product id; null when the item has no usable id */
+                                product_id: number | null;
+                                /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
+                            reread_products: number;
                             note: string | null;
                             /** Format: date-time */
                             heartbeat_at: string | null;

@@ -5,7 +5,8 @@
  * A run: ping (the catalog currency) → categories → the products pass (full or incremental, see
  * sync-plan.ts and ProductsPass), every page written as it arrives → after a complete full pass only,
  * every listed SKU the pass did not see is checked with `GET /products/{id}` (404 → unlisted; found →
- * kept and updated; see DelistingChecks) → finished with its summary. A run that cannot fetch every
+ * kept and updated; see DelistingChecks); after an incremental pass, the products ordered lately are
+ * re-read (stock does not move `updated_at`; see OrderedRereads) → finished with its summary. A run that cannot fetch every
  * page fails, says which page and why, and unlists nothing.
  *
  * The run row is this process's claim on the run (SyncRunLease): renewed by a heartbeat, its loss stops
@@ -25,6 +26,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CategoryRepository } from './category.repository.js';
 import { DelistingChecks } from './delisting-checks.service.js';
+import { OrderedRereads } from './ordered-rereads.service.js';
 import type { PageFingerprints } from './page-fingerprints.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingService } from './pricing.service.js';
@@ -75,6 +77,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     private readonly lease: SyncRunLease,
     private readonly productsPass: ProductsPass,
     private readonly delistingChecks: DelistingChecks,
+    private readonly orderedRereads: OrderedRereads,
     private readonly pricing: PricingContextService,
     private readonly pricingRules: PricingService,
     private readonly metrics: Metrics,
@@ -218,6 +221,8 @@ export class CatalogSyncService implements OnModuleDestroy {
       await this.productsPass.run(run);
       if (run.mode === 'full') {
         await this.delistingChecks.confirmUnseen(run);
+      } else {
+        await this.orderedRereads.run(run);
       }
     } catch (e) {
       status = 'failed';
@@ -244,6 +249,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const c = run.counters;
     const summary =
       `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
+      `, ${c.skippedProducts.length} products left out for their shape, ${c.rereadProducts} ordered products re-read` +
       `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget`;
     if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
     else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
@@ -340,6 +346,8 @@ export class CatalogSyncService implements OnModuleDestroy {
       confirmed_live: c.confirmedLive,
       unconfirmed: c.unconfirmed,
       budget_wait_ms: Math.round(c.budgetWaitMs),
+      skipped_products: c.skippedProducts,
+      reread_products: c.rereadProducts,
       note: run.notes.join('; '),
       error,
     };

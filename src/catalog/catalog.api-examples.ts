@@ -87,6 +87,17 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     confirmed_live: count(),
     unconfirmed: count(),
     budget_wait_ms: count('milliseconds the run\'s upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off'),
+    skipped_products: {
+      type: 'array',
+      description: 'products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it',
+      items: objectSchema(
+        {
+          product_id: { type: 'integer', nullable: true, description: 'the upstream product id; null when the item has no usable id' },
+          reason: { type: 'string', description: 'which field was wrong and how, e.g. `title: expected an object of texts by language, got null`' },
+        },
+      ),
+    },
+    reread_products: count('ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED)'),
     note: nullableString(),
     heartbeat_at: dateTimeSchema(undefined, true),
   },
@@ -251,6 +262,8 @@ export const RUN_EXAMPLE = {
   confirmed_live: 0,
   unconfirmed: 0,
   budget_wait_ms: 31250,
+  skipped_products: [{ product_id: 317, reason: 'title: expected an object of texts by language, got null' }],
+  reread_products: 0,
   note: 'periodic full pass',
   heartbeat_at: '2026-11-22T09:45:12.337Z',
 };
@@ -275,6 +288,7 @@ export const RUNNING_RUN_EXAMPLE = {
   updated_after: '2026-11-22T09:40:00.012Z',
   skus_seen: 0,
   changes: { created: 0, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 },
+  skipped_products: [],
   note: 'incremental pass requested',
   heartbeat_at: '2026-11-22T10:15:00.004Z',
 };

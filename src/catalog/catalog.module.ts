@@ -14,6 +14,7 @@ import { CatalogWriter } from './catalog-writer.service.js';
 import { CategoryRepository } from './category.repository.js';
 import { CommitModeRepository } from './commit-mode.repository.js';
 import { DelistingChecks } from './delisting-checks.service.js';
+import { OrderedRereads } from './ordered-rereads.service.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingController } from './pricing.controller.js';
 import { PricingRepository } from './pricing.repository.js';
@@ -40,6 +41,7 @@ import { SyncRunRepository } from './sync-run.repository.js';
     SyncRunLease,
     ProductsPass,
     DelistingChecks,
+    OrderedRereads,
     CatalogSyncService,
     CatalogScheduler,
   ],

@@ -1,7 +1,8 @@
 /**
  * The local catalog's sync state, as the sync's passes read and keep it: the per-run "seen" set, the
  * stored product fingerprints a full pass compares its pages with (and the fence of that read), the
- * reads that find the products to confirm delisted, and the catalog currency the sync's ping sets.
+ * reads that find the products to confirm delisted, the ordered products an incremental run re-reads,
+ * and the catalog currency the sync's ping sets.
  * The SKU writes are SkuWriteRepository's, the reads for the API CatalogReadRepository's, the
  * categories CategoryRepository's.
  */
@@ -118,6 +119,15 @@ export class CatalogRepository {
     return rows.map((r) => Number(r.id));
   }
 
+  /** Marks products seen by a run without writing them (products of its listing left out for their shape). */
+  async markSeen(runId: string, productIds: number[]): Promise<void> {
+    if (productIds.length === 0) return;
+    await this.db().query(
+      `INSERT INTO catalog_sync_seen (run_id, product_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`,
+      [runId, productIds],
+    );
+  }
+
   async clearSeen(runId: string): Promise<void> {
     await this.db().query('DELETE FROM catalog_sync_seen WHERE run_id = $1', [runId]);
   }
@@ -133,6 +143,39 @@ export class CatalogRepository {
   async countSeen(runId: string): Promise<number> {
     const [r] = await select<{ n: number }>(this.db(), 'SELECT count(*)::int AS n FROM catalog_sync_seen WHERE run_id = $1', [runId]);
     return r.n;
+  }
+
+  // ---------------------------------------------------------------------- re-reads of ordered products
+
+  /**
+   * Up to `limit` products ordered since `since` that still have a listed SKU and that run `runId` has
+   * not seen, those read fresh longest ago first: a product's last fresh read is the later of its last
+   * order (the price guard read it then) and its last re-read by a sync (catalog_product_rereads).
+   */
+  async orderedProductsToReread(since: Date, limit: number, runId: string): Promise<number[]> {
+    const rows = await select<{ id: string }>(
+      this.db(),
+      `SELECT o.product_id::text AS id
+         FROM orders o
+         LEFT JOIN catalog_product_rereads r ON r.product_id = o.product_id
+        WHERE o.created_at >= $1 AND o.product_id IS NOT NULL
+          AND EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = o.product_id AND s.listed)
+          AND NOT EXISTS (SELECT 1 FROM catalog_sync_seen x WHERE x.run_id = $3 AND x.product_id = o.product_id)
+        GROUP BY o.product_id, r.read_at
+        ORDER BY greatest(max(o.created_at), r.read_at), o.product_id
+        LIMIT $2`,
+      [since, limit, runId],
+    );
+    return rows.map((r) => Number(r.id));
+  }
+
+  /** Records a sync's re-read of a product (tried, whatever its answer: the next products go first). */
+  async markReread(productId: number, at: Date): Promise<void> {
+    await this.db().query(
+      `INSERT INTO catalog_product_rereads (product_id, read_at) VALUES ($1, $2)
+       ON CONFLICT (product_id) DO UPDATE SET read_at = EXCLUDED.read_at`,
+      [productId, at],
+    );
   }
 
   // -------------------------------------------------------------------------------- currency

@@ -112,6 +112,8 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     confirmed_live: r.confirmed_live,
     unconfirmed: r.unconfirmed,
     budget_wait_ms: Number(r.budget_wait_ms),
+    skipped_products: (r.skipped_products ?? []).map((x) => ({ product_id: x.product_id, reason: x.reason })),
+    reread_products: r.reread_products ?? 0,
     note: r.note,
     heartbeat_at: iso(r.heartbeat_at),
   };

@@ -129,4 +129,13 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d1', known)).toBeDefined();
     expect(memo.unchangedPage('d2', known)).toBeUndefined();
   });
+  it('never remembers a page with a product left out for its shape: the next pass parses it again', () => {
+    const skipped = { ...page([1, 2], 'd1'), skipped: [{ product_id: 3, reason: 'title: expected an object of texts by language, got null' }] };
+    const memo = afterPass([skipped]);
+    expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeUndefined();
+    // its products' fingerprints are still given for the pass that parsed it
+    const again = { ...page([1, 2], 'd1'), skipped: skipped.skipped };
+    memo.addPage(again);
+    for (const item of again.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
+  });
 });

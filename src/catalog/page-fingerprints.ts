@@ -9,7 +9,8 @@
  *   unchanged: it is not even parsed, and its products are only counted as seen (`unchangedPage`);
  * - else its fingerprints come from memory (`addPage`) and only the products whose fingerprint moved
  *   go to the database, as for any page.
- * A re-sync of an unchanged catalog then parses no page and computes no fingerprint.
+ * A re-sync of an unchanged catalog then parses no page and computes no fingerprint. A page with a
+ * product left out for its shape (`skipped`) is never remembered: it is parsed on every pass.
  *
  * The memory only saves work. What is compared is unchanged (the fingerprints stored at the start of
  * the pass, then the database's), so it can never make a pass skip a write: its worst case is the
@@ -94,7 +95,9 @@ export class PageFingerprints {
       this.stats.computed++;
     }
     for (let i = 0; i < items.length; i++) this.byProduct.set(items[i], record.fingerprints[i]);
-    if (digest !== undefined) this.keep(digest, record);
+    // A page with a product left out for its shape is not remembered: the next pass parses it again,
+    // so that it sees that product (reported again, or stored once its shape is right).
+    if (digest !== undefined && !page.skipped?.length) this.keep(digest, record);
   }
 
   /** The fingerprint of a product of a page parsed in this pass (computed for any other). */

@@ -94,6 +94,26 @@ describe('fetchAllPages', () => {
     expect(batched.reduce((n, p) => n + p.items.length + p.unchanged.length, 0)).toBe(120);
   });
 
+  it('counts a page whose products were all left out for their shape: such a page is not the end of the listing', async () => {
+    const listing = new FakeListing(120, 50);
+    const fetchPage = async (q: ProductPageQuery): Promise<UpstreamProductPage> => {
+      const page = await listing.fetch(q);
+      return q.page === 2 ? { ...page, items: [], skipped: page.items.map((p) => ({ product_id: p.id, reason: 'title: expected an object of texts by language, got null' })) } : page;
+    };
+    const { result, pages, seen } = await run(listing, { fetchPage });
+    expect(result).toMatchObject({ pages: 3, total: 120, products: 120 });
+    expect(seen).toHaveLength(70);
+    expect(pages.flatMap((p) => p.skipped.map((x) => x.product_id))).toEqual(Array.from({ length: 50 }, (_, i) => 51 + i));
+    // pages written together keep them too
+    const batched: FetchedPage[] = [];
+    const slow = async (p: FetchedPage) => {
+      batched.push(p);
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    await run(listing, { fetchPage, writeBatch: 3, writeConcurrency: 1, onPage: slow });
+    expect(batched.reduce((n, p) => n + p.skipped.length, 0)).toBe(50);
+  });
+
   it('follows the echoed page size, not the one asked for', async () => {
     const listing = new FakeListing(120, 50);
     const { result, seen } = await run(listing);

@@ -18,6 +18,7 @@
  * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
  */
 import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
+import type { SkippedProduct } from '../upstream/upstream.shapes.js';
 import type { ProductPageQuery, UnchangedProduct, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
 
 export interface RetryPolicy {
@@ -170,6 +171,8 @@ export interface FetchedPage {
   items: UpstreamProduct[];
   /** Their products known unchanged without being parsed (see `UpstreamProductPage.unchanged`). */
   unchanged: UnchangedProduct[];
+  /** Their items left out for their shape (see `UpstreamProductPage.skipped`): listed, not usable. */
+  skipped: SkippedProduct[];
   /** The total this page announced. */
   total: number;
   pageSize: number;
@@ -212,7 +215,7 @@ export interface PagerResult {
   pagesFetched: number;
   total: number;
   pageSize: number;
-  /** Products handed to onPage. */
+  /** Products handed to onPage (those left out for their shape included). */
   products: number;
   /**
    * Some page announced another `total` than page 1 (a product inserted or withdrawn while paging):
@@ -259,18 +262,22 @@ function takeBatch(ready: FetchedPage[], max: number): FetchedPage {
     pages: taken.flatMap((p) => p.pages),
     items: taken.flatMap((p) => p.items),
     unchanged: taken.flatMap((p) => p.unchanged),
+    skipped: taken.flatMap((p) => p.skipped),
     total: Math.max(...taken.map((p) => p.total)),
     pageSize: taken[0].pageSize,
   };
 }
 
-/** A page's products: those parsed and those known unchanged. */
+/**
+ * A page's products: those parsed, those known unchanged and those left out for their shape (a page of
+ * badly shaped products is not the empty page past the end).
+ */
 function productCount(page: UpstreamProductPage): number {
-  return page.items.length + (page.unchanged?.length ?? 0);
+  return page.items.length + (page.unchanged?.length ?? 0) + (page.skipped?.length ?? 0);
 }
 
 function fetched(page: number, res: UpstreamProductPage, pageSize: number): FetchedPage {
-  return { page, pages: [page], items: res.items, unchanged: res.unchanged ?? [], total: res.total, pageSize };
+  return { page, pages: [page], items: res.items, unchanged: res.unchanged ?? [], skipped: res.skipped ?? [], total: res.total, pageSize };
 }
 
 function pagesFor(total: number, pageSize: number): number {
@@ -411,7 +418,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
         o.onPage(item).then(
           () => {
             writing--;
-            products += item.items.length + item.unchanged.length;
+            products += item.items.length + item.unchanged.length + item.skipped.length;
             pump();
           },
           (e: unknown) => {

@@ -19,7 +19,7 @@ import { PageFingerprints } from './page-fingerprints.js';
 import { fetchAllPages, PageFailure, type FetchedPage, type PagerResult } from './product-pager.js';
 import { updateBudgetWait } from './sync-budget-wait.js';
 import { SyncRunLease } from './sync-run-lease.service.js';
-import { countWrite, message, type ActiveRun, type WriteStrategy } from './sync-run-state.js';
+import { countWrite, message, noteSkipped, type ActiveRun, type WriteStrategy } from './sync-run-state.js';
 
 /**
  * Reads of an incremental listing whose `total` moved while it was paged (see ProductsPass.run) before the
@@ -244,6 +244,7 @@ export class ProductsPass {
         });
         run.strategy = nextStrategy(r);
         for (const p of page.items) seen.add(p.id);
+        if (page.skipped.length > 0) await this.noteSkipped(run, page, known === undefined, seen);
         for (const id of r.unchangedAsKnown) unchangedAtStart.add(id);
         for (const id of r.unfingerprinted) droppedFingerprints.add(id);
         countWrite(run, r);
@@ -254,7 +255,7 @@ export class ProductsPass {
           run.counters.skusSeen += p.skus;
         }
         run.counters.pagesDone += page.pages.length;
-        run.counters.productsSeen += page.items.length + page.unchanged.length;
+        run.counters.productsSeen += page.items.length + page.unchanged.length + page.skipped.length;
         this.metrics.syncPages.inc(page.pages.length);
         await this.flushProgress(run);
         run.emit();
@@ -277,6 +278,21 @@ export class ProductsPass {
           }
         : null;
     return listing;
+  }
+
+  /**
+   * Products of a page left out for their shape: reported in the run (by id, with the reason) and
+   * counted, and, when their id is usable, counted as seen (in memory, or in catalog_sync_seen when the
+   * pass keeps what it saw there): the pass stays complete and never unlists them for their shape;
+   * their stored SKUs stay as they are.
+   */
+  private async noteSkipped(run: ActiveRun, page: FetchedPage, seenInDatabase: boolean, seen: Set<number>): Promise<void> {
+    const ids = page.skipped.flatMap((s) => (s.product_id === null ? [] : [s.product_id]));
+    for (const id of ids) seen.add(id);
+    if (seenInDatabase) await this.catalog.markSeen(run.runId, ids);
+    this.metrics.syncProductsSkipped.inc(page.skipped.length);
+    noteSkipped(run, page.skipped);
+    for (const s of page.skipped) this.logger.warn(`sync run ${run.runId}: product ${s.product_id ?? '(no usable id)'} left out of page ${page.page}: ${s.reason}`);
   }
 
   /**

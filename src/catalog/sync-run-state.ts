@@ -4,14 +4,15 @@
  * (ProductsPass) and the delisting checks after it (DelistingChecks) share it.
  */
 import { randomBytes } from 'node:crypto';
+import type { SkippedProduct } from '../upstream/upstream.shapes.js';
 import type { WriteOptions, WriteResult } from './catalog-writer.service.js';
 import type { RetryPolicy } from './product-pager.js';
 import { emptyCounts } from './sku-diff.js';
 import type { PassMode, PassPlan } from './sync-plan.js';
 import type { RunClaim } from './sync-run-lease.service.js';
-import type { RunCounters } from './sync-run.repository.js';
+import { MAX_SKIPPED_LISTED, type RunCounters } from './sync-run.repository.js';
 
-export type SyncPhase = 'starting' | 'categories' | 'products' | 'confirming' | 'finished';
+export type SyncPhase = 'starting' | 'categories' | 'products' | 'rereading' | 'confirming' | 'finished';
 
 /** A run's progress: its counters so far (those of the run row, see RunCounters). */
 export interface SyncProgress
@@ -90,7 +91,22 @@ export function emptyCounters(): RunCounters {
     confirmedLive: 0,
     unconfirmed: 0,
     budgetWaitMs: 0,
+    skippedProducts: [],
+    rereadProducts: 0,
   };
+}
+
+/**
+ * Records products of a page left out for their shape in the run: each listed once by id (a listing
+ * read again meets them again), up to MAX_SKIPPED_LISTED.
+ */
+export function noteSkipped(run: ActiveRun, skipped: readonly SkippedProduct[]): void {
+  const list = run.counters.skippedProducts;
+  for (const s of skipped) {
+    if (list.length >= MAX_SKIPPED_LISTED) return;
+    if (s.product_id !== null && list.some((x) => x.product_id === s.product_id)) continue;
+    list.push({ product_id: s.product_id, reason: s.reason });
+  }
 }
 
 /** Adds a write's outcome to the run's counters. */

@@ -10,6 +10,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import type { SkippedProduct } from '../upstream/upstream.shapes.js';
 import type { ChangeCounts } from './sku-diff.js';
 import type { PassMode } from './sync-plan.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
@@ -45,6 +46,10 @@ export interface SyncRunRecord {
   unconfirmed: number;
   /** Milliseconds the run's upstream requests waited for the request budget, summed (bigint: a string). */
   budget_wait_ms: number | string;
+  /** Products of the listing left out for their shape (at most MAX_SKIPPED_LISTED). */
+  skipped_products: SkippedProduct[];
+  /** Ordered products an incremental run re-read on its own (SYNC_REREAD_ORDERED). */
+  reread_products: number;
   note: string | null;
   error: string | null;
 }
@@ -64,7 +69,14 @@ export interface RunCounters {
   unconfirmed: number;
   /** Milliseconds the run's upstream requests waited for the request budget, summed over the requests. */
   budgetWaitMs: number;
+  /** Products of the listing left out for their shape, by id (null: no usable id), at most MAX_SKIPPED_LISTED. */
+  skippedProducts: SkippedProduct[];
+  /** Ordered products re-read after an incremental pass (`GET /products/{id}` requests made). */
+  rereadProducts: number;
 }
+
+/** The most products left out for their shape that a run lists (the count goes on in the metric). */
+export const MAX_SKIPPED_LISTED = 100;
 
 export interface NewRun {
   runId: string;
@@ -79,7 +91,7 @@ export interface NewRun {
 
 const COUNTER_SET = `pages_total = $2, pages_done = $3, products_seen = $4, skus_seen = $5, skus_created = $6,
   skus_changed = $7, skus_delisted = $8, skus_relisted = $9, changes = $10::jsonb, conflicts = $11,
-  confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14`;
+  confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14, skipped_products = $15::jsonb, reread_products = $16`;
 
 function counterParams(c: RunCounters): unknown[] {
   return [
@@ -96,6 +108,8 @@ function counterParams(c: RunCounters): unknown[] {
     c.confirmedLive,
     c.unconfirmed,
     Math.max(0, Math.round(c.budgetWaitMs)),
+    JSON.stringify(c.skippedProducts),
+    c.rereadProducts,
   ];
 }
 
@@ -157,7 +171,7 @@ export class SyncRunRepository {
     return this.count(
       this.db,
       `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $15 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $17 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(c), owner],
     );
   }
@@ -180,9 +194,9 @@ export class SyncRunRepository {
   ): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $15, error = $16, note = coalesce($17, note), finished_at = $18,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $17, error = $18, note = coalesce($19, note), finished_at = $20,
               heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $19 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $21 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now, owner],
     );
   }
@@ -195,9 +209,9 @@ export class SyncRunRepository {
   async finishLost(em: Db, runId: string, owner: string, r: { counters: RunCounters; error: string; note: string | null }): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($16, note),
-              error = $15 || coalesce(' (recorded by the other process: ' || error || ')', '')
-        WHERE run_id = $1 AND owner = $17 AND status = 'failed' RETURNING 1`,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($18, note),
+              error = $17 || coalesce(' (recorded by the other process: ' || error || ')', '')
+        WHERE run_id = $1 AND owner = $19 AND status = 'failed' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.error, r.note, owner],
     );
   }

@@ -39,7 +39,7 @@ describe('config', () => {
     expect(c.payloadKeys).toHaveLength(1);
     expect(c.payloadKeys[0]).toHaveLength(32);
     expect(c.generated).toEqual(['INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']);
-    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000, listInactive: false });
+    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000, listInactive: false, rereadOrdered: 10 });
     expect(c.orders).toEqual({ pollBaseMs: 5000, pollMaxMs: 600_000, stuckAlertS: 86_400, maxQuantity: 1000 });
     expect(c.pricing).toEqual({ markupPercent: '0', markupFixed: '0', rounding: '0.01' });
     expect(c.callbacks.toleranceS).toBe(60);
@@ -188,6 +188,22 @@ describe('config', () => {
     ['', true],
   ])('reads DB_MIGRATE_ON_START=%p as %p', (value, expected) => {
     expect(loadConfig({ ...production, DB_MIGRATE_ON_START: value }).migrateOnStart).toBe(expected);
+  });
+
+  it.each([
+    ['0', 0],
+    ['25', 25],
+    ['1000', 1000],
+  ])('reads SYNC_REREAD_ORDERED=%p as %p products a run (0: off)', (value, expected) => {
+    expect(loadConfig({ ...production, SYNC_REREAD_ORDERED: value }).sync.rereadOrdered).toBe(expected);
+  });
+
+  it.each([
+    ['-1', 'must be between 0 and 1000, got -1'],
+    ['1001', 'must be between 0 and 1000, got 1001'],
+    ['ten', 'must be an integer, got "ten"'],
+  ])('refuses SYNC_REREAD_ORDERED=%p, naming it', (value, why) => {
+    expect(problems({ ...production, SYNC_REREAD_ORDERED: value })).toEqual([`SYNC_REREAD_ORDERED: ${why}`]);
   });
 
   it('refuses a DB_MIGRATE_ON_START that is not a boolean', () => {

@@ -106,6 +106,12 @@ export interface AppConfigShape {
      * products come in it with `is_active: false` (unlisted without a read of their own).
      */
     listInactive: boolean;
+    /**
+     * SYNC_REREAD_ORDERED: after its pages, an incremental run re-reads (`GET /products/{id}`, lowest
+     * budget class) up to this many products ordered in the last day, those read fresh longest ago
+     * first: stock changes do not move `updated_at`. 0: off.
+     */
+    rereadOrdered: number;
   };
   orders: {
     pollBaseMs: number;
@@ -515,6 +521,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       mode: r.oneOf<SyncMode>('SYNC_MODE', 'auto', ['auto', 'full', 'incremental']),
       fullEveryMs: r.duration('SYNC_FULL_EVERY', 6 * 3_600_000),
       listInactive: r.bool('UPSTREAM_LIST_INACTIVE', preset.listsInactive),
+      rereadOrdered: r.int('SYNC_REREAD_ORDERED', 10, 0, 1000),
     },
     orders: {
       pollBaseMs,

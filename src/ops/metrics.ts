@@ -86,6 +86,17 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly syncProductsSkipped = new Counter({
+    name: 'relay_sync_products_skipped_total',
+    help: 'Products of a sync listing left out because their shape is wrong (the rest of their page is stored).',
+    registers: [this.registry],
+  });
+  readonly syncRereads = new Counter({
+    name: 'relay_sync_rereads_total',
+    help: 'Ordered products an incremental sync re-read on their own (GET /products/{id}), by outcome (ok, gone, failed).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
 
   // Orders
   readonly ordersByStatus = new Gauge({

@@ -51,6 +51,8 @@ export interface ProductRecord {
   sortOrder: number;
   /** Cached wire JSON; null when it must be rebuilt. */
   json: string | null;
+  /** Served with `title: null` (a badly shaped product, see SandboxCatalog.setTitleNull). */
+  titleNull?: boolean;
 }
 
 export interface CategoryDef {

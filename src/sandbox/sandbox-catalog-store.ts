@@ -199,7 +199,8 @@ export class CatalogStore {
     const wire: SandboxProduct = {
       id: p.id,
       slug: p.slug,
-      title: p.title,
+      // a product an admin left without a title is served so (see SandboxCatalog.setTitleNull)
+      title: p.titleNull ? (null as unknown as SandboxProduct['title']) : p.title,
       description: p.description,
       ...(p.content ? { content: p.content } : {}),
       ...(p.seoMeta ? { seo_meta: p.seoMeta } : {}),

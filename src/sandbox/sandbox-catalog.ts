@@ -163,14 +163,27 @@ export class SandboxCatalog extends CatalogStore {
    * Sets stock. `unlimited` forces quantity -1, `out_of_stock` 0; `in_stock`/`low_stock` take the
    * given quantity (defaults 100 / 5).
    */
-  setStock(skuCode: string, status: SandboxStockStatus, quantity?: number): void {
+  setStock(skuCode: string, status: SandboxStockStatus, quantity?: number, opts: { keepUpdatedAt?: boolean } = {}): void {
     if (!SANDBOX_STOCK_STATUSES.includes(status)) throw new RangeError(`unknown stock status ${status}`);
     const s = this.sku(skuCode);
-    s.stockStatus = status;
-    s.stockQuantity =
+    const stockQuantity =
       status === 'unlimited' ? -1 : status === 'out_of_stock' ? 0 : (quantity ?? (status === 'in_stock' ? 100 : 5));
-    if (!Number.isInteger(s.stockQuantity)) throw new RangeError('stock quantity must be an integer');
-    this.touch(s.productId);
+    if (!Number.isInteger(stockQuantity)) throw new RangeError('stock quantity must be an integer');
+    s.stockStatus = status;
+    s.stockQuantity = stockQuantity;
+    // Cards added to an auto product (Dujiao-Next counts them when the product is read) leave its
+    // `updated_at` as it was: `keepUpdatedAt` changes only what is served, as takeStock does.
+    if (opts.keepUpdatedAt) this.product(s.productId).json = null;
+    else this.touch(s.productId);
+  }
+
+  /**
+   * Serves the product with `title: null` (`on`), or with its title again: an admin's edit (a new
+   * `updated_at`) that leaves a product in a shape the API should never give.
+   */
+  setTitleNull(productId: number, on: boolean): void {
+    this.product(productId).titleNull = on;
+    this.touch(productId);
   }
 
   setSkuActive(skuCode: string, active: boolean): void {

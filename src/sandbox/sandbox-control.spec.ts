@@ -81,6 +81,27 @@ describe('sandbox control API', () => {
     expect((listed.body.orders as SandboxOrderView[]).map((x) => x.id)).toEqual([o.order_id, other.order_id]);
   });
 
+  it('changes stock without moving updated_at, and serves a product with a null title until fixed', async () => {
+    const found = sandbox.catalog.findSku({ stockStatus: 'in_stock' })!;
+    const before = found.product.updated_at;
+    await control('POST', '/catalog/stock', { sku_code: found.sku.sku_code, stock_status: 'in_stock', stock_quantity: 77, keep_updated_at: true });
+    const after = sandbox.catalog.getProduct(found.product.id)!;
+    expect(after.updated_at).toBe(before);
+    expect(after.skus.find((s) => s.id === found.sku.id)!.stock_quantity).toBe(77);
+    expect((await control('POST', '/catalog/stock', { sku_code: found.sku.sku_code, stock_status: 'in_stock', keep_updated_at: 'yes' })).status).toBe(400);
+
+    const id = found.product.id;
+    expect((await control('POST', '/catalog/title-null', { product_id: id })).status).toBe(200);
+    const served = (await signedRequest(sandbox.credentials, 'GET', `/products/${id}`)).json as { product: SandboxProduct };
+    expect(served.product.title).toBeNull();
+    const listed = (await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } })).json as { items: SandboxProduct[] };
+    expect(listed.items.find((p) => p.id === id)!.title).toBeNull();
+    expect(sandbox.catalog.getProduct(id)!.updated_at > before).toBe(true); // an admin's edit
+    await control('POST', '/catalog/title-null', { product_id: id, null: false });
+    expect(sandbox.catalog.getProduct(id)!.title).toEqual(found.product.title);
+    expect((await control('POST', '/catalog/title-null', { product_id: 99_999 })).status).toBe(400);
+  });
+
   it('changes the catalog', async () => {
     const code = sandbox.catalog.findSku({ stockStatus: 'in_stock' })!.sku.sku_code;
     expect((await control('POST', '/catalog/price', { sku_code: code, price: '42.00' })).status).toBe(200);

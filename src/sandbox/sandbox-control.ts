@@ -27,7 +27,9 @@
  *   POST /__sandbox/orders/{id}/refund         body: {amount?, callback?} (callback: default by profile, none under dujiao-next)
  *   POST /__sandbox/orders/{id}/status         body: {status, payload?}
  *   POST /__sandbox/catalog/price              body: {sku_code, price}
- *   POST /__sandbox/catalog/stock              body: {sku_code, stock_status, stock_quantity?}
+ *   POST /__sandbox/catalog/stock              body: {sku_code, stock_status, stock_quantity?, keep_updated_at?}
+ *                                              (keep_updated_at: cards added or sold, `updated_at` unmoved)
+ *   POST /__sandbox/catalog/title-null         body: {product_id, null?}: served with `title: null` (null: false, fixed)
  *   POST /__sandbox/catalog/sku-active         body: {sku_code, is_active}
  *   POST /__sandbox/catalog/sku-id             body: {sku_code}             → {sku_id}
  *   POST /__sandbox/catalog/remove-sku         body: {sku_code}: the product keeps its other SKUs
@@ -153,8 +155,15 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
       catalog.setPrice(str('sku_code'), str('price'));
       return { sku: catalog.getSku(str('sku_code'))?.sku };
     case 'POST /catalog/stock':
-      catalog.setStock(str('sku_code'), str('stock_status') as SandboxStockStatus, body.stock_quantity === undefined ? undefined : int('stock_quantity'));
+      if (body.keep_updated_at !== undefined && typeof body.keep_updated_at !== 'boolean') throw new RangeError('keep_updated_at must be a boolean');
+      catalog.setStock(str('sku_code'), str('stock_status') as SandboxStockStatus, body.stock_quantity === undefined ? undefined : int('stock_quantity'), {
+        keepUpdatedAt: body.keep_updated_at === true,
+      });
       return { sku: catalog.getSku(str('sku_code'))?.sku };
+    case 'POST /catalog/title-null':
+      if (body.null !== undefined && typeof body.null !== 'boolean') throw new RangeError('null must be a boolean');
+      catalog.setTitleNull(int('product_id'), body.null !== false);
+      return { product_id: int('product_id'), title_null: body.null !== false };
     case 'POST /catalog/sku-active':
       if (typeof body.is_active !== 'boolean') throw new RangeError('is_active must be a boolean');
       catalog.setSkuActive(str('sku_code'), body.is_active);

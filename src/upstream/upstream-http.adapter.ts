@@ -40,7 +40,8 @@ import {
   isUpstreamOrder,
   isUpstreamPing,
   isUpstreamProduct,
-  isUpstreamProductPage,
+  isUpstreamProductPageEnvelope,
+  splitProductPage,
 } from './upstream.shapes.js';
 import type {
   ProductPageQuery,
@@ -430,10 +431,13 @@ export class UpstreamHttpClient extends UpstreamClient {
     const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
     if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
     if (query.includeInactive) params.set('include_inactive', 'true');
-    return this.call(
+    // The envelope must be right; a product whose shape is wrong is left out of `items` and reported
+    // in `skipped` (a remembered page comes back as the caller gave it: it has no items to check).
+    const page = await this.call(
       { operation: 'listProducts', method: 'GET', path: '/products', query: params, signal, digest: query.digest === true, remembered: query.remembered },
-      isUpstreamProductPage,
+      isUpstreamProductPageEnvelope,
     );
+    return splitProductPage(page);
   }
 
   override async getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct> {

@@ -4,6 +4,9 @@ import {
   isUpstreamOrder,
   isUpstreamPing,
   isUpstreamProductPage,
+  isUpstreamProductPageEnvelope,
+  productShapeProblem,
+  splitProductPage,
 } from './upstream.shapes.js';
 
 const sku = {
@@ -51,6 +54,42 @@ describe('upstream answer shapes', () => {
     expect(isUpstreamProductPage({ ...page, items: [{ ...product, skus: [{ ...sku, price_amount: 9.9 }] }] })).toBe(false);
     expect(isUpstreamProductPage({ ...page, total: '1' })).toBe(false);
     expect(isUpstreamProductPage({ ...page, items: undefined })).toBe(false);
+  });
+
+  it('names the field of a product that is wrong, and what it got', () => {
+    expect(productShapeProblem(product)).toBeNull();
+    expect(productShapeProblem({ ...product, title: null })).toBe('title: expected an object of texts by language, got null');
+    expect(productShapeProblem({ ...product, price_amount: 9.9 })).toBe('price_amount: expected a decimal string, got a number');
+    expect(productShapeProblem({ ...product, skus: [sku, { ...sku, stock_quantity: '5' }] })).toBe('skus[1].stock_quantity: expected an integer, got "5"');
+    expect(productShapeProblem({ ...product, skus: [null] })).toBe('skus[0]: expected a SKU object, got null');
+    expect(productShapeProblem('x')).toBe('expected a product object, got "x"');
+  });
+
+  it('splits a page: a product whose shape is wrong is left out and reported with its id, the others kept', () => {
+    const bad = { ...product, id: 2, title: null };
+    const noId = { ...product, id: 'three', slug: 5 };
+    const page = { ok: true as const, items: [product, bad, noId, { ...product, id: 4 }], total: 4, page: 1, page_size: 50, digest: 'd' };
+    expect(isUpstreamProductPageEnvelope(page)).toBe(true);
+    expect(isUpstreamProductPage(page)).toBe(false);
+    const split = splitProductPage(page);
+    expect(split.items.map((p) => p.id)).toEqual([1, 4]);
+    expect(split.skipped).toEqual([
+      { product_id: 2, reason: 'title: expected an object of texts by language, got null' },
+      { product_id: null, reason: 'id: expected an integer, got "three"' },
+    ]);
+    expect(split).toMatchObject({ total: 4, page: 1, page_size: 50, digest: 'd' });
+    // a page without a wrong product is given back as it is, without `skipped`
+    const clean = { ok: true as const, items: [product], total: 1, page: 1, page_size: 50 };
+    expect(splitProductPage(clean)).toBe(clean);
+    expect(splitProductPage(clean).skipped).toBeUndefined();
+  });
+
+  it('a page whose envelope is wrong is refused whatever its items', () => {
+    const page = { ok: true, items: [product], total: 1, page: 1, page_size: 50 };
+    expect(isUpstreamProductPageEnvelope({ ...page, total: '1' })).toBe(false);
+    expect(isUpstreamProductPageEnvelope({ ...page, items: null })).toBe(false);
+    expect(isUpstreamProductPageEnvelope({ ...page, ok: false })).toBe(false);
+    expect(isUpstreamProductPageEnvelope({ ...page, page_size: 0 })).toBe(false);
   });
 
   it('lets unknown states and extra fields pass (refunded, partially_refunded)', () => {

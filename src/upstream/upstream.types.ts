@@ -69,6 +69,8 @@ export interface UpstreamProduct {
 export interface UpstreamProductPage {
   ok: true;
   items: UpstreamProduct[];
+  /** Not the upstream's: the items left out of `items` for their shape (see splitProductPage). */
+  skipped?: Array<{ product_id: number | null; reason: string }>;
   total: number;
   page: number;
   /** The page size the upstream actually used: it may cap what was asked. */
