@@ -6,13 +6,13 @@
  * stored. Never logs an item.
  */
 import { Injectable, Logger } from '@nestjs/common';
-import { Decimal } from 'decimal.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
+import { sameAmount } from './money-checks.js';
 import { normalizeRefundRecords } from './refund-records.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
@@ -83,9 +83,6 @@ function withoutItems(items: readonly string[], other: readonly string[]): strin
   });
 }
 
-const eqMoney = (a: string | null | undefined, b: string | null | undefined): boolean =>
-  a == null || b == null ? a == b : new Decimal(a).eq(new Decimal(b));
-
 @Injectable()
 export class OrderUpdater {
   private readonly logger = new Logger('orders');
@@ -111,9 +108,9 @@ export class OrderUpdater {
     const taken = decision.kind === 'apply' || decision.kind === 'same';
     if (taken) {
       if (report.order_no && report.order_no !== order.upstreamOrderNo) patch.upstream_order_no = report.order_no;
-      if (report.amount && !eqMoney(report.amount, order.amount)) patch.amount = report.amount;
+      if (report.amount && !sameAmount(report.amount, order.amount)) patch.amount = report.amount;
       if (report.currency && report.currency !== order.currency) patch.currency = report.currency;
-      if (report.refunded_amount != null && !eqMoney(report.refunded_amount, order.refundedAmount)) {
+      if (report.refunded_amount != null && !sameAmount(report.refunded_amount, order.refundedAmount)) {
         patch.refunded_amount = report.refunded_amount;
         progressed = true;
       }
