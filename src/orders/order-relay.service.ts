@@ -14,7 +14,6 @@
  * in arrival order, with the price guard read then against the ceiling recorded at acceptance.
  */
 import { Injectable, Logger } from '@nestjs/common';
-import { Decimal } from 'decimal.js';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +24,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
 import { OrderPresenter } from './order-presenter.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
@@ -190,7 +190,7 @@ export class OrderRelayService {
   ): Promise<PlaceResult | null> {
     let sku: CheckedSku;
     let deferred = false;
-    const ceiling = input.max_unit_cost ?? local?.salePrice ?? '0';
+    const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
     try {
       sku = await this.check(input, local, early, ceiling, wait);
     } catch (e) {
@@ -255,7 +255,8 @@ export class OrderRelayService {
     const local = await this.catalog.getSku(order.skuKey ?? order.skuCode);
     let sku: CheckedSku;
     try {
-      sku = await this.check(input, local, null, order.maxUnitCost ?? order.priceCeiling ?? local?.salePrice ?? '0', { signal });
+      // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
+      sku = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
     } catch (e) {
       if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
       await this.refuseQueued(order, attempt, e);
@@ -267,7 +268,6 @@ export class OrderRelayService {
     } catch {
       return false; // shutdown, or the ledger could not be asked: still queued
     }
-    const expectedAmount = new Decimal(sku.unitCost).mul(order.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
     const started = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
@@ -284,7 +284,7 @@ export class OrderRelayService {
         'dequeue',
         'submitting',
         'api',
-        { product_id: sku.productId, sku_id: sku.skuId, unit_cost: sku.unitCost, expected_amount: expectedAmount },
+        { product_id: sku.productId, sku_id: sku.skuId, unit_cost: sku.unitCost, expected_amount: expectedAmount(sku.unitCost, order.quantity) },
         { attempt: attemptNo, downstream_order_no: locked.attempt.downstreamOrderNo },
       );
     });
@@ -342,7 +342,7 @@ export class OrderRelayService {
     if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
       throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is no longer available upstream`);
     }
-    if (new Decimal(fresh.price_amount).gt(new Decimal(ceiling))) {
+    if (aboveCeiling(fresh.price_amount, ceiling)) {
       throw new AppError('price_changed', 409, `the unit price is now ${fresh.price_amount}, above ${ceiling}`, {
         unit_cost: fresh.price_amount,
         max_unit_cost: ceiling,
@@ -384,7 +384,7 @@ export class OrderRelayService {
   ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
     const leaseMs = this.submitter.sendLeaseMs;
-    const expectedAmount = new Decimal(sku.unitCost).mul(input.quantity).toFixed(sku.unitCost.split('.')[1]?.length ?? 0);
+    const expected = expectedAmount(sku.unitCost, input.quantity);
     // A new order is one statement (order, attempt and event in one INSERT): on its own, committed as
     // it returns, when there is no outbox row to write with it; else in a transaction with that row.
     const alone = !rejected && !this.updater.announceWrites;
@@ -405,7 +405,7 @@ export class OrderRelayService {
               productId: sku.productId,
               skuId: sku.skuId,
               unitCost: sku.unitCost,
-              expectedAmount,
+              expectedAmount: expected,
               currency: sku.currency,
               fulfillmentType: sku.fulfillmentType,
             },
@@ -431,7 +431,7 @@ export class OrderRelayService {
           product_id: sku.productId,
           sku_id: sku.skuId,
           unit_cost: sku.unitCost,
-          expected_amount: expectedAmount,
+          expected_amount: expected,
           price_ceiling: ceiling,
           error_code: null,
           error_message: null,

@@ -10,7 +10,6 @@
  * order: the same attempt goes again at once without the callback address.
  */
 import { Injectable, Logger } from '@nestjs/common';
-import { Decimal } from 'decimal.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
@@ -20,6 +19,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
 import { attemptMove } from './attempt-lifecycle.js';
+import { overcharge } from './money-checks.js';
 import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
@@ -310,18 +310,17 @@ export class OrderSubmitter {
     return new Date(now.getTime() + this.config.upstream.submitUnknownRecheckS * 1000);
   }
 
-  /** A charge above quantity × the checked unit price is counted and logged. */
+  /** A charge above quantity × the checked unit price (money-checks `overcharge`) is counted and logged. */
   private checkCharge(order: OrderRecord, r: AcceptedReport): void {
-    if (!r.amount || order.unitCost === null) return;
-    const ceiling = new Decimal(order.unitCost).mul(order.quantity);
-    if (new Decimal(r.amount).gt(ceiling)) {
+    const over = overcharge(r.amount, order.unitCost, order.quantity);
+    if (over) {
       this.metrics.overcharges.inc();
       this.logger.warn({
-        msg: `order ${order.shopOrderNo}: the upstream charged ${r.amount}, above ${ceiling.toFixed()} (quantity × checked unit price)`,
+        msg: `order ${order.shopOrderNo}: the upstream charged ${r.amount}, above ${over.expected} (quantity × checked unit price)`,
         shop_order_no: order.shopOrderNo,
         trace_id: order.traceId,
         amount: r.amount,
-        ceiling: ceiling.toFixed(),
+        ceiling: over.expected,
       });
     }
   }

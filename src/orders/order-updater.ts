@@ -1,28 +1,23 @@
 /**
  * The one place where an order's status changes, inside the caller's transaction on the locked row:
- * upstream reports (API answer, callback, poll, operator) through `decideReport`, local moves through
- * the transition table. Every applied change writes an event row and a shop notification (outbox);
- * regressions are counted, anomalies kept and logged; delivered items are sealed before they are
- * stored. Never logs an item.
+ * upstream reports (API answer, callback, poll, operator) as `planReport` (report-plan.ts) decides,
+ * local moves through the transition table. Every applied change writes an event row and a shop
+ * notification (outbox); regressions are counted, anomalies kept and logged; delivered items are
+ * sealed before they are stored. Never logs an item.
  */
 import { Injectable, Logger } from '@nestjs/common';
-import { Decimal } from 'decimal.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
-import { normalizeRefundRecords } from './refund-records.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
-  DELIVERED_AFTER_CANCEL,
   FOLLOWED,
-  ITEMS_DELIVERED,
   UPSTREAM_ORDER_EXISTS,
   canTransition,
   decideReport,
-  itemsFollowUp,
   type EventSource,
   type LocalTrigger,
   type OrderStatus,
@@ -34,18 +29,9 @@ import type { OrderTx } from './order-tx.js';
 import { OrderSignals } from './order-signals.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
 import { nextPollInterval, pollPace } from './poll-backoff.js';
+import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } from './report-plan.js';
 
-/** What the upstream says about an order (a created-order answer, an order detail). */
-export interface UpstreamReport {
-  status: string;
-  order_no?: string;
-  amount?: string;
-  currency?: string;
-  refunded_amount?: string | null;
-  /** The refunds made on the order (newer Dujiao-Next's detail), read by normalizeRefundRecords. */
-  refund_records?: unknown;
-  fulfillment?: UpstreamFulfillment | null;
-}
+export type { UpstreamReport } from './report-plan.js';
 
 export interface ApplyOptions {
   /** `poll`: the poller's own read (backs off when nothing moved, releases its lease); `hint`: any other. */
@@ -83,9 +69,6 @@ function withoutItems(items: readonly string[], other: readonly string[]): strin
   });
 }
 
-const eqMoney = (a: string | null | undefined, b: string | null | undefined): boolean =>
-  a == null || b == null ? a == b : new Decimal(a).eq(new Decimal(b));
-
 @Injectable()
 export class OrderUpdater {
   private readonly logger = new Logger('orders');
@@ -99,94 +82,55 @@ export class OrderUpdater {
     private readonly signals: OrderSignals,
   ) {}
 
-  /** Applies an upstream report to `order` (locked by the caller in `tx`). */
+  /**
+   * Applies an upstream report to `order` (locked by the caller in `tx`): the items it brings are
+   * sealed, `planReport` decides what it changes, `writeReport` writes that.
+   */
   async applyReport(tx: OrderTx, order: OrderRecord, report: UpstreamReport, source: EventSource, opts: ApplyOptions): Promise<ApplyResult> {
     const now = this.clock.now();
     const decision = decideReport(order.status, report.status);
-    const patch: OrderPatch = { ...opts.patch };
-    let to = order.status;
-    let progressed = false;
-    let deliveredNow = false;
+    const delivery = reportTakesItems(decision) ? this.delivery(tx, order, report.fulfillment, now) : null;
+    const plan = planReport(order, report, decision, { kind: opts.kind, patch: opts.patch, delivery, now });
+    const updated = await this.writeReport(tx, order, report, source, opts, plan, now);
+    return { order: updated, from: plan.from, to: plan.to, decision, progressed: plan.progressed };
+  }
 
-    const taken = decision.kind === 'apply' || decision.kind === 'same';
-    if (taken) {
-      if (report.order_no && report.order_no !== order.upstreamOrderNo) patch.upstream_order_no = report.order_no;
-      if (report.amount && !eqMoney(report.amount, order.amount)) patch.amount = report.amount;
-      if (report.currency && report.currency !== order.currency) patch.currency = report.currency;
-      if (report.refunded_amount != null && !eqMoney(report.refunded_amount, order.refundedAmount)) {
-        patch.refunded_amount = report.refunded_amount;
-        progressed = true;
-      }
-      // the refunds as the upstream's last read lists them (replacing the earlier list: its entries have no stable ids)
-      const refunds = normalizeRefundRecords(report.refund_records);
-      if (refunds !== undefined && JSON.stringify(refunds) !== JSON.stringify(order.refundRecords ?? [])) patch.refund_records = JSON.stringify(refunds);
+  /** Writes a report's plan in `tx`: its event row, the order's columns with the next poll, and what follows the commit. */
+  private async writeReport(tx: OrderTx, order: OrderRecord, report: UpstreamReport, source: EventSource, opts: ApplyOptions, plan: ReportPlan, now: Date): Promise<OrderRecord> {
+    const { to } = plan;
+    if (plan.event?.kind === 'status') await this.recordChange(tx, order, to, source, now, { ...opts.detail });
+    if (plan.regression) {
+      tx.afterCommit(() => {
+        this.metrics.stateRegressions.inc({ source });
+        this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: order.status, reported: report.status, source });
+      });
     }
-    // items reported delivered are kept even when the status contradicts the order's (no item is lost)
-    if (taken || (decision.kind === 'anomaly' && decision.reason === DELIVERED_AFTER_CANCEL)) {
-      const delivery = this.delivery(tx, order, report.fulfillment, now);
-      if (delivery) {
-        Object.assign(patch, delivery);
-        progressed = true;
-        deliveredNow = order.deliveredAt === null;
-      }
-    }
-
-    switch (decision.kind) {
-      case 'apply':
-        to = decision.to;
-        progressed = true;
-        Object.assign(patch, { status: to, status_changed_at: now });
-        if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
-        await this.recordChange(tx, order, to, source, now, { ...opts.detail });
-        break;
-      case 'regression':
-        tx.afterCommit(() => {
-          this.metrics.stateRegressions.inc({ source });
-          this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: order.status, reported: report.status, source });
+    if (plan.event?.kind === 'anomaly') {
+      const { reason, reported } = plan.event;
+      await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason, reported } }, now);
+      tx.afterCommit(() => {
+        this.metrics.stateAnomalies.inc();
+        this.logger.warn({
+          msg: `contradictory status report kept as an anomaly: ${reason}`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+          status: order.status,
+          reported,
+          source,
         });
-        break;
-      case 'anomaly':
-        if (order.anomaly !== decision.reason) {
-          patch.anomaly = decision.reason;
-          await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason: decision.reason, reported: report.status } }, now);
-          tx.afterCommit(() => {
-            this.metrics.stateAnomalies.inc();
-            this.logger.warn({
-              msg: `contradictory status report kept as an anomaly: ${decision.reason}`,
-              shop_order_no: order.shopOrderNo,
-              trace_id: order.traceId,
-              status: order.status,
-              reported: report.status,
-              source,
-            });
-          });
-        }
-        break;
-      case 'same':
-        break;
+      });
     }
-
-    if (progressed) Object.assign(patch, { progress_at: now, stuck_since: null });
-    // updated_at moves only when something the API shows changed, not for the polling schedule
-    if (Object.keys(patch).length > 0) patch.updated_at = now;
-    // A status we do not know on an order that exists upstream (e.g. the create's answer): it is read
-    // again until it says something we know, rather than left unfollowed in `submitting`.
-    const unknownThere = decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
-    // A delivering or delivered status whose items no report has brought is not a delivery: the order
-    // stays followed, and is read at once when the report was not itself a read (a deduplicated
-    // re-send answers the order's current status without its items).
-    const items = itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, opts.kind);
-    const callbacksExpected = patch.callbacks_expected ?? order.callbacksExpected;
-    Object.assign(patch, this.schedule({ ...order, callbacksExpected }, to, progressed, opts.schedule, now, unknownThere || items !== 'none', items === 'read_now'));
-    const updated = await tx.updateOrder(order, patch);
-    if (items === 'read_now') {
+    const callbacksExpected = plan.patch.callbacks_expected ?? order.callbacksExpected;
+    const schedule = this.schedule({ ...order, callbacksExpected }, to, plan.progressed, opts.schedule, now, plan.follow, plan.items === 'read_now');
+    const updated = await tx.updateOrder(order, { ...plan.patch, ...schedule });
+    if (plan.items === 'read_now') {
       tx.afterCommit(() => {
         this.logger.log({ msg: `order ${order.shopOrderNo}: ${to} reported without its items; reading the order now`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: to, source });
         this.signals.itemsDue(order.id);
       });
     }
-    if (deliveredNow && ITEMS_DELIVERED.has(to)) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
-    return { order: updated, from: order.status, to, decision, progressed };
+    if (plan.firstDelivery) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));
+    return updated;
   }
 
   /** A local move of the transition table (throws when the table does not allow it). */
