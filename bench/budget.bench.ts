@@ -28,7 +28,9 @@
  * Options: `--db pglite|postgres|both` (default pglite; postgres is skipped when no server answers at
  * BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres), `--figure 1,2,3` (default all),
  * `--quick` (a short run: smaller catalog and loads), `--products N` (products the orders buy,
- * default 5), `--scale N` (default 10).
+ * default 5), `--scale N` (default 10). BENCH_BUILD_DIR: where `src/` is compiled (default
+ * node_modules/.cache/upstream-relay-bench-budget; set it, e.g. to bench/.out/build, when several checkouts share node_modules;
+ * it must lie inside the checkout so that the build finds node_modules).
  */
 import { spawn, fork, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,7 +45,7 @@ import type { SandboxStats } from '../src/sandbox/sandbox.types.js';
 import { printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BUILD = join(ROOT, 'node_modules/.cache/upstream-relay-bench-budget');
+const BUILD = process.env.BENCH_BUILD_DIR ?? join(ROOT, 'node_modules/.cache/upstream-relay-bench-budget');
 const args = process.argv.slice(2);
 const arg = (name: string, def: string): string => {
   const i = args.indexOf(`--${name}`);
@@ -98,7 +100,7 @@ function scaledEnv(): Record<string, string> {
 
 // --------------------------------------------------------------------------------------- processes
 
-/** Compiles src/ to JavaScript (the project's SWC settings) under node_modules/.cache, with the migrations beside it. */
+/** Compiles src/ to JavaScript (the project's SWC settings) into BUILD, with the migrations beside it. */
 function buildRelay(): string {
   rmSync(BUILD, { recursive: true, force: true });
   mkdirSync(BUILD, { recursive: true });
