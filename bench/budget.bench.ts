@@ -618,11 +618,13 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
         );
         log(`    by operation, per delivered order: ${byOp(d.requests, delivered || 1)}`);
         if (callbacks) {
-          // one price read serves a product for ORDER_PRICE_FRESH_S: at most products ÷ (orders/s × that) reads an order
+          // A price read serves a product for ORDER_PRICE_FRESH_S, and a create charged the checked cost
+          // serves its SKU as long: when one SKU's orders come closer than that, only its first reads.
           const fresh = Number(scaledEnv().ORDER_PRICE_FRESH_S);
           const rate = STEADY_PER_WINDOW / (LIMIT.windowMs / 1000);
+          const gap = ORDER_PRODUCTS / rate;
           log(
-            `    the price reads: one serves a product for ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products, about ${ORDER_PRODUCTS} ÷ (${fmt(rate, 2)} × ${fresh}) = ${fmt(Math.min(1, ORDER_PRODUCTS / (rate * fresh)), 2)} an order`,
+            `    the price reads: a read serves a product, a create charged the checked cost its SKU, for ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products one SKU's orders come ${fmt(gap, 2)} s apart, ${gap <= fresh ? `within it: the first order of each reads, ${ORDER_PRODUCTS} ÷ ${placed.length} = ${fmt(ORDER_PRODUCTS / placed.length, 2)} an order` : 'beyond it: every order reads'}`,
           );
         }
         log(`    relay log: ${relay.logSummary()}`);
