@@ -260,9 +260,9 @@ export class CatalogService {
   }
 
   /**
-   * A create for a checked SKU was answered with `charged` (sent at `sentAt`, the clock's ms): a charge of exactly
-   * quantity × the checked cost confirms the SKU's cost at `sentAt` (true); any other charge forgets the
-   * product's read and confirmations (false). Nothing is kept with ORDER_PRICE_FRESH_S at 0.
+   * A create for a checked SKU was answered with `charged` (sent at `sentAt`, the clock's ms): a charge
+   * of exactly quantity × the checked cost confirms the SKU's cost at `sentAt` (true); any other charge
+   * forgets the product's read and confirmations (false). Nothing is kept with ORDER_PRICE_FRESH_S at 0.
    */
   confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, sentAt: number): boolean {
     if (!chargeConfirmsCost(charged, c)) {
