@@ -29,8 +29,9 @@
  * BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres), `--figure 1,2,3` (default all),
  * `--quick` (a short run: smaller catalog and loads), `--products N` (products the orders buy,
  * default 5), `--scale N` (default 10). BENCH_BUILD_DIR: where `src/` is compiled (default
- * node_modules/.cache/upstream-relay-bench-budget; set it, e.g. to bench/.out/build, when several checkouts share node_modules;
- * it must lie inside the checkout so that the build finds node_modules).
+ * node_modules/.cache/upstream-relay-bench-budget); set it, e.g. to bench/.out/build (git and eslint
+ * ignore it), when several checkouts share node_modules. It must lie inside the checkout, so that the
+ * build finds node_modules.
  */
 import { spawn, fork, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
