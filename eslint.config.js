@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'console/dist/**', 'test/.cache/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'console/dist/**', 'test/.cache/**', 'bench/.out/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

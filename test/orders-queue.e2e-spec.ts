@@ -5,11 +5,17 @@
  * are placed in arrival order, each exactly once, and no request of theirs meets a 429. A queued order
  * is canceled locally (nothing was sent). A 429 on a create is no refusal: the same attempt is sent
  * again after the block under the same number. A product read serves the price guard for
- * ORDER_PRICE_FRESH_S, and concurrent orders of one product share one read.
+ * ORDER_PRICE_FRESH_S, and concurrent orders of one product share one read; a create charged exactly
+ * quantity × the checked cost confirms that SKU's cost for ORDER_PRICE_FRESH_S too, and a create
+ * charged otherwise makes the next order read the product fresh.
  */
+import axios, { type AxiosInstance } from 'axios';
+import { createRelayApp } from '../src/app.factory.js';
+import { loadConfig } from '../src/config/app-config.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startSandbox, startTestApp, testEnv, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
+import { TestClock } from './support/test-clock.js';
 
 const LIMIT = { requests: 10, windowMs: 1000, blockMs: 600 };
 
@@ -176,5 +182,108 @@ describe('the price read past ORDER_PRICE_FRESH_S', () => {
     const later = await app.http.post('/internal/orders', { shop_order_no: 'SH-4', sku_code: 'F-1', quantity: 1 });
     expect(later.status).toBe(201);
     expect(reads() - before).toBe(2);
+  });
+});
+
+describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on a clock the test moves)", () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let http: AxiosInstance;
+  let close: (() => Promise<void>) | null = null;
+  const clock = new TestClock();
+  const FRESH_MS = 30_000;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 2 } });
+    // one product, two SKUs: a read of the product serves both, a create confirms only its own
+    sandbox.catalog.addProduct({
+      skus: [
+        { skuCode: 'CC-1', price: '3.00' },
+        { skuCode: 'CC-2', price: '5.00' },
+      ],
+    });
+    const config = loadConfig({ ...testEnv(sandbox, { ORDER_PRICE_FRESH_S: String(FRESH_MS / 1000) }), DATABASE_URL: db.url });
+    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
+    close = () => relay.close();
+    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    await seedCatalog(http);
+  });
+
+  afterAll(async () => {
+    await close?.();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  const reads = () => sandbox.stats.requests.product;
+  const order = (no: string, sku: string, extra: Record<string, unknown> = {}) => http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 2, ...extra });
+  const upstreamOf = (no: string) => sandbox.orders().filter((o) => o.downstream_order_no === no);
+
+  it('orders in a row for one SKU read the product once: each create confirms the cost for the next; another SKU of the product is read', async () => {
+    const before = reads();
+    expect((await order('CC-A1', 'CC-1')).status).toBe(201);
+    expect(reads() - before).toBe(1);
+    // each order comes 2/3 of the window after the last: past the product's read from the third on,
+    // within the window of the last create's confirmation
+    for (const no of ['CC-A2', 'CC-A3', 'CC-A4', 'CC-A5']) {
+      clock.advance((FRESH_MS * 2) / 3);
+      const r = await order(no, 'CC-1');
+      expect(r.status).toBe(201);
+      expect(r.data.order).toMatchObject({ amount: '6.00' });
+    }
+    expect(reads() - before).toBe(1);
+    // the other SKU of the product: no create confirmed it, and the product's read is old
+    expect((await order('CC-B1', 'CC-2')).status).toBe(201);
+    expect(reads() - before).toBe(2);
+  });
+
+  it('a price change upstream: the create charged another price confirms nothing, and the next order reads fresh and is refused by the guard', async () => {
+    clock.advance(FRESH_MS + 1); // every read and confirmation so far is old
+    expect((await order('CC-C1', 'CC-1', { max_unit_cost: '3.50' })).status).toBe(201);
+    const before = reads();
+    sandbox.catalog.setPrice('CC-1', '4.00');
+    // within the window of CC-C1's confirmation: no read; the upstream charges the new price
+    const charged = await order('CC-C2', 'CC-1', { max_unit_cost: '3.50' });
+    expect(charged.status).toBe(201);
+    expect(charged.data.order).toMatchObject({ amount: '8.00' });
+    expect(reads()).toBe(before);
+    // that charge forgot the SKU's confirmation: read fresh, 4.00 is above the ceiling, nothing sent
+    const refused = await order('CC-C3', 'CC-1', { max_unit_cost: '3.50' });
+    expect(refused.status).toBe(409);
+    expect(refused.data).toMatchObject({ error_code: 'price_changed', unit_cost: '4.00', max_unit_cost: '3.50' });
+    expect(reads() - before).toBe(1);
+    expect(upstreamOf('CC-C3')).toHaveLength(0);
+    // at the new price, it is ordered and confirmed again
+    expect((await order('CC-C4', 'CC-1', { max_unit_cost: '4.00' })).status).toBe(201);
+    clock.advance((FRESH_MS * 2) / 3);
+    expect((await order('CC-C5', 'CC-1', { max_unit_cost: '4.00' })).status).toBe(201);
+    expect(reads() - before).toBe(1);
+  });
+});
+
+describe('ORDER_PRICE_FRESH_S 0', () => {
+  let db: TestDatabase;
+  let sandbox: SandboxServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await openTestDatabase();
+    sandbox = await startSandbox({ catalog: { products: 2 } });
+    sandbox.catalog.addProduct({ skus: [{ skuCode: 'Z-1', price: '3.00' }] });
+    app = await startTestApp(db, sandbox, { ORDER_PRICE_FRESH_S: '0', PORT: String(await freePort()) });
+    await seedCatalog(app.http);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await sandbox?.stop();
+    await db?.close();
+  });
+
+  it('reads the product for every order, whatever the creates confirmed', async () => {
+    const before = sandbox.stats.requests.product;
+    for (const no of ['Z0-1', 'Z0-2', 'Z0-3']) expect((await app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'Z-1', quantity: 1 })).status).toBe(201);
+    expect(sandbox.stats.requests.product - before).toBe(3);
   });
 });

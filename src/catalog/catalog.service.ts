@@ -12,11 +12,15 @@
  *   has are unlisted); on a definitive 404 (`product_not_found`, `product_unavailable`) unlists the
  *   product's SKUs and returns null; any other upstream error is rethrown untouched. Its read is the
  *   price guard's (budget class `price`): a successful read of the product within ORDER_PRICE_FRESH_S
- *   serves again without a request, and concurrent reads of one product share one request.
+ *   serves again without a request, and concurrent reads of one product share one request;
+ * - `confirmCost` / `confirmedCost`: a create answered with a charge of exactly quantity × the checked
+ *   cost confirms that SKU's cost for ORDER_PRICE_FRESH_S (price-freshness.ts); a charge above it
+ *   forgets the product's read, a lower one (a member price) changes nothing.
  */
 import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
+import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
@@ -24,6 +28,7 @@ import { CatalogReadRepository, resolveFound, SKU_REF_ROWS, type FoundResolution
 import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.records.js';
 import { CategoryRepository } from './category.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
+import { chargeVerdict, confirmationServes, isFresh, type CostConfirmation } from './price-freshness.js';
 import { isProductGone } from './product-gone.js';
 import type { MultiLanguageText } from './sku-diff.js';
 import { parseSkuKey } from './sku-key.js';
@@ -127,20 +132,44 @@ export interface ProductReadOptions {
   maxWaitMs?: number;
 }
 
-/** At most this many SKUs' product hints (and products' last reads) are kept (then they start over). */
+/** The product an order's SKU reference named (`CatalogService.productHint`). */
+export interface ProductHint {
+  productId: number;
+  skuCode: string;
+}
+
+/** A create sent for a SKU the price guard checked (`CatalogService.confirmCost`). */
+export interface CheckedCreate {
+  productId: number;
+  skuCode: string;
+  /** The sku_id the create was sent with. */
+  skuId: number;
+  /** The unit cost the price guard checked. */
+  unitCost: string;
+  quantity: number;
+  currency: string | null;
+}
+
+/** At most this many SKUs' product hints (and products' last reads and confirmations) are kept (then they start over). */
 const PRODUCT_HINTS = 50_000;
 
 @Injectable()
 export class CatalogService {
-  /** SKU reference (as orders name it) → product id, for `productHint`. */
-  private readonly productOfSku = new Map<string, number>();
+  /** SKU reference (as orders name it) → its product and SKU code, for `productHint`. */
+  private readonly productOfSku = new Map<string, ProductHint>();
 
-  /** The last successful read of each product (kept ORDER_PRICE_FRESH_S), and the reads in flight. */
-  private readonly freshReads = new Map<number, ProductAnswer>();
+  /**
+   * The last successful read of each product with when it settled (the clock's ms; kept
+   * ORDER_PRICE_FRESH_S), and the reads in flight.
+   */
+  private readonly freshReads = new Map<number, { answer: ProductAnswer; readAt: number }>();
   private readonly readsInFlight = new Map<number, Promise<ProductAnswer>>();
+  /** Product id → SKU code → the last create that confirmed that SKU's cost (kept ORDER_PRICE_FRESH_S). */
+  private readonly confirmedCosts = new Map<number, Map<string, CostConfirmation>>();
 
   constructor(
     private readonly config: AppConfig,
+    private readonly clock: Clock,
     private readonly repo: CatalogReadRepository,
     private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
@@ -165,7 +194,7 @@ export class CatalogService {
     const sku = r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
     if (sku?.available) {
       if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(ref)) this.productOfSku.clear();
-      this.productOfSku.set(ref, sku.productId);
+      this.productOfSku.set(ref, { productId: sku.productId, skuCode: sku.skuCode });
     } else {
       this.productOfSku.delete(ref);
     }
@@ -184,16 +213,20 @@ export class CatalogService {
    * reads the SKU locally. A SKU read unavailable or missing has none, so that requests for it make no
    * upstream call.
    */
-  productHint(ref: string): number | undefined {
+  productHint(ref: string): ProductHint | undefined {
     return this.productOfSku.get(ref);
+  }
+
+  private get freshMs(): number {
+    return this.config.budget.orderPriceFreshS * 1000;
   }
 
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
   readProduct(productId: number, opts: ProductReadOptions = {}): Promise<ProductAnswer> {
-    const freshMs = this.config.budget.orderPriceFreshS * 1000;
+    const freshMs = this.freshMs;
     if (freshMs > 0) {
       const last = this.freshReads.get(productId);
-      if (last && performance.now() - last.settledAt <= freshMs) return Promise.resolve(last);
+      if (last && isFresh(last.readAt, this.clock.nowMs(), freshMs)) return Promise.resolve(last.answer);
       const running = this.readsInFlight.get(productId);
       if (running) return running;
     }
@@ -202,7 +235,9 @@ export class CatalogService {
         const answer = { product, settledAt: performance.now() };
         if (freshMs > 0) {
           if (this.freshReads.size >= PRODUCT_HINTS) this.freshReads.clear();
-          this.freshReads.set(productId, answer);
+          this.freshReads.set(productId, { answer, readAt: this.clock.nowMs() });
+          // the read is newer than any create's confirmation and serves every SKU of the product
+          this.confirmedCosts.delete(productId);
         }
         return answer;
       },
@@ -215,9 +250,52 @@ export class CatalogService {
     return read;
   }
 
-  /** Forgets the product's last read (the upstream refused an order for it: the next order reads it again). */
+  /**
+   * Forgets the product's last read and its SKUs' confirmations (the upstream refused an order for it,
+   * or charged another price than the one checked: the next order reads it again).
+   */
   forgetRead(productId: number): void {
     this.freshReads.delete(productId);
+    this.confirmedCosts.delete(productId);
+  }
+
+  /**
+   * A create for a checked SKU was answered with `charged` (sent at `sentAt`, the clock's ms): a charge
+   * of exactly quantity × the checked cost confirms the SKU's cost at `sentAt` (true); a lower one (a
+   * member price, a tier) changes nothing; any other forgets the product's read and confirmations
+   * (see price-freshness.ts `chargeVerdict`). Nothing is kept with ORDER_PRICE_FRESH_S at 0.
+   */
+  confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, sentAt: number): boolean {
+    const verdict = chargeVerdict(charged, c);
+    if (verdict !== 'confirms') {
+      if (verdict === 'differs') this.forgetRead(c.productId);
+      return false;
+    }
+    if (this.freshMs <= 0) return true;
+    let skus = this.confirmedCosts.get(c.productId);
+    if (!skus) {
+      if (this.confirmedCosts.size >= PRODUCT_HINTS) this.confirmedCosts.clear();
+      skus = new Map();
+      this.confirmedCosts.set(c.productId, skus);
+    }
+    const last = skus.get(c.skuCode);
+    if (!last || last.at <= sentAt) skus.set(c.skuCode, { skuId: c.skuId, unitCost: c.unitCost, at: sentAt });
+    return true;
+  }
+
+  /** Whether a create confirmed the SKU's cost within ORDER_PRICE_FRESH_S (whatever the local catalog now says). */
+  costConfirmedLately(productId: number, skuCode: string): boolean {
+    const c = this.confirmedCosts.get(productId)?.get(skuCode);
+    return c !== undefined && isFresh(c.at, this.clock.nowMs(), this.freshMs);
+  }
+
+  /**
+   * The confirmation that lets the price guard skip the product's read for this local SKU: a create
+   * for it confirmed, within ORDER_PRICE_FRESH_S, the sku_id and the cost the local catalog holds.
+   */
+  confirmedCost(sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>): CostConfirmation | null {
+    const c = this.confirmedCosts.get(sku.productId)?.get(sku.skuCode);
+    return confirmationServes(c, sku, this.clock.nowMs(), this.freshMs) ? c : null;
   }
 
   /**

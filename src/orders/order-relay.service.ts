@@ -3,7 +3,8 @@
  * 1. the same `shop_order_no`: the recorded order (200), 409 for another body, or a wait for the
  *    attempt in flight; a `rejected` order with the same body gets a new attempt;
  * 2. the checks before sending, nothing recorded when they fail, then the price guard on a fresh
- *    `GET /products/{id}` (started beside the local read when the SKU's product is known);
+ *    `GET /products/{id}` (started beside the local read when the SKU's product is known), or on the
+ *    SKU's cost as a create for it confirmed it within ORDER_PRICE_FRESH_S (CatalogService.confirmedCost);
  * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
  *    one open attempt per order; a new order is a single statement), committed before the create
  *    call, which is made outside it; the outcome recorded after it.
@@ -51,10 +52,17 @@ interface CheckedSku {
   productId: number;
   /** The SKU the order resolved to (`<product_id>:<sku_code>`). */
   skuKey: string;
+  skuCode: string;
   skuId: number;
   unitCost: string;
   currency: string | null;
   fulfillmentType: string | null;
+}
+
+/** The local SKU with the sku_id and unit cost to order at (the fulfillment type the local catalog holds). */
+function localChecked(local: CatalogSku, skuId: number, unitCost: string): CheckedSku {
+  const { productId, skuKey, skuCode, currency, fulfillmentType } = local;
+  return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
 /** The price read could not get the request budget in time: the order is queued, its price read later. */
@@ -69,6 +77,13 @@ interface BudgetWait {
 /** The wait left before `deadline`, in milliseconds (undefined: no limit). */
 function waitLeft(wait: BudgetWait): number | undefined {
   return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
+}
+
+/** The price guard's rule: a unit cost above the ceiling is refused (409 `price_changed`). */
+function priceGuard(unitCost: string, ceiling: string): void {
+  if (aboveCeiling(unitCost, ceiling)) {
+    throw new AppError('price_changed', 409, `the unit price is now ${unitCost}, above ${ceiling}`, { unit_cost: unitCost, max_unit_cost: ceiling });
+  }
 }
 
 /** A head-start product read that answered longer ago than this when the checks need it is made again. */
@@ -133,8 +148,12 @@ export class OrderRelayService {
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
     // replays most likely, get none).
+    // None either when a create confirmed the SKU's cost lately: the guard may need no read at all.
     const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code);
-    const early: EarlyRead | null = hinted === undefined ? null : { productId: hinted, read: this.catalog.readProduct(hinted, { maxWaitMs: waitLeft(wait) }) };
+    const early: EarlyRead | null =
+      hinted === undefined || this.catalog.costConfirmedLately(hinted.productId, hinted.skuCode)
+        ? null
+        : { productId: hinted.productId, read: this.catalog.readProduct(hinted.productId, { maxWaitMs: waitLeft(wait) }) };
     // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
     // recorded; a replay then reads its order. (An order recorded by another replica after this read
     // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
@@ -196,7 +215,7 @@ export class OrderRelayService {
     } catch (e) {
       if (!(e instanceof PriceReadDeferred) || !local) throw e;
       // no budget for the price read in time: queued as the local catalog knows the SKU, read when sent
-      sku = { productId: local.productId, skuKey: local.skuKey, skuId: local.upstreamSkuId, unitCost: local.costPrice, currency: local.currency, fulfillmentType: local.fulfillmentType };
+      sku = localChecked(local, local.upstreamSkuId, local.costPrice);
       deferred = true;
     }
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
@@ -218,10 +237,11 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
+    const sentAt = this.clock.nowMs();
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { maxWaitMs: waitLeft(wait) });
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
-    if (outcome.kind === 'rejected' && order.productId !== null) this.catalog.forgetRead(order.productId);
+    this.notePriceOutcome(sku, input.quantity, outcome, sentAt);
     return this.answer(recorded, outcome);
   }
 
@@ -289,10 +309,23 @@ export class OrderRelayService {
       );
     });
     if (!started) return true;
+    const sentAt = this.clock.nowMs();
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { granted: true });
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
-    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
+    this.notePriceOutcome(sku, order.quantity, outcome, sentAt);
     return recorded.status !== 'queued';
+  }
+
+  /**
+   * What a create's outcome tells the price guard's cache: a refusal forgets the product's read; the
+   * create's own answer (not an order detail read later) confirms the SKU's cost when it charged
+   * exactly quantity × the checked cost, and forgets the product's read when it charged more (chargeVerdict).
+   */
+  private notePriceOutcome(sku: CheckedSku, quantity: number, outcome: SendOutcome, sentAt: number): void {
+    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
+    if (outcome.kind !== 'accepted' || outcome.reportKind !== 'answer') return;
+    const { productId, skuCode, unitCost, currency } = sku;
+    this.catalog.confirmCost({ productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency }, outcome.report, sentAt);
   }
 
   /** A queued order that its checks refused when it was to be sent: its attempt and the order `rejected` with the code. */
@@ -328,6 +361,14 @@ export class OrderRelayService {
         });
       }
     }
+    // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
+    // catalog holds (it was active and in stock then): the guard judges that cost without a read. A
+    // head-start read of the product, when one was started, is used instead.
+    const confirmed = early?.productId === sku.productId ? null : this.catalog.confirmedCost(sku);
+    if (confirmed) {
+      priceGuard(confirmed.unitCost, ceiling);
+      return localChecked(sku, confirmed.skuId, confirmed.unitCost);
+    }
     let product: UpstreamProduct | null;
     try {
       product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId), {
@@ -342,15 +383,11 @@ export class OrderRelayService {
     if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
       throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is no longer available upstream`);
     }
-    if (aboveCeiling(fresh.price_amount, ceiling)) {
-      throw new AppError('price_changed', 409, `the unit price is now ${fresh.price_amount}, above ${ceiling}`, {
-        unit_cost: fresh.price_amount,
-        max_unit_cost: ceiling,
-      });
-    }
+    priceGuard(fresh.price_amount, ceiling);
     return {
       productId: product.id,
       skuKey: sku.skuKey,
+      skuCode: sku.skuCode,
       skuId: fresh.id,
       unitCost: fresh.price_amount,
       currency: sku.currency,
