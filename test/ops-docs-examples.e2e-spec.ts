@@ -2,7 +2,7 @@
  * The API docs' operations, examples and error codes (CONTRACT §5–§7, issue 5):
  * - every operation the HTTP server registered (read from the router) has a summary, a description,
  *   its path parameters and a 2xx response with an example; every body a schema and an example;
- * - every error code of the table (error-codes.ts) is an example in the responses of some operation,
+ * - every error code of the table (common/error-codes.ts) is an example in the responses of some operation,
  *   under its own HTTP status;
  * - every example agrees with the schema it is documented with;
  * - and, so that the examples cannot drift from the code, the documented requests are sent to a
@@ -10,7 +10,7 @@
  *   documented examples' members (the same keys, nested, and the same JSON types).
  */
 import axios from 'axios';
-import { ERROR_CODES } from '../src/ops/error-codes.js';
+import { ERROR_CODES } from '../src/common/error-codes.js';
 import { toOpenApiPath } from '../src/ops/route-registry.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { callbackHeaders, seedCatalog, waitFor, waitForOrder } from './support/child-app.js';

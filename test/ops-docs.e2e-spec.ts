@@ -5,7 +5,7 @@
  * every error code of the contract is in the table.
  */
 import axios from 'axios';
-import { ERROR_CODES } from '../src/ops/error-codes.js';
+import { ERROR_CODES } from '../src/common/error-codes.js';
 import { toOpenApiPath } from '../src/ops/route-registry.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

@@ -97,7 +97,7 @@ export class CallbacksController {
     if (!verdict.ok) {
       this.metrics.callbacksRejected.inc({ reason: verdict.reason });
       this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, ip: req.ip, ...requestFields(req) });
-      throw new AppError('invalid_signature', 401, 'callback signature verification failed');
+      throw new AppError('invalid_signature', 'callback signature verification failed');
     }
     const read = readCallback(raw);
     // read once verified: the request's log line names its downstream_order_no, as for any JSON body

@@ -127,7 +127,7 @@ export class CatalogSyncService implements OnModuleDestroy {
    * is running anywhere.
    */
   async start(options: StartSyncOptions = {}): Promise<StartedSync> {
-    if (this.closing) throw new AppError('service_unavailable', 503, 'the service is shutting down');
+    if (this.closing) throw new AppError('service_unavailable', 'the service is shutting down');
     const now = this.clock.now();
     const facts = await this.runs.planningFacts();
     const plan = planPass({
@@ -183,7 +183,7 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   async getRun(runId: string): Promise<SyncRunRecord> {
     const run = await this.runs.get(runId);
-    if (!run) throw new AppError('sync_run_not_found', 404, `no sync run ${runId}`);
+    if (!run) throw new AppError('sync_run_not_found', `no sync run ${runId}`);
     return run;
   }
 

@@ -40,7 +40,7 @@ import {
 } from './catalog.responses.js';
 
 /** A path SKU reference no SKU can have is 404 `sku_not_found` at once (see pathKey). */
-const SkuCode = pathKey(storableText, (skuCode) => new AppError('sku_not_found', 404, `no SKU ${skuCode}`));
+const SkuCode = pathKey(storableText, (skuCode) => new AppError('sku_not_found', `no SKU ${skuCode}`));
 
 const SkuCodeParam = () =>
   ApiParam({
@@ -182,7 +182,7 @@ export class CatalogController {
   @ApiParam({ name: 'run_id', description: 'as `POST /internal/catalog/sync` answered it', example: 'run_20261122094500_1d51e096' })
   @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RUN_SCHEMA }), example: { ok: true, run: RUN_EXAMPLE } })
   @ApiErrors(SYNC_RUN_NOT_FOUND)
-  async run(@Param('run_id', pathKey(storableText, (id) => new AppError('sync_run_not_found', 404, `no sync run ${id}`))) runId: string) {
+  async run(@Param('run_id', pathKey(storableText, (id) => new AppError('sync_run_not_found', `no sync run ${id}`))) runId: string) {
     return { ok: true, run: toSyncRunResponse(await this.sync.getRun(runId)) };
   }
 }

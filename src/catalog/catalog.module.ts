@@ -1,7 +1,7 @@
 /**
  * The local catalog: sync (scheduled, on start, on request), pricing rules, internal API.
- * Exports for other modules: CatalogService (`getSku`, `refreshProduct`) and CatalogSyncService
- * (runs with progress, for the CLI).
+ * Exports for other modules: CatalogService (`getSku`, `refreshProduct`), CatalogSyncService
+ * (runs with progress, for the CLI) and SyncRunRepository (the last run, for /health).
  */
 import { Module } from '@nestjs/common';
 import { CatalogController } from './catalog.controller.js';
@@ -45,6 +45,6 @@ import { SyncRunRepository } from './sync-run.repository.js';
     CatalogSyncService,
     CatalogScheduler,
   ],
-  exports: [CatalogService, CatalogSyncService],
+  exports: [CatalogService, CatalogSyncService, SyncRunRepository],
 })
 export class CatalogModule {}

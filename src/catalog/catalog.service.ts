@@ -101,10 +101,9 @@ export function toCatalogSku(s: StoredSku, currency: string | null, productFinge
 
 /** The refusal of a reference that names no SKU (404 `sku_not_found`) or several (409 `sku_ambiguous`, with the candidates' keys). */
 export function skuRefError(ref: string, r: Exclude<FoundResolution, { kind: 'found' }>): AppError {
-  if (r.kind === 'not_found') return new AppError('sku_not_found', 404, `no SKU ${ref}`);
+  if (r.kind === 'not_found') return new AppError('sku_not_found', `no SKU ${ref}`);
   return new AppError(
     'sku_ambiguous',
-    409,
     `sku_code ${ref} is carried by ${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key`,
     { candidates: r.candidates },
   );
@@ -202,7 +201,7 @@ export class CatalogService {
     if (r.kind === 'ambiguous') {
       refused = r.listed
         ? skuRefError(ref, r)
-        : new AppError('sku_unavailable', 409, `SKU ${ref} is not available: every SKU carrying it is unlisted (${r.candidates.join(', ')})`);
+        : new AppError('sku_unavailable', `SKU ${ref} is not available: every SKU carrying it is unlisted (${r.candidates.join(', ')})`);
     }
     return { sku, refused };
   }

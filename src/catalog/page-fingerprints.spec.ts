@@ -24,9 +24,14 @@ function product(id: number, price = '10.00', skus = 1): UpstreamProduct {
   };
 }
 
-/** A page as the client returns it once parsed: fresh objects every time. */
-function page(ids: number[], digest: string | undefined, price = '10.00'): UpstreamProductPage {
-  return { ok: true, items: ids.map((id) => product(id, price, id % 3 === 0 ? 2 : 1)), total: 100, page: 3, page_size: 7, ...(digest ? { digest } : {}) };
+/** A page as the client returns it once parsed, with its body's digest: fresh objects every time. */
+function page(ids: number[], digest: string | undefined, price = '10.00'): { parsed: UpstreamProductPage; digest: string | undefined } {
+  return { parsed: { ok: true, items: ids.map((id) => product(id, price, id % 3 === 0 ? 2 : 1)), total: 100, page: 3, page_size: 7 }, digest };
+}
+
+/** Hands a parsed page to the memory, as the products pass does. */
+function add(memo: PageFingerprints, p: ReturnType<typeof page>): void {
+  memo.addPage(p.parsed, p.digest);
 }
 
 /** The stored fingerprints of these products as `page` builds them. */
@@ -35,10 +40,10 @@ function index(ids: number[], price = '10.00'): Map<number, string> {
 }
 
 /** A memory after one complete pass over `pages`, at the start of the next pass. */
-function afterPass(pages: UpstreamProductPage[], maxProducts = 1000): PageFingerprints {
+function afterPass(pages: Array<ReturnType<typeof page>>, maxProducts = 1000): PageFingerprints {
   const memo = new PageFingerprints(maxProducts);
   memo.startPass();
-  for (const p of pages) memo.addPage(p);
+  for (const p of pages) add(memo, p);
   memo.completePass();
   memo.startPass();
   return memo;
@@ -50,8 +55,8 @@ describe('PageFingerprints', () => {
     memo.startPass();
     expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeUndefined(); // never received
     const p = page([1, 2, 3], 'd1');
-    memo.addPage(p);
-    for (const item of p.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
+    add(memo, p);
+    for (const item of p.parsed.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
     expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
   });
 
@@ -59,7 +64,6 @@ describe('PageFingerprints', () => {
     const memo = afterPass([page([1, 2, 3], 'd1')]);
     const unchanged = memo.unchangedPage('d1', index([1, 2, 3, 4]));
     expect(unchanged).toEqual({
-      ok: true,
       items: [],
       unchanged: [
         { id: 1, skus: 1 },
@@ -69,7 +73,6 @@ describe('PageFingerprints', () => {
       total: 100,
       page: 3,
       page_size: 7,
-      digest: 'd1',
     });
     expect(memo.stats).toEqual({ unchanged: 1, remembered: 0, computed: 0, beforeIndex: 0 });
     // and it is remembered again for the pass after
@@ -85,24 +88,24 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d1', moved)).toBeUndefined();
     expect(memo.unchangedPage('d1', null)).toBeUndefined();
     const parsed = page([1, 2, 3], 'd1');
-    memo.addPage(parsed);
+    add(memo, parsed);
     expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0, beforeIndex: 1 });
-    expect(parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.items.map((p) => productFingerprint(p)));
+    expect(parsed.parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.parsed.items.map((p) => productFingerprint(p)));
   });
 
   it('another digest (a changed page) is computed from its products', () => {
     const memo = afterPass([page([4, 5, 6], 'd2')]);
     expect(memo.unchangedPage('d2-changed', index([4, 5, 6], '11.00'))).toBeUndefined();
     const changed = page([4, 5, 6], 'd2-changed', '11.00');
-    memo.addPage(changed);
+    add(memo, changed);
     expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
-    expect(memo.fingerprintOf(changed.items[0])).toBe(productFingerprint(changed.items[0]));
-    expect(memo.fingerprintOf(changed.items[0])).not.toBe(productFingerprint(product(4)));
+    expect(memo.fingerprintOf(changed.parsed.items[0])).toBe(productFingerprint(changed.parsed.items[0]));
+    expect(memo.fingerprintOf(changed.parsed.items[0])).not.toBe(productFingerprint(product(4)));
   });
 
   it('a page without a digest is always computed; a product of no page is computed when asked', () => {
     const memo = afterPass([page([1], undefined)]);
-    memo.addPage(page([1], undefined));
+    add(memo, page([1], undefined));
     expect(memo.stats).toEqual({ unchanged: 0, remembered: 0, computed: 1, beforeIndex: 0 });
     const stranger = product(99);
     expect(memo.fingerprintOf(stranger)).toBe(productFingerprint(stranger));
@@ -111,10 +114,10 @@ describe('PageFingerprints', () => {
   it('what an incomplete pass saw is not remembered; the last complete pass still is', () => {
     const known = index([1, 2, 3, 4]);
     const memo = afterPass([page([1, 2], 'd1')]);
-    memo.addPage(page([3, 4], 'd2')); // this pass fails
+    add(memo, page([3, 4], 'd2')); // this pass fails
     memo.startPass();
     expect(memo.unchangedPage('d2', known)).toBeUndefined();
-    memo.addPage(page([3, 4], 'd2'));
+    add(memo, page([3, 4], 'd2'));
     expect(memo.unchangedPage('d1', known)).toBeDefined();
     memo.completePass();
     // this pass saw d1 and d2: both are remembered
@@ -130,12 +133,13 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d2', known)).toBeUndefined();
   });
   it('never remembers a page with a product left out for its shape: the next pass parses it again', () => {
-    const skipped = { ...page([1, 2], 'd1'), skipped: [{ product_id: 3, reason: 'title: expected an object of texts by language, got null' }] };
-    const memo = afterPass([skipped]);
+    const skippedOnes = [{ product_id: 3, reason: 'title: expected an object of texts by language, got null' }];
+    const p = page([1, 2], 'd1');
+    const memo = afterPass([{ parsed: { ...p.parsed, skipped: skippedOnes }, digest: p.digest }]);
     expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeUndefined();
     // its products' fingerprints are still given for the pass that parsed it
-    const again = { ...page([1, 2], 'd1'), skipped: skipped.skipped };
-    memo.addPage(again);
-    for (const item of again.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
+    const again = page([1, 2], 'd1');
+    memo.addPage({ ...again.parsed, skipped: skippedOnes }, again.digest);
+    for (const item of again.parsed.items) expect(memo.fingerprintOf(item)).toBe(productFingerprint(item));
   });
 });

@@ -1,6 +1,7 @@
 /**
  * What the pages of a full pass held, remembered by the SHA-256 digest of their bodies for the next
- * full pass.
+ * full pass. The digest comes from the upstream client's `listProductsRecognizing`, which offers it to
+ * `unchangedPage` (as its PageRecognizer) before it parses a body and gives it with a page it parsed.
  *
  * A product's fingerprint is a function of its data, and a page's products a function of its bytes.
  * So a page whose body is byte for byte one the previous complete pass received holds the same
@@ -16,7 +17,8 @@
  * the pass, then the database's), so it can never make a pass skip a write: its worst case is the
  * cost it had without it.
  */
-import type { UnchangedProduct, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
+import type { UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
+import type { ListedPage, UnchangedProduct } from './product-pager.js';
 import { productFingerprint } from './sku-diff.js';
 
 /** A page's body as remembered: its products (id, number of SKUs, fingerprint) and its paging fields. */
@@ -62,7 +64,7 @@ export class PageFingerprints {
    * products' fingerprints equal to its entry in `known` (the fingerprints stored at the start of the
    * pass). Its products come as `unchanged`, `items` is empty. Undefined otherwise (to be parsed).
    */
-  unchangedPage(digest: string, known: Map<number, string> | null): UpstreamProductPage | undefined {
+  unchangedPage(digest: string, known: Map<number, string> | null): ListedPage | undefined {
     if (known === null) {
       this.stats.beforeIndex++;
       return undefined;
@@ -74,13 +76,12 @@ export class PageFingerprints {
     }
     this.keep(digest, record);
     this.stats.unchanged++;
-    return { ok: true, items: [], unchanged: record.products, total: record.total, page: record.page, page_size: record.pageSize, digest };
+    return { items: [], unchanged: record.products, total: record.total, page: record.page, page_size: record.pageSize };
   }
 
-  /** A page of the pass, as parsed (with its `digest`): its products' fingerprints, from memory when its body was seen. */
-  addPage(page: UpstreamProductPage): void {
+  /** A page of the pass, as parsed (with its body's `digest`): its products' fingerprints, from memory when its body was seen. */
+  addPage(page: UpstreamProductPage, digest?: string): void {
     const items = page.items;
-    const digest = page.digest;
     let record = digest === undefined ? undefined : this.lookup(digest);
     if (record !== undefined && record.fingerprints.length === items.length) {
       this.stats.remembered++;

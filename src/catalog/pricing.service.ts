@@ -111,7 +111,7 @@ export class PricingService implements OnApplicationBootstrap {
       if (hit.kind === 'found') return { ...r, skuKey: hit.sku.sku_key, skuCode: hit.sku.sku_code };
       if (hit.kind === 'ambiguous') {
         const e = skuRefError(ref, hit);
-        throw new AppError(e.code, e.httpStatus, `rules.${i}: ${e.message}`, e.extra);
+        throw e.withMessage(`rules.${i}: ${e.message}`);
       }
       const key = parseSkuKey(ref);
       return key ? { ...r, skuKey: ref, skuCode: key.skuCode } : { ...r, skuKey: null };
@@ -133,7 +133,7 @@ export class PricingService implements OnApplicationBootstrap {
       seen.add(key);
     });
     if (Object.keys(fields).length > 0) {
-      throw new AppError('bad_request', 400, `invalid request: ${Object.keys(fields).join(', ')}`, { fields });
+      throw new AppError('bad_request', `invalid request: ${Object.keys(fields).join(', ')}`, { fields });
     }
   }
 }

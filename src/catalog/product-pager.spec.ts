@@ -8,6 +8,7 @@ import {
   retryDecision,
   withRetries,
   type FetchedPage,
+  type ListedPage,
   type PagerOptions,
 } from './product-pager.js';
 
@@ -73,7 +74,7 @@ describe('fetchAllPages', () => {
   it('counts the products of a page known unchanged (not parsed) like the others: such a page is not the end of the listing', async () => {
     const listing = new FakeListing(120, 50);
     // page 2 comes as its caller recognised it: its products as `unchanged`, no items
-    const fetchPage = async (q: ProductPageQuery): Promise<UpstreamProductPage> => {
+    const fetchPage = async (q: ProductPageQuery): Promise<ListedPage> => {
       const page = await listing.fetch(q);
       return q.page === 2 ? { ...page, items: [], unchanged: page.items.map((p) => ({ id: p.id, skus: 1 })) } : page;
     };

@@ -19,7 +19,7 @@
  */
 import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
 import type { SkippedProduct } from '../upstream/upstream.shapes.js';
-import type { ProductPageQuery, UnchangedProduct, UpstreamProduct, UpstreamProductPage } from '../upstream/upstream.types.js';
+import type { ProductPageQuery, UpstreamProduct } from '../upstream/upstream.types.js';
 
 export interface RetryPolicy {
   /** Tries of one request for failures other than 429 (the first try included). */
@@ -162,6 +162,27 @@ export async function withRetries<T>(op: () => Promise<T>, options: RetryOptions
 
 // ------------------------------------------------------------------------------------------ pager
 
+/** A product of a page its caller recognised by the page's bytes (PageFingerprints): its id and its number of SKUs. */
+export interface UnchangedProduct {
+  id: number;
+  skus: number;
+}
+
+/**
+ * A page of the listing as `fetchPage` gives it: the upstream's page (`UpstreamProductPage`), or one
+ * its caller recognised without parsing it, whose products come as `unchanged` (`items` is empty).
+ */
+export interface ListedPage {
+  items: UpstreamProduct[];
+  unchanged?: UnchangedProduct[];
+  /** Items left out for their shape (`UpstreamProductPage.skipped`). */
+  skipped?: SkippedProduct[];
+  total: number;
+  page: number;
+  /** The page size the upstream actually used. */
+  page_size: number;
+}
+
 export interface FetchedPage {
   /** The (first) page number. */
   page: number;
@@ -169,9 +190,9 @@ export interface FetchedPage {
   pages: number[];
   /** Their products, in arrival order. */
   items: UpstreamProduct[];
-  /** Their products known unchanged without being parsed (see `UpstreamProductPage.unchanged`). */
+  /** Their products known unchanged without being parsed (see `ListedPage.unchanged`). */
   unchanged: UnchangedProduct[];
-  /** Their items left out for their shape (see `UpstreamProductPage.skipped`): listed, not usable. */
+  /** Their items left out for their shape (see `ListedPage.skipped`): listed, not usable. */
   skipped: SkippedProduct[];
   /** The total this page announced. */
   total: number;
@@ -186,7 +207,7 @@ export interface PagePlan {
 
 export interface PagerOptions {
   /** `signal` ends the request when the pass is stopped or settled. */
-  fetchPage(query: ProductPageQuery, signal: AbortSignal): Promise<UpstreamProductPage>;
+  fetchPage(query: ProductPageQuery, signal: AbortSignal): Promise<ListedPage>;
   /** The page size asked for on page 1 (the upstream may cap it). */
   requestedPageSize: number;
   concurrency: number;
@@ -272,11 +293,11 @@ function takeBatch(ready: FetchedPage[], max: number): FetchedPage {
  * A page's products: those parsed, those known unchanged and those left out for their shape (a page of
  * badly shaped products is not the empty page past the end).
  */
-function productCount(page: UpstreamProductPage): number {
+function productCount(page: ListedPage): number {
   return page.items.length + (page.unchanged?.length ?? 0) + (page.skipped?.length ?? 0);
 }
 
-function fetched(page: number, res: UpstreamProductPage, pageSize: number): FetchedPage {
+function fetched(page: number, res: ListedPage, pageSize: number): FetchedPage {
   return { page, pages: [page], items: res.items, unchanged: res.unchanged ?? [], skipped: res.skipped ?? [], total: res.total, pageSize };
 }
 
@@ -301,7 +322,7 @@ export async function fetchAllPages(o: PagerOptions): Promise<PagerResult> {
 
 async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> {
   const concurrency = Math.max(1, o.concurrency);
-  const fetchOne = async (page: number, pageSize: number): Promise<UpstreamProductPage> => {
+  const fetchOne = async (page: number, pageSize: number): Promise<ListedPage> => {
     let tries = 0;
     try {
       return await withRetries(
@@ -366,7 +387,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
       else reject(failure);
     };
 
-    const accept = (page: number, res: UpstreamProductPage) => {
+    const accept = (page: number, res: ListedPage) => {
       pagesFetched++;
       if (res.page_size !== pageSize) {
         fail(new PageFailure(page, new Error(`page_size changed during the pass (${pageSize} then ${res.page_size})`), 1, 'fetch'));

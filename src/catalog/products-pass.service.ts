@@ -209,12 +209,10 @@ export class ProductsPass {
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
         if (!memo) return this.upstream.listProducts({ ...q, ...inactive }, signal);
-        const page = await this.upstream.listProducts(
-          { ...q, ...inactive, digest: true, remembered: (digest) => memo.unchangedPage(digest, startIndex) },
-          signal,
-        );
-        if (!page.unchanged) memo.addPage(page);
-        return page;
+        const r = await this.upstream.listProductsRecognizing({ ...q, ...inactive }, (digest) => memo.unchangedPage(digest, startIndex), signal);
+        if (r.kind === 'recognized') return r.known;
+        memo.addPage(r.page, r.digest);
+        return r.page;
       },
       requestedPageSize: this.config.sync.pageSize,
       concurrency: this.config.sync.concurrency,

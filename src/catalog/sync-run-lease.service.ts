@@ -79,9 +79,9 @@ export class SyncRunLease {
       }
       const running = await this.runs.running();
       if (running) {
-        throw new AppError('sync_in_progress', 409, `a catalog sync is already running (${running.run_id})`, { run_id: running.run_id });
+        throw new AppError('sync_in_progress', `a catalog sync is already running (${running.run_id})`, { run_id: running.run_id });
       }
-      if (attempt >= 3) throw new AppError('sync_in_progress', 409, 'a catalog sync is already running', { run_id: null });
+      if (attempt >= 3) throw new AppError('sync_in_progress', 'a catalog sync is already running', { run_id: null });
     }
     return { runId: row.runId, abort: run.abort, counters: run.counters, lost: null, heldAt: performance.now(), beating: false };
   }

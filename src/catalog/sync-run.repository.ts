@@ -261,6 +261,23 @@ export class SyncRunRepository {
     };
   }
 
+  /**
+   * The latest run (running or not) and the end of the latest run that succeeded; null before any
+   * run. The latest success is found by its start, not max(finished_at): runs never overlap, so it is
+   * the same run, found by the started_at index instead of scanning every run, so that the read costs
+   * the same however many runs are kept.
+   */
+  async latestWithLastSuccess(): Promise<{ run: SyncRunRecord; lastSuccessAt: Date | null } | null> {
+    const rows = (await this.dataSource.query(
+      `SELECT r.*, (SELECT s.finished_at FROM catalog_sync_runs s WHERE s.status = 'succeeded' ORDER BY s.started_at DESC LIMIT 1) AS relay_last_success_at
+         FROM catalog_sync_runs r ORDER BY r.started_at DESC LIMIT 1`,
+    )) as Array<SyncRunRecord & { relay_last_success_at: Date | null }>;
+    const row = rows[0];
+    if (!row) return null;
+    const { relay_last_success_at: lastSuccessAt, ...run } = row;
+    return { run, lastSuccessAt };
+  }
+
   async lastFinished(): Promise<SyncRunRecord | null> {
     const rows = (await this.db.query(
       `SELECT * FROM catalog_sync_runs WHERE status <> 'running' ORDER BY started_at DESC LIMIT 1`,

@@ -20,7 +20,7 @@ const STATUS_CODES: Record<number, string> = {
  * parseable as JSON. `fields.body` says what was wrong, as validation errors name their fields.
  */
 export function notJsonBody(why: string): AppError {
-  return new AppError('bad_request', 400, `request body is ${why}`, { fields: { body: [why] } });
+  return new AppError('bad_request', `request body is ${why}`, { fields: { body: [why] } });
 }
 
 /**

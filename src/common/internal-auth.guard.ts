@@ -29,7 +29,7 @@ export class InternalAuthGuard implements CanActivate {
   }
 }
 
-export const unauthorized = (): AppError => new AppError('unauthorized', 401, 'missing or invalid bearer token');
+export const unauthorized = (): AppError => new AppError('unauthorized', 'missing or invalid bearer token');
 
 /** `Authorization: Bearer <token>` with the right token, compared in constant time. */
 export function hasInternalToken(header: string | string[] | undefined, token: string): boolean {

@@ -65,7 +65,7 @@ export function createValidationPipe(options: { fastAccepts?: boolean } = {}): V
     transform: true,
     exceptionFactory: (errors) => {
       const fields = collect(errors);
-      return new AppError('bad_request', 400, `invalid request: ${Object.keys(fields).join(', ')}`, { fields });
+      return new AppError('bad_request', `invalid request: ${Object.keys(fields).join(', ')}`, { fields });
     },
   });
 }

@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ConnectionGuard } from './connection-guard.js';
 import { DatabaseEndpoint } from './database-endpoint.js';
+import { SchemaMigrationsRepository } from './schema-migrations.repository.js';
 
 /**
  * Connections per process on the embedded database. It runs one transaction at a time (one backend),
@@ -36,7 +37,8 @@ export function poolSize(kind: DatabaseEndpoint['kind']): number {
       }),
     }),
   ],
-  providers: [ConnectionGuard],
+  providers: [ConnectionGuard, SchemaMigrationsRepository],
+  exports: [SchemaMigrationsRepository],
 })
 export class DatabaseModule {}
 

@@ -113,11 +113,11 @@ export class WebhookDeliveriesController {
     }),
   )
   // a delivery id is a positive integer within bigint, else 404 at once (see pathKey)
-  async replay(@Param('id', pathKey((key) => ID_RE.test(key), (key) => new AppError('delivery_not_found', 404, `no delivery ${key}`))) id: string) {
+  async replay(@Param('id', pathKey((key) => ID_RE.test(key), (key) => new AppError('delivery_not_found', `no delivery ${key}`))) id: string) {
     const r = await this.outbox.replay(id);
-    if (r.kind === 'not_found') throw new AppError('delivery_not_found', 404, `no delivery ${id}`);
+    if (r.kind === 'not_found') throw new AppError('delivery_not_found', `no delivery ${id}`);
     if (r.kind === 'pending') {
-      throw new AppError('delivery_pending', 409, `delivery ${id} is still pending (next attempt ${r.delivery.nextAttemptAt.toISOString()})`, {
+      throw new AppError('delivery_pending', `delivery ${id} is still pending (next attempt ${r.delivery.nextAttemptAt.toISOString()})`, {
         delivery: toDeliveryResponse(r.delivery),
       });
     }

@@ -1,6 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { ApiErrors, apiError, decorateDocument, errorCodeTable } from './api-docs.js';
-import { ERROR_CODES } from './error-codes.js';
+import { ERROR_CODES } from '../common/error-codes.js';
 
 type Media = { schema?: unknown; examples?: Record<string, { value: Record<string, unknown> }> };
 type Responses = Record<string, { description?: string; content?: Record<string, Media> }>;

@@ -4,7 +4,7 @@
  * `ErrorResponse` schema) as its `default` response with the generic codes as examples, operations
  * with a body a 413 and a 415, `/internal/*` operations the bearer scheme and a 401, and operations
  * without a tag one from their path; the description holds the table of every error code
- * (error-codes.ts).
+ * (common/error-codes.ts).
  *
  * The controllers declare the rest with the helpers below (`ApiErrors`, `ApiPageQuery`, the schema
  * builders); their examples live in one `*.api-examples.ts` file per area.
@@ -12,7 +12,7 @@
 import { applyDecorators, type INestApplication } from '@nestjs/common';
 import { ApiQuery, ApiResponse, DocumentBuilder, SwaggerModule, type OpenAPIObject, type SchemaObject } from '@nestjs/swagger';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE } from '../common/pagination.js';
-import { ERROR_CODES } from './error-codes.js';
+import { ERROR_CODES } from '../common/error-codes.js';
 
 export const ERROR_SCHEMA_NAME = 'ErrorResponse';
 export const BEARER_SCHEME = 'bearer';

@@ -39,8 +39,10 @@ import { Injectable, type BeforeApplicationShutdown, type OnModuleDestroy } from
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
+import { SyncRunRepository } from '../catalog/sync-run.repository.js';
 import { AppConfig, type RateLimitSetting } from '../config/app-config.js';
-import { readMigrations } from '../database/migrator.js';
+import { SchemaMigrationsRepository } from '../database/schema-migrations.repository.js';
+import { OrderRepository } from '../orders/order.repository.js';
 import { UpstreamMonitor, type UpstreamSnapshot } from './upstream-monitor.service.js';
 
 /** The longest a `/health` or `/health/ready` call waits for the database, all its checks together. */
@@ -55,9 +57,6 @@ export const HEALTH_PROBE_ABANDON_MS = 30_000;
 
 /** pg-pool's error when a connection did not come free within its `connectionTimeoutMillis`. */
 const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
-
-/** Where the catalog keeps its sync runs (the first that exists). */
-const SYNC_RUN_TABLES = ['catalog_sync_runs', 'sync_runs'];
 
 export interface LastSync {
   run_id: string | null;
@@ -160,8 +159,6 @@ const strOrNull = (v: unknown): string | null => (v == null ? null : String(v));
 @Injectable()
 export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown {
   private shuttingDown = false;
-  private syncTable: string | null = null;
-  private migrationVersions: Array<{ version: string; label: string }> | null = null;
   private probe: Probe | null = null;
   /** The last probe that ended failed (refused, failed): a later one that does not answer is down too. */
   private lastProbeFailed = false;
@@ -174,6 +171,9 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     private readonly monitor: UpstreamMonitor,
     private readonly budget: UpstreamBudgetService,
     private readonly config: AppConfig,
+    private readonly migrations: SchemaMigrationsRepository,
+    private readonly orders: OrderRepository,
+    private readonly syncRuns: SyncRunRepository,
   ) {}
 
   /** From now on the instance reports itself not ready (RelayApp.close calls it first thing). */
@@ -222,7 +222,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
         this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(null),
-        this.within(deadline, 'queued', () => this.queuedOrders()),
+        this.within(deadline, 'queued', () => this.orders.countQueued()),
         this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
       ]);
       const up = db.database === 'up';
@@ -256,7 +256,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
       let late = false;
       const [db, read] = await Promise.all([
         this.checkDatabase(deadline),
-        deadline.race(this.shared('migrations', () => this.pendingMigrations())).then(
+        deadline.race(this.shared('migrations', () => this.migrations.pending())).then(
           (pending) => (this.lastPending = pending),
           (e: unknown) => {
             late = e instanceof Timeout || (e as Error)?.message === POOL_WAIT_TIMEOUT;
@@ -279,7 +279,11 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     }
   }
 
-  /** A `SELECT 1` on a pooled connection, noting where it waits (see DatabaseVerdict). */
+  /**
+   * A `SELECT 1` on a pooled connection, noting where it waits (see DatabaseVerdict). It stays here,
+   * not in a repository: it reads no data, it measures the database and the pool themselves (which
+   * phase it waits in, abandoning a connection that does not answer), which is this service's concern.
+   */
   private startProbe(): Probe {
     const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
     let client: PoolClient | null = null;
@@ -356,56 +360,19 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     return p;
   }
 
-  /** The migrations of this build not applied to the database (all of them without the table). */
-  async pendingMigrations(): Promise<string[]> {
-    this.migrationVersions ??= readMigrations().map((m) => ({ version: m.version, label: `${m.version}_${m.name}` }));
-    const [{ t }] = (await this.dataSource.query(`SELECT to_regclass('schema_migrations')::text AS t`)) as Array<{ t: string | null }>;
-    if (t === null) return this.migrationVersions.map((m) => m.label);
-    const rows: Array<{ version: string }> = await this.dataSource.query('SELECT version FROM schema_migrations');
-    const applied = new Set(rows.map((r) => r.version));
-    return this.migrationVersions.filter((m) => !applied.has(m.version)).map((m) => m.label);
-  }
-
-  /** How many orders are `queued` (accepted, waiting for the request budget; found by the status index). */
-  async queuedOrders(): Promise<number> {
-    const rows: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM orders WHERE status = 'queued'`);
-    return Number(rows[0]?.n ?? 0);
-  }
-
-  /** The latest catalog sync run; null before the catalog's table exists or before any run. */
-  async lastSync(): Promise<LastSync | null> {
-    if (this.syncTable === null) {
-      const rows: Array<{ t: string | null }> = await this.dataSource.query(
-        `SELECT coalesce(${SYNC_RUN_TABLES.map((_, i) => `to_regclass($${i + 1})::text`).join(', ')}) AS t`,
-        SYNC_RUN_TABLES,
-      );
-      if (!rows[0]?.t) return null;
-      this.syncTable = rows[0].t;
-    }
-    const table = this.syncTable;
-    let rows: Array<Record<string, unknown>>;
-    try {
-      rows = await this.dataSource.query(
-        // The latest success by its start, not max(finished_at): runs never overlap, so it is the same
-        // run, found by the started_at index instead of scanning every run, so a /health costs the
-        // same however many runs are kept.
-        `SELECT r.*, (SELECT s.finished_at FROM ${table} s WHERE s.status = 'succeeded' ORDER BY s.started_at DESC LIMIT 1) AS relay_last_success_at
-           FROM ${table} r ORDER BY r.started_at DESC LIMIT 1`,
-      );
-    } catch {
-      this.syncTable = null; // renamed or reshaped: look again next time
-      return null;
-    }
-    const r = rows[0];
-    if (!r) return null;
+  /** The latest catalog sync run; null before any run (and before the catalog's table exists: an error, unknown). */
+  private async lastSync(): Promise<LastSync | null> {
+    const latest = await this.syncRuns.latestWithLastSuccess();
+    if (!latest) return null;
+    const r = latest.run;
     return {
-      run_id: strOrNull(r.run_id ?? r.id),
+      run_id: strOrNull(r.run_id),
       mode: strOrNull(r.mode),
       status: strOrNull(r.status),
       started_at: isoOrNull(r.started_at),
       finished_at: isoOrNull(r.finished_at),
       error: strOrNull(r.error),
-      last_success_at: isoOrNull(r.relay_last_success_at),
+      last_success_at: isoOrNull(latest.lastSuccessAt),
     };
   }
 }

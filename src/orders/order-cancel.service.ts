@@ -72,7 +72,7 @@ export class OrderCancelService {
       if (begun === 'changed') continue;
       if (begun === 'busy') {
         // another cancel of this order is in progress: wait for it, then answer from what it left
-        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress`);
+        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress`);
         await sleep(delay);
         continue;
       }
@@ -101,7 +101,7 @@ export class OrderCancelService {
           // moved since it was judged (a new attempt of a rejected order, say): judged again, so that
           // an order the upstream has is canceled there first, or refused for what it now is
           if (locked.status !== decided.status && tries < MAX_REFUND_TRIES) return false;
-          throw new AppError('cancel_not_allowed', 409, `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
+          throw new AppError('cancel_not_allowed', `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
         }
         // the row lock serialises refunds of an order; the unique row is the last guard
         if (!(await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now))) return true;
@@ -116,12 +116,12 @@ export class OrderCancelService {
 
   private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
     const order = await this.repo.findByShopOrderNo(shopOrderNo);
-    if (!order) throw new AppError('order_not_found', 404, `no order ${shopOrderNo}`);
+    if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
 
   private outcomeUnknown(order: OrderRecord): AppError {
-    return new AppError('outcome_unknown', 409, `order ${order.shopOrderNo} is ${order.status}: whether the upstream has it is not known yet`, {
+    return new AppError('outcome_unknown', `order ${order.shopOrderNo} is ${order.status}: whether the upstream has it is not known yet`, {
       order: this.presenter.present(order),
     });
   }
@@ -138,7 +138,7 @@ export class OrderCancelService {
       const locked = await tx.lockOrder(order.id);
       if (!locked) return false;
       if (locked.anomaly === UPSTREAM_ORDER_EXISTS) {
-        throw new AppError('cancel_not_allowed', 409, `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
+        throw new AppError('cancel_not_allowed', `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
           order: this.presenter.present(locked),
         });
       }
@@ -215,23 +215,23 @@ export class OrderCancelService {
         // the upstream canceled an order whose items were delivered: not canceled here (an anomaly,
         // logged), so no refund follows: the shop must not take the 200 of a cancel for it
         if (updated.status !== 'canceled' && updated.anomaly === CANCELED_AFTER_DELIVERY) {
-          throw new AppError('cancel_not_allowed', 409, `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`, {
+          throw new AppError('cancel_not_allowed', `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`, {
             order: this.presenter.present(updated),
           });
         }
         return updated;
       case 'not_allowed':
         if (updated.status === 'canceled') return updated;
-        throw new AppError('cancel_not_allowed', 409, `the upstream does not allow canceling order ${order.shopOrderNo} now`, { order: this.presenter.present(updated) });
+        throw new AppError('cancel_not_allowed', `the upstream does not allow canceling order ${order.shopOrderNo} now`, { order: this.presenter.present(updated) });
       case 'unreachable':
-        throw new AppError('upstream_unavailable', 503, `the upstream could not be reached (${answer.reason}); the order is unchanged`, { order: this.presenter.present(updated) });
+        throw new AppError('upstream_unavailable', `the upstream could not be reached (${answer.reason}); the order is unchanged`, { order: this.presenter.present(updated) });
       case 'unknown':
-        throw new AppError('upstream_unavailable', 503, `no answer from the upstream to the cancel (${answer.reason}); the order is unchanged until the upstream's state is read`, {
+        throw new AppError('upstream_unavailable', `no answer from the upstream to the cancel (${answer.reason}); the order is unchanged until the upstream's state is read`, {
           order: this.presenter.present(updated),
         });
       case 'error': {
         const auth = answer.error.httpStatus === 401 || answer.error.httpStatus === 403;
-        throw new AppError(auth ? 'upstream_auth_failed' : 'upstream_error', 502, `the upstream refused the cancel: ${answer.error.errorCode}`, {
+        throw new AppError(auth ? 'upstream_auth_failed' : 'upstream_error', `the upstream refused the cancel: ${answer.error.errorCode}`, {
           order: this.presenter.present(updated),
         });
       }

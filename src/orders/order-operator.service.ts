@@ -44,13 +44,13 @@ export class OrderOperatorService {
       const held = await this.mustFind(shopOrderNo);
       const deadline = this.clock.nowMs() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
       for (let delay = 20; r.kind === 'deferred'; delay = Math.min(delay * 2, 200)) {
-        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
+        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
         await sleep(delay);
         r = await this.follow.refresh(order.id, 'operator');
       }
     }
     if (r.kind === 'read_failed') {
-      throw new AppError('upstream_unavailable', 503, `the order could not be read from the upstream: ${r.error.message}`);
+      throw new AppError('upstream_unavailable', `the order could not be read from the upstream: ${r.error.message}`);
     }
     const after = r.kind === 'applied' ? r.order : await this.mustFind(shopOrderNo);
     // the action itself is recorded (a status it changed has its own event too)
@@ -72,9 +72,9 @@ export class OrderOperatorService {
         case 'resolved':
           return r.order;
         case 'mismatch':
-          throw new AppError('resolve_mismatch', 409, r.reason);
+          throw new AppError('resolve_mismatch', r.reason);
         case 'read_failed':
-          throw new AppError('upstream_unavailable', 503, `the upstream order could not be read: ${r.error.message}`);
+          throw new AppError('upstream_unavailable', `the upstream order could not be read: ${r.error.message}`);
         case 'not_unknown':
           throw this.notUnknown(r.order ?? order);
       }
@@ -93,7 +93,7 @@ export class OrderOperatorService {
       if (until) return until;
       const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
-      if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 503, 'a re-send of this attempt is in flight; try again');
+      if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 'a re-send of this attempt is in flight; try again');
       await sleep(delay);
     }
   }
@@ -122,19 +122,19 @@ export class OrderOperatorService {
     try {
       answer = await this.upstream.getOrder(upstreamOrderId);
     } catch (e) {
-      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) throw new AppError('resolve_mismatch', 409, `the upstream has no order ${upstreamOrderId}`);
-      throw new AppError('upstream_unavailable', 503, `the upstream order could not be read: ${(e as Error).message}`);
+      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) throw new AppError('resolve_mismatch', `the upstream has no order ${upstreamOrderId}`);
+      throw new AppError('upstream_unavailable', `the upstream order could not be read: ${(e as Error).message}`);
     }
     const named = (await this.repo.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)?.detail?.downstream_order_no;
     const dno = answer.downstream_order_no ?? (typeof named === 'string' ? named : undefined);
     const attempt = dno === undefined ? null : await this.repo.findAttemptByDownstreamNo(dno);
     if (!attempt || attempt.orderId !== order.id) {
-      throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`);
+      throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`);
     }
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
-    if (taken && taken.id !== order.id) throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
+    if (taken && taken.id !== order.id) throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
     const status = answer.status;
-    if (!isUpstreamStatus(status)) throw new AppError('resolve_mismatch', 409, `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
+    if (!isUpstreamStatus(status)) throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
     const now = this.clock.now();
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
@@ -165,18 +165,18 @@ export class OrderOperatorService {
   }
 
   private notUnknown(order: OrderRecord): AppError {
-    return new AppError('not_unknown', 409, `order ${order.shopOrderNo} is ${order.status}, not submit_unknown`);
+    return new AppError('not_unknown', `order ${order.shopOrderNo} is ${order.status}, not submit_unknown`);
   }
 
   private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
     const order = await this.repo.findByShopOrderNo(shopOrderNo);
-    if (!order) throw new AppError('order_not_found', 404, `no order ${shopOrderNo}`);
+    if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
 
   private async mustFindById(id: string): Promise<OrderRecord> {
     const order = await this.repo.findById(id);
-    if (!order) throw new AppError('order_not_found', 404, `no order ${id}`);
+    if (!order) throw new AppError('order_not_found', `no order ${id}`);
     return order;
   }
 }

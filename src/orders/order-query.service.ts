@@ -22,7 +22,7 @@ export class OrderQueryService {
 
   async get(shopOrderNo: string): Promise<OrderRecord> {
     const order = await this.repo.findByShopOrderNo(shopOrderNo);
-    if (!order) throw new AppError('order_not_found', 404, `no order ${shopOrderNo}`);
+    if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
 

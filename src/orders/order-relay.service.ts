@@ -82,7 +82,7 @@ function waitLeft(wait: BudgetWait): number | undefined {
 /** The price guard's rule: a unit cost above the ceiling is refused (409 `price_changed`). */
 function priceGuard(unitCost: string, ceiling: string): void {
   if (aboveCeiling(unitCost, ceiling)) {
-    throw new AppError('price_changed', 409, `the unit price is now ${unitCost}, above ${ceiling}`, { unit_cost: unitCost, max_unit_cost: ceiling });
+    throw new AppError('price_changed', `the unit price is now ${unitCost}, above ${ceiling}`, { unit_cost: unitCost, max_unit_cost: ceiling });
   }
 }
 
@@ -184,7 +184,7 @@ export class OrderRelayService {
   }
 
   private conflict(order: OrderRecord): AppError {
-    return new AppError('idempotency_conflict', 409, `order ${order.shopOrderNo} was recorded with another request body`);
+    return new AppError('idempotency_conflict', `order ${order.shopOrderNo} was recorded with another request body`);
   }
 
   /** Waits for an attempt in flight elsewhere (another request, another replica) to settle. */
@@ -345,13 +345,13 @@ export class OrderRelayService {
    * taken only here, after the local checks), else one made now.
    */
   private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<CheckedSku> {
-    if (!sku) throw new AppError('sku_not_found', 404, `no SKU ${input.sku_code}`);
-    if (!sku.available) throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
+    if (!sku) throw new AppError('sku_not_found', `no SKU ${input.sku_code}`);
+    if (!sku.available) throw new AppError('sku_unavailable', `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
       // required only where the product's form has required fields; a key the form lacks is refused
       const { missing, unknown } = manualFormProblems(sku.manualFormSchema, input.manual_form_data);
       if (missing.length) {
-        throw new AppError('manual_form_required', 400, `SKU ${input.sku_code} is fulfilled manually: its form needs ${missing.join(', ')}`, {
+        throw new AppError('manual_form_required', `SKU ${input.sku_code} is fulfilled manually: its form needs ${missing.join(', ')}`, {
           fields: Object.fromEntries(missing.map((k) => [`manual_form_data.${k}`, ['required']])),
         });
       }
@@ -377,11 +377,11 @@ export class OrderRelayService {
       });
     } catch (e) {
       if (e instanceof BudgetWaitExceeded && wait.deadline !== undefined) throw new PriceReadDeferred();
-      throw new AppError('upstream_unavailable', 503, `the product could not be read from the upstream: ${(e as Error).message}`);
+      throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);
     if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
-      throw new AppError('sku_unavailable', 409, `SKU ${input.sku_code} is no longer available upstream`);
+      throw new AppError('sku_unavailable', `SKU ${input.sku_code} is no longer available upstream`);
     }
     priceGuard(fresh.price_amount, ceiling);
     return {
@@ -478,7 +478,7 @@ export class OrderRelayService {
       });
     } catch (e) {
       if (e instanceof DownstreamNumberTaken) {
-        throw new AppError('idempotency_conflict', 409, `the upstream order number ${e.downstreamOrderNo} is already used by another order`);
+        throw new AppError('idempotency_conflict', `the upstream order number ${e.downstreamOrderNo} is already used by another order`);
       }
       throw e;
     }
@@ -494,10 +494,13 @@ export class OrderRelayService {
         const view = this.presenter.present(order);
         if (outcome.kind === 'rejected') {
           const auth = outcome.httpStatus === 401 || outcome.httpStatus === 403;
-          const status = auth ? 502 : outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
-          throw new AppError(auth ? 'upstream_auth_failed' : outcome.errorCode, status, `the upstream refused the order: ${outcome.message}`, { order: view });
+          const message = `the upstream refused the order: ${outcome.message}`;
+          if (auth) throw new AppError('upstream_auth_failed', message, { order: view });
+          // the upstream's own code, with its status (an `ok: false` answered 200: 402 for `payment_failed`, else 502)
+          const status = outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
+          throw AppError.fromUpstream(outcome.errorCode, status, message, { order: view });
         }
-        throw new AppError('upstream_unavailable', 503, order.errorMessage ?? 'the upstream could not be reached', { order: view });
+        throw new AppError('upstream_unavailable', order.errorMessage ?? 'the upstream could not be reached', { order: view });
       }
       case 'submitting':
         // accepted with a status we do not know (kept as an anomaly, followed): the upstream has it

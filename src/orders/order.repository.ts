@@ -348,6 +348,12 @@ export class OrderRepository {
     });
   }
 
+  /** How many orders are `queued` (accepted, waiting for the request budget; found by the status index). */
+  async countQueued(): Promise<number> {
+    const found: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM orders WHERE status = 'queued'`);
+    return Number(found[0]?.n ?? 0);
+  }
+
   /** Orders by status, for `statuses` only (by the status index). */
   async countByStatus(statuses: readonly string[]): Promise<Array<{ status: string; n: number }>> {
     return rows<{ status: string; n: number }>(this.dataSource, 'SELECT status, count(*)::int AS n FROM orders WHERE status = ANY($1::text[]) GROUP BY status', [statuses]);

@@ -45,7 +45,7 @@ const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: 't
  * A `shop_order_no` in a path that no order can have (not `[A-Za-z0-9._:-]{1,64}`, the only numbers
  * an order is placed with) is 404 `order_not_found` at once (see pathKey).
  */
-const KnownShopOrderNo = pathKey((no) => SHOP_ORDER_NO_RE.test(no), (no) => new AppError('order_not_found', 404, `no order ${no}`));
+const KnownShopOrderNo = pathKey((no) => SHOP_ORDER_NO_RE.test(no), (no) => new AppError('order_not_found', `no order ${no}`));
 
 @ApiTags('orders')
 @ApiBearerAuth()

@@ -23,10 +23,10 @@ export class WalletService {
     const snapshot = await this.monitor.pingNow();
     if (snapshot.http_status === 401 || snapshot.http_status === 403) {
       // the upstream refused our credentials (a wrong secret, a disabled API user): as orders answer it
-      throw new AppError('upstream_auth_failed', 502, `the upstream refused our credentials: ${snapshot.error ?? 'no answer'}`);
+      throw new AppError('upstream_auth_failed', `the upstream refused our credentials: ${snapshot.error ?? 'no answer'}`);
     }
     if (snapshot.status !== 'up' || !snapshot.wallet) {
-      throw new AppError('upstream_unavailable', 503, `the upstream wallet could not be read: ${snapshot.error ?? 'no answer'}`);
+      throw new AppError('upstream_unavailable', `the upstream wallet could not be read: ${snapshot.error ?? 'no answer'}`);
     }
     const w = snapshot.wallet;
     return { ok: true, balance: w.balance, currency: w.currency, member_level: w.member_level, checked_at: w.checked_at };

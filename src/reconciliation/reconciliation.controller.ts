@@ -21,7 +21,7 @@ import { ReconciliationItemsQuery, ReconciliationRunsQuery, StartReconciliationB
 import { toReconciliationItemResponse, toReconciliationRunResponse } from './reconciliation.responses.js';
 import { ReconciliationService } from './reconciliation.service.js';
 
-const RunId = pathKey(storableText, (id) => new AppError('reconciliation_run_not_found', 404, `no reconciliation run ${id}`));
+const RunId = pathKey(storableText, (id) => new AppError('reconciliation_run_not_found', `no reconciliation run ${id}`));
 
 @ApiTags('reconciliation')
 @ApiBearerAuth()

@@ -264,7 +264,7 @@ export class ReconciliationService implements OnModuleDestroy {
 
   async getRun(runId: string): Promise<ReconciliationRunRecord> {
     const run = await this.repo.findRun(runId);
-    if (!run) throw new AppError('reconciliation_run_not_found', 404, `no reconciliation run ${runId}`);
+    if (!run) throw new AppError('reconciliation_run_not_found', `no reconciliation run ${runId}`);
     return run;
   }
 
@@ -290,5 +290,5 @@ function facts(o: OrderRecord): LocalFacts {
 }
 
 function inProgress(runId: string | null): AppError {
-  return new AppError('reconciliation_in_progress', 409, `a reconciliation run is already running${runId ? `: ${runId}` : ''}`, { run_id: runId });
+  return new AppError('reconciliation_in_progress', `a reconciliation run is already running${runId ? `: ${runId}` : ''}`, { run_id: runId });
 }

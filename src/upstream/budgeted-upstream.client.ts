@@ -16,7 +16,14 @@
 import { performance } from 'node:perf_hooks';
 import type { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { UpstreamRetryableError } from './upstream.errors.js';
-import { DEFAULT_PRIORITY, UpstreamClient, type UpstreamCallOptions, type UpstreamOperation } from './upstream.client.js';
+import {
+  DEFAULT_PRIORITY,
+  UpstreamClient,
+  type PageRecognizer,
+  type RecognizedPage,
+  type UpstreamCallOptions,
+  type UpstreamOperation,
+} from './upstream.client.js';
 import type {
   ProductPageQuery,
   UpstreamCanceledOrder,
@@ -57,6 +64,15 @@ export class BudgetedUpstreamClient extends UpstreamClient {
 
   override listProducts(query: ProductPageQuery, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProductPage> {
     return this.call('listProducts', signal, opts, () => this.inner.listProducts(query, signal));
+  }
+
+  override listProductsRecognizing<K>(
+    query: ProductPageQuery,
+    recognize: PageRecognizer<K>,
+    signal?: AbortSignal,
+    opts?: UpstreamCallOptions,
+  ): Promise<RecognizedPage<K>> {
+    return this.call('listProducts', signal, opts, () => this.inner.listProductsRecognizing(query, recognize, signal));
   }
 
   override getProduct(id: number, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProduct> {

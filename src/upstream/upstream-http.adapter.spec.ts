@@ -148,37 +148,43 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
 
     it("gives a page's body digest when asked: the same bytes the same digest, a change on the page another", async () => {
       const plain = await client.listProducts({ page: 1, pageSize: 50 });
-      expect(plain.digest).toBeUndefined();
-      const [a, b, other] = await Promise.all([
-        client.listProducts({ page: 1, pageSize: 50, digest: true }),
-        client.listProducts({ page: 1, pageSize: 50, digest: true }),
-        client.listProducts({ page: 2, pageSize: 50, digest: true }),
-      ]);
+      expect(plain).not.toHaveProperty('digest'); // not the upstream's: no field of the wire page
+      const nothingKnown = () => undefined;
+      const digestOf = async (page: number) => {
+        const r = await client.listProductsRecognizing({ page, pageSize: 50 }, nothingKnown);
+        if (r.kind !== 'parsed') throw new Error('recognised without being known');
+        return r;
+      };
+      const [a, b, other] = await Promise.all([digestOf(1), digestOf(1), digestOf(2)]);
       expect(a.digest).toMatch(/^[A-Za-z0-9_-]{43}$/); // SHA-256, base64url
+      expect(a.page).toEqual(plain);
       expect(b.digest).toBe(a.digest);
       expect(other.digest).not.toBe(a.digest);
-      sandbox.catalog.setPrice(a.items[3].skus[0].sku_code, '77.77');
-      expect((await client.listProducts({ page: 1, pageSize: 50, digest: true })).digest).not.toBe(a.digest);
-      expect((await client.listProducts({ page: 2, pageSize: 50, digest: true })).digest).toBe(other.digest);
+      sandbox.catalog.setPrice(a.page.items[3].skus[0].sku_code, '77.77');
+      expect((await digestOf(1)).digest).not.toBe(a.digest);
+      expect((await digestOf(2)).digest).toBe(other.digest);
     });
 
     it('a page whose digest the caller knows is answered by the caller, unparsed; only a 200 answer is offered', async () => {
-      const page = await client.listProducts({ page: 1, pageSize: 50, digest: true });
+      const first = await client.listProductsRecognizing({ page: 1, pageSize: 50 }, () => undefined);
+      if (first.kind !== 'parsed') throw new Error('recognised without being known');
       const asked: string[] = [];
-      const known = { ok: true as const, items: [], unchanged: [{ id: 1, skus: 2 }], total: 60, page: 1, page_size: 50, digest: page.digest };
-      const remembered = (d: string) => {
+      const known = { unchanged: [{ id: 1, skus: 2 }] };
+      const recognize = (d: string) => {
         asked.push(d);
-        return d === page.digest ? known : undefined;
+        return d === first.digest ? known : undefined;
       };
-      // the same bytes: the caller's page is the answer
-      expect(await client.listProducts({ page: 1, pageSize: 50, digest: true, remembered })).toBe(known);
+      // the same bytes: the caller's value is the answer
+      expect(await client.listProductsRecognizing({ page: 1, pageSize: 50 }, recognize)).toEqual({ kind: 'recognized', known });
+      expect(calls.at(-1)).toMatchObject({ operation: 'listProducts', outcome: 'ok', httpStatus: 200 });
       // other bytes: parsed as usual
-      const other = await client.listProducts({ page: 2, pageSize: 50, digest: true, remembered });
-      expect(other.items).toHaveLength(10);
-      expect(asked).toEqual([page.digest, other.digest]);
+      const other = await client.listProductsRecognizing({ page: 2, pageSize: 50 }, recognize);
+      if (other.kind !== 'parsed') throw new Error('other bytes recognised');
+      expect(other.page.items).toHaveLength(10);
+      expect(asked).toEqual([first.digest, other.digest]);
       // an error answer is classified as ever, the caller is not asked
       sandbox.faults.set({ rules: [{ operation: 'products', kind: 'rate_limit', retryAfterS: 1, times: 1 }] });
-      await expect(client.listProducts({ page: 1, pageSize: 50, digest: true, remembered })).rejects.toMatchObject({ reason: 'rate_limited', httpStatus: 429 });
+      await expect(client.listProductsRecognizing({ page: 1, pageSize: 50 }, recognize)).rejects.toMatchObject({ reason: 'rate_limited', httpStatus: 429 });
       expect(asked).toHaveLength(2);
     });
 

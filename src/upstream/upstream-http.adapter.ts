@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import type { Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { signedHeaders } from '../signing/signing.js';
-import { UpstreamClient } from './upstream.client.js';
+import { UpstreamClient, type PageRecognizer, type RecognizedPage } from './upstream.client.js';
 import { UpstreamUnknownError, isUpstreamError, type UpstreamError } from './upstream.errors.js';
 import {
   classifyHttpAnswer,
@@ -101,10 +101,6 @@ interface RequestSpec {
   body?: Buffer;
   /** The caller's: aborting it ends the call at once (unknown outcome, reason `aborted`). */
   signal?: AbortSignal;
-  /** Adds the SHA-256 of the response body as received to the parsed answer, as `digest`. */
-  digest?: boolean;
-  /** With `digest`: the answer for a body with this digest, if the caller knows it (then it is not parsed). */
-  remembered?: (digest: string) => unknown;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
@@ -370,6 +366,14 @@ function positiveId(id: number, what: string): string {
   return String(id);
 }
 
+/** `GET /products` for a page of the listing. */
+function productsRequest(query: ProductPageQuery, signal: AbortSignal | undefined): RequestSpec {
+  const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
+  if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
+  if (query.includeInactive) params.set('include_inactive', 'true');
+  return { operation: 'listProducts', method: 'GET', path: '/products', query: params, signal };
+}
+
 export class UpstreamHttpClient extends UpstreamClient {
   /** The base URL's path, without a trailing slash (e.g. `/api/v1/upstream`). */
   private readonly basePath: string;
@@ -428,16 +432,22 @@ export class UpstreamHttpClient extends UpstreamClient {
   }
 
   override async listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage> {
-    const params = new URLSearchParams({ page: String(query.page), page_size: String(query.pageSize) });
-    if (query.updatedAfter) params.set('updated_after', toRfc3339Seconds(query.updatedAfter));
-    if (query.includeInactive) params.set('include_inactive', 'true');
     // The envelope must be right; a product whose shape is wrong is left out of `items` and reported
-    // in `skipped` (a remembered page comes back as the caller gave it: it has no items to check).
-    const page = await this.call(
-      { operation: 'listProducts', method: 'GET', path: '/products', query: params, signal, digest: query.digest === true, remembered: query.remembered },
-      isUpstreamProductPageEnvelope,
-    );
-    return splitProductPage(page);
+    // in `skipped`.
+    return splitProductPage(await this.call(productsRequest(query, signal), isUpstreamProductPageEnvelope));
+  }
+
+  override async listProductsRecognizing<K>(query: ProductPageQuery, recognize: PageRecognizer<K>, signal?: AbortSignal): Promise<RecognizedPage<K>> {
+    const spec = productsRequest(query, signal);
+    return this.exchange(spec, (answer): RecognizedPage<K> => {
+      const digest = hash('sha256', answer.body ?? EMPTY_BODY, 'base64url');
+      if (answer.status === 200) {
+        // bytes the caller has seen answered before: what they hold is known, nothing to parse
+        const known = recognize(digest);
+        if (known !== undefined) return { kind: 'recognized', known };
+      }
+      return { kind: 'parsed', page: splitProductPage(this.parse(spec, answer, isUpstreamProductPageEnvelope)), digest };
+    });
   }
 
   override async getProduct(id: number, signal?: AbortSignal): Promise<UpstreamProduct> {
@@ -483,27 +493,28 @@ export class UpstreamHttpClient extends UpstreamClient {
     this.close();
   }
 
-  private async call<T>(spec: RequestSpec, isExpected: (v: unknown) => v is T): Promise<T> {
+  private call<T>(spec: RequestSpec, isExpected: (v: unknown) => v is T): Promise<T> {
+    return this.exchange(spec, (answer) => this.parse(spec, answer, isExpected));
+  }
+
+  /** The answer's body when it is a success of the expected shape; else the classified error. */
+  private parse<T>(spec: RequestSpec, answer: HttpAnswer, isExpected: (v: unknown) => v is T): T {
+    const c = classifyHttpAnswer(spec.operation, answer, this.clock());
+    if (!c.ok) throw c.error;
+    if (!isExpected(c.body)) throw new UpstreamUnknownError(spec.operation, 'unexpected_shape', answer.status);
+    return c.body;
+  }
+
+  /** Sends the request and reads its answer with `read`; reports the call's outcome once, either way. */
+  private async exchange<R>(spec: RequestSpec, read: (answer: HttpAnswer) => R): Promise<R> {
     const started = performance.now();
     let httpStatus: number | undefined;
     try {
       const answer = await this.send(spec);
       httpStatus = answer.status;
-      const digest = spec.digest ? hash('sha256', answer.body ?? EMPTY_BODY, 'base64url') : undefined;
-      if (digest !== undefined && answer.status === 200 && spec.remembered) {
-        // bytes the caller has seen answered before: what they hold is known, nothing to parse
-        const known = spec.remembered(digest);
-        if (known !== undefined) {
-          this.report(spec.operation, 'ok', started, httpStatus);
-          return known as T;
-        }
-      }
-      const c = classifyHttpAnswer(spec.operation, answer, this.clock());
-      if (!c.ok) throw c.error;
-      if (!isExpected(c.body)) throw new UpstreamUnknownError(spec.operation, 'unexpected_shape', answer.status);
-      if (digest !== undefined) (c.body as { digest?: string }).digest = digest;
+      const result = read(answer);
       this.report(spec.operation, 'ok', started, httpStatus);
-      return c.body;
+      return result;
     } catch (e: unknown) {
       const err: UpstreamError = isUpstreamError(e)
         ? e

@@ -12,6 +12,10 @@
  * for every caller; a read is then sent again after the block (within its signal and maxWaitMs), a
  * create or cancel rejects with the retryable `rate_limited` error (nothing was processed: send the
  * same request again later).
+ *
+ * `listProductsRecognizing` is `listProducts` with an optional capability for a caller that remembers
+ * listing pages by their bytes (the catalog sync, src/catalog/page-fingerprints.ts): it is offered the
+ * digest of the answer's body before the body is parsed, and a page it recognises is not parsed at all.
  */
 import type { BudgetClass } from '../budget/request-budget.js';
 import type {
@@ -39,6 +43,19 @@ export interface UpstreamCallOptions {
   granted?: boolean;
 }
 
+/**
+ * A caller's memory of listing pages by their bytes: given the SHA-256 (base64url) of a 200 answer's
+ * body, before the body is parsed, what the caller knows those bytes hold, else undefined. Two
+ * answers with one digest are the same bytes, so they hold the same products.
+ */
+export type PageRecognizer<K> = (bodyDigest: string) => K | undefined;
+
+/**
+ * What `listProductsRecognizing` resolves with: the caller's own value for a body it recognised
+ * (nothing was parsed), else the page parsed as `listProducts` gives it, with its body's digest.
+ */
+export type RecognizedPage<K> = { kind: 'recognized'; known: K } | { kind: 'parsed'; page: UpstreamProductPage; digest: string };
+
 export type UpstreamOperation = 'ping' | 'listCategories' | 'listProducts' | 'getProduct' | 'createOrder' | 'getOrder' | 'cancelOrder';
 
 /**
@@ -64,6 +81,16 @@ export abstract class UpstreamClient {
   abstract ping(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamPing>;
   abstract listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategory[]>;
   abstract listProducts(query: ProductPageQuery, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProductPage>;
+  /**
+   * `listProducts` (the same request, budget class and errors), offering the body of a 200 answer to
+   * `recognize` by its digest before it is parsed (an error answer is classified as ever).
+   */
+  abstract listProductsRecognizing<K>(
+    query: ProductPageQuery,
+    recognize: PageRecognizer<K>,
+    signal?: AbortSignal,
+    opts?: UpstreamCallOptions,
+  ): Promise<RecognizedPage<K>>;
   /** Rejects with a definitive `product_not_found` / `product_unavailable` (404) when gone. */
   abstract getProduct(id: number, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProduct>;
   /** `payment_failed` (HTTP 200, ok false) rejects as definitive. */

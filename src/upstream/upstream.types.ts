@@ -75,23 +75,6 @@ export interface UpstreamProductPage {
   page: number;
   /** The page size the upstream actually used: it may cap what was asked. */
   page_size: number;
-  /**
-   * Not the upstream's: set by the client when the query asked for it (`digest`), the SHA-256 of the
-   * response body exactly as received (base64url). Two pages with one digest hold the same products,
-   * byte for byte.
-   */
-  digest?: string;
-  /**
-   * Not the upstream's: products of a page the caller recognised by its digest (`ProductPageQuery.
-   * remembered`), given by the caller instead of being parsed again (`items` holds the others: none).
-   */
-  unchanged?: UnchangedProduct[];
-}
-
-/** A product of a page received before, byte for byte, known by its id and its number of SKUs. */
-export interface UnchangedProduct {
-  id: number;
-  skus: number;
 }
 
 export interface ProductPageQuery {
@@ -101,13 +84,6 @@ export interface ProductPageQuery {
   updatedAfter?: Date;
   /** Newer Dujiao-Next: `include_inactive=true` lists inactive products too, with `is_active: false`. */
   includeInactive?: boolean;
-  /** Also give the page's `digest` (the body's SHA-256). */
-  digest?: boolean;
-  /**
-   * With `digest`: called with the digest of a successful answer before its body is parsed. A page
-   * it returns is the answer, and the body is not parsed (the caller knows what those bytes hold).
-   */
-  remembered?: (digest: string) => UpstreamProductPage | undefined;
 }
 
 /** Upstream order states, including the undocumented refund states. Unknown strings pass through. */

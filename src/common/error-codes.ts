@@ -1,7 +1,8 @@
 /**
  * Every `error_code` the service answers with (CONTRACT §5, §6, and the operator endpoints), its
- * HTTP status and meaning: the table of the API docs. An upstream refusal of an order is passed on
- * with the upstream's own code and status (e.g. `payment_failed` 402, `insufficient_balance` 402).
+ * HTTP status and meaning: the table of the API docs, and where an `AppError` takes its status from
+ * its code. An upstream refusal of an order is passed on with the upstream's own code and status
+ * (e.g. `payment_failed` 402, `insufficient_balance` 402: `AppError.fromUpstream`).
  */
 export interface ErrorCodeDoc {
   code: string;
@@ -9,7 +10,7 @@ export interface ErrorCodeDoc {
   meaning: string;
 }
 
-export const ERROR_CODES: readonly ErrorCodeDoc[] = [
+const TABLE = [
   { code: 'bad_request', status: 400, meaning: 'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse)' },
   { code: 'manual_form_required', status: 400, meaning: 'the SKU is fulfilled manually and `manual_form_data` is missing or incomplete' },
   { code: 'unauthorized', status: 401, meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*` (a path there that is no route included)' },
@@ -40,4 +41,16 @@ export const ERROR_CODES: readonly ErrorCodeDoc[] = [
   { code: 'upstream_error', status: 502, meaning: 'the upstream refused an operation with a code the relay does not expect (kept in `error_message`); the local order is unchanged' },
   { code: 'service_unavailable', status: 503, meaning: 'the instance is shutting down; try another replica or again shortly' },
   { code: 'upstream_unavailable', status: 503, meaning: 'the upstream could not be reached (nothing was placed, or the local order is unchanged)' },
-];
+] as const;
+
+/** A code of the table: the only codes `new AppError(code, …)` takes. */
+export type ErrorCode = (typeof TABLE)[number]['code'];
+
+export const ERROR_CODES: readonly ErrorCodeDoc[] = TABLE;
+
+const STATUS_BY_CODE = Object.fromEntries(TABLE.map((e) => [e.code, e.status])) as Readonly<Record<ErrorCode, number>>;
+
+/** The HTTP status of a code of the table. */
+export function statusOf(code: ErrorCode): number {
+  return STATUS_BY_CODE[code];
+}
