@@ -11,7 +11,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
-import { CALLBACK_ROUTE } from './callbacks/callback-verifier.js';
+import { CALLBACK_ROUTE } from './callbacks/callback-verifier.service.js';
 import type { Clock } from './common/clock.js';
 import { AppError, badRequest } from './common/app-error.js';
 import { notJsonBody, sendError } from './common/exception.filter.js';

@@ -12,7 +12,7 @@ import type { DatabaseEndpoint } from './database/database-endpoint.js';
 import { DatabaseEndpointModule, DatabaseModule } from './database/database.module.js';
 import { OutboxWriter } from './notifications/outbox.writer.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
-import { Metrics } from './ops/metrics.js';
+import { Metrics } from './ops/metrics.service.js';
 import { OpsModule } from './ops/ops.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';

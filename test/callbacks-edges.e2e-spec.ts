@@ -16,8 +16,8 @@
  */
 import axios from 'axios';
 import { jest } from '@jest/globals';
-import { Metrics } from '../src/ops/metrics.js';
-import { OrderSubmitter } from '../src/orders/order-submitter.js';
+import { Metrics } from '../src/ops/metrics.service.js';
+import { OrderSubmitter } from '../src/orders/order-submitter.service.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';

@@ -4,7 +4,7 @@
  * order; the child has no callback reference of its own, so both resolve to the order's and each send
  * reads that order: the two carry one body. The relay stores and acknowledges each (the second
  * recognised as a duplicate of the first), applies each status once, and reads the order no more than
- * the callback rules give for one callback per change (src/callbacks/callback-processor.ts): the paid
+ * the callback rules give for one callback per change (src/callbacks/callback-processor.service.ts): the paid
  * and fulfilling claims read nothing, the delivered one reads once. Polling is slow enough
  * (ORDER_POLL_BASE_MS 60 s) that every `GET /orders/{id}` counted here is a callback's.
  */

@@ -8,8 +8,8 @@
  *   is stored without that field and answered 200, not failed with a 5xx on every retry.
  */
 import axios from 'axios';
-import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.service.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
 import { passesRun } from './support/wait.js';

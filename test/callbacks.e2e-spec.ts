@@ -9,9 +9,9 @@
 import axios from 'axios';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { Metrics } from '../src/ops/metrics.js';
-import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { Metrics } from '../src/ops/metrics.service.js';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.service.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import { RANK, type OrderStatus } from '../src/orders/order-state.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, freePort, getOrder, waitFor, waitForOrder, type OrderView } from './support/child-app.js';

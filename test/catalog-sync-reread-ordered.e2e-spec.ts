@@ -8,7 +8,7 @@
  */
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { DEFAULT_RETRY_POLICY } from '../src/catalog/product-pager.js';
-import { Metrics } from '../src/ops/metrics.js';
+import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitRun, type SyncRunView as Run } from './support/sync-run.js';

@@ -4,7 +4,7 @@
  * second whatever the load. `OrderPoller.tick` says when its last claim was full, and the next pass
  * then follows at once.
  */
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { seedCatalog } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

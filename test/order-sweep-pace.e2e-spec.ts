@@ -5,7 +5,7 @@
  * runs on its own timer, never only at the start of a pass, where it would wait behind the slow reads.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { seedCatalog } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

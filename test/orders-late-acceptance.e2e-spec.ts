@@ -7,7 +7,7 @@
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { requestFingerprint } from '../src/orders/order-request.js';
-import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.js';
+import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { seedCatalog, sleep } from './support/child-app.js';

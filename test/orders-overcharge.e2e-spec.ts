@@ -4,7 +4,7 @@
  * which needs no token) and logged. An instance of its own, whose log output is captured.
  */
 import axios from 'axios';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitFor, type OrderView } from './support/child-app.js';

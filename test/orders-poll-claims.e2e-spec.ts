@@ -3,7 +3,7 @@
  * them at a time; README "Shutdown": the reads in flight end and their claims are given back).
  */
 import { jest } from '@jest/globals';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { seedCatalog } from './support/child-app.js';

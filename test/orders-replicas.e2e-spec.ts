@@ -5,7 +5,7 @@
  * them: one for an order placed through one instance, delivered to the other (then to both).
  */
 import axios from 'axios';
-import { CallbackProcessor } from '../src/callbacks/callback-processor.js';
+import { CallbackProcessor } from '../src/callbacks/callback-processor.service.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { useAppSuite } from './support/app-suite.js';
 import { callbackHeaders, getOrder, waitFor, type OrderView } from './support/child-app.js';

@@ -4,7 +4,7 @@
  * upstream having delivered meanwhile) is read once more, so that its items reach the shop even with
  * no callback.
  */
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { freePort, seedCatalog, waitForOrder } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';

@@ -4,7 +4,7 @@
  * order to delivery by polling, the operator's resolve of an unknown outcome, and the lists.
  */
 import axios from 'axios';
-import { Metrics } from '../src/ops/metrics.js';
+import { Metrics } from '../src/ops/metrics.service.js';
 import { UNFINISHED } from '../src/orders/order-state.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';

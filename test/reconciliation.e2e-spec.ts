@@ -10,7 +10,7 @@
  */
 import { createRelayApp, type RelayApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app-config.js';
-import { OrderPoller } from '../src/orders/order-poller.js';
+import { OrderPoller } from '../src/orders/order-poller.service.js';
 import { ReconciliationScheduler } from '../src/reconciliation/reconciliation.scheduler.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import axios, { type AxiosInstance } from 'axios';

@@ -11,7 +11,7 @@ import { UpstreamBudgetRepository } from '../src/budget/upstream-budget.reposito
 import { UpstreamBudgetService } from '../src/budget/upstream-budget.service.js';
 import { SystemClock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
-import { Metrics } from '../src/ops/metrics.js';
+import { Metrics } from '../src/ops/metrics.service.js';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { BudgetedUpstreamClient } from '../src/upstream/budgeted-upstream.client.js';

@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config/app-config.js';
 import { OutboxRepository } from '../src/notifications/outbox.repository.js';
 import { OutboxWriter, type OutboxEvent } from '../src/notifications/outbox.writer.js';
 import { WebhookSender } from '../src/notifications/webhook-sender.service.js';
-import { Metrics } from '../src/ops/metrics.js';
+import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitForOrder } from './support/child-app.js';

@@ -15,11 +15,11 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { ApiErrors, okSchema } from '../ops/api-docs.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { CALLBACK_BODY_SCHEMA, CALLBACK_ERRORS, CALLBACK_EXAMPLES, CALLBACK_HEADERS } from '../ops/ops.api-examples.js';
 import { CallbackInboxRepository, type CallbackSummary, type UnusableCallback } from './callback-inbox.repository.js';
-import { CallbackProcessor } from './callback-processor.js';
-import { CallbackVerifier } from './callback-verifier.js';
+import { CallbackProcessor } from './callback-processor.service.js';
+import { CallbackVerifier } from './callback-verifier.service.js';
 import { requestFields } from '../ops/request-context.js';
 import { storableText } from '../common/validation.js';
 

@@ -21,7 +21,7 @@ import { AppError } from '../common/app-error.js';
 import { heapPolicy } from '../common/heap-policy.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CategoryRepository } from './category.repository.js';

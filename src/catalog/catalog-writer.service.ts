@@ -8,7 +8,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sqlState } from '../database/pg-errors.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CommitModeRepository } from './commit-mode.repository.js';

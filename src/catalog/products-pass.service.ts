@@ -9,7 +9,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { ProductPageQuery, UpstreamProduct } from '../upstream/upstream.types.js';

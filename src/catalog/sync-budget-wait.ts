@@ -9,7 +9,7 @@
  * block's end). Summed over the requests: pages fetched at once that wait together each count.
  * With the budget off no token is taken and the total stays 0.
  */
-import type { Metrics } from '../ops/metrics.js';
+import type { Metrics } from '../ops/metrics.service.js';
 import type { ActiveRun } from './sync-run-state.js';
 
 const WAIT_SUM = 'relay_upstream_budget_wait_seconds_sum';

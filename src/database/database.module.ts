@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ConnectionGuard } from './connection-guard.js';
+import { ConnectionGuard } from './connection-guard.service.js';
 import { DatabaseEndpoint } from './database-endpoint.js';
 import { SchemaMigrationsRepository } from './schema-migrations.repository.js';
 

@@ -26,7 +26,7 @@ import type { Readable } from 'node:stream';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { OutboxRepository, type ClaimedEvent } from './outbox.repository.js';
 import { attemptOutcome, isDelivered } from './webhook-backoff.js';
 import { buildWebhookRequest } from './webhook-request.js';

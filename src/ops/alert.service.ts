@@ -39,7 +39,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter, type OutboxEventType } from '../notifications/outbox.writer.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './metrics.service.js';
 import { sqlRows } from './sql.js';
 
 export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed';

@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Logger } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import { Metrics } from './metrics.js';
+import { Metrics } from './metrics.service.js';
 import { METRICS_EXAMPLE } from './ops.api-examples.js';
 
 /** `GET /metrics` (no token): Prometheus text exposition, every name prefixed `relay_`. */

@@ -22,7 +22,7 @@ import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, isUpstreamError } from '../upstream/upstream.errors.js';
 import type { UpstreamMemberLevel } from '../upstream/upstream.types.js';
 import { AlertService } from './alert.service.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './metrics.service.js';
 
 export const PING_INTERVAL_MS = 30_000;
 /** The shortest time between two pings asked for by `pingSoon()`. */

@@ -20,11 +20,11 @@ import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/ups
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { CANCELED_AFTER_DELIVERY, OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import { orderRefund } from './order.mapper.js';
-import { OrderPresenter } from './order-presenter.js';
+import { OrderPresenter } from './order-presenter.service.js';
 import type { OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
-import { OrderUpdater } from './order-updater.js';
+import { OrderSignals } from './order-signals.service.js';
+import { OrderUpdater } from './order-updater.service.js';
 
 type UpstreamCancelAnswer =
   | { kind: 'canceled' }

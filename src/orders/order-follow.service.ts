@@ -18,9 +18,9 @@ import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, upstr
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
 import { OrderRepository, type PollClaim } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
-import { OrderSubmitter } from './order-submitter.js';
-import { OrderUpdater } from './order-updater.js';
+import { OrderSignals } from './order-signals.service.js';
+import { OrderSubmitter } from './order-submitter.service.js';
+import { OrderUpdater } from './order-updater.service.js';
 import { nextPollInterval, pollPace } from './poll-backoff.js';
 
 export type RefreshResult =

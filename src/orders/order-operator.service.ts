@@ -16,9 +16,9 @@ import { OrderFollowService } from './order-follow.service.js';
 import { UPSTREAM_ORDER_EXISTS, isUpstreamStatus } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
-import { OrderSubmitter } from './order-submitter.js';
-import { OrderUpdater } from './order-updater.js';
+import { OrderSignals } from './order-signals.service.js';
+import { OrderSubmitter } from './order-submitter.service.js';
+import { OrderUpdater } from './order-updater.service.js';
 
 export type ResolveInput = { upstream_order_id: number } | { not_placed: true; reason: string };
 

@@ -8,7 +8,7 @@ import { stuckThresholds } from './order-state.js';
 import { toOrderEventResponse, type OrderEventResponse, type OrderResponse } from './order.mapper.js';
 import type { OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderPresenter } from './order-presenter.js';
+import { OrderPresenter } from './order-presenter.service.js';
 import type { ListOrdersQuery } from './orders.dto.js';
 
 @Injectable()

@@ -12,7 +12,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { AppConfig } from '../config/app-config.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
+import { OrderSignals } from './order-signals.service.js';
 
 /** Queued orders read at once from the head. */
 const HEAD = 10;

@@ -26,15 +26,15 @@ import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
-import { OrderPresenter } from './order-presenter.js';
+import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
-import { OrderSubmitter, type SendOutcome } from './order-submitter.js';
-import { OrderUpdater } from './order-updater.js';
+import { OrderSignals } from './order-signals.service.js';
+import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
+import { OrderUpdater } from './order-updater.service.js';
 
 export interface PlaceResult {
   /** 201 accepted, 202 outcome unknown, 200 the recorded order. */

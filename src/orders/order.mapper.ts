@@ -3,7 +3,7 @@
  */
 import { isStuck, refundEligibility, type OrderStatus, type RefundState } from './order-state.js';
 import type { OrderEventRecord, OrderRecord } from './order.records.js';
-import type { DeliveredData } from './payload-cipher.js';
+import type { DeliveredData } from './payload-cipher.service.js';
 import type { RefundRecord } from './refund-records.js';
 import { codeOfKey } from '../catalog/sku-key.js';
 

@@ -7,7 +7,7 @@ import { pathKey } from '../common/validation.js';
 import { ApiErrors, ApiPageQuery } from '../ops/api-docs.js';
 import { OrderCancelService } from './order-cancel.service.js';
 import { OrderOperatorService } from './order-operator.service.js';
-import { OrderPresenter } from './order-presenter.js';
+import { OrderPresenter } from './order-presenter.service.js';
 import { OrderQueryService } from './order-query.service.js';
 import { OrderRelayService } from './order-relay.service.js';
 import {

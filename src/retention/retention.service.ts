@@ -18,7 +18,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { randomUUID } from 'node:crypto';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import {
   RETENTION_BATCH_SIZE,
   RETENTION_CLAIM_STALE_MS,
@@ -64,7 +64,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly repo: RetentionRepository,
     metrics: Metrics,
   ) {
-    // On the instance's own registry, as every metric of the service (ops/metrics.ts).
+    // On the instance's own registry, as every metric of the service (ops/metrics.service.ts).
     this.deletedRows = new Counter({
       name: 'relay_retention_deleted_rows_total',
       help: 'Rows deleted by the retention job, by table.',

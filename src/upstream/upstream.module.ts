@@ -2,7 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { BudgetModule } from '../budget/budget.module.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { BudgetedUpstreamClient } from './budgeted-upstream.client.js';
 import { UpstreamHttpClient } from './upstream-http.adapter.js';
 import { UpstreamClient } from './upstream.client.js';

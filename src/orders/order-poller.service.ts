@@ -17,11 +17,11 @@ import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
 import { AlertService } from '../ops/alert.service.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { ITEMS_DELIVERED, ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
+import { OrderSignals } from './order-signals.service.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;

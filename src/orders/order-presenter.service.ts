@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { toOrderResponse, type OrderResponse } from './order.mapper.js';
 import type { OrderRecord } from './order.records.js';
-import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
+import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 
 @Injectable()
 export class OrderPresenter {

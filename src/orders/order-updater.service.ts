@@ -9,7 +9,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter } from '../notifications/outbox.writer.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
 import {
@@ -26,8 +26,8 @@ import {
 } from './order-state.js';
 import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
-import { OrderSignals } from './order-signals.js';
-import { PayloadCipher, type DeliveredData } from './payload-cipher.js';
+import { OrderSignals } from './order-signals.service.js';
+import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 import { nextPollInterval, pollPace } from './poll-backoff.js';
 import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } from './report-plan.js';
 

@@ -13,7 +13,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
@@ -24,8 +24,8 @@ import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.js';
-import { OrderUpdater, type UpstreamReport } from './order-updater.js';
+import { OrderSignals } from './order-signals.service.js';
+import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
 
 /** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
 export type AcceptedReport = UpstreamReport & { order_id: number };
