@@ -40,7 +40,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter, type OutboxEventType } from '../notifications/outbox.writer.js';
 import { Metrics } from './metrics.service.js';
-import { sqlRows } from './sql.js';
+import { OpsStateRepository } from './ops-state.repository.js';
 
 export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed';
 
@@ -94,6 +94,7 @@ export class AlertService {
     private readonly metrics: Metrics,
     private readonly outbox: OutboxWriter,
     private readonly dataSource: DataSource,
+    private readonly state: OpsStateRepository,
   ) {}
 
   /**
@@ -167,14 +168,7 @@ export class AlertService {
       // going back and forth across the threshold alerts and recovers at most once an hour); only an
       // active alert clears, and only once. Keys written before alerts cleared have no `active`: never
       // "recovered" for an alert that ended long ago.
-      const rows = await sqlRows<{ key: string }>(
-        em,
-        `UPDATE relay_state SET value = jsonb_set(value, '{active}', 'false') || jsonb_build_object('cleared_at', $2::text)
-          WHERE key = $1 AND value->>'active' = 'true'
-         RETURNING key`,
-        [WALLET_LOW_KEY, now.toISOString()],
-      );
-      if (rows.length === 0) return false;
+      if (!(await this.state.clearAlert(em, WALLET_LOW_KEY, now))) return false;
       await this.outbox.append(em, [
         {
           type: 'alert.wallet_recovered',
@@ -206,16 +200,9 @@ export class AlertService {
     const now = this.clock.now();
     const key = `alert:${kind}:${subject}`;
     const claim = async (em: EntityManager): Promise<boolean> => {
-      const rows = await sqlRows<{ key: string }>(
-        em,
-        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, $3)
-         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
-          WHERE relay_state.updated_at <= $4
-         RETURNING key`,
-        // `active`: raised and not cleared since (only the wallet alert clears, walletRecovered)
-        [key, JSON.stringify({ kind, subject, raised_at: now.toISOString(), active: true, ...payload }), now, new Date(now.getTime() - ALERT_REPEAT_MS)],
-      );
-      if (rows.length === 0) return false;
+      // `active`: raised and not cleared since (only the wallet alert clears, walletRecovered)
+      const value = { kind, subject, raised_at: now.toISOString(), active: true, ...payload };
+      if (!(await this.state.claimAlert(em, key, value, now, new Date(now.getTime() - ALERT_REPEAT_MS)))) return false;
       await this.outbox.append(em, [
         { type: `alert.${kind}` as OutboxEventType, subject: `${kind}:${subject}`, payload: { kind, ...payload, at: now.toISOString() } },
       ]);

@@ -6,6 +6,7 @@ import { AlertService } from './alert.service.js';
 import { HealthController } from './health.controller.js';
 import { HealthService } from './health.service.js';
 import { MetricsController } from './metrics.controller.js';
+import { OpsStateRepository } from './ops-state.repository.js';
 import { UpstreamMonitor } from './upstream-monitor.service.js';
 
 /**
@@ -18,7 +19,7 @@ import { UpstreamMonitor } from './upstream-monitor.service.js';
 @Module({
   imports: [NotificationsModule, OrdersModule, CatalogModule],
   controllers: [HealthController, MetricsController],
-  providers: [AlertService, UpstreamMonitor, HealthService],
+  providers: [AlertService, UpstreamMonitor, HealthService, OpsStateRepository],
   exports: [AlertService, UpstreamMonitor],
 })
 export class OpsModule {}

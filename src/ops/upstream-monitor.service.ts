@@ -13,7 +13,6 @@
  * the wallet is still read now and then. `pingNow()` for a caller (GET /internal/wallet) is never skipped.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import type { BudgetClass } from '../budget/request-budget.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
@@ -23,11 +22,12 @@ import { UpstreamDefinitiveError, isUpstreamError } from '../upstream/upstream.e
 import type { UpstreamMemberLevel } from '../upstream/upstream.types.js';
 import { AlertService } from './alert.service.js';
 import { Metrics } from './metrics.service.js';
+import { OpsStateRepository } from './ops-state.repository.js';
 
 export const PING_INTERVAL_MS = 30_000;
 /** The shortest time between two pings asked for by `pingSoon()`. */
 export const PING_SOON_MIN_MS = 5_000;
-export const UPSTREAM_PING_STATE_KEY = 'upstream_ping';
+export { UPSTREAM_PING_STATE_KEY } from './ops-state.repository.js';
 /** The longest time the periodic ping is skipped in a row while other requests succeed. */
 export const PING_SKIP_MAX_MS = 10 * PING_INTERVAL_MS;
 
@@ -66,7 +66,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly upstream: UpstreamClient,
     private readonly metrics: Metrics,
     private readonly alerts: AlertService,
-    private readonly dataSource: DataSource,
+    private readonly state: OpsStateRepository,
     private readonly budget: UpstreamBudgetService,
   ) {}
 
@@ -103,12 +103,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
   /** The last result of this process, else the last one any replica stored; null when none. */
   async latest(): Promise<UpstreamSnapshot | null> {
     if (this.last) return this.last;
-    const rows: Array<{ value: UpstreamSnapshot | string }> = await this.dataSource.query('SELECT value FROM relay_state WHERE key = $1', [
-      UPSTREAM_PING_STATE_KEY,
-    ]);
-    if (!rows[0]) return null;
-    const v = rows[0].value;
-    return typeof v === 'string' ? (JSON.parse(v) as UpstreamSnapshot) : v;
+    return this.state.readPing<UpstreamSnapshot>();
   }
 
   /**
@@ -184,11 +179,7 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     if (snapshot.status === 'up' && wasUp === 'down') this.logger.log({ msg: 'upstream reachable again' });
     if (this.stopped) return snapshot;
     try {
-      await this.dataSource.query(
-        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, $3)
-         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
-        [UPSTREAM_PING_STATE_KEY, JSON.stringify(snapshot), this.clock.now()],
-      );
+      await this.state.storePing(snapshot, this.clock.now());
       if (snapshot.status === 'up' && snapshot.wallet) await this.alerts.checkWallet(snapshot.wallet.balance, snapshot.wallet.currency);
     } catch (e) {
       this.logger.warn({ msg: `could not record the upstream ping: ${(e as Error).message}` });
