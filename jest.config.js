@@ -15,7 +15,9 @@ const swc = {
 export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/src', '<rootDir>/test'],
-  testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  // The specs beside the code (src/**/*.spec.ts) use no database: the PostgreSQL pass
+  // (TEST_DATABASE_URL) runs only the tests under test/.
+  testMatch: process.env.TEST_DATABASE_URL ? ['**/*.e2e-spec.ts'] : ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', swc],
