@@ -38,11 +38,11 @@ describe('order poller: the sweep of stale attempts is not held up by slow polls
     // timeout, so the first sweep begun after a lease's end comes well within it. The pace is
     // configuration, checked here; below, the test counts sweeps and passes, never a measured time.
     expect(poller.tickMs).toBeLessThanOrEqual(TIMEOUT_MS / 4);
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 32; i++) {
       const r = await app.http.post('/internal/orders', { shop_order_no: `SLOW-${i}`, sku_code: 'X-SLOW', quantity: 1 });
       expect(r.status).toBe(201);
     }
-    // reads answer within the timeout, slowly: a pass over 60 due orders, 8 at a time, takes seconds
+    // reads answer within the timeout, slowly: a pass over 32 due orders, 8 at a time, takes seconds
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 600 }] });
     // a pass begun after the fault, its reads slow
     const slowPass = poller.passes.begun + 1;
