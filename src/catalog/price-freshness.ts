@@ -11,7 +11,8 @@
  *
  * Times are milliseconds of the service's clock; a time ahead of now (the clock went back) is not fresh.
  */
-import { Decimal } from 'decimal.js';
+import { expectedAmount, sameAmount } from '../orders/money-checks.js';
+import { Money } from './pricing.js';
 
 /** A create's confirmation of one SKU's cost: the sku_id it was ordered with and the unit cost charged, at `at`. */
 export interface CostConfirmation {
@@ -41,7 +42,7 @@ export function chargeVerdict(
   if (!charged.amount) return 'differs';
   if (charged.currency && checked.currency && charged.currency !== checked.currency) return 'differs';
   try {
-    const cmp = new Decimal(charged.amount).cmp(new Decimal(checked.unitCost).mul(checked.quantity));
+    const cmp = new Money(charged.amount).cmp(expectedAmount(checked.unitCost, checked.quantity));
     return cmp === 0 ? 'confirms' : cmp < 0 ? 'below' : 'differs';
   } catch {
     return 'differs'; // not a decimal
@@ -56,7 +57,7 @@ export function chargeVerdict(
 export function confirmationServes(c: CostConfirmation | undefined, local: { upstreamSkuId: number; costPrice: string }, now: number, freshMs: number): c is CostConfirmation {
   if (!c || !isFresh(c.at, now, freshMs) || c.skuId !== local.upstreamSkuId) return false;
   try {
-    return new Decimal(c.unitCost).eq(new Decimal(local.costPrice));
+    return sameAmount(c.unitCost, local.costPrice);
   } catch {
     return false;
   }
