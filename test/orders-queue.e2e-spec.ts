@@ -13,6 +13,7 @@ import axios, { type AxiosInstance } from 'axios';
 import { createRelayApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app-config.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { freePort, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, testEnv, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
 import { TestClock } from './support/test-clock.js';
@@ -151,35 +152,28 @@ describe('orders under the request budget', () => {
   });
 });
 
+/** A service whose price reads are kept ORDER_PRICE_FRESH_S = `freshS`, with one product of one SKU `skuCode` at 3.00. */
+const priceSuite = (skuCode: string, freshS: string) =>
+  useAppSuite({
+    sandbox: { catalog: { products: 2 } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode, price: '3.00' }] }),
+    env: async () => ({ ORDER_PRICE_FRESH_S: freshS, PORT: String(await freePort()) }),
+    seed: true,
+  });
+
 describe('the price read past ORDER_PRICE_FRESH_S', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'F-1', price: '3.00' }] });
-    app = await startTestApp(db, sandbox, { ORDER_PRICE_FRESH_S: '1', PORT: String(await freePort()) });
-    await seedCatalog(app.http);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
+  const t = priceSuite('F-1', '1');
 
   it('is read again once the last read is older than it; concurrent orders of one product share one read', async () => {
-    const reads = () => sandbox.stats.requests.product;
+    const reads = () => t.sandbox.stats.requests.product;
     const before = reads();
     // three orders at once: one read between them
-    const at = await Promise.all(['SH-1', 'SH-2', 'SH-3'].map((no) => app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'F-1', quantity: 1 })));
+    const at = await Promise.all(['SH-1', 'SH-2', 'SH-3'].map((no) => t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'F-1', quantity: 1 })));
     for (const r of at) expect(r.status).toBe(201);
     expect(reads() - before).toBe(1);
     // past the freshness: the next order reads the product again
     await new Promise((resolve) => setTimeout(resolve, 1200));
-    const later = await app.http.post('/internal/orders', { shop_order_no: 'SH-4', sku_code: 'F-1', quantity: 1 });
+    const later = await t.app.http.post('/internal/orders', { shop_order_no: 'SH-4', sku_code: 'F-1', quantity: 1 });
     expect(later.status).toBe(201);
     expect(reads() - before).toBe(2);
   });
@@ -263,27 +257,11 @@ describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on 
 });
 
 describe('ORDER_PRICE_FRESH_S 0', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'Z-1', price: '3.00' }] });
-    app = await startTestApp(db, sandbox, { ORDER_PRICE_FRESH_S: '0', PORT: String(await freePort()) });
-    await seedCatalog(app.http);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
+  const t = priceSuite('Z-1', '0');
 
   it('reads the product for every order, whatever the creates confirmed', async () => {
-    const before = sandbox.stats.requests.product;
-    for (const no of ['Z0-1', 'Z0-2', 'Z0-3']) expect((await app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'Z-1', quantity: 1 })).status).toBe(201);
-    expect(sandbox.stats.requests.product - before).toBe(3);
+    const before = t.sandbox.stats.requests.product;
+    for (const no of ['Z0-1', 'Z0-2', 'Z0-3']) expect((await t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'Z-1', quantity: 1 })).status).toBe(201);
+    expect(t.sandbox.stats.requests.product - before).toBe(3);
   });
 });
