@@ -11,18 +11,14 @@ import { DEFAULT_RETRY_POLICY } from '../src/catalog/product-pager.js';
 import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
-import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
+import { runSync, type SyncRunView as Run } from './support/sync-run.js';
 
 describe('catalog sync: re-reads of ordered products after an incremental pass', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
 
-  async function sync(mode: 'full' | 'incremental'): Promise<Run> {
-    const started = await app.http.post('/internal/catalog/sync', { mode });
-    expect(started.status).toBe(202);
-    return waitRun(app.http, (started.data as { run_id: string }).run_id);
-  }
+  const sync = (mode: 'full' | 'incremental'): Promise<Run> => runSync(app.http, mode);
 
   const local = async (key: string) =>
     (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(key)}`)).data.sku as { stock_quantity: number; stock_status: string; listed: boolean };

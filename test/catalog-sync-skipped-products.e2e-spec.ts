@@ -12,7 +12,7 @@ import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { productShapeProblem } from '../src/upstream/upstream.shapes.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
-import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
+import { runSync, type SyncRunView as Run } from './support/sync-run.js';
 
 describe.each([
   ['what a full pass saw kept in memory (default)', undefined],
@@ -22,11 +22,7 @@ describe.each([
   let sandbox: SandboxServer;
   let app: TestApp;
 
-  async function sync(mode: 'full' | 'incremental'): Promise<Run> {
-    const started = await app.http.post('/internal/catalog/sync', { mode });
-    expect(started.status).toBe(202);
-    return waitRun(app.http, (started.data as { run_id: string }).run_id);
-  }
+  const sync = (mode: 'full' | 'incremental'): Promise<Run> => runSync(app.http, mode);
 
   const sku = async (code: string) =>
     (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as { listed: boolean; cost_price: string; product_title: Record<string, string> };

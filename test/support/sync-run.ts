@@ -14,3 +14,10 @@ export async function waitRun(http: AxiosInstance, runId: string, timeoutMs = 60
   };
   return waitFor(read, (run) => run.status !== 'running', `run ${runId}`, timeoutMs);
 }
+
+/** Starts a sync run of `mode` through the internal API (202 expected) and waits for its end. */
+export async function runSync(http: AxiosInstance, mode: 'full' | 'incremental'): Promise<SyncRunView> {
+  const started = await http.post('/internal/catalog/sync', { mode });
+  if (started.status !== 202) throw new Error(`POST /internal/catalog/sync: HTTP ${started.status} ${JSON.stringify(started.data)}`);
+  return waitRun(http, (started.data as { run_id: string }).run_id);
+}
