@@ -15,6 +15,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.service.js';
@@ -34,14 +35,15 @@ const FINAL_COUNT_MS = 5 * 60_000;
 @Injectable()
 export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('order-poller');
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  /** The passes: after one, the next at once when a batch was full or a wake() came (reads not failing), else a tick later. */
+  private readonly loop = new WakeLoop(
+    () => this.tick().catch(() => false),
+    (backlog, woken) => ((woken && !this.readsFailing) || backlog ? 0 : this.tickMs),
+  );
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
-  private stopped = false;
   /** Aborted at shutdown: ends the polls' reads in flight. */
   private readonly shutdown = new AbortController();
-  private again = false;
   /** The last batch's reads failed for the most part: no pass sooner than the next tick. */
   private readsFailing = false;
   private lastHousekeeping = 0;
@@ -89,6 +91,10 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     return this.sweepCount;
   }
 
+  private get stopped(): boolean {
+    return this.loop.stopped;
+  }
+
   get tickMs(): number {
     const { pollBaseMs } = this.config.orders;
     return Math.max(10, Math.min(pollBaseMs, this.config.upstream.timeoutMs / 4, 1000));
@@ -97,7 +103,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     if (!this.config.workers) return; // the relay command's in-process instance does no background work
     this.scheduleSweep(0);
-    this.schedule(0);
+    this.loop.start();
     void this.requeueAwaitingItems();
   }
 
@@ -122,13 +128,11 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    const passEnded = this.loop.stop();
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
-    this.timer = null;
     this.sweepTimer = null;
     this.shutdown.abort(); // reads in flight end now (a re-send in flight runs to its answer)
-    await Promise.all([this.running?.catch(() => undefined), this.sweeping]);
+    await Promise.all([passEnded, this.sweeping]);
   }
 
   /** The sweep of attempts left `submitting` (sweepStale), every tick, one at a time, apart from the passes. */
@@ -157,29 +161,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
    * reads (the next tick comes at its pace).
    */
   wake(): void {
-    if (this.stopped || !this.config.workers || this.readsFailing) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.schedule(0);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.tick()
-        .catch(() => false)
-        .then((backlog) => {
-          this.running = null;
-          const more = (this.again && !this.readsFailing) || backlog;
-          this.again = false;
-          this.schedule(more ? 0 : this.tickMs);
-        });
-    }, ms);
-    this.timer.unref?.();
+    if (!this.config.workers || this.readsFailing) return;
+    this.loop.wake();
   }
 
   /**

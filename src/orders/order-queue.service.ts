@@ -9,6 +9,7 @@
  * Runs only where the budget is on: without it, nothing is ever queued.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { OrderRepository } from './order.repository.js';
@@ -22,10 +23,11 @@ const TICK_MS = 1000;
 @Injectable()
 export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('order-queue');
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
+  /** The passes: after one, the next at once when an order was queued meanwhile and the head could move, else a tick later. */
+  private readonly loop = new WakeLoop(
+    () => this.drain(),
+    (blocked, woken) => (woken && !blocked ? 0 : TICK_MS),
+  );
   private unsubscribe: (() => void) | null = null;
   /** Aborted at shutdown: ends a price read waiting for the budget. */
   private readonly shutdown = new AbortController();
@@ -40,41 +42,23 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     if (!this.config.workers || this.config.budget.rateLimit === null) return;
     this.unsubscribe = this.signals.onQueued(() => this.wake());
-    this.schedule(0);
+    this.loop.start();
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
+    const passEnded = this.loop.stop();
     this.unsubscribe?.();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     this.shutdown.abort();
-    await this.running;
+    await passEnded;
   }
 
   /** Takes the queue up soon (an order was queued). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.schedule(0);
+    this.loop.wake();
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.drain().then((blocked) => {
-        this.running = null;
-        const soon = this.again && !blocked;
-        this.again = false;
-        this.schedule(soon ? 0 : TICK_MS);
-      });
-    }, ms);
-    this.timer.unref?.();
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /**
