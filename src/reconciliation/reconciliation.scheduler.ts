@@ -9,6 +9,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { reconcileTickMs } from './reconcile-plan.js';
 import { ReconciliationRepository } from './reconciliation.repository.js';
@@ -24,9 +25,11 @@ const READ_ROUNDS = 10;
 @Injectable()
 export class ReconciliationScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('reconciliation');
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  /** The passes: the next at once while more may be due, else a tick later. */
+  private readonly loop = new WakeLoop(
+    () => this.tick(),
+    (backlog) => (backlog ? 0 : this.tickMs),
+  );
   /** Aborted at shutdown: ends the reads in flight (their orders are due again at once). */
   private readonly shutdown = new AbortController();
   private readonly passCount = new LoopProgress();
@@ -49,27 +52,17 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
 
   onApplicationBootstrap(): void {
     if (!this.config.workers || this.config.reconcile.afterMs === null) return;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    const passEnded = this.loop.stop();
     this.shutdown.abort();
-    await this.running;
+    await passEnded;
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.tick().then((backlog) => {
-        this.running = null;
-        this.schedule(backlog ? 0 : this.tickMs);
-      });
-    }, ms);
-    this.timer.unref?.();
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /**
