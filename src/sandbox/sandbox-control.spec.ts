@@ -70,6 +70,9 @@ describe('sandbox control API', () => {
     const refunded = await control('POST', `/orders/${o.order_id}/refund`, { amount: '0.01' });
     expect((refunded.body.order as SandboxOrderView)).toMatchObject({ status: 'partially_refunded', refunded_amount: '0.01' });
     expect((await control('POST', `/orders/${o.order_id}/refund`, { amount: '999999999.00' })).status).toBe(400);
+    // `callback` must be true or false; a refused body changes nothing
+    expect((await control('POST', `/orders/${o.order_id}/refund`, { amount: '0.01', callback: 'yes' })).status).toBe(400);
+    expect(sandbox.orders().find((x) => x.id === o.order_id)).toMatchObject({ refunded_amount: '0.01' });
 
     const other = await createOrder();
     const set = await control('POST', `/orders/${other.order_id}/status`, { status: 'fulfilling' });
