@@ -124,8 +124,9 @@ export class OrderUpdater {
     const schedule = this.schedule({ ...order, callbacksExpected }, to, plan.progressed, opts.schedule, now, plan.follow, plan.items === 'read_now');
     const updated = await tx.updateOrder(order, { ...plan.patch, ...schedule });
     if (plan.items === 'read_now') {
+      const reported = plan.held ?? to;
       tx.afterCommit(() => {
-        this.logger.log({ msg: `order ${order.shopOrderNo}: ${to} reported without its items; reading the order now`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: to, source });
+        this.logger.log({ msg: `order ${order.shopOrderNo}: ${reported} reported without its items; the order stays ${to} and is read now`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: to, reported, source });
         this.signals.itemsDue(order.id);
       });
     }

@@ -11,6 +11,10 @@
  * - the event to record: the status change (with its shop notification), or a new anomaly;
  * - the follow-up: a regression to count, whether the order stays followed, whether its items are
  *   read at once (`itemsFollowUp`), whether the time to delivery is observed.
+ * A delivering status (`partially_delivered`, `delivered`, `completed`) reported without its items for
+ * an order that has none stored is not a delivery (CONTRACT §5): the status is held back, the order
+ * keeps its earlier status (and its other data is taken), and it stays followed until a report brings
+ * the status and its items together, which then move in one write.
  * The polling schedule itself is the writer's (it depends on the configured pace).
  */
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
@@ -92,6 +96,8 @@ export interface ReportPlan {
   follow: boolean;
   /** What the order's items still need (`read_now`: the order is read at once). */
   items: ItemsFollowUp;
+  /** A delivering status reported without its items and held back (the order keeps `from`); else null. */
+  held: OrderStatus | null;
   /** The order's first items, stored in a delivered status: its time to delivery is observed. */
   firstDelivery: boolean;
 }
@@ -117,29 +123,24 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     const refunds = normalizeRefundRecords(report.refund_records);
     if (refunds !== undefined && JSON.stringify(refunds) !== JSON.stringify(order.refundRecords ?? [])) patch.refund_records = JSON.stringify(refunds);
   }
-  if (input.delivery && reportTakesItems(decision)) {
+  const itemsTaken = input.delivery !== null && reportTakesItems(decision);
+  if (input.delivery && itemsTaken) {
     Object.assign(patch, input.delivery);
     progressed = true;
     deliveredNow = order.deliveredAt === null;
   }
+  // a delivering status without its items, no items stored: not a delivery, the status waits for them
+  const held = decision.kind === 'apply' && ITEMS_DELIVERED.has(decision.to) && !itemsTaken && order.deliveredAt === null ? decision.to : null;
 
-  switch (decision.kind) {
-    case 'apply':
-      to = decision.to;
-      progressed = true;
-      Object.assign(patch, { status: to, status_changed_at: now });
-      if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
-      event = { kind: 'status', from: order.status, to };
-      break;
-    case 'anomaly':
-      if (order.anomaly !== decision.reason) {
-        patch.anomaly = decision.reason;
-        event = { kind: 'anomaly', reason: decision.reason, reported: report.status };
-      }
-      break;
-    case 'regression':
-    case 'same':
-      break;
+  if (decision.kind === 'apply' && held === null) {
+    to = decision.to;
+    progressed = true;
+    Object.assign(patch, { status: to, status_changed_at: now });
+    if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
+    event = { kind: 'status', from: order.status, to };
+  } else if (decision.kind === 'anomaly' && order.anomaly !== decision.reason) {
+    patch.anomaly = decision.reason;
+    event = { kind: 'anomaly', reason: decision.reason, reported: report.status };
   }
 
   if (progressed) Object.assign(patch, { progress_at: now, stuck_since: null });
@@ -151,7 +152,7 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
   // A delivering or delivered status whose items no report has brought is not a delivery: the order
   // stays followed, and is read at once when the report was not itself a read (a deduplicated
   // re-send answers the order's current status without its items).
-  const items = itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
+  const items = itemsFollowUp(held ?? to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
   return {
     decision,
     from: order.status,
@@ -162,6 +163,7 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     regression: decision.kind === 'regression',
     follow: unknownThere || items !== 'none',
     items,
+    held,
     firstDelivery: deliveredNow && ITEMS_DELIVERED.has(to),
   };
 }
