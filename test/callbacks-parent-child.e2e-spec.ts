@@ -4,9 +4,10 @@
  * order; the child has no callback reference of its own, so both resolve to the order's and each send
  * reads that order: the two carry one body. The relay stores and acknowledges each (the second
  * recognised as a duplicate of the first), applies each status once, and reads the order no more than
- * the callback rules give for one callback per change (src/callbacks/callback-processor.service.ts): the paid
- * and fulfilling claims read nothing, the delivered one reads once. Polling is slow enough
- * (ORDER_POLL_BASE_MS 60 s) that every `GET /orders/{id}` counted here is a callback's.
+ * the callback rules give for one callback per change (src/callbacks/callback-plan.ts, CALLBACK_TRUST
+ * verified): the paid and fulfilling claims are status moves, the delivered one carries its
+ * fulfillment; none reads. Polling is slow enough (ORDER_POLL_BASE_MS 60 s) that every
+ * `GET /orders/{id}` counted here would be a callback's.
  */
 import { useAppSuite } from './support/app-suite.js';
 import { freePort, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
@@ -57,7 +58,7 @@ describe('callbacks: the order and its child order call back each change (profil
   const events = async (shopNo: string) =>
     ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
 
-  it('paid → fulfilling → delivered, two callbacks each: all acknowledged and stored, each status applied once, one read', async () => {
+  it('paid → fulfilling → delivered, two callbacks each: all acknowledged and stored, each status applied once, no read', async () => {
     for (let round = 0; round < 2; round++) {
       const shopNo = `PC-FLOW-${++n}`;
       const readsBefore = reads();
@@ -94,12 +95,13 @@ describe('callbacks: the order and its child order call back each change (profil
         ['fulfilling', 'applied', 1],
         ['delivered', 'applied', 1],
       ]);
-      for (const row of rows) expect(row.outcome).toMatch(/^(poll_sooner: |late: |applied delivered$)/);
-      expect(rows[2].outcome).toBe('applied delivered');
+      // each applied as it stands on receipt
+      for (const row of rows) expect(row.outcome).toMatch(/^verified /);
+      expect(rows[2].outcome).toBe('verified delivered: order delivered');
       expect((await duplicatesMetric()) - duplicatesBefore).toBe(3);
 
-      // the reads of one callback per change: the delivered claim's, nothing for the earlier two
-      expect(reads() - readsBefore).toBe(1);
+      // the delivered claim carried its fulfillment: nothing read
+      expect(reads() - readsBefore).toBe(0);
 
       // one status event per status reached
       const statusEvents = (await events(shopNo)).filter((e) => e.kind === 'status');

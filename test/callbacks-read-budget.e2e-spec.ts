@@ -1,7 +1,8 @@
 /**
- * Callbacks decide when an order is read, not what is applied (CONTRACT §6; issue 24, "spend fewer
- * requests"), against the sandbox upstream as a real server, polling slow enough (ORDER_POLL_BASE_MS
- * 60 s) that every read counted here is a callback's:
+ * Under CALLBACK_TRUST=confirm, callbacks decide when an order is read, not what is applied (CONTRACT
+ * §6; issue 24, "spend fewer requests"), against the sandbox upstream as a real server, polling slow
+ * enough (ORDER_POLL_BASE_MS 60 s) that every read counted here is a callback's (the default,
+ * `verified`, is counted in callbacks-verified.e2e-spec.ts):
  * - an order followed by its callbacks through paid → fulfilling → delivered is read once: the paid
  *   and fulfilling callbacks only bring its next poll closer, the delivered one reads it;
  * - a paid callback of a followed order moves its next poll to ORDER_POLL_BASE_MS from now at the
@@ -25,7 +26,7 @@ interface InboxRow {
   processed_at: Date | null;
 }
 
-describe('callbacks under the request budget: one read per delivered order', () => {
+describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order', () => {
   const t = useAppSuite({
     sandbox: {
       catalog: { products: 2 },
@@ -45,6 +46,7 @@ describe('callbacks under the request budget: one read per delivered order', () 
         ORDER_POLL_MAX_MS: String(POLL_BASE_MS),
         UPSTREAM_TIMEOUT_MS: '1000',
         CALLBACK_TOLERANCE_S: '60',
+        CALLBACK_TRUST: 'confirm',
       };
     },
     seed: true,

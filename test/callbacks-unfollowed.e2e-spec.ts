@@ -3,7 +3,8 @@
  * as they are:
  * - a callback for a `delivered` order (not polled any more) whose confirming `GET /orders/{id}` fails
  *   leaves the order to the poller, which reads it once the upstream answers again (the upstream was
- *   answered 200 and does not retry): a refund or `completed` announced that way is not lost;
+ *   answered 200 and does not retry): a refund announced that way is not lost; a `completed` callback
+ *   carries its fulfillment and is applied as it stands (CALLBACK_TRUST=verified), with no read;
  * - a verified callback whose kept text fields carry a NUL character (which PostgreSQL's text refuses)
  *   is stored without that field and answered 200, not failed with a 5xx on every retry.
  */
@@ -89,9 +90,28 @@ describe('callbacks of orders the poller does not follow', () => {
     expect(t.sandbox.stats.requests.getOrder).toBe(reads);
   });
 
-  it('delivered → completed: the completed callback whose confirming read fails is read again by the poller', async () => {
-    const o = await movedWhileUnreadable('UF-COMPLETE', 'completed', (id) => t.sandbox.setOrderStatus(id, 'completed'));
-    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'completed', 10_000);
+  it('delivered → completed: the completed callback carries its fulfillment and is applied as it stands, with no read, while GET /orders/{id} fails', async () => {
+    const o = await place('UF-COMPLETE');
+    const upstreamId = o.upstream_order_id!;
+    await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
+    await waitFor(
+      () => inbox(upstreamId, 'delivered'),
+      (rows) => rows.length > 0 && rows.every((r) => r.state !== 'pending'),
+    );
+    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
+    const reads = t.sandbox.stats.requests.getOrder;
+    t.sandbox.setOrderStatus(upstreamId, 'completed');
+    const [row] = await waitFor(
+      () => inbox(upstreamId, 'completed'),
+      (rows) => rows.length === 1 && rows[0].state !== 'pending',
+      'the completed callback to be processed',
+    );
+    expect(row.state).toBe('applied');
+    const after = (await getOrder(t.app.http, o.shop_order_no))!;
+    expect(after.status).toBe('completed');
+    expect(after.items).toHaveLength(1);
+    expect(t.sandbox.stats.requests.getOrder).toBe(reads);
+    t.sandbox.faults.set({ rules: [] });
   });
 
   it('a verified callback carrying a NUL character in a kept field is stored without that field (not a 5xx the upstream retries in vain)', async () => {

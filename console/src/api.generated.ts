@@ -363,7 +363,7 @@ export interface paths {
         put?: never;
         /**
          * Order callback from the upstream
-         * @description Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the upstream tries again. A hint: the order is read back with `GET /orders/{id}` and the upstream's answer applied; a callback for an unknown order is stored and acknowledged, never applied.
+         * @description Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the upstream tries again. With `CALLBACK_TRUST=verified` (the default) a verified callback is the upstream's word: a delivering state with its `fulfillment`, and `pending_payment`, `paid`, `fulfilling`, `canceled`, are applied with no read; a delivering state without its fulfillment or a refund state costs one `GET /orders/{id}`. With `confirm` every callback only triggers that read. A callback for an unknown order, or naming another attempt than the order's current one, is stored and acknowledged, never applied.
          */
         post: operations["CallbacksController_receive"];
         delete?: never;

@@ -10,8 +10,8 @@
  * as it is, so that waiting never uses up the bounded retrying of failed reads.
  */
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { rows } from '../database/prepared-statements.js';
+import { DataSource, type EntityManager } from 'typeorm';
+import { numbered, rows } from '../database/prepared-statements.js';
 
 export interface CallbackSummary {
   bodySha256: string;
@@ -63,10 +63,10 @@ export class CallbackInboxRepository {
    * `reason`) already final as `ignored`, never claimed, no order touched. `duplicate` when the same
    * body was stored before.
    */
-  async store(c: CallbackSummary | UnusableCallback, now: Date): Promise<{ id: string; duplicate: boolean }> {
+  async store(c: CallbackSummary | UnusableCallback, now: Date, em?: EntityManager): Promise<{ id: string; duplicate: boolean }> {
     const unusable = 'reason' in c;
     const [row] = await rows<{ id: string; duplicates: number }>(
-      this.dataSource,
+      em ?? this.dataSource,
       `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
                                    state, outcome, next_try_at, received_at, processed_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
@@ -116,10 +116,16 @@ export class CallbackInboxRepository {
   }
 
   async finish(ids: string[], state: InboxState, outcome: string, orderId: string | null, now: Date): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE callback_inbox SET state = $2, outcome = $3, order_id = $4, processed_at = $5 WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
-      [ids, state, outcome, orderId, now],
-    );
+    const w = this.finishWrite(ids, state, outcome, orderId, now);
+    await this.dataSource.query(numbered(w.sql, 1), w.params);
+  }
+
+  /** `finish` as a write with `$?` placeholders, for a transaction that sends it with its other writes (OrderTx.write). */
+  finishWrite(ids: string[], state: InboxState, outcome: string, orderId: string | null, now: Date): { sql: string; params: unknown[] } {
+    return {
+      sql: `UPDATE callback_inbox SET state = $?, outcome = $?, order_id = $?, processed_at = $? WHERE id = ANY($?::bigint[]) AND state = 'pending'`,
+      params: [state, outcome, orderId, now, ids],
+    };
   }
 
   /**
@@ -165,7 +171,7 @@ export class CallbackInboxRepository {
 
   /** Makes the deferred callbacks of an order due now. */
   async release(orderId: string, now: Date): Promise<number> {
-    const released = await rows(this.dataSource, `UPDATE callback_inbox SET next_try_at = $2 WHERE order_id = $1 AND state = 'pending' RETURNING id`, [
+    const released = await rows(this.dataSource, `UPDATE callback_inbox SET next_try_at = $2 WHERE order_id = $1 AND state = 'pending'`, [
       orderId,
       now,
     ]);

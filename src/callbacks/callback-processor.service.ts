@@ -1,26 +1,34 @@
 /**
- * Works through the callback inbox. A callback is a hint: it decides *when* the order is read, never
- * *what* is applied; the upstream's answer to `GET /orders/{id}` is applied, never the callback's claim.
- * - an unknown order: recorded, never applied;
- * - an order whose attempt is `submit_unknown`: settled at once through the callback's
- *   `downstream_order_no` (the upstream order read must be that attempt's), whatever status it claims;
- *   the read is in the budget's `deliver` class (it can hand items to the shop);
- * - an upstream order that its order does not follow (its attempt closed here, or another upstream
- *   order followed): when the upstream's read confirms it, kept as an anomaly on the order, the
- *   callback stored as `unknown_order` with an `anomaly …` outcome;
- * - an attempt still in flight or a cancel in progress: the callback waits in the inbox and is taken
- *   up as soon as the order is settled (OrderSignals) or at its next retry, none of which counts as a
- *   try of its confirming read;
- * - a claim of a delivering or final state (`partially_delivered`, `delivered`, `completed`,
- *   `canceled`, `refunded`, `partially_refunded`, or a status this service does not know): the order
- *   is read at once, in the `deliver` class for the three that can hand items to the shop;
- * - a claim of an earlier state (`pending_payment`, `paid`, `fulfilling`): no read. For an order the
- *   poller follows, its next poll is brought to ORDER_POLL_BASE_MS from now at the latest (outcome
- *   `poll_sooner …`); an order already at or past the claimed state here is left as it is (`late …`);
- *   an order nothing follows is read as for any other claim (the callback may be its only news).
- *   Either way the callback is `applied`: handled, nothing of its own taken;
- * - a failed read: the order is left to the poller (made due now); one that no poll would make (a
- *   submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
+ * Carries out what `planCallbacks` (callback-plan.ts, pure) decides for verified callbacks
+ * (CONTRACT §6, CALLBACK_TRUST):
+ * - on receipt (`receive`), under `verified`: the callback is stored in the inbox and, when its plan
+ *   is `apply` (a delivering state with its fulfillment; `pending_payment`, `paid`, `fulfilling`,
+ *   `canceled`), applied in the same transaction on the locked order, its inbox row finished with it:
+ *   no read, one commit. The order's next poll moves later (callbacks are flowing). Anything else is
+ *   left pending for the drain below. The fulfillment is never stored in the inbox: a delivering claim
+ *   that the drain takes up (it waited for an attempt in flight or a cancel) is read.
+ * - the drain works through the pending callbacks, one group per upstream order and number:
+ *   - `store` `unknown_order`: recorded, never applied;
+ *   - `store` `other_attempt`: never applied; an upstream order that its order does not follow (its
+ *     attempt closed here, or another upstream order followed) is kept as an anomaly on the order when
+ *     the upstream's read confirms it (stored as `unknown_order` with an `anomaly …` outcome); a
+ *     callback naming an earlier attempt of the order it follows is `ignored`;
+ *   - `wait` (an attempt still in flight or a cancel in progress): the callback waits in the inbox and
+ *     is taken up as soon as the order is settled (OrderSignals) or at its next retry, none of which
+ *     counts as a try of its read;
+ *   - `resolve` (the order's attempt is `submit_unknown`): settled at once through the callback's
+ *     `downstream_order_no` (the upstream order read must be that attempt's), whatever status it
+ *     claims; the read is in the budget's `deliver` class (it can hand items to the shop);
+ *   - `apply`: as on receipt;
+ *   - `read` (a delivering state without its fulfillment, a refund state, an unknown status; every
+ *     claim but an early one under `confirm`): the order is read at once, in the `deliver` class for a
+ *     delivering claim, and the upstream's answer applied;
+ *   - `hint` (`confirm`, a claim of `pending_payment`, `paid`, `fulfilling`): no read. For an order the
+ *     poller follows, its next poll is brought to ORDER_POLL_BASE_MS from now at the latest (outcome
+ *     `poll_sooner …`); an order already at or past the claimed state here is left as it is (`late …`);
+ *     an order nothing follows is read as for any other claim (the callback may be its only news);
+ *   - a failed read: the order is left to the poller (made due now); one that no poll would make (a
+ *     submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
  *
  * One read for callbacks that arrive close together: the callbacks of one order claimed in one batch
  * are read once; and a confirming read of an order made here (or the read settling its unknown
@@ -46,10 +54,13 @@ import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { OrderSignals } from '../orders/order-signals.service.js';
 import { ANOMALIES, ITEMS_DELIVERED, RANK, isUpstreamStatus, type UpstreamStatus } from '../orders/order-state.js';
-import { CallbackInboxRepository, type InboxRow } from './callback-inbox.repository.js';
+import type { OrderTx } from '../orders/order-tx.js';
+import { OrderUpdater } from '../orders/order-updater.service.js';
+import { CallbackInboxRepository, type CallbackSummary, type InboxRow } from './callback-inbox.repository.js';
+import { planCallbacks, type CallbackClaim, type CallbackOrderFacts, type CallbackPlan } from './callback-plan.js';
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
-import type { UpstreamOrder } from '../upstream/upstream.types.js';
+import type { UpstreamFulfillment, UpstreamOrder } from '../upstream/upstream.types.js';
 
 /** `rows` by `key`, each group in the rows' order. */
 function groupBy<K>(rows: readonly InboxRow[], key: (row: InboxRow) => K): Map<K, InboxRow[]> {
@@ -76,8 +87,6 @@ const MAX_RESOLVE_TRIES = 8;
 
 /** Claims read at once in the budget's `deliver` class: their read can hand items to the shop. */
 const DELIVERING: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'delivered', 'completed']);
-/** Claims that do not cause a read: the order's next poll is brought closer instead. */
-const EARLY: ReadonlySet<string> = new Set<UpstreamStatus>(['pending_payment', 'paid', 'fulfilling']);
 /** How long after a confirming read ended a callback received may still be answered by it. */
 const SHARE_MS = 1000;
 /** How long an ended read is kept for callbacks received before its end that are claimed later. */
@@ -131,6 +140,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     private readonly orders: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly poller: OrderPoller,
+    private readonly updater: OrderUpdater,
     signals: OrderSignals,
   ) {
     this.unsubscribe = signals.onSettled((orderId) => {
@@ -220,59 +230,142 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     for (const rows of groupBy(group, (row) => row.downstreamOrderNo).values()) await this.processClaim(rows);
   }
 
-  /** Callbacks of one upstream order that carry the same `downstream_order_no` (or none). */
+  /**
+   * Stores a verified, usable callback and, under CALLBACK_TRUST=verified, applies it in the same
+   * transaction when its plan is `apply` (the order locked, the report applied, the inbox row finished
+   * with it: one commit). Any other plan (or a failure to apply) leaves it pending for the drain, which
+   * is kicked. A duplicate is only counted. Throws only when it could not be stored (a 5xx, so that the
+   * upstream tries again).
+   */
+  async receive(c: CallbackSummary, fulfillment: UpstreamFulfillment | null): Promise<{ id: string; duplicate: boolean }> {
+    const now = this.clock.now();
+    if (this.config.callbacks.trust === 'verified') {
+      try {
+        const r = await this.orders.transaction(async (tx) => {
+          const stored = await this.inbox.store(c, now, tx.em);
+          if (stored.duplicate) return { stored, applied: true };
+          const claim: CallbackClaim = { ...c, fulfillment };
+          const applied = await this.applyLocked(tx, [stored.id], c.downstreamOrderNo, c.upstreamOrderId, [claim]);
+          return { stored, applied: applied.kind === 'applied' };
+        });
+        if (!r.applied) this.kick();
+        return r.stored;
+      } catch (e) {
+        this.logger.error({ msg: `callback could not be applied on receipt (${(e as Error).message}); stored for the inbox's processing`, upstream_order_id: c.upstreamOrderId });
+      }
+    }
+    const stored = await this.inbox.store(c, now);
+    if (!stored.duplicate) this.kick();
+    return stored;
+  }
+
+  /**
+   * In `tx`: locks the order the callbacks name and, when their plan on the locked row is `apply`,
+   * applies their reports and finishes their inbox rows `ids` with the same commit. Else writes
+   * nothing and answers the plan.
+   */
+  private async applyLocked(
+    tx: OrderTx,
+    ids: string[],
+    number: string | null,
+    upstreamOrderId: number,
+    claims: CallbackClaim[],
+  ): Promise<{ kind: 'applied'; order: OrderRecord } | { kind: 'planned'; plan: CallbackPlan }> {
+    const found = await tx.lockOrderNamed(number, upstreamOrderId);
+    const plan = planCallbacks(claims, found ? this.facts(found.order, found.named) : null, this.config.callbacks.trust);
+    if (!found || plan.kind !== 'apply') return { kind: 'planned', plan };
+    let order = found.order;
+    for (const report of plan.reports) order = (await this.updater.applyReport(tx, order, report, 'callback', { schedule: 'callback', kind: 'read' })).order;
+    const claimed = [...new Set(claims.map((c) => c.status))].join(', ');
+    const finish = this.inbox.finishWrite(ids, 'applied', `verified ${claimed}: order ${order.status}`, order.id, this.clock.now());
+    await tx.write(finish.sql, finish.params);
+    return { kind: 'applied', order };
+  }
+
+  /** What planCallback weighs of an order and the attempt a callback names. */
+  private facts(order: OrderRecord, named: { attemptNo: number; status: AttemptRecord['status'] } | null): CallbackOrderFacts {
+    return {
+      status: order.status,
+      upstreamOrderId: order.upstreamOrderId,
+      attempt: order.attempt,
+      operationInProgress: order.opToken !== null && order.opUntil !== null && order.opUntil > this.clock.now(),
+      named,
+    };
+  }
+
+  /**
+   * Callbacks of one upstream order that carry the same `downstream_order_no` (or none), as their plan
+   * (planCallbacks) says. The inbox keeps no fulfillment: a delivering claim taken up here (it waited,
+   * or could not be applied on receipt) is read.
+   */
   private async processClaim(group: InboxRow[]): Promise<void> {
     const ids = group.map((r) => r.id);
     const upstreamOrderId = group[0].upstreamOrderId;
     const number = group[0].downstreamOrderNo;
     const now = () => this.clock.now();
+    const claims: CallbackClaim[] = group.map((row) => ({ upstreamOrderId, upstreamOrderNo: null, downstreamOrderNo: number, status: row.status, fulfillment: null }));
     /** The upstream's answer, once read (by a resolve that found the attempt settled meanwhile). */
     let answer: UpstreamOrder | undefined;
     // a second pass when the order was settled while it was looked at (e.g. by an operator)
     for (let pass = 0; ; pass++) {
       const found = await this.findOrder(upstreamOrderId, number);
-      if (!found) {
+      let plan = planCallbacks(claims, found ? this.facts(found.order, found.attempt ? { attemptNo: found.attempt.attemptNo, status: found.attempt.status } : null) : null, this.config.callbacks.trust);
+      if (!found || (plan.kind === 'store' && plan.reason === 'unknown_order')) {
         await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
         this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
         return;
       }
       const { order, attempt } = found;
-      if (attempt?.status === 'submitting') {
-        await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'attempt_in_flight');
-        return;
+      if (plan.kind === 'apply') {
+        const r = await this.orders.transaction((tx) => this.applyLocked(tx, ids, number, upstreamOrderId, claims));
+        if (r.kind === 'applied') return;
+        if (pass === 0) continue; // the order moved meanwhile: planned again from what it now is
+        plan = r.plan;
       }
-      // an upstream order for an attempt closed here, or besides the one the order follows
-      if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
-        const r = await this.follow.checkUntracked(order.id, attempt, upstreamOrderId, 'callback', this.shutdown.signal, answer);
-        if (r.kind === 'followed' && pass === 0) continue;
-        return this.untracked(group, order, attempt, r);
-      }
-      if (order.opToken !== null && order.opUntil !== null && order.opUntil > now()) {
-        await this.defer(ids, order.id, order.opUntil, 'operation_in_progress');
-        return;
-      }
-      if (order.status === 'submit_unknown' && attempt?.status === 'submit_unknown') {
-        // whatever it claims: the read that settles an unknown attempt can hand items to the shop
-        const r = await this.follow.resolveUnknown(attempt, upstreamOrderId, 'callback', this.shutdown.signal, { priority: 'deliver' });
-        if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
-        switch (r.kind) {
-          case 'resolved':
-            this.remember(order.id, Promise.resolve({ kind: 'applied', order: r.order })).doneAt = this.clock.nowMs();
-            await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt.downstreamOrderNo}`, order.id, now());
-            return;
-          case 'not_unknown':
-            // settled meanwhile: looked at again as it now is (once), else applied as any other order below
-            answer = r.answer;
-            if (pass === 0) continue;
-            break;
-          case 'mismatch':
-            await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
-            return;
-          case 'read_failed':
-            return this.readFailed(group, order.id, r.error);
+      switch (plan.kind) {
+        case 'apply':
+          return this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'order_moved');
+        case 'store': {
+          // an upstream order for an attempt closed here, or besides the one the order follows: the upstream confirms it exists
+          if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
+            const r = await this.follow.checkUntracked(order.id, attempt, upstreamOrderId, 'callback', this.shutdown.signal, answer);
+            if (r.kind === 'followed' && pass === 0) continue;
+            return this.untracked(group, order, attempt, r);
+          }
+          await this.inbox.finish(ids, 'ignored', `another attempt's callback (${number ?? 'no number'}): order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`, order.id, now());
+          return;
         }
+        case 'wait':
+          await this.defer(ids, order.id, plan.reason === 'operation_in_progress' && order.opUntil ? order.opUntil : new Date(now().getTime() + this.retryMs), plan.reason);
+          return;
+        case 'resolve': {
+          // whatever it claims: the read that settles an unknown attempt can hand items to the shop
+          const r = await this.follow.resolveUnknown(attempt!, upstreamOrderId, 'callback', this.shutdown.signal, { priority: 'deliver' });
+          if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
+          switch (r.kind) {
+            case 'resolved':
+              this.remember(order.id, Promise.resolve({ kind: 'applied', order: r.order })).doneAt = this.clock.nowMs();
+              await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt!.downstreamOrderNo}`, order.id, now());
+              return;
+            case 'not_unknown':
+              // settled meanwhile: looked at again as it now is (once), else read as any other order below
+              answer = r.answer;
+              if (pass === 0) continue;
+              break;
+            case 'mismatch':
+              await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
+              return;
+            case 'read_failed':
+              return this.readFailed(group, order.id, r.error);
+          }
+          break;
+        }
+        case 'hint':
+          if (await this.hinted(group, order)) return;
+          break;
+        case 'read':
+          break;
       }
-      if (order.upstreamOrderId !== null && group.every((row) => EARLY.has(row.status)) && (await this.hinted(group, order))) return;
       const { result: r, shared } = await this.confirm(order.id, group);
       if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
       switch (r.kind) {

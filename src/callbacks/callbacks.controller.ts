@@ -22,6 +22,7 @@ import { CallbackProcessor } from './callback-processor.service.js';
 import { CallbackVerifier } from './callback-verifier.service.js';
 import { requestFields } from '../ops/request-context.js';
 import { storableText } from '../common/validation.js';
+import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 
 /**
  * A kept text field: a non-empty string of at most `max` characters. One with a NUL character counts as
@@ -30,10 +31,30 @@ import { storableText } from '../common/validation.js';
  */
 const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max && storableText(v) ? v : null);
 
-/** What a verified callback's body gives: a usable summary, or what it carried and why it is unusable; and the body read. */
-export type ReadCallback = { usable: CallbackSummary; body: Record<string, unknown> } | { unusable: UnusableCallback; body: Record<string, unknown> | null };
+/** What a verified callback's body gives: a usable summary (and its fulfillment, never kept in the inbox), or what it carried and why it is unusable; and the body read. */
+export type ReadCallback =
+  | { usable: CallbackSummary; fulfillment: UpstreamFulfillment | null; body: Record<string, unknown> }
+  | { unusable: UnusableCallback; body: Record<string, unknown> | null };
 
-/** The fields of a callback the service keeps (never its fulfillment). */
+/**
+ * The body's `fulfillment` when it is usable as a delivery: an object with a string `payload` (the
+ * items); its other fields as the upstream's order detail carries them. Null otherwise.
+ */
+export function readFulfillment(v: unknown): UpstreamFulfillment | null {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const f = v as Record<string, unknown>;
+  if (typeof f.payload !== 'string') return null;
+  const data = f.delivery_data;
+  return {
+    type: typeof f.type === 'string' ? f.type : '',
+    status: typeof f.status === 'string' ? f.status : '',
+    payload: f.payload,
+    delivery_data: typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : null,
+    delivered_at: typeof f.delivered_at === 'string' ? f.delivered_at : '',
+  };
+}
+
+/** The fields of a callback the service keeps (never its fulfillment), and its fulfillment apart. */
 export function readCallback(rawBody: Buffer): ReadCallback {
   const bodySha256 = createHash('sha256').update(rawBody).digest('hex');
   const none = { bodySha256, event: null, upstreamOrderId: null, upstreamOrderNo: null, downstreamOrderNo: null, status: null, callbackTs: null };
@@ -58,7 +79,7 @@ export function readCallback(rawBody: Buffer): ReadCallback {
     const missing = [upstreamOrderId === null ? 'order_id (an integer ≥ 1)' : null, kept.status === null ? 'status (a string of 1 to 64 characters)' : null];
     return { unusable: { ...kept, upstreamOrderId, reason: `no ${missing.filter((m) => m !== null).join(' and no ')}` }, body: b };
   }
-  return { usable: { ...kept, upstreamOrderId, status: kept.status }, body: b };
+  return { usable: { ...kept, upstreamOrderId, status: kept.status }, fulfillment: readFulfillment(b.fulfillment), body: b };
 }
 
 @ApiTags('callbacks')
@@ -81,8 +102,10 @@ export class CallbacksController {
     description:
       'Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), ' +
       'stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the ' +
-      'upstream tries again. A hint: the order is read back with `GET /orders/{id}` and the upstream\'s answer applied; a callback for an ' +
-      'unknown order is stored and acknowledged, never applied.',
+      'upstream tries again. With `CALLBACK_TRUST=verified` (the default) a verified callback is the upstream\'s word: a delivering state ' +
+      'with its `fulfillment`, and `pending_payment`, `paid`, `fulfilling`, `canceled`, are applied with no read; a delivering state without ' +
+      'its fulfillment or a refund state costs one `GET /orders/{id}`. With `confirm` every callback only triggers that read. A callback for ' +
+      'an unknown order, or naming another attempt than the order\'s current one, is stored and acknowledged, never applied.',
   })
   // (listed in the docs in the reverse order of the decorators)
   @ApiHeader({ ...CALLBACK_HEADERS[2], required: true })
@@ -103,7 +126,8 @@ export class CallbacksController {
     // read once verified: the request's log line names its downstream_order_no, as for any JSON body
     if (read.body) req.body = read.body;
     const c = 'unusable' in read ? read.unusable : read.usable;
-    const stored = await this.inbox.store(c, this.clock.now());
+    // a usable callback goes to the processor: stored, and applied in the same transaction where its plan allows
+    const stored = 'unusable' in read ? await this.inbox.store(read.unusable, this.clock.now()) : await this.processor.receive(read.usable, read.fulfillment);
     if (stored.duplicate) this.metrics.callbackDuplicates.inc();
     else this.metrics.callbacksReceived.inc({ event: 'reason' in c ? 'unusable' : (c.event ?? 'none') });
     if ('reason' in c) {
@@ -118,8 +142,6 @@ export class CallbacksController {
         ...(c.downstreamOrderNo !== null ? { downstream_order_no: c.downstreamOrderNo } : {}),
         ...requestFields(req),
       });
-    } else if (!stored.duplicate) {
-      this.processor.kick();
     }
     return { ok: true };
   }

@@ -43,6 +43,7 @@ describe('config', () => {
     expect(c.orders).toEqual({ pollBaseMs: 5000, pollMaxMs: 600_000, stuckAlertS: 86_400, maxQuantity: 1000 });
     expect(c.pricing).toEqual({ markupPercent: '0', markupFixed: '0', rounding: '0.01' });
     expect(c.callbacks.toleranceS).toBe(60);
+    expect(c.callbacks.trust).toBe('verified');
     expect(c.callbacks.publicUrl).toBeNull();
     expect(c.upstream.timeoutMs).toBe(10_000);
     expect(c.shopWebhook.maxAttempts).toBe(12);
@@ -91,6 +92,7 @@ describe('config', () => {
     ['UPSTREAM_SIGNATURE_TEMPLATE', '{method}\\n{path}\\n{timestamp}\\n{body_md}', /UPSTREAM_SIGNATURE_TEMPLATE: has unknown placeholders \{body_md\}/],
     ['UPSTREAM_SIGNATURE_TEMPLATE', 'static-text', /UPSTREAM_SIGNATURE_TEMPLATE: must contain at least one placeholder/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
+    ['CALLBACK_TRUST', 'always', /CALLBACK_TRUST: must be one of/],
     ['WALLET_LOW_BALANCE', 'ten', /WALLET_LOW_BALANCE: must be a decimal/],
     ['SHOP_WEBHOOK_URL', 'https://shop.example/hook', /SHOP_WEBHOOK_SECRET: is required with SHOP_WEBHOOK_URL/],
   ])('refuses %s=%s with a message naming it', (name, value, message) => {

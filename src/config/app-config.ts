@@ -15,6 +15,8 @@ const PRICING_VARIABLES: Record<string, string> = { markup_percent: 'PRICE_MARKU
 
 export type UpstreamProfile = 'spec' | 'dujiao-next';
 export type SyncMode = 'auto' | 'full' | 'incremental';
+/** How far a verified callback is trusted (CALLBACK_TRUST). */
+export type CallbackTrust = 'verified' | 'confirm';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export const UPSTREAM_PATH_PREFIX = '/api/v1/upstream';
@@ -91,6 +93,11 @@ export interface AppConfigShape {
     signaturePath: string | null;
     secret: string;
     toleranceS: number;
+    /**
+     * `verified`: a verified callback is the upstream's word, applied as CONTRACT §6 says; `confirm`:
+     * every callback only triggers a confirming read (CALLBACK_TRUST).
+     */
+    trust: CallbackTrust;
   };
   internalApiToken: string;
   sync: {
@@ -511,6 +518,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       signaturePath,
       secret: r.raw('CALLBACK_SECRET') ?? apiSecret,
       toleranceS: r.int('CALLBACK_TOLERANCE_S', 60, 1, 86_400),
+      trust: r.oneOf<CallbackTrust>('CALLBACK_TRUST', 'verified', ['verified', 'confirm']),
     },
     internalApiToken,
     sync: {

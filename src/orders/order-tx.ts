@@ -198,6 +198,35 @@ export class OrderTx {
     return row ? toOrder(row) : null;
   }
 
+  /**
+   * Locks the order a callback names, to apply it (as `lockOrderToApply`), in one statement: the order
+   * of the attempt numbered `downstreamOrderNo`, else the order that follows `upstreamOrderId`; with
+   * the named attempt's number and status. The attempt's status is as the statement began: one that
+   * waited for the lock may see it earlier than it now is (`submitting` or `submit_unknown` for an
+   * attempt settled meanwhile), never later.
+   */
+  async lockOrderNamed(
+    downstreamOrderNo: string | null,
+    upstreamOrderId: number,
+  ): Promise<{ order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null> {
+    this.direct('lockOrderNamed');
+    await this.flush();
+    const [row] = await rows<OrderRow & { named_attempt_no: number | null; named_status: AttemptRecord['status'] | null }>(
+      this.em,
+      `WITH a AS (SELECT order_id, attempt_no, status FROM order_attempts WHERE downstream_order_no = $1),
+            target AS (SELECT order_id AS id FROM a
+                       UNION ALL
+                       SELECT id FROM orders WHERE upstream_order_id = $2 AND NOT EXISTS (SELECT 1 FROM a))
+       SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount,
+              (SELECT attempt_no FROM a) AS named_attempt_no, (SELECT status FROM a) AS named_status
+         FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
+        WHERE o.id = (SELECT id FROM target LIMIT 1) FOR UPDATE OF o`,
+      [downstreamOrderNo, upstreamOrderId],
+    );
+    if (!row) return null;
+    return { order: toOrder(row), named: row.named_attempt_no === null || row.named_status === null ? null : { attemptNo: row.named_attempt_no, status: row.named_status } };
+  }
+
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {
     this.direct('lockOrderByShopNo');
     await this.flush();

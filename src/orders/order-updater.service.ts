@@ -34,8 +34,12 @@ import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } fr
 export type { UpstreamReport } from './report-plan.js';
 
 export interface ApplyOptions {
-  /** `poll`: the poller's own read (backs off when nothing moved, releases its lease); `hint`: any other. */
-  schedule: 'poll' | 'hint';
+  /**
+   * `poll`: the poller's own read (backs off when nothing moved, releases its lease); `callback`: a
+   * verified callback applied as the upstream's word (callbacks are flowing: the next poll moves later);
+   * `hint`: any other.
+   */
+  schedule: 'poll' | 'callback' | 'hint';
   /**
    * `read`: the report is the upstream's order detail; `answer`: a create's or a cancel's answer, which
    * never carries the fulfillment (see `itemsFollowUp`).
@@ -226,15 +230,28 @@ export class OrderUpdater {
     );
   }
 
-  /** Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress. */
-  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: 'poll' | 'hint', now: Date, follow = false, readNow = false): OrderPatch {
+  /**
+   * Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress.
+   * A callback applied as the upstream's word moves the next poll later: to the base from now after
+   * progress, else to the current wait from now (so that an order whose callbacks keep arriving is not
+   * polled on top of them, and one whose callbacks stop is polled as before).
+   */
+  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: ApplyOptions['schedule'], now: Date, follow = false, readNow = false): OrderPatch {
     const pace = pollPace(this.config.orders, order.callbacksExpected);
     const { pollBaseMs } = pace;
-    if (!FOLLOWED.has(to) && !follow) return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
+    if (!FOLLOWED.has(to) && !follow) {
+      if (mode !== 'poll' && order.nextPollAt === null && order.pollIntervalMs === null) return {}; // nothing to write
+      return { next_poll_at: null, poll_interval_ms: null, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
+    }
     if (readNow) return { next_poll_at: now, poll_interval_ms: pollBaseMs, ...(mode === 'poll' ? { poll_lease_until: null } : {}) };
     if (mode === 'poll') {
       const interval = nextPollInterval(order.pollIntervalMs, progressed, pace);
       return { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval, poll_lease_until: null };
+    }
+    if (mode === 'callback') {
+      const interval = progressed ? pollBaseMs : Math.max(pollBaseMs, order.pollIntervalMs ?? pollBaseMs);
+      const at = new Date(now.getTime() + interval);
+      return order.nextPollAt !== null && order.nextPollAt >= at ? {} : { next_poll_at: at, poll_interval_ms: interval };
     }
     if (progressed || order.nextPollAt === null) return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };
     return {};
