@@ -15,5 +15,5 @@ export function loadProcessConfig(overrides: Record<string, string | undefined> 
   }
   const env = { ...process.env, ...overrides };
   const dataDir = env['DATA_DIR']?.trim() || './data';
-  return loadConfig(env, { secrets: new FileSecretStore(dataDir) });
+  return loadConfig(env, { secrets: new FileSecretStore(dataDir), tty: process.stdout.isTTY === true });
 }
