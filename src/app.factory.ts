@@ -45,7 +45,7 @@ export interface CreateRelayAppOptions {
   logger?: LoggerService | false;
   /**
    * The pino instance of the HTTP layer (one log line per request). Default: a new one at
-   * LOG_LEVEL on stdout, or a silent one when `logger` is false.
+   * LOG_LEVEL in LOG_FORMAT on stdout, or a silent one when `logger` is false.
    */
   pino?: Pino;
   clock?: Clock;
@@ -78,7 +78,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
 
   let created: NestFastifyApplication | null = null;
   try {
-    const log = options.pino ?? createPino(options.logger === false ? 'silent' : config.logLevel);
+    const log = options.pino ?? createPino(options.logger === false ? 'silent' : config.logLevel, undefined, config.logFormat);
     const adapter = new FastifyAdapter({
       bodyLimit: BODY_LIMIT_BYTES,
       trustProxy: true,

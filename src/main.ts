@@ -2,7 +2,9 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createRelayApp } from './app.factory.js';
+import { CALLBACK_ROUTE } from './callbacks/callback-verifier.service.js';
 import { ConfigError } from './config/app-config.js';
+import { CONSOLE_PATH } from './console/console-static.js';
 import { loadProcessConfig } from './config/load-env.js';
 import { redactUrl } from './config/redact-url.js';
 import { DataDirLockedError } from './database/data-dir-lock.js';
@@ -20,9 +22,9 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const pino = createPino(config.logLevel);
+  const pino = createPino(config.logLevel, undefined, config.logFormat);
   const logger = new JsonLogger(pino);
-  // Lines logged before the Nest application exists (migrations at start) are JSON too.
+  // Lines logged before the Nest application exists (the database's creation, migrations) go through it too.
   Logger.overrideLogger(logger);
   const weaknesses = templateWeaknesses(config.upstream.signatureTemplate);
   if (weaknesses.length) {
@@ -32,25 +34,27 @@ async function main(): Promise<void> {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }
   const relay = await createRelayApp(config, { logger, pino });
+  // The banner: one record that says the service is ready and where everything is (pretty-log.ts
+  // prints it as a block). URLs from the environment are logged without credentials or
+  // secret-looking parameters. The development token is in it only when the service generated it
+  // (sandbox mode, outside production, kept under DATA_DIR): a token the operator set is never logged.
   const base = relay.url.replace('127.0.0.1', 'localhost');
+  const devToken = config.sandbox && config.generated.includes('INTERNAL_API_TOKEN') ? config.internalApiToken : undefined;
   pino.info(
     {
+      event: 'ready',
       url: relay.url,
       internal_api: `${base}/internal`,
-      callback_endpoint: config.callbacks.publicUrl !== null ? redactUrl(config.callbacks.publicUrl) : `${base}/callbacks/upstream`,
+      console: `${base}${CONSOLE_PATH}/`,
       docs: `${base}/docs`,
+      callback_endpoint: config.callbacks.publicUrl !== null ? redactUrl(config.callbacks.publicUrl) : `${base}${CALLBACK_ROUTE}`,
       health: `${base}/health`,
-      // URLs from the environment are logged without credentials or secret-looking parameters.
       upstream: config.upstream.baseUrl === null ? null : redactUrl(config.upstream.baseUrl),
       database: relay.endpoint.describe(),
+      ...(devToken !== undefined ? { dev_token: devToken } : {}),
     },
-    `upstream-relay listening on ${relay.url}`,
+    `upstream-relay listening on ${base}`,
   );
-  if (config.sandbox && config.generated.includes('INTERNAL_API_TOKEN')) {
-    // A development token only: outside production it is generated and kept under ./data. A token
-    // the operator set is never written to the log.
-    pino.info({ dev_token: config.internalApiToken }, `sandbox mode: development token for /internal/* is ${config.internalApiToken}`);
-  }
 
   // The embedded database's worker ended on its own: nothing can be stored or read any more, and
   // /health/live would still answer. Exit, so that the supervisor (Docker, systemd) starts it again.

@@ -15,7 +15,7 @@
 import 'reflect-metadata';
 import axios, { type AxiosInstance } from 'axios';
 import { ConfigError, type AppConfig } from '../config/app-config.js';
-import { loadProcessConfig } from '../config/load-env.js';
+import { loadProcessConfig, processEnvironment } from '../config/load-env.js';
 import { redactUrl } from '../config/redact-url.js';
 import { DataDirLockedError } from '../database/data-dir-lock.js';
 import { DatabaseEndpoint } from '../database/database-endpoint.js';
@@ -201,7 +201,7 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
         profile,
         catalog: { products: intFlag(args.flags, 'products', 40) },
         log: out,
-        env: { ...process.env, ...options.env },
+        env: processEnvironment(options.env),
       });
       await running.stopped;
       return EXIT.ok;
@@ -230,7 +230,7 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
       return EXIT.ok;
     }
 
-    const url = args.flags.url ?? options.env?.RELAY_URL ?? process.env.RELAY_URL;
+    const url = args.flags.url ?? processEnvironment(options.env).RELAY_URL;
     const api = await openApi(config, url);
     try {
       if (args.command === 'sync') return await sync(api, mode, out, progress);

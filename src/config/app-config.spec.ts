@@ -69,6 +69,13 @@ describe('config', () => {
     expect(loadConfig(production).production).toBe(true);
   });
 
+  it('logs JSON unless told otherwise, pretty by default at a terminal; LOG_FORMAT decides either way', () => {
+    expect(loadConfig(production).logFormat).toBe('json');
+    expect(loadConfig(production, { tty: true }).logFormat).toBe('pretty');
+    expect(loadConfig({ ...production, LOG_FORMAT: 'json' }, { tty: true }).logFormat).toBe('json');
+    expect(loadConfig({ ...production, LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+  });
+
   it.each([
     ['PORT', 'eighty', /PORT: must be an integer/],
     ['PORT', '70000', /PORT: must be between/],
@@ -93,6 +100,7 @@ describe('config', () => {
     ['UPSTREAM_SIGNATURE_TEMPLATE', 'static-text', /UPSTREAM_SIGNATURE_TEMPLATE: must contain at least one placeholder/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
     ['CALLBACK_TRUST', 'always', /CALLBACK_TRUST: must be one of/],
+    ['LOG_FORMAT', 'yaml', /LOG_FORMAT: must be one of json, pretty/],
     ['WALLET_LOW_BALANCE', 'ten', /WALLET_LOW_BALANCE: must be a decimal/],
     ['SHOP_WEBHOOK_URL', 'https://shop.example/hook', /SHOP_WEBHOOK_SECRET: is required with SHOP_WEBHOOK_URL/],
   ])('refuses %s=%s with a message naming it', (name, value, message) => {

@@ -18,6 +18,8 @@ export type SyncMode = 'auto' | 'full' | 'incremental';
 /** How far a verified callback is trusted (CALLBACK_TRUST). */
 export type CallbackTrust = 'verified' | 'confirm';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** `json`: one JSON object a line (production); `pretty`: one plain line a record, for a person at a terminal. */
+export type LogFormat = 'json' | 'pretty';
 
 export const UPSTREAM_PATH_PREFIX = '/api/v1/upstream';
 export const SANDBOX_API_KEY = 'sandbox-api-key';
@@ -145,6 +147,8 @@ export interface AppConfigShape {
   payloadKeys: Buffer[];
   shopWebhook: { url: string | null; secret: string | null; maxAttempts: number };
   logLevel: LogLevel;
+  /** LOG_FORMAT: `pretty` by default when standard output is a terminal, `json` otherwise. */
+  logFormat: LogFormat;
   /** RETENTION_DAYS: final rows older than this many days are deleted; null: the job is off (`0`, `off`). */
   retention: { days: number | null };
   /** RECONCILE_AFTER: when a finished order is read again, in milliseconds after the service found it finished (`1h,1d,7d`); null: `off`. */
@@ -179,6 +183,7 @@ export class AppConfig implements AppConfigShape {
   payloadKeys!: Buffer[];
   shopWebhook!: AppConfigShape['shopWebhook'];
   logLevel!: LogLevel;
+  logFormat!: LogFormat;
   retention!: AppConfigShape['retention'];
   reconcile!: AppConfigShape['reconcile'];
   workers!: boolean;
@@ -213,6 +218,8 @@ export interface SecretStore {
 
 export interface LoadConfigOptions {
   secrets?: SecretStore;
+  /** Standard output is a terminal: LOG_FORMAT defaults to `pretty` (otherwise `json`). */
+  tty?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -557,6 +564,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxAttempts: r.int('SHOP_WEBHOOK_MAX_ATTEMPTS', 12, 1, 100),
     },
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
+    logFormat: r.oneOf<LogFormat>('LOG_FORMAT', options.tty === true ? 'pretty' : 'json', ['json', 'pretty']),
     retention: { days: r.daysOrOff('RETENTION_DAYS', 90, 36_500) },
     reconcile: { afterMs: reconcileAfter(r) },
     workers: true,

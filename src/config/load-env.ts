@@ -1,7 +1,8 @@
 /**
  * The process-level entry to configuration: reads `.env` (without overriding what the real environment
  * sets; an empty variable counts as unset, as everywhere in the loader),
- * then validates. The only place that touches `process.env`.
+ * then validates. The only place that touches `process.env` (ESLint's no-restricted-syntax holds
+ * every other file of src/ to it).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
@@ -15,5 +16,14 @@ export function loadProcessConfig(overrides: Record<string, string | undefined> 
   }
   const env = { ...process.env, ...overrides };
   const dataDir = env['DATA_DIR']?.trim() || './data';
-  return loadConfig(env, { secrets: new FileSecretStore(dataDir) });
+  return loadConfig(env, { secrets: new FileSecretStore(dataDir), tty: process.stdout.isTTY === true });
+}
+
+/**
+ * The process's environment with `overrides` over it, for the few variables that are not the
+ * service's configuration: the `relay` command's RELAY_URL, the standalone sandbox's
+ * SANDBOX_RATE_LIMIT(_BLOCK_S). After loadProcessConfig it includes what `.env` filled in.
+ */
+export function processEnvironment(overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return { ...process.env, ...overrides };
 }

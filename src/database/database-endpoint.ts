@@ -11,7 +11,6 @@ import { EmbeddedPostgres } from './embedded-postgres.js';
 import { migrateUp } from './migrator.js';
 
 export class DatabaseEndpoint {
-  private readonly logger = new Logger('database');
 
   constructor(
     /** `postgres://…` for the `pg` driver. */
@@ -22,12 +21,19 @@ export class DatabaseEndpoint {
 
   /** `shortLived`: an embedded database opened for a moment (see EmbeddedPostgresOptions). */
   static async open(target: DatabaseTarget, migrate: boolean, options: { shortLived?: boolean } = {}): Promise<DatabaseEndpoint> {
-    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path, shortLived: options.shortLived }) : null;
+    const logger = new Logger('database');
+    // A service's start says what it waits for (creating, opening); a short-lived open (a CLI command) stays quiet.
+    const onProgress = options.shortLived ? undefined : (message: string) => logger.log(message);
+    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path, shortLived: options.shortLived, onProgress }) : null;
     const url = embedded ? embedded.url : (target as { url: string }).url;
     const endpoint = new DatabaseEndpoint(url, target.kind, embedded);
     if (migrate) {
       const report = await migrateUp(url);
-      if (report.applied.length) endpoint.logger.log(`applied migrations: ${report.applied.join(', ')}`);
+      // (one line: the names are in its `migrations` field, and in schema_migrations)
+      if (report.applied.length) {
+        const n = report.applied.length;
+        logger.log({ msg: `applied ${n} migration${n === 1 ? '' : 's'}, up to ${report.applied[n - 1]}`, migrations: report.applied });
+      }
     }
     return endpoint;
   }

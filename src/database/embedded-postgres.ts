@@ -44,6 +44,11 @@ export interface EmbeddedPostgresOptions {
    * tuneV8ForEmbeddedDatabase).
    */
   shortLived?: boolean;
+  /**
+   * Told what the start is doing while it takes long: creating the data directory (first start
+   * only), then opening it. The service logs it (database-endpoint.ts); a test or a CLI command, nothing.
+   */
+  onProgress?: (message: string) => void;
 }
 
 /**
@@ -137,7 +142,8 @@ export class EmbeddedPostgres {
     try {
       if (options.path !== 'memory') {
         if (options.loadDataDir) mkdirSync(options.path, { recursive: true });
-        else await initialiseDataDir(options.path);
+        else await initialiseDataDir(options.path, options.onProgress);
+        options.onProgress?.(`opening the embedded database in ${options.path}`);
       }
       tuneV8ForEmbeddedDatabase(options.shortLived === true);
       const require = createRequire(import.meta.url);
@@ -257,8 +263,11 @@ function tuneV8ForEmbeddedDatabase(shortLived: boolean): void {
  * by the next start). A directory that already holds other files is initialised in place, as PGlite
  * itself would.
  */
-async function initialiseDataDir(path: string): Promise<void> {
+async function initialiseDataDir(path: string, onProgress?: (message: string) => void): Promise<void> {
   if (existsSync(join(path, 'PG_VERSION'))) return;
+  const began = performance.now();
+  onProgress?.(`creating the embedded database in ${path} (first start only: this takes a while)`);
+  const created = () => onProgress?.(`created the embedded database in ${((performance.now() - began) / 1000).toFixed(1)} s`);
   const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   const script = `require(process.argv[1]).PGlite.create({ dataDir: process.argv[2] }).then((db) => db.close()).then(
     () => process.exit(0),
@@ -270,6 +279,7 @@ async function initialiseDataDir(path: string): Promise<void> {
     if (existsSync(path) && readdirSync(path).length > 0) {
       // a directory of other files (e.g. pglite://./data beside the generated secrets), as PGlite itself would
       await initdb(path);
+      created();
       return;
     }
     mkdirSync(parent, { recursive: true });
@@ -278,6 +288,7 @@ async function initialiseDataDir(path: string): Promise<void> {
     await initdb(work);
     if (existsSync(path)) rmdirSync(path); // empty
     renameSync(work, path);
+    created();
   } catch (e) {
     const reason = (e as { stderr?: string }).stderr?.trim() || (e as Error).message;
     throw new Error(`could not create the embedded database in ${path}: ${reason}`, { cause: e });

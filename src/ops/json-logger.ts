@@ -3,11 +3,14 @@
  * in the code writes through it; the same pino instance is Fastify's logger (request-logging.ts).
  * Lines written with the request at hand carry its `request_id` (request-context.ts). Secrets are redacted by
  * key wherever they appear in a log object (top level or one level down), and header objects are
- * stripped of credentials and signatures.
+ * stripped of credentials and signatures. LOG_FORMAT=pretty writes each record as plain text instead
+ * (pretty-log.ts). Nest's own start-up lines (each module, each route) are debug, not info: at info
+ * the start shows only what a person needs.
  */
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
-import type { LogLevel } from '../config/app-config.js';
+import type { LogFormat, LogLevel } from '../config/app-config.js';
+import { formatPretty } from './pretty-log.js';
 
 export const REDACT_PATHS = [
   'authorization',
@@ -56,7 +59,17 @@ export function safeHeaders(headers: unknown): unknown {
   return out;
 }
 
-export function createPino(level: LogLevel, destination?: pino.DestinationStream): Pino {
+/** Where pino's JSON lines go as pretty-log.ts's text (`out`: standard output by default). */
+export function prettyDestination(out: { write(text: string): unknown } = process.stdout): pino.DestinationStream {
+  return {
+    write(line: string) {
+      out.write(formatPretty(JSON.parse(line) as Record<string, unknown>));
+    },
+  };
+}
+
+export function createPino(level: LogLevel, destination?: pino.DestinationStream, format: LogFormat = 'json'): Pino {
+  if (format === 'pretty') destination = prettyDestination(destination);
   return pino(
     {
       level,
@@ -69,6 +82,9 @@ export function createPino(level: LogLevel, destination?: pino.DestinationStream
     destination,
   );
 }
+
+/** Nest's loggers of its own start (modules initialised, routes mapped, started): debug lines. */
+const FRAMEWORK_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 
 export class JsonLogger implements LoggerService {
   constructor(readonly pino: Pino) {}
@@ -93,7 +109,8 @@ export class JsonLogger implements LoggerService {
   }
 
   log(message: unknown, ...params: unknown[]) {
-    this.write('info', message, params);
+    const context = params[params.length - 1];
+    this.write(typeof context === 'string' && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
   }
   error(message: unknown, ...params: unknown[]) {
     this.write('error', message, params);

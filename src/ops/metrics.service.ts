@@ -209,6 +209,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // Retention (src/retention): its tables' series start at 0 (RetentionService)
+  readonly retentionDeletedRows = new Counter({
+    name: 'relay_retention_deleted_rows_total',
+    help: 'Rows deleted by the retention job, by table.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   /** Refreshes of gauges read from the database, run when the metrics are scraped (not on a timer). */
   private readonly scrapeHooks: Array<() => Promise<void>> = [];
   /** The refresh in flight: scrapes that come while it runs share it. */

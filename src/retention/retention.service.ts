@@ -16,7 +16,6 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Counter } from 'prom-client';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import {
@@ -53,7 +52,6 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private readonly logger = new Logger('retention');
   /** Names this instance in its claims (for an operator looking at relay_state). */
   private readonly owner = `retention-${randomUUID()}`;
-  private readonly deletedRows: Counter<'table'>;
   private timer: NodeJS.Timeout | null = null;
   private next: Date | null = null;
   private stopping = false;
@@ -62,16 +60,10 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   constructor(
     private readonly config: AppConfig,
     private readonly repo: RetentionRepository,
-    metrics: Metrics,
+    private readonly metrics: Metrics,
   ) {
-    // On the instance's own registry, as every metric of the service (ops/metrics.service.ts).
-    this.deletedRows = new Counter({
-      name: 'relay_retention_deleted_rows_total',
-      help: 'Rows deleted by the retention job, by table.',
-      labelNames: ['table'] as const,
-      registers: [metrics.registry],
-    });
-    for (const table of RETENTION_TABLES) this.deletedRows.inc({ table }, 0);
+    // every table's series from the start, at 0
+    for (const table of RETENTION_TABLES) metrics.retentionDeletedRows.inc({ table }, 0);
   }
 
   /** True when this process runs the job on its schedule. */
@@ -155,7 +147,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
           proceed,
           onBatch: (n) => {
             deleted[table] += n;
-            this.deletedRows.inc({ table }, n);
+            this.metrics.retentionDeletedRows.inc({ table }, n);
           },
         });
         if (end === 'stopped') break;
