@@ -34,9 +34,14 @@ const seededImage = (sandbox: SandboxServer, id: number) => sandbox.media.image(
 describe('catalog products: images mirrored into the database (MEDIA_MIRROR, default)', () => {
   const suite = useAppSuite({
     sandbox: { catalog: { products: 12, seed: 3 } },
-    env: { UPSTREAM_TIMEOUT_MS: '1500', MEDIA_MAX_BYTES: '200000' },
+    // shop notifications are written to the outbox (their delivery to this closed port fails, and is retried)
+    env: { UPSTREAM_TIMEOUT_MS: '1500', MEDIA_MAX_BYTES: '200000', SHOP_WEBHOOK_URL: 'http://127.0.0.1:9/hooks', SHOP_WEBHOOK_SECRET: 'shop-secret' },
     instances: 2,
   });
+  const productEvents = async () =>
+    (await suite.db.query<{ subject: string; payload: Record<string, unknown> }>(`SELECT subject, payload FROM outbox_events WHERE event_type = 'product.changed' ORDER BY id`)).map(
+      (r) => r.subject,
+    );
   const product = async (id: number, app = suite.app): Promise<ProductView> => {
     const r = await app.http.get(`/internal/catalog/products/${id}`);
     expect(r.status).toBe(200);
@@ -77,6 +82,8 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     // the second replica's answer is its own read of the database: no request reached the sandbox
     expect(sandbox.media.stats.requests).toBe(12);
     expect((await media(`/media/${'0'.repeat(64)}.png`)).status).toBe(404);
+    // new products are announced by their SKUs' events: completing their images announces nothing more
+    expect(await productEvents()).toEqual([]);
   });
 
   it('no answer the shop receives names the supplier’s host', async () => {
@@ -124,6 +131,8 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     const newFile = `/media/${sha256(sandbox.media.image('/uploads/products/p3-v2.png'))}.png`;
     expect(after.images).toEqual([newFile]);
     expect(Date.parse(after.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
+    // announced to the shop once, like any catalog change
+    expect(await productEvents()).toEqual(['product:3']);
     // changed_since finds it
     const since = await suite.app.http.get(`/internal/catalog/products?changed_since=${encodeURIComponent(before.updated_at)}`);
     expect((since.data as { items: ProductView[] }).items.map((p) => p.product_id)).toContain(3);

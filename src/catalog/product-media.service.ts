@@ -14,7 +14,7 @@ import { DataSource } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { MediaFetcher } from '../media/media-fetcher.js';
-import { MediaRepository } from '../media/media.repository.js';
+import { MediaRepository, type MediaOutcome } from '../media/media.repository.js';
 import { mediaSettings } from '../media/media-settings.js';
 import { mediaKey, renderProductMedia, type MediaSettings, type SourceState } from '../media/product-media.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
@@ -27,6 +27,9 @@ import { MAX_SKIPPED_LISTED } from './sync-run.repository.js';
 export const MEDIA_CONCURRENCY = 2;
 /** Products rendered per batch of the pass. */
 const PASS_BATCH = 200;
+/** Downloaded images are written together, once this many bytes (or MAX_BUFFERED_IMAGES) are held. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const MAX_BUFFERED_IMAGES = 100;
 /** A transient refusal (a timeout, an unreachable host, a 5xx) is tried again after this long. */
 export const MEDIA_RETRY_MS = 3_600_000;
 
@@ -135,22 +138,36 @@ export class ProductMediaService {
       for (const w of work) for (const u of renderProductMedia(w, () => undefined, s).urls) urls.add(u);
       const known = s.mirror ? await this.media.sources([...urls], now) : new Map<string, SourceState>();
       const toFetch = s.mirror ? [...urls].filter((u) => !known.has(u)) : [];
+      // outcomes are written in groups (one transaction each), never more than MAX_BUFFERED_BYTES held
+      let buffered: MediaOutcome[] = [];
+      let bufferedBytes = 0;
+      let writing: Promise<void> = Promise.resolve();
+      const flush = (): Promise<void> => {
+        const group = buffered;
+        buffered = [];
+        bufferedBytes = 0;
+        writing = writing.then(() => this.media.record(group, this.clock.now()));
+        return writing;
+      };
       await eachLimited(toFetch, MEDIA_CONCURRENCY, async (url) => {
         if (run.abort.signal.aborted) return;
         const r = await this.fetcher.fetch(url, { supplier, maxBytes: this.config.media.maxBytes, timeoutMs: this.config.upstream.timeoutMs, signal: run.abort.signal });
         if (run.abort.signal.aborted) return;
-        const at = this.clock.now();
         if (r.ok) {
-          await this.media.recordMirrored(url, r, at);
+          buffered.push({ kind: 'mirrored', url, file: r });
+          bufferedBytes += r.data.length;
           known.set(url, { kind: 'mirrored', sha256: r.sha256, ext: r.ext });
           c.imagesFetched++;
           c.imageBytes += r.data.length;
         } else {
-          await this.media.recordRefused(url, r.reason, r.transient ? new Date(at.getTime() + MEDIA_RETRY_MS) : null, at);
+          const retryAt = r.transient ? new Date(this.clock.now().getTime() + MEDIA_RETRY_MS) : null;
+          buffered.push({ kind: 'refused', url, reason: r.reason, retryAt });
           known.set(url, { kind: 'refused', reason: r.reason });
           this.logger.warn(`sync run ${run.runId}: image ${url} left out (${r.reason}: ${r.detail})`);
         }
+        if (bufferedBytes >= MAX_BUFFERED_BYTES || buffered.length >= MAX_BUFFERED_IMAGES) await flush();
       });
+      await flush();
       if (run.abort.signal.aborted) return;
       const renders = work.map((w) => {
         const r = renderProductMedia(w, (u) => known.get(u), s);

@@ -15,7 +15,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { isPrivateAddress, isSupplierHost } from './media-address.js';
 import type { ImageRefusal } from './product-media.js';
 
@@ -92,7 +92,16 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
 }
 
 @Injectable()
-export class MediaFetcher {
+export class MediaFetcher implements OnModuleDestroy {
+  // Connections are kept between downloads (a socket is only reused for the host and port it was
+  // opened to, whose address was checked when it connected).
+  private readonly agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 4 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 4 }) };
+
+  onModuleDestroy(): void {
+    this.agents['http:'].destroy();
+    this.agents['https:'].destroy();
+  }
+
   async fetch(url: string, o: FetchOptions): Promise<FetchedImage> {
     const timeout = AbortSignal.timeout(o.timeoutMs);
     const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
@@ -132,7 +141,7 @@ export class MediaFetcher {
     }
     const client = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = client.request(url, { method: 'GET', signal, lookup: guardedLookup(allowPrivate), headers: { accept: 'image/*', 'user-agent': 'upstream-relay media' } }, (res) => {
+      const req = client.request(url, { method: 'GET', signal, agent: this.agents[url.protocol as 'http:' | 'https:'], lookup: guardedLookup(allowPrivate), headers: { accept: 'image/*', 'user-agent': 'upstream-relay media' } }, (res) => {
         const status = res.statusCode ?? 0;
         const fail = (e: Refused): void => {
           res.destroy();

@@ -6,6 +6,16 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { SourceState } from './product-media.js';
 
+export interface MirroredImage {
+  sha256: string;
+  ext: string;
+  contentType: string;
+  data: Buffer;
+}
+
+/** What a download of an image URL came to. */
+export type MediaOutcome = { kind: 'mirrored'; url: string; file: MirroredImage } | { kind: 'refused'; url: string; reason: string; retryAt: Date | null };
+
 export interface MediaFile {
   sha256: string;
   ext: string;
@@ -34,28 +44,40 @@ export class MediaRepository {
     return out;
   }
 
-  /** A fetched image: its file (once per content) and its URL's source, in one transaction. */
-  async recordMirrored(url: string, file: { sha256: string; ext: string; contentType: string; data: Buffer }, now: Date): Promise<void> {
+  /**
+   * The outcomes of downloads, in one transaction: each image's file (once per content) and each URL's
+   * source, mirrored or refused (for good when `retryAt` is null, else until it).
+   */
+  async record(outcomes: MediaOutcome[], now: Date): Promise<void> {
+    if (outcomes.length === 0) return;
+    const files = new Map<string, MirroredImage>();
+    const sources = new Map<string, MediaOutcome>();
+    for (const o of outcomes) {
+      if (o.kind === 'mirrored') files.set(o.file.sha256, o.file);
+      sources.set(o.url, o);
+    }
     await this.dataSource.transaction(async (em) => {
-      await em.query(
-        `INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sha256) DO NOTHING`,
-        [file.sha256, file.ext, file.contentType, file.data.length, file.data, now],
+      if (files.size > 0) {
+        const params: unknown[] = [now];
+        const rows = [...files.values()].map((f) => {
+          params.push(f.sha256, f.ext, f.contentType, f.data.length, f.data);
+          const n = params.length;
+          return `($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}::int, $${n}::bytea, $1::timestamptz)`;
+        });
+        await em.query(`INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ${rows.join(', ')} ON CONFLICT (sha256) DO NOTHING`, params);
+      }
+      const list = [...sources.values()].map((o) =>
+        o.kind === 'mirrored'
+          ? { url: o.url, sha256: o.file.sha256, ext: o.file.ext, reason: null, retry_at: null }
+          : { url: o.url, sha256: null, ext: null, reason: o.reason, retry_at: o.retryAt?.toISOString() ?? null },
       );
       await em.query(
-        `INSERT INTO media_sources (url, sha256, ext, reason, retry_at, fetched_at) VALUES ($1, $2, $3, NULL, NULL, $4)
-         ON CONFLICT (url) DO UPDATE SET sha256 = EXCLUDED.sha256, ext = EXCLUDED.ext, reason = NULL, retry_at = NULL, fetched_at = EXCLUDED.fetched_at`,
-        [url, file.sha256, file.ext, now],
+        `INSERT INTO media_sources (url, sha256, ext, reason, retry_at, fetched_at)
+         SELECT url, sha256, ext, reason, retry_at, $2 FROM jsonb_to_recordset($1::jsonb) AS x(url text, sha256 text, ext text, reason text, retry_at timestamptz)
+         ON CONFLICT (url) DO UPDATE SET sha256 = EXCLUDED.sha256, ext = EXCLUDED.ext, reason = EXCLUDED.reason, retry_at = EXCLUDED.retry_at, fetched_at = EXCLUDED.fetched_at`,
+        [JSON.stringify(list), now],
       );
     });
-  }
-
-  /** A refused URL: for good (`retryAt` null) or until `retryAt`. */
-  async recordRefused(url: string, reason: string, retryAt: Date | null, now: Date): Promise<void> {
-    await this.dataSource.query(
-      `INSERT INTO media_sources (url, sha256, ext, reason, retry_at, fetched_at) VALUES ($1, NULL, NULL, $2, $3, $4)
-       ON CONFLICT (url) DO UPDATE SET sha256 = NULL, ext = NULL, reason = EXCLUDED.reason, retry_at = EXCLUDED.retry_at, fetched_at = EXCLUDED.fetched_at`,
-      [url, reason, retryAt, now],
-    );
   }
 
   /** A mirrored file by its SHA-256 and extension (null when there is none). */
