@@ -159,7 +159,7 @@ function shapeDiff(actual: unknown, documented: unknown, path = '$', out: string
   return out;
 }
 
-const PUBLIC_PREFIXES = ['/internal/', '/callbacks/', '/health', '/metrics'];
+const PUBLIC_PREFIXES = ['/internal/', '/callbacks/', '/health', '/metrics', '/media/'];
 
 describe('API docs: operations, examples and error codes', () => {
   let db: TestDatabase;

@@ -188,6 +188,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/catalog/products": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List products
+         * @description Products with everything a storefront shows, by `product_id` (by `updated_at`, then `product_id`, with `changed_since`). Images are mirrored: `images` and every `<img src>` of `content` name the relay's `/media` URLs, never the supplier's host.
+         */
+        get: operations["ProductsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/catalog/products/{product_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a product
+         * @description One product by its upstream id.
+         */
+        get: operations["ProductsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/orders": {
         parameters: {
             query?: never;
@@ -572,6 +612,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/media/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A mirrored product image
+         * @description The bytes and content type of a product image the sync mirrored (MEDIA_MIRROR), named by the SHA-256 of its bytes: cacheable forever. No token. Product `images` and the `<img src>` of `content` name these URLs (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`).
+         */
+        get: operations["MediaController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -699,7 +759,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -1699,6 +1759,10 @@ export interface operations {
                      *           "budget_wait_ms": 31250,
                      *           "skipped_products": [],
                      *           "reread_products": 0,
+                     *           "skipped_images": [],
+                     *           "images_fetched": 0,
+                     *           "image_bytes": 0,
+                     *           "media_ms": 0,
                      *           "note": "incremental pass requested",
                      *           "heartbeat_at": "2026-11-22T10:15:00.004Z"
                      *         },
@@ -1741,6 +1805,10 @@ export interface operations {
                      *             }
                      *           ],
                      *           "reread_products": 0,
+                     *           "skipped_images": [],
+                     *           "images_fetched": 0,
+                     *           "image_bytes": 0,
+                     *           "media_ms": 0,
                      *           "note": "periodic full pass",
                      *           "heartbeat_at": "2026-11-22T09:45:12.337Z"
                      *         }
@@ -1813,6 +1881,20 @@ export interface operations {
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
                             reread_products: number;
+                            /** @description product images left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on */
+                            skipped_images: {
+                                product_id: number;
+                                /** @description the image URL as the upstream gave it (resolved against its origin when relative) */
+                                url: string;
+                                /** @enum {string} */
+                                reason: "not_http" | "bad_url" | "private_address" | "not_an_image" | "too_large" | "not_found" | "http_error" | "timeout" | "unreachable" | "too_many_redirects";
+                            }[];
+                            /** @description images the run downloaded for mirroring (MEDIA_MIRROR); an unchanged image is never fetched again */
+                            images_fetched: number;
+                            /** @description bytes of the images the run downloaded */
+                            image_bytes: number;
+                            /** @description milliseconds the run spent on images, after its pages */
+                            media_ms: number;
                             note: string | null;
                             /** Format: date-time */
                             heartbeat_at: string | null;
@@ -1924,6 +2006,10 @@ export interface operations {
                      *           }
                      *         ],
                      *         "reread_products": 0,
+                     *         "skipped_images": [],
+                     *         "images_fetched": 0,
+                     *         "image_bytes": 0,
+                     *         "media_ms": 0,
                      *         "note": "periodic full pass",
                      *         "heartbeat_at": "2026-11-22T09:45:12.337Z"
                      *       }
@@ -1993,6 +2079,20 @@ export interface operations {
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
                             reread_products: number;
+                            /** @description product images left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on */
+                            skipped_images: {
+                                product_id: number;
+                                /** @description the image URL as the upstream gave it (resolved against its origin when relative) */
+                                url: string;
+                                /** @enum {string} */
+                                reason: "not_http" | "bad_url" | "private_address" | "not_an_image" | "too_large" | "not_found" | "http_error" | "timeout" | "unreachable" | "too_many_redirects";
+                            }[];
+                            /** @description images the run downloaded for mirroring (MEDIA_MIRROR); an unchanged image is never fetched again */
+                            images_fetched: number;
+                            /** @description bytes of the images the run downloaded */
+                            image_bytes: number;
+                            /** @description milliseconds the run spent on images, after its pages */
+                            media_ms: number;
                             note: string | null;
                             /** Format: date-time */
                             heartbeat_at: string | null;
@@ -2287,6 +2387,295 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ProductsController_list: {
+        parameters: {
+            query?: {
+                /** @description the supplier's name (UPSTREAM_NAME, default `main`); another name lists nothing */
+                supplier?: string;
+                /** @description `true`: products with a listed SKU only, `false`: the others only; absent: both */
+                listed?: boolean;
+                /** @description RFC 3339: the products whose `updated_at` is later (unlisted ones included), ordered by `updated_at`, then `product_id` */
+                changed_since?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1–500 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of products */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "items": [
+                     *         {
+                     *           "supplier": "main",
+                     *           "product_id": 42,
+                     *           "slug": "product-42",
+                     *           "title": {
+                     *             "zh-CN": "Steam 激活码 商品 42",
+                     *             "en": "Steam keys product 42"
+                     *           },
+                     *           "description": {
+                     *             "zh-CN": "Steam 激活码：示例商品 42",
+                     *             "en": "Steam keys: sample product 42"
+                     *           },
+                     *           "content": {
+                     *             "en": "<p>Details of product 42</p><img src=\"/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png\" alt=\"product 42\">"
+                     *           },
+                     *           "images": [
+                     *             "/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png"
+                     *           ],
+                     *           "tags": [
+                     *             "steam-keys"
+                     *           ],
+                     *           "seo_meta": {
+                     *             "title": "Product 42",
+                     *             "keywords": [
+                     *               "steam-keys"
+                     *             ]
+                     *           },
+                     *           "category_id": 11,
+                     *           "listed": true,
+                     *           "sku_keys": [
+                     *             "42:SKU-00042-1",
+                     *             "42:SKU-00042-2"
+                     *           ],
+                     *           "updated_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "page_size": 100
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        items: {
+                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            supplier: string;
+                            /** @description upstream product id */
+                            product_id: number;
+                            slug: string;
+                            /** @description by language */
+                            title: {
+                                [key: string]: string;
+                            };
+                            /** @description by language */
+                            description: {
+                                [key: string]: string;
+                            };
+                            /** @description the detail page, HTML by language; every `<img src>` names the relay's mirrored image (an image refused or not fetched yet is left out) */
+                            content: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description the relay's URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`); the upstream's URLs with MEDIA_MIRROR=false */
+                            images: string[];
+                            tags: string[];
+                            seo_meta: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description upstream category id */
+                            category_id: number;
+                            /** @description at least one of its SKUs is listed */
+                            listed: boolean;
+                            /** @description its SKUs (`GET /internal/catalog/skus/{sku_key}`) */
+                            sku_keys: string[];
+                            /**
+                             * Format: date-time
+                             * @description moves when anything the shop is shown of the product changes (images and content included)
+                             */
+                            updated_at: string;
+                        }[];
+                        /** @description all matching items */
+                        total: number;
+                        page: number;
+                        page_size: number;
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ProductsController_get: {
+        parameters: {
+            query?: {
+                /** @description the supplier's name (UPSTREAM_NAME, default `main`); another name: 404 `product_not_found` */
+                supplier?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the upstream product id */
+                product_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the product */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "product": {
+                     *         "supplier": "main",
+                     *         "product_id": 42,
+                     *         "slug": "product-42",
+                     *         "title": {
+                     *           "zh-CN": "Steam 激活码 商品 42",
+                     *           "en": "Steam keys product 42"
+                     *         },
+                     *         "description": {
+                     *           "zh-CN": "Steam 激活码：示例商品 42",
+                     *           "en": "Steam keys: sample product 42"
+                     *         },
+                     *         "content": {
+                     *           "en": "<p>Details of product 42</p><img src=\"/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png\" alt=\"product 42\">"
+                     *         },
+                     *         "images": [
+                     *           "/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png"
+                     *         ],
+                     *         "tags": [
+                     *           "steam-keys"
+                     *         ],
+                     *         "seo_meta": {
+                     *           "title": "Product 42",
+                     *           "keywords": [
+                     *             "steam-keys"
+                     *           ]
+                     *         },
+                     *         "category_id": 11,
+                     *         "listed": true,
+                     *         "sku_keys": [
+                     *           "42:SKU-00042-1",
+                     *           "42:SKU-00042-2"
+                     *         ],
+                     *         "updated_at": "2026-11-22T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description a product with everything a storefront shows (CONTRACT §5) */
+                        product: {
+                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            supplier: string;
+                            /** @description upstream product id */
+                            product_id: number;
+                            slug: string;
+                            /** @description by language */
+                            title: {
+                                [key: string]: string;
+                            };
+                            /** @description by language */
+                            description: {
+                                [key: string]: string;
+                            };
+                            /** @description the detail page, HTML by language; every `<img src>` names the relay's mirrored image (an image refused or not fetched yet is left out) */
+                            content: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description the relay's URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`); the upstream's URLs with MEDIA_MIRROR=false */
+                            images: string[];
+                            tags: string[];
+                            seo_meta: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description upstream category id */
+                            category_id: number;
+                            /** @description at least one of its SKUs is listed */
+                            listed: boolean;
+                            /** @description its SKUs (`GET /internal/catalog/skus/{sku_key}`) */
+                            sku_keys: string[];
+                            /**
+                             * Format: date-time
+                             * @description moves when anything the shop is shown of the product changes (images and content included)
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `product_not_found`: no product with this id (of this `supplier`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "product_not_found";
+                    };
                 };
             };
             /**
@@ -5226,6 +5615,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    MediaController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `<sha256>.<ext>` */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the image (its bytes, with its own Content-Type) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example (the image bytes) */
+                    "image/*": string;
+                };
+            };
+            /** @description - `media_not_found`: `GET /media/{file}`: no mirrored image with this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "media_not_found";
+                    };
                 };
             };
             /**

@@ -40,6 +40,9 @@ export type Sku = SkuList['items'][number];
 export type SkuAnswer = Answer<'/internal/catalog/skus/{sku_code}', 'get'>;
 export type SkuDetail = SkuAnswer['sku'];
 
+export type ProductAnswer = Answer<'/internal/catalog/products/{product_id}', 'get'>;
+export type Product = ProductAnswer['product'];
+
 export type SkuChangeList = Answer<'/internal/catalog/skus/{sku_code}/changes', 'get'>;
 /** One row of a SKU's change history. */
 export type SkuChange = SkuChangeList['items'][number];

@@ -6,7 +6,8 @@
  * sync-plan.ts and ProductsPass), every page written as it arrives → after a complete full pass only,
  * every listed SKU the pass did not see is checked with `GET /products/{id}` (404 → unlisted; found →
  * kept and updated; see DelistingChecks); after an incremental pass, the products ordered lately are
- * re-read (stock does not move `updated_at`; see OrderedRereads) → finished with its summary. A run that cannot fetch every
+ * re-read (stock does not move `updated_at`; see OrderedRereads) → the media pass: product images
+ * downloaded and mirrored (ProductMediaService; it never fails the run) → finished with its summary. A run that cannot fetch every
  * page fails, says which page and why, and unlists nothing.
  *
  * The run row is this process's claim on the run (SyncRunLease): renewed by a heartbeat, its loss stops
@@ -30,6 +31,7 @@ import { OrderedRereads } from './ordered-rereads.service.js';
 import type { PageFingerprints } from './page-fingerprints.js';
 import { PricingContextService } from './pricing-context.service.js';
 import { PricingService } from './pricing.service.js';
+import { ProductMediaService } from './product-media.service.js';
 import { ProductsPass } from './products-pass.service.js';
 import { AbortedError, DEFAULT_RETRY_POLICY, PageFailure, RetriesExhausted, withRetries, type RetryPolicy } from './product-pager.js';
 import { planPass, type PassMode } from './sync-plan.js';
@@ -81,6 +83,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     private readonly pricing: PricingContextService,
     private readonly pricingRules: PricingService,
     private readonly metrics: Metrics,
+    private readonly productMedia: ProductMediaService,
   ) {}
 
   /** This process, as the owner of the runs it starts (see SyncRunLease). */
@@ -224,6 +227,8 @@ export class CatalogSyncService implements OnModuleDestroy {
       } else {
         await this.orderedRereads.run(run);
       }
+      // after the pages (and what follows them): images are downloaded, and never fail the run
+      await this.productMedia.runPass(run);
     } catch (e) {
       status = 'failed';
       error =
@@ -250,7 +255,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     const summary =
       `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
       `, ${c.skippedProducts.length} products left out for their shape, ${c.rereadProducts} ordered products re-read` +
-      `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget`;
+      `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget` +
+      `, ${c.imagesFetched} images fetched (${c.imageBytes} bytes, ${Math.round(c.mediaMs)} ms), ${c.skippedImages.length} left out`;
     if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
     else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
     run.phase = 'finished';
@@ -348,6 +354,10 @@ export class CatalogSyncService implements OnModuleDestroy {
       budget_wait_ms: Math.round(c.budgetWaitMs),
       skipped_products: c.skippedProducts,
       reread_products: c.rereadProducts,
+      skipped_images: c.skippedImages,
+      images_fetched: c.imagesFetched,
+      image_bytes: c.imageBytes,
+      media_ms: Math.round(c.mediaMs),
       note: run.notes.join('; '),
       error,
     };

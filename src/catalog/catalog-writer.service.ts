@@ -13,6 +13,8 @@ import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CommitModeRepository } from './commit-mode.repository.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
+import { ProductMediaService } from './product-media.service.js';
+import { ProductRepository } from './product.repository.js';
 import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
 import { skuKeyOf } from './sku-key.js';
 import { SkuWriteRepository, type HistoryInput } from './sku-write.repository.js';
@@ -83,6 +85,8 @@ export class CatalogWriter {
     private readonly outbox: OutboxWriter,
     private readonly metrics: Metrics,
     private readonly commitMode: CommitModeRepository,
+    private readonly products: ProductRepository,
+    private readonly productMedia: ProductMediaService,
   ) {}
 
   /**
@@ -169,6 +173,9 @@ export class CatalogWriter {
     // Loaded before the transaction: never wait for another connection while holding one.
     const initial = await this.pricing.current();
     const products = todo.map((f) => f.product);
+    // The products' own rows (content, images, tags, SEO), their images shown from what is known of
+    // their URLs: read before the transaction too.
+    const productRows = await this.productMedia.prepare(products);
     const keys = products.flatMap((p) => p.skus.map((s) => skuKeyOf(p.id, s.sku_code)));
     return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
@@ -183,6 +190,7 @@ export class CatalogWriter {
         // transaction's start on the database's clock (see transactionNow).
         const now = byCopy ? await this.repo.transactionNow(em) : (await this.repo.lockSkuCodes(em, keys, { listedOf: unlist?.productId })).now;
         const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
+        if (unlist && unlisted.length > 0) await this.products.touch(em, unlist.productId, now);
         for (let attempt = 0; ; attempt++) {
           if (attempt > 0) rounds = this.rounds(products, ctx);
           const out = emptyResult();
@@ -219,6 +227,9 @@ export class CatalogWriter {
             await this.commitMode.commitDurably(em);
           }
           await this.record(em, pairs, out, opts, now);
+          const moved = await this.products.upsert(em, productRows, now);
+          const changedProducts = moved.filter((m) => !m.created).map((m) => ({ product_id: m.product_id, updated_at: now }));
+          if (this.outbox.enabled && changedProducts.length > 0) await this.outbox.append(em as EntityManager, this.productMedia.events(changedProducts));
           out.unfingerprinted = await this.repo.writeFingerprints(
             em,
             todo.map((f) => ({
@@ -258,6 +269,8 @@ export class CatalogWriter {
       // then sees it unlisted (and records the relisting), rather than relisting it from a stale read.
       const { now } = await this.repo.lockSkuCodes(em, [], { listedOf: productId });
       const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
+      // the product's `listed` follows its SKUs'
+      if (olds.length > 0) await this.products.touch(em, productId, now);
       const out = emptyResult();
       await this.record(
         em,

@@ -220,3 +220,37 @@ export class PutPricingRulesBody {
   @Type(() => PricingRuleBody)
   rules!: PricingRuleBody[];
 }
+
+/** `GET /internal/catalog/products` (CONTRACT §5). */
+export class ProductListQuery extends PageQuery {
+  @ApiPropertyOptional({ type: String, description: 'the supplier\'s name (UPSTREAM_NAME, default `main`); another name lists nothing' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  supplier?: string;
+
+  @ApiPropertyOptional({ type: Boolean, description: '`true`: products with a listed SKU only, `false`: the others only; absent: both' })
+  @IsOptional()
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'listed must be true or false' })
+  listed?: boolean;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    description: 'RFC 3339: the products whose `updated_at` is later (unlisted ones included), ordered by `updated_at`, then `product_id`',
+    example: '2026-11-22T09:00:00Z',
+  })
+  @IsOptional()
+  @IsRfc3339Instant()
+  changed_since?: string;
+}
+
+/** `GET /internal/catalog/products/{product_id}?supplier=`. */
+export class ProductQuery {
+  @ApiPropertyOptional({ type: String, description: 'the supplier\'s name (UPSTREAM_NAME, default `main`); another name: 404 `product_not_found`' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  supplier?: string;
+}

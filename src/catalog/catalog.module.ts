@@ -4,6 +4,7 @@
  * (runs with progress, for the CLI) and SyncRunRepository (the last run, for /health).
  */
 import { Module } from '@nestjs/common';
+import { MediaModule } from '../media/media.module.js';
 import { CatalogController } from './catalog.controller.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CatalogRepository } from './catalog.repository.js';
@@ -19,14 +20,20 @@ import { PricingContextService } from './pricing-context.service.js';
 import { PricingController } from './pricing.controller.js';
 import { PricingRepository } from './pricing.repository.js';
 import { PricingService } from './pricing.service.js';
+import { ProductMediaService } from './product-media.service.js';
+import { ProductRepository } from './product.repository.js';
+import { ProductsController } from './products.controller.js';
 import { ProductsPass } from './products-pass.service.js';
 import { SkuWriteRepository } from './sku-write.repository.js';
 import { SyncRunLease } from './sync-run-lease.service.js';
 import { SyncRunRepository } from './sync-run.repository.js';
 
 @Module({
-  controllers: [CatalogController, PricingController],
+  imports: [MediaModule],
+  controllers: [CatalogController, PricingController, ProductsController],
   providers: [
+    ProductRepository,
+    ProductMediaService,
     CatalogRepository,
     SkuWriteRepository,
     CatalogReadRepository,

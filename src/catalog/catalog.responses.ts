@@ -114,6 +114,10 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     budget_wait_ms: Number(r.budget_wait_ms),
     skipped_products: (r.skipped_products ?? []).map((x) => ({ product_id: x.product_id, reason: x.reason })),
     reread_products: r.reread_products ?? 0,
+    skipped_images: (r.skipped_images ?? []).map((x) => ({ product_id: x.product_id, url: x.url, reason: x.reason })),
+    images_fetched: r.images_fetched ?? 0,
+    image_bytes: Number(r.image_bytes ?? 0),
+    media_ms: r.media_ms ?? 0,
     note: r.note,
     heartbeat_at: iso(r.heartbeat_at),
   };

@@ -150,11 +150,16 @@ describe('productFingerprint', () => {
     expect(productFingerprint(product({ skus: [sku, { ...sku, sku_code: 'C' }] }))).not.toBe(base);
     expect(productFingerprint(product({ skus: [{ ...sku, spec_values: { d: '1' } }] }))).not.toBe(base);
     expect(productFingerprint(product({ manual_form_schema: { fields: [] } }))).not.toBe(base);
+    // the product's own row: content, images, tags, SEO (an unchanged page still costs nothing)
+    expect(productFingerprint(product({ images: ['x.png'] }))).not.toBe(base);
+    expect(productFingerprint(product({ content: { en: '<p>x</p>' } }))).not.toBe(base);
+    expect(productFingerprint(product({ tags: ['t'] }))).not.toBe(base);
+    expect(productFingerprint(product({ seo_meta: { a: 1 } }))).not.toBe(base);
   });
 
   it('ignores what the catalog does not keep', () => {
     const base = productFingerprint(product());
-    expect(productFingerprint(product({ images: ['x.png'], tags: ['t'], updated_at: '2026-01-01T00:00:00Z', seo_meta: { a: 1 } }))).toBe(base);
+    expect(productFingerprint(product({ updated_at: '2026-01-01T00:00:00Z', created_at: '2025-01-01T00:00:00Z', price_amount: '1.00' }))).toBe(base);
   });
 });
 

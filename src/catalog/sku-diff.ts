@@ -135,7 +135,7 @@ function fieldEqual(type: FieldType, a: unknown, b: unknown): boolean {
 // ----------------------------------------------------------------------------------------- hash
 
 /** Bumped when the mapping from upstream products to rows changes: every product is then written again. */
-export const FINGERPRINT_VERSION = 2;
+export const FINGERPRINT_VERSION = 3;
 
 /**
  * A fingerprint of what the catalog keeps of an upstream product (its fields and every SKU's): equal
@@ -144,7 +144,8 @@ export const FINGERPRINT_VERSION = 2;
  * product is then compared in full, and nothing is written when no field changed.
  */
 export function productFingerprint(product: UpstreamProduct): string {
-  // Only what the catalog keeps (images, SEO data, dates… do not count), in a fixed order.
+  // Only what the catalog keeps (its SKUs, and the product's own row: content, images, tags, SEO; not
+  // its dates), in a fixed order.
   const parts: unknown[] = [
     product.id,
     product.slug,
@@ -154,6 +155,10 @@ export function productFingerprint(product: UpstreamProduct): string {
     product.is_active,
     product.fulfillment_type,
     product.manual_form_schema ?? null,
+    product.content ?? null,
+    product.images ?? null,
+    product.tags ?? null,
+    product.seo_meta ?? null,
   ];
   for (const s of product.skus) {
     parts.push(s.id, s.sku_code, s.spec_values, s.price_amount, s.original_price ?? null, s.member_price ?? null, s.stock_status, s.stock_quantity, s.is_active);

@@ -12,7 +12,7 @@ import type { PassMode, PassPlan } from './sync-plan.js';
 import type { RunClaim } from './sync-run-lease.service.js';
 import { MAX_SKIPPED_LISTED, type RunCounters } from './sync-run.repository.js';
 
-export type SyncPhase = 'starting' | 'categories' | 'products' | 'rereading' | 'confirming' | 'finished';
+export type SyncPhase = 'starting' | 'categories' | 'products' | 'rereading' | 'confirming' | 'media' | 'finished';
 
 /** A run's progress: its counters so far (those of the run row, see RunCounters). */
 export interface SyncProgress
@@ -93,6 +93,10 @@ export function emptyCounters(): RunCounters {
     budgetWaitMs: 0,
     skippedProducts: [],
     rereadProducts: 0,
+    skippedImages: [],
+    imagesFetched: 0,
+    imageBytes: 0,
+    mediaMs: 0,
   };
 }
 

@@ -50,6 +50,12 @@ export interface SyncRunRecord {
   skipped_products: SkippedProduct[];
   /** Ordered products an incremental run re-read on its own (SYNC_REREAD_ORDERED). */
   reread_products: number;
+  /** Images left out of the run's products, with why (at most MAX_SKIPPED_LISTED). */
+  skipped_images: SkippedImage[];
+  /** Images the run's media pass downloaded, their bytes, and the pass's time. */
+  images_fetched: number;
+  image_bytes: number | string;
+  media_ms: number;
   note: string | null;
   error: string | null;
 }
@@ -73,6 +79,18 @@ export interface RunCounters {
   skippedProducts: SkippedProduct[];
   /** Ordered products re-read after an incremental pass (`GET /products/{id}` requests made). */
   rereadProducts: number;
+  /** Images left out (refused), with their product and why, at most MAX_SKIPPED_LISTED. */
+  skippedImages: SkippedImage[];
+  imagesFetched: number;
+  imageBytes: number;
+  mediaMs: number;
+}
+
+/** An image left out of a product (CONTRACT §5: a run's `skipped_images`). */
+export interface SkippedImage {
+  product_id: number;
+  url: string;
+  reason: string;
 }
 
 /** The most products left out for their shape that a run lists (the count goes on in the metric). */
@@ -91,7 +109,8 @@ export interface NewRun {
 
 const COUNTER_SET = `pages_total = $2, pages_done = $3, products_seen = $4, skus_seen = $5, skus_created = $6,
   skus_changed = $7, skus_delisted = $8, skus_relisted = $9, changes = $10::jsonb, conflicts = $11,
-  confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14, skipped_products = $15::jsonb, reread_products = $16`;
+  confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14, skipped_products = $15::jsonb, reread_products = $16,
+  skipped_images = $17::jsonb, images_fetched = $18, image_bytes = $19, media_ms = $20`;
 
 function counterParams(c: RunCounters): unknown[] {
   return [
@@ -110,6 +129,10 @@ function counterParams(c: RunCounters): unknown[] {
     Math.max(0, Math.round(c.budgetWaitMs)),
     JSON.stringify(c.skippedProducts),
     c.rereadProducts,
+    JSON.stringify(c.skippedImages),
+    c.imagesFetched,
+    c.imageBytes,
+    Math.max(0, Math.round(c.mediaMs)),
   ];
 }
 
@@ -171,7 +194,7 @@ export class SyncRunRepository {
     return this.count(
       this.db,
       `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $17 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $21 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(c), owner],
     );
   }
@@ -194,9 +217,9 @@ export class SyncRunRepository {
   ): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $17, error = $18, note = coalesce($19, note), finished_at = $20,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $21, error = $22, note = coalesce($23, note), finished_at = $24,
               heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $21 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $25 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now, owner],
     );
   }
@@ -209,9 +232,9 @@ export class SyncRunRepository {
   async finishLost(em: Db, runId: string, owner: string, r: { counters: RunCounters; error: string; note: string | null }): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($18, note),
-              error = $17 || coalesce(' (recorded by the other process: ' || error || ')', '')
-        WHERE run_id = $1 AND owner = $19 AND status = 'failed' RETURNING 1`,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($22, note),
+              error = $21 || coalesce(' (recorded by the other process: ' || error || ')', '')
+        WHERE run_id = $1 AND owner = $23 AND status = 'failed' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.error, r.note, owner],
     );
   }

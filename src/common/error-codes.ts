@@ -19,6 +19,8 @@ const TABLE = [
   { code: 'insufficient_balance', status: 402, meaning: 'the upstream wallet cannot pay the order; the order is `rejected` (in `order`)' },
   { code: 'not_found', status: 404, meaning: 'no such route, or a method the path does not take (under `/internal/`: only with a valid token, else 401 `unauthorized`)' },
   { code: 'sku_not_found', status: 404, meaning: 'no SKU with this `sku_key` or `sku_code`' },
+  { code: 'product_not_found', status: 404, meaning: 'no product with this id (of this `supplier`)' },
+  { code: 'media_not_found', status: 404, meaning: '`GET /media/{file}`: no mirrored image with this name' },
   { code: 'sync_run_not_found', status: 404, meaning: 'no sync run with this `run_id`' },
   { code: 'reconciliation_run_not_found', status: 404, meaning: 'no reconciliation run with this `run_id`' },
   { code: 'order_not_found', status: 404, meaning: 'no order with this `shop_order_no`' },

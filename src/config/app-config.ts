@@ -78,6 +78,11 @@ export interface AppConfigShape {
   database: DatabaseTarget;
   migrateOnStart: boolean;
   upstream: {
+    /**
+     * UPSTREAM_NAME: the name of the supplier the UPSTREAM_* variables define (CONTRACT §10), the
+     * `supplier` of every product, SKU and run of the catalog. The one place the code reads it.
+     */
+    name: string;
     /** null until the in-process sandbox has started (see `sandbox`). */
     baseUrl: string | null;
     apiKey: string;
@@ -151,6 +156,15 @@ export interface AppConfigShape {
   logFormat: LogFormat;
   /** RETENTION_DAYS: final rows older than this many days are deleted; null: the job is off (`0`, `off`). */
   retention: { days: number | null };
+  /** Product images (CONTRACT §5): mirrored into the database and served at `/media`. */
+  media: {
+    /** MEDIA_MIRROR: false passes the upstream's image URLs through unchanged. */
+    mirror: boolean;
+    /** MEDIA_PUBLIC_URL without a trailing slash; null: the relative path `/media`. */
+    publicUrl: string | null;
+    /** MEDIA_MAX_BYTES: a larger image is refused (its download stops as soon as it is exceeded). */
+    maxBytes: number;
+  };
   /** RECONCILE_AFTER: when a finished order is read again, in milliseconds after the service found it finished (`1h,1d,7d`); null: `off`. */
   reconcile: { afterMs: number[] | null };
   /**
@@ -185,6 +199,7 @@ export class AppConfig implements AppConfigShape {
   logLevel!: LogLevel;
   logFormat!: LogFormat;
   retention!: AppConfigShape['retention'];
+  media!: AppConfigShape['media'];
   reconcile!: AppConfigShape['reconcile'];
   workers!: boolean;
   generated!: string[];
@@ -471,6 +486,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain at least one placeholder ({method}, {path}, {timestamp}, {body_md5}…)');
   }
 
+  const upstreamName = r.raw('UPSTREAM_NAME') ?? 'main';
+  if (!/^[a-z][a-z0-9-]{0,31}$/.test(upstreamName)) {
+    r.fail('UPSTREAM_NAME', `must match [a-z][a-z0-9-]{0,31} (a lower-case letter, then up to 31 letters, digits or dashes), got "${upstreamName}"`);
+  }
+  const mediaPublicUrl = r.url('MEDIA_PUBLIC_URL', ['http:', 'https:']) ?? null;
+
   const publicUrl = r.url('CALLBACK_PUBLIC_URL', ['http:', 'https:']) ?? null;
   const explicitPath = r.raw('CALLBACK_SIGNATURE_PATH');
   if (explicitPath !== undefined && !explicitPath.startsWith('/')) {
@@ -510,6 +531,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     database,
     migrateOnStart,
     upstream: {
+      name: upstreamName,
       baseUrl: baseUrl === null ? null : baseUrl.replace(/\/+$/, ''),
       apiKey,
       apiSecret,
@@ -566,6 +588,11 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
     logFormat: r.oneOf<LogFormat>('LOG_FORMAT', options.tty === true ? 'pretty' : 'json', ['json', 'pretty']),
     retention: { days: r.daysOrOff('RETENTION_DAYS', 90, 36_500) },
+    media: {
+      mirror: r.bool('MEDIA_MIRROR', true),
+      publicUrl: mediaPublicUrl === null ? null : mediaPublicUrl.replace(/\/+$/, ''),
+      maxBytes: r.int('MEDIA_MAX_BYTES', 5_242_880, 1, 1_073_741_824),
+    },
     reconcile: { afterMs: reconcileAfter(r) },
     workers: true,
     generated,

@@ -16,7 +16,8 @@ export type OutboxEventType =
   | 'alert.wallet_low'
   | 'alert.order_stuck'
   | 'alert.sync_failed'
-  | 'alert.wallet_recovered';
+  | 'alert.wallet_recovered'
+  | 'product.changed';
 
 export interface OutboxEvent {
   type: OutboxEventType;

@@ -1,7 +1,8 @@
 /**
  * The retention job (README, "Retention"): when `config.workers` is on and RETENTION_DAYS is not
  * `off`, once RETENTION_FIRST_RUN_DELAY_MS after the start and then every RETENTION_INTERVAL_MS, it
- * deletes the final rows older than RETENTION_DAYS of the tables in retention-policy.ts.
+ * deletes the final rows older than RETENTION_DAYS of the tables in retention-policy.ts, then the
+ * mirrored product images no product uses any more (after MEDIA_UNUSED_GRACE_MS).
  *
  * One run at a time across replicas: a run first takes the job's claim (RetentionRepository); an
  * instance that does not get it skips the run. The cutoff is read once from the database's clock. Each
@@ -17,6 +18,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../config/app-config.js';
+import { MediaRepository } from '../media/media.repository.js';
 import { Metrics } from '../ops/metrics.service.js';
 import {
   RETENTION_BATCH_SIZE,
@@ -45,7 +47,15 @@ export interface RetentionReport {
   /** Rows older than this were deleted; null when the run did not start. */
   cutoff: Date | null;
   deleted: RetentionCounts;
+  /** Mirrored images no product uses any more: their URLs and files deleted (a run that got that far). */
+  media?: { sources: number; files: number };
 }
+
+/**
+ * A mirrored image no product uses is deleted once it is this old: an image fetched while its product
+ * is being written is never taken from under it.
+ */
+export const MEDIA_UNUSED_GRACE_MS = 3_600_000;
 
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy {
@@ -56,11 +66,14 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private next: Date | null = null;
   private stopping = false;
   private current: Promise<RetentionReport> | null = null;
+  /** See MEDIA_UNUSED_GRACE_MS (a test sets 0). */
+  mediaGraceMs = MEDIA_UNUSED_GRACE_MS;
 
   constructor(
     private readonly config: AppConfig,
     private readonly repo: RetentionRepository,
     private readonly metrics: Metrics,
+    private readonly media: MediaRepository,
   ) {
     // every table's series from the start, at 0
     for (const table of RETENTION_TABLES) metrics.retentionDeletedRows.inc({ table }, 0);
@@ -138,8 +151,10 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       return halt.outcome === null;
     };
     let cutoff: Date | null = null;
+    let media: RetentionReport['media'];
     try {
-      const runCutoff = retentionCutoff(await this.repo.databaseNow(), days);
+      const databaseNow = await this.repo.databaseNow();
+      const runCutoff = retentionCutoff(databaseNow, days);
       cutoff = runCutoff;
       for (const table of RETENTION_TABLES) {
         const end = await drain((limit) => this.repo.deleteBatch(table, runCutoff, limit), {
@@ -152,6 +167,12 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         });
         if (end === 'stopped') break;
       }
+      // Images no product uses any more (their URLs, then the files no URL names).
+      if (halt.outcome === null && (await proceed())) {
+        media = await this.media.deleteUnused(new Date(databaseNow.getTime() - this.mediaGraceMs));
+        this.metrics.retentionDeletedRows.inc({ table: 'media_sources' }, media.sources);
+        this.metrics.retentionDeletedRows.inc({ table: 'media_files' }, media.files);
+      }
     } catch (e) {
       this.logger.warn({
         msg: `retention run failed after deleting ${describeDeleted(deleted)}: ${(e as Error).message}`,
@@ -162,7 +183,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       throw e;
     }
     if (halt.outcome !== 'claim_lost') await this.releaseClaim(token);
-    const report: RetentionReport = { outcome: halt.outcome ?? 'done', cutoff, deleted };
+    const report: RetentionReport = { outcome: halt.outcome ?? 'done', cutoff, deleted, ...(media ? { media } : {}) };
     this.log(report, Math.round(performance.now() - started));
     return report;
   }
@@ -178,9 +199,10 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
 
   private log(r: RetentionReport, durationMs: number): void {
     const fields = { outcome: r.outcome, cutoff: r.cutoff?.toISOString() ?? null, deleted: r.deleted, duration_ms: durationMs };
-    const what = `retention run ${r.outcome}: deleted ${describeDeleted(r.deleted)} older than ${fields.cutoff}`;
+    const images = r.media && r.media.files + r.media.sources > 0 ? `; ${r.media.files} unused images (${r.media.sources} image URLs)` : '';
+    const what = `retention run ${r.outcome}: deleted ${describeDeleted(r.deleted)} older than ${fields.cutoff}${images}`;
     if (r.outcome === 'claim_lost') this.logger.warn({ ...fields, msg: `${what}; its claim was taken over by another instance` });
-    else if (totalDeleted(r.deleted) > 0) this.logger.log({ ...fields, msg: what });
+    else if (totalDeleted(r.deleted) > 0 || images) this.logger.log({ ...fields, msg: what });
     else this.logger.debug({ ...fields, msg: what });
   }
 }

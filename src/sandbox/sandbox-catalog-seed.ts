@@ -149,6 +149,14 @@ export function buildCategories(): CategoryDef[] {
   return out;
 }
 
+/** Where the sandbox serves its own images (product images, content images): see sandbox-media.ts. */
+export const SANDBOX_UPLOADS_PREFIX = '/uploads';
+
+/** The image of a seeded product, as its `images` names it (a path on the sandbox's origin). */
+export function productImagePath(id: number): string {
+  return `${SANDBOX_UPLOADS_PREFIX}/products/p${id}.png`;
+}
+
 /** Small, fast, seeded PRNG (mulberry32). */
 function prng(seed: number): () => number {
   let a = seed >>> 0;
@@ -186,9 +194,17 @@ export function seedProducts(size: number, seed: number, leaves: readonly Catego
       slug: `product-${id}`,
       title: { 'zh-CN': `${cat.zh} 商品 ${id}`, en: `${cat.en} product ${id}` },
       description: { 'zh-CN': `${cat.zh}：示例商品 ${id}`, en: `${cat.en}: sample product ${id}` },
-      content: id % 2 === 0 ? { 'zh-CN': `<p>商品 ${id} 详情</p>`, en: `<p>Details of product ${id}</p>` } : null,
+      // Images are the sandbox's own (served under SANDBOX_UPLOADS_PREFIX), named by a path as Dujiao-Next
+      // names its uploads: relative to the supplier's origin. The content shows the product's image again.
+      content:
+        id % 2 === 0
+          ? {
+              'zh-CN': `<p>商品 ${id} 详情</p><p><img src="${productImagePath(id)}" alt="商品 ${id}"></p>`,
+              en: `<p>Details of product ${id}</p><p><img src="${productImagePath(id)}" alt="product ${id}"></p>`,
+            }
+          : null,
       seoMeta: id % 3 === 0 ? { title: `Product ${id}`, keywords: [cat.slug] } : null,
-      images: [`https://sandbox.invalid/img/p${id}.png`],
+      images: [productImagePath(id)],
       tags: id % 5 === 0 ? ['hot', cat.slug] : [cat.slug],
       fulfillmentType: manual ? 'manual' : 'auto',
       manualFormSchema: manual ? MANUAL_FORM_SCHEMA : null,

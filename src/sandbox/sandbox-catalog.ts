@@ -46,6 +46,19 @@ export interface AddProductInput {
   skus?: AddSkuInput[];
   /** Default true. */
   listed?: boolean;
+  /** Default: none. */
+  images?: string[];
+  content?: MultiLanguageText | null;
+  tags?: string[];
+  seoMeta?: Record<string, unknown> | null;
+}
+
+/** A product's storefront fields (see SandboxCatalog.setProductMedia). */
+export interface ProductMediaInput {
+  images?: string[];
+  content?: MultiLanguageText | null;
+  tags?: string[];
+  seoMeta?: Record<string, unknown> | null;
 }
 
 export interface FindSkuFilter {
@@ -181,6 +194,16 @@ export class SandboxCatalog extends CatalogStore {
    * Serves the product with `title: null` (`on`), or with its title again: an admin's edit (a new
    * `updated_at`) that leaves a product in a shape the API should never give.
    */
+  /** Changes a product's images, content, tags or SEO data (as an admin's edit: its updated_at moves). */
+  setProductMedia(productId: number, input: ProductMediaInput): void {
+    const p = this.product(productId);
+    if (input.images !== undefined) p.images = input.images;
+    if (input.content !== undefined) p.content = input.content;
+    if (input.tags !== undefined) p.tags = input.tags;
+    if (input.seoMeta !== undefined) p.seoMeta = input.seoMeta;
+    this.touch(productId);
+  }
+
   setTitleNull(productId: number, on: boolean): void {
     this.product(productId).titleNull = on;
     this.touch(productId);
@@ -258,10 +281,10 @@ export class SandboxCatalog extends CatalogStore {
       slug: `product-${id}`,
       title: input.title ?? { 'zh-CN': `新增商品 ${id}`, en: `Added product ${id}` },
       description: input.description ?? { 'zh-CN': `商品 ${id} 的说明`, en: `Description of product ${id}` },
-      content: null,
-      seoMeta: null,
-      images: [],
-      tags: [],
+      content: input.content ?? null,
+      seoMeta: input.seoMeta ?? null,
+      images: input.images ?? [],
+      tags: input.tags ?? [],
       fulfillmentType,
       manualFormSchema: input.manualFormSchema !== undefined ? input.manualFormSchema : fulfillmentType === 'manual' ? MANUAL_FORM_SCHEMA : null,
       categoryId: input.categoryId ?? this.leafCategoryIds()[0],

@@ -29,6 +29,8 @@ import { matchApiRoute, runOperation, type ApiContext } from './sandbox-api.js';
 import { authenticate, headerValue } from './sandbox-auth.js';
 import { CallbackDispatcher, type CallbackLogEntry } from './sandbox-callbacks.js';
 import { SandboxCatalog } from './sandbox-catalog.js';
+import { SANDBOX_UPLOADS_PREFIX } from './sandbox-catalog-seed.js';
+import { SandboxMedia } from './sandbox-media.js';
 import {
   DEFAULT_SANDBOX_TIMETABLE,
   resolveSandboxConfig,
@@ -89,6 +91,8 @@ export class SandboxServer {
   readonly config: Readonly<SandboxConfig>;
   readonly faults = new SandboxFaults();
   readonly catalog: SandboxCatalog;
+  /** Its own images (product and content images), and the answers a test switches them to. */
+  readonly media = new SandboxMedia();
   /** Emits 'request' (SandboxRequestEvent), 'order' (SandboxOrderEvent), 'callback' (CallbackLogEntry). */
   readonly events = new EventEmitter();
   readonly stats: SandboxStats;
@@ -268,6 +272,8 @@ export class SandboxServer {
     this.catalog.regenerate();
     this.faults.reset();
     this.callbacks.clear();
+    this.media.clear();
+    this.media.resetStats();
     this.resetStats();
   }
 
@@ -428,6 +434,7 @@ export class SandboxServer {
     const query = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
     if (pathname === SANDBOX_API_PREFIX || pathname.startsWith(`${SANDBOX_API_PREFIX}/`)) return this.serveApi(req, res, pathname, query);
     if (pathname === SANDBOX_CONTROL_PREFIX || pathname.startsWith(`${SANDBOX_CONTROL_PREFIX}/`)) return this.serveControl(req, res, pathname);
+    if (pathname.startsWith(`${SANDBOX_UPLOADS_PREFIX}/`) && (req.method === 'GET' || req.method === 'HEAD')) return this.media.serve(req, res, pathname);
     req.resume();
     this.write(res, { status: 404, body: errorJson('not_found', 'no such path') });
   }

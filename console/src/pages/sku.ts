@@ -1,15 +1,28 @@
-/** One SKU: its fields, its price under the rules, and its change history. */
+/** One SKU: its fields, its price under the rules, its product's images and content, and its change history. */
 import { api, enc } from '../api.js';
 import { Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import type { SkuAnswer, SkuChangeList } from '../types.js';
-import { Badge, Card, ErrorBox, Facts, Loading, Money, Time, useLoad } from '../ui.js';
+import { sanitizeHtml } from '../sanitize.js';
+import type { Product, ProductAnswer, SkuAnswer, SkuChangeList } from '../types.js';
+import { Badge, Card, ErrorBox, Facts, Loading, Money, pickText, Time, useLoad } from '../ui.js';
 
 function show(v: unknown): string {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'string') return v;
   return JSON.stringify(v);
+}
+
+/** The product's images (the relay's mirrored copies) and its content, sanitized. */
+function ProductMedia({ product }: { product: Product }) {
+  const content = pickText(product.content ?? null);
+  return html`<div class="product-media" data-testid="product-media">
+    ${product.images.length > 0
+      ? html`<div class="product-images">${product.images.map((src) => html`<a href=${src} target="_blank" rel="noopener noreferrer"><img src=${src} alt="" loading="lazy" /></a>`)}</div>`
+      : html`<p class="muted">No images.</p>`}
+    ${product.tags.length > 0 ? html`<p>${product.tags.map((t) => html`<${Badge} value=${t} tone="info" /> `)}</p>` : null}
+    ${content ? html`<div class="product-content" dangerouslySetInnerHTML=${{ __html: sanitizeHtml(content) }}></div>` : html`<p class="muted">No content.</p>`}
+  </div>`;
 }
 
 export function SkuPage({ skuCode }: { skuCode: string }) {
@@ -20,6 +33,8 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
     return { rows: body.items, total: body.total };
   }, [skuCode]);
   const s = sku.data;
+  const productId = s?.product_id;
+  const product = useLoad(async () => (productId === undefined ? null : (await api.get<ProductAnswer>(`/internal/catalog/products/${productId}`)).product), [productId]);
   return html`<div class="page sku">
     <p class="back"><a href="#/catalog">‹ Catalog</a></p>
     <div class="title-row">
@@ -53,6 +68,12 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
             ]} />
           <//>
         </div>`
+      : null}
+    ${s
+      ? html`<${Card} title="Product">
+          <${ErrorBox} error=${product.error} />
+          ${product.data ? html`<${ProductMedia} product=${product.data} />` : !product.error ? html`<${Loading} what="the product" />` : null}
+        <//>`
       : null}
     <${Card} title=${`Change history${changes.data ? ` (${changes.data.total})` : ''}`}>
       <${ErrorBox} error=${changes.error} />

@@ -1,0 +1,196 @@
+/**
+ * Products' images (CONTRACT §5, "A product"): how a written product's images are shown
+ * (`prepare`, for CatalogWriter: from what is already known of each URL, nothing fetched), and the
+ * media pass of a sync run (`runPass`), after its pages: every image URL still unknown is downloaded
+ * (MediaFetcher, at most MEDIA_CONCURRENCY at a time, no request budget), stored by its SHA-256 or
+ * recorded as refused, and the products using it are rendered again.
+ *
+ * The pass never fails a run: what goes wrong is logged, noted in the run, and left for the next one
+ * (the products stay pending). It never touches an order: it uses neither the upstream client nor
+ * its budget.
+ */
+import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { MediaFetcher } from '../media/media-fetcher.js';
+import { MediaRepository, type MediaOutcome } from '../media/media.repository.js';
+import { mediaSettings } from '../media/media-settings.js';
+import { mediaKey, renderProductMedia, type MediaSettings, type SourceState } from '../media/product-media.js';
+import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
+import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { ProductRepository, type ProductRow } from './product.repository.js';
+import { message, type ActiveRun } from './sync-run-state.js';
+import { MAX_SKIPPED_LISTED } from './sync-run.repository.js';
+
+/** Images downloaded at once. */
+export const MEDIA_CONCURRENCY = 2;
+/** Products rendered per batch of the pass. */
+const PASS_BATCH = 200;
+/** Downloaded images are written together, once this many bytes (or MAX_BUFFERED_IMAGES) are held. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const MAX_BUFFERED_IMAGES = 100;
+/** A transient refusal (a timeout, an unreachable host, a 5xx) is tried again after this long. */
+export const MEDIA_RETRY_MS = 3_600_000;
+
+function text(v: unknown): Record<string, string> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, string>) : {};
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** The shop notification of a product whose shown fields changed. */
+export function productChangedEvent(supplier: string, productId: number, updatedAt: Date): OutboxEvent {
+  return { type: 'product.changed', subject: `product:${productId}`, payload: { supplier, product_id: productId, updated_at: new Date(updatedAt).toISOString() } };
+}
+
+@Injectable()
+export class ProductMediaService {
+  private readonly logger = new Logger('catalog-media');
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+    private readonly dataSource: DataSource,
+    private readonly products: ProductRepository,
+    private readonly media: MediaRepository,
+    private readonly fetcher: MediaFetcher,
+    private readonly outbox: OutboxWriter,
+  ) {}
+
+  settings(): MediaSettings {
+    return mediaSettings(this.config);
+  }
+
+  /** The product rows of upstream products, their images shown from what is known of their URLs. */
+  async prepare(products: UpstreamProduct[]): Promise<ProductRow[]> {
+    const s = this.settings();
+    let known = new Map<string, SourceState>();
+    if (s.mirror) {
+      const urls = new Set<string>();
+      for (const p of products) for (const u of renderProductMedia(p, () => undefined, s).urls) urls.add(u);
+      known = await this.media.sources([...urls], this.clock.now());
+    }
+    const key = mediaKey(s);
+    return products.map((p) => {
+      const r = renderProductMedia(p, (u) => known.get(u), s);
+      return {
+        product_id: p.id,
+        slug: p.slug,
+        title: text(p.title),
+        description: text(p.description),
+        content: p.content ?? null,
+        images: p.images ?? [],
+        tags: p.tags ?? [],
+        seo_meta: p.seo_meta ?? null,
+        category_id: p.category_id,
+        is_active: p.is_active,
+        shown: { images: r.images, content: r.content },
+        // unknown URLs are fetched, and refusals reported, by the next media pass
+        media_pending: r.pending.length > 0 || r.skipped.length > 0,
+        media_key: key,
+        urls: r.urls,
+      };
+    });
+  }
+
+  /** The notifications of products whose shown fields changed. */
+  events(moved: Array<{ product_id: number; updated_at: Date }>): OutboxEvent[] {
+    return moved.map((m) => productChangedEvent(this.config.upstream.name, m.product_id, m.updated_at));
+  }
+
+  /** The media pass of a run (after its pages): see the top of this file. */
+  async runPass(run: ActiveRun): Promise<void> {
+    run.phase = 'media';
+    run.emit();
+    const started = performance.now();
+    try {
+      await this.pass(run);
+    } catch (e) {
+      if (run.abort.signal.aborted) return;
+      this.logger.warn(`sync run ${run.runId}: the media pass stopped (the products stay pending for the next run): ${message(e)}`);
+      run.notes.push(`images: ${message(e)}`);
+    } finally {
+      run.counters.mediaMs += performance.now() - started;
+    }
+  }
+
+  private async pass(run: ActiveRun): Promise<void> {
+    const s = this.settings();
+    const key = mediaKey(s);
+    const supplier = new URL(s.origin);
+    const c = run.counters;
+    let after = 0;
+    for (;;) {
+      if (run.abort.signal.aborted) return;
+      const now = this.clock.now();
+      const work = await this.products.mediaWork(after, key, now, PASS_BATCH);
+      if (work.length === 0) return;
+      after = work[work.length - 1].product_id;
+      const urls = new Set<string>();
+      for (const w of work) for (const u of renderProductMedia(w, () => undefined, s).urls) urls.add(u);
+      const known = s.mirror ? await this.media.sources([...urls], now) : new Map<string, SourceState>();
+      const toFetch = s.mirror ? [...urls].filter((u) => !known.has(u)) : [];
+      // outcomes are written in groups (one transaction each), never more than MAX_BUFFERED_BYTES held
+      let buffered: MediaOutcome[] = [];
+      let bufferedBytes = 0;
+      let writing: Promise<void> = Promise.resolve();
+      const flush = (): Promise<void> => {
+        const group = buffered;
+        buffered = [];
+        bufferedBytes = 0;
+        writing = writing.then(() => this.media.record(group, this.clock.now()));
+        return writing;
+      };
+      await eachLimited(toFetch, MEDIA_CONCURRENCY, async (url) => {
+        if (run.abort.signal.aborted) return;
+        const r = await this.fetcher.fetch(url, { supplier, maxBytes: this.config.media.maxBytes, timeoutMs: this.config.upstream.timeoutMs, signal: run.abort.signal });
+        if (run.abort.signal.aborted) return;
+        if (r.ok) {
+          buffered.push({ kind: 'mirrored', url, file: r });
+          bufferedBytes += r.data.length;
+          known.set(url, { kind: 'mirrored', sha256: r.sha256, ext: r.ext });
+          c.imagesFetched++;
+          c.imageBytes += r.data.length;
+        } else {
+          const retryAt = r.transient ? new Date(this.clock.now().getTime() + MEDIA_RETRY_MS) : null;
+          buffered.push({ kind: 'refused', url, reason: r.reason, retryAt });
+          known.set(url, { kind: 'refused', reason: r.reason });
+          this.logger.warn(`sync run ${run.runId}: image ${url} left out (${r.reason}: ${r.detail})`);
+        }
+        if (bufferedBytes >= MAX_BUFFERED_BYTES || buffered.length >= MAX_BUFFERED_IMAGES) await flush();
+      });
+      await flush();
+      if (run.abort.signal.aborted) return;
+      const renders = work.map((w) => {
+        const r = renderProductMedia(w, (u) => known.get(u), s);
+        for (const sk of r.skipped) {
+          if (c.skippedImages.length < MAX_SKIPPED_LISTED) c.skippedImages.push({ product_id: w.product_id, url: sk.url, reason: sk.reason });
+        }
+        return {
+          product_id: w.product_id,
+          media_version: w.media_version,
+          shown: { images: r.images, content: r.content },
+          media_pending: r.pending.length > 0,
+          media_key: key,
+          urls: r.urls,
+        };
+      });
+      const stamp = this.clock.now();
+      await this.dataSource.transaction(async (em) => {
+        const moved = await this.products.storeRenders(em, renders, stamp);
+        // A product is announced when its images change once it was complete; the render that
+        // completes a new or edited product is not announced again (its write was).
+        await this.outbox.append(em, this.events(moved.filter((m) => !m.was_pending)));
+      });
+      run.emit();
+    }
+  }
+}

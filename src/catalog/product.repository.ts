@@ -1,0 +1,218 @@
+/**
+ * The catalog's products (catalog_products: the upstream's fields as received and their images as
+ * shown, see src/media/product-media.ts) and the image URLs each uses (catalog_product_media). Written
+ * by CatalogWriter with the product's SKUs, re-rendered by the media pass of a sync (ProductMediaService),
+ * read by the internal API.
+ */
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Db } from './catalog.records.js';
+
+/** The images of a product as the shop is shown them. */
+export interface ShownMedia {
+  images: string[];
+  content: Record<string, string> | null;
+}
+
+/** A product as written from an upstream product. */
+export interface ProductRow {
+  product_id: number;
+  slug: string;
+  title: Record<string, string>;
+  description: Record<string, string>;
+  content: unknown;
+  images: unknown;
+  tags: unknown;
+  seo_meta: unknown;
+  category_id: number;
+  is_active: boolean;
+  shown: ShownMedia;
+  media_pending: boolean;
+  media_key: string;
+  /** The absolute image URLs it uses. */
+  urls: string[];
+}
+
+export interface StoredProduct {
+  product_id: number;
+  slug: string;
+  title: Record<string, string>;
+  description: Record<string, string>;
+  tags: unknown;
+  seo_meta: unknown;
+  category_id: number;
+  shown: ShownMedia;
+  sku_keys: string[];
+  listed: boolean;
+  updated_at: Date;
+}
+
+/** What the media pass renders: the upstream's images and content of a product, at a version. */
+export interface MediaWork {
+  product_id: number;
+  content: unknown;
+  images: unknown;
+  media_version: number;
+}
+
+export interface ProductFilter {
+  listed?: boolean;
+  changedSince?: Date;
+  offset: number;
+  limit: number;
+}
+
+const PRODUCT_COLUMNS = `p.product_id, p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.shown, p.updated_at,
+  coalesce((SELECT array_agg(s.sku_key ORDER BY s.sku_code) FROM catalog_skus s WHERE s.product_id = p.product_id), '{}'::text[]) AS sku_keys,
+  EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) AS listed`;
+
+function toStoredProduct(raw: Record<string, unknown>): StoredProduct {
+  return { ...(raw as unknown as StoredProduct), product_id: Number(raw.product_id), category_id: Number(raw.category_id), listed: Boolean(raw.listed) };
+}
+
+@Injectable()
+export class ProductRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Writes products in the caller's transaction: a row only when a field differs; `updated_at` moves
+   * when what the shop sees of the product changed (its media version when the upstream's images or
+   * content did). Returns the products whose `updated_at` moved, and whether each is new.
+   */
+  async upsert(em: Db, rows: ProductRow[], now: Date): Promise<Array<{ product_id: number; created: boolean }>> {
+    if (rows.length === 0) return [];
+    // one row per product (a product on two pages of one batch: the last wins)
+    const byId = new Map<number, ProductRow>();
+    for (const r of rows) byId.set(r.product_id, r);
+    const list = [...byId.values()];
+    const json = JSON.stringify(list.map(({ urls: _urls, ...r }) => r));
+    const out = (await em.query(
+      `WITH x AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, slug text, title jsonb, description jsonb, content jsonb, images jsonb,
+           tags jsonb, seo_meta jsonb, category_id bigint, is_active boolean, shown jsonb, media_pending boolean, media_key text)
+       ), u AS (
+         INSERT INTO catalog_products AS p (product_id, slug, title, description, content, images, tags, seo_meta, category_id, is_active, shown,
+           media_pending, media_key, created_at, updated_at)
+         SELECT product_id, slug, title, description, content, coalesce(images, '[]'::jsonb), coalesce(tags, '[]'::jsonb), seo_meta, category_id, is_active, shown,
+           media_pending, media_key, $2, $2 FROM x
+         ON CONFLICT (product_id) DO UPDATE SET
+           slug = EXCLUDED.slug, title = EXCLUDED.title, description = EXCLUDED.description, content = EXCLUDED.content, images = EXCLUDED.images,
+           tags = EXCLUDED.tags, seo_meta = EXCLUDED.seo_meta, category_id = EXCLUDED.category_id, is_active = EXCLUDED.is_active, shown = EXCLUDED.shown,
+           media_pending = EXCLUDED.media_pending, media_key = EXCLUDED.media_key,
+           media_version = p.media_version + CASE WHEN (p.content, p.images) IS DISTINCT FROM (EXCLUDED.content, EXCLUDED.images) THEN 1 ELSE 0 END,
+           updated_at = CASE WHEN (p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.is_active, p.shown)
+             IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.tags, EXCLUDED.seo_meta, EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown)
+             THEN $2 ELSE p.updated_at END
+         WHERE (p.slug, p.title, p.description, p.content, p.images, p.tags, p.seo_meta, p.category_id, p.is_active, p.shown, p.media_pending, p.media_key)
+           IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.content, EXCLUDED.images, EXCLUDED.tags, EXCLUDED.seo_meta,
+             EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown, EXCLUDED.media_pending, EXCLUDED.media_key)
+         RETURNING p.product_id, p.created_at = $2 AS created, p.updated_at = $2 AS moved
+       )
+       SELECT product_id, created FROM u WHERE moved`,
+      [json, now],
+    )) as Array<{ product_id: string | number; created: boolean }>;
+    await this.replaceMedia(
+      em,
+      list.map((r) => ({ productId: r.product_id, urls: r.urls })),
+    );
+    return out.map((r) => ({ product_id: Number(r.product_id), created: Boolean(r.created) }));
+  }
+
+  /** The image URLs of these products, in place of those they had. */
+  private async replaceMedia(em: Db, entries: Array<{ productId: number; urls: string[] }>): Promise<void> {
+    if (entries.length === 0) return;
+    const pairs = entries.flatMap((e) => [...new Set(e.urls)].map((url) => ({ product_id: e.productId, url })));
+    await em.query(
+      `WITH d AS (
+         DELETE FROM catalog_product_media pm WHERE pm.product_id = ANY($1::bigint[])
+           AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text) WHERE x.product_id = pm.product_id AND x.url = pm.url)
+       )
+       INSERT INTO catalog_product_media (product_id, url)
+       SELECT product_id, url FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text)
+       ON CONFLICT DO NOTHING`,
+      [entries.map((e) => e.productId), JSON.stringify(pairs)],
+    );
+  }
+
+  /** A product's SKUs were unlisted: its `listed` moved, so does its `updated_at`. */
+  async touch(em: Db, productId: number, now: Date): Promise<void> {
+    await em.query(`UPDATE catalog_products SET updated_at = $2 WHERE product_id = $1`, [productId, now]);
+  }
+
+  /**
+   * Products whose images are to be rendered (again) by the media pass, after `afterId`: pending ones,
+   * those rendered with other media settings, and those using a refused URL due to be tried again.
+   */
+  async mediaWork(afterId: number, key: string, now: Date, limit: number): Promise<MediaWork[]> {
+    const rows = (await this.dataSource.query(
+      `SELECT p.product_id, p.content, p.images, p.media_version FROM catalog_products p
+        WHERE p.product_id > $1 AND (p.media_pending OR p.media_key <> $2 OR EXISTS (
+          SELECT 1 FROM catalog_product_media pm JOIN media_sources s ON s.url = pm.url
+           WHERE pm.product_id = p.product_id AND s.sha256 IS NULL AND s.retry_at <= $3))
+        ORDER BY p.product_id LIMIT $4`,
+      [afterId, key, now, limit],
+    )) as Array<Record<string, unknown>>;
+    return rows.map((r) => ({ product_id: Number(r.product_id), content: r.content, images: r.images, media_version: Number(r.media_version) }));
+  }
+
+  /**
+   * Stores the media pass's renders, each only over the version it was made from (a product written
+   * since keeps its newer render), in the caller's transaction. Returns the products whose shown images
+   * changed, and whether each was pending (its images not all known) before.
+   */
+  async storeRenders(
+    em: Db,
+    renders: Array<{ product_id: number; media_version: number; shown: ShownMedia; media_pending: boolean; media_key: string; urls: string[] }>,
+    now: Date,
+  ): Promise<Array<{ product_id: number; updated_at: Date; was_pending: boolean }>> {
+    if (renders.length === 0) return [];
+    const rows = (await em.query(
+      `WITH x AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, media_version integer, shown jsonb, media_pending boolean, media_key text)
+       ), o AS (
+         SELECT c.product_id, c.media_pending AS was_pending FROM catalog_products c JOIN x ON x.product_id = c.product_id
+       )
+       UPDATE catalog_products p SET shown = x.shown, media_pending = x.media_pending, media_key = x.media_key,
+         updated_at = CASE WHEN p.shown IS DISTINCT FROM x.shown THEN $2 ELSE p.updated_at END
+         FROM x JOIN o ON o.product_id = x.product_id
+        WHERE p.product_id = x.product_id AND p.media_version = x.media_version
+       RETURNING p.product_id, p.updated_at, o.was_pending`,
+      [JSON.stringify(renders.map(({ urls: _urls, ...r }) => r)), now],
+    )) as Array<{ product_id: string | number; updated_at: Date; was_pending: boolean }>;
+    const stored = new Set(rows.map((r) => Number(r.product_id)));
+    await this.replaceMedia(
+      em,
+      renders.filter((r) => stored.has(r.product_id)).map((r) => ({ productId: r.product_id, urls: r.urls })),
+    );
+    return rows
+      .filter((r) => new Date(r.updated_at).getTime() === now.getTime())
+      .map((r) => ({ product_id: Number(r.product_id), updated_at: r.updated_at, was_pending: Boolean(r.was_pending) }));
+  }
+
+  async list(f: ProductFilter): Promise<{ items: StoredProduct[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (f.listed !== undefined) {
+      params.push(f.listed);
+      where.push(`EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) = $${params.length}`);
+    }
+    if (f.changedSince !== undefined) {
+      params.push(f.changedSince);
+      where.push(`p.updated_at > $${params.length}`);
+    }
+    const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const order = f.changedSince !== undefined ? 'p.updated_at, p.product_id' : 'p.product_id';
+    const [{ n }] = (await this.dataSource.query(`SELECT count(*)::int AS n FROM catalog_products p ${cond}`, params)) as Array<{ n: number }>;
+    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p ${cond} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [
+      ...params,
+      f.limit,
+      f.offset,
+    ])) as Array<Record<string, unknown>>;
+    return { items: rows.map(toStoredProduct), total: n };
+  }
+
+  async get(productId: number): Promise<StoredProduct | null> {
+    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1`, [productId])) as Array<Record<string, unknown>>;
+    return rows[0] ? toStoredProduct(rows[0]) : null;
+  }
+}
