@@ -241,10 +241,15 @@ describe('orders: cancel and refund', () => {
       () => db.query<{ state: string; outcome: string }>("SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'", [id]),
       (rows) => rows[0]?.state === 'applied',
     );
-    // taken up after the cancel, never before it: either the order is already past the paid claim, which
-    // then reads nothing (callbacks decide when to read), or a read of the order, made for it or shared
-    // with it, shows it canceled; either way the order never moves back to paid
-    expect([`late: order ${o.shop_order_no} is canceled here (claimed paid); not read`, 'applied canceled', 'applied canceled (shared read)']).toContain(applied[0].outcome);
+    // taken up after the cancel, never before it: the paid claim is applied as the upstream's word
+    // (CALLBACK_TRUST=verified) to an order already past it, or (under confirm) reads nothing or a read
+    // shows it canceled; either way the order never moves back to paid
+    expect([
+      `verified paid: order canceled`,
+      `late: order ${o.shop_order_no} is canceled here (claimed paid); not read`,
+      'applied canceled',
+      'applied canceled (shared read)',
+    ]).toContain(applied[0].outcome);
     const events = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ to: string | null }> };
     expect(events.events.map((e) => e.to)).not.toContain('paid');
   });
