@@ -159,9 +159,22 @@ describe('planReport: the items', () => {
     expect(p.firstDelivery).toBe(true);
   });
 
-  it('an order with items stored takes a later delivering status without more items', () => {
-    const p = plan(order({ status: 'partially_delivered', deliveredAt: DELIVERED_AT }), { status: 'delivered' });
-    expect([p.to, p.held, p.items, p.follow]).toEqual(['delivered', null, 'none', false]);
+  it('a delivered order takes a later delivering status without more items', () => {
+    const p = plan(order({ status: 'delivered', deliveredAt: DELIVERED_AT }), { status: 'completed' });
+    expect([p.to, p.held, p.items, p.follow]).toEqual(['completed', null, 'none', false]);
+  });
+
+  it('a partially delivered order does not take delivered or completed without the rest of its items', () => {
+    for (const status of ['delivered', 'completed'] as const) {
+      for (const kind of ['answer', 'read'] as const) {
+        const p = plan(order({ status: 'partially_delivered', deliveredAt: DELIVERED_AT }), { status }, { kind });
+        expect([p.to, p.held, p.items, p.follow]).toEqual(['partially_delivered', status, kind === 'answer' ? 'read_now' : 'follow', true]);
+        expect(p.patch.status).toBeUndefined();
+        expect(p.event).toBeNull();
+      }
+      const full = plan(order({ status: 'partially_delivered', deliveredAt: DELIVERED_AT }), { status }, { delivery: sealed });
+      expect([full.to, full.held]).toEqual([status, null]);
+    }
   });
 });
 

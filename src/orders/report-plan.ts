@@ -12,7 +12,7 @@
  * - the follow-up: a regression to count, whether the order stays followed, whether its items are
  *   read at once (`itemsFollowUp`), whether the time to delivery is observed.
  * A delivering status (`partially_delivered`, `delivered`, `completed`) reported without its items for
- * an order that has none stored is not a delivery (CONTRACT §5): the status is held back, the order
+ * an order that has none stored, or only a part (`partially_delivered`), is not a delivery (CONTRACT §5): the status is held back, the order
  * keeps its earlier status (and its other data is taken), and it stays followed until a report brings
  * the status and its items together, which then move in one write.
  * The polling schedule itself is the writer's (it depends on the configured pace).
@@ -129,8 +129,10 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     progressed = true;
     deliveredNow = order.deliveredAt === null;
   }
-  // a delivering status without its items, no items stored: not a delivery, the status waits for them
-  const held = decision.kind === 'apply' && ITEMS_DELIVERED.has(decision.to) && !itemsTaken && order.deliveredAt === null ? decision.to : null;
+  // a delivering status without its items is not a delivery when the order has none stored, or only
+  // a part (`partially_delivered`): the status waits for the report that brings them
+  const itemsShort = order.deliveredAt === null || order.status === 'partially_delivered';
+  const held = decision.kind === 'apply' && ITEMS_DELIVERED.has(decision.to) && !itemsTaken && itemsShort ? decision.to : null;
 
   if (decision.kind === 'apply' && held === null) {
     to = decision.to;
@@ -152,7 +154,7 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
   // A delivering or delivered status whose items no report has brought is not a delivery: the order
   // stays followed, and is read at once when the report was not itself a read (a deduplicated
   // re-send answers the order's current status without its items).
-  const items = itemsFollowUp(held ?? to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
+  const items = held !== null ? itemsFollowUp(held, false, input.kind) : itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
   return {
     decision,
     from: order.status,
@@ -161,7 +163,7 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     progressed,
     event,
     regression: decision.kind === 'regression',
-    follow: unknownThere || items !== 'none',
+    follow: unknownThere || items !== 'none' || held !== null,
     items,
     held,
     firstDelivery: deliveredNow && ITEMS_DELIVERED.has(to),
