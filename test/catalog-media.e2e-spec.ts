@@ -121,6 +121,17 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     expect(again).toMatchObject({ status: 'succeeded', images_fetched: 0, image_bytes: 0, skipped_images: [] });
     expect(sandbox.media.stats.requests).toBe(0);
 
+    // a product written again (its price moved) and a new product, both with images already mirrored:
+    // nothing is fetched, the stored files are named
+    sandbox.catalog.setPrice(sandbox.catalog.getProduct(2)!.skus[0].sku_code, '777.00');
+    const reused = sandbox.catalog.addProduct({ images: ['/uploads/products/p5.png'], content: { en: '<img src="/uploads/products/p2.png">' } });
+    const rewritten = await runSync(suite.app.http, 'incremental');
+    expect(rewritten).toMatchObject({ status: 'succeeded', images_fetched: 0, skipped_images: [] });
+    expect(sandbox.media.stats.requests).toBe(0);
+    const p2 = `/media/${sha256(seededImage(sandbox, 2))}.png`;
+    expect(await product(reused.id)).toMatchObject({ images: [`/media/${sha256(seededImage(sandbox, 5))}.png`], content: { en: `<img src="${p2}">` } });
+    expect((await product(2)).images).toEqual([p2]);
+
     const before = await product(3);
     const oldFile = before.images[0];
     sandbox.catalog.setProductMedia(3, { images: ['/uploads/products/p3-v2.png'] });
