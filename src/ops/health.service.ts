@@ -221,7 +221,8 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         this.checkDatabase(deadline),
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
-        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(null),
+        // with the budget off, the block this process met (no database read)
+        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(this.budget.localBlockUntil()),
         this.within(deadline, 'queued', () => this.orders.countQueued()),
         this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
       ]);

@@ -10,9 +10,11 @@
  *    call, which is made outside it; the outcome recorded after it.
  *
  * Under the upstream's request budget (UPSTREAM_RATE_LIMIT) the price read and the create wait for
- * their tokens at most ORDER_QUEUE_WAIT_MS in all: past that (or on a 429) the order is answered 202
+ * their tokens at most ORDER_QUEUE_WAIT_MS in all (with the budget off, only for the end of a block
+ * this process met): past that, or on a 429 (with or without a budget), the order is answered 202
  * `queued`, its attempt reserved but not sent, and `placeQueued` (driven by OrderQueue) sends it later
- * in arrival order, with the price guard read then against the ceiling recorded at acceptance.
+ * in arrival order, under the same number, with the price guard read then against the ceiling
+ * recorded at acceptance.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +26,7 @@ import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
+import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
 import { OrderPresenter } from './order-presenter.service.js';
@@ -65,7 +68,7 @@ function localChecked(local: CatalogSku, skuId: number, unitCost: string): Check
   return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
-/** The price read could not get the request budget in time: the order is queued, its price read later. */
+/** The price read could not get the request budget in time, or met a 429: the order is queued, its price read later. */
 class PriceReadDeferred extends Error {}
 
 /** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
@@ -118,8 +121,9 @@ export class OrderRelayService {
       throw badRequest('invalid request: quantity', { quantity: [`quantity must not be greater than ${this.config.orders.maxQuantity}`] });
     }
     const fingerprint = requestFingerprint(input);
-    // under the request budget, the price read and the create wait for it this long in all
-    const wait: BudgetWait = this.submitter.budgeted ? { deadline: performance.now() + this.config.budget.orderQueueWaitMs } : {};
+    // the price read and the create wait for the request budget (or, with it off, for the end of a
+    // block after a 429) this long in all
+    const wait: BudgetWait = { deadline: performance.now() + this.config.budget.orderQueueWaitMs };
     for (;;) {
       // One request per key at a time in this process: the others wait for it, then answer from
       // what it recorded (replicas meet at the unique keys of the database instead).
@@ -376,7 +380,8 @@ export class OrderRelayService {
         maxWaitMs: waitLeft(wait),
       });
     } catch (e) {
-      if (e instanceof BudgetWaitExceeded && wait.deadline !== undefined) throw new PriceReadDeferred();
+      // no token in time, or the upstream's 429 (it read nothing): the order waits in the queue
+      if ((e instanceof BudgetWaitExceeded || isRateLimited(e)) && wait.deadline !== undefined) throw new PriceReadDeferred();
       throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);

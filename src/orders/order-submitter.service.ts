@@ -15,6 +15,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
+import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
@@ -76,14 +77,10 @@ export class OrderSubmitter {
     return Math.ceil(t * 1.5 + Math.min(t / 4, 1000));
   }
 
-  /** Whether the upstream's request budget is on (UPSTREAM_RATE_LIMIT): a create may then wait in the queue. */
-  get budgeted(): boolean {
-    return this.config.budget.rateLimit !== null;
-  }
-
   /**
    * Sends one attempt (outside any transaction). `wait.maxWaitMs`: the longest wait for the request
-   * budget's token; without one in time, or on a 429, the outcome is `queued` (nothing was sent or
+   * budget's token (or, with the budget off, for the end of a block this process met); without one in
+   * time, or on a 429 (with or without a budget), the outcome is `queued` (nothing was sent or
    * processed). `wait.granted`: the caller took the first send's token already.
    */
   async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, wait: { maxWaitMs?: number; granted?: boolean } = {}): Promise<SendOutcome> {
@@ -119,7 +116,9 @@ export class OrderSubmitter {
           return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
         }
         if (e instanceof UpstreamRetryableError) {
-          if (this.budgeted && (e.reason === 'budget_wait_exceeded' || e.reason === 'rate_limited')) return { kind: 'queued', reason: e.reason };
+          // the upstream processed nothing (no token in time, or its 429, with or without a budget): the attempt waits in the queue
+          const limited = isRateLimited(e as unknown);
+          if (limited || e.reason === 'budget_wait_exceeded') return { kind: 'queued', reason: limited ? 'rate_limited' : e.reason };
           const delay = Math.min(e.retryAfterMs ?? RETRY_DELAYS_MS[tryNo] ?? 300, 1000);
           if (tryNo + 1 < MAX_SEND_TRIES && elapsed + delay < budget) {
             await sleep(delay);
