@@ -35,6 +35,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { BudgetUnavailable, BudgetWaitAborted, BudgetWaitExceeded } from './budget.errors.js';
+import { keyCapacity, type KeyCapacity } from './key-capacity.js';
 import { budgetRule, classRank, decideGrant, type BudgetClass, type BudgetDecision, type BudgetRule } from './request-budget.js';
 import { UpstreamBudgetRepository } from './upstream-budget.repository.js';
 
@@ -104,7 +105,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     private readonly metrics: Metrics,
   ) {
     const limit = config.budget.rateLimit;
-    this.rule = limit ? budgetRule(limit, config.budget.syncShare) : null;
+    this.rule = limit ? budgetRule(limit, config.budget.syncShare, config.budget.reconcileShare) : null;
   }
 
   /** Whether a budget is held (UPSTREAM_RATE_LIMIT is not `off`). */
@@ -198,6 +199,15 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     if (this.rule === null) return null;
     const used = await this.repo.grantsInWindow(this.keyId, this.rule.windowMs);
     return { used, left: Math.max(0, this.rule.limit - used) };
+  }
+
+  /**
+   * What the key carries at the current mix (key-capacity.ts), from the grants of the window ending
+   * now by class; null when the budget is off. `reconcileSteps`: scheduled reads per finished order.
+   */
+  async capacity(reconcileSteps: number | null): Promise<KeyCapacity | null> {
+    if (this.rule === null) return null;
+    return keyCapacity(this.rule, await this.repo.grantsInWindowByClass(this.keyId, this.rule.windowMs), reconcileSteps);
   }
 
   /**
