@@ -29,6 +29,7 @@ import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/
 import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
+import { placeAnswer } from './place-answer.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
@@ -489,29 +490,11 @@ export class OrderRelayService {
     }
   }
 
-  /** The answer of the request that made the attempt. */
+  /** The answer of the request that made the attempt (place-answer.ts); an error carries the order. */
   private answer(order: OrderRecord, outcome: SendOutcome): PlaceResult {
-    switch (order.status) {
-      case 'submit_unknown':
-      case 'queued':
-        return { httpStatus: 202, order };
-      case 'rejected': {
-        const view = this.presenter.present(order);
-        if (outcome.kind === 'rejected') {
-          const auth = outcome.httpStatus === 401 || outcome.httpStatus === 403;
-          const message = `the upstream refused the order: ${outcome.message}`;
-          if (auth) throw new AppError('upstream_auth_failed', message, { order: view });
-          // the upstream's own code, with its status (an `ok: false` answered 200: 402 for `payment_failed`, else 502)
-          const status = outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
-          throw AppError.fromUpstream(outcome.errorCode, status, message, { order: view });
-        }
-        throw new AppError('upstream_unavailable', order.errorMessage ?? 'the upstream could not be reached', { order: view });
-      }
-      case 'submitting':
-        // accepted with a status we do not know (kept as an anomaly, followed): the upstream has it
-        return { httpStatus: outcome.kind === 'accepted' ? 201 : 202, order };
-      default:
-        return { httpStatus: 201, order };
-    }
+    const a = placeAnswer(order, outcome);
+    if (a.kind === 'ok') return { httpStatus: a.httpStatus, order };
+    const extra = { order: this.presenter.present(order) };
+    throw a.upstream ? AppError.fromUpstream(a.code, a.httpStatus, a.message, extra) : new AppError(a.code, a.message, extra);
   }
 }
