@@ -30,6 +30,7 @@ import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
 import { placeAnswer } from './place-answer.js';
+import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
@@ -69,8 +70,8 @@ function localChecked(local: CatalogSku, skuId: number, unitCost: string): Check
   return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
-/** The price read could not get the request budget in time, or met a 429: the order is queued, its price read later. */
-class PriceReadDeferred extends Error {}
+/** The checks passed (`checked`), or the price read is left for when the queued order is sent (price-read.ts `defer`). */
+type PriceCheck = { kind: 'checked'; sku: CheckedSku } | { kind: 'deferred'; local: CatalogSku };
 
 /** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
 interface BudgetWait {
@@ -212,17 +213,11 @@ export class OrderRelayService {
     early: EarlyRead | null,
     wait: BudgetWait,
   ): Promise<PlaceResult | null> {
-    let sku: CheckedSku;
-    let deferred = false;
     const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
-    try {
-      sku = await this.check(input, local, early, ceiling, wait);
-    } catch (e) {
-      if (!(e instanceof PriceReadDeferred) || !local) throw e;
-      // no budget for the price read in time: queued as the local catalog knows the SKU, read when sent
-      sku = localChecked(local, local.upstreamSkuId, local.costPrice);
-      deferred = true;
-    }
+    const checked = await this.check(input, local, early, ceiling, wait);
+    // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
+    const deferred = checked.kind === 'deferred';
+    const sku: CheckedSku = checked.kind === 'checked' ? checked.sku : localChecked(checked.local, checked.local.upstreamSkuId, checked.local.costPrice);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
     // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
@@ -281,7 +276,9 @@ export class OrderRelayService {
     let sku: CheckedSku;
     try {
       // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
-      sku = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
+      const checked = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
+      if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
+      sku = checked.sku;
     } catch (e) {
       if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
       await this.refuseQueued(order, attempt, e);
@@ -349,7 +346,7 @@ export class OrderRelayService {
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
    */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<CheckedSku> {
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<PriceCheck> {
     if (!sku) throw new AppError('sku_not_found', `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -372,7 +369,7 @@ export class OrderRelayService {
     const confirmed = early?.productId === sku.productId ? null : this.catalog.confirmedCost(sku);
     if (confirmed) {
       priceGuard(confirmed.unitCost, ceiling);
-      return localChecked(sku, confirmed.skuId, confirmed.unitCost);
+      return { kind: 'checked', sku: localChecked(sku, confirmed.skuId, confirmed.unitCost) };
     }
     let product: UpstreamProduct | null;
     try {
@@ -381,8 +378,8 @@ export class OrderRelayService {
         maxWaitMs: waitLeft(wait),
       });
     } catch (e) {
-      // no token in time, or the upstream's 429 (it read nothing): the order waits in the queue
-      if ((e instanceof BudgetWaitExceeded || isRateLimited(e)) && wait.deadline !== undefined) throw new PriceReadDeferred();
+      const failure = { budgetWaitExceeded: e instanceof BudgetWaitExceeded, rateLimited: isRateLimited(e) };
+      if (priceReadFailureRoute(failure, wait.deadline !== undefined) === 'defer') return { kind: 'deferred', local: sku };
       throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);
@@ -391,13 +388,16 @@ export class OrderRelayService {
     }
     priceGuard(fresh.price_amount, ceiling);
     return {
-      productId: product.id,
-      skuKey: sku.skuKey,
-      skuCode: sku.skuCode,
-      skuId: fresh.id,
-      unitCost: fresh.price_amount,
-      currency: sku.currency,
-      fulfillmentType: product.fulfillment_type,
+      kind: 'checked',
+      sku: {
+        productId: product.id,
+        skuKey: sku.skuKey,
+        skuCode: sku.skuCode,
+        skuId: fresh.id,
+        unitCost: fresh.price_amount,
+        currency: sku.currency,
+        fulfillmentType: product.fulfillment_type,
+      },
     };
   }
 
