@@ -129,11 +129,11 @@ describe('orders: cancel and refund', () => {
 
   it('answers 503 upstream_unavailable when the upstream cannot be reached, the order unchanged', async () => {
     const o = await placed('UNREACH');
-    sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'rate_limit', retryAfterS: 0 }] });
+    // (a 429 on the cancel: test/orders-429-budget-off.e2e-spec.ts)
+    await sandbox.refuseConnections();
     const r = await cancel(o);
     expect(r.status).toBe(503);
     expect(r.data).toMatchObject({ error_code: 'upstream_unavailable', order: { status: 'pending_payment' } });
-    await sandbox.refuseConnections();
     const refused = await refund(o);
     expect(refused.status).toBe(503);
     expect(refused.data).toMatchObject({ error_code: 'upstream_unavailable' });

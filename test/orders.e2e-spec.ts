@@ -9,6 +9,7 @@ import { UNFINISHED } from '../src/orders/order-state.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { getOrder, seedCatalog, waitFor, waitForOrder, type OrderView } from './support/child-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('orders: placing and following', () => {
@@ -113,7 +114,7 @@ describe('orders: placing and following', () => {
     const creates = sandbox.stats.createsReceived;
     // the price went up (a new order would be 409 price_changed) and the product cannot be read (503)
     sandbox.catalog.setPrice('T-REPLAY', '12.00');
-    for (const faults of [{}, { rules: [{ operation: 'product' as const, kind: 'rate_limit' as const, retryAfterS: 0 }] }]) {
+    for (const faults of [{}, { rules: [{ operation: 'product' as const, kind: 'error_before' as const, status: 503 }] }]) {
       sandbox.faults.set(faults);
       const again = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 1 });
       expect({ status: again.status, id: (again.data as { order: OrderView }).order.upstream_order_id }).toEqual({ status: 200, id: recorded.upstream_order_id });
@@ -294,7 +295,7 @@ describe('orders: placing and following', () => {
         const creates = sandbox.stats.createsReceived;
         const reads = sandbox.stats.requests.product;
         // a fresh read would fail (503): the local check answers first
-        sandbox.faults.set({ rules: [{ operation: 'product', kind: 'rate_limit', retryAfterS: 0 }] });
+        sandbox.faults.set({ rules: [{ operation: 'product', kind: 'error_before', status: 503 }] });
         const shopNo = no('NOSTOCK');
         const r = await place({ shop_order_no: shopNo, sku_code: 'T-STOCK', quantity: 1 });
         expect(r.status).toBe(409);
@@ -324,7 +325,8 @@ describe('orders: placing and following', () => {
 
     it('503 upstream_unavailable when the product cannot be read', async () => {
       const creates = sandbox.stats.createsReceived;
-      sandbox.faults.set({ rules: [{ operation: 'product', kind: 'rate_limit', retryAfterS: 0 }] });
+      // (a 429 is no failure of the read: the order is queued, test/orders-429-budget-off.e2e-spec.ts)
+      sandbox.faults.set({ rules: [{ operation: 'product', kind: 'error_before', status: 503 }] });
       const shopNo = no('PREAD');
       const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
       expect(r.status).toBe(503);
@@ -362,43 +364,6 @@ describe('orders: placing and following', () => {
       const r = await place({ shop_order_no: no('FORBID'), sku_code: 'T-AUTO', quantity: 1 });
       expect(r.status).toBe(502);
       expect(r.data).toMatchObject({ error_code: 'upstream_auth_failed', order: { status: 'rejected' } });
-    });
-
-    it('nothing reached the upstream: a few quick tries, then 503 upstream_unavailable and rejected', async () => {
-      const before = sandbox.stats.requests.createOrder;
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0 }] });
-      const r = await place({ shop_order_no: no('DOWN'), sku_code: 'T-AUTO', quantity: 1 });
-      expect(r.status).toBe(503);
-      expect(r.data).toMatchObject({ error_code: 'upstream_unavailable', order: { status: 'rejected', error_code: 'upstream_unavailable' } });
-      const tries = sandbox.stats.requests.createOrder - before;
-      expect(tries).toBeGreaterThan(1);
-      expect(tries).toBeLessThanOrEqual(3);
-
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0, times: 1 }] });
-      const retried = await place({ shop_order_no: no('BLIP'), sku_code: 'T-AUTO', quantity: 1 });
-      expect(retried.status).toBe(201);
-    });
-
-    it('a rejected attempt that never reached the upstream still counts: the resubmission is <no>-2, created once', async () => {
-      const shopNo = no('UNSENT');
-      const body = { shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 };
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 0 }] });
-      const first = await place(body);
-      expect(first.status).toBe(503);
-      expect(first.data).toMatchObject({ ok: false, error_code: 'upstream_unavailable', order: { status: 'rejected', attempt: 1, downstream_order_no: shopNo } });
-      expect(sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo))).toHaveLength(0);
-      expect(await getOrder(app.http, shopNo)).toMatchObject({ status: 'rejected', attempt: 1 });
-
-      sandbox.faults.reset();
-      const creates = sandbox.stats.createsReceived;
-      const again = await place(body);
-      expect(again.status).toBe(201);
-      const order = (again.data as { order: OrderView }).order;
-      expect(order).toMatchObject({ attempt: 2, downstream_order_no: `${shopNo}-2` });
-      expect(sandbox.stats.createsReceived - creates).toBe(1);
-      const upstream = sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo));
-      expect(upstream.map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
-      expect(upstream[0].id).toBe(order.upstream_order_id);
     });
 
     it.each([
@@ -537,5 +502,84 @@ describe('orders: placing and following', () => {
     expect(metrics).toMatch(/relay_order_placements_total\{outcome="unknown"\} [1-9]/);
     const noToken = await app.http.get('/internal/orders', { headers: { authorization: '' } });
     expect(noToken.status).toBe(401);
+  });
+});
+
+/**
+ * The create that reaches nothing (the upstream refuses connections). A product read confirmed by a
+ * create serves the price guard for ORDER_PRICE_FRESH_S, so that these orders send nothing before the
+ * create; the create's tries are counted in `relay_upstream_calls_total` (the sandbox sees none).
+ * (A 429 reaches the upstream, which processes nothing: the order is queued instead,
+ * test/orders-429-budget-off.e2e-spec.ts.)
+ */
+describe('orders: the create reaches nothing', () => {
+  const t = useAppSuite({
+    sandbox: { catalog: { products: 2 } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'T-DOWN', price: '10.00' }] }),
+    env: { ORDER_PRICE_FRESH_S: '30', UPSTREAM_TIMEOUT_MS: '2000' },
+    seed: true,
+  });
+  let n = 0;
+  const no = (tag: string) => `${tag}-${++n}`;
+  const place = (body: Record<string, unknown>) => t.app.http.post('/internal/orders', body);
+  const createCalls = async (): Promise<number> => {
+    const text = (await axios.get(`${t.app.url}/metrics`, { responseType: 'text' })).data as string;
+    return [...text.matchAll(/^relay_upstream_calls_total\{([^}]*)\} (\d+)$/gm)].filter((m) => m[1].includes('operation="createOrder"')).reduce((sum, m) => sum + Number(m[2]), 0);
+  };
+
+  beforeAll(async () => {
+    // the first order's create confirms the SKU's cost: the next ones read nothing before their create
+    expect((await place({ shop_order_no: no('WARM'), sku_code: 'T-DOWN', quantity: 1 })).status).toBe(201);
+  });
+
+  afterEach(async () => {
+    await t.sandbox.acceptConnections();
+  });
+
+  it('nothing reached the upstream: a few quick tries, then 503 upstream_unavailable and rejected', async () => {
+    const before = await createCalls();
+    const products = t.sandbox.stats.requests.product;
+    await t.sandbox.refuseConnections();
+    const r = await place({ shop_order_no: no('DOWN'), sku_code: 'T-DOWN', quantity: 1 });
+    expect(r.status).toBe(503);
+    expect(r.data).toMatchObject({ error_code: 'upstream_unavailable', order: { status: 'rejected', error_code: 'upstream_unavailable' } });
+    const tries = (await createCalls()) - before;
+    expect(tries).toBeGreaterThan(1);
+    expect(tries).toBeLessThanOrEqual(3);
+    expect(t.sandbox.stats.requests.product).toBe(products);
+  });
+
+  it('a blip: the first try reaches nothing, a quick try after it is placed (201)', async () => {
+    const before = await createCalls();
+    await t.sandbox.refuseConnections();
+    const placing = place({ shop_order_no: no('BLIP'), sku_code: 'T-DOWN', quantity: 1 });
+    // the upstream listens again once the first try has failed
+    await waitFor(createCalls, (c) => c > before, 'the first try');
+    await t.sandbox.acceptConnections();
+    const r = await placing;
+    expect(r.status).toBe(201);
+    expect((await createCalls()) - before).toBeGreaterThan(1);
+  });
+
+  it('a rejected attempt that never reached the upstream still counts: the resubmission is <no>-2, created once', async () => {
+    const shopNo = no('UNSENT');
+    const body = { shop_order_no: shopNo, sku_code: 'T-DOWN', quantity: 1 };
+    await t.sandbox.refuseConnections();
+    const first = await place(body);
+    expect(first.status).toBe(503);
+    expect(first.data).toMatchObject({ ok: false, error_code: 'upstream_unavailable', order: { status: 'rejected', attempt: 1, downstream_order_no: shopNo } });
+    await t.sandbox.acceptConnections();
+    expect(t.sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo))).toHaveLength(0);
+    expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', attempt: 1 });
+
+    const creates = t.sandbox.stats.createsReceived;
+    const again = await place(body);
+    expect(again.status).toBe(201);
+    const order = (again.data as { order: OrderView }).order;
+    expect(order).toMatchObject({ attempt: 2, downstream_order_no: `${shopNo}-2` });
+    expect(t.sandbox.stats.createsReceived - creates).toBe(1);
+    const upstream = t.sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo));
+    expect(upstream.map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
+    expect(upstream[0].id).toBe(order.upstream_order_id);
   });
 });

@@ -140,7 +140,8 @@ describe('upstream request budget (service and ledger)', () => {
 
   it('while another replica\'s higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on', async () => {
     // 10 per 5 s: N' 9, a share of 4, a pace of W'/N' between two sync grants
-    const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '10/5s', SYNC_BUDGET_SHARE: '0.5' });
+    // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
+    const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '10/5s', SYNC_BUDGET_SHARE: '0.5', RECONCILE_BUDGET_SHARE: '1' });
     expect(budget.rule).toMatchObject({ limit: 9, syncShareLimit: 4 });
     await budget.take('create'); // creates the key's row
     // another replica's create waits: its flag stands for a minute
@@ -178,12 +179,20 @@ describe('upstream request budget (service and ledger)', () => {
     expect(budget.waiting()).toEqual({});
   });
 
-  it('off: every take resolves at once and nothing is written to the ledger', async () => {
+  it('off: every take resolves at once and nothing is written to the ledger; a 429 blocks this process alone', async () => {
     const before = await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`);
     const { budget, metrics } = await replica('key-off', { UPSTREAM_RATE_LIMIT: 'off' });
     expect(budget.enabled).toBe(false);
     await Promise.all(Array.from({ length: 200 }, () => budget.take('sync')));
-    expect(await budget.noteRateLimited(null, 'ping')).toBeNull();
+    expect(await budget.blockedUntil()).toBeNull();
+    // a 429 without Retry-After: blocked for UPSTREAM_RATE_LIMIT_BLOCK_S, in this process
+    const until = await budget.noteRateLimited(null, 'ping');
+    expect(until).toBeInstanceOf(Date);
+    expect(await budget.blockedUntil()).toEqual(until);
+    const refused = await budget.take('create', { maxWaitMs: 0 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BudgetWaitExceeded);
+    expect(refused).toMatchObject({ blockedUntil: until });
+    await budget.take('create');
     expect(await budget.blockedUntil()).toBeNull();
     const after = await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`);
     expect(after[0].n).toBe(before[0].n);

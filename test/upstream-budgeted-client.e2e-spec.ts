@@ -250,9 +250,33 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     expect(err).toMatchObject({ failureClass: 'retryable', reason: 'rate_limited' });
     expect(answers.filter((a) => a.startsWith('getOrder'))).toEqual(['getOrder 429']);
     expect(await counter(metrics, 'upstreamRateLimited')).toBe(1);
-    expect(await counter(metrics, 'upstreamBlocks')).toBe(0);
+    // the block is this process's alone
+    expect(await counter(metrics, 'upstreamBlocks')).toBe(1);
     expect(await db.query(`SELECT count(*)::int AS n FROM upstream_budget_keys`)).toEqual([{ n: 0 }]);
     expect(await db.query(`SELECT count(*)::int AS n FROM test_grant_log`)).toEqual([{ n: 0 }]);
     expect(await storedBlockEnd(db, budget.keyId)).toBeNull();
+  });
+
+  it('budget off: after a 429 the process sends nothing until the block ends (UPSTREAM_RATE_LIMIT_BLOCK_S without Retry-After); a call that cannot wait that long is refused unsent', async () => {
+    const { client, budget } = budgeted({ UPSTREAM_RATE_LIMIT: 'off', UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3' });
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
+    const skuId = autoSkuId();
+    const request = { sku_id: skuId, quantity: 1, downstream_order_no: 'OFF-BLOCK-1', trace_id: 't-off-block' };
+    const err = await client.createOrder(request).catch((e: unknown) => e);
+    expect(err).toMatchObject({ reason: 'rate_limited', httpStatus: 429 });
+    const until = budget.localBlockUntil();
+    expect(until).not.toBeNull();
+    expect(await budget.blockedUntil()).toEqual(until);
+    // within the block: a call that may wait 0 ms is refused with the block's end, and nothing is sent
+    const refused = await client.ping(undefined, { maxWaitMs: 0 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BudgetWaitExceeded);
+    expect(refused).toMatchObject({ blockedUntil: until });
+    expect(answers).toEqual(['createOrder 429']);
+    // a call that may wait is sent once the block is over, and succeeds; the create under its number places one order
+    await client.ping();
+    expect(budget.localBlockUntil()).toBeNull();
+    await client.createOrder(request);
+    expect(answers).toEqual(['createOrder 429', 'ping 200', 'createOrder 200']);
+    expect(sandbox.orders().filter((o) => o.downstream_order_no === 'OFF-BLOCK-1')).toHaveLength(1);
   });
 });

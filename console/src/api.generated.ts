@@ -4845,6 +4845,28 @@ export interface operations {
                              * @description the end of the key's block after an HTTP 429 (every replica waits for it); null when not blocked
                              */
                             blocked_until: string | null;
+                            /** @description what the key carries at the current mix, from the grants of the window ending now; null when the budget is off */
+                            capacity: {
+                                /** @description requests the budget grants a minute (the limit less its safety margin) */
+                                requests_per_minute: number;
+                                /** @description requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window */
+                                requests_per_order: number | null;
+                                /** @description orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now */
+                                orders_per_minute: number | null;
+                                /** @description what reconciliation (re-reads of finished orders and of ordered products, the periodic ping; the lowest class) takes */
+                                reconcile: {
+                                    /** @description reconciliation's requests in the window ending now */
+                                    last_window: number;
+                                    /** @description the most it takes of any window (RECONCILE_BUDGET_SHARE) */
+                                    limit_per_window: number;
+                                    /** @description that, a minute */
+                                    limit_per_minute: number;
+                                    /** @description finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off */
+                                    orders_per_day_full_schedule: number | null;
+                                    /** @description scheduled reads due and not made yet */
+                                    due: number | null;
+                                };
+                            } | null;
                         };
                         /** @description orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time */
                         queued: number | null;
@@ -4883,7 +4905,8 @@ export interface operations {
                      *         "limit": "60/60s",
                      *         "used": null,
                      *         "left": null,
-                     *         "blocked_until": null
+                     *         "blocked_until": null,
+                     *         "capacity": null
                      *       },
                      *       "queued": null
                      *     }
@@ -4944,6 +4967,28 @@ export interface operations {
                              * @description the end of the key's block after an HTTP 429 (every replica waits for it); null when not blocked
                              */
                             blocked_until: string | null;
+                            /** @description what the key carries at the current mix, from the grants of the window ending now; null when the budget is off */
+                            capacity: {
+                                /** @description requests the budget grants a minute (the limit less its safety margin) */
+                                requests_per_minute: number;
+                                /** @description requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window */
+                                requests_per_order: number | null;
+                                /** @description orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now */
+                                orders_per_minute: number | null;
+                                /** @description what reconciliation (re-reads of finished orders and of ordered products, the periodic ping; the lowest class) takes */
+                                reconcile: {
+                                    /** @description reconciliation's requests in the window ending now */
+                                    last_window: number;
+                                    /** @description the most it takes of any window (RECONCILE_BUDGET_SHARE) */
+                                    limit_per_window: number;
+                                    /** @description that, a minute */
+                                    limit_per_minute: number;
+                                    /** @description finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off */
+                                    orders_per_day_full_schedule: number | null;
+                                    /** @description scheduled reads due and not made yet */
+                                    due: number | null;
+                                };
+                            } | null;
                         };
                         /** @description orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time */
                         queued: number | null;

@@ -39,10 +39,10 @@ const ask = (over: Partial<BudgetAsk> & Pick<BudgetAsk, 'nowMs' | 'cls'>): Budge
 
 describe('budgetRule', () => {
   it('keeps a safety margin: fewer requests, a longer window', () => {
-    expect(budgetRule({ requests: 60, windowMs: 60_000 }, 0.5)).toEqual({ limit: 57, windowMs: 61_200, spacingMs: 61_200 / 57, syncShareLimit: 28 });
-    expect(budgetRule({ requests: 10, windowMs: 500 }, 0.5)).toEqual({ limit: 9, windowMs: 700, spacingMs: 700 / 9, syncShareLimit: 4 });
-    // at least one request, and a share of at least one grant
-    expect(budgetRule({ requests: 1, windowMs: 1000 }, 0.1)).toMatchObject({ limit: 1, syncShareLimit: 1 });
+    expect(budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0.2)).toEqual({ limit: 57, windowMs: 61_200, spacingMs: 61_200 / 57, syncShareLimit: 28, reconcileLimit: 11 });
+    expect(budgetRule({ requests: 10, windowMs: 500 }, 0.5)).toEqual({ limit: 9, windowMs: 700, spacingMs: 700 / 9, syncShareLimit: 4, reconcileLimit: 9 });
+    // at least one request, and shares of at least one grant
+    expect(budgetRule({ requests: 1, windowMs: 1000 }, 0.1, 0.1)).toMatchObject({ limit: 1, syncShareLimit: 1, reconcileLimit: 1 });
     expect(budgetRule({ requests: 2, windowMs: 1000 }, 1)).toMatchObject({ limit: 1, windowMs: 1200 });
   });
 
@@ -50,6 +50,8 @@ describe('budgetRule', () => {
     expect(() => budgetRule({ requests: 60, windowMs: 60_000 }, 0)).toThrow(RangeError);
     expect(() => budgetRule({ requests: 60, windowMs: 60_000 }, 1.5)).toThrow(RangeError);
     expect(() => budgetRule({ requests: 0, windowMs: 60_000 }, 0.5)).toThrow(RangeError);
+    expect(() => budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0)).toThrow(RangeError);
+    expect(() => budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 1.01)).toThrow(RangeError);
   });
 
   it('ranks the classes create first, reconcile last', () => {
@@ -98,6 +100,49 @@ describe('decideGrant', () => {
     expect(decideGrant(rule, ask({ nowMs: now, cls: 'poll', grants, higherDemand: true })).grant).toBe(true);
   });
 
+  it('holds reconcile to its own share of any window, whatever waits; the other classes are not held by it', () => {
+    const r = budgetRule({ requests: 10, windowMs: 1000 }, 1, 0.25); // N' 9, W' 1200, spacing 133.3, reconcile 2
+    expect(r.reconcileLimit).toBe(2);
+    const grants: Grant[] = [
+      { atMs: 0, cls: 'reconcile' },
+      { atMs: 200, cls: 'reconcile' },
+    ];
+    // nothing else waits and the window has 7 free slots: still refused until the oldest reconcile grant leaves it
+    for (const higherDemand of [false, true]) {
+      expect(decideGrant(r, ask({ nowMs: 400, cls: 'reconcile', grants, higherDemand }))).toEqual({
+        grant: false,
+        reason: 'reconcile_share',
+        retryAtMs: 0 + r.windowMs + 1,
+        tokensLeft: 7,
+      });
+    }
+    expect(decideGrant(r, ask({ nowMs: r.windowMs + 1, cls: 'reconcile', grants })).grant).toBe(true);
+    for (const cls of ['create', 'deliver', 'price', 'poll', 'sync'] as const) expect(decideGrant(r, ask({ nowMs: 400, cls, grants })).grant).toBe(true);
+    // the other classes' grants do not count against it
+    const others: Grant[] = Array.from({ length: 6 }, (_, i) => ({ atMs: i, cls: 'create' as const }));
+    expect(decideGrant(r, ask({ nowMs: 400, cls: 'reconcile', grants: others })).grant).toBe(true);
+  });
+
+  it('leaves a burst of orders the window less the reconcile share, however long reconciliation had it alone', () => {
+    const r = budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0.2); // N' 57, reconcile 11
+    const grants: Grant[] = [];
+    // a backlog of reconciliation asks as fast as they are allowed, for ten windows, nothing else
+    for (let now = 0; now < 10 * r.windowMs; ) {
+      const d = decideGrant(r, ask({ nowMs: now, cls: 'reconcile', grants }));
+      if (d.grant) grants.push({ atMs: now, cls: 'reconcile' });
+      else now = d.retryAtMs;
+    }
+    expect(maxInAnyWindow(grants.map((g) => g.atMs), r.windowMs)).toBe(r.reconcileLimit);
+    // then a burst of creates: every slot but the reconcile share is free at once
+    const at = 10 * r.windowMs;
+    let burst = 0;
+    while (decideGrant(r, ask({ nowMs: at, cls: 'create', grants })).grant) {
+      grants.push({ atMs: at, cls: 'create' });
+      burst++;
+    }
+    expect(burst).toBeGreaterThanOrEqual(r.limit - r.reconcileLimit);
+  });
+
   it('refuses every class until a block ends, then names the latest of the binding times', () => {
     for (const cls of BUDGET_CLASSES) {
       expect(decideGrant(rule, ask({ nowMs: 100, cls, blockedUntilMs: 5000 }))).toEqual({ grant: false, reason: 'blocked', retryAtMs: 5000, tokensLeft: rule.limit });
@@ -110,7 +155,7 @@ describe('decideGrant', () => {
 
   it.each([1, 2, 3, 4, 5])('never grants more than N\' in any interval of W\' for random arrivals (seed %p)', (seed) => {
     const rnd = random(seed);
-    const r = budgetRule({ requests: 5 + Math.floor(rnd() * 60), windowMs: 200 + Math.floor(rnd() * 5000) }, 0.1 + rnd() * 0.9);
+    const r = budgetRule({ requests: 5 + Math.floor(rnd() * 60), windowMs: 200 + Math.floor(rnd() * 5000) }, 0.1 + rnd() * 0.9, 0.1 + rnd() * 0.9);
     const grants: Grant[] = [];
     const paced: number[] = [];
     let now = 0;
@@ -137,6 +182,7 @@ describe('decideGrant', () => {
         const shared = grants.filter((g) => SHARE_CLASSES.has(g.cls) && g.atMs >= now - r.windowMs).length;
         expect(shared).toBeLessThanOrEqual(r.syncShareLimit);
       }
+      if (cls === 'reconcile') expect(grants.filter((g) => g.cls === 'reconcile' && g.atMs >= now - r.windowMs).length).toBeLessThanOrEqual(r.reconcileLimit);
     }
     expect(refusals).toBeGreaterThan(0);
     expect(grants.length).toBeGreaterThan(r.limit);

@@ -24,6 +24,10 @@
  * class above `sync` waits (`higherDemand`), `sync` and `reconcile` together hold at most
  * `syncShareLimit` = max(1, floor(SYNC_BUDGET_SHARE × N')) grants of the window; when nothing else
  * waits they may use all of it. (At least 1, so that a small budget never starves the sync.)
+ * `reconcile` alone holds at most `reconcileLimit` = max(1, floor(RECONCILE_BUDGET_SHARE × N')) grants
+ * of any window, whatever waits: its work (re-reads of finished orders, of ordered products, the
+ * periodic ping) has no deadline and can be a large backlog, and a burst of orders must find the window
+ * free of it, since nothing can take back a grant already made.
  *
  * Priority between waiting requests of one process is the service's (it asks for the highest waiter
  * first); across replicas it is the demand flag (`higherDemand`) and the pacing.
@@ -65,15 +69,24 @@ export interface BudgetRule {
   spacingMs: number;
   /** The most `sync` + `reconcile` grants in a window while a higher class waits. */
   syncShareLimit: number;
+  /** The most `reconcile` grants in any window, always. */
+  reconcileLimit: number;
 }
 
-/** Builds the rule from the upstream's limit and SYNC_BUDGET_SHARE (in (0, 1]). */
-export function budgetRule(limit: RateLimit, syncShare: number): BudgetRule {
+/** Builds the rule from the upstream's limit, SYNC_BUDGET_SHARE and RECONCILE_BUDGET_SHARE (each in (0, 1]). */
+export function budgetRule(limit: RateLimit, syncShare: number, reconcileShare = 1): BudgetRule {
   if (!(limit.requests >= 1) || !(limit.windowMs > 0)) throw new RangeError('a rate limit needs at least 1 request and a window above 0');
   if (!(syncShare > 0 && syncShare <= 1)) throw new RangeError('the sync share must be in (0, 1]');
+  if (!(reconcileShare > 0 && reconcileShare <= 1)) throw new RangeError('the reconcile share must be in (0, 1]');
   const n = Math.max(1, limit.requests - Math.max(1, Math.floor(limit.requests * 0.05)));
   const w = limit.windowMs + Math.max(200, limit.windowMs * 0.02);
-  return { limit: n, windowMs: w, spacingMs: w / n, syncShareLimit: Math.max(1, Math.floor(syncShare * n)) };
+  return {
+    limit: n,
+    windowMs: w,
+    spacingMs: w / n,
+    syncShareLimit: Math.max(1, Math.floor(syncShare * n)),
+    reconcileLimit: Math.max(1, Math.floor(reconcileShare * n)),
+  };
 }
 
 /** One grant of the log: when (milliseconds, the ledger's clock) and for which class. */
@@ -95,7 +108,7 @@ export interface BudgetAsk {
 }
 
 /** Why a request may not be sent now; the latest of the binding reasons when several hold. */
-export type BudgetWaitReason = 'blocked' | 'window_full' | 'paced' | 'sync_share';
+export type BudgetWaitReason = 'blocked' | 'window_full' | 'paced' | 'sync_share' | 'reconcile_share';
 
 export type BudgetDecision =
   | { grant: true; /** Slots left in the window ending now, this grant counted. */ tokensLeft: number }
@@ -138,6 +151,11 @@ export function decideGrant(rule: BudgetRule, ask: BudgetAsk): BudgetDecision {
   if (SHARE_CLASSES.has(cls) && ask.higherDemand) {
     const shared = recent.filter((g) => SHARE_CLASSES.has(g.cls));
     if (shared.length >= rule.syncShareLimit) needs(shared[shared.length - rule.syncShareLimit].atMs + rule.windowMs + 1, 'sync_share');
+  }
+
+  if (cls === 'reconcile') {
+    const own = recent.filter((g) => g.cls === 'reconcile');
+    if (own.length >= rule.reconcileLimit) needs(own[own.length - rule.reconcileLimit].atMs + rule.windowMs + 1, 'reconcile_share');
   }
 
   if (reason === null) return { grant: true, tokensLeft: Math.max(0, tokensLeft - 1) };

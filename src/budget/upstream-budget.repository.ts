@@ -109,6 +109,17 @@ export class UpstreamBudgetRepository {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /** The grants of the window ending now (the database's clock) by class. */
+  async grantsInWindowByClass(keyId: string, windowMs: number): Promise<Partial<Record<BudgetClass, number>>> {
+    const rows = (await this.dataSource.query(
+      `SELECT class, count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() - $2::float8 * interval '1 millisecond' GROUP BY class`,
+      [keyId, windowMs],
+    )) as Array<{ class: string; n: number | string }>;
+    const out: Partial<Record<BudgetClass, number>> = {};
+    for (const r of rows) if (isBudgetClass(r.class)) out[r.class] = Number(r.n);
+    return out;
+  }
+
   /** The grants of the key from `sinceMs` on (the database's clock), oldest first: for tests and reports. */
   async grantsSince(keyId: string, sinceMs: number): Promise<Grant[]> {
     const rows = (await this.dataSource.query(

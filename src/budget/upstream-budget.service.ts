@@ -24,7 +24,9 @@
  * - A waiting class above `sync` raises the key's demand flag (`demand_until`), so that the sync of
  *   every replica keeps to SYNC_BUDGET_SHARE while it waits.
  * - A 429 blocks the key on every replica for its `Retry-After`, or UPSTREAM_RATE_LIMIT_BLOCK_S.
- * - `off` (no UPSTREAM_RATE_LIMIT): `take` resolves at once and nothing touches the database.
+ * - `off` (no UPSTREAM_RATE_LIMIT): `take` resolves at once and nothing touches the database. A 429
+ *   still blocks the key, in this process only (`untilUnblocked`): the BudgetedUpstreamClient holds
+ *   every call back until the block's end, and an order create answered 429 waits in the queue.
  */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -33,6 +35,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { BudgetUnavailable, BudgetWaitAborted, BudgetWaitExceeded } from './budget.errors.js';
+import { keyCapacity, type KeyCapacity } from './key-capacity.js';
 import { budgetRule, classRank, decideGrant, type BudgetClass, type BudgetDecision, type BudgetRule } from './request-budget.js';
 import { UpstreamBudgetRepository } from './upstream-budget.repository.js';
 
@@ -90,6 +93,10 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   private closed = false;
   /** The last successful upstream answer by operation (the injected clock). */
   private readonly lastSuccess = new Map<string, number>();
+  /** Budget off: the end of this process's block after a 429 (Date.now() milliseconds), else null. */
+  private localBlockUntilMs: number | null = null;
+  /** Budget off: the waits for the local block's end, ended by close(). */
+  private readonly blockWaits = new Set<() => void>();
 
   constructor(
     private readonly config: AppConfig,
@@ -98,7 +105,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     private readonly metrics: Metrics,
   ) {
     const limit = config.budget.rateLimit;
-    this.rule = limit ? budgetRule(limit, config.budget.syncShare) : null;
+    this.rule = limit ? budgetRule(limit, config.budget.syncShare, config.budget.reconcileShare) : null;
   }
 
   /** Whether a budget is held (UPSTREAM_RATE_LIMIT is not `off`). */
@@ -122,8 +129,12 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   take(cls: BudgetClass, opts: TakeOptions = {}): Promise<BudgetTicket> {
     const operation = opts.operation ?? 'budget';
     if (this.rule === null) {
-      this.metrics.budgetGrants.inc({ class: cls });
-      return Promise.resolve({ cls, waitedMs: 0 });
+      // no budget: granted at once, unless a 429 blocked the key in this process
+      const startedAt = performance.now();
+      return this.untilUnblocked(cls, opts).then(() => {
+        this.metrics.budgetGrants.inc({ class: cls });
+        return { cls, waitedMs: performance.now() - startedAt };
+      });
     }
     if (opts.signal?.aborted) return Promise.reject(new BudgetWaitAborted(operation));
     if (this.closed) return Promise.reject(new BudgetWaitExceeded(operation, cls, 0, null));
@@ -166,8 +177,8 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
    */
   async noteRateLimited(retryAfterMs: number | null, operation = 'unknown'): Promise<Date | null> {
     this.metrics.upstreamRateLimited.inc({ operation });
-    if (this.rule === null) return null;
     const blockMs = retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : this.config.budget.blockMs;
+    if (this.rule === null) return this.blockLocally(blockMs, operation);
     try {
       const { blockedUntilMs, started } = await this.repo.block(this.keyId, blockMs);
       const until = new Date(blockedUntilMs);
@@ -183,7 +194,6 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     }
   }
 
-  /** The end of the key's block when it is blocked now (any replica's 429); null otherwise or when off. */
   /** Requests granted in the window ending now, and how many more it grants (N' less those); null when off. */
   async usage(): Promise<{ used: number; left: number } | null> {
     if (this.rule === null) return null;
@@ -191,9 +201,92 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     return { used, left: Math.max(0, this.rule.limit - used) };
   }
 
-  async blockedUntil(): Promise<Date | null> {
+  /**
+   * What the key carries at the current mix (key-capacity.ts), from the grants of the window ending
+   * now by class; null when the budget is off. `reconcileSteps`: scheduled reads per finished order.
+   */
+  async capacity(reconcileSteps: number | null): Promise<KeyCapacity | null> {
     if (this.rule === null) return null;
+    return keyCapacity(this.rule, await this.repo.grantsInWindowByClass(this.keyId, this.rule.windowMs), reconcileSteps);
+  }
+
+  /**
+   * The end of the key's block when it is blocked now (any replica's 429); with the budget off, the
+   * block this process met (see `untilUnblocked`); null otherwise.
+   */
+  async blockedUntil(): Promise<Date | null> {
+    if (this.rule === null) return this.localBlockUntil();
     return this.repo.blockedUntil(this.keyId);
+  }
+
+  /** Budget off: the end of this process's block, when it is blocked now. */
+  localBlockUntil(): Date | null {
+    if (this.localBlockUntilMs === null || this.localBlockUntilMs <= Date.now()) return null;
+    return new Date(this.localBlockUntilMs);
+  }
+
+  /**
+   * Budget off: resolves at once unless this process met a 429 whose block is not over, else at the
+   * block's end. The upstream processed nothing of a request answered 429, and every request of the
+   * key meets the same answer until the block ends, so nothing is sent meanwhile. Rejects as `take`
+   * does: BudgetWaitExceeded at once when the block ends after `maxWaitMs` (or when closed),
+   * BudgetWaitAborted when the signal aborts. (With the budget on, `take` covers the block.)
+   */
+  untilUnblocked(cls: BudgetClass, opts: TakeOptions = {}): Promise<void> {
+    const until = this.localBlockUntilMs;
+    const waitMs = until === null ? 0 : until - Date.now();
+    if (waitMs <= 0) return Promise.resolve();
+    const operation = opts.operation ?? 'budget';
+    if (opts.signal?.aborted) return Promise.reject(new BudgetWaitAborted(operation));
+    if (this.closed || (opts.maxWaitMs !== undefined && opts.maxWaitMs < waitMs)) {
+      this.metrics.budgetWaitExceeded.inc({ class: cls });
+      return Promise.reject(new BudgetWaitExceeded(operation, cls, 0, new Date(until as number)));
+    }
+    const deadline = opts.maxWaitMs === undefined ? undefined : Date.now() + opts.maxWaitMs;
+    return new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const exceeded = (): BudgetWaitExceeded => new BudgetWaitExceeded(operation, cls, 0, new Date(this.localBlockUntilMs ?? Date.now()));
+      const end = (error?: Error): void => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        this.blockWaits.delete(onClose);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onAbort = (): void => end(new BudgetWaitAborted(operation));
+      const onClose = (): void => end(exceeded());
+      // until the block's end as it stands when the timer fires (a later 429 may have extended it)
+      const arm = (): void => {
+        const blockEnd = this.localBlockUntilMs ?? 0;
+        const now = Date.now();
+        if (blockEnd <= now) return end();
+        if (deadline !== undefined && blockEnd > deadline) {
+          this.metrics.budgetWaitExceeded.inc({ class: cls });
+          return end(exceeded());
+        }
+        timer = setTimeout(arm, Math.min(Math.ceil(blockEnd - now), 2_147_483_647));
+      };
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      this.blockWaits.add(onClose);
+      arm();
+    });
+  }
+
+  /** Budget off: a 429 blocks the key in this process for `blockMs` (or longer, when it is blocked longer already). */
+  private blockLocally(blockMs: number, operation: string): Date {
+    const now = Date.now();
+    const before = this.localBlockUntilMs;
+    const until = Math.max(before ?? 0, now + blockMs);
+    this.localBlockUntilMs = until;
+    if (before === null || before <= now) {
+      this.metrics.upstreamBlocks.inc();
+      this.logger.warn({
+        msg: `upstream answered 429 (rate limited) to ${operation}: this process sends nothing until ${new Date(until).toISOString()}`,
+        operation,
+        blocked_until: new Date(until).toISOString(),
+      });
+    }
+    return new Date(until);
   }
 
   /** Called by the budgeted client after each successful upstream answer (the monitor skips its ping after one). */
@@ -231,6 +324,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   async close(): Promise<void> {
     this.closed = true;
     this.clearTimer();
+    for (const end of [...this.blockWaits]) end();
     for (const w of [...this.waiters]) this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, null));
     await this.pumping;
   }

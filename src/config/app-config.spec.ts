@@ -286,7 +286,7 @@ describe('config', () => {
   );
 
   it('reads the request budget: off under spec, 60/60s under dujiao-next, each variable settable', () => {
-    expect(loadConfig(production).budget).toEqual({ rateLimit: null, blockMs: 30_000, syncShare: 0.5, orderQueueWaitMs: 5000, orderPriceFreshS: 30 });
+    expect(loadConfig(production).budget).toEqual({ rateLimit: null, blockMs: 30_000, syncShare: 0.5, reconcileShare: 0.2, orderQueueWaitMs: 5000, orderPriceFreshS: 30 });
     expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next' }).budget.rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
     expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', UPSTREAM_RATE_LIMIT: 'off' }).budget.rateLimit).toBeNull();
     expect(PROFILES['dujiao-next'].rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
@@ -295,8 +295,8 @@ describe('config', () => {
     expect(rate('20/2s')).toEqual({ requests: 20, windowMs: 2000 });
     expect(rate('10 / 500ms')).toEqual({ requests: 10, windowMs: 500 });
     expect(rate('OFF')).toBeNull();
-    const c = loadConfig({ ...production, UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3', SYNC_BUDGET_SHARE: '1', ORDER_QUEUE_WAIT_MS: '0', ORDER_PRICE_FRESH_S: '0' });
-    expect(c.budget).toEqual({ rateLimit: null, blockMs: 300, syncShare: 1, orderQueueWaitMs: 0, orderPriceFreshS: 0 });
+    const c = loadConfig({ ...production, UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3', SYNC_BUDGET_SHARE: '1', RECONCILE_BUDGET_SHARE: '0.05', ORDER_QUEUE_WAIT_MS: '0', ORDER_PRICE_FRESH_S: '0' });
+    expect(c.budget).toEqual({ rateLimit: null, blockMs: 300, syncShare: 1, reconcileShare: 0.05, orderQueueWaitMs: 0, orderPriceFreshS: 0 });
   });
 
   it.each([
@@ -312,6 +312,8 @@ describe('config', () => {
     ['SYNC_BUDGET_SHARE', '0'],
     ['SYNC_BUDGET_SHARE', '1.5'],
     ['SYNC_BUDGET_SHARE', 'half'],
+    ['RECONCILE_BUDGET_SHARE', '0'],
+    ['RECONCILE_BUDGET_SHARE', '1.2'],
     ['ORDER_QUEUE_WAIT_MS', '-1'],
     ['ORDER_QUEUE_WAIT_MS', '5s'],
     ['ORDER_PRICE_FRESH_S', '-1'],

@@ -141,6 +141,8 @@ export interface AppConfigShape {
     blockMs: number;
     /** SYNC_BUDGET_SHARE: the largest share of the window sync and reconciliation take while others wait, in (0, 1]. */
     syncShare: number;
+    /** RECONCILE_BUDGET_SHARE: the largest share of any window the lowest class (`reconcile`) takes, always, in (0, 1]. */
+    reconcileShare: number;
     /** ORDER_QUEUE_WAIT_MS: how long a new order waits for the budget before it is answered `queued`. */
     orderQueueWaitMs: number;
     /** ORDER_PRICE_FRESH_S: a SKU cost read this recently serves the price guard without a new read (0: always read). */
@@ -570,6 +572,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       rateLimit: r.rateLimit('UPSTREAM_RATE_LIMIT', preset.rateLimit),
       blockMs: Math.max(1, Math.round(1000 * r.number('UPSTREAM_RATE_LIMIT_BLOCK_S', 30, { min: 0, max: 86_400, what: 'a number of seconds greater than 0, at most 86400 (30, 0.5)' }))),
       syncShare: r.number('SYNC_BUDGET_SHARE', 0.5, { min: 0, max: 1, what: 'a number greater than 0 and at most 1 (0.5)' }),
+      reconcileShare: r.number('RECONCILE_BUDGET_SHARE', 0.2, { min: 0, max: 1, what: 'a number greater than 0 and at most 1 (0.2)' }),
       orderQueueWaitMs: r.int('ORDER_QUEUE_WAIT_MS', 5000, 0, 600_000),
       orderPriceFreshS: r.int('ORDER_PRICE_FRESH_S', 30, 0, 86_400),
     },

@@ -38,6 +38,7 @@
 import { Injectable, type BeforeApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import type { KeyCapacity } from '../budget/key-capacity.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { SyncRunRepository } from '../catalog/sync-run.repository.js';
 import { AppConfig, type RateLimitSetting } from '../config/app-config.js';
@@ -81,6 +82,29 @@ export interface BudgetHealth {
   left: number | null;
   /** The end of the key's block after a 429 (every replica waits for it); null when not blocked. */
   blocked_until: string | null;
+  /** What the key carries at the current mix (budget/key-capacity.ts); null when the budget is off or the database did not tell in time. */
+  capacity: CapacityHealth | null;
+}
+
+/** What the key carries, from the grants of the window ending now (every replica's). */
+export interface CapacityHealth {
+  /** Requests the budget grants a minute (its limit less the safety margin). */
+  requests_per_minute: number;
+  /** Requests a placed order costs at the current mix (creates, delivering reads, price reads, polls over creates); null without an order in the window. */
+  requests_per_order: number | null;
+  /** Orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now; null when the cost is not known. */
+  orders_per_minute: number | null;
+  reconcile: {
+    /** Reconciliation's requests (re-reads of finished orders and of ordered products, the periodic ping) in the window ending now. */
+    last_window: number;
+    /** The most it takes of any window (RECONCILE_BUDGET_SHARE), and a minute. */
+    limit_per_window: number;
+    limit_per_minute: number;
+    /** Finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off. */
+    orders_per_day_full_schedule: number | null;
+    /** Scheduled reads due and not made yet; null when the database did not tell in time. */
+    due: number | null;
+  };
 }
 
 /** Why a database reported `up` did not answer in time (absent when it answered). */
@@ -97,6 +121,21 @@ export interface HealthBody {
   budget: BudgetHealth;
   /** Orders accepted and waiting for the budget (`queued`); null when the database did not tell in time. */
   queued: number | null;
+}
+
+function toCapacityHealth(c: KeyCapacity, due: number | null): CapacityHealth {
+  return {
+    requests_per_minute: c.requestsPerMinute,
+    requests_per_order: c.requestsPerOrder,
+    orders_per_minute: c.ordersPerMinute,
+    reconcile: {
+      last_window: c.reconcile.lastWindow,
+      limit_per_window: c.reconcile.limitPerWindow,
+      limit_per_minute: c.reconcile.limitPerMinute,
+      orders_per_day_full_schedule: c.reconcile.ordersPerDayFullSchedule,
+      due,
+    },
+  };
 }
 
 /** `60/60s`, `20/2s`, `100/1500ms`: a configured limit as UPSTREAM_RATE_LIMIT spells it. */
@@ -217,13 +256,16 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     const deadline = new Deadline(HEALTH_DEADLINE_MS);
     try {
       const current = this.monitor.current();
-      const [db, stored, lastSync, blockedUntil, queued, usage] = await Promise.all([
+      const [db, stored, lastSync, blockedUntil, queued, usage, capacity, reconcileDue] = await Promise.all([
         this.checkDatabase(deadline),
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
-        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(null),
+        // with the budget off, the block this process met (no database read)
+        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(this.budget.localBlockUntil()),
         this.within(deadline, 'queued', () => this.orders.countQueued()),
         this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
+        this.budget.enabled ? this.within(deadline, 'budgetCapacity', () => this.budget.capacity(this.config.reconcile.afterMs?.length ?? null)) : Promise.resolve(null),
+        this.budget.enabled ? this.within(deadline, 'reconcileDue', () => this.orders.countReconcileDue()) : Promise.resolve(null),
       ]);
       const up = db.database === 'up';
       const ping: UpstreamSnapshot | null = current ?? (up ? stored : null);
@@ -240,7 +282,13 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         ...(db.database === 'up' && db.detail ? { database_detail: db.detail } : {}),
         upstream,
         last_sync: up ? lastSync : null,
-        budget: { limit: limit ? formatRateLimit(limit) : null, used: usage?.used ?? null, left: usage?.left ?? null, blocked_until: blockedUntil ? blockedUntil.toISOString() : null },
+        budget: {
+          limit: limit ? formatRateLimit(limit) : null,
+          used: usage?.used ?? null,
+          left: usage?.left ?? null,
+          blocked_until: blockedUntil ? blockedUntil.toISOString() : null,
+          capacity: capacity ? toCapacityHealth(capacity, up ? reconcileDue : null) : null,
+        },
         queued: up ? queued : null,
       };
       if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };

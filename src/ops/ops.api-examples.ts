@@ -49,6 +49,30 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
         used: { type: 'integer', minimum: 0, nullable: true, description: 'requests granted in the window ending now (every replica together); null when not counted' },
         left: { type: 'integer', minimum: 0, nullable: true, description: 'requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted' },
         blocked_until: dateTimeSchema('the end of the key\'s block after an HTTP 429 (every replica waits for it); null when not blocked', true),
+        capacity: {
+          ...objectSchema({
+            requests_per_minute: { type: 'number', description: 'requests the budget grants a minute (the limit less its safety margin)' },
+            requests_per_order: {
+              type: 'number',
+              nullable: true,
+              description: 'requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window',
+            },
+            orders_per_minute: { type: 'number', nullable: true, description: 'orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now' },
+            reconcile: objectSchema(
+              {
+                last_window: { type: 'integer', minimum: 0, description: 'reconciliation\'s requests in the window ending now' },
+                limit_per_window: { type: 'integer', minimum: 1, description: 'the most it takes of any window (RECONCILE_BUDGET_SHARE)' },
+                limit_per_minute: { type: 'number', description: 'that, a minute' },
+                orders_per_day_full_schedule: { type: 'integer', nullable: true, description: 'finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off' },
+                due: { type: 'integer', minimum: 0, nullable: true, description: 'scheduled reads due and not made yet' },
+              },
+              [],
+              'what reconciliation (re-reads of finished orders and of ordered products, the periodic ping; the lowest class) takes',
+            ),
+          }),
+          nullable: true,
+          description: 'what the key carries at the current mix, from the grants of the window ending now; null when the budget is off',
+        },
       },
       [],
       'the upstream\'s request budget of this API key, shared by every replica',
@@ -57,6 +81,8 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
   },
   ['wallet'],
 );
+
+const CAPACITY_EXAMPLE = { requests_per_minute: 55.9, requests_per_order: 2.1, orders_per_minute: 21.9, reconcile: { last_window: 4, limit_per_window: 11, limit_per_minute: 10.8, orders_per_day_full_schedule: 5176, due: 0 } };
 
 export const HEALTH_EXAMPLE = {
   ok: true,
@@ -73,7 +99,7 @@ export const HEALTH_EXAMPLE = {
     last_success_at: '2026-11-22T09:45:12.337Z',
   },
   wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
-  budget: { limit: '60/60s', used: null, left: null, blocked_until: null },
+  budget: { limit: '60/60s', used: 31, left: 26, blocked_until: null, capacity: CAPACITY_EXAMPLE },
   queued: 0,
 };
 
@@ -81,7 +107,7 @@ export const HEALTH_EXAMPLE = {
 export const HEALTH_RATE_LIMITED_EXAMPLE = {
   ...HEALTH_EXAMPLE,
   upstream: { status: 'rate_limited', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
-  budget: { limit: '60/60s', used: null, left: null, blocked_until: '2026-11-22T10:00:30.000Z' },
+  budget: { limit: '60/60s', used: 31, left: 26, blocked_until: '2026-11-22T10:00:30.000Z', capacity: CAPACITY_EXAMPLE },
   queued: 3,
 };
 
@@ -92,7 +118,7 @@ export const HEALTH_DOWN_EXAMPLE = {
   upstream: { status: 'up', checked_at: '2026-11-22T10:00:00.000Z', latency_ms: 42, error: null },
   last_sync: null,
   wallet: { balance: '1520.00', currency: 'CNY', checked_at: '2026-11-22T10:00:00.000Z' },
-  budget: { limit: '60/60s', used: null, left: null, blocked_until: null },
+  budget: { limit: '60/60s', used: null, left: null, blocked_until: null, capacity: null },
   queued: null,
 };
 

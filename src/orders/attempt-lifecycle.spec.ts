@@ -1,4 +1,4 @@
-import { ATTEMPT_MOVES, attemptMove, type SendOutcomeKind } from './attempt-lifecycle.js';
+import { ATTEMPT_MOVES, attemptMove, planOutcome, type SendOutcomeKind } from './attempt-lifecycle.js';
 import { canTransition } from './order-state.js';
 
 const OUTCOMES: SendOutcomeKind[] = ['accepted', 'rejected', 'unavailable', 'unknown', 'queued'];
@@ -32,6 +32,94 @@ describe('the attempt lifecycle', () => {
         if (move.order === 'rejected' || move.order === 'submit_unknown') expect(canTransition('submit_outcome', from, move.order)).toBe(true);
         if (move.order === 'queued') expect(canTransition('requeue', from, 'queued')).toBe(true);
         expect(moves[o]).toBeDefined();
+      }
+    }
+  });
+});
+
+describe('planOutcome: everything an outcome does to the attempt and its order', () => {
+  const now = new Date('2026-11-29T10:00:00Z');
+  const resendAt = new Date('2026-11-29T10:01:00Z');
+  const at = { now, resendAt };
+  const first = { status: 'submitting' as const, sends: 1, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
+  const resent = { status: 'submit_unknown' as const, sends: 2, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
+  const detail = { attempt: 2, downstream_order_no: 'S-1-2' };
+
+  it('accepted: the attempt is closed accepted with the upstream order, the order takes the report; a re-send that is accepted counts as deduplicated', () => {
+    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: null }, first, at)).toEqual({
+      attempt: { status: 'accepted', sending_until: null, upstream_order_id: 7, finished_at: now, http_status: 200 },
+      order: { kind: 'report' },
+      metric: 'accepted',
+      log: null,
+    });
+    const request = { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false };
+    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: request }, resent, at)).toMatchObject({ attempt: { request }, metric: 'deduplicated' });
+  });
+
+  it('a refusal of a first send: rejected with the upstream code, kept upstream order and the order moved to rejected', () => {
+    expect(planOutcome({ kind: 'rejected', errorCode: 'payment_failed', httpStatus: 200, message: 'no money', upstreamOrderId: 9 }, first, at)).toEqual({
+      attempt: { status: 'rejected', sending_until: null, finished_at: now, upstream_order_id: 9, http_status: 200, error_code: 'payment_failed', error_message: 'no money' },
+      order: {
+        kind: 'move',
+        trigger: 'submit_outcome',
+        to: 'rejected',
+        patch: { error_code: 'payment_failed', error_message: 'no money' },
+        detail: { ...detail, error_code: 'payment_failed', upstream_order_id: 9 },
+      },
+      metric: 'rejected',
+      log: null,
+    });
+  });
+
+  it('nothing reached the upstream: rejected upstream_unavailable; a 429 or no budget: queued; unknown: submit_unknown, sent again at resendAt', () => {
+    expect(planOutcome({ kind: 'unavailable', reason: 'ECONNREFUSED' }, first, at)).toMatchObject({
+      attempt: { status: 'rejected', error_code: 'upstream_unavailable', error_message: 'ECONNREFUSED', finished_at: now },
+      order: { kind: 'move', trigger: 'submit_outcome', to: 'rejected', patch: { error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' } },
+      metric: 'unavailable',
+    });
+    expect(planOutcome({ kind: 'queued', reason: 'rate_limited' }, first, at)).toEqual({
+      attempt: { status: 'queued', sending_until: null },
+      order: { kind: 'move', trigger: 'requeue', to: 'queued', patch: { error_code: null, error_message: null }, detail: { ...detail, reason: 'rate_limited' } },
+      metric: 'queued',
+      log: null,
+    });
+    expect(planOutcome({ kind: 'unknown', reason: 'response_timeout' }, first, at)).toEqual({
+      attempt: { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: resendAt },
+      order: {
+        kind: 'move',
+        trigger: 'submit_outcome',
+        to: 'submit_unknown',
+        patch: { error_code: null, error_message: 'outcome unknown: response_timeout' },
+        detail: { ...detail, reason: 'response_timeout' },
+      },
+      metric: 'unknown',
+      log: 'unknown',
+    });
+  });
+
+  it('a re-send that settles nothing: the order unchanged, the attempt sent again later; a refusal of it is kept and logged', () => {
+    for (const o of [{ kind: 'unavailable' as const, reason: 'x' }, { kind: 'unknown' as const, reason: 'x' }, { kind: 'queued' as const, reason: 'x' }]) {
+      expect(planOutcome(o, resent, at)).toEqual({ attempt: { sending_until: null, next_resend_at: resendAt }, order: { kind: 'unchanged' }, metric: null, log: null });
+    }
+    expect(planOutcome({ kind: 'rejected', errorCode: 'sku_disabled', httpStatus: 409, message: 'm' }, resent, at)).toEqual({
+      attempt: { sending_until: null, next_resend_at: resendAt, http_status: 409, error_code: 'sku_disabled', error_message: 'm' },
+      order: { kind: 'unchanged' },
+      metric: null,
+      log: 'resend_refused',
+    });
+  });
+
+  it('every order move it plans is one the state table allows', () => {
+    const facts = [
+      { kind: 'rejected' as const, errorCode: 'e', httpStatus: 409, message: 'm' },
+      { kind: 'unavailable' as const, reason: 'r' },
+      { kind: 'unknown' as const, reason: 'r' },
+      { kind: 'queued' as const, reason: 'r' },
+    ];
+    for (const attempt of [first, { ...resent, sends: 1 }, resent]) {
+      for (const f of facts) {
+        const p = planOutcome(f, attempt, at);
+        if (p.order.kind === 'move') expect(canTransition(p.order.trigger, attempt.status, p.order.to)).toBe(true);
       }
     }
   });

@@ -17,7 +17,12 @@
  * may check a signature, stock or the balance before it looks the number up): only a refusal of the
  * one send an unknown attempt had (its outcome arriving after the sweep took the sender for gone)
  * closes it.
+ *
+ * `planOutcome` turns a row of the table into the whole plan the submitter carries out: the attempt's
+ * fields, the order's move (its trigger, patch and event detail), the placement counted and the log.
  */
+import type { AttemptPatch, AttemptRequest } from './order.records.js';
+
 export type SendOutcomeKind = 'accepted' | 'rejected' | 'unavailable' | 'unknown' | 'queued';
 
 export type AttemptMove =
@@ -55,4 +60,136 @@ export function attemptMove(outcome: SendOutcomeKind, attempt: OpenAttempt): Att
   // the refusal answers the one send the unknown attempt had: it was not placed
   if (outcome === 'rejected' && attempt.sends <= 1) return REJECTED;
   return ATTEMPT_MOVES[outcome][1];
+}
+
+// ------------------------------------------------------------------------------- the outcome's plan
+
+/** What the plan needs of a send's outcome (order-submitter.service.ts SendOutcome). */
+export type OutcomeFacts =
+  /** `changedRequest`: the request as sent when it differs from the attempt's (sent again without callback_url). */
+  | { kind: 'accepted'; upstreamOrderId: number; changedRequest: AttemptRequest | null }
+  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string; upstreamOrderId?: number | null }
+  | { kind: 'unavailable' | 'unknown' | 'queued'; reason: string };
+
+/** The order's side of an outcome. */
+export type OrderOutcomeMove =
+  /** the order takes the upstream's report (OrderUpdater.applyReport) */
+  | { kind: 'report' }
+  | { kind: 'unchanged' }
+  /** a local move through the state table (OrderUpdater.moveLocal) */
+  | {
+      kind: 'move';
+      trigger: 'submit_outcome' | 'requeue';
+      to: 'rejected' | 'submit_unknown' | 'queued';
+      patch: { error_code: string | null; error_message: string | null };
+      detail: Record<string, unknown>;
+    };
+
+/** The placement counted (`relay_order_placements_total{outcome}`). */
+export type PlacementMetric = 'accepted' | 'deduplicated' | 'rejected' | 'unavailable' | 'queued' | 'unknown';
+
+export interface OutcomePlan {
+  /** Written on the attempt. */
+  attempt: AttemptPatch;
+  order: OrderOutcomeMove;
+  /** Counted once committed; null: nothing settled (a re-send still unknown). */
+  metric: PlacementMetric | null;
+  /** Logged once committed: a re-send refused (the attempt stays unknown), or an unknown outcome. */
+  log: 'resend_refused' | 'unknown' | null;
+}
+
+/**
+ * The whole of what an outcome does to an open attempt and its order (the table above), as data the
+ * submitter carries out in one transaction. `resendAt`: when an attempt left unknown is sent again.
+ */
+export function planOutcome(
+  outcome: OutcomeFacts,
+  attempt: OpenAttempt & { attemptNo: number; downstreamOrderNo: string },
+  at: { now: Date; resendAt: Date },
+): OutcomePlan {
+  const move = attemptMove(outcome.kind, attempt);
+  const detail = { attempt: attempt.attemptNo, downstream_order_no: attempt.downstreamOrderNo };
+  if (move.attempt === 'resend_later') {
+    // still unknown, sent again later under the same number; a callback or an operator may settle it first
+    const refusal = outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {};
+    return {
+      attempt: { sending_until: null, next_resend_at: at.resendAt, ...refusal },
+      order: { kind: 'unchanged' },
+      metric: null,
+      log: outcome.kind === 'rejected' ? 'resend_refused' : null,
+    };
+  }
+  switch (outcome.kind) {
+    case 'accepted':
+      return {
+        attempt: {
+          status: 'accepted',
+          sending_until: null,
+          upstream_order_id: outcome.upstreamOrderId,
+          finished_at: at.now,
+          http_status: 200,
+          ...(outcome.changedRequest ? { request: outcome.changedRequest } : {}),
+        },
+        order: { kind: 'report' },
+        metric: attempt.status === 'submit_unknown' ? 'deduplicated' : 'accepted',
+        log: null,
+      };
+    case 'rejected': {
+      // what the upstream kept of it, for an operator (a payment_failed order, canceled there)
+      const kept = outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {};
+      return {
+        attempt: {
+          status: 'rejected',
+          sending_until: null,
+          finished_at: at.now,
+          ...kept,
+          http_status: outcome.httpStatus,
+          error_code: outcome.errorCode,
+          error_message: outcome.message,
+        },
+        order: {
+          kind: 'move',
+          trigger: 'submit_outcome',
+          to: 'rejected',
+          patch: { error_code: outcome.errorCode, error_message: outcome.message },
+          detail: { ...detail, error_code: outcome.errorCode, ...kept },
+        },
+        metric: 'rejected',
+        log: null,
+      };
+    }
+    case 'unavailable':
+      return {
+        attempt: { status: 'rejected', sending_until: null, finished_at: at.now, error_code: 'upstream_unavailable', error_message: outcome.reason },
+        order: {
+          kind: 'move',
+          trigger: 'submit_outcome',
+          to: 'rejected',
+          patch: { error_code: 'upstream_unavailable', error_message: `the upstream could not be reached (${outcome.reason})` },
+          detail: { ...detail, error_code: 'upstream_unavailable' },
+        },
+        metric: 'unavailable',
+        log: null,
+      };
+    case 'queued':
+      return {
+        attempt: { status: 'queued', sending_until: null },
+        order: { kind: 'move', trigger: 'requeue', to: 'queued', patch: { error_code: null, error_message: null }, detail: { ...detail, reason: outcome.reason } },
+        metric: 'queued',
+        log: null,
+      };
+    case 'unknown':
+      return {
+        attempt: { status: 'submit_unknown', sending_until: null, unknown_since: at.now, next_resend_at: at.resendAt },
+        order: {
+          kind: 'move',
+          trigger: 'submit_outcome',
+          to: 'submit_unknown',
+          patch: { error_code: null, error_message: `outcome unknown: ${outcome.reason}` },
+          detail: { ...detail, reason: outcome.reason },
+        },
+        metric: 'unknown',
+        log: 'unknown',
+      };
+  }
 }

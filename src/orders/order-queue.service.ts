@@ -6,7 +6,9 @@
  * order that cannot be tried now (its product could not be read, or a 429 sent it back) stays at the
  * head: the queue waits a tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
  * sends an order (another one, having read the same head, finds it no longer queued and goes on).
- * Runs only where the budget is on: without it, nothing is ever queued.
+ * With the budget off, orders are queued only by a 429: the queue then runs when woken (an order was
+ * queued), at start, and at an idle pace of IDLE_MS (orders another replica queued), and a tick after
+ * a pass that stopped at an order (its next try waits for the block's end in the budget service).
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { WakeLoop } from '../common/wake-loop.js';
@@ -19,6 +21,8 @@ import { OrderSignals } from './order-signals.service.js';
 const HEAD = 10;
 /** The pace of the queue when nothing wakes it. */
 const TICK_MS = 1000;
+/** With the budget off: the pace of an empty queue when nothing wakes it. */
+const IDLE_MS = 60_000;
 
 @Injectable()
 export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
@@ -26,7 +30,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   /** The passes: after one, the next at once when an order was queued meanwhile and the head could move, else a tick later. */
   private readonly loop = new WakeLoop(
     () => this.drain(),
-    (blocked, woken) => (woken && !blocked ? 0 : TICK_MS),
+    (blocked, woken) => (woken && !blocked ? 0 : blocked || this.config.budget.rateLimit !== null ? TICK_MS : IDLE_MS),
   );
   private unsubscribe: (() => void) | null = null;
   /** Aborted at shutdown: ends a price read waiting for the budget. */
@@ -40,7 +44,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.workers || this.config.budget.rateLimit === null) return;
+    if (!this.config.workers) return;
     this.unsubscribe = this.signals.onQueued(() => this.wake());
     this.loop.start();
   }

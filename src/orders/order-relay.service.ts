@@ -10,9 +10,11 @@
  *    call, which is made outside it; the outcome recorded after it.
  *
  * Under the upstream's request budget (UPSTREAM_RATE_LIMIT) the price read and the create wait for
- * their tokens at most ORDER_QUEUE_WAIT_MS in all: past that (or on a 429) the order is answered 202
+ * their tokens at most ORDER_QUEUE_WAIT_MS in all (with the budget off, only for the end of a block
+ * this process met): past that, or on a 429 (with or without a budget), the order is answered 202
  * `queued`, its attempt reserved but not sent, and `placeQueued` (driven by OrderQueue) sends it later
- * in arrival order, with the price guard read then against the ceiling recorded at acceptance.
+ * in arrival order, under the same number, with the price guard read then against the ceiling
+ * recorded at acceptance.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
@@ -24,8 +26,11 @@ import { AppError, badRequest } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
+import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
+import { placeAnswer } from './place-answer.js';
+import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
@@ -65,8 +70,8 @@ function localChecked(local: CatalogSku, skuId: number, unitCost: string): Check
   return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
-/** The price read could not get the request budget in time: the order is queued, its price read later. */
-class PriceReadDeferred extends Error {}
+/** The checks passed (`checked`), or the price read is left for when the queued order is sent (price-read.ts `defer`). */
+type PriceCheck = { kind: 'checked'; sku: CheckedSku } | { kind: 'deferred'; local: CatalogSku };
 
 /** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
 interface BudgetWait {
@@ -118,8 +123,9 @@ export class OrderRelayService {
       throw badRequest('invalid request: quantity', { quantity: [`quantity must not be greater than ${this.config.orders.maxQuantity}`] });
     }
     const fingerprint = requestFingerprint(input);
-    // under the request budget, the price read and the create wait for it this long in all
-    const wait: BudgetWait = this.submitter.budgeted ? { deadline: performance.now() + this.config.budget.orderQueueWaitMs } : {};
+    // the price read and the create wait for the request budget (or, with it off, for the end of a
+    // block after a 429) this long in all
+    const wait: BudgetWait = { deadline: performance.now() + this.config.budget.orderQueueWaitMs };
     for (;;) {
       // One request per key at a time in this process: the others wait for it, then answer from
       // what it recorded (replicas meet at the unique keys of the database instead).
@@ -207,17 +213,11 @@ export class OrderRelayService {
     early: EarlyRead | null,
     wait: BudgetWait,
   ): Promise<PlaceResult | null> {
-    let sku: CheckedSku;
-    let deferred = false;
     const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
-    try {
-      sku = await this.check(input, local, early, ceiling, wait);
-    } catch (e) {
-      if (!(e instanceof PriceReadDeferred) || !local) throw e;
-      // no budget for the price read in time: queued as the local catalog knows the SKU, read when sent
-      sku = localChecked(local, local.upstreamSkuId, local.costPrice);
-      deferred = true;
-    }
+    const checked = await this.check(input, local, early, ceiling, wait);
+    // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
+    const deferred = checked.kind === 'deferred';
+    const sku: CheckedSku = checked.kind === 'checked' ? checked.sku : localChecked(checked.local, checked.local.upstreamSkuId, checked.local.costPrice);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
     // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
@@ -276,7 +276,9 @@ export class OrderRelayService {
     let sku: CheckedSku;
     try {
       // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
-      sku = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
+      const checked = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
+      if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
+      sku = checked.sku;
     } catch (e) {
       if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
       await this.refuseQueued(order, attempt, e);
@@ -344,7 +346,7 @@ export class OrderRelayService {
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
    */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<CheckedSku> {
+  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<PriceCheck> {
     if (!sku) throw new AppError('sku_not_found', `no SKU ${input.sku_code}`);
     if (!sku.available) throw new AppError('sku_unavailable', `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
     if (sku.fulfillmentType === 'manual') {
@@ -367,7 +369,7 @@ export class OrderRelayService {
     const confirmed = early?.productId === sku.productId ? null : this.catalog.confirmedCost(sku);
     if (confirmed) {
       priceGuard(confirmed.unitCost, ceiling);
-      return localChecked(sku, confirmed.skuId, confirmed.unitCost);
+      return { kind: 'checked', sku: localChecked(sku, confirmed.skuId, confirmed.unitCost) };
     }
     let product: UpstreamProduct | null;
     try {
@@ -376,7 +378,8 @@ export class OrderRelayService {
         maxWaitMs: waitLeft(wait),
       });
     } catch (e) {
-      if (e instanceof BudgetWaitExceeded && wait.deadline !== undefined) throw new PriceReadDeferred();
+      const failure = { budgetWaitExceeded: e instanceof BudgetWaitExceeded, rateLimited: isRateLimited(e) };
+      if (priceReadFailureRoute(failure, wait.deadline !== undefined) === 'defer') return { kind: 'deferred', local: sku };
       throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
     }
     const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);
@@ -385,13 +388,16 @@ export class OrderRelayService {
     }
     priceGuard(fresh.price_amount, ceiling);
     return {
-      productId: product.id,
-      skuKey: sku.skuKey,
-      skuCode: sku.skuCode,
-      skuId: fresh.id,
-      unitCost: fresh.price_amount,
-      currency: sku.currency,
-      fulfillmentType: product.fulfillment_type,
+      kind: 'checked',
+      sku: {
+        productId: product.id,
+        skuKey: sku.skuKey,
+        skuCode: sku.skuCode,
+        skuId: fresh.id,
+        unitCost: fresh.price_amount,
+        currency: sku.currency,
+        fulfillmentType: product.fulfillment_type,
+      },
     };
   }
 
@@ -484,29 +490,11 @@ export class OrderRelayService {
     }
   }
 
-  /** The answer of the request that made the attempt. */
+  /** The answer of the request that made the attempt (place-answer.ts); an error carries the order. */
   private answer(order: OrderRecord, outcome: SendOutcome): PlaceResult {
-    switch (order.status) {
-      case 'submit_unknown':
-      case 'queued':
-        return { httpStatus: 202, order };
-      case 'rejected': {
-        const view = this.presenter.present(order);
-        if (outcome.kind === 'rejected') {
-          const auth = outcome.httpStatus === 401 || outcome.httpStatus === 403;
-          const message = `the upstream refused the order: ${outcome.message}`;
-          if (auth) throw new AppError('upstream_auth_failed', message, { order: view });
-          // the upstream's own code, with its status (an `ok: false` answered 200: 402 for `payment_failed`, else 502)
-          const status = outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
-          throw AppError.fromUpstream(outcome.errorCode, status, message, { order: view });
-        }
-        throw new AppError('upstream_unavailable', order.errorMessage ?? 'the upstream could not be reached', { order: view });
-      }
-      case 'submitting':
-        // accepted with a status we do not know (kept as an anomaly, followed): the upstream has it
-        return { httpStatus: outcome.kind === 'accepted' ? 201 : 202, order };
-      default:
-        return { httpStatus: 201, order };
-    }
+    const a = placeAnswer(order, outcome);
+    if (a.kind === 'ok') return { httpStatus: a.httpStatus, order };
+    const extra = { order: this.presenter.present(order) };
+    throw a.upstream ? AppError.fromUpstream(a.code, a.httpStatus, a.message, extra) : new AppError(a.code, a.message, extra);
   }
 }

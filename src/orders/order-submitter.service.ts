@@ -15,10 +15,11 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
+import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
-import { attemptMove } from './attempt-lifecycle.js';
+import { planOutcome } from './attempt-lifecycle.js';
 import { overcharge } from './money-checks.js';
 import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
@@ -76,14 +77,10 @@ export class OrderSubmitter {
     return Math.ceil(t * 1.5 + Math.min(t / 4, 1000));
   }
 
-  /** Whether the upstream's request budget is on (UPSTREAM_RATE_LIMIT): a create may then wait in the queue. */
-  get budgeted(): boolean {
-    return this.config.budget.rateLimit !== null;
-  }
-
   /**
    * Sends one attempt (outside any transaction). `wait.maxWaitMs`: the longest wait for the request
-   * budget's token; without one in time, or on a 429, the outcome is `queued` (nothing was sent or
+   * budget's token (or, with the budget off, for the end of a block this process met); without one in
+   * time, or on a 429 (with or without a budget), the outcome is `queued` (nothing was sent or
    * processed). `wait.granted`: the caller took the first send's token already.
    */
   async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, wait: { maxWaitMs?: number; granted?: boolean } = {}): Promise<SendOutcome> {
@@ -119,7 +116,9 @@ export class OrderSubmitter {
           return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
         }
         if (e instanceof UpstreamRetryableError) {
-          if (this.budgeted && (e.reason === 'budget_wait_exceeded' || e.reason === 'rate_limited')) return { kind: 'queued', reason: e.reason };
+          // the upstream processed nothing (no token in time, or its 429, with or without a budget): the attempt waits in the queue
+          const limited = isRateLimited(e as unknown);
+          if (limited || e.reason === 'budget_wait_exceeded') return { kind: 'queued', reason: limited ? 'rate_limited' : e.reason };
           const delay = Math.min(e.retryAfterMs ?? RETRY_DELAYS_MS[tryNo] ?? 300, 1000);
           if (tryNo + 1 < MAX_SEND_TRIES && elapsed + delay < budget) {
             await sleep(delay);
@@ -156,52 +155,38 @@ export class OrderSubmitter {
     snapshot?: OrderSnapshot,
   ): Promise<{ order: OrderRecord; applied: boolean }> {
     const now = this.clock.now();
-    let applied = true;
-    const work = async (tx: OrderTx): Promise<OrderRecord | null> => {
-      applied = true;
+    const work = async (tx: OrderTx): Promise<{ order: OrderRecord; applied: boolean } | null> => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked) return null;
       const { order, attempt } = locked;
       if ((attempt.status !== 'submitting' && attempt.status !== 'submit_unknown') || order.attempt !== attemptNo) {
-        applied = false;
         if (attempt.sendingUntil) await tx.updateAttempt(attempt.id, { sending_until: null });
-        if (outcome.kind === 'accepted') return this.lateAcceptance(tx, order, attempt, outcome.report, source);
-        return order;
+        if (outcome.kind === 'accepted') return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: false };
+        return { order, applied: false };
       }
-      const wasUnknown = attempt.status === 'submit_unknown';
-      const detail = { attempt: attemptNo, downstream_order_no: attempt.downstreamOrderNo };
-      // the attempt lifecycle (attempt-lifecycle.ts): what this outcome does to the attempt and its order
-      const move = attemptMove(outcome.kind, { status: attempt.status, sends: attempt.sends });
-      if (move.attempt === 'resend_later') {
-        // still unknown, sent again later under the same number; a callback or an operator may settle it first
-        await tx.updateAttempt(attempt.id, {
-          sending_until: null,
-          next_resend_at: this.resendAt(now),
-          ...(outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {}),
-        });
-        if (outcome.kind === 'rejected') {
-          tx.afterCommit(() =>
-            this.logger.warn({
-              msg: `order ${order.shopOrderNo}: the re-send of attempt ${attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
-              shop_order_no: order.shopOrderNo,
-              trace_id: order.traceId,
-              error_code: outcome.errorCode,
-            }),
-          );
+      // the attempt lifecycle (attempt-lifecycle.ts) decides everything the outcome does; this carries it out
+      const plan = planOutcome(
+        outcome.kind === 'accepted'
+          ? { kind: 'accepted', upstreamOrderId: outcome.report.order_id, changedRequest: outcome.request !== attempt.request ? outcome.request : null }
+          : outcome,
+        { status: attempt.status, sends: attempt.sends, attemptNo, downstreamOrderNo: attempt.downstreamOrderNo },
+        { now, resendAt: this.resendAt(now) },
+      );
+      await tx.updateAttempt(attempt.id, plan.attempt);
+      tx.afterCommit(() => {
+        if (plan.metric) this.metrics.placements.inc({ outcome: plan.metric });
+        if (plan.log) this.logOutcome(plan.log, order, attempt, outcome);
+      });
+      switch (plan.order.kind) {
+        case 'unchanged':
+          return { order, applied: true };
+        case 'move': {
+          const { trigger, to, patch, detail } = plan.order;
+          return { order: await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail), applied: true };
         }
-        return order;
-      }
-      switch (outcome.kind) {
-        case 'accepted': {
+        case 'report': {
+          if (outcome.kind !== 'accepted') throw new Error(`a ${outcome.kind} outcome has no report`);
           const r = outcome.report;
-          await tx.updateAttempt(attempt.id, {
-            status: 'accepted',
-            sending_until: null,
-            upstream_order_id: r.order_id,
-            finished_at: now,
-            http_status: 200,
-            ...(outcome.request !== attempt.request ? { request: outcome.request } : {}),
-          });
           const applied = await this.updater.applyReport(tx, order, r, source, {
             schedule: 'hint',
             kind: outcome.reportKind,
@@ -210,75 +195,34 @@ export class OrderSubmitter {
               upstream_order_no: r.order_no ?? null,
               ...(outcome.request.with_callback && this.config.callbacks.publicUrl !== null ? { callbacks_expected: true } : {}),
             },
-            detail,
+            detail: { attempt: attemptNo, downstream_order_no: attempt.downstreamOrderNo },
           });
           tx.afterCommit(() => {
-            this.metrics.placements.inc({ outcome: wasUnknown ? 'deduplicated' : 'accepted' });
             this.monitor.pingSoon(); // the wallet was debited: check it against WALLET_LOW_BALANCE
             this.checkCharge(order, r);
           });
-          return applied.order;
+          return { order: applied.order, applied: true };
         }
-        case 'rejected':
-          await tx.updateAttempt(attempt.id, {
-            status: 'rejected',
-            sending_until: null,
-            finished_at: now,
-            // what the upstream kept of it, for an operator (a payment_failed order, canceled there)
-            ...(outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {}),
-            http_status: outcome.httpStatus,
-            error_code: outcome.errorCode,
-            error_message: outcome.message,
-          });
-          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'rejected' }));
-          return this.updater.moveLocal(tx, order, 'submit_outcome', 'rejected', source, { error_code: outcome.errorCode, error_message: outcome.message }, {
-            ...detail,
-            error_code: outcome.errorCode,
-            ...(outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {}),
-          });
-        case 'unavailable':
-          await tx.updateAttempt(attempt.id, {
-            status: 'rejected',
-            sending_until: null,
-            finished_at: now,
-            error_code: 'upstream_unavailable',
-            error_message: outcome.reason,
-          });
-          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'unavailable' }));
-          return this.updater.moveLocal(
-            tx,
-            order,
-            'submit_outcome',
-            'rejected',
-            source,
-            { error_code: 'upstream_unavailable', error_message: `the upstream could not be reached (${outcome.reason})` },
-            { ...detail, error_code: 'upstream_unavailable' },
-          );
-        case 'queued':
-          await tx.updateAttempt(attempt.id, { status: 'queued', sending_until: null });
-          tx.afterCommit(() => this.metrics.placements.inc({ outcome: 'queued' }));
-          return this.updater.moveLocal(tx, order, 'requeue', 'queued', source, { error_code: null, error_message: null }, { ...detail, reason: outcome.reason });
-        case 'unknown':
-          await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.resendAt(now) });
-          tx.afterCommit(() => {
-            this.metrics.placements.inc({ outcome: 'unknown' });
-            this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
-          });
-          return this.updater.moveLocal(
-            tx,
-            order,
-            'submit_outcome',
-            'submit_unknown',
-            source,
-            { error_code: null, error_message: `outcome unknown: ${outcome.reason}` },
-            { ...detail, reason: outcome.reason },
-          );
       }
     };
     const recorded = (snapshot ? await this.repo.fromSnapshot(snapshot, work) : null) ?? (await this.repo.transaction(work));
     this.signals.settled(orderId);
     if (!recorded) throw new Error(`order ${orderId} vanished`);
-    return { order: recorded, applied };
+    return recorded;
+  }
+
+  /** The logs an outcome's plan asks for, once committed. */
+  private logOutcome(kind: 'resend_refused' | 'unknown', order: OrderRecord, attempt: AttemptRecord, outcome: SendOutcome): void {
+    if (kind === 'resend_refused' && outcome.kind === 'rejected') {
+      this.logger.warn({
+        msg: `order ${order.shopOrderNo}: the re-send of attempt ${attempt.attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
+        shop_order_no: order.shopOrderNo,
+        trace_id: order.traceId,
+        error_code: outcome.errorCode,
+      });
+    } else if (kind === 'unknown' && outcome.kind === 'unknown') {
+      this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+    }
   }
 
   /**

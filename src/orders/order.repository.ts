@@ -354,6 +354,12 @@ export class OrderRepository {
     return Number(found[0]?.n ?? 0);
   }
 
+  /** Scheduled reconciliation reads due now and not made yet (the reconciliation's backlog; by its index). */
+  async countReconcileDue(): Promise<number> {
+    const found: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM orders WHERE reconcile_at IS NOT NULL AND reconcile_at <= now()`);
+    return Number(found[0]?.n ?? 0);
+  }
+
   /** Orders by status, for `statuses` only (by the status index). */
   async countByStatus(statuses: readonly string[]): Promise<Array<{ status: string; n: number }>> {
     return rows<{ status: string; n: number }>(this.dataSource, 'SELECT status, count(*)::int AS n FROM orders WHERE status = ANY($1::text[]) GROUP BY status', [statuses]);

@@ -11,7 +11,9 @@
  *   and is sent again (at most MAX_RESENDS_AFTER_429 times, then the 429 is the answer); a create or a
  *   cancel rejects with the `rate_limited` error at once, since the upstream processed nothing: the
  *   caller sends the same request again (the orders code: the same attempt, under the same number).
- * - With the budget off, calls go straight to the adapter and a 429 is only counted.
+ * - With the budget off, calls go straight to the adapter, except while this process knows the key
+ *   is blocked (a 429 it met, `UpstreamBudgetService.untilUnblocked`): a call then waits for the
+ *   block's end first (within its signal and maxWaitMs). A 429 is the call's answer as it came.
  */
 import { performance } from 'node:perf_hooks';
 import type { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
@@ -92,8 +94,11 @@ export class BudgetedUpstreamClient extends UpstreamClient {
   }
 
   private async call<T>(operation: UpstreamOperation, signal: AbortSignal | undefined, opts: UpstreamCallOptions | undefined, send: () => Promise<T>): Promise<T> {
-    if (!this.budget.enabled) return this.sendOnce(operation, send);
     const cls = opts?.priority ?? DEFAULT_PRIORITY[operation];
+    if (!this.budget.enabled) {
+      if (!opts?.granted) await this.budget.untilUnblocked(cls, { signal, maxWaitMs: opts?.maxWaitMs, operation });
+      return this.sendOnce(operation, send);
+    }
     const deadline = opts?.maxWaitMs === undefined ? undefined : performance.now() + Math.max(0, opts.maxWaitMs);
     for (let resends = 0; ; resends++) {
       const maxWaitMs = deadline === undefined ? undefined : Math.max(0, deadline - performance.now());

@@ -1,7 +1,7 @@
 /**
  * Dashboard: the wallet, the last sync, the orders needing a decision (`submit_unknown` and stuck),
- * the upstream's request budget and the queued orders (from `GET /health`), orders by status, orders
- * per day and sync durations.
+ * the upstream's request budget with what the key carries and what reconciliation takes of it, and
+ * the queued orders (from `GET /health`), orders by status, orders per day and sync durations.
  */
 import { api } from '../api.js';
 import { BarChart, type Bar } from '../charts.js';
@@ -86,7 +86,10 @@ function BudgetCard({ health }: { health: Health }) {
   const { budget, upstream } = health;
   if (budget.limit === null) {
     return html`<p class="big" data-testid="budget-use"><span class="small">off</span></p>
-      <p class="muted small">No request budget is held (UPSTREAM_RATE_LIMIT is <code>off</code>).</p>`;
+      <p class="muted small">No request budget is held (UPSTREAM_RATE_LIMIT is <code>off</code>).</p>
+      ${budget.blocked_until
+        ? html`<p class="alert small" data-testid="budget-blocked"><${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): this instance sends nothing until then, new orders are queued</p>`
+        : null}`;
   }
   const { requests, window } = splitLimit(budget.limit);
   return html`<p class="big" data-testid="budget-use">${budget.used ?? '—'} / ${requests} <span class="small">requests in ${window}</span></p>
@@ -94,7 +97,26 @@ function BudgetCard({ health }: { health: Health }) {
     ${budget.used === null ? html`<p class="muted small">The service does not report the window's count; the limit is <code>${budget.limit}</code>.</p>` : null}
     ${budget.blocked_until
       ? html`<p class="alert small" data-testid="budget-blocked"><${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): every upstream request waits, new orders are queued</p>`
-      : html`<p class="muted small" data-testid="budget-blocked">not blocked</p>`}`;
+      : html`<p class="muted small" data-testid="budget-blocked">not blocked</p>`}
+    ${budget.capacity ? html`<${CapacityLines} capacity=${budget.capacity} />` : null}`;
+}
+
+type Capacity = NonNullable<Health['budget']['capacity']>;
+
+/** What the key carries at the current mix, and what reconciliation takes of it (`budget.capacity`). */
+function CapacityLines({ capacity }: { capacity: Capacity }) {
+  const { reconcile } = capacity;
+  return html`<p class="small" data-testid="budget-capacity">
+      ${capacity.orders_per_minute !== null && capacity.requests_per_order !== null
+        ? html`carries ≈ <strong>${capacity.orders_per_minute}</strong> orders a minute at ${capacity.requests_per_order} requests an order`
+        : html`<span class="muted">no order in the window: the cost of an order is not known</span>`}
+      <span class="muted"> (${capacity.requests_per_minute} requests a minute in all)</span>
+    </p>
+    <p class="small" data-testid="budget-reconcile">
+      reconciliation: ${reconcile.last_window} of its ${reconcile.limit_per_window} a window
+      ${reconcile.orders_per_day_full_schedule !== null ? html` · keeps the full schedule of ${reconcile.orders_per_day_full_schedule} finished orders a day` : null}
+      ${reconcile.due !== null ? html` · <span class=${reconcile.due > 0 ? '' : 'muted'}>${reconcile.due} reads due</span>` : null}
+    </p>`;
 }
 
 export function DashboardPage() {
