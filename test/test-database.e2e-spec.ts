@@ -4,6 +4,7 @@
  * migrated state, as a new database would give it. (The PostgreSQL pass makes a database per file
  * from the template: nothing is shared there.)
  */
+import { startSandbox, startTestApp } from './support/test-app.js';
 import { openTestDatabase } from './support/test-database.js';
 
 const onTheEmbeddedPass = process.env.TEST_DATABASE_URL ? describe.skip : describe;
@@ -56,6 +57,25 @@ onTheEmbeddedPass('the worker-shared embedded test database', () => {
       expect(await next.query(`SELECT to_regclass('reset_test_extra') AS t`)).toEqual([{ t: null }]);
     } finally {
       await next.close();
+    }
+  });
+
+  it('is given up, not handed on, when a service started on it is still running as its file closes it', async () => {
+    const first = await openTestDatabase();
+    const sandbox = await startSandbox();
+    const app = await startTestApp(first, sandbox);
+    const left = first.embedded;
+    try {
+      await first.close(); // the service still runs on it
+      const next = await openTestDatabase();
+      try {
+        expect(next.embedded).not.toBe(left);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await app.close();
+      await sandbox.stop();
     }
   });
 });

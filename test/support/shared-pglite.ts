@@ -5,8 +5,8 @@
  * closes it, the database is reset to the migrated state it started in (every table emptied, the
  * rows the migrations wrote put back, the sequences set back, the session's state discarded), and
  * checked: if its schema, roles or settings differ from the migrated state's (a test that changed
- * them), or it does not answer (a test stopped it), or the reset fails, it is stopped and the next
- * file starts a new one.
+ * them), or it does not answer (a test stopped it), or the reset fails, or a service started on it
+ * is still running (`serviceOn`), it is stopped and the next file starts a new one.
  *
  * A worker runs one test file at a time, but a file may open a second database while its first is
  * open: that one is not the shared one (`leaseSharedPglite` answers null), it is a PGlite of its own.
@@ -33,6 +33,8 @@ interface Shared {
   embedded: EmbeddedPostgres;
   state: MigratedState;
   leased: boolean;
+  /** Instances of the service (in process or as a child) started on it and not yet closed or exited. */
+  users: number;
 }
 
 export interface SharedLease {
@@ -136,6 +138,25 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
+ * Counts a service instance starting on `url` until the returned function is called (it closed, its
+ * start failed, or its process exited). The worker's database is handed on only when none is left: a
+ * service still running after its file (a set-up that timed out, a test that did not close it) would
+ * go on writing into the next file's database, so it is stopped instead, as a database of its own
+ * would be.
+ */
+export function serviceOn(url: string): () => void {
+  const shared = holder[KEY];
+  if (!shared || shared.embedded.url !== url) return () => undefined;
+  shared.users++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    shared.users--;
+  };
+}
+
+/**
  * The worker's database for this file (started with `start` if the worker has none yet), or null
  * when a file of this worker holds it already.
  */
@@ -146,7 +167,7 @@ export async function leaseSharedPglite(start: () => Promise<EmbeddedPostgres>):
     const embedded = await start();
     try {
       const state = await withClient(embedded.url, readState);
-      shared = { embedded, state, leased: false };
+      shared = { embedded, state, leased: false, users: 0 };
     } catch (e) {
       await embedded.stop();
       throw e;
@@ -164,7 +185,7 @@ export async function leaseSharedPglite(start: () => Promise<EmbeddedPostgres>):
     async release() {
       if (released) return;
       released = true;
-      const clean = await within(reset(mine.embedded.url, mine.state), RESET_TIMEOUT_MS).catch(() => false);
+      const clean = mine.users === 0 && (await within(reset(mine.embedded.url, mine.state), RESET_TIMEOUT_MS).catch(() => false));
       if (clean) {
         mine.leased = false;
         return;
