@@ -7,6 +7,8 @@
  * passing price, until the next full pass. Both ways of keeping what a pass saw: in memory
  * (the default) and in the database (knownFingerprintsLimit = 0).
  */
+import { jest } from '@jest/globals';
+import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import { CatalogService } from '../src/catalog/catalog.service.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
@@ -39,12 +41,26 @@ describe.each([
 
   /** A full pass whose first page is slow: `meanwhile` runs once the pass has read the stored fingerprints. */
   async function passWith(meanwhile: () => Promise<void>): Promise<Run> {
-    sandbox.faults.set({ rules: [{ operation: 'products', kind: 'delay', delayMs: 1500, times: 1 }] });
-    const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
-    expect(started.status).toBe(202);
-    await new Promise((r) => setTimeout(r, 500));
-    await meanwhile();
-    return waitRun(app.http, started.data.run_id);
+    // the pass's read of the stored fingerprints, as it resolves (the real read, watched)
+    const repo = app.relay.app.get(CatalogRepository);
+    const real = repo.fingerprintIndex.bind(repo);
+    let read!: () => void;
+    const fingerprintsRead = new Promise<void>((r) => (read = r));
+    const watch = jest.spyOn(repo, 'fingerprintIndex').mockImplementationOnce(async (limit: number) => {
+      const index = await real(limit);
+      read();
+      return index;
+    });
+    try {
+      sandbox.faults.set({ rules: [{ operation: 'products', kind: 'delay', delayMs: 1500, times: 1 }] });
+      const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
+      expect(started.status).toBe(202);
+      await fingerprintsRead;
+      await meanwhile();
+      return await waitRun(app.http, started.data.run_id);
+    } finally {
+      watch.mockRestore();
+    }
   }
 
   it('unlisted by a fresh read (404), live again when the pass reads its page: listed after the pass', async () => {

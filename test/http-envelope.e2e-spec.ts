@@ -253,12 +253,13 @@ describe('HTTP envelope', () => {
         req.end(body);
       });
     for (const path of ['/%69nternal/orders', '/%69nternal/pricing/rules', '/internal%2Forders', '//internal/orders', '/./internal/orders', '/%2e/internal/orders', '/INTERNAL/orders', '/internal/orders/']) {
+      // whether the router matches the spelling to a route (401 from the guard) or not (401 from the
+      // not-found answer, which asks for the token on an internal path first), the answer is the same
       const r = await raw(path);
-      expect([path, r.status]).toEqual([path, expect.any(Number)]);
-      if (r.status !== 404) expect([path, r.status, JSON.parse(r.body)]).toEqual([path, 401, expect.objectContaining({ ok: false, error_code: 'unauthorized' })]);
+      expect([path, r.status, JSON.parse(r.body)]).toEqual([path, 401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
     }
     const placed = await raw('/%69nternal/orders', 'POST', JSON.stringify({ shop_order_no: 'enc-1', sku_code: 'x', quantity: 1 }));
-    expect([placed.status === 401 || placed.status === 404, placed.status]).toEqual([true, placed.status]);
+    expect([placed.status, JSON.parse(placed.body)]).toEqual([401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
     expect(await orders()).toBe(0);
   });
 

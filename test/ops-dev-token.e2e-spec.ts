@@ -29,7 +29,9 @@ describe('the internal token in the log, sandbox mode', () => {
     });
     try {
       await child.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening'));
-      await new Promise((r) => setTimeout(r, 500));
+      // stopped and gone: the output is the whole log of its life, start to shutdown
+      expect(await child.kill('SIGTERM')).toBe(0);
+      expect(child.output()).toContain('upstream-relay listening');
       const leaked = child
         .output()
         .split('\n')

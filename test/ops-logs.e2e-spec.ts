@@ -15,6 +15,7 @@ import { createPino, JsonLogger } from '../src/ops/json-logger.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 const TOKEN = 'tok-MARKER-5e1f0c7a9b';
 const WRONG_TOKEN = 'wrongtok-MARKER-83d2';
@@ -185,8 +186,13 @@ describe('logs', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(items.length).toBeGreaterThan(0);
-    // Let the webhook sender fail a few times (its lines are in the output too).
-    await new Promise((r) => setTimeout(r, 1500));
+    // The webhook sender's failed deliveries to the shop (their lines, with the request's headers
+    // and body at hand, are searched too).
+    await waitFor(
+      () => lines().filter((l) => typeof l.msg === 'string' && /^webhook \S+ #\d+ failed \(HTTP 500\)/.test(l.msg)).length,
+      (n) => n >= 2,
+      'two failed webhook deliveries in the log',
+    );
 
     const all = output;
     expect(lines().length).toBeGreaterThan(20);

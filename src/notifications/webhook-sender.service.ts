@@ -78,6 +78,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     return this.cycleCount;
   }
 
+  /** True from the start of the delivery loop until it has ended at shutdown: for tests and tools. */
+  get looping(): boolean {
+    return this.running;
+  }
+
   /** True when this process delivers webhooks. */
   get enabled(): boolean {
     return this.config.workers && this.config.shopWebhook.url !== null && this.config.shopWebhook.secret !== null;

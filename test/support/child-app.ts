@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import axios, { type AxiosInstance } from 'axios';
 import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../../src/signing/signing.js';
+import { serviceOn } from './shared-pglite.js';
 import { CACHE_DIR } from './test-env.js';
 import { TEST_TOKEN, testEnv } from './test-app.js';
 import { sleep, waitFor } from './wait.js';
@@ -102,6 +103,7 @@ export function startChildApp(options: StartChildOptions): ChildApp {
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  if (options.env.DATABASE_URL) void exited.then(serviceOn(options.env.DATABASE_URL));
   return {
     process: child,
     output: () => out,

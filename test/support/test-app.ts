@@ -8,6 +8,7 @@ import { createRelayApp, type RelayApp } from '../../src/app.factory.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { createPino, JsonLogger } from '../../src/ops/json-logger.js';
 import { SandboxServer, type SandboxOptions } from '../../src/sandbox/sandbox.server.js';
+import { serviceOn } from './shared-pglite.js';
 import { openTestDatabase, type TestDatabase } from './test-database.js';
 
 export const TEST_TOKEN = 'test-internal-token';
@@ -77,7 +78,14 @@ export async function startTestApp(
         }),
       )
     : null;
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, ...(pino ? { logger: new JsonLogger(pino), pino } : { logger: false }) });
+  const stopped = serviceOn(db.url);
+  let relay: RelayApp;
+  try {
+    relay = await createRelayApp(config, { endpoint: db.endpoint, ...(pino ? { logger: new JsonLogger(pino), pino } : { logger: false }) });
+  } catch (e) {
+    stopped();
+    throw e;
+  }
   const http = axios.create({
     baseURL: relay.url,
     headers: { authorization: `Bearer ${TEST_TOKEN}` },
@@ -89,7 +97,7 @@ export async function startTestApp(
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { relay, config, url: relay.url, http, logLines, close: () => relay.close() };
+  return { relay, config, url: relay.url, http, logLines, close: () => relay.close().finally(stopped) };
 }
 
 export { openTestDatabase };

@@ -1,7 +1,9 @@
 /**
  * A fresh, migrated database for one test file: a copy of the template database on PostgreSQL
- * (`TEST_DATABASE_URL`), or a PGlite loaded from the migrated snapshot. Migrations run once per
- * `npm test`: the first file to get here builds the template under a lock, the others wait for it.
+ * (`TEST_DATABASE_URL`), or on PGlite the Jest worker's embedded database reset to the migrated
+ * state (see shared-pglite.ts; a second one open at once in a worker is a PGlite of its own, loaded
+ * from the migrated snapshot). Migrations run once per `npm test`: the first file to get here builds
+ * the template under a lock, the others wait for it.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,6 +11,7 @@ import pg from 'pg';
 import { DatabaseEndpoint } from '../../src/database/database-endpoint.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { migrateUp } from '../../src/database/migrator.js';
+import { leaseSharedPglite } from './shared-pglite.js';
 import { CACHE_DIR, PGLITE_SNAPSHOT, TEMPLATE_DB, TEST_DB_PREFIX, withDatabaseName } from './test-env.js';
 
 export interface TestDatabase {
@@ -78,6 +81,11 @@ async function ensureTemplate(serverUrl: string | undefined): Promise<void> {
   }
 }
 
+/** A PGlite of its own, loaded from the migrated snapshot. */
+function startFromSnapshot(): Promise<EmbeddedPostgres> {
+  return EmbeddedPostgres.start({ path: 'memory', loadDataDir: new Blob([readFileSync(PGLITE_SNAPSHOT)]), shortLived: true });
+}
+
 export async function openTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   await ensureTemplate(serverUrl);
@@ -101,11 +109,17 @@ export async function openTestDatabase(): Promise<TestDatabase> {
     };
   } else {
     kind = 'pglite';
-    const snapshot = new Blob([readFileSync(PGLITE_SNAPSHOT)]);
-    const db = await EmbeddedPostgres.start({ path: 'memory', loadDataDir: snapshot, shortLived: true });
-    embedded = db;
-    url = db.url;
-    cleanup = () => db.stop();
+    const shared = await leaseSharedPglite(() => startFromSnapshot());
+    if (shared) {
+      embedded = shared.embedded;
+      url = shared.embedded.url;
+      cleanup = () => shared.release();
+    } else {
+      const db = await startFromSnapshot();
+      embedded = db;
+      url = db.url;
+      cleanup = () => db.stop();
+    }
   }
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   pool.on('error', () => undefined);
