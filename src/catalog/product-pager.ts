@@ -17,6 +17,7 @@
  *   key's block included) and never counts as a failed try (see retryDecision).
  * - A page that cannot be fetched fails the pass with a `PageFailure` naming the page and the cause.
  */
+import { backoffMs } from '../common/backoff.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, isUpstreamError } from '../upstream/upstream.errors.js';
 import type { SkippedProduct } from '../upstream/upstream.shapes.js';
 import type { ProductPageQuery, UpstreamProduct } from '../upstream/upstream.types.js';
@@ -91,7 +92,7 @@ export function retryDecision(error: unknown, attempts: number, rateLimitWaits: 
     return { retry: true, delayMs: Math.min(Math.max(0, wait), policy.maxRetryAfterMs), rateLimited: true };
   }
   if (attempts >= policy.maxAttempts) return { retry: false };
-  const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempts - 1));
+  const backoff = backoffMs(attempts - 1, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs });
   return { retry: true, delayMs: Math.round(backoff * (0.8 + 0.4 * random)), rateLimited: false };
 }
 

@@ -6,6 +6,8 @@
  * jitter below one half, each delay is strictly longer than the one before until the cap.
  * The defaults: 10 s, 20 s, 40 s, … 1 h; 12 attempts span about 3.5 hours.
  */
+import { backoffMs } from '../common/backoff.js';
+
 export interface BackoffPolicy {
   baseMs: number;
   maxMs: number;
@@ -18,7 +20,7 @@ export const WEBHOOK_BACKOFF: BackoffPolicy = { baseMs: 10_000, maxMs: 3_600_000
 /** The delay before the next attempt after `failures` failed attempts (failures ≥ 1). */
 export function backoffDelayMs(failures: number, policy: BackoffPolicy = WEBHOOK_BACKOFF, random: () => number = Math.random): number {
   const n = Math.max(1, Math.floor(failures));
-  const full = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(n - 1, 40));
+  const full = backoffMs(n - 1, policy);
   const r = Math.min(1, Math.max(0, random()));
   return Math.max(1, Math.round(full * (1 - policy.jitter * r)));
 }

@@ -13,6 +13,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../common/app-error.js';
+import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
@@ -58,7 +59,7 @@ export class OrderCancelService {
 
   async cancel(shopOrderNo: string): Promise<OrderRecord> {
     const deadline = this.clock.nowMs() + this.opLeaseMs + 1000;
-    for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
+    for (let n = 0; ; n++) {
       const order = await this.mustFind(shopOrderNo);
       if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
       if (order.status === 'canceled') return order;
@@ -73,7 +74,7 @@ export class OrderCancelService {
       if (begun === 'busy') {
         // another cancel of this order is in progress: wait for it, then answer from what it left
         if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress`);
-        await sleep(delay);
+        await sleep(backoffMs(n, LOOK_AGAIN));
         continue;
       }
       try {

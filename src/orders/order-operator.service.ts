@@ -8,6 +8,7 @@
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../common/app-error.js';
+import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
@@ -43,9 +44,9 @@ export class OrderOperatorService {
       // upstream after it (within the cancel's lease), so that it never answers the state from before.
       const held = await this.mustFind(shopOrderNo);
       const deadline = this.clock.nowMs() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
-      for (let delay = 20; r.kind === 'deferred'; delay = Math.min(delay * 2, 200)) {
+      for (let n = 0; r.kind === 'deferred'; n++) {
         if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
-        await sleep(delay);
+        await sleep(backoffMs(n, LOOK_AGAIN));
         r = await this.follow.refresh(order.id, 'operator');
       }
     }
@@ -88,13 +89,13 @@ export class OrderOperatorService {
   /** Takes the attempt's sending lease, so that no re-send runs while the operator settles it; returns its end. */
   private async claim(attempt: AttemptRecord): Promise<Date> {
     const deadline = this.clock.nowMs() + this.submitter.sendLeaseMs + 1000;
-    for (let delay = 20; ; delay = Math.min(delay * 2, 200)) {
+    for (let n = 0; ; n++) {
       const until = await this.repo.claimUnknownAttempt(attempt.id, this.submitter.sendLeaseMs);
       if (until) return until;
       const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
       if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 'a re-send of this attempt is in flight; try again');
-      await sleep(delay);
+      await sleep(backoffMs(n, LOOK_AGAIN));
     }
   }
 

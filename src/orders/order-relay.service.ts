@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BudgetWaitExceeded } from '../budget/budget.errors.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppError, badRequest } from '../common/app-error.js';
+import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
@@ -197,8 +198,8 @@ export class OrderRelayService {
   private async waitSettled(order: OrderRecord): Promise<OrderRecord> {
     const deadline = this.clock.nowMs() + this.submitter.sendLeaseMs + 2 * this.config.upstream.timeoutMs;
     let current = order;
-    for (let delay = 20; current.status === 'submitting' && this.clock.nowMs() < deadline; delay = Math.min(delay * 2, 200)) {
-      await sleep(delay);
+    for (let n = 0; current.status === 'submitting' && this.clock.nowMs() < deadline; n++) {
+      await sleep(backoffMs(n, LOOK_AGAIN));
       current = (await this.repo.findById(order.id)) ?? current;
     }
     return current;
