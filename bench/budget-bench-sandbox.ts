@@ -9,11 +9,16 @@
  *   ← {id, cmd:'log', from}      → {id, entries, next}              the limiter's log from index `from`:
  *                                                                     [epoch ms, key, operation, admitted]
  *   ← {id, cmd:'orders'}         → {id, orders}                     [downstream_order_no, created epoch ms]
+ *   ← {id, cmd:'requests', from} → {id, requests, next, orders}     the product reads from index `from`:
+ *                                                                     [epoch ms, 'product', path]; every
+ *                                                                     order: [created epoch ms, product_id,
+ *                                                                     downstream_order_no]
  * The log's times are the sandbox's performance.now() moved onto the epoch (timeOrigin + at), so that
  * they compare with the bench's Date.now() on the same machine.
  */
 import { performance } from 'node:perf_hooks';
 import { SandboxServer, type SandboxRateLimit } from '../src/sandbox/sandbox.server.js';
+import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 
 interface Settings {
   /** Generated products (the seeded catalog), besides the orders' products. */
@@ -43,6 +48,11 @@ for (let i = 0; i < settings.orderProducts; i++) {
   skuCodes.push(code);
 }
 sandbox.catalog.warm();
+/** The product reads received: [epoch ms, 'product', path]. */
+const requests: Array<[number, string, string]> = [];
+sandbox.events.on('request', (e: SandboxRequestEvent) => {
+  if (e.phase === 'received' && e.operation === 'product') requests.push([performance.timeOrigin + performance.now(), e.operation, e.path]);
+});
 await sandbox.start(0, '127.0.0.1');
 
 function answer(m: { id: number; cmd: string; from?: number }): Record<string, unknown> {
@@ -57,6 +67,10 @@ function answer(m: { id: number; cmd: string; from?: number }): Record<string, u
       const from = m.from ?? 0;
       const entries = log.slice(from).map((e) => [performance.timeOrigin + e.at, e.key, e.operation, e.admitted]);
       return { entries, next: log.length };
+    }
+    case 'requests': {
+      const from = m.from ?? 0;
+      return { requests: requests.slice(from), next: requests.length, orders: sandbox.orders().map((o) => [Date.parse(o.created_at), o.product_id, o.downstream_order_no]) };
     }
     case 'orders':
       return { orders: sandbox.orders().map((o) => [o.downstream_order_no, Date.parse(o.created_at)]) };

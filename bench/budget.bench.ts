@@ -25,6 +25,9 @@
  *     process; PostgreSQL: one database) sending orders and syncing: the most requests the sandbox
  *     admitted in any interval of the window's length, against the limit, and 429s.
  *
+ * Figure 1 also counts the product reads by product (the sandbox's request log); BENCH_TRACE=1 prints
+ * each POST (with its answer), product read and create in time, to see which orders read and why.
+ *
  * Options: `--db pglite|postgres|both` (default pglite; postgres is skipped when no server answers at
  * BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres), `--figure 1,2,3` (default all),
  * `--quick` (a short run: smaller catalog and loads), `--products N` (products the orders buy,
@@ -189,6 +192,11 @@ class Sandbox {
     const r = await this.ask<{ entries: Array<[number, string, string, boolean]>; next: number }>({ cmd: 'log', from: this.logFrom });
     this.log.push(...r.entries);
     this.logFrom = r.next;
+  }
+
+  /** The product reads received from index `from` ([epoch ms, 'product', path]), and every order ([created epoch ms, product id, downstream_order_no]). */
+  async requests(from = 0): Promise<{ requests: Array<[number, string, string]>; next: number; orders: Array<[number, number, string | null]> }> {
+    return this.ask({ cmd: 'requests', from });
   }
 
   /** Creation time (epoch ms) of each upstream order by its downstream_order_no. */
@@ -511,6 +519,24 @@ function statsDiff(a: SandboxStats, b: SandboxStats): { requests: Record<string,
   return { requests, total: b.totalRequests - a.totalRequests, rateLimited: sum(b) - sum(a), blocks: b.rateLimitBlocks - a.rateLimitBlocks };
 }
 
+/** The product reads by product, and (BENCH_TRACE=1) each product's reads and creates in time. */
+function productReadsLine(r: { requests: Array<[number, string, string]>; orders: Array<[number, number, string | null]> }, placed: Placed[]): string {
+  const t0 = placed[0]?.postedAt ?? 0;
+  const reads = new Map<string, number>();
+  for (const [, , path] of r.requests) {
+    const id = path.split('/').pop()!;
+    reads.set(id, (reads.get(id) ?? 0) + 1);
+  }
+  const line = `product reads by product id: ${[...reads.entries()].map(([id, n]) => `${id} × ${n}`).join(', ') || 'none'}`;
+  if (process.env.BENCH_TRACE !== '1') return line;
+  const events = [
+    ...r.requests.map(([t, , path]) => [t, `read   product ${path.split('/').pop()}`] as const),
+    ...r.orders.filter((o) => o[0] >= t0).map(([t, id, dno]) => [t, `create product ${id} ${dno ?? ''}`] as const),
+    ...placed.map((p) => [p.postedAt, `POST   ${p.shopNo} (answered ${p.httpStatus} ${p.status} after ${fmt((p.answeredAt - p.postedAt) / 1000, 3)} s)`] as const),
+  ].sort((a, b) => a[0] - b[0]);
+  return `${line}\n${events.map(([t, what]) => `      ${fmt((t - t0) / 1000, 3)} s ${what}`).join('\n')}`;
+}
+
 const byOp = (requests: Record<string, number>, per: number) =>
   Object.entries(requests)
     .sort((x, y) => y[1] - x[1])
@@ -608,6 +634,7 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
         await syncDone(relay, null);
         await sleep(RULE.windowMs);
         const before = await sandbox.stats();
+        const requestsFrom = (await sandbox.requests()).next;
         const placed = await runLoad([relay], sandbox.skuCodes, `${tag}-f1${callbacks ? 'on' : 'off'}`, FIG1_ORDERS, 0);
         const delivered = await waitDelivered(relay, placed, 0);
         await sleep(1000); // requests that follow the last delivery
@@ -618,6 +645,10 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
           `  ${label}: ${d.total} requests for ${delivered} delivered orders (of ${placed.length}) = ${fmt(perOrder, 2)} per order${callbacks ? ` (target ≤ 2.0: ${perOrder <= 2.0 ? 'met' : 'NOT met'})` : ''}; 429s ${d.rateLimited}`,
         );
         log(`    by operation, per delivered order: ${byOp(d.requests, delivered || 1)}`);
+        const answered = new Map<string, number>();
+        for (const p of placed) answered.set(`${p.httpStatus} ${p.status}`, (answered.get(`${p.httpStatus} ${p.status}`) ?? 0) + 1);
+        log(`    answers: ${[...answered.entries()].map(([k, n]) => `${n} × ${k}`).join(', ')}`);
+        log(`    ${productReadsLine(await sandbox.requests(requestsFrom), placed)}`);
         if (callbacks) {
           // A price read serves a product for ORDER_PRICE_FRESH_S, and a create charged the checked cost
           // serves its SKU as long: when one SKU's orders come closer than that, only its first reads.
@@ -625,7 +656,7 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
           const rate = STEADY_PER_WINDOW / (LIMIT.windowMs / 1000);
           const gap = ORDER_PRODUCTS / rate;
           log(
-            `    the price reads: a read serves a product, a create charged the checked cost its SKU, for ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products one SKU's orders come ${fmt(gap, 2)} s apart, ${gap <= fresh ? `within it: the first order of each reads, ${ORDER_PRODUCTS} ÷ ${placed.length} = ${fmt(ORDER_PRODUCTS / placed.length, 2)} an order` : 'beyond it: every order reads'}`,
+            `    the price reads: a read serves a product, a create charged the checked cost its SKU, for ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products one SKU's orders come ${fmt(gap, 2)} s apart, ${gap <= fresh ? `within it: the first order of each reads, ${ORDER_PRODUCTS} ÷ ${placed.length} = ${fmt(ORDER_PRODUCTS / placed.length, 2)} an order, as long as an order's create is answered within ${fmt(fresh - gap, 2)} s of its POST (the relay's own time is not scaled: a stall past that makes the next order of its SKU read, as the guard must)` : 'beyond it: every order reads'}`,
           );
         }
         log(`    relay log: ${relay.logSummary()}`);

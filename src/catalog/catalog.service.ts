@@ -259,12 +259,13 @@ export class CatalogService {
   }
 
   /**
-   * A create for a checked SKU was answered with `charged` (sent at `sentAt`, the clock's ms): a charge
-   * of exactly quantity × the checked cost confirms the SKU's cost at `sentAt` (true); a lower one (a
-   * member price, a tier) changes nothing; any other forgets the product's read and confirmations
-   * (see price-freshness.ts `chargeVerdict`). Nothing is kept with ORDER_PRICE_FRESH_S at 0.
+   * A create for a checked SKU was answered with `charged` (the answer arrived at `answeredAt`, the
+   * clock's ms, the moment a read's freshness also starts from): a charge of exactly quantity × the
+   * checked cost confirms the SKU's cost at `answeredAt` (true); a lower one (a member price, a tier)
+   * changes nothing; any other forgets the product's read and confirmations (see price-freshness.ts
+   * `chargeVerdict`). Nothing is kept with ORDER_PRICE_FRESH_S at 0.
    */
-  confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, sentAt: number): boolean {
+  confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, answeredAt: number): boolean {
     const verdict = chargeVerdict(charged, c);
     if (verdict !== 'confirms') {
       if (verdict === 'differs') this.forgetRead(c.productId);
@@ -278,7 +279,7 @@ export class CatalogService {
       this.confirmedCosts.set(c.productId, skus);
     }
     const last = skus.get(c.skuCode);
-    if (!last || last.at <= sentAt) skus.set(c.skuCode, { skuId: c.skuId, unitCost: c.unitCost, at: sentAt });
+    if (!last || last.at <= answeredAt) skus.set(c.skuCode, { skuId: c.skuId, unitCost: c.unitCost, at: answeredAt });
     return true;
   }
 

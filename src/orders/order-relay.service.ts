@@ -238,11 +238,10 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
-    const sentAt = this.clock.nowMs();
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { maxWaitMs: waitLeft(wait) });
+    this.notePriceOutcome(sku, input.quantity, outcome);
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
-    this.notePriceOutcome(sku, input.quantity, outcome, sentAt);
     return this.answer(recorded, outcome);
   }
 
@@ -312,23 +311,25 @@ export class OrderRelayService {
       );
     });
     if (!started) return true;
-    const sentAt = this.clock.nowMs();
     const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { granted: true });
+    this.notePriceOutcome(sku, order.quantity, outcome);
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
-    this.notePriceOutcome(sku, order.quantity, outcome, sentAt);
     return recorded.status !== 'queued';
   }
 
   /**
-   * What a create's outcome tells the price guard's cache: a refusal forgets the product's read; the
+   * What a create's outcome tells the price guard's cache, noted as soon as the answer is in (before it
+   * is recorded, so that the next order of the SKU finds it): a refusal forgets the product's read; the
    * create's own answer (not an order detail read later) confirms the SKU's cost when it charged
-   * exactly quantity × the checked cost, and forgets the product's read when it charged more (chargeVerdict).
+   * exactly quantity × the checked cost, and forgets the product's read when it charged more
+   * (chargeVerdict). The confirmation dates from the answer's arrival, as a read does (the create's
+   * wait for its budget token comes before it and says nothing of the price).
    */
-  private notePriceOutcome(sku: CheckedSku, quantity: number, outcome: SendOutcome, sentAt: number): void {
+  private notePriceOutcome(sku: CheckedSku, quantity: number, outcome: SendOutcome): void {
     if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
     if (outcome.kind !== 'accepted' || outcome.reportKind !== 'answer') return;
     const { productId, skuCode, unitCost, currency } = sku;
-    this.catalog.confirmCost({ productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency }, outcome.report, sentAt);
+    this.catalog.confirmCost({ productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency }, outcome.report, this.clock.nowMs());
   }
 
   /** A queued order that its checks refused when it was to be sent: its attempt and the order `rejected` with the code. */
