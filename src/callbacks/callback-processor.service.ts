@@ -241,7 +241,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const now = this.clock.now();
     if (this.config.callbacks.trust === 'verified') {
       try {
-        const r = await this.orders.transaction(async (tx) => {
+        const r = await this.orders.pipelinedTransaction(async (tx) => {
           // the inbox row and the order's lock in one statement (the lock is harmless for a duplicate)
           const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(this.inbox.storeWrite(c, now), c.downstreamOrderNo, c.upstreamOrderId);
           const stored = this.inbox.stored(first!);

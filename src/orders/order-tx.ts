@@ -6,10 +6,10 @@
  * two transactions never wait on each other crosswise. No transaction here ever awaits anything but
  * its own queries.
  */
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 import type { EventSource } from './order-state.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
-import { numbered, rows } from '../database/prepared-statements.js';
+import { commitWith, numbered, rows, statementFor } from '../database/prepared-statements.js';
 import { toAttempt, toOrder, type AttemptPatch, type AttemptRecord, type AttemptRequest, type AttemptRow, type NewOrderInput, type OrderPatch, type OrderRecord, type OrderRow } from './order.records.js';
 
 /** A write held back until the next statement of its transaction: SQL with `$?` for each parameter. */
@@ -148,6 +148,21 @@ export class OrderTx {
     }
     const { ctes, params } = this.withHeld(held, 1);
     await rows(this.em, `WITH ${ctes} SELECT 1`, params);
+  }
+
+  /**
+   * Ends a transaction opened with its BEGIN held back (OrderRepository.pipelinedTransaction): the held
+   * writes and the COMMIT in one exchange (see commitWith).
+   */
+  async commit(runner: QueryRunner): Promise<void> {
+    const held = this.held;
+    this.held = [];
+    if (held.length === 0) {
+      await commitWith(runner, null, []);
+      return;
+    }
+    const { ctes, params } = this.withHeld(held, 1);
+    await commitWith(runner, statementFor(`WITH ${ctes} SELECT 1`), params);
   }
 
   /** The held writes as CTEs whose parameters start at `$first`. */
