@@ -36,6 +36,13 @@ export interface UnusableCallback {
   reason: string;
 }
 
+/** The row `storeWrite` returns. */
+export interface StoredRow {
+  inbox_id: string;
+  /** Times the same body came again (0: stored now). */
+  inbox_duplicates: number;
+}
+
 export interface InboxRow {
   id: string;
   upstreamOrderId: number;
@@ -64,15 +71,29 @@ export class CallbackInboxRepository {
    * body was stored before.
    */
   async store(c: CallbackSummary | UnusableCallback, now: Date, em?: EntityManager): Promise<{ id: string; duplicate: boolean }> {
+    const w = this.storeWrite(c, now);
+    const [row] = await rows<StoredRow>(em ?? this.dataSource, numbered(w.sql, 1), w.params);
+    return this.stored(row);
+  }
+
+  /** What `storeWrite`'s row says: the inbox row, and whether the body was stored before. */
+  stored(row: StoredRow): { id: string; duplicate: boolean } {
+    return { id: String(row.inbox_id), duplicate: row.inbox_duplicates > 0 };
+  }
+
+  /**
+   * `store` as a statement with `$?` placeholders returning one StoredRow, for a transaction that sends
+   * it with its next statement (OrderTx.writeAndLockOrderNamed).
+   */
+  storeWrite(c: CallbackSummary | UnusableCallback, now: Date): { sql: string; params: unknown[] } {
     const unusable = 'reason' in c;
-    const [row] = await rows<{ id: string; duplicates: number }>(
-      em ?? this.dataSource,
-      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
+    return {
+      sql: `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
                                    state, outcome, next_try_at, received_at, processed_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
+       VALUES ($?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?)
        ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
-       RETURNING id, duplicates`,
-      [
+       RETURNING id AS inbox_id, duplicates AS inbox_duplicates`,
+      params: [
         c.bodySha256,
         c.event,
         c.upstreamOrderId,
@@ -83,10 +104,10 @@ export class CallbackInboxRepository {
         unusable ? 'ignored' : 'pending',
         unusable ? `unusable: ${c.reason}` : null,
         now,
+        now,
         unusable ? now : null,
       ],
-    );
-    return { id: String(row.id), duplicate: row.duplicates > 0 };
+    };
   }
 
   /**

@@ -56,7 +56,7 @@ import { OrderSignals } from '../orders/order-signals.service.js';
 import { ANOMALIES, ITEMS_DELIVERED, RANK, isUpstreamStatus, type UpstreamStatus } from '../orders/order-state.js';
 import type { OrderTx } from '../orders/order-tx.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
-import { CallbackInboxRepository, type CallbackSummary, type InboxRow } from './callback-inbox.repository.js';
+import { CallbackInboxRepository, type CallbackSummary, type InboxRow, type StoredRow } from './callback-inbox.repository.js';
 import { planCallbacks, type CallbackClaim, type CallbackOrderFacts, type CallbackPlan } from './callback-plan.js';
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
@@ -241,11 +241,13 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const now = this.clock.now();
     if (this.config.callbacks.trust === 'verified') {
       try {
-        const r = await this.orders.transaction(async (tx) => {
-          const stored = await this.inbox.store(c, now, tx.em);
+        const r = await this.orders.pipelinedTransaction(async (tx) => {
+          // the inbox row and the order's lock in one statement (the lock is harmless for a duplicate)
+          const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(this.inbox.storeWrite(c, now), c.downstreamOrderNo, c.upstreamOrderId);
+          const stored = this.inbox.stored(first!);
           if (stored.duplicate) return { stored, applied: true };
           const claim: CallbackClaim = { ...c, fulfillment };
-          const applied = await this.applyLocked(tx, [stored.id], c.downstreamOrderNo, c.upstreamOrderId, [claim]);
+          const applied = await this.applyFound(tx, found, [stored.id], [claim]);
           return { stored, applied: applied.kind === 'applied' };
         });
         if (!r.applied) this.kick();
@@ -271,14 +273,39 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     upstreamOrderId: number,
     claims: CallbackClaim[],
   ): Promise<{ kind: 'applied'; order: OrderRecord } | { kind: 'planned'; plan: CallbackPlan }> {
-    const found = await tx.lockOrderNamed(number, upstreamOrderId);
+    return this.applyFound(tx, await tx.lockOrderNamed(number, upstreamOrderId), ids, claims);
+  }
+
+  /**
+   * `applyLocked` once the order is locked (`found`; null: none). The inbox rows' finish goes in the
+   * statement of the last report's order update (its status as that update leaves it).
+   */
+  private async applyFound(
+    tx: OrderTx,
+    found: Awaited<ReturnType<OrderTx['lockOrderNamed']>>,
+    ids: string[],
+    claims: CallbackClaim[],
+  ): Promise<{ kind: 'applied'; order: OrderRecord } | { kind: 'planned'; plan: CallbackPlan }> {
     const plan = planCallbacks(claims, found ? this.facts(found.order, found.named) : null, this.config.callbacks.trust);
     if (!found || plan.kind !== 'apply') return { kind: 'planned', plan };
     let order = found.order;
-    for (const report of plan.reports) order = (await this.updater.applyReport(tx, order, report, 'callback', { schedule: 'callback', kind: 'read' })).order;
     const claimed = [...new Set(claims.map((c) => c.status))].join(', ');
-    const finish = this.inbox.finishWrite(ids, 'applied', `verified ${claimed}: order ${order.status}`, order.id, this.clock.now());
-    await tx.write(finish.sql, finish.params);
+    const finish = (status: string) => this.inbox.finishWrite(ids, 'applied', `verified ${claimed}: order ${status}`, found.order.id, this.clock.now());
+    let finished = false;
+    for (const [i, report] of plan.reports.entries()) {
+      const last = i === plan.reports.length - 1;
+      const withWrite = last
+        ? (to: string) => {
+            finished = true;
+            return finish(to);
+          }
+        : undefined;
+      order = (await this.updater.applyReport(tx, order, report, 'callback', { schedule: 'callback', kind: 'read', withWrite })).order;
+    }
+    if (!finished) {
+      const w = finish(order.status);
+      await tx.write(w.sql, w.params);
+    }
     return { kind: 'applied', order };
   }
 

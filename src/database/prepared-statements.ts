@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import pgUtils from 'pg/lib/utils.js';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource, type EntityManager, type QueryRunner } from 'typeorm';
 
 /**
  * Names are per connection (several connections may share one session on the embedded database, and
@@ -93,6 +93,19 @@ export class ParameterRefused extends Error {
   }
 }
 
+/**
+ * Transaction control sent in a statement's own exchange (see `deferBegin`): `begin` binds and runs the
+ * connection's prepared BEGIN before the statement, `commit` its prepared COMMIT after it, all before
+ * the one Sync. A statement that fails skips the COMMIT (the server ignores the rest of the exchange)
+ * and leaves the transaction aborted, for the caller's ROLLBACK.
+ */
+interface Wrap {
+  begin: string | null;
+  commit: string | null;
+}
+
+const NO_WRAP: Wrap = { begin: null, commit: null };
+
 /** Bind's value mapper for values already converted by pg's `prepareValue`. */
 const asPrepared = (v: unknown): unknown => v;
 
@@ -114,6 +127,8 @@ class PreparedExecution<T> {
   private described = false;
   private readonly rows: T[] = [];
   private failure: Error | null = null;
+  /** CommandComplete messages still to come before the statement's own (a BEGIN's). */
+  private completesBefore: number;
 
   private constructor(
     private readonly client: PoolClient,
@@ -122,14 +137,22 @@ class PreparedExecution<T> {
     readonly text: string,
     private readonly values: unknown[],
     done: (err: Error | null, rows?: T[]) => void,
+    private readonly wrap: Wrap,
   ) {
     this.callback = done;
+    this.completesBefore = wrap.begin !== null ? 1 : 0;
   }
 
-  static run<T>(client: PoolClient, name: string, text: string, values: unknown[]): Promise<T[]> {
+  static run<T>(client: PoolClient, name: string, text: string, values: unknown[], wrap: Wrap = NO_WRAP): Promise<T[]> {
     return new Promise<T[]>((resolve, reject) => {
-      void client.query(new PreparedExecution<T>(client, name, text, values, (err, rows) => (err ? reject(err) : resolve(rows ?? []))) as never);
+      void client.query(new PreparedExecution<T>(client, name, text, values, (err, rows) => (err ? reject(err) : resolve(rows ?? [])), wrap) as never);
     });
+  }
+
+  /** Binds and runs a statement already parsed on this connection (BEGIN or COMMIT: no rows). */
+  private static control(connection: PgConnection, name: string): void {
+    connection.bind({ portal: '', statement: name, values: [], valueMapper: asPrepared });
+    connection.execute({ portal: '', rows: 0 });
   }
 
   submit(connection: PgConnection): Error | null {
@@ -149,6 +172,7 @@ class PreparedExecution<T> {
     this.described = this.shape === undefined;
     connection.stream.cork?.();
     try {
+      if (this.wrap.begin !== null) PreparedExecution.control(connection, this.wrap.begin);
       if (previous === undefined) {
         connection.parse({ text: this.text, name: this.name, types: [] });
         connection.submittedNamedStatements[this.name] = this.text;
@@ -156,6 +180,7 @@ class PreparedExecution<T> {
       connection.bind({ portal: '', statement: this.name, values, valueMapper: asPrepared });
       if (this.described) connection.describe({ type: 'P', name: '' });
       connection.execute({ portal: '', rows: 0 });
+      if (this.wrap.commit !== null) PreparedExecution.control(connection, this.wrap.commit);
       connection.sync();
     } catch (e) {
       return e as Error;
@@ -194,6 +219,11 @@ class PreparedExecution<T> {
   }
 
   handleCommandComplete(_msg: unknown, connection: PgConnection): void {
+    // a BEGIN's completion comes first; the COMMIT's after the statement's (its shape already kept)
+    if (this.completesBefore > 0) {
+      this.completesBefore--;
+      return;
+    }
     // described now (a statement that returns no rows has an empty shape)
     if (this.described) shapes.get(connection)?.set(this.name, this.shape ?? { names: [], parsers: [] });
   }
@@ -218,11 +248,68 @@ class PreparedExecution<T> {
   }
 }
 
+/** Query runners whose transaction's BEGIN is held back for their first statement (`deferBegin`). */
+const deferredBegins = new WeakSet<object>();
+
+/**
+ * Holds back the BEGIN of the transaction `runner` is about to open: it goes in the exchange of the
+ * transaction's first prepared statement (one round trip for both), or before the first other query
+ * (`takeDeferredBegin`). See `commitWith` for its end.
+ */
+export function deferBegin(runner: QueryRunner): void {
+  deferredBegins.add(runner);
+}
+
+/** True (once) when `runner`'s BEGIN was held back and not sent yet: the caller sends it now. */
+export function takeDeferredBegin(runner: QueryRunner): boolean {
+  return deferredBegins.delete(runner);
+}
+
+/**
+ * The name of the connection's prepared BEGIN or COMMIT when it is parsed there, else null: it is
+ * parsed by running it once on its own (`runControl`), and bound in a statement's exchange after that.
+ */
+function parsedControl(client: PoolClient, text: 'BEGIN' | 'COMMIT'): string | null {
+  const name = statementName(client, text.toLowerCase());
+  const connection = (client as unknown as { connection: PgConnection }).connection;
+  return connection.parsedStatements[name] === text ? name : null;
+}
+
+function runControl(client: PoolClient, text: 'BEGIN' | 'COMMIT'): Promise<unknown[]> {
+  return PreparedExecution.run(client, statementName(client, text.toLowerCase()), text, []);
+}
+
+/**
+ * Ends the transaction of `runner` (opened with `deferBegin`) with `statement` (its last write, or
+ * null): when nothing was sent yet, the statement alone (it commits on its own) or nothing at all;
+ * else the statement and the COMMIT in one exchange.
+ */
+export async function commitWith<T>(runner: QueryRunner, statement: PreparedStatement | null, params: unknown[]): Promise<T[]> {
+  const client = (await runner.connect()) as PoolClient;
+  if (takeDeferredBegin(runner)) {
+    return statement ? PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params) : [];
+  }
+  if (!statement) {
+    await runControl(client, 'COMMIT');
+    return [];
+  }
+  const commit = parsedControl(client, 'COMMIT');
+  const result = await PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, { begin: null, commit });
+  if (commit === null) await runControl(client, 'COMMIT');
+  return result;
+}
+
 /** Runs `statement` on the transaction of `em` when it has one, else on a pooled connection. */
 export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<EntityManager, 'queryRunner'>> | null, statement: PreparedStatement, params: unknown[]): Promise<T[]> {
-  const run = (client: PoolClient): Promise<T[]> => PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params);
+  const run = (client: PoolClient, wrap: Wrap = NO_WRAP): Promise<T[]> => PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, wrap);
   const runner = em?.queryRunner;
-  if (runner && !runner.isReleased) return run((await runner.connect()) as PoolClient);
+  if (runner && !runner.isReleased) {
+    const client = (await runner.connect()) as PoolClient;
+    if (!takeDeferredBegin(runner)) return run(client);
+    const begin = parsedControl(client, 'BEGIN');
+    if (begin === null) await runControl(client, 'BEGIN');
+    return run(client, { begin, commit: null });
+  }
   const pool = (dataSource.driver as unknown as { master?: Pool }).master;
   if (pool) {
     const client = await pool.connect();

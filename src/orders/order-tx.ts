@@ -6,10 +6,10 @@
  * two transactions never wait on each other crosswise. No transaction here ever awaits anything but
  * its own queries.
  */
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 import type { EventSource } from './order-state.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
-import { numbered, rows } from '../database/prepared-statements.js';
+import { commitWith, numbered, rows, statementFor } from '../database/prepared-statements.js';
 import { toAttempt, toOrder, type AttemptPatch, type AttemptRecord, type AttemptRequest, type AttemptRow, type NewOrderInput, type OrderPatch, type OrderRecord, type OrderRow } from './order.records.js';
 
 /** A write held back until the next statement of its transaction: SQL with `$?` for each parameter. */
@@ -150,6 +150,21 @@ export class OrderTx {
     await rows(this.em, `WITH ${ctes} SELECT 1`, params);
   }
 
+  /**
+   * Ends a transaction opened with its BEGIN held back (OrderRepository.pipelinedTransaction): the held
+   * writes and the COMMIT in one exchange (see commitWith).
+   */
+  async commit(runner: QueryRunner): Promise<void> {
+    const held = this.held;
+    this.held = [];
+    if (held.length === 0) {
+      await commitWith(runner, null, []);
+      return;
+    }
+    const { ctes, params } = this.withHeld(held, 1);
+    await commitWith(runner, statementFor(`WITH ${ctes} SELECT 1`), params);
+  }
+
   /** The held writes as CTEs whose parameters start at `$first`. */
   private withHeld(held: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
     const params: unknown[] = [];
@@ -209,22 +224,44 @@ export class OrderTx {
     downstreamOrderNo: string | null,
     upstreamOrderId: number,
   ): Promise<{ order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null> {
+    return (await this.writeAndLockOrderNamed(null, downstreamOrderNo, upstreamOrderId)).found;
+  }
+
+  /**
+   * `lockOrderNamed` with a write of another module sent in the same statement, before the lock (e.g. a
+   * callback's inbox row: one round trip for both): `first`'s SQL (`$?` placeholders) returns one row,
+   * whose columns must not be named as an order's (`first` in the answer).
+   */
+  async writeAndLockOrderNamed<F extends object>(
+    first: { sql: string; params: unknown[] } | null,
+    downstreamOrderNo: string | null,
+    upstreamOrderId: number,
+  ): Promise<{ first: F | null; found: { order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null }> {
     this.direct('lockOrderNamed');
     await this.flush();
-    const [row] = await rows<OrderRow & { named_attempt_no: number | null; named_status: AttemptRecord['status'] | null }>(
-      this.em,
-      `WITH a AS (SELECT order_id, attempt_no, status FROM order_attempts WHERE downstream_order_no = $1),
-            target AS (SELECT order_id AS id FROM a
-                       UNION ALL
-                       SELECT id FROM orders WHERE upstream_order_id = $2 AND NOT EXISTS (SELECT 1 FROM a))
-       SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount,
+    const lock = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount,
               (SELECT attempt_no FROM a) AS named_attempt_no, (SELECT status FROM a) AS named_status
          FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
-        WHERE o.id = (SELECT id FROM target LIMIT 1) FOR UPDATE OF o`,
-      [downstreamOrderNo, upstreamOrderId],
-    );
-    if (!row) return null;
-    return { order: toOrder(row), named: row.named_attempt_no === null || row.named_status === null ? null : { attemptNo: row.named_attempt_no, status: row.named_status } };
+        WHERE o.id = (SELECT id FROM target LIMIT 1) FOR UPDATE OF o`;
+    const ctes = `a AS (SELECT order_id, attempt_no, status FROM order_attempts WHERE downstream_order_no = $1),
+            target AS (SELECT order_id AS id FROM a
+                       UNION ALL
+                       SELECT id FROM orders WHERE upstream_order_id = $2 AND NOT EXISTS (SELECT 1 FROM a))`;
+    type Row = OrderRow & { named_attempt_no: number | null; named_status: AttemptRecord['status'] | null };
+    // the write's row, with the locked order's columns beside it (null when no order is found)
+    const [row] = first
+      ? await rows<Row>(this.em, `WITH f AS (${numbered(first.sql, 3)}), ${ctes} SELECT f.*, x.* FROM f LEFT JOIN (${lock}) x ON true`, [
+          downstreamOrderNo,
+          upstreamOrderId,
+          ...first.params,
+        ])
+      : await rows<Row>(this.em, `WITH ${ctes} ${lock}`, [downstreamOrderNo, upstreamOrderId]);
+    const firstRow = first && row ? (row as unknown as F) : null;
+    if (!row || row.id === null || row.id === undefined) return { first: firstRow, found: null };
+    return {
+      first: firstRow,
+      found: { order: toOrder(row), named: row.named_attempt_no === null || row.named_status === null ? null : { attemptNo: row.named_attempt_no, status: row.named_status } },
+    };
   }
 
   async lockOrderByShopNo(shopOrderNo: string): Promise<OrderRecord | null> {

@@ -49,6 +49,11 @@ export interface ApplyOptions {
   patch?: OrderPatch;
   /** Extra detail for the event row. */
   detail?: Record<string, unknown>;
+  /**
+   * A write of the caller's (`$?` placeholders), given the status the order ends at: held in `tx` before
+   * the order's update, so that it goes in the same statement (e.g. a callback's inbox row finished).
+   */
+  withWrite?: (to: OrderStatus) => { sql: string; params: unknown[] };
 }
 
 export interface ApplyResult {
@@ -126,6 +131,10 @@ export class OrderUpdater {
     }
     const callbacksExpected = plan.patch.callbacks_expected ?? order.callbacksExpected;
     const schedule = this.schedule({ ...order, callbacksExpected }, to, plan.progressed, opts.schedule, now, plan.follow, plan.items === 'read_now');
+    if (opts.withWrite) {
+      const w = opts.withWrite(to);
+      await tx.write(w.sql, w.params);
+    }
     const updated = await tx.updateOrder(order, { ...plan.patch, ...schedule });
     if (plan.items === 'read_now') {
       const reported = plan.held ?? to;

@@ -48,6 +48,7 @@ export interface SandboxConfig {
   refundCallbacks: boolean;
   orderDetailShowsDownstreamNo: boolean;
   paysInCreate: boolean;
+  skipsFulfilling: boolean;
   cancelableStatuses: readonly SandboxOrderStatus[];
   lowBalance: SandboxLowBalance;
   servesInactiveSkus: boolean;
@@ -113,6 +114,7 @@ export function resolveSandboxConfig(options: SandboxOptions): Readonly<SandboxC
     refundCallbacks: options.refundCallbacks ?? !dujiao,
     orderDetailShowsDownstreamNo: options.orderDetailShowsDownstreamNo ?? false,
     paysInCreate: options.paysInCreate ?? dujiao,
+    skipsFulfilling: options.skipsFulfilling ?? false,
     cancelableStatuses: Object.freeze(validStatuses(options.cancelableStatuses ?? (dujiao ? DUJIAO_NEXT_CANCELABLE : SPEC_CANCELABLE))),
     lowBalance: validLowBalance(options.lowBalance ?? (dujiao ? 'payment_failed' : 'insufficient_balance')),
     servesInactiveSkus: options.servesInactiveSkus ?? !dujiao,

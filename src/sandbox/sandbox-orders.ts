@@ -72,6 +72,8 @@ const CHAIN: ReadonlyArray<{ from: SandboxOrderStatus; to: SandboxOrderStatus; k
   { from: 'fulfilling', to: 'delivered', key: 'deliveredMs' },
   { from: 'delivered', to: 'completed', key: 'completedMs' },
 ];
+/** The step an automatic order takes from `paid` under `skipsFulfilling`. */
+const PAID_TO_DELIVERED = { from: 'paid', to: 'delivered', key: 'deliveredMs' } as const;
 const DELIVERABLE: ReadonlySet<SandboxOrderStatus> = new Set(['pending_payment', 'paid', 'fulfilling', 'partially_delivered']);
 
 /** What the order world needs from the server around it. */
@@ -424,7 +426,7 @@ export class SandboxOrders {
   private scheduleNext(o: OrderRecord): void {
     this.clearStep(o);
     if (this.deps.isClosed()) return;
-    const step = CHAIN.find((s) => s.from === o.status);
+    const step = this.nextStep(o);
     if (!step) return;
     if (step.to === 'delivered' && o.fulfillmentType === 'manual') return;
     const at = o.timetable[step.key];
@@ -436,8 +438,14 @@ export class SandboxOrders {
     }, wait);
   }
 
+  /** The order's next timetable step (`paid` → `delivered` for an automatic order under `skipsFulfilling`). */
+  private nextStep(o: OrderRecord): (typeof CHAIN)[number] | undefined {
+    if (o.status === 'paid' && this.config.skipsFulfilling && o.fulfillmentType !== 'manual') return PAID_TO_DELIVERED;
+    return CHAIN.find((s) => s.from === o.status);
+  }
+
   private runStep(o: OrderRecord): void {
-    const step = CHAIN.find((s) => s.from === o.status);
+    const step = this.nextStep(o);
     if (!step) return;
     this.transition(o, step.to);
     this.scheduleNext(o);

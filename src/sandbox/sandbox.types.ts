@@ -309,6 +309,13 @@ export interface SandboxOptions {
    */
   paysInCreate?: boolean;
   /**
+   * An automatic order moves from `paid` straight to `delivered` at `deliveredMs`, with no
+   * `fulfilling` step (so no fulfilling callback): the callbacks are `paid`, then `delivered` with its
+   * fulfillment, as the real upstream sends them for an automatic delivery. Manual orders still stop
+   * at `fulfilling`. Default false (both profiles).
+   */
+  skipsFulfilling?: boolean;
+  /**
    * The states `POST /orders/{id}/cancel` accepts (any other: 409 cancel_not_allowed). Default by
    * profile: `dujiao-next` → `pending_payment` only (Dujiao-Next's CancelOrder), `spec` →
    * `pending_payment` and `paid` (the spec does not show them).
