@@ -235,11 +235,12 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
       const done = await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered' && x.items.length > 0, 30_000);
       expect(done.items).toEqual(upstreamItems(t.sandbox, o.upstream_order_id!));
     }
-    const spent = (op: 'createOrder' | 'getOrder' | 'product') => t.sandbox.stats.requests[op] - before[op];
+    const spent = (op: 'createOrder' | 'getOrder' | 'product' | 'ping') => t.sandbox.stats.requests[op] - before[op];
     expect(spent('createOrder')).toBe(40);
     expect(spent('getOrder')).toBe(0);
-    // nothing else but the creates and the price guard's product reads
-    expect(t.sandbox.stats.totalRequests - totalBefore).toBe(40 + spent('product'));
+    // nothing else but the creates and the price guard's product reads (the upstream monitor's ping
+    // runs on its own schedule, whatever the orders: a slow run may catch one)
+    expect(t.sandbox.stats.totalRequests - totalBefore - spent('ping')).toBe(40 + spent('product'));
   });
 });
 
