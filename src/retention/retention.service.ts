@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { Counter } from 'prom-client';
 import { AppConfig } from '../config/app-config.js';
 import { MediaRepository } from '../media/media.repository.js';
+import { mediaSettings } from '../media/media-settings.js';
 import { Metrics } from '../ops/metrics.service.js';
 import {
   RETENTION_BATCH_SIZE,
@@ -175,9 +176,9 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         });
         if (end === 'stopped') break;
       }
-      // Images no product uses any more (their URLs, then the files no URL names).
+      // Images no product and no category icon uses any more (their URLs, then the files no URL names).
       if (halt.outcome === null && (await proceed())) {
-        media = await this.media.deleteUnused(new Date(databaseNow.getTime() - this.mediaGraceMs));
+        media = await this.media.deleteUnused(new Date(databaseNow.getTime() - this.mediaGraceMs), mediaSettings(this.config).origin);
         this.deletedRows.inc({ table: 'media_sources' }, media.sources);
         this.deletedRows.inc({ table: 'media_files' }, media.files);
       }
