@@ -9,6 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import axios from 'axios';
+import { DataSource } from 'typeorm';
+import { ProductRepository } from '../src/catalog/product.repository.js';
 import { RetentionService } from '../src/retention/retention.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { useAppSuite } from './support/app-suite.js';
@@ -351,5 +353,36 @@ describe('catalog: no response the shop receives names the supplier (links, styl
     const events = await suite.db.query<{ event_type: string; payload: unknown }>(`SELECT event_type, payload FROM outbox_events ORDER BY id`);
     expect(events.length).toBeGreaterThan(0);
     for (const e of events) expect([e.event_type, JSON.stringify(e.payload).includes(host)]).toEqual([e.event_type, false]);
+  });
+});
+
+(process.env.TEST_DATABASE_URL ? describe : describe.skip)('products changed_since: the write fence of the SKU list (PostgreSQL)', () => {
+  const suite = useAppSuite({ sandbox: { catalog: { products: 3, seed: 3 } } });
+  const changed = async (since: string) =>
+    ((await suite.app.http.get(`/internal/catalog/products?changed_since=${encodeURIComponent(since)}`)).data as { items: ProductView[] }).items.map((p) => p.product_id);
+
+  it('a later write is held back while an earlier-stamped one is still open, so a follower misses neither', async () => {
+    expect(await runSync(suite.app.http, 'full')).toMatchObject({ status: 'succeeded' });
+    const all = ((await suite.app.http.get('/internal/catalog/products')).data as { items: ProductView[] }).items;
+    const cursor = all.map((p) => p.updated_at).sort().at(-1)!;
+    const ds = suite.app.relay.app.get(DataSource);
+    const repo = suite.app.relay.app.get(ProductRepository);
+    // the database's clock is past the cursor's millisecond, so the writes below are stamped after it
+    await waitFor(async () => ((await ds.query(`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`)) as Array<{ t: Date }>)[0].t.getTime(), (t) => t > Date.parse(cursor), 'the clock past the cursor');
+
+    // write A (product 1) begins first and stays open; write B (product 2) begins later and commits
+    const a = ds.createQueryRunner();
+    await a.connect();
+    await a.startTransaction();
+    try {
+      await repo.touch(a.manager, 1, await repo.transactionNow(a.manager));
+      await ds.transaction(async (em) => repo.touch(em, 2, await repo.transactionNow(em)));
+      // B is stamped after A's start: not shown while A is open (a follower would move past A's stamp)
+      expect(await changed(cursor)).toEqual([]);
+      await a.commitTransaction();
+    } finally {
+      await a.release();
+    }
+    expect(await changed(cursor)).toEqual([1, 2]);
   });
 });

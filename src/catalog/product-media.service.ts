@@ -176,8 +176,9 @@ export class ProductMediaService {
           urls: r.urls,
         };
       });
-      const stamp = this.clock.now();
       await this.dataSource.transaction(async (em) => {
+        // stamped with the transaction's start, as every catalog write (the changed_since fence)
+        const stamp = await this.products.transactionNow(em);
         const moved = await this.products.storeRenders(em, renders, stamp);
         // A product is announced when its images change once it was complete; the render that
         // completes a new or edited product is not announced again (its write was).
