@@ -814,7 +814,7 @@ export interface operations {
                      *             "en": "Games",
                      *             "zh-CN": "游戏"
                      *           },
-                     *           "icon": "https://cdn.example.com/icons/games.png",
+                     *           "icon": "/media/5f0c7e3d9a1b2c4d6e8f00112233445566778899aabbccddeeff001122334455.png",
                      *           "sort_order": 400,
                      *           "listed": true,
                      *           "children": [
@@ -889,7 +889,8 @@ export interface operations {
                             name: {
                                 [key: string]: string;
                             };
-                            icon: string;
+                            /** @description the relay's copy of the upstream's icon (`/media/<sha256>.<ext>`, MEDIA_PUBLIC_URL) once mirrored; null while it is still to be fetched or when it was refused (the run's `skipped_images`); '' when there is none; the upstream's value with MEDIA_MIRROR=false */
+                            icon: string | null;
                             /** @description each level is ordered by it, descending */
                             sort_order: number;
                             listed: boolean;
@@ -903,7 +904,8 @@ export interface operations {
                                 name: {
                                     [key: string]: string;
                                 };
-                                icon: string;
+                                /** @description the relay's copy of the upstream's icon (`/media/<sha256>.<ext>`, MEDIA_PUBLIC_URL) once mirrored; null while it is still to be fetched or when it was refused (the run's `skipped_images`); '' when there is none; the upstream's value with MEDIA_MIRROR=false */
+                                icon: string | null;
                                 /** @description each level is ordered by it, descending */
                                 sort_order: number;
                                 listed: boolean;
@@ -1881,9 +1883,12 @@ export interface operations {
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
                             reread_products: number;
-                            /** @description product images left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on */
+                            /** @description product images and category icons left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` null and its `category_id` (the category answers `icon: null`) */
                             skipped_images: {
-                                product_id: number;
+                                /** @description the product; null for a category icon */
+                                product_id: number | null;
+                                /** @description the category whose icon was left out (only for an icon) */
+                                category_id?: number;
                                 /** @description the image URL as the upstream gave it (resolved against its origin when relative) */
                                 url: string;
                                 /** @enum {string} */
@@ -2079,9 +2084,12 @@ export interface operations {
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
                             reread_products: number;
-                            /** @description product images left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on */
+                            /** @description product images and category icons left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` null and its `category_id` (the category answers `icon: null`) */
                             skipped_images: {
-                                product_id: number;
+                                /** @description the product; null for a category icon */
+                                product_id: number | null;
+                                /** @description the category whose icon was left out (only for an icon) */
+                                category_id?: number;
                                 /** @description the image URL as the upstream gave it (resolved against its origin when relative) */
                                 url: string;
                                 /** @enum {string} */

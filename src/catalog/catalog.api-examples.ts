@@ -51,7 +51,12 @@ const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
   parent_id: { type: 'integer', description: '0 for a top-level category' },
   slug: { type: 'string' },
   name: text('the name by language'),
-  icon: { type: 'string' },
+  icon: {
+    type: 'string',
+    nullable: true,
+    description:
+      "the relay's copy of the upstream's icon (`/media/<sha256>.<ext>`, MEDIA_PUBLIC_URL) once mirrored; null while it is still to be fetched or when it was refused (the run's `skipped_images`); '' when there is none; the upstream's value with MEDIA_MIRROR=false",
+  },
   sort_order: { type: 'integer', description: 'each level is ordered by it, descending' },
   listed: { type: 'boolean' },
 };
@@ -100,12 +105,17 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     reread_products: count('ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED)'),
     skipped_images: {
       type: 'array',
-      description: 'product images left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on',
-      items: objectSchema({
-        product_id: { type: 'integer' },
+      description:
+        'product images and category icons left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` null and its `category_id` (the category answers `icon: null`)',
+      items: objectSchema(
+        {
+        product_id: { type: 'integer', nullable: true, description: 'the product; null for a category icon' },
+        category_id: { type: 'integer', description: 'the category whose icon was left out (only for an icon)' },
         url: { type: 'string', description: 'the image URL as the upstream gave it (resolved against its origin when relative)' },
         reason: { type: 'string', enum: ['not_http', 'bad_url', 'private_address', 'not_an_image', 'too_large', 'not_found', 'http_error', 'timeout', 'unreachable', 'too_many_redirects'] },
-      }),
+        },
+        ['category_id'],
+      ),
     },
     images_fetched: count('images the run downloaded for mirroring (MEDIA_MIRROR); an unchanged image is never fetched again'),
     image_bytes: count('bytes of the images the run downloaded'),
@@ -228,7 +238,7 @@ export const CATEGORIES_EXAMPLE = {
       parent_id: 0,
       slug: 'games',
       name: { en: 'Games', 'zh-CN': '游戏' },
-      icon: 'https://cdn.example.com/icons/games.png',
+      icon: '/media/5f0c7e3d9a1b2c4d6e8f00112233445566778899aabbccddeeff001122334455.png',
       sort_order: 400,
       listed: true,
       children: [

@@ -22,6 +22,9 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
+import { MediaRepository } from '../media/media.repository.js';
+import { mediaSettings } from '../media/media-settings.js';
+import { iconUrl, shownIcon } from '../media/product-media.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository, resolveFound, SKU_REF_ROWS, type FoundResolution, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
@@ -69,7 +72,8 @@ export interface CatalogSku {
 }
 
 export interface CategoryNode {
-  category: StoredCategory;
+  /** The stored category, its icon as the shop is shown it (see `shownIcon`). */
+  category: Omit<StoredCategory, 'icon'> & { icon: string | null };
   children: CategoryNode[];
 }
 
@@ -173,6 +177,7 @@ export class CatalogService {
     private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
     private readonly upstream: UpstreamClient,
+    private readonly media: MediaRepository,
   ) {}
 
   // ---------------------------------------------------------------------- for the orders engine
@@ -351,9 +356,16 @@ export class CatalogService {
     return this.repo.conflicts(offset, limit);
   }
 
-  /** The category tree, each level by sort_order descending (a child whose parent is unknown is a root). */
+  /**
+   * The category tree, each level by sort_order descending (a child whose parent is unknown is a root).
+   * Icons are shown as the shop may see them: the relay's copy once mirrored, else null (shownIcon).
+   */
   async categoryTree(): Promise<CategoryNode[]> {
-    const all = await this.categoryRepo.categories();
+    const s = mediaSettings(this.config);
+    const stored = await this.categoryRepo.categories();
+    const urls = s.mirror ? stored.map((c) => iconUrl(c.icon, s.origin)).filter((u): u is string => u !== null) : [];
+    const known = await this.media.sources(urls, this.clock.now());
+    const all = stored.map((c) => ({ ...c, icon: shownIcon(c.icon, (u) => known.get(u), s) }));
     const nodes = new Map<number, CategoryNode>(all.map((c) => [c.id, { category: c, children: [] }]));
     const roots: CategoryNode[] = [];
     for (const c of all) {

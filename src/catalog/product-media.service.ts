@@ -3,7 +3,8 @@
  * (`prepare`, for CatalogWriter: from what is already known of each URL, nothing fetched), and the
  * media pass of a sync run (`runPass`), after its pages: every image URL still unknown is downloaded
  * (MediaFetcher, at most MEDIA_CONCURRENCY at a time, no request budget), stored by its SHA-256 or
- * recorded as refused, and the products using it are rendered again.
+ * recorded as refused, and the products using it are rendered again; then the categories' icons are
+ * mirrored the same way (their shown URL is made when the categories are read: CatalogService).
  *
  * The pass never fails a run: what goes wrong is logged, noted in the run, and left for the next one
  * (the products stay pending). It never touches an order: it uses neither the upstream client nor
@@ -16,9 +17,10 @@ import { AppConfig } from '../config/app-config.js';
 import { MediaFetcher } from '../media/media-fetcher.js';
 import { MediaRepository, type MediaOutcome } from '../media/media.repository.js';
 import { mediaSettings } from '../media/media-settings.js';
-import { mediaKey, renderProductMedia, type MediaSettings, type SourceState } from '../media/product-media.js';
+import { mediaKey, renderProductMedia, resolveImageUrl, type MediaSettings, type SourceState } from '../media/product-media.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
+import { CategoryRepository } from './category.repository.js';
 import { ProductRepository, type ProductRow } from './product.repository.js';
 import { message, type ActiveRun } from './sync-run-state.js';
 import { MAX_SKIPPED_LISTED } from './sync-run.repository.js';
@@ -60,6 +62,7 @@ export class ProductMediaService {
     private readonly clock: Clock,
     private readonly dataSource: DataSource,
     private readonly products: ProductRepository,
+    private readonly categories: CategoryRepository,
     private readonly media: MediaRepository,
     private readonly fetcher: MediaFetcher,
     private readonly outbox: OutboxWriter,
@@ -132,7 +135,7 @@ export class ProductMediaService {
       if (run.abort.signal.aborted) return;
       const now = this.clock.now();
       const work = await this.products.mediaWork(after, key, now, PASS_BATCH);
-      if (work.length === 0) return;
+      if (work.length === 0) break;
       after = work[work.length - 1].product_id;
       const urls = new Set<string>();
       for (const w of work) for (const u of renderProductMedia(w, () => undefined, s).urls) urls.add(u);
@@ -150,21 +153,11 @@ export class ProductMediaService {
         return writing;
       };
       await eachLimited(toFetch, MEDIA_CONCURRENCY, async (url) => {
-        if (run.abort.signal.aborted) return;
-        const r = await this.fetcher.fetch(url, { supplier, maxBytes: this.config.media.maxBytes, timeoutMs: this.config.upstream.timeoutMs, signal: run.abort.signal });
-        if (run.abort.signal.aborted) return;
-        if (r.ok) {
-          buffered.push({ kind: 'mirrored', url, file: r });
-          bufferedBytes += r.data.length;
-          known.set(url, { kind: 'mirrored', sha256: r.sha256, ext: r.ext });
-          c.imagesFetched++;
-          c.imageBytes += r.data.length;
-        } else {
-          const retryAt = r.transient ? new Date(this.clock.now().getTime() + MEDIA_RETRY_MS) : null;
-          buffered.push({ kind: 'refused', url, reason: r.reason, retryAt });
-          known.set(url, { kind: 'refused', reason: r.reason });
-          this.logger.warn(`sync run ${run.runId}: image ${url} left out (${r.reason}: ${r.detail})`);
-        }
+        const o = await this.fetchOne(run, supplier, url);
+        if (o === null) return;
+        buffered.push(o);
+        if (o.kind === 'mirrored') bufferedBytes += o.file.data.length;
+        known.set(url, o.kind === 'mirrored' ? { kind: 'mirrored', sha256: o.file.sha256, ext: o.file.ext } : { kind: 'refused', reason: o.reason });
         if (bufferedBytes >= MAX_BUFFERED_BYTES || buffered.length >= MAX_BUFFERED_IMAGES) await flush();
       });
       await flush();
@@ -183,8 +176,9 @@ export class ProductMediaService {
           urls: r.urls,
         };
       });
-      const stamp = this.clock.now();
       await this.dataSource.transaction(async (em) => {
+        // stamped with the transaction's start, as every catalog write (the changed_since fence)
+        const stamp = await this.products.transactionNow(em);
         const moved = await this.products.storeRenders(em, renders, stamp);
         // A product is announced when its images change once it was complete; the render that
         // completes a new or edited product is not announced again (its write was).
@@ -192,5 +186,59 @@ export class ProductMediaService {
       });
       run.emit();
     }
+    if (s.mirror && !run.abort.signal.aborted) await this.iconPass(run, s, supplier);
+  }
+
+  /** Downloads one image URL, counted in the run; null when the run was stopped meanwhile. */
+  private async fetchOne(run: ActiveRun, supplier: URL, url: string): Promise<MediaOutcome | null> {
+    if (run.abort.signal.aborted) return null;
+    const r = await this.fetcher.fetch(url, { supplier, maxBytes: this.config.media.maxBytes, timeoutMs: this.config.upstream.timeoutMs, signal: run.abort.signal });
+    if (run.abort.signal.aborted) return null;
+    if (r.ok) {
+      run.counters.imagesFetched++;
+      run.counters.imageBytes += r.data.length;
+      return { kind: 'mirrored', url, file: r };
+    }
+    this.logger.warn(`sync run ${run.runId}: image ${url} left out (${r.reason}: ${r.detail})`);
+    const retryAt = r.transient ? new Date(this.clock.now().getTime() + MEDIA_RETRY_MS) : null;
+    return { kind: 'refused', url, reason: r.reason, retryAt };
+  }
+
+  /**
+   * The categories' icons, mirrored like product images (the shop is shown `icon: null` until one is
+   * mirrored, and when it is refused). An icon URL still unknown is fetched; one refused now, or whose
+   * value is not an http(s) URL, is reported in the run's `skipped_images` with `product_id` null and
+   * its `category_id`. The categories are few: their icons are fetched in one group.
+   */
+  private async iconPass(run: ActiveRun, s: MediaSettings, supplier: URL): Promise<void> {
+    const c = run.counters;
+    const skip = (categoryId: number, url: string, reason: string): void => {
+      if (c.skippedImages.length < MAX_SKIPPED_LISTED) c.skippedImages.push({ product_id: null, category_id: categoryId, url, reason });
+    };
+    const users = new Map<string, number[]>();
+    for (const cat of await this.categories.categories()) {
+      if (cat.icon.trim() === '') continue;
+      const r = resolveImageUrl(cat.icon, s.origin);
+      if ('refused' in r) {
+        skip(cat.id, cat.icon, r.refused);
+        continue;
+      }
+      users.set(r.url, [...(users.get(r.url) ?? []), cat.id]);
+    }
+    const known = await this.media.sources([...users.keys()], this.clock.now());
+    const outcomes: MediaOutcome[] = [];
+    await eachLimited(
+      [...users.keys()].filter((u) => !known.has(u)),
+      MEDIA_CONCURRENCY,
+      async (url) => {
+        const o = await this.fetchOne(run, supplier, url);
+        if (o === null) return;
+        outcomes.push(o);
+        if (o.kind === 'refused') for (const id of users.get(url) ?? []) skip(id, url, o.reason);
+      },
+    );
+    if (run.abort.signal.aborted) return;
+    await this.media.record(outcomes, this.clock.now());
+    run.emit();
   }
 }

@@ -6,7 +6,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { Db } from './catalog.records.js';
+import { writesFence, type Db } from './catalog.records.js';
 
 /** The images of a product as the shop is shown them. */
 export interface ShownMedia {
@@ -197,8 +197,15 @@ export class ProductRepository {
       where.push(`EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) = $${params.length}`);
     }
     if (f.changedSince !== undefined) {
+      // The fence of the SKU list (CatalogReadRepository.listSkus): only rows every write that began
+      // before it has settled, read first by a statement of its own. Every write of a product stamps
+      // it with its transaction's start (CatalogWriter, and the media pass: transactionNow), so a
+      // follower that moves its cursor to the newest updated_at it saw misses no write committed later.
+      const fence = await writesFence(this.dataSource);
       params.push(f.changedSince);
       where.push(`p.updated_at > $${params.length}`);
+      params.push(fence);
+      where.push(`p.updated_at < $${params.length}::timestamptz`);
     }
     const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
     const order = f.changedSince !== undefined ? 'p.updated_at, p.product_id' : 'p.product_id';
@@ -211,7 +218,13 @@ export class ProductRepository {
     return { items: rows.map(toStoredProduct), total: n };
   }
 
-  async get(productId: number): Promise<StoredProduct | null> {
+  /** The time a write stamps products with: its transaction's start on the database's clock, to the millisecond. */
+  async transactionNow(em: Db): Promise<Date> {
+    const [row] = (await em.query(`SELECT date_trunc('milliseconds', transaction_timestamp()) AS now`)) as Array<{ now: Date }>;
+    return row.now;
+  }
+
+    async get(productId: number): Promise<StoredProduct | null> {
     const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1`, [productId])) as Array<Record<string, unknown>>;
     return rows[0] ? toStoredProduct(rows[0]) : null;
   }

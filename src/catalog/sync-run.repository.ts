@@ -86,9 +86,13 @@ export interface RunCounters {
   mediaMs: number;
 }
 
-/** An image left out of a product (CONTRACT §5: a run's `skipped_images`). */
+/**
+ * An image left out of a product, or a category's icon left out (CONTRACT §5: a run's
+ * `skipped_images`): an icon's entry has `product_id` null and its `category_id`.
+ */
 export interface SkippedImage {
-  product_id: number;
+  product_id: number | null;
+  category_id?: number;
   url: string;
   reason: string;
 }

@@ -4,7 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { SourceState } from './product-media.js';
+import { iconUrl, type SourceState } from './product-media.js';
 
 export interface MirroredImage {
   sha256: string;
@@ -86,15 +86,25 @@ export class MediaRepository {
     return rows[0] ?? null;
   }
 
+  /** The URLs the stored categories' icons are fetched from (relative ones resolved against `origin`). */
+  async categoryIconUrls(origin: string): Promise<string[]> {
+    const rows = (await this.dataSource.query(`SELECT DISTINCT icon FROM catalog_categories WHERE icon <> ''`)) as Array<{ icon: string }>;
+    return rows.map((r) => iconUrl(r.icon, origin)).filter((u): u is string => u !== null);
+  }
+
   /**
-   * The retention of images: every URL no product uses any more is forgotten, then every file no URL
-   * names is deleted; only rows older than `before`, so that an image fetched while a product is being
-   * written is never taken from under it. Returns how many of each were deleted.
+   * The retention of images: every URL no product and no category icon (`origin`: the supplier's, for
+   * the icons' relative URLs) uses any more is forgotten, then every file no URL names is deleted; only
+   * rows older than `before`, so that an image fetched while a product is being written is never taken
+   * from under it. Returns how many of each were deleted.
    */
-  async deleteUnused(before: Date): Promise<{ sources: number; files: number }> {
+  async deleteUnused(before: Date, origin: string): Promise<{ sources: number; files: number }> {
+    const icons = await this.categoryIconUrls(origin);
     const sources = (await this.dataSource.query(
-      `WITH d AS (DELETE FROM media_sources s WHERE s.fetched_at < $1 AND NOT EXISTS (SELECT 1 FROM catalog_product_media pm WHERE pm.url = s.url) RETURNING 1) SELECT count(*)::int AS n FROM d`,
-      [before],
+      `WITH d AS (DELETE FROM media_sources s WHERE s.fetched_at < $1 AND NOT (s.url = ANY($2::text[]))
+                    AND NOT EXISTS (SELECT 1 FROM catalog_product_media pm WHERE pm.url = s.url) RETURNING 1)
+       SELECT count(*)::int AS n FROM d`,
+      [before, icons],
     )) as Array<{ n: number }>;
     const files = (await this.dataSource.query(
       `WITH d AS (DELETE FROM media_files f WHERE f.created_at < $1 AND NOT EXISTS (SELECT 1 FROM media_sources s WHERE s.sha256 = f.sha256) RETURNING 1) SELECT count(*)::int AS n FROM d`,

@@ -1,4 +1,4 @@
-import { mediaKey, renderProductMedia, resolveImageUrl, type MediaSettings, type SourceState } from './product-media.js';
+import { iconUrl, mediaKey, namesSupplier, renderProductMedia, resolveImageUrl, shownIcon, type MediaSettings, type SourceState } from './product-media.js';
 
 const settings: MediaSettings = { mirror: true, publicBase: '/media', origin: 'http://supplier.example:8080' };
 const sha = 'a'.repeat(64);
@@ -47,5 +47,37 @@ describe('renderProductMedia', () => {
   it('has a key that changes with the settings', () => {
     expect(mediaKey(settings)).not.toBe(mediaKey({ ...settings, publicBase: '/x' }));
     expect(mediaKey({ ...settings, mirror: false })).toBe('off');
+  });
+});
+
+describe('category icons and references to the supplier', () => {
+  const states = new Map<string, SourceState>([
+    ['http://supplier.example:8080/icons/a.png', { kind: 'mirrored', sha256: sha, ext: 'png' }],
+    ['http://supplier.example:8080/icons/bad.png', { kind: 'refused', reason: 'not_found' }],
+  ]);
+  const known = (u: string) => states.get(u);
+
+  it('shows an icon by the relay’s copy once mirrored, null while pending or refused, as is with mirroring off', () => {
+    expect(shownIcon('/icons/a.png', known, settings)).toBe(`/media/${sha}.png`);
+    expect(shownIcon('/icons/bad.png', known, settings)).toBeNull();
+    expect(shownIcon('/icons/unknown.png', known, settings)).toBeNull();
+    expect(shownIcon('ftp://x/a.png', known, settings)).toBeNull();
+    expect(shownIcon('', known, settings)).toBe('');
+    expect(shownIcon('/icons/unknown.png', known, { ...settings, mirror: false })).toBe('/icons/unknown.png');
+    expect(iconUrl('/icons/a.png', settings.origin)).toBe('http://supplier.example:8080/icons/a.png');
+    expect(iconUrl('data:image/png;base64,AA', settings.origin)).toBeNull();
+  });
+
+  it('knows a reference to the supplier: relative, its host on any port, not another host or scheme', () => {
+    expect(namesSupplier('/p/1', settings.origin)).toBe(true);
+    expect(namesSupplier('https://supplier.example/x', settings.origin)).toBe(true);
+    expect(namesSupplier('https://other.example/x', settings.origin)).toBe(false);
+    expect(namesSupplier('mailto:a@supplier.example', settings.origin)).toBe(false);
+  });
+
+  it('rewrites the content’s links and image references, fetching the latter', () => {
+    const r = renderProductMedia({ content: { en: '<a href="/p/2">two</a><video poster="/icons/a.png"></video><img src="/new.png">' } }, known, settings);
+    expect(r.content).toEqual({ en: '<a >two</a><video poster="/media/' + sha + '.png"></video>' });
+    expect(r.pending).toEqual(['http://supplier.example:8080/new.png']);
   });
 });

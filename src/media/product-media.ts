@@ -4,7 +4,7 @@
  * (`<publicBase>/<sha256>.<ext>`), left out while it is still to be fetched, and left out and reported
  * when it is refused. With mirroring off, the upstream's values pass through unchanged.
  */
-import { rewriteContentImages } from './media-content.js';
+import { rewriteContent } from './media-content.js';
 
 /** Why an image is left out (a run's `skipped_images[].reason`). */
 export type ImageRefusal =
@@ -59,6 +59,35 @@ export function resolveImageUrl(raw: string, origin: string): { url: string } | 
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return { refused: 'not_http' };
   u.hash = '';
   return { url: u.href };
+}
+
+/** Whether a reference names the supplier: it resolves (relative ones against its origin) to its host name. */
+export function namesSupplier(ref: string, origin: string): boolean {
+  try {
+    const u = new URL(ref.trim(), origin);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname === new URL(origin).hostname;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A category's icon as the shop is shown it: the relay's URL once mirrored, null while it is still to
+ * be fetched or when it was refused, '' when there is none; with mirroring off, the upstream's value.
+ */
+export function shownIcon(raw: string, known: (url: string) => SourceState | undefined, s: MediaSettings): string | null {
+  if (!s.mirror || raw.trim() === '') return raw;
+  const r = resolveImageUrl(raw, s.origin);
+  if ('refused' in r) return null;
+  const state = known(r.url);
+  return state?.kind === 'mirrored' ? fileUrl(s, state.sha256, state.ext) : null;
+}
+
+/** The absolute URL a category's icon is fetched from (null when there is none, or it is not http(s)). */
+export function iconUrl(raw: string, origin: string): string | null {
+  if (raw.trim() === '') return null;
+  const r = resolveImageUrl(raw, origin);
+  return 'url' in r ? r.url : null;
 }
 
 export interface ProductMediaInput {
@@ -126,7 +155,7 @@ export function renderProductMedia(input: ProductMediaInput, known: (url: string
   if (content !== null) {
     outContent = {};
     for (const [lang, html] of Object.entries(content)) {
-      outContent[lang] = typeof html === 'string' ? rewriteContentImages(html, shown) : html;
+      outContent[lang] = typeof html === 'string' ? rewriteContent(html, { image: shown, supplier: (ref) => namesSupplier(ref, s.origin) }) : html;
     }
   }
   return { images, content: outContent, urls: [...urls], pending: [...pending], skipped };

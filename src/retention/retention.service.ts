@@ -19,6 +19,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../config/app-config.js';
 import { MediaRepository } from '../media/media.repository.js';
+import { mediaSettings } from '../media/media-settings.js';
 import { Metrics } from '../ops/metrics.service.js';
 import {
   RETENTION_BATCH_SIZE,
@@ -167,9 +168,9 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         });
         if (end === 'stopped') break;
       }
-      // Images no product uses any more (their URLs, then the files no URL names).
+      // Images no product and no category icon uses any more (their URLs, then the files no URL names).
       if (halt.outcome === null && (await proceed())) {
-        media = await this.media.deleteUnused(new Date(databaseNow.getTime() - this.mediaGraceMs));
+        media = await this.media.deleteUnused(new Date(databaseNow.getTime() - this.mediaGraceMs), mediaSettings(this.config).origin);
         this.metrics.retentionDeletedRows.inc({ table: 'media_sources' }, media.sources);
         this.metrics.retentionDeletedRows.inc({ table: 'media_files' }, media.files);
       }

@@ -71,7 +71,7 @@ const TOP_CATEGORIES: ReadonlyArray<Omit<CategoryDef, 'parentId' | 'sortOrder'> 
     slug: 'games',
     zh: '游戏',
     en: 'Games',
-    icon: 'https://sandbox.invalid/icons/games.png',
+    icon: '/uploads/icons/games.png',
     children: [
       ['steam-keys', 'Steam 激活码', 'Steam keys'],
       ['mobile-topup', '手游充值', 'Mobile top-up'],
@@ -95,7 +95,7 @@ const TOP_CATEGORIES: ReadonlyArray<Omit<CategoryDef, 'parentId' | 'sortOrder'> 
     slug: 'software',
     zh: '软件授权',
     en: 'Software',
-    icon: 'https://sandbox.invalid/icons/software.png',
+    icon: '/uploads/icons/software.png',
     children: [
       ['office', '办公软件', 'Office suites'],
       ['security', '安全软件', 'Security'],
@@ -141,7 +141,7 @@ export function buildCategories(): CategoryDef[] {
         slug: `${top.slug}-${slug}`,
         zh,
         en,
-        icon: j === 0 ? `https://sandbox.invalid/icons/${slug}.png` : '',
+        icon: j === 0 ? `/uploads/icons/${slug}.png` : '',
         sortOrder: (top.children.length - j) * 10,
       });
     });
@@ -155,6 +155,16 @@ export const SANDBOX_UPLOADS_PREFIX = '/uploads';
 /** The image of a seeded product, as its `images` names it (a path on the sandbox's origin). */
 export function productImagePath(id: number): string {
   return `${SANDBOX_UPLOADS_PREFIX}/products/p${id}.png`;
+}
+
+/** The links and image references of a rich detail page, all on the supplier's origin. */
+function richContent(id: number): string {
+  const img = productImagePath(id);
+  return (
+    `<p><a href="/products/${id}" class="more">More</a> · <a href="#top">Top</a></p>` +
+    `<div style="background: url('${img}') no-repeat"><picture><source srcset="${img} 1x"><img src="${img}" srcset="${img} 2x" alt=""></picture></div>` +
+    `<video poster="${img}" controls><source src="${SANDBOX_UPLOADS_PREFIX}/videos/p${id}.mp4" type="video/mp4">Video</video>`
+  );
 }
 
 /** Small, fast, seeded PRNG (mulberry32). */
@@ -196,11 +206,13 @@ export function seedProducts(size: number, seed: number, leaves: readonly Catego
       description: { 'zh-CN': `${cat.zh}：示例商品 ${id}`, en: `${cat.en}: sample product ${id}` },
       // Images are the sandbox's own (served under SANDBOX_UPLOADS_PREFIX), named by a path as Dujiao-Next
       // names its uploads: relative to the supplier's origin. The content shows the product's image again.
+      // Every fourth product's content also links to the supplier's own pages and names its image in a
+      // srcset, an inline style and a video poster, as a rich detail page does (all relative).
       content:
         id % 2 === 0
           ? {
-              'zh-CN': `<p>商品 ${id} 详情</p><p><img src="${productImagePath(id)}" alt="商品 ${id}"></p>`,
-              en: `<p>Details of product ${id}</p><p><img src="${productImagePath(id)}" alt="product ${id}"></p>`,
+              'zh-CN': `<p>商品 ${id} 详情</p><p><img src="${productImagePath(id)}" alt="商品 ${id}"></p>${id % 4 === 0 ? richContent(id) : ''}`,
+              en: `<p>Details of product ${id}</p><p><img src="${productImagePath(id)}" alt="product ${id}"></p>${id % 4 === 0 ? richContent(id) : ''}`,
             }
           : null,
       seoMeta: id % 3 === 0 ? { title: `Product ${id}`, keywords: [cat.slug] } : null,

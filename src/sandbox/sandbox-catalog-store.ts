@@ -63,6 +63,14 @@ export class CatalogStore {
     }));
   }
 
+  /** Changes a category's icon (as an admin's edit). */
+  setCategoryIcon(id: number, icon: string): void {
+    const c = this.categoryDefs.find((d) => d.id === id);
+    if (!c) throw new Error(`no category ${id}`);
+    c.icon = icon;
+    this.categoriesJsonCache = null;
+  }
+
   /** Ids of the child (leaf) categories that products belong to. */
   leafCategoryIds(): number[] {
     return this.categoryDefs.filter((c) => c.parentId !== 0).map((c) => c.id);
