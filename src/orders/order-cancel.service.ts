@@ -19,6 +19,7 @@ import { AppConfig } from '../config/app-config.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
+import { canceledQueuedAttempt, cancelRoute, planLocalCancel } from './cancel-plan.js';
 import { CANCELED_AFTER_DELIVERY, OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS } from './order-state.js';
 import { orderRefund } from './order.mapper.js';
 import { OrderPresenter } from './order-presenter.service.js';
@@ -61,9 +62,11 @@ export class OrderCancelService {
     const deadline = this.clock.nowMs() + this.opLeaseMs + 1000;
     for (let n = 0; ; n++) {
       const order = await this.mustFind(shopOrderNo);
-      if (OUTCOME_UNKNOWN.has(order.status)) throw this.outcomeUnknown(order);
-      if (order.status === 'canceled') return order;
-      if (order.status === 'rejected' || order.status === 'queued') {
+      // the route (cancel-plan.ts): refused while the outcome is unknown, done, local, or upstream first
+      const route = cancelRoute(order.status);
+      if (route === 'outcome_unknown') throw this.outcomeUnknown(order);
+      if (route === 'already') return order;
+      if (route === 'local') {
         const canceled = await this.cancelLocally(order);
         if (canceled) return canceled;
         continue; // a new attempt took the order meanwhile: its status decides, read again
@@ -138,21 +141,25 @@ export class OrderCancelService {
     const moved = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked) return false;
-      if (locked.anomaly === UPSTREAM_ORDER_EXISTS) {
-        throw new AppError('cancel_not_allowed', `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
-          order: this.presenter.present(locked),
-        });
+      // the local move (cancel-plan.ts, from the state table's `local_cancel` moves); this carries it out
+      const plan = planLocalCancel(locked);
+      switch (plan.kind) {
+        case 'refuse_upstream_order_exists':
+          throw new AppError('cancel_not_allowed', `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
+            order: this.presenter.present(locked),
+          });
+        case 'already':
+          return false;
+        case 'decide_again':
+          return true;
+        case 'move':
+          if (plan.closeQueuedAttempt) {
+            const attempt = await tx.lockAttempt(locked.id, locked.attempt);
+            if (attempt?.status === 'queued') await tx.updateAttempt(attempt.id, canceledQueuedAttempt(this.clock.now()));
+          }
+          await this.updater.moveLocal(tx, locked, 'local_cancel', plan.to, 'api');
+          return false;
       }
-      if (locked.status === 'canceled') return false;
-      if (locked.status !== 'rejected' && locked.status !== 'queued') return true;
-      if (locked.status === 'queued') {
-        const attempt = await tx.lockAttempt(locked.id, locked.attempt);
-        if (attempt?.status === 'queued') {
-          await tx.updateAttempt(attempt.id, { status: 'rejected', finished_at: this.clock.now(), error_code: 'canceled', error_message: 'canceled before it was sent' });
-        }
-      }
-      await this.updater.moveLocal(tx, locked, 'local_cancel', 'canceled', 'api');
-      return false;
     });
     return moved ? null : this.mustFind(order.shopOrderNo);
   }

@@ -22,18 +22,19 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BudgetWaitExceeded } from '../budget/budget.errors.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
-import { AppError, badRequest } from '../common/app-error.js';
+import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
 import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { aboveCeiling, expectedAmount, priceCeiling } from './money-checks.js';
+import { expectedAmount, priceCeiling } from './money-checks.js';
 import { placeAnswer } from './place-answer.js';
+import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, type Refusal } from './presend-checks.js';
 import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
-import { downstreamOrderNo, manualFormProblems, requestFingerprint, type PlaceOrderInput } from './order-request.js';
+import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
@@ -85,11 +86,15 @@ function waitLeft(wait: BudgetWait): number | undefined {
   return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
 }
 
-/** The price guard's rule: a unit cost above the ceiling is refused (409 `price_changed`). */
-function priceGuard(unitCost: string, ceiling: string): void {
-  if (aboveCeiling(unitCost, ceiling)) {
-    throw new AppError('price_changed', `the unit price is now ${unitCost}, above ${ceiling}`, { unit_cost: unitCost, max_unit_cost: ceiling });
-  }
+/** Throws the AppError a pre-send check's refusal names (presend-checks.ts); nothing when it passed. */
+function refuse(refusal: Refusal | null): void {
+  if (refusal) throw new AppError(refusal.code, refusal.message, refusal.extra);
+}
+
+/** The value a pre-send check passed, or the AppError its refusal names thrown. */
+function passed<T extends object>(result: { refusal: Refusal } | T): T {
+  if ('refusal' in result) throw new AppError(result.refusal.code, result.refusal.message, result.refusal.extra);
+  return result;
 }
 
 /** A head-start product read that answered longer ago than this when the checks need it is made again. */
@@ -120,9 +125,7 @@ export class OrderRelayService {
   ) {}
 
   async place(input: PlaceOrderInput): Promise<PlaceResult> {
-    if (input.quantity > this.config.orders.maxQuantity) {
-      throw badRequest('invalid request: quantity', { quantity: [`quantity must not be greater than ${this.config.orders.maxQuantity}`] });
-    }
+    refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
     const fingerprint = requestFingerprint(input);
     // the price read and the create wait for the request budget (or, with it off, for the end of a
     // block after a 429) this long in all
@@ -348,29 +351,15 @@ export class OrderRelayService {
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
    */
-  private async check(input: PlaceOrderInput, sku: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<PriceCheck> {
-    if (!sku) throw new AppError('sku_not_found', `no SKU ${input.sku_code}`);
-    if (!sku.available) throw new AppError('sku_unavailable', `SKU ${input.sku_code} is not available (unlisted, inactive or out of stock)`);
-    if (sku.fulfillmentType === 'manual') {
-      // required only where the product's form has required fields; a key the form lacks is refused
-      const { missing, unknown } = manualFormProblems(sku.manualFormSchema, input.manual_form_data);
-      if (missing.length) {
-        throw new AppError('manual_form_required', `SKU ${input.sku_code} is fulfilled manually: its form needs ${missing.join(', ')}`, {
-          fields: Object.fromEntries(missing.map((k) => [`manual_form_data.${k}`, ['required']])),
-        });
-      }
-      if (unknown.length) {
-        throw badRequest(`invalid request: manual_form_data has keys the product's form does not have (${unknown.join(', ')})`, {
-          ...Object.fromEntries(unknown.map((k) => [`manual_form_data.${k}`, ["not a field of the product's form"]])),
-        });
-      }
-    }
+  private async check(input: PlaceOrderInput, local: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<PriceCheck> {
+    // the local checks (presend-checks.ts): the SKU exists and is available, a manual SKU's form is complete
+    const { sku } = passed(checkLocalSku(input.sku_code, local, input.manual_form_data));
     // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
     // catalog holds (it was active and in stock then): the guard judges that cost without a read. A
     // head-start read of the product, when one was started, is used instead.
     const confirmed = early?.productId === sku.productId ? null : this.catalog.confirmedCost(sku);
     if (confirmed) {
-      priceGuard(confirmed.unitCost, ceiling);
+      refuse(checkPrice(confirmed.unitCost, ceiling));
       return { kind: 'checked', sku: localChecked(sku, confirmed.skuId, confirmed.unitCost) };
     }
     let product: UpstreamProduct | null;
@@ -384,21 +373,18 @@ export class OrderRelayService {
       if (priceReadFailureRoute(failure, wait.deadline !== undefined) === 'defer') return { kind: 'deferred', local: sku };
       throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
     }
-    const fresh = product?.skus.find((s) => s.sku_code === sku.skuCode);
-    if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
-      throw new AppError('sku_unavailable', `SKU ${input.sku_code} is no longer available upstream`);
-    }
-    priceGuard(fresh.price_amount, ceiling);
+    const { product: read, sku: fresh } = passed(checkFreshSku(input.sku_code, sku.skuCode, product));
+    refuse(checkPrice(fresh.price_amount, ceiling));
     return {
       kind: 'checked',
       sku: {
-        productId: product.id,
+        productId: read.id,
         skuKey: sku.skuKey,
         skuCode: sku.skuCode,
         skuId: fresh.id,
         unitCost: fresh.price_amount,
         currency: sku.currency,
-        fulfillmentType: product.fulfillment_type,
+        fulfillmentType: read.fulfillment_type,
       },
     };
   }

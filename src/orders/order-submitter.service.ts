@@ -21,6 +21,7 @@ import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError }
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
 import { planOutcome } from './attempt-lifecycle.js';
 import { overcharge } from './money-checks.js';
+import { planSendFailure, sendLeaseMs, type FailedSend, type SendFailure } from './send-policy.js';
 import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
@@ -34,16 +35,21 @@ export type AcceptedReport = UpstreamReport & { order_id: number };
 export type SendOutcome =
   /** `reportKind`: the create's answer, or an order detail read to prove the attempt (see ReportKind). */
   | { kind: 'accepted'; report: AcceptedReport; request: AttemptRequest; reportKind: ReportKind }
-  /** `upstreamOrderId`: the order the refusal names (`payment_failed`: the one the upstream created and canceled). */
-  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string; upstreamOrderId?: number | null }
-  | { kind: 'unavailable'; reason: string }
-  | { kind: 'unknown'; reason: string }
-  /** Not sent for the request budget (no token in time, or a 429: the upstream processed nothing): it waits in the queue. */
-  | { kind: 'queued'; reason: string };
+  /**
+   * rejected (`upstreamOrderId`: the order the refusal names, `payment_failed`: the one the upstream
+   * created and canceled), unavailable, unknown, or queued (not sent for the request budget: no token
+   * in time, or a 429, the upstream processed nothing; it waits in the queue). See send-policy.ts.
+   */
+  | FailedSend;
 
-/** Quick tries when nothing reached the upstream (the first one included). */
-export const MAX_SEND_TRIES = 3;
-const RETRY_DELAYS_MS = [100, 300];
+/** A failed try of the create call, as the send-retry policy sees it. */
+function sendFailure(e: unknown): SendFailure {
+  if (e instanceof UpstreamDefinitiveError) {
+    return { kind: 'definitive', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
+  }
+  if (e instanceof UpstreamRetryableError) return { kind: 'retryable', reason: e.reason, rateLimited: isRateLimited(e as unknown), retryAfterMs: e.retryAfterMs };
+  return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
+}
 
 @Injectable()
 export class OrderSubmitter {
@@ -67,14 +73,9 @@ export class OrderSubmitter {
     return this.config.callbacks.publicUrl !== null && !this.callbackRefused;
   }
 
-  /**
-   * How long an attempt's sending lease lasts: new tries start only within the first half of
-   * UPSTREAM_TIMEOUT_MS and each ends within it, so a live sender is done by 1.5 × the timeout; the
-   * sweeper then turns a leftover `submitting` into `submit_unknown` within 2 × the timeout.
-   */
+  /** How long an attempt's sending lease lasts (send-policy.ts `sendLeaseMs`). */
   get sendLeaseMs(): number {
-    const t = this.config.upstream.timeoutMs;
-    return Math.ceil(t * 1.5 + Math.min(t / 4, 1000));
+    return sendLeaseMs(this.config.upstream.timeoutMs);
   }
 
   /**
@@ -85,7 +86,6 @@ export class OrderSubmitter {
    */
   async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, wait: { maxWaitMs?: number; granted?: boolean } = {}): Promise<SendOutcome> {
     const started = performance.now();
-    const budget = this.config.upstream.timeoutMs / 2;
     let req = request;
     for (let tryNo = 0; ; tryNo++) {
       const body: UpstreamCreateOrderRequest = {
@@ -100,33 +100,19 @@ export class OrderSubmitter {
         const created = await this.upstream.createOrder(body, { maxWaitMs: wait.maxWaitMs, granted: tryNo === 0 && wait.granted === true });
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
-        const elapsed = performance.now() - started;
-        if (e instanceof UpstreamDefinitiveError) {
-          if (e.errorCode === 'invalid_callback_url' && body.callback_url !== undefined) {
-            this.callbackRefused = true;
-            this.logger.warn({
-              msg: 'the upstream refused our callback_url (invalid_callback_url): sending again without it; orders are followed by polling',
-              ...log,
-              trace_id: req.trace_id,
-            });
-            req = { ...req, with_callback: false };
-            if (elapsed < budget) continue;
-            return { kind: 'unavailable', reason: 'invalid_callback_url_retry_out_of_time' };
-          }
-          return { kind: 'rejected', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
+        // the send-retry policy (send-policy.ts) decides whether it goes again; this carries it out
+        const step = planSendFailure(sendFailure(e), { tryNo, elapsedMs: performance.now() - started, timeoutMs: this.config.upstream.timeoutMs, withCallback: body.callback_url !== undefined });
+        if (step.callbackRefused) {
+          this.callbackRefused = true;
+          this.logger.warn({
+            msg: 'the upstream refused our callback_url (invalid_callback_url): sending again without it; orders are followed by polling',
+            ...log,
+            trace_id: req.trace_id,
+          });
+          req = { ...req, with_callback: false };
         }
-        if (e instanceof UpstreamRetryableError) {
-          // the upstream processed nothing (no token in time, or its 429, with or without a budget): the attempt waits in the queue
-          const limited = isRateLimited(e as unknown);
-          if (limited || e.reason === 'budget_wait_exceeded') return { kind: 'queued', reason: limited ? 'rate_limited' : e.reason };
-          const delay = Math.min(e.retryAfterMs ?? RETRY_DELAYS_MS[tryNo] ?? 300, 1000);
-          if (tryNo + 1 < MAX_SEND_TRIES && elapsed + delay < budget) {
-            await sleep(delay);
-            continue;
-          }
-          return { kind: 'unavailable', reason: e.reason };
-        }
-        return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
+        if (step.kind === 'stop') return step.outcome;
+        if (step.delayMs > 0) await sleep(step.delayMs);
       }
     }
   }

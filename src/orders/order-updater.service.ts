@@ -12,6 +12,7 @@ import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.service.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
+import { mergeItems } from './item-merge.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
   FOLLOWED,
@@ -64,18 +65,6 @@ export interface ApplyResult {
   decision: ReportDecision;
   /** The status changed, or items / a refunded amount arrived. */
   progressed: boolean;
-}
-
-/** The items of `items` that `other` does not have (as many times as they are missing: a multiset difference). */
-function withoutItems(items: readonly string[], other: readonly string[]): string[] {
-  const left = new Map<string, number>();
-  for (const i of other) left.set(i, (left.get(i) ?? 0) + 1);
-  return items.filter((i) => {
-    const n = left.get(i) ?? 0;
-    if (n === 0) return true;
-    left.set(i, n - 1);
-    return false;
-  });
 }
 
 @Injectable()
@@ -268,39 +257,34 @@ export class OrderUpdater {
 
   /**
    * The sealed items when the report brings new ones; null when there are none or they are unchanged.
-   * Never loses an item: a report that lacks some of the stored items (a stale read, an empty payload)
-   * adds its new ones to them instead of replacing them.
+   * Never loses an item: the stored items are opened here and merged as `mergeItems` (item-merge.ts)
+   * decides.
    */
   private delivery(tx: OrderTx, order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {
     if (!f || typeof f.payload !== 'string') return null;
-    let data: DeliveredData = { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null };
+    let stored: DeliveredData | null = null;
     if (order.deliverySealed) {
-      let stored: DeliveredData | null = null;
       try {
         stored = this.cipher.open(order.id, order.deliverySealed);
       } catch {
         // unreadable with the configured keys: replace it
       }
-      if (stored) {
-        const missing = withoutItems(stored.items, data.items);
-        if (missing.length > 0) {
-          data = { items: [...stored.items, ...withoutItems(data.items, stored.items)], delivery_data: data.delivery_data ?? stored.delivery_data };
-          const lacking = missing.length;
-          const storedCount = stored.items.length;
-          tx.afterCommit(() =>
-            this.logger.warn({
-              msg: `order ${order.shopOrderNo}: a report lacks ${lacking} of the ${storedCount} delivered items stored; they are kept`,
-              shop_order_no: order.shopOrderNo,
-              trace_id: order.traceId,
-            }),
-          );
-        }
-        if (JSON.stringify(stored) === JSON.stringify(data)) return null;
-      }
     }
+    const merge = mergeItems(stored, { items: parseDeliveryPayload(f.payload), delivery_data: f.delivery_data ?? null });
+    if (merge.kept > 0) {
+      const { kept, storedCount } = merge;
+      tx.afterCommit(() =>
+        this.logger.warn({
+          msg: `order ${order.shopOrderNo}: a report lacks ${kept} of the ${storedCount} delivered items stored; they are kept`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+        }),
+      );
+    }
+    if (merge.kind === 'unchanged') return null;
     const at = f.delivered_at ? new Date(f.delivered_at) : now;
     return {
-      delivery_sealed: this.cipher.seal(order.id, data),
+      delivery_sealed: this.cipher.seal(order.id, merge.data),
       delivered_at: Number.isNaN(at.getTime()) ? now : at,
       fulfillment_type: typeof f.type === 'string' ? f.type : order.fulfillmentType,
     };
