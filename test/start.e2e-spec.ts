@@ -81,7 +81,7 @@ describe('starting the service', () => {
     } finally {
       await first.kill('SIGKILL');
     }
-  });
+  }, 180_000); // creates an embedded database from nothing and starts twice: beyond the default 60 s on a loaded machine
 
   it('refuses to start in production without the required variables, naming each one', async () => {
     const child = startChildApp({ cwd: dir, cleanEnv: true, env: { NODE_ENV: 'production' } });
