@@ -1,10 +1,5 @@
 /** Production and development entry: `node dist/main.js` (and `npm start`). */
-import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
-import { createRelayApp } from './app.factory.js';
-import { CALLBACK_ROUTE } from './callbacks/callback-verifier.service.js';
 import { ConfigError } from './config/app-config.js';
-import { CONSOLE_PATH } from './console/console-static.js';
 import { loadProcessConfig } from './config/load-env.js';
 import { redactUrl } from './config/redact-url.js';
 import { DataDirLockedError } from './database/data-dir-lock.js';
@@ -22,6 +17,15 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  // The application's modules (Nest, the database, every service) load once the configuration is
+  // valid: a refused configuration is reported without loading them.
+  await import('reflect-metadata');
+  const [{ Logger }, { createRelayApp }, { CALLBACK_ROUTE }, { CONSOLE_PATH }] = await Promise.all([
+    import('@nestjs/common'),
+    import('./app.factory.js'),
+    import('./callbacks/callback-verifier.service.js'),
+    import('./console/console-static.js'),
+  ]);
   const pino = createPino(config.logLevel, undefined, config.logFormat);
   const logger = new JsonLogger(pino);
   // Lines logged before the Nest application exists (the database's creation, migrations) go through it too.

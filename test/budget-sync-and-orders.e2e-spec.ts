@@ -6,49 +6,42 @@
  * completes, paced by the budget rather than failed by it. Callbacks are on, as the real upstream
  * sends them.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { freePort, waitFor, waitForOrder } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const LIMIT = { requests: 20, windowMs: 2000, blockMs: 1000 };
 const PAGE = 50;
 
 describe('the request budget: a full sync beside a burst of orders', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({
+  const suite = useAppSuite({
+    sandbox: {
       profile: 'dujiao-next',
       catalog: { products: 40 * PAGE },
       timetable: { paidMs: 20, fulfillingMs: 40, deliveredMs: 60, completedMs: null },
       rateLimit: LIMIT,
-    });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'BURST-A', price: '2.00' }] });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'BURST-B', price: '3.00' }] });
-    const port = await freePort();
-    app = await startTestApp(db, sandbox, {
-      UPSTREAM_PROFILE: 'dujiao-next',
-      UPSTREAM_RATE_LIMIT: `${LIMIT.requests}/${LIMIT.windowMs}ms`,
-      UPSTREAM_RATE_LIMIT_BLOCK_S: '1',
-      ORDER_QUEUE_WAIT_MS: '1000',
-      ORDER_PRICE_FRESH_S: '30',
-      ORDER_POLL_BASE_MS: '200',
-      ORDER_POLL_MAX_MS: '1000',
-      CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
-      PORT: String(port),
-    });
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+    },
+    prepare: (sandbox) => {
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'BURST-A', price: '2.00' }] });
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'BURST-B', price: '3.00' }] });
+    },
+    env: async () => {
+      const port = await freePort();
+      return {
+        UPSTREAM_PROFILE: 'dujiao-next',
+        UPSTREAM_RATE_LIMIT: `${LIMIT.requests}/${LIMIT.windowMs}ms`,
+        UPSTREAM_RATE_LIMIT_BLOCK_S: '1',
+        ORDER_QUEUE_WAIT_MS: '1000',
+        ORDER_PRICE_FRESH_S: '30',
+        ORDER_POLL_BASE_MS: '200',
+        ORDER_POLL_MAX_MS: '1000',
+        CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
+        PORT: String(port),
+      };
+    },
   });
 
   it('0 responses 429; every order placed once and delivered; the sync completes', async () => {
+    const { app, sandbox } = suite;
     const limited = () => Object.values(sandbox.stats.rateLimited).reduce((a, b) => a + b, 0);
     // the two SKUs of the burst are known first (a small sync: they are on the last page, so a full one)
     const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });

@@ -89,59 +89,69 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it('a relay command without --url refuses while the service holds the directory, exits 3 and writes nothing', async () => {
-    const reverted = await relay(['migrate', '--down', '1']);
-    expect(reverted.code).toBe(0);
-    const pending = /^reverted: (\d+)_/.exec(reverted.out)![1];
+  // One service, started once on a directory with one migration reverted, serves the two tests that
+  // only read it (the refused `relay` commands, the refused second service); the second of them stops it
+  // and checks what it left behind: a free lock, and the pending migration still unapplied.
+  describe('while a service holds the directory', () => {
+    let svc: ChildApp;
+    let url: string;
+    let pending: string;
+    beforeAll(async () => {
+      const reverted = await relay(['migrate', '--down', '1']);
+      expect(reverted.code).toBe(0);
+      pending = /^reverted: (\d+)_/.exec(reverted.out)![1];
+      svc = startChildApp({ cwd: scratch, cleanEnv: true, env });
+      url = String((await svc.waitForLog(listening)).url);
+    }, 120_000);
+    afterAll(async () => {
+      await svc?.kill('SIGKILL');
+    });
 
-    const svc = service();
-    const url = String((await svc.waitForLog(listening)).url);
-    expect(holder().pid).toBe(svc.process.pid);
-    // The service did not migrate (DB_MIGRATE_ON_START=false): one migration is pending.
-    expect((await axios.get(`${url}/health/ready`, { validateStatus: () => true })).status).toBe(503);
+    it('a relay command without --url refuses while the service holds the directory, exits 3 and writes nothing', async () => {
+      expect(holder().pid).toBe(svc.process.pid);
+      // The service did not migrate (DB_MIGRATE_ON_START=false): one migration is pending.
+      expect((await axios.get(`${url}/health/ready`, { validateStatus: () => true })).status).toBe(503);
 
-    // `wallet` would start an instance in its process and migrate at its start: refused before that.
-    const wallet = await relay(['wallet'], { DB_MIGRATE_ON_START: 'true' });
-    expect(wallet.code).toBe(3);
-    expect(wallet.out).toContain(`relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `);
-    expect(wallet.out).toContain(`lock file ${lockFile}`);
-    expect(wallet.out).toContain('--url http://HOST:PORT (or RELAY_URL); or stop that process first');
-    const migrate = await relay(['migrate']);
-    expect(migrate.code).toBe(3);
-    expect(migrate.out).toContain(`data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid}`);
-    expect(migrate.out).toContain('stop that process first');
-    // With --url the command uses the running service.
-    const viaUrl = await relay(['wallet', '--url', url]);
-    expect(viaUrl.code).toBe(0);
-    expect(JSON.parse(viaUrl.out)).toMatchObject({ ok: true });
+      // `wallet` would start an instance in its process and migrate at its start: refused before that.
+      const wallet = await relay(['wallet'], { DB_MIGRATE_ON_START: 'true' });
+      expect(wallet.code).toBe(3);
+      expect(wallet.out).toContain(`relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `);
+      expect(wallet.out).toContain(`lock file ${lockFile}`);
+      expect(wallet.out).toContain('--url http://HOST:PORT (or RELAY_URL); or stop that process first');
+      const migrate = await relay(['migrate']);
+      expect(migrate.code).toBe(3);
+      expect(migrate.out).toContain(`data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid}`);
+      expect(migrate.out).toContain('stop that process first');
+      // With --url the command uses the running service.
+      const viaUrl = await relay(['wallet', '--url', url]);
+      expect(viaUrl.code).toBe(0);
+      expect(JSON.parse(viaUrl.out)).toMatchObject({ ok: true });
 
-    // Still pending through the running service, which still holds its lock.
-    expect((await axios.get(`${url}/health/ready`, { validateStatus: () => true })).status).toBe(503);
-    expect(holder().pid).toBe(svc.process.pid);
-    expect(await svc.kill('SIGTERM')).toBe(0);
-    expect(existsSync(lockFile)).toBe(false);
-    expect(await appliedVersions()).not.toContain(pending);
+      // Still pending through the running service, which still holds its lock.
+      expect((await axios.get(`${url}/health/ready`, { validateStatus: () => true })).status).toBe(503);
+      expect(holder().pid).toBe(svc.process.pid);
+    }, 180_000);
 
-    const up = await relay(['migrate']);
-    expect(up).toMatchObject({ code: 0, out: expect.stringContaining(`applied: ${pending}_`) });
-  }, 180_000);
+    it('a second service on the same directory refuses to start; the first goes on, and stopped leaves the lock free and nothing written', async () => {
+      const second = service();
+      expect(await second.exited).toBe(1);
+      expect(second.output()).toContain(
+        `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `,
+      );
+      expect(second.output()).toContain('stop that process first, or give this one another DATA_DIR or DATABASE_URL');
+      expect(second.output()).not.toContain('upstream-relay listening');
+      const health = await axios.get(`${url}/health`);
+      expect(health.data).toMatchObject({ ok: true, database: 'up' });
+      expect(holder().pid).toBe(svc.process.pid);
 
-  it('a second service on the same directory refuses to start; the first goes on', async () => {
-    const first = service();
-    const url = String((await first.waitForLog(listening)).url);
-    const second = service();
-    expect(await second.exited).toBe(1);
-    expect(second.output()).toContain(
-      `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ${first.process.pid} (${MAIN}) on host `,
-    );
-    expect(second.output()).toContain('stop that process first, or give this one another DATA_DIR or DATABASE_URL');
-    expect(second.output()).not.toContain('upstream-relay listening');
-    const health = await axios.get(`${url}/health`);
-    expect(health.data).toMatchObject({ ok: true, database: 'up' });
-    expect(holder().pid).toBe(first.process.pid);
-    expect(await first.kill('SIGTERM')).toBe(0);
-    expect(existsSync(lockFile)).toBe(false);
-  }, 180_000);
+      expect(await svc.kill('SIGTERM')).toBe(0);
+      expect(existsSync(lockFile)).toBe(false);
+      // Neither the refused commands nor the refused service migrated the directory.
+      expect(await appliedVersions()).not.toContain(pending);
+      const up = await relay(['migrate']);
+      expect(up).toMatchObject({ code: 0, out: expect.stringContaining(`applied: ${pending}_`) });
+    }, 180_000);
+  });
 
   it('the lock of a service killed with SIGKILL is taken over by the next one, which starts', async () => {
     const killed = service();
@@ -159,9 +169,11 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
   }, 180_000);
 
   it('of two services started together on a stale lock, exactly one starts', async () => {
-    const killed = service();
-    await killed.waitForLog(listening);
-    await killed.kill('SIGKILL');
+    // A stale lock as a service killed with SIGKILL leaves it (the test above has a real one): written
+    // by a process of this host, naming a pid that no longer runs.
+    const dead = await runNode(['-e', 'console.log(process.pid)'], {}, scratch);
+    const template = JSON.parse(readFileSync(await lockTemplate(pgliteDir), 'utf8')) as Record<string, unknown>;
+    writeFileSync(lockFile, JSON.stringify({ ...template, pid: Number(dead.out.trim()), token: 'killedholder' }));
     const both = [service(), service()];
     const outcome = await Promise.all(
       both.map((c) =>
@@ -186,7 +198,9 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
       const at = Date.now() + 3_000; // all loaded by then, then all at once
       const script = `
         const { DataDirLock } = await import(process.argv[1]);
-        while (Date.now() < Number(process.argv[3])) {}
+        // Each racer waits on a timer for the common instant (not spinning: eight spinning racers on
+        // a small machine cost seconds of CPU each).
+        await new Promise((r) => setTimeout(r, Math.max(0, Number(process.argv[3]) - Date.now())));
         try {
           const lock = await DataDirLock.acquire(process.argv[2]);
           console.log('won ' + lock.holder.token);

@@ -3,9 +3,8 @@
  * configured, the key's block after a 429 (`upstream: rate_limited` meanwhile, whatever the last ping
  * saw) and the number of `queued` orders; once the block is over and the queue empty, neither shows.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { freePort, seedCatalog, waitFor } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { freePort, waitFor } from './support/child-app.js';
 
 interface HealthAnswer {
   upstream: { status: string };
@@ -14,33 +13,23 @@ interface HealthAnswer {
 }
 
 describe('/health: the request budget and the queue', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ profile: 'dujiao-next', dedupeDownstreamOrderNo: true, catalog: { products: 1 } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'HB-1', price: '3.00' }] });
-    app = await startTestApp(db, sandbox, {
+  const suite = useAppSuite({
+    sandbox: { profile: 'dujiao-next', dedupeDownstreamOrderNo: true, catalog: { products: 1 } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'HB-1', price: '3.00' }] }),
+    env: async () => ({
       UPSTREAM_PROFILE: 'dujiao-next',
       UPSTREAM_RATE_LIMIT: '10/1s',
       UPSTREAM_RATE_LIMIT_BLOCK_S: '1',
       ORDER_QUEUE_WAIT_MS: '150',
       PORT: String(await freePort()),
-    });
-    await seedCatalog(app.http);
+    }),
+    seed: true,
   });
 
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-
-  const health = async (): Promise<HealthAnswer> => (await app.http.get('/health')).data as HealthAnswer;
+  const health = async (): Promise<HealthAnswer> => (await suite.app.http.get('/health')).data as HealthAnswer;
 
   it('a 429 blocks the key: rate_limited with the block\'s end, and the order waiting for it is counted as queued', async () => {
+    const { app, sandbox } = suite;
     const before = await health();
     expect(before.budget).toMatchObject({ limit: '10/1s', blocked_until: null });
     expect(before.upstream.status).not.toBe('rate_limited');

@@ -8,39 +8,31 @@
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderRepository, type PollClaim } from '../src/orders/order.repository.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { seedCatalog } from './support/child-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { sleep } from './support/wait.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('poll applied from the claim (optimistic)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
+  const suite = useAppSuite({
+    // the sandbox moves nothing by itself: each test sets what the poll reads
+    sandbox: { catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'PS-1', price: '1.00' }] }),
+    // no background poller: the tests make orders due and claim them themselves (a pass woken by a
+    // placement could otherwise claim one between the test's UPDATE and its claim)
+    env: { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' },
+    workers: false,
+    seed: true,
+  });
   let repo: OrderRepository;
   let follow: OrderFollowService;
   let n = 0;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    // the sandbox moves nothing by itself: each test sets what the poll reads
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'PS-1', price: '1.00' }] });
-    // no background poller: the tests make orders due and claim them themselves (a pass woken by a
-    // placement could otherwise claim one between the test's UPDATE and its claim)
-    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' }, { workers: false });
-    await seedCatalog(app.http);
-    repo = app.relay.app.get(OrderRepository);
-    follow = app.relay.app.get(OrderFollowService);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  beforeAll(() => {
+    repo = suite.app.relay.app.get(OrderRepository);
+    follow = suite.app.relay.app.get(OrderFollowService);
   });
 
   /** A placed order, made due and claimed by a poll. */
   async function placedAndClaimed(): Promise<{ id: string; upstreamId: number; status: string; claim: PollClaim }> {
+    const { app, db } = suite;
     const shopOrderNo = `PS-ORDER-${++n}`;
     const placed = await app.http.post('/internal/orders', { shop_order_no: shopOrderNo, sku_code: 'PS-1', quantity: 1 });
     expect(placed.status).toBe(201);
@@ -55,6 +47,7 @@ describe('poll applied from the claim (optimistic)', () => {
   }
 
   async function order(id: string) {
+    const { db } = suite;
     const [o] = await db.query<{ status: string; leased: boolean; next_poll: boolean }>(
       'SELECT status, poll_lease_until IS NOT NULL AS leased, next_poll_at IS NOT NULL AS next_poll FROM orders WHERE id = $1',
       [id],
@@ -67,6 +60,7 @@ describe('poll applied from the claim (optimistic)', () => {
   }
 
   it('applies the answer when nothing wrote the order since the claim', async () => {
+    const { sandbox } = suite;
     const placed = await placedAndClaimed();
     sandbox.setOrderStatus(placed.upstreamId, 'fulfilling');
     await follow.pollOne(placed.claim);
@@ -76,6 +70,7 @@ describe('poll applied from the claim (optimistic)', () => {
   });
 
   it('applies the answer to the order as it now is when it moved after the claim (the event names the real previous status)', async () => {
+    const { db, sandbox } = suite;
     const placed = await placedAndClaimed();
     // a callback's apply between the claim and the answer
     await db.query("UPDATE orders SET status = 'paid', status_changed_at = now(), updated_at = now() WHERE id = $1", [placed.id]);
@@ -87,6 +82,7 @@ describe('poll applied from the claim (optimistic)', () => {
   });
 
   it('never moves an order back: a stale answer after a later status was stored is a regression', async () => {
+    const { db, sandbox } = suite;
     const placed = await placedAndClaimed();
     await db.query("UPDATE orders SET status = 'fulfilling', status_changed_at = now(), updated_at = now() WHERE id = $1", [placed.id]);
     sandbox.setOrderStatus(placed.upstreamId, 'paid');
@@ -98,6 +94,7 @@ describe('poll applied from the claim (optimistic)', () => {
   });
 
   it('waits for a transaction holding the order and applies the answer to what it committed', async () => {
+    const { app, sandbox } = suite;
     const placed = await placedAndClaimed();
     sandbox.setOrderStatus(placed.upstreamId, 'fulfilling');
     let poll: Promise<boolean> | null = null;
@@ -114,6 +111,7 @@ describe('poll applied from the claim (optimistic)', () => {
   });
 
   it('a failed read gives the lease back from the snapshot too', async () => {
+    const { sandbox } = suite;
     const placed = await placedAndClaimed();
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
     try {

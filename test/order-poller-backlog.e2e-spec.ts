@@ -5,30 +5,20 @@
  * then follows at once.
  */
 import { OrderPoller } from '../src/orders/order-poller.service.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { seedCatalog } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 
 describe('order poller: a backlog of due orders', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'BL-1', price: '1.00' }] });
+  const suite = useAppSuite({
+    sandbox: { catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'BL-1', price: '1.00' }] }),
     // no background work: the test runs the poller's passes itself
-    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' }, { workers: false });
-    await seedCatalog(app.http);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+    env: { ORDER_POLL_BASE_MS: '3600000', ORDER_POLL_MAX_MS: '3600000' },
+    workers: false,
+    seed: true,
   });
 
   it('a pass of 10 full batches says more may be due; the pass that empties the backlog says not', async () => {
+    const { app, db, sandbox } = suite;
     const total = 205;
     for (let i = 0; i < total; i += 25) {
       await Promise.all(
@@ -56,6 +46,7 @@ describe('order poller: a backlog of due orders', () => {
   });
 
   it('an upstream failing its reads is read a batch a tick, not as fast as the backlog allows', async () => {
+    const { app, db, sandbox } = suite;
     await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second' WHERE shop_order_no LIKE 'BL-%'");
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
     try {
@@ -69,6 +60,7 @@ describe('order poller: a backlog of due orders', () => {
   });
 
   it('a few orders whose reads fail do not slow the others', async () => {
+    const { app, db, sandbox } = suite;
     // due in a fixed order; every 7th names an upstream order that does not exist (its read fails):
     // at most 3 in any batch of 20
     await db.query(

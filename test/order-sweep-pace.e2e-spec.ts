@@ -4,35 +4,25 @@
  * an upstream that answers slowly (but within the timeout) may take many seconds. The sweep therefore
  * runs on its own timer, never only at the start of a pass, where it would wait behind the slow reads.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { OrderPoller } from '../src/orders/order-poller.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
-import { seedCatalog } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { passesRun, waitFor } from './support/wait.js';
 
 const TIMEOUT_MS = 1000;
 
 describe('order poller: the sweep of stale attempts is not held up by slow polls', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-  beforeAll(async () => {
-    db = await openTestDatabase();
+  const suite = useAppSuite({
     // orders stay `paid`: every one of them is polled again and again
-    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: 50, fulfillingMs: 3_600_000, deliveredMs: 3_600_000, completedMs: 3_600_000 } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'X-SLOW', price: '1.00' }] });
-    app = await startTestApp(db, sandbox, { UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS), ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100' });
-    await seedCatalog(app.http);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+    sandbox: { catalog: { products: 2 }, timetable: { paidMs: 50, fulfillingMs: 3_600_000, deliveredMs: 3_600_000, completedMs: 3_600_000 } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'X-SLOW', price: '1.00' }] }),
+    env: { UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS), ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100' },
+    seed: true,
   });
 
   it('an attempt whose sender died becomes submit_unknown at the first sweeps after its lease, while a pass of slow reads runs', async () => {
+    const { app, db, sandbox } = suite;
     const poller = app.relay.app.get(OrderPoller);
     // CONTRACT §5 gives 2 × UPSTREAM_TIMEOUT_MS: the sweep runs every tick, at most a quarter of the
     // timeout, so the first sweep begun after a lease's end comes well within it. The pace is

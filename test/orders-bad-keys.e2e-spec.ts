@@ -4,24 +4,10 @@
  * route, never a 500, and an `upstream_order_id` beyond what the service holds exactly is 400
  * `bad_request` naming it. Nothing is recorded or sent.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 
 describe('order routes with impossible keys', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 } });
-    app = await startTestApp(db, sandbox, {}, { workers: false });
-  });
-  afterAll(async () => {
-    await app?.relay.close();
-    await sandbox.stop();
-    await db.close();
-  });
+  const suite = useAppSuite({ sandbox: { catalog: { products: 1 } }, workers: false });
 
   it.each([
     ['GET', '/internal/orders/A%00B'],
@@ -32,13 +18,13 @@ describe('order routes with impossible keys', () => {
     ['POST', '/internal/orders/A%00B/resolve'],
     ['GET', `/internal/orders/${'x'.repeat(65)}`],
   ])('%s %s → 404 order_not_found', async (method, path) => {
-    const r = await app.http.request({ method, url: path, data: method === 'POST' ? { not_placed: true, reason: 'x' } : undefined });
+    const r = await suite.app.http.request({ method, url: path, data: method === 'POST' ? { not_placed: true, reason: 'x' } : undefined });
     expect([r.status, r.data.ok, r.data.error_code]).toEqual([404, false, 'order_not_found']);
   });
 
   it('an upstream_order_id beyond the exact integers is 400 bad_request naming it', async () => {
-    const r = await app.http.post('/internal/orders/SOME-ORDER/resolve', { upstream_order_id: 1e20 });
+    const r = await suite.app.http.post('/internal/orders/SOME-ORDER/resolve', { upstream_order_id: 1e20 });
     expect([r.status, r.data.error_code, Object.keys(r.data.fields ?? {})]).toEqual([400, 'bad_request', ['upstream_order_id']]);
-    expect(await db.query('SELECT id FROM orders')).toEqual([]);
+    expect(await suite.db.query('SELECT id FROM orders')).toEqual([]);
   });
 });

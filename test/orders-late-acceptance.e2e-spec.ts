@@ -9,33 +9,22 @@ import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { requestFingerprint } from '../src/orders/order-request.js';
 import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { seedCatalog, sleep } from './support/child-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { sleep } from './support/child-app.js';
 import { reserveOrder } from './support/reserved-order.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('orders: an acceptance recorded after its attempt was closed', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
+  const suite = useAppSuite({ sandbox: { catalog: { products: 2 } }, workers: false, seed: true });
   /** A real SKU: the orders below are what a shop's body for it would record, so that a resubmission is one. */
   let skuCode: string;
   const body = (shopOrderNo: string) => ({ shop_order_no: shopOrderNo, sku_code: skuCode, quantity: 1 });
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 } });
-    app = await startTestApp(db, sandbox, {}, { workers: false });
-    await seedCatalog(app.http);
-    skuCode = sandbox.catalog.listedProducts()[0].skus[0].sku_code;
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  beforeAll(() => {
+    skuCode = suite.sandbox.catalog.listedProducts()[0].skus[0].sku_code;
   });
 
   /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
   async function settledNotPlaced(shopOrderNo: string): Promise<string> {
+    const { app } = suite;
     const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, { skuCode, requestFingerprint: requestFingerprint(body(shopOrderNo)) });
     await sleep(120);
     await app.relay.app.get(OrderFollowService).sweepStale();
@@ -53,6 +42,7 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
   });
 
   it('the upstream order it names is kept as the anomaly upstream_order_exists: not refundable, not resubmittable', async () => {
+    const { app, db, sandbox } = suite;
     const id = await settledNotPlaced('LATE-1');
     const recorded = await app.relay.app.get(OrderSubmitter).recordOutcome(id, 1, accepted(900001, 'paid'), 'api');
     expect(recorded.applied).toBe(false);
@@ -74,6 +64,7 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
   });
 
   it('an upstream order that keeps nothing (canceled) changes nothing', async () => {
+    const { app } = suite;
     const id = await settledNotPlaced('LATE-2');
     await app.relay.app.get(OrderSubmitter).recordOutcome(id, 1, accepted(900002, 'canceled'), 'api');
     const order = (await app.http.get('/internal/orders/LATE-2')).data.order;

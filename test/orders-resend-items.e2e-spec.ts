@@ -5,25 +5,20 @@
  * no callback.
  */
 import { OrderPoller } from '../src/orders/order-poller.service.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { freePort, seedCatalog, waitForOrder } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { freePort, waitForOrder } from './support/child-app.js';
 import { passesRun } from './support/wait.js';
 
 describe('orders: items of an order settled by a re-send answered as delivered', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({
+  const suite = useAppSuite({
+    sandbox: {
       profile: 'dujiao-next',
       dedupeDownstreamOrderNo: true,
       catalog: { products: 2 },
       timetable: { paidMs: 50, fulfillingMs: 100, deliveredMs: 150, completedMs: 200 },
-    });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'X-ONCE', price: '7.00' }] });
-    app = await startTestApp(db, sandbox, {
+    },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'X-ONCE', price: '7.00' }] }),
+    env: async () => ({
       UPSTREAM_PROFILE: 'dujiao-next',
       UPSTREAM_ORDER_NO_IDEMPOTENT: 'true',
       SUBMIT_UNKNOWN_RECHECK_S: '1',
@@ -32,16 +27,12 @@ describe('orders: items of an order settled by a re-send answered as delivered',
       ORDER_POLL_MAX_MS: '300',
       PORT: String(await freePort()),
       // no CALLBACK_PUBLIC_URL: polling alone follows the order
-    });
-    await seedCatalog(app.http);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+    }),
+    seed: true,
   });
 
   it('the re-send is answered completed (no fulfillment in a create answer): the order is read again and its items stored', async () => {
+    const { app, db, sandbox } = suite;
     sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 502, times: 1 }] });
     const r = await app.http.post('/internal/orders', { shop_order_no: 'RS-1', sku_code: 'X-ONCE', quantity: 1 });
     expect(r.status).toBe(202);

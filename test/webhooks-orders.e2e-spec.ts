@@ -3,10 +3,9 @@
  * a signed webhook from the outbox, in order, one per change: the reservation's, the create answer's
  * (written with the outcome in one statement) and the poller's.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { seedCatalog, waitForOrder } from './support/child-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { waitForOrder } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 const SECRET = 'order-webhook-secret';
@@ -18,32 +17,22 @@ interface StatusChange {
 }
 
 describe('order status changes as shop webhooks', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
   const shop = new FakeShop();
-
-  beforeAll(async () => {
-    await shop.start('/shop/hooks');
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'WH-1', price: '2.00' }] });
-    app = await startTestApp(db, sandbox, {
-      SHOP_WEBHOOK_URL: shop.url,
-      SHOP_WEBHOOK_SECRET: SECRET,
-      ORDER_POLL_BASE_MS: '50',
-      ORDER_POLL_MAX_MS: '200',
-    });
-    await seedCatalog(app.http);
+  const suite = useAppSuite({
+    sandbox: { catalog: { products: 2 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } },
+    prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'WH-1', price: '2.00' }] }),
+    env: async () => {
+      await shop.start('/shop/hooks');
+      return { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SECRET, ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' };
+    },
+    seed: true,
   });
   afterAll(async () => {
-    await app.close();
-    await sandbox.stop();
-    await db.close();
     await shop.stop();
   });
 
   it('sends each status change of an order, in order, signed', async () => {
+    const { app } = suite;
     const placed = await app.http.post('/internal/orders', { shop_order_no: 'WH-ORDER', sku_code: 'WH-1', quantity: 1 });
     expect(placed.status).toBe(201);
     await waitForOrder(app.http, 'WH-ORDER', (o) => o.status === 'delivered');

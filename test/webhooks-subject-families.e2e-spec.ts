@@ -4,31 +4,25 @@
  * the shop keeps refusing must not hold back that order's status webhooks (nor the other way round).
  * Before, one subject string was one queue whatever the event.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { FakeShop } from './support/fake-shop.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 describe('webhook subjects shared by an order and a SKU', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
   const shop = new FakeShop();
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 } });
-    await shop.start();
-    app = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sf-families-secret' });
+  const suite = useAppSuite({
+    sandbox: { catalog: { products: 1 } },
+    env: async () => {
+      await shop.start();
+      return { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sf-families-secret' };
+    },
   });
   afterAll(async () => {
-    await app?.relay.close();
     await shop.stop();
-    await sandbox.stop();
-    await db.close();
   });
 
   it('a refused SKU event does not hold back the order events of the same string, and each family stays in order', async () => {
+    const { db } = suite;
     shop.respond = (r) => (r.event.startsWith('sku.') ? 500 : 200);
     await db.query(
       `INSERT INTO outbox_events (event_type, subject, payload) VALUES
