@@ -70,7 +70,11 @@ function answer(m: { id: number; cmd: string; from?: number }): Record<string, u
     }
     case 'requests': {
       const from = m.from ?? 0;
-      return { requests: requests.slice(from), next: requests.length, orders: sandbox.orders().map((o) => [Date.parse(o.created_at), o.product_id, o.downstream_order_no]) };
+      return {
+        requests: requests.slice(from),
+        next: requests.length,
+        orders: sandbox.orders().map((o) => [Date.parse(o.created_at), o.product_id, o.downstream_order_no]),
+      };
     }
     case 'orders':
       return { orders: sandbox.orders().map((o) => [o.downstream_order_no, Date.parse(o.created_at)]) };

@@ -57,7 +57,11 @@ const arg = (name: string, def: string): string => {
 };
 const QUICK = args.includes('--quick');
 const DB = arg('db', 'pglite');
-const FIGURES = new Set(arg('figure', '1,2,3').split(',').map((f) => f.trim()));
+const FIGURES = new Set(
+  arg('figure', '1,2,3')
+    .split(',')
+    .map((f) => f.trim()),
+);
 const ORDER_PRODUCTS = Number(arg('products', '5'));
 const SCALE = Number(arg('scale', '10'));
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -108,7 +112,11 @@ function scaledEnv(): Record<string, string> {
 function buildRelay(): string {
   rmSync(BUILD, { recursive: true, force: true });
   mkdirSync(BUILD, { recursive: true });
-  execFileSync(join(ROOT, 'node_modules/.bin/swc'), ['src', '-d', join(BUILD, 'dist'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(
+    join(ROOT, 'node_modules/.bin/swc'),
+    ['src', '-d', join(BUILD, 'dist'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
   cpSync(join(ROOT, 'migrations'), join(BUILD, 'migrations'), { recursive: true });
   writeFileSync(join(BUILD, 'package.json'), '{"type":"module","private":true}\n');
   return join(BUILD, 'dist/main.js');
@@ -195,7 +203,9 @@ class Sandbox {
   }
 
   /** The product reads received from index `from` ([epoch ms, 'product', path]), and every order ([created epoch ms, product id, downstream_order_no]). */
-  async requests(from = 0): Promise<{ requests: Array<[number, string, string]>; next: number; orders: Array<[number, number, string | null]> }> {
+  async requests(
+    from = 0,
+  ): Promise<{ requests: Array<[number, string, string]>; next: number; orders: Array<[number, number, string | null]> }> {
     return this.ask({ cmd: 'requests', from });
   }
 
@@ -267,8 +277,14 @@ class Relay {
     closeSync(out);
     const relay = new Relay(name, url, proc, logFile, dataDir);
     const deadline = Date.now() + 120_000;
-    while (!(await relay.get('/health').then((r) => r.status === 200, () => false))) {
-      if (proc.exitCode !== null) throw new Error(`relay ${name} exited (${proc.exitCode}); its log: ${logFile}\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    while (
+      !(await relay.get('/health').then(
+        (r) => r.status === 200,
+        () => false,
+      ))
+    ) {
+      if (proc.exitCode !== null)
+        throw new Error(`relay ${name} exited (${proc.exitCode}); its log: ${logFile}\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
       if (Date.now() > deadline) throw new Error(`relay ${name} did not start; its log: ${logFile}`);
       await sleep(200);
     }
@@ -318,7 +334,9 @@ class Relay {
         if ((j.level ?? 0) >= 50) error++;
         else if ((j.level ?? 0) >= 40) warn++;
         else continue;
-        const msg = String(j.msg ?? '').replace(/[0-9a-f-]{8,}|\d+/gi, '#').slice(0, 110);
+        const msg = String(j.msg ?? '')
+          .replace(/[0-9a-f-]{8,}|\d+/gi, '#')
+          .slice(0, 110);
         counts.set(msg, (counts.get(msg) ?? 0) + 1);
       } catch {
         // not a JSON line
@@ -404,9 +422,19 @@ interface Placed {
 
 async function placeOrder(relay: Relay, shopNo: string, sku: string, burst: boolean): Promise<Placed> {
   const postedAt = Date.now();
-  const r = await relay.post('/internal/orders', { shop_order_no: shopNo, sku_code: sku, quantity: 1 }).catch((e: unknown) => ({ status: 0, data: { error: String(e) } }) as Json);
+  const r = await relay
+    .post('/internal/orders', { shop_order_no: shopNo, sku_code: sku, quantity: 1 })
+    .catch((e: unknown) => ({ status: 0, data: { error: String(e) } }) as Json);
   const order = r.data.order as { status?: string } | undefined;
-  return { shopNo, burst, postedAt, answeredAt: Date.now(), httpStatus: r.status, status: order?.status ?? String(r.data.error_code ?? ''), deliveredAt: null };
+  return {
+    shopNo,
+    burst,
+    postedAt,
+    answeredAt: Date.now(),
+    httpStatus: r.status,
+    status: order?.status ?? String(r.data.error_code ?? ''),
+    deliveredAt: null,
+  };
 }
 
 /**
@@ -422,7 +450,8 @@ async function runLoad(relays: Relay[], skus: string[], tag: string, steady: num
         setTimeout(() => job().then(resolve, reject), Math.max(0, t0 + ms - Date.now()));
       }),
     );
-  for (let i = 0; i < steady; i++) at(i * ORDER_INTERVAL_MS, () => placeOrder(relays[i % relays.length], `${tag}-s${i}`, skus[i % skus.length], false));
+  for (let i = 0; i < steady; i++)
+    at(i * ORDER_INTERVAL_MS, () => placeOrder(relays[i % relays.length], `${tag}-s${i}`, skus[i % skus.length], false));
   for (let j = 0; j < burst; j++) at(BURST_AT_MS, () => placeOrder(relays[j % relays.length], `${tag}-b${j}`, skus[j % skus.length], true));
   return Promise.all(jobs);
 }
@@ -509,18 +538,29 @@ function latencies(placed: Placed[]): { p50: number | null; p99: number | null; 
   return { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), n: xs.length };
 }
 
-function statsDiff(a: SandboxStats, b: SandboxStats): { requests: Record<string, number>; total: number; rateLimited: number; blocks: number } {
+function statsDiff(
+  a: SandboxStats,
+  b: SandboxStats,
+): { requests: Record<string, number>; total: number; rateLimited: number; blocks: number } {
   const requests: Record<string, number> = {};
   for (const k of Object.keys(b.requests)) {
     const d = b.requests[k as keyof SandboxStats['requests']] - (a.requests[k as keyof SandboxStats['requests']] ?? 0);
     if (d) requests[k] = d;
   }
   const sum = (s: SandboxStats) => Object.values(s.rateLimited).reduce((x, y) => x + y, 0);
-  return { requests, total: b.totalRequests - a.totalRequests, rateLimited: sum(b) - sum(a), blocks: b.rateLimitBlocks - a.rateLimitBlocks };
+  return {
+    requests,
+    total: b.totalRequests - a.totalRequests,
+    rateLimited: sum(b) - sum(a),
+    blocks: b.rateLimitBlocks - a.rateLimitBlocks,
+  };
 }
 
 /** The product reads by product, and (BENCH_TRACE=1) each product's reads and creates in time. */
-function productReadsLine(r: { requests: Array<[number, string, string]>; orders: Array<[number, number, string | null]> }, placed: Placed[]): string {
+function productReadsLine(
+  r: { requests: Array<[number, string, string]>; orders: Array<[number, number, string | null]> },
+  placed: Placed[],
+): string {
   const t0 = placed[0]?.postedAt ?? 0;
   const reads = new Map<string, number>();
   for (const [, , path] of r.requests) {
@@ -532,7 +572,13 @@ function productReadsLine(r: { requests: Array<[number, string, string]>; orders
   const events = [
     ...r.requests.map(([t, , path]) => [t, `read   product ${path.split('/').pop()}`] as const),
     ...r.orders.filter((o) => o[0] >= t0).map(([t, id, dno]) => [t, `create product ${id} ${dno ?? ''}`] as const),
-    ...placed.map((p) => [p.postedAt, `POST   ${p.shopNo} (answered ${p.httpStatus} ${p.status} after ${fmt((p.answeredAt - p.postedAt) / 1000, 3)} s)`] as const),
+    ...placed.map(
+      (p) =>
+        [
+          p.postedAt,
+          `POST   ${p.shopNo} (answered ${p.httpStatus} ${p.status} after ${fmt((p.answeredAt - p.postedAt) / 1000, 3)} s)`,
+        ] as const,
+    ),
   ].sort((a, b) => a[0] - b[0]);
   return `${line}\n${events.map(([t, what]) => `      ${fmt((t - t0) / 1000, 3)} s ${what}`).join('\n')}`;
 }
@@ -623,13 +669,20 @@ const cmd = (kind: string, figure?: number) =>
 /** Figure 1: requests per delivered order, callbacks on and off. */
 async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: string, tag: string): Promise<void> {
   const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
-  log(`\n[${kind}] 1. upstream requests per delivered order: ${FIG1_ORDERS} orders, ${STEADY_PER_WINDOW} per ${LIMIT.windowMs / 1000} s window, over ${ORDER_PRODUCTS} products`);
+  log(
+    `\n[${kind}] 1. upstream requests per delivered order: ${FIG1_ORDERS} orders, ${STEADY_PER_WINDOW} per ${LIMIT.windowMs / 1000} s window, over ${ORDER_PRODUCTS} products`,
+  );
   log(`  reproduce: ${cmd(kind, 1)}`);
   const sandbox = await Sandbox.start(50);
   try {
     for (const callbacks of [true, false]) {
       const db = await openDatabase(kind, false);
-      const relay = await Relay.start(`fig1-${callbacks ? 'on' : 'off'}`, mainJs, { databaseUrl: db.url, sandbox, callbacks, syncOnStart: true });
+      const relay = await Relay.start(`fig1-${callbacks ? 'on' : 'off'}`, mainJs, {
+        databaseUrl: db.url,
+        sandbox,
+        callbacks,
+        syncOnStart: true,
+      });
       try {
         await syncDone(relay, null);
         await sleep(RULE.windowMs);
@@ -747,9 +800,13 @@ function printPhase(label: string, r: PhaseResult): void {
   const queued = r.placed.filter((p) => p.httpStatus === 202 && p.status === 'queued').length;
   const answered = new Map<string, number>();
   for (const p of r.placed) answered.set(`${p.httpStatus} ${p.status}`, (answered.get(`${p.httpStatus} ${p.status}`) ?? 0) + 1);
-  log(`  ${label}: ${r.placed.length} orders, ${r.delivered} delivered, in ${fmt(r.seconds)} s; answers: ${[...answered.entries()].map(([k, n]) => `${n} × ${k}`).join(', ')}`);
+  log(
+    `  ${label}: ${r.placed.length} orders, ${r.delivered} delivered, in ${fmt(r.seconds)} s; answers: ${[...answered.entries()].map(([k, n]) => `${n} × ${k}`).join(', ')}`,
+  );
   log(`    202 queued: ${queued}; 429s received: ${r.diff.rateLimited} (blocks ${r.diff.blocks})`);
-  log(`    latency POST → delivered (s): all p50 ${fmt(all.p50, 2)} p99 ${fmt(all.p99, 2)} (n ${all.n}); steady p50 ${fmt(steady.p50, 2)} p99 ${fmt(steady.p99, 2)}; burst p50 ${fmt(burst.p50, 2)} p99 ${fmt(burst.p99, 2)}`);
+  log(
+    `    latency POST → delivered (s): all p50 ${fmt(all.p50, 2)} p99 ${fmt(all.p99, 2)} (n ${all.n}); steady p50 ${fmt(steady.p50, 2)} p99 ${fmt(steady.p99, 2)}; burst p50 ${fmt(burst.p50, 2)} p99 ${fmt(burst.p99, 2)}`,
+  );
   log(`    requests: ${r.diff.total}; per delivered order ${byOp(r.diff.requests, r.delivered || 1)}`);
   if (r.share) {
     const s = r.share;
@@ -803,14 +860,23 @@ async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: strin
     }
     const lf = latencies(floor.placed);
     const ls = latencies(withSync.placed);
-    log(`    latency with the sync ÷ without: p50 ${fmt((ls.p50 ?? NaN) / (lf.p50 ?? NaN), 2)}, p99 ${fmt((ls.p99 ?? NaN) / (lf.p99 ?? NaN), 2)}`);
+    log(
+      `    latency with the sync ÷ without: p50 ${fmt((ls.p50 ?? NaN) / (lf.p50 ?? NaN), 2)}, p99 ${fmt((ls.p99 ?? NaN) / (lf.p99 ?? NaN), 2)}`,
+    );
     log(
       `    definition: D runs from the burst's POSTs to the creation of its last order (orders waited for the budget all through it); most = the most requests the relay's rule (N' = ${RULE.limit} in any ${RULE.windowMs / 1000} s) grants in D given the requests before D; others = admitted requests in D that are not creates (sync pages, price and order reads, pings); share = creates ÷ (most − others)`,
     );
     log(`    relay log: ${relay.logSummary()}`);
     const queued = (r: PhaseResult) => r.placed.filter((p) => p.httpStatus === 202 && p.status === 'queued').length;
     summary.push(
-      { bench: 'budget', figure: `${name}: sync beside orders, 429s received`, value: withSync.diff.rateLimited, unit: '', target: '0', note: `floor run: ${floor.diff.rateLimited}` },
+      {
+        bench: 'budget',
+        figure: `${name}: sync beside orders, 429s received`,
+        value: withSync.diff.rateLimited,
+        unit: '',
+        target: '0',
+        note: `floor run: ${floor.diff.rateLimited}`,
+      },
       {
         bench: 'budget',
         figure: `${name}: orders placed ÷ what the budget allowed, with the sync`,
@@ -819,10 +885,34 @@ async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: strin
         target: '≥ 95',
         note: `floor run ${pct(floor.share?.share ?? null)}`,
       },
-      { bench: 'budget', figure: `${name}: order latency p50 with the sync`, value: ls.p50, unit: 's (scaled)', note: `without ${fmt(lf.p50, 2)} s` },
-      { bench: 'budget', figure: `${name}: order latency p99 with the sync`, value: ls.p99, unit: 's (scaled)', note: `without ${fmt(lf.p99, 2)} s` },
-      { bench: 'budget', figure: `${name}: sync duration ÷ pages ÷ (share × N'/W')`, value: syncS / bound, unit: '×', note: `${fmt(syncS, 1)} s for ${pages} pages` },
-      { bench: 'budget', figure: `${name}: orders answered 202 queued`, value: queued(withSync), unit: 'orders', note: `of ${withSync.placed.length}; floor run ${queued(floor)}` },
+      {
+        bench: 'budget',
+        figure: `${name}: order latency p50 with the sync`,
+        value: ls.p50,
+        unit: 's (scaled)',
+        note: `without ${fmt(lf.p50, 2)} s`,
+      },
+      {
+        bench: 'budget',
+        figure: `${name}: order latency p99 with the sync`,
+        value: ls.p99,
+        unit: 's (scaled)',
+        note: `without ${fmt(lf.p99, 2)} s`,
+      },
+      {
+        bench: 'budget',
+        figure: `${name}: sync duration ÷ pages ÷ (share × N'/W')`,
+        value: syncS / bound,
+        unit: '×',
+        note: `${fmt(syncS, 1)} s for ${pages} pages`,
+      },
+      {
+        bench: 'budget',
+        figure: `${name}: orders answered 202 queued`,
+        value: queued(withSync),
+        unit: 'orders',
+        note: `of ${withSync.placed.length}; floor run ${queued(floor)}`,
+      },
     );
   } finally {
     await relay.stop();
@@ -850,7 +940,13 @@ async function figureReplicas(kind: 'pglite' | 'postgres', mainJs: string, tag: 
     );
     log(`    relay logs: a ${a.logSummary()}; b ${b.logSummary()}`);
     summary.push(
-      { bench: 'budget', figure: `${name}: two replicas, most admitted in any ${LIMIT.windowMs / 1000} s`, value: r.maxWindow, unit: 'requests', target: `≤ ${LIMIT.requests}` },
+      {
+        bench: 'budget',
+        figure: `${name}: two replicas, most admitted in any ${LIMIT.windowMs / 1000} s`,
+        value: r.maxWindow,
+        unit: 'requests',
+        target: `≤ ${LIMIT.requests}`,
+      },
       { bench: 'budget', figure: `${name}: two replicas, 429s received`, value: r.diff.rateLimited, unit: '', target: '0' },
     );
   } finally {
@@ -889,8 +985,14 @@ async function main(): Promise<void> {
   log(
     `  the relay's rule: N' = ${RULE.limit} in any W' = ${RULE.windowMs / 1000} s (${fmt(BUDGET_PER_S, 2)} requests/s), paced classes ${fmt(RULE.spacingMs, 0)} ms apart, the sync's share ${SYNC_SHARE} (${RULE.syncShareLimit} a window while orders wait)`,
   );
-  log(`  relay environment: ${Object.entries(scaledEnv()).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  log(`  ${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version}; load average (1 min) ${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`);
+  log(
+    `  relay environment: ${Object.entries(scaledEnv())
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
+  log(
+    `  ${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version}; load average (1 min) ${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`,
+  );
   log(`  reproduce everything: ${cmd(DB)}`);
   const mainJs = buildRelay();
   if (DB === 'pglite' || DB === 'both') await run('pglite', mainJs);

@@ -39,7 +39,8 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-const databaseSize = (db: string) => admin(async (c) => Number((await c.query<{ n: string }>('SELECT pg_database_size($1)::text AS n', [db])).rows[0].n));
+const databaseSize = (db: string) =>
+  admin(async (c) => Number((await c.query<{ n: string }>('SELECT pg_database_size($1)::text AS n', [db])).rows[0].n));
 
 interface SyncFigures {
   ms: number;
@@ -114,18 +115,34 @@ async function main(): Promise<void> {
       `mirroring on: first sync ${(on.first.ms / 1000).toFixed(2)} s (${ratio.toFixed(2)}× mirroring off), media pass ${(on.first.mediaMs / 1000).toFixed(2)} s, ` +
         `${on.first.imagesFetched} images fetched (${(on.first.imageBytes / MB).toFixed(1)} MB; ${on.imageRequests} requests), database +${(on.growth / MB).toFixed(1)} MB`,
     );
-    console.log(`re-sync, no change: ${on.again!.imagesFetched} images fetched (${on.againRequests} requests), ${(on.again!.ms / 1000).toFixed(2)} s`);
+    console.log(
+      `re-sync, no change: ${on.again!.imagesFetched} images fetched (${on.againRequests} requests), ${(on.again!.ms / 1000).toFixed(2)} s`,
+    );
     const rows: Array<Omit<BenchRow, 'bench'>> = [
       { figure: `first sync of ${PRODUCTS} products, mirroring off`, value: Number((off.first.ms / 1000).toFixed(2)), unit: 's' },
-      { figure: `first sync of ${PRODUCTS} products with one image each, mirroring on`, value: Number((on.first.ms / 1000).toFixed(2)), unit: 's' },
+      {
+        figure: `first sync of ${PRODUCTS} products with one image each, mirroring on`,
+        value: Number((on.first.ms / 1000).toFixed(2)),
+        unit: 's',
+      },
       { figure: 'first sync, mirroring on ÷ off', value: Number(ratio.toFixed(2)), unit: '×' },
-      { figure: 'media pass of the first sync', value: Number((on.first.mediaMs / 1000).toFixed(2)), unit: 's', note: `${on.first.imagesFetched} images, ${(on.first.imageBytes / MB).toFixed(1)} MB` },
+      {
+        figure: 'media pass of the first sync',
+        value: Number((on.first.mediaMs / 1000).toFixed(2)),
+        unit: 's',
+        note: `${on.first.imagesFetched} images, ${(on.first.imageBytes / MB).toFixed(1)} MB`,
+      },
       { figure: 'database growth over the first sync, mirroring off', value: Number((off.growth / MB).toFixed(1)), unit: 'MB' },
       { figure: 'database growth over the first sync, mirroring on', value: Number((on.growth / MB).toFixed(1)), unit: 'MB' },
       { figure: 're-sync with no change: images fetched', value: on.again!.imagesFetched, unit: 'images', target: '0' },
-      { figure: 're-sync with no change ÷ first sync with mirroring off', value: Number((on.again!.ms / off.first.ms).toFixed(2)), unit: '×' },
+      {
+        figure: 're-sync with no change ÷ first sync with mirroring off',
+        value: Number((on.again!.ms / off.first.ms).toFixed(2)),
+        unit: '×',
+      },
     ];
-    if (off.first.status !== 'succeeded' || on.first.status !== 'succeeded') console.log(`a sync did not succeed: off ${off.first.status}, on ${on.first.status}`);
+    if (off.first.status !== 'succeeded' || on.first.status !== 'succeeded')
+      console.log(`a sync did not succeed: off ${off.first.status}, on ${on.first.status}`);
     printBenchSummary('media', rows);
   } finally {
     await sandbox.stop();

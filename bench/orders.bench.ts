@@ -144,7 +144,12 @@ class LoadClient {
     return this.request('POST', path, typeof body === 'string' ? body : JSON.stringify(body), headers);
   }
 
-  private request(method: string, path: string, body: string | undefined, headers: Record<string, string> = {}): Promise<{ status: number; data: unknown }> {
+  private request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; data: unknown }> {
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -200,10 +205,14 @@ function freePort(): Promise<number> {
  */
 function buildService(): Promise<void> {
   return new Promise((resolve, reject) => {
-    const swc = spawn(process.execPath, [`${ROOT}node_modules/@swc/cli/bin/swc.js`, 'src', '-d', 'dist', '--strip-leading-paths', '--config-file', '.swcrc', '-q'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    const swc = spawn(
+      process.execPath,
+      [`${ROOT}node_modules/@swc/cli/bin/swc.js`, 'src', '-d', 'dist', '--strip-leading-paths', '--config-file', '.swcrc', '-q'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
     swc.once('error', reject);
     swc.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`swc exited (${code})`))));
   });
@@ -214,7 +223,12 @@ function buildService(): Promise<void> {
  * `.js` one as it is); resolves once `ready` answers. BENCH_RELAY_NODE_ARGS (e.g. `--cpu-prof`) is
  * handed to the service's process only.
  */
-async function child(entry: string, extraArgs: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<ChildProcess> {
+async function child(
+  entry: string,
+  extraArgs: string[],
+  env: Record<string, string>,
+  ready: () => Promise<boolean>,
+): Promise<ChildProcess> {
   const { NODE_OPTIONS: _o, BENCH_RELAY_NODE_ARGS: nodeArgs, ...inherited } = process.env;
   const loader = entry.endsWith('.ts') ? ['--import', '@swc-node/register/esm-register'] : (nodeArgs ?? '').split(' ').filter(Boolean);
   const proc = spawn(process.execPath, ['--no-warnings', ...loader, entry, ...extraArgs], {
@@ -287,7 +301,12 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     const sandboxPort = await freePort();
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
     const control = axios.create({ baseURL: `${sandboxUrl}/__sandbox`, httpAgent: agent });
-    sandboxProc = await child('bench/orders.bench.ts', ['--serve-sandbox', String(sandboxPort)], {}, async () => (await control.get('/state')).status === 200);
+    sandboxProc = await child(
+      'bench/orders.bench.ts',
+      ['--serve-sandbox', String(sandboxPort)],
+      {},
+      async () => (await control.get('/state')).status === 200,
+    );
     const skus: Array<{ code: string; productId: number; skuId: number }> = [];
     for (let i = 0; i < SKUS; i++) {
       const { product } = (await control.post('/catalog/products', { skus: [{ skuCode: `BENCH-${i}`, price: '1.00' }] })).data as {
@@ -369,12 +388,19 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       const { rows } = await statsDb.query<{ c: string; w: string }>(
         'SELECT xact_commit AS c, tup_inserted + tup_updated + tup_deleted AS w FROM pg_stat_database WHERE datname = current_database()',
       );
-      const t = await statsDb.query<{ relname: string; w: string }>('SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS w FROM pg_stat_user_tables');
-      return { commits: Number(rows[0].c), writes: Number(rows[0].w), tables: Object.fromEntries(t.rows.map((r) => [r.relname, Number(r.w)])) };
+      const t = await statsDb.query<{ relname: string; w: string }>(
+        'SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS w FROM pg_stat_user_tables',
+      );
+      return {
+        commits: Number(rows[0].c),
+        writes: Number(rows[0].w),
+        tables: Object.fromEntries(t.rows.map((r) => [r.relname, Number(r.w)])),
+      };
     };
     const sandboxRequests = async (): Promise<Record<string, number>> =>
       ((await control.get('/state')).data as { stats: { requests: Record<string, number> } }).stats.requests;
-    const deliveredCount = async (): Promise<number> => ((await client.get('/internal/orders?status=delivered&page_size=1')).data as { total: number }).total;
+    const deliveredCount = async (): Promise<number> =>
+      ((await client.get('/internal/orders?status=delivered&page_size=1')).data as { total: number }).total;
     const round = async (label: string, n: number): Promise<Round> => {
       const delivered0 = await deliveredCount();
       const db0 = await dbStats();
@@ -454,19 +480,40 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         console.log(`PROBE ${label}: ${f.perSecond.toFixed(0)}/s failed ${f.failed}; cpu/req ${cpuText(c)}`);
       };
       for (let k = 0; k < 2; k++) {
-        await probe('invalid POST (400)', 3000, async () => (await client.post('/internal/orders', { shop_order_no: '', sku_code: 'x', quantity: 0 })).status === 400);
+        await probe(
+          'invalid POST (400)',
+          3000,
+          async () => (await client.post('/internal/orders', { shop_order_no: '', sku_code: 'x', quantity: 0 })).status === 400,
+        );
         await probe('unknown route (404)', 3000, async () => (await client.get('/internal/nope')).status === 404);
         await probe('GET order', 3000, async (i) => (await client.get(`/internal/orders/BENCH-warm-up-${i % 1000}`)).status === 200);
         await probe('GET sku', 3000, async (i) => (await client.get(`/internal/catalog/skus/BENCH-${i % 10}`)).status === 200);
-        await probe('place order', 1000, async (i) => (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 })).status === 201);
+        await probe(
+          'place order',
+          1000,
+          async (i) =>
+            (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 }))
+              .status === 201,
+        );
         {
           // the orders just placed are polled ORDER_POLL_BASE_MS (5 s) after their creation
           const c0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
           await sleep(9000);
-          console.log(`PROBE following them (9 s, nothing else running): cpu/order ${cpuText(cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), 1000))}`);
+          console.log(
+            `PROBE following them (9 s, nothing else running): cpu/order ${cpuText(cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), 1000))}`,
+          );
         }
-        await probe('replay order', 1000, async (i) => (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 })).status === 200);
-        await probe('sandbox getProduct direct', 3000, async (i) => { await up.getProduct(skus[i % 10].productId); return true; });
+        await probe(
+          'replay order',
+          1000,
+          async (i) =>
+            (await client.post('/internal/orders', { shop_order_no: `PROBE-${k}-${i}`, sku_code: `BENCH-${i % 10}`, quantity: 1 }))
+              .status === 200,
+        );
+        await probe('sandbox getProduct direct', 3000, async (i) => {
+          await up.getProduct(skus[i % 10].productId);
+          return true;
+        });
       }
       return;
     }
@@ -508,8 +555,12 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     console.log(
       `  cold (the first ${ORDERS} orders after the start): floor ${f(cold.floor.perSecond)} /s, relay ${f(cold.orders.perSecond)} /s, ratio ${(cold.orders.perSecond / cold.floor.perSecond).toFixed(2)}, p99 ${f(cold.orders.p99)} ms`,
     );
-    console.log(`  floor (product read + create, straight to the sandbox): ${f(floor.perSecond)} /s, p50 ${f(floor.p50)} ms, p99 ${f(floor.p99)} ms`);
-    console.log(`  relay POST /internal/orders:                            ${f(orders.perSecond)} /s, p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}`);
+    console.log(
+      `  floor (product read + create, straight to the sandbox): ${f(floor.perSecond)} /s, p50 ${f(floor.p50)} ms, p99 ${f(floor.p99)} ms`,
+    );
+    console.log(
+      `  relay POST /internal/orders:                            ${f(orders.perSecond)} /s, p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}`,
+    );
     console.log(
       `  ratio ${ratio.toFixed(2)} (target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'}); p99 - floor p99 = ${f(orders.p99 - floor.p99)} ms (target <= 100: ${
         orders.p99 - floor.p99 <= 100 ? 'met' : 'NOT met'
@@ -549,18 +600,42 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     );
     const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
     summary.push(
-      { bench: 'orders', figure: `${name}: floor (product read + create)`, value: floor.perSecond, unit: 'orders/s', note: `p99 ${f(floor.p99)} ms` },
-      { bench: 'orders', figure: `${name}: POST /internal/orders`, value: orders.perSecond, unit: 'orders/s', note: `p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}` },
+      {
+        bench: 'orders',
+        figure: `${name}: floor (product read + create)`,
+        value: floor.perSecond,
+        unit: 'orders/s',
+        note: `p99 ${f(floor.p99)} ms`,
+      },
+      {
+        bench: 'orders',
+        figure: `${name}: POST /internal/orders`,
+        value: orders.perSecond,
+        unit: 'orders/s',
+        note: `p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}`,
+      },
       { bench: 'orders', figure: `${name}: orders throughput ÷ floor, callbacks on`, value: ratio, unit: '×', target: '≥ 0.5' },
       { bench: 'orders', figure: `${name}: p99 − floor p99`, value: orders.p99 - floor.p99, unit: 'ms', target: '≤ 100' },
       { bench: 'orders', figure: `${name}: upstream requests per delivered order`, value: perOrder.upstreamPerOrder, unit: 'requests' },
       ...(perOrder.commitsPerOrder !== null
         ? [
-            { bench: 'orders', figure: `${name}: commits per delivered order`, value: perOrder.commitsPerOrder, unit: 'commits', target: '≤ 6' },
+            {
+              bench: 'orders',
+              figure: `${name}: commits per delivered order`,
+              value: perOrder.commitsPerOrder,
+              unit: 'commits',
+              target: '≤ 6',
+            },
             { bench: 'orders', figure: `${name}: row writes per delivered order`, value: perOrder.writesPerOrder ?? 0, unit: 'rows' },
           ]
         : []),
-      { bench: 'orders', figure: `${name}: verified callbacks`, value: callbacks.perSecond, unit: 'accepted/s', note: `p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}` },
+      {
+        bench: 'orders',
+        figure: `${name}: verified callbacks`,
+        value: callbacks.perSecond,
+        unit: 'accepted/s',
+        note: `p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
+      },
     );
   } finally {
     upstream?.close();

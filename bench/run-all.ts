@@ -103,7 +103,11 @@ export function formatTable(rows: BenchRow[]): string {
   const head = ['bench', 'figure', 'value', 'unit', 'target', 'note'];
   const body = rows.map((r) => [r.bench, r.figure, formatValue(r.value), r.unit, r.target ?? '', r.note ?? '']);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 

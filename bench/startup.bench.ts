@@ -83,7 +83,11 @@ interface Started {
 /** Spawns `argv` and measures the time to a healthy /health on `port`. */
 async function timeToHealthy(argv: string[], port: number, cwd: string, env: Record<string, string>): Promise<Started> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, argv, { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, argv, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-4000)));
   child.stderr!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-4000)));
@@ -113,7 +117,9 @@ function run(cmd: string, argv: string[]): Promise<number> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${cmd} ${argv.join(' ')} exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${cmd} ${argv.join(' ')} exited ${code}`)),
+    );
   });
 }
 
@@ -197,7 +203,9 @@ async function main(): Promise<void> {
     } finally {
       rmSync(dir2, { recursive: true, force: true });
     }
-    log(`PGlite run ${i + 1}: fresh ${(fresh[i] / 1000).toFixed(2)} s, second start ${(again[i] / 1000).toFixed(2)} s, build + fresh ${(withBuild[i] / 1000).toFixed(2)} s`);
+    log(
+      `PGlite run ${i + 1}: fresh ${(fresh[i] / 1000).toFixed(2)} s, second start ${(again[i] / 1000).toFixed(2)} s, build + fresh ${(withBuild[i] / 1000).toFixed(2)} s`,
+    );
   }
 
   const pgFresh: number[] = [];

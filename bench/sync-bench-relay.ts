@@ -192,7 +192,8 @@ async function minimalSync(step: string): Promise<Record<string, unknown>> {
       let data = '';
       for (const p of page.items) {
         const title = copyField(p.title);
-        for (const k of p.skus) data += `${copyField(k.sku_code)}\t${p.id}\t${k.id}\t${copyField(k.price_amount)}\t${k.stock_quantity ?? 0}\t${title}\n`;
+        for (const k of p.skus)
+          data += `${copyField(k.sku_code)}\t${p.id}\t${k.id}\t${copyField(k.price_amount)}\t${k.stock_quantity ?? 0}\t${title}\n`;
       }
       const client = await db.connect();
       try {
@@ -205,7 +206,13 @@ async function minimalSync(step: string): Promise<Record<string, unknown>> {
   );
 }
 
-async function handle(m: { id: number; cmd: string; mode?: 'full' | 'incremental'; table?: string; step?: string }): Promise<Record<string, unknown>> {
+async function handle(m: {
+  id: number;
+  cmd: string;
+  mode?: 'full' | 'incremental';
+  table?: string;
+  step?: string;
+}): Promise<Record<string, unknown>> {
   switch (m.cmd) {
     case 'floor':
       return floor();

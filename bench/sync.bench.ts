@@ -65,7 +65,11 @@ class Child {
     });
   }
 
-  static async start(script: string, execArgv: string[], env: Record<string, string>): Promise<{ child: Child; hello: Record<string, unknown> }> {
+  static async start(
+    script: string,
+    execArgv: string[],
+    env: Record<string, string>,
+  ): Promise<{ child: Child; hello: Record<string, unknown> }> {
     const proc = fork(script, [], { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const hello = await new Promise<Record<string, unknown>>((resolve, reject) => {
       proc.once('error', reject);
@@ -108,8 +112,14 @@ function buildRelay(): string {
   rmSync(BUILD, { recursive: true, force: true });
   mkdirSync(BUILD, { recursive: true });
   const swc = join(ROOT, 'node_modules/.bin/swc');
-  execFileSync(swc, ['src', '-d', join(BUILD, 'src'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'], { cwd: ROOT, stdio: 'inherit' });
-  execFileSync(swc, ['bench/sync-bench-relay.ts', '-o', join(BUILD, 'bench/sync-bench-relay.js'), '--config-file', '.swcrc', '-q'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(swc, ['src', '-d', join(BUILD, 'src'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  execFileSync(swc, ['bench/sync-bench-relay.ts', '-o', join(BUILD, 'bench/sync-bench-relay.js'), '--config-file', '.swcrc', '-q'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   cpSync(join(ROOT, 'migrations'), join(BUILD, 'migrations'), { recursive: true });
   writeFileSync(join(BUILD, 'package.json'), '{"type":"module","private":true}\n');
   return join(BUILD, 'bench/sync-bench-relay.js');
@@ -205,7 +215,13 @@ interface LeastFirstSync {
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (n: number) => `${(n / MB).toFixed(0)} MB`;
 
-async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, sandbox: Child, sandboxUrl: string, products: number): Promise<Figures> {
+async function benchTarget(
+  name: 'postgres' | 'pglite',
+  relayScript: string,
+  sandbox: Child,
+  sandboxUrl: string,
+  products: number,
+): Promise<Figures> {
   const target = await openTarget(name);
   const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-data-'));
   const { child: relay, hello } = await Child.start(relayScript, (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean), {
@@ -227,7 +243,9 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     const floorRuns = floorCpu.map((f) => f.ms);
     const medianFloor = medianBy(floorCpu, (f) => f.ms);
     const floorMs = medianFloor.ms;
-    log(`floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}; CPU of that run: relay ${s(medianFloor.relay)}, sandbox ${s(medianFloor.sandbox)}`);
+    log(
+      `floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}; CPU of that run: relay ${s(medianFloor.relay)}, sandbox ${s(medianFloor.sandbox)}`,
+    );
 
     // The floor plus the relay's own work on each product that needs no database, FLOOR_RUNS times.
     const rowWorkCpu: number[] = [];
@@ -238,7 +256,9 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
       if (w.products !== products) throw new Error(`the row work saw ${w.products} products of ${products}`);
     }
     const rowWorkCpuMs = medianBy(rowWorkCpu, (ms) => ms);
-    log(`floor with the relay's own row work (fingerprints, rows mapped and priced; no database): relay CPU ${rowWorkCpu.map(s).join(', ')}`);
+    log(
+      `floor with the relay's own row work (fingerprints, rows mapped and priced; no database): relay CPU ${rowWorkCpu.map(s).join(', ')}`,
+    );
 
     const sync = async (mode: 'full' | 'incremental') => {
       const r = await relay.ask<SyncFigures & Record<string, unknown>>({ cmd: 'sync', mode });
@@ -322,7 +342,9 @@ async function benchTarget(name: 'postgres' | 'pglite', relayScript: string, san
     };
     const resyncRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
     const history = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n - historyBefore;
-    log(`re-sync ${pairs.map((p) => `${s(p.sync.ms)} / floor ${s(p.floorMs)}`).join(', ')}; ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`);
+    log(
+      `re-sync ${pairs.map((p) => `${s(p.sync.ms)} / floor ${s(p.floorMs)}`).join(', ')}; ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`,
+    );
     log(`relay CPU, re-sync / floor: ${pairs.map((p) => `${Math.round(p.sync.cpuMs)} / ${Math.round(p.floorCpuMs)} ms`).join(', ')}`);
 
     await sandbox.askRaw({ cmd: 'touch', n: 100 });
@@ -387,10 +409,14 @@ function report(r: Figures): string {
 async function main(): Promise<void> {
   process.stdout.write('building the relay (SWC)…\n');
   const relayScript = buildRelay();
-  const { child: sandbox, hello } = await Child.start(fileURLToPath(new URL('./sync-bench-sandbox.ts', import.meta.url)), ['--import', '@swc-node/register/esm-register'], {
-    BENCH_PRODUCTS: String(PRODUCTS),
-    BENCH_PAGE_CAP: String(PAGE_CAP),
-  });
+  const { child: sandbox, hello } = await Child.start(
+    fileURLToPath(new URL('./sync-bench-sandbox.ts', import.meta.url)),
+    ['--import', '@swc-node/register/esm-register'],
+    {
+      BENCH_PRODUCTS: String(PRODUCTS),
+      BENCH_PAGE_CAP: String(PAGE_CAP),
+    },
+  );
   const products = hello.products as number;
   process.stdout.write(
     `sync bench: ${products} products, ${hello.skus} SKUs, page cap ${PAGE_CAP}, concurrency ${CONCURRENCY}; ` +
@@ -424,7 +450,13 @@ function summaryRows(results: Figures[], skipped: Array<{ target: string; why: s
     const db = r.target === 'postgres' ? 'PostgreSQL' : 'PGlite';
     const peak = Math.max(r.first.peakRss, r.resync.peakRss, r.incremental.peakRss, r.afterChanges.peakRss);
     rows.push(
-      { figure: `${db}: first full sync ÷ floor`, value: r.first.ms / r.floorMs, unit: '×', target: r.target === 'postgres' ? '≤ 1.5' : undefined, note: `${s(r.first.ms)} vs floor ${s(r.floorMs)}` },
+      {
+        figure: `${db}: first full sync ÷ floor`,
+        value: r.first.ms / r.floorMs,
+        unit: '×',
+        target: r.target === 'postgres' ? '≤ 1.5' : undefined,
+        note: `${s(r.first.ms)} vs floor ${s(r.floorMs)}`,
+      },
       {
         figure: `${db}: first full sync's lower bound ÷ floor`,
         value: r.bound.ms / r.floorMs,
@@ -447,10 +479,27 @@ function summaryRows(results: Figures[], skipped: Array<{ target: string; why: s
             },
           ]
         : []),
-      { figure: `${db}: re-sync, no change ÷ floor`, value: r.resync.ms / r.resync.floorMs, unit: '×', target: '≤ 1.2', note: `${s(r.resync.ms)} vs floor ${s(r.resync.floorMs)}, median of ${r.resyncPairs.length} pairs` },
+      {
+        figure: `${db}: re-sync, no change ÷ floor`,
+        value: r.resync.ms / r.resync.floorMs,
+        unit: '×',
+        target: '≤ 1.2',
+        note: `${s(r.resync.ms)} vs floor ${s(r.resync.floorMs)}, median of ${r.resyncPairs.length} pairs`,
+      },
       { figure: `${db}: re-sync, SKU rows written`, value: r.resync.rows, unit: 'rows', target: '0' },
-      { figure: `${db}: peak RSS during the syncs`, value: peak / MB, unit: 'MB', target: '≤ 350', note: `before the first sync ${mb(r.first.rssBefore)}` },
-      { figure: `${db}: incremental after 100 products changed`, value: r.incremental.ms / 1000, unit: 's', note: `${r.incremental.rows} SKU rows written` },
+      {
+        figure: `${db}: peak RSS during the syncs`,
+        value: peak / MB,
+        unit: 'MB',
+        target: '≤ 350',
+        note: `before the first sync ${mb(r.first.rssBefore)}`,
+      },
+      {
+        figure: `${db}: incremental after 100 products changed`,
+        value: r.incremental.ms / 1000,
+        unit: 's',
+        note: `${r.incremental.rows} SKU rows written`,
+      },
       {
         figure: `${db}: full pass after those changes ÷ floor`,
         value: r.afterChanges.ms / r.afterChanges.floorMs,

@@ -161,10 +161,11 @@ function installDrain(fastify: FastifyInstance): { begin(): void } {
     // (by the route the request matched, as the body parsing tells a callback: no path text to parse)
     const route = request.routeOptions.url;
     if (!draining || (route !== undefined && DRAIN_PASSES.some((path) => route === path || route.startsWith(`${path}/`)))) return done();
-    reply
-      .code(503)
-      .header('connection', 'close')
-      .send({ ok: false, error_code: 'service_unavailable', error_message: 'the service is shutting down: try another replica or again shortly' });
+    reply.code(503).header('connection', 'close').send({
+      ok: false,
+      error_code: 'service_unavailable',
+      error_message: 'the service is shutting down: try another replica or again shortly',
+    });
   });
   return {
     begin() {
@@ -181,8 +182,10 @@ const MAX_PARAM_LENGTH = 1024;
 
 /** The router's refusal of a path as the contract's `bad_request` (any other error as it is). */
 function routerRefusal(error: FastifyError): unknown {
-  if (error.code === 'FST_ERR_BAD_URL') return badRequest('invalid request: path', { path: ['not a valid URL path (a malformed percent-escape)'] });
-  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return badRequest('invalid request: path', { path: [`a path segment is longer than ${MAX_PARAM_LENGTH} characters`] });
+  if (error.code === 'FST_ERR_BAD_URL')
+    return badRequest('invalid request: path', { path: ['not a valid URL path (a malformed percent-escape)'] });
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return badRequest('invalid request: path', { path: [`a path segment is longer than ${MAX_PARAM_LENGTH} characters`] });
   return error;
 }
 

@@ -25,12 +25,7 @@ class CoreModule {
   static register(config: AppConfig, clock: Clock): DynamicModule {
     return {
       module: CoreModule,
-      providers: [
-        { provide: AppConfig, useValue: config },
-        { provide: Clock, useValue: clock },
-        Metrics,
-        OutboxWriter,
-      ],
+      providers: [{ provide: AppConfig, useValue: config }, { provide: Clock, useValue: clock }, Metrics, OutboxWriter],
       exports: [AppConfig, Clock, Metrics, OutboxWriter],
     };
   }

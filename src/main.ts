@@ -88,7 +88,9 @@ async function main(): Promise<void> {
 
 main().catch((e: unknown) => {
   if (e instanceof DataDirLockedError) {
-    process.stderr.write(`upstream-relay: refusing to start, ${e.message}; stop that process first, or give this one another DATA_DIR or DATABASE_URL\n`);
+    process.stderr.write(
+      `upstream-relay: refusing to start, ${e.message}; stop that process first, or give this one another DATA_DIR or DATABASE_URL\n`,
+    );
     process.exit(1);
   }
   process.stderr.write(`upstream-relay: failed to start: ${(e as Error)?.stack ?? String(e)}\n`);

@@ -69,8 +69,19 @@ describe('operator alerts', () => {
     const config = loadConfig({ ...testEnv(sandbox, ENV), DATABASE_URL: db.url });
     config.workers = false;
     const relay = await createRelayApp(config, { endpoint: db.endpoint, logger, pino });
-    const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
-    return { relay, http, alerts: relay.app.get(AlertService), monitor: relay.app.get(UpstreamMonitor), dataSource: relay.app.get(DataSource) };
+    const http = axios.create({
+      baseURL: relay.url,
+      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      validateStatus: () => true,
+      timeout: 30_000,
+    });
+    return {
+      relay,
+      http,
+      alerts: relay.app.get(AlertService),
+      monitor: relay.app.get(UpstreamMonitor),
+      dataSource: relay.app.get(DataSource),
+    };
   };
 
   /** The `alert` log lines of both replicas so far. */
@@ -91,12 +102,15 @@ describe('operator alerts', () => {
 
   const outbox = (type: string): Promise<OutboxRow[]> =>
     db.query<OutboxRow>('SELECT event_type, subject, payload FROM outbox_events WHERE event_type = $1 ORDER BY id', [type]);
-  const stateKey = async (key: string): Promise<boolean> => (await db.query('SELECT 1 FROM relay_state WHERE key = $1', [key])).length === 1;
+  const stateKey = async (key: string): Promise<boolean> =>
+    (await db.query('SELECT 1 FROM relay_state WHERE key = $1', [key])).length === 1;
   /** Whether the wallet alert is active (raised, not cleared since). */
   const walletAlertActive = async (): Promise<boolean> =>
-    (await db.query<{ active: string | null }>("SELECT value->>'active' AS active FROM relay_state WHERE key = $1", [WALLET_LOW_KEY]))[0]?.active === 'true';
+    (await db.query<{ active: string | null }>("SELECT value->>'active' AS active FROM relay_state WHERE key = $1", [WALLET_LOW_KEY]))[0]
+      ?.active === 'true';
   /** The hour since the last wallet alert is over (as if it had been raised two hours ago). */
-  const walletAlertHourOver = () => db.query("UPDATE relay_state SET updated_at = updated_at - interval '2 hours' WHERE key = $1", [WALLET_LOW_KEY]);
+  const walletAlertHourOver = () =>
+    db.query("UPDATE relay_state SET updated_at = updated_at - interval '2 hours' WHERE key = $1", [WALLET_LOW_KEY]);
 
   beforeAll(async () => {
     db = await openTestDatabase();
@@ -113,7 +127,11 @@ describe('operator alerts', () => {
   afterEach(() => sandbox.faults.reset());
 
   it('a failed sync run: one alert.sync_failed under sync_failed:<run_id>, its relay_state key, one log line, one count', async () => {
-    const before = { rows: (await outbox('alert.sync_failed')).length, lines: alertLines('sync_failed').length, counted: await counted('sync_failed') };
+    const before = {
+      rows: (await outbox('alert.sync_failed')).length,
+      lines: alertLines('sync_failed').length,
+      counted: await counted('sync_failed'),
+    };
     sandbox.faults.set({ rules: [{ operation: 'categories', kind: 'coded_error', status: 400, errorCode: 'bad_request', times: 1 }] });
     const started = await a.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(started.status).toBe(202);
@@ -125,7 +143,11 @@ describe('operator alerts', () => {
     );
     expect(run).toMatchObject({ status: 'failed', error: expect.stringMatching(/^categories: /) });
     // The run's own log line comes after the commit, as does the alert's: both there once it is.
-    await waitFor(() => alertLines('sync_failed').length, (n) => n > before.lines, 'the alert log line');
+    await waitFor(
+      () => alertLines('sync_failed').length,
+      (n) => n > before.lines,
+      'the alert log line',
+    );
 
     const rows = (await outbox('alert.sync_failed')).slice(before.rows);
     expect(rows).toHaveLength(1);
@@ -148,7 +170,11 @@ describe('operator alerts', () => {
   });
 
   it('a run left running by a process that stopped: recovered as failed by the next start, with its alert.sync_failed', async () => {
-    const before = { rows: (await outbox('alert.sync_failed')).length, lines: alertLines('sync_failed').length, counted: await counted('sync_failed') };
+    const before = {
+      rows: (await outbox('alert.sync_failed')).length,
+      lines: alertLines('sync_failed').length,
+      counted: await counted('sync_failed'),
+    };
     const stale = new Date(Date.now() - 10 * 60_000);
     await db.query(
       `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, trigger, status, owner, started_at, heartbeat_at)
@@ -163,7 +189,13 @@ describe('operator alerts', () => {
 
     const rows = (await outbox('alert.sync_failed')).slice(before.rows);
     expect(rows.map((r) => r.subject)).toEqual(['sync_failed:run_process_gone']);
-    expect(rows[0].payload).toMatchObject({ kind: 'sync_failed', run_id: 'run_process_gone', mode: 'full', error: dead.error, failed_at: expect.any(String) });
+    expect(rows[0].payload).toMatchObject({
+      kind: 'sync_failed',
+      run_id: 'run_process_gone',
+      mode: 'full',
+      error: dead.error,
+      failed_at: expect.any(String),
+    });
     expect(await stateKey('alert:sync_failed:run_process_gone')).toBe(true);
     expect(alertLines('sync_failed').slice(before.lines)).toEqual([expect.objectContaining({ level: 'warn', run_id: 'run_process_gone' })]);
     expect(await counted('sync_failed')).toBe(before.counted + 1);
@@ -242,7 +274,14 @@ describe('operator alerts', () => {
     expect(recovered).toHaveLength(1);
     expect(recovered[0]).toMatchObject({
       subject: 'wallet_low:wallet',
-      payload: { event: 'alert.wallet_recovered', kind: 'wallet_recovered', balance: '100.00', currency: 'CNY', threshold: '100', at: expect.any(String) },
+      payload: {
+        event: 'alert.wallet_recovered',
+        kind: 'wallet_recovered',
+        balance: '100.00',
+        currency: 'CNY',
+        threshold: '100',
+        at: expect.any(String),
+      },
     });
     expect(await walletAlertActive()).toBe(false);
     const info = alertLines('wallet_recovered').slice(before.recoveredLines);
@@ -274,7 +313,17 @@ describe('operator alerts', () => {
     await db.query(
       `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, now() - interval '120 days')
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
-      [WALLET_LOW_KEY, JSON.stringify({ kind: 'wallet_low', subject: 'wallet', raised_at: '2026-07-01T00:00:00.000Z', balance: '5.00', currency: 'CNY', threshold: '100' })],
+      [
+        WALLET_LOW_KEY,
+        JSON.stringify({
+          kind: 'wallet_low',
+          subject: 'wallet',
+          raised_at: '2026-07-01T00:00:00.000Z',
+          balance: '5.00',
+          currency: 'CNY',
+          threshold: '100',
+        }),
+      ],
     );
     const before = (await outbox('alert.wallet_recovered')).length;
     expect(await a.alerts.checkWallet('5000.00', 'CNY')).toBe(false);
@@ -285,7 +334,10 @@ describe('operator alerts', () => {
   });
 
   it('concurrent checks on two replicas clear the wallet alert once', async () => {
-    const recoveries = async () => ({ rows: (await outbox('alert.wallet_recovered')).length, lines: alertLines('wallet_recovered').length });
+    const recoveries = async () => ({
+      rows: (await outbox('alert.wallet_recovered')).length,
+      lines: alertLines('wallet_recovered').length,
+    });
 
     // Many at once.
     await a.alerts.checkWallet('500.00', 'CNY'); // whatever the earlier tests left

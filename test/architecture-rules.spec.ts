@@ -43,14 +43,17 @@ export function filesCalledPure(doc: string): string[] {
 }
 
 /** What a pure file may not import: the framework, the database, the network, the file system. */
-const IMPURE_IMPORT = /^import\s[^;]*?from\s+'(@nestjs\/[^']*|typeorm|pg|pg-copy-streams|axios|fastify|node:(fs|fs\/promises|http|https|net|child_process|worker_threads))'/gm;
+const IMPURE_IMPORT =
+  /^import\s[^;]*?from\s+'(@nestjs\/[^']*|typeorm|pg|pg-copy-streams|axios|fastify|node:(fs|fs\/promises|http|https|net|child_process|worker_threads))'/gm;
 
 describe('the rules of docs/architecture.md', () => {
   const files = sourceFiles(SRC);
   const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
 
   it("the catalog reads the orders' tables only for the products ordered lately, and writes none of them", () => {
-    const uses = files.filter((f) => f.startsWith(join(SRC, 'catalog'))).flatMap((f) => ordersTableUses(relative(SRC, f), readFileSync(f, 'utf8')));
+    const uses = files
+      .filter((f) => f.startsWith(join(SRC, 'catalog')))
+      .flatMap((f) => ordersTableUses(relative(SRC, f), readFileSync(f, 'utf8')));
     expect(uses).toEqual(['catalog/catalog.repository.ts: FROM orders']);
     const repository = readFileSync(join(SRC, 'catalog/catalog.repository.ts'), 'utf8');
     const method = repository.slice(repository.indexOf('async orderedProductsToReread('));
@@ -58,7 +61,12 @@ describe('the rules of docs/architecture.md', () => {
   });
 
   it('finds a statement on an orders table wherever it is', () => {
-    expect(ordersTableUses('x.ts', 'SELECT 1 FROM orders o JOIN order_attempts a ON …; UPDATE orders SET; insert into order_events; DELETE  FROM order_refunds')).toEqual([
+    expect(
+      ordersTableUses(
+        'x.ts',
+        'SELECT 1 FROM orders o JOIN order_attempts a ON …; UPDATE orders SET; insert into order_events; DELETE  FROM order_refunds',
+      ),
+    ).toEqual([
       'x.ts: FROM orders',
       'x.ts: JOIN order_attempts',
       'x.ts: UPDATE orders',
@@ -81,15 +89,23 @@ describe('the rules of docs/architecture.md', () => {
       const [file] = found;
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(IMPURE_IMPORT)) problems.push(`${relative(SRC, file)}: imports ${m[1]}`);
-      if (!readdirSync(dirname(file)).includes(name.replace(/\.ts$/, '.spec.ts'))) problems.push(`${relative(SRC, file)}: no spec beside it`);
+      if (!readdirSync(dirname(file)).includes(name.replace(/\.ts$/, '.spec.ts')))
+        problems.push(`${relative(SRC, file)}: no spec beside it`);
     }
     expect(problems).toEqual([]);
   });
 
   it('reads the pure files from the tables, and tells an impure import', () => {
-    const table = ['| file | holds |', '|---|---|', '| `a.ts`, `b-c.ts` | pure: rules |', '| `d.service.ts` | the service |', '| `orders/` | the pure thing (`e.ts`) |'].join('\n');
+    const table = [
+      '| file | holds |',
+      '|---|---|',
+      '| `a.ts`, `b-c.ts` | pure: rules |',
+      '| `d.service.ts` | the service |',
+      '| `orders/` | the pure thing (`e.ts`) |',
+    ].join('\n');
     expect(filesCalledPure(table)).toEqual(['a.ts', 'b-c.ts']);
-    const text = "import { Injectable } from '@nestjs/common';\nimport type { X } from './x.js';\nimport { readFileSync } from 'node:fs';\n";
+    const text =
+      "import { Injectable } from '@nestjs/common';\nimport type { X } from './x.js';\nimport { readFileSync } from 'node:fs';\n";
     expect([...text.matchAll(IMPURE_IMPORT)].map((m) => m[1])).toEqual(['@nestjs/common', 'node:fs']);
   });
 });

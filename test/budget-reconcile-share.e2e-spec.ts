@@ -18,7 +18,13 @@ interface CapacityView {
   requests_per_minute: number;
   requests_per_order: number | null;
   orders_per_minute: number | null;
-  reconcile: { last_window: number; limit_per_window: number; limit_per_minute: number; orders_per_day_full_schedule: number | null; due: number | null };
+  reconcile: {
+    last_window: number;
+    limit_per_window: number;
+    limit_per_minute: number;
+    orders_per_day_full_schedule: number | null;
+    due: number | null;
+  };
 }
 
 describe('reconciliation keeps to its share of the request budget', () => {
@@ -65,7 +71,10 @@ describe('reconciliation keeps to its share of the request budget', () => {
     const busy = await capacity();
     expect(busy).toMatchObject({
       requests_per_minute: Math.round(((19 * 60_000) / WINDOW_MS) * 10) / 10,
-      reconcile: { limit_per_window: RECONCILE_LIMIT, orders_per_day_full_schedule: Math.floor((RECONCILE_LIMIT * 86_400_000) / WINDOW_MS / 3) },
+      reconcile: {
+        limit_per_window: RECONCILE_LIMIT,
+        orders_per_day_full_schedule: Math.floor((RECONCILE_LIMIT * 86_400_000) / WINDOW_MS / 3),
+      },
     });
     expect(busy?.requests_per_order).toBeGreaterThanOrEqual(2);
     expect(busy?.orders_per_minute).toBeGreaterThan(0);
@@ -74,7 +83,8 @@ describe('reconciliation keeps to its share of the request budget', () => {
     expect(started.status).toBe(202);
     const runId = (started.data as { run_id: string }).run_id;
     await waitFor(
-      async () => ((await t.app.http.get(`/internal/reconciliation/runs/${runId}`)).data as { run: { status: string; orders_done: number } }).run,
+      async () =>
+        ((await t.app.http.get(`/internal/reconciliation/runs/${runId}`)).data as { run: { status: string; orders_done: number } }).run,
       (run) => run.status !== 'running',
       'the reconciliation run',
       60_000,

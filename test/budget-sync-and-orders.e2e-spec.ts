@@ -47,20 +47,40 @@ describe('the request budget: a full sync beside a burst of orders', () => {
     const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(started.status).toBe(202);
     const first = started.data.run_id as string;
-    const runOf = async (id: string) => ((await app.http.get(`/internal/catalog/sync-runs/${id}`)).data as { run: Record<string, unknown> }).run;
-    expect(await waitFor(() => runOf(first), (r) => r.status !== 'running', 'the first sync', 120_000)).toMatchObject({ status: 'succeeded' });
+    const runOf = async (id: string) =>
+      ((await app.http.get(`/internal/catalog/sync-runs/${id}`)).data as { run: Record<string, unknown> }).run;
+    expect(
+      await waitFor(
+        () => runOf(first),
+        (r) => r.status !== 'running',
+        'the first sync',
+        120_000,
+      ),
+    ).toMatchObject({ status: 'succeeded' });
 
     // a second full sync, and the burst while it runs
     const second = (await app.http.post('/internal/catalog/sync', { mode: 'full' })).data.run_id as string;
-    await waitFor(() => runOf(second), (r) => (r.pages_done as number) >= 2, 'the sync under way', 60_000);
+    await waitFor(
+      () => runOf(second),
+      (r) => (r.pages_done as number) >= 2,
+      'the sync under way',
+      60_000,
+    );
     const nos = Array.from({ length: 30 }, (_, i) => `BSO-${String(i).padStart(2, '0')}`);
-    const answers = await Promise.all(nos.map((no, i) => app.http.post('/internal/orders', { shop_order_no: no, sku_code: i % 2 ? 'BURST-A' : 'BURST-B', quantity: 1 })));
+    const answers = await Promise.all(
+      nos.map((no, i) => app.http.post('/internal/orders', { shop_order_no: no, sku_code: i % 2 ? 'BURST-A' : 'BURST-B', quantity: 1 })),
+    );
     for (const a of answers) expect([201, 202]).toContain(a.status);
     for (const a of answers.filter((x) => x.status === 202)) expect(a.data.order.status).toBe('queued');
 
     for (const no of nos) await waitForOrder(app.http, no, (o) => o.status === 'delivered' && o.items.length === 1, 120_000);
     for (const no of nos) expect(sandbox.orders().filter((o) => o.downstream_order_no === no)).toHaveLength(1);
-    const run = await waitFor(() => runOf(second), (r) => r.status !== 'running', 'the second sync', 120_000);
+    const run = await waitFor(
+      () => runOf(second),
+      (r) => r.status !== 'running',
+      'the second sync',
+      120_000,
+    );
     expect(run).toMatchObject({ status: 'succeeded', pages_total: 41, pages_done: 41 });
     expect((run.budget_wait_ms as number) > 0).toBe(true);
     expect(limited()).toBe(0);

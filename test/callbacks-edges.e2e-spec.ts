@@ -71,9 +71,16 @@ describe('callbacks: edges', () => {
   const no = (tag: string) => `EDGE-${tag}-${++n}`;
 
   const post = (body: string) =>
-    axios.post(`${t.app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body), validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+    axios.post(`${t.app.url}/callbacks/upstream`, body, {
+      headers: callbackHeaders(body),
+      validateStatus: () => true,
+      transformRequest: [(d: unknown) => d],
+    });
   const inbox = (upstreamId: number) =>
-    t.db.query<InboxRow>('SELECT state, outcome, tries, order_id::text AS order_id FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id', [upstreamId]);
+    t.db.query<InboxRow>(
+      'SELECT state, outcome, tries, order_id::text AS order_id FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id',
+      [upstreamId],
+    );
   /** The inbox rows of an upstream order once `count` of them are there and none is pending. */
   const processed = (upstreamId: number, count: number) =>
     waitFor(
@@ -82,7 +89,8 @@ describe('callbacks: edges', () => {
       `the callbacks of upstream order ${upstreamId} to be processed`,
       20_000,
     );
-  const events = async (shopNo: string) => ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: EventView[] }).events;
+  const events = async (shopNo: string) =>
+    ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: EventView[] }).events;
   const anomalyEvents = async (shopNo: string) => (await events(shopNo)).filter((e) => e.kind === 'anomaly');
   const anomaliesCounted = async () => (await t.app.relay.app.get(Metrics).stateAnomalies.get()).values.reduce((s, v) => s + v.value, 0);
   const errorLines = (upstreamId: number) =>
@@ -99,7 +107,12 @@ describe('callbacks: edges', () => {
     });
   };
   /** Nothing the relay follows is left moving (so that a getOrder fault is taken by the read meant). */
-  const quiet = () => waitFor(() => t.db.query('SELECT 1 FROM orders WHERE next_poll_at IS NOT NULL'), (rows) => rows.length === 0, 'no followed order');
+  const quiet = () =>
+    waitFor(
+      () => t.db.query('SELECT 1 FROM orders WHERE next_poll_at IS NOT NULL'),
+      (rows) => rows.length === 0,
+      'no followed order',
+    );
 
   it('callbacks deferred while the create call is in flight do not use up the tries of the confirming read', async () => {
     await quiet();
@@ -137,7 +150,9 @@ describe('callbacks: edges', () => {
     const shopNo = no('REJ');
     const anomaliesBefore = await anomaliesCounted();
     // the upstream places the order, then answers with a refusal: rejected here
-    t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    t.sandbox.faults.set({
+      rules: [{ operation: 'createOrder', kind: 'error_after', status: 409, errorCode: 'insufficient_stock', times: 1 }],
+    });
     const r = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'EDGE', quantity: 1 });
     expect(r.status).toBe(409);
     expect((r.data as { error_code: string; order: OrderView }).order).toMatchObject({ status: 'rejected', refund_state: 'refundable' });
@@ -148,11 +163,21 @@ describe('callbacks: edges', () => {
     const rows = await processed(upstream.id, 4);
     for (const row of rows) {
       expect(row.state).toBe('unknown_order');
-      expect(row.outcome).toMatch(new RegExp(`^anomaly upstream_order_exists: upstream order ${upstream.id} \\(\\w+\\) exists for attempt ${shopNo} \\(rejected here\\)`));
+      expect(row.outcome).toMatch(
+        new RegExp(
+          `^anomaly upstream_order_exists: upstream order ${upstream.id} \\(\\w+\\) exists for attempt ${shopNo} \\(rejected here\\)`,
+        ),
+      );
       expect(row.order_id).not.toBeNull();
     }
     const order = (await getOrder(t.app.http, shopNo))!;
-    expect(order).toMatchObject({ status: 'rejected', anomaly: 'upstream_order_exists', upstream_order_id: null, refund_state: 'not_refundable', refundable_amount: null });
+    expect(order).toMatchObject({
+      status: 'rejected',
+      anomaly: 'upstream_order_exists',
+      upstream_order_id: null,
+      refund_state: 'not_refundable',
+      refundable_amount: null,
+    });
     // recorded once: one event, one count, one error-level line naming the order and the upstream order
     const anomalies = await anomalyEvents(shopNo);
     expect(anomalies).toHaveLength(1);
@@ -160,7 +185,12 @@ describe('callbacks: edges', () => {
       source: 'callback',
       from: 'rejected',
       to: null,
-      detail: expect.objectContaining({ reason: 'upstream_order_exists', upstream_order_id: upstream.id, downstream_order_no: shopNo, attempt_status: 'rejected' }),
+      detail: expect.objectContaining({
+        reason: 'upstream_order_exists',
+        upstream_order_id: upstream.id,
+        downstream_order_no: shopNo,
+        attempt_status: 'rejected',
+      }),
     });
     expect((await anomaliesCounted()) - anomaliesBefore).toBe(1);
     const errors = errorLines(upstream.id);
@@ -181,8 +211,14 @@ describe('callbacks: edges', () => {
     const cancel = await t.app.http.post(`/internal/orders/${shopNo}/cancel`);
     expect(cancel.status).toBe(409);
     expect(cancel.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed' });
-    expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', refund_state: 'not_refundable', anomaly: 'upstream_order_exists' });
-    expect(await t.db.query('SELECT 1 FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo])).toHaveLength(0);
+    expect(await getOrder(t.app.http, shopNo)).toMatchObject({
+      status: 'rejected',
+      refund_state: 'not_refundable',
+      anomaly: 'upstream_order_exists',
+    });
+    expect(
+      await t.db.query('SELECT 1 FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo]),
+    ).toHaveLength(0);
 
     // the operator settles it with that upstream order (one the upstream does not have is refused): the order follows it
     const wrong = await t.app.http.post(`/internal/orders/${shopNo}/resolve`, { upstream_order_id: upstream.id + 1000 });
@@ -200,7 +236,9 @@ describe('callbacks: edges', () => {
       refund_state: 'not_refundable',
     });
     expect((resolved.data as { order: OrderView }).order.items.length).toBeGreaterThan(0);
-    expect((await events(shopNo)).filter((e) => e.source === 'operator').map((e) => [e.kind, e.from, e.to])).toEqual([['status', 'rejected', upstreamNow.status]]);
+    expect((await events(shopNo)).filter((e) => e.source === 'operator').map((e) => [e.kind, e.from, e.to])).toEqual([
+      ['status', 'rejected', upstreamNow.status],
+    ]);
     expect(t.sandbox.stats.createsReceived).toBe(creates);
   });
 
@@ -224,13 +262,24 @@ describe('callbacks: edges', () => {
     const rows = await processed(second.order_id, 4);
     for (const row of rows) {
       expect(row.state).toBe('unknown_order');
-      expect(row.outcome).toMatch(new RegExp(`^anomaly duplicate_upstream_order: upstream order ${second.order_id} .* follows ${first.upstream_order_id}$`));
+      expect(row.outcome).toMatch(
+        new RegExp(`^anomaly duplicate_upstream_order: upstream order ${second.order_id} .* follows ${first.upstream_order_id}$`),
+      );
     }
     const after = (await getOrder(t.app.http, shopNo))!;
-    expect(after).toMatchObject({ status: 'completed', upstream_order_id: first.upstream_order_id, anomaly: 'duplicate_upstream_order', items: first.items });
+    expect(after).toMatchObject({
+      status: 'completed',
+      upstream_order_id: first.upstream_order_id,
+      anomaly: 'duplicate_upstream_order',
+      items: first.items,
+    });
     const anomalies = await anomalyEvents(shopNo);
     expect(anomalies).toHaveLength(1);
-    expect(anomalies[0].detail).toMatchObject({ reason: 'duplicate_upstream_order', upstream_order_id: second.order_id, followed_upstream_order_id: first.upstream_order_id });
+    expect(anomalies[0].detail).toMatchObject({
+      reason: 'duplicate_upstream_order',
+      upstream_order_id: second.order_id,
+      followed_upstream_order_id: first.upstream_order_id,
+    });
     expect((await anomaliesCounted()) - anomaliesBefore).toBe(1);
     const errors = errorLines(second.order_id);
     expect(errors).toHaveLength(1);
@@ -251,13 +300,19 @@ describe('callbacks: edges', () => {
       await t.sandbox.waitForOrderStatus(upstream.id, 'completed');
       return { shopNo, upstreamId: upstream.id };
     };
-    const notPlaced = (shopNo: string) => t.app.http.post(`/internal/orders/${shopNo}/resolve`, { not_placed: true, reason: 'not found upstream by hand' });
+    const notPlaced = (shopNo: string) =>
+      t.app.http.post(`/internal/orders/${shopNo}/resolve`, { not_placed: true, reason: 'not found upstream by hand' });
     const expectKeptAsAnomaly = async (shopNo: string, upstreamId: number, reads: number) => {
       const [row] = await processed(upstreamId, 1);
       expect(row.state).toBe('unknown_order');
       expect(row.outcome).toMatch(/^anomaly upstream_order_exists: /);
       expect(t.sandbox.stats.requests.getOrder - reads).toBe(1); // the read already made is used
-      expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', upstream_order_id: null, anomaly: 'upstream_order_exists', refund_state: 'not_refundable' });
+      expect(await getOrder(t.app.http, shopNo)).toMatchObject({
+        status: 'rejected',
+        upstream_order_id: null,
+        anomaly: 'upstream_order_exists',
+        refund_state: 'not_refundable',
+      });
       expect(await anomalyEvents(shopNo)).toHaveLength(1);
       expect(errorLines(upstreamId)).toHaveLength(1);
     };
@@ -268,14 +323,20 @@ describe('callbacks: edges', () => {
       const submitter = t.app.relay.app.get(OrderSubmitter);
       const record = submitter.recordOutcome.bind(submitter);
       let operator: Awaited<ReturnType<typeof notPlaced>> | undefined;
-      const spy = jest.spyOn(submitter, 'recordOutcome').mockImplementationOnce(async (...args: Parameters<OrderSubmitter['recordOutcome']>) => {
-        operator = await notPlaced(shopNo);
-        return record(...args);
-      });
+      const spy = jest
+        .spyOn(submitter, 'recordOutcome')
+        .mockImplementationOnce(async (...args: Parameters<OrderSubmitter['recordOutcome']>) => {
+          operator = await notPlaced(shopNo);
+          return record(...args);
+        });
       try {
         const reads = t.sandbox.stats.requests.getOrder;
         expect((await post(callbackBody(upstreamId, shopNo, 'completed'))).status).toBe(200);
-        await waitFor(() => spy.mock.calls.length, (c) => c > 0, 'the record of the resolve');
+        await waitFor(
+          () => spy.mock.calls.length,
+          (c) => c > 0,
+          'the record of the resolve',
+        );
         await expectKeptAsAnomaly(shopNo, upstreamId, reads);
         expect(operator?.status).toBe(200);
         const [attempt] = await t.db.query<{ status: string; error_code: string }>(
@@ -293,7 +354,11 @@ describe('callbacks: edges', () => {
       t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 1000, times: 1 }] });
       const reads = t.sandbox.stats.requests.getOrder;
       expect((await post(callbackBody(upstreamId, shopNo, 'completed'))).status).toBe(200);
-      await waitFor(() => t.sandbox.stats.requests.getOrder, (x) => x > reads, 'the confirming read');
+      await waitFor(
+        () => t.sandbox.stats.requests.getOrder,
+        (x) => x > reads,
+        'the confirming read',
+      );
       const resolved = await notPlaced(shopNo);
       expect(resolved.status).toBe(200);
       expect((resolved.data as { order: OrderView }).order.status).toBe('rejected');
@@ -357,7 +422,12 @@ describe('callbacks: edges', () => {
       'SELECT state, outcome, downstream_order_no, order_id::text AS order_id FROM callback_inbox WHERE downstream_order_no = $1',
       [shopNo],
     );
-    expect(row).toEqual({ state: 'ignored', outcome: expect.stringMatching(/^unusable: no order_id/), downstream_order_no: shopNo, order_id: null });
+    expect(row).toEqual({
+      state: 'ignored',
+      outcome: expect.stringMatching(/^unusable: no order_id/),
+      downstream_order_no: shopNo,
+      order_id: null,
+    });
     const warnings = await waitFor(
       () => t.app.logLines().filter((l) => l.level === 'warn' && l.downstream_order_no === shopNo),
       (ls) => ls.length > 0,
@@ -365,7 +435,10 @@ describe('callbacks: edges', () => {
       5_000,
     );
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatchObject({ reason: expect.stringMatching(/^no order_id/), msg: expect.stringMatching(/cannot be used .*ignored/) });
+    expect(warnings[0]).toMatchObject({
+      reason: expect.stringMatching(/^no order_id/),
+      msg: expect.stringMatching(/cannot be used .*ignored/),
+    });
     expect(JSON.stringify(t.app.logLines())).not.toContain(secret);
     // nothing of it reaches an order: no order has this number
     expect(await getOrder(t.app.http, shopNo)).toBeNull();

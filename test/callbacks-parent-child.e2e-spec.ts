@@ -54,9 +54,16 @@ describe('callbacks: the order and its child order call back each change (profil
     return line ? Number(line.split(' ').pop()) : 0;
   };
   const inbox = (upstreamId: number) =>
-    t.db.query<InboxRow>('SELECT reported_status, state, outcome, duplicates FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id', [upstreamId]);
+    t.db.query<InboxRow>(
+      'SELECT reported_status, state, outcome, duplicates FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id',
+      [upstreamId],
+    );
   const events = async (shopNo: string) =>
-    ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
+    (
+      (await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ source: string; kind: string; from: string | null; to: string | null }>;
+      }
+    ).events;
 
   it('paid → fulfilling → delivered, two callbacks each: all acknowledged and stored, each status applied once, no read', async () => {
     for (let round = 0; round < 2; round++) {
@@ -109,7 +116,10 @@ describe('callbacks: the order and its child order call back each change (profil
       expect(new Set(reached).size).toBe(reached.length);
       expect(reached).toContain('delivered');
       expect(statusEvents.find((e) => e.to === 'delivered')).toMatchObject({ source: 'callback' });
-      const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [shopNo]);
+      const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>(
+        'SELECT next_poll_at FROM orders WHERE shop_order_no = $1',
+        [shopNo],
+      );
       expect(next_poll_at).toBeNull();
     }
   });

@@ -61,7 +61,10 @@ describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order',
     return (r.data as { order: OrderView }).order;
   };
   const inbox = (upstreamId: number) =>
-    t.db.query<InboxRow>('SELECT reported_status, state, outcome, received_at, processed_at FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id', [upstreamId]);
+    t.db.query<InboxRow>(
+      'SELECT reported_status, state, outcome, received_at, processed_at FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id',
+      [upstreamId],
+    );
   /** The inbox rows of an upstream order once `count` of them are there and none is pending. */
   const processed = (upstreamId: number, count: number) =>
     waitFor(
@@ -70,7 +73,11 @@ describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order',
       `the callbacks of upstream order ${upstreamId} to be processed`,
     );
   const events = async (shopNo: string) =>
-    ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
+    (
+      (await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ source: string; kind: string; from: string | null; to: string | null }>;
+      }
+    ).events;
   const followed = async (shopNo: string) =>
     (await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [shopNo]))[0].next_poll_at;
   /** Our own signed callback of the upstream order's current data, claiming `status` (`ts` makes bodies differ). */
@@ -82,10 +89,16 @@ describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order',
       order_no: up.order_no,
       downstream_order_no: o.downstream_order_no,
       status,
-      ...(status === 'delivered' ? { fulfillment: { type: 'auto', status: 'delivered', payload: up.payload, delivered_at: new Date().toISOString() } } : {}),
+      ...(status === 'delivered'
+        ? { fulfillment: { type: 'auto', status: 'delivered', payload: up.payload, delivered_at: new Date().toISOString() } }
+        : {}),
       timestamp: ts,
     });
-    const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body, { timestamp: ts }), validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+    const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
+      headers: callbackHeaders(body, { timestamp: ts }),
+      validateStatus: () => true,
+      transformRequest: [(d: unknown) => d],
+    });
     expect([r.status, r.data]).toEqual([200, { ok: true }]);
   };
 
@@ -103,7 +116,9 @@ describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order',
       for (const row of rows) expect(row.outcome).toMatch(/^(poll_sooner: |late: |applied delivered$)/);
       expect(rows[2].outcome).toBe('applied delivered');
       expect(reads() - before).toBe(1);
-      expect((await events(o.shop_order_no)).find((e) => e.kind === 'status' && e.to === 'delivered')).toMatchObject({ source: 'callback' });
+      expect((await events(o.shop_order_no)).find((e) => e.kind === 'status' && e.to === 'delivered')).toMatchObject({
+        source: 'callback',
+      });
       // delivered with its items: no longer followed, so nothing reads it again
       expect(await followed(o.shop_order_no)).toBeNull();
     }
@@ -113,9 +128,10 @@ describe('callbacks under CALLBACK_TRUST=confirm: one read per delivered order',
     t.sandbox.faults.set({ callbacks: 'drop' });
     const o = await place('SOONER');
     await t.sandbox.waitForOrderStatus(o.upstream_order_id!, 'delivered');
-    const [{ far }] = await t.db.query<{ far: Date }>("UPDATE orders SET next_poll_at = now() + interval '1 hour' WHERE shop_order_no = $1 RETURNING next_poll_at AS far", [
-      o.shop_order_no,
-    ]);
+    const [{ far }] = await t.db.query<{ far: Date }>(
+      "UPDATE orders SET next_poll_at = now() + interval '1 hour' WHERE shop_order_no = $1 RETURNING next_poll_at AS far",
+      [o.shop_order_no],
+    );
     const before = reads();
     await callBack(o, 'paid');
     const [row] = await processed(o.upstream_order_id!, 1);

@@ -43,10 +43,10 @@ describe('callbacks of orders the poller does not follow', () => {
     return (r.data as { order: OrderView }).order;
   };
   const inbox = (upstreamId: number, status: string) =>
-    t.db.query<{ state: string; outcome: string | null }>('SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = $2', [
-      upstreamId,
-      status,
-    ]);
+    t.db.query<{ state: string; outcome: string | null }>(
+      'SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = $2',
+      [upstreamId, status],
+    );
 
   /**
    * A delivered order whose own callbacks were all taken; then, while `GET /orders/{id}` fails, the
@@ -81,7 +81,9 @@ describe('callbacks of orders the poller does not follow', () => {
     const after = await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'refunded', 10_000);
     expect(after.refund_state).toBe('refundable');
     // read once, then no longer followed
-    const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [o.shop_order_no]);
+    const [{ next_poll_at }] = await t.db.query<{ next_poll_at: Date | null }>('SELECT next_poll_at FROM orders WHERE shop_order_no = $1', [
+      o.shop_order_no,
+    ]);
     expect(next_poll_at).toBeNull();
     const reads = t.sandbox.stats.requests.getOrder;
     // two whole passes of the poller (and drains of the inbox) begun after: neither read it again
@@ -115,7 +117,13 @@ describe('callbacks of orders the poller does not follow', () => {
   });
 
   it('a verified callback carrying a NUL character in a kept field is stored without that field (not a 5xx the upstream retries in vain)', async () => {
-    const body = JSON.stringify({ event: 'order.status_changed', order_id: 987_999, order_no: 'DJ\u0000X', status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+    const body = JSON.stringify({
+      event: 'order.status_changed',
+      order_id: 987_999,
+      order_no: 'DJ\u0000X',
+      status: 'paid',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
     const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
       headers: callbackHeaders(body),
       validateStatus: () => true,

@@ -37,7 +37,9 @@ function helpers(t: AppSuite, prefix: string, sku: string) {
     return (r.data as { order: OrderView }).order;
   };
   const inbox = (upstreamId: number) =>
-    t.db.query<InboxRow>('SELECT reported_status, state, outcome FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id', [upstreamId]);
+    t.db.query<InboxRow>('SELECT reported_status, state, outcome FROM callback_inbox WHERE upstream_order_id = $1 ORDER BY id', [
+      upstreamId,
+    ]);
   const processed = (upstreamId: number, count: number) =>
     waitFor(
       () => inbox(upstreamId),
@@ -59,10 +61,24 @@ function helpers(t: AppSuite, prefix: string, sku: string) {
       order_no: up.order_no,
       ...(downstreamOrderNo !== null ? { downstream_order_no: downstreamOrderNo } : {}),
       status,
-      ...(opts.payload !== undefined ? { fulfillment: { type: 'auto', status: 'delivered', payload: opts.payload, delivery_data: null, delivered_at: new Date().toISOString() } } : {}),
+      ...(opts.payload !== undefined
+        ? {
+            fulfillment: {
+              type: 'auto',
+              status: 'delivered',
+              payload: opts.payload,
+              delivery_data: null,
+              delivered_at: new Date().toISOString(),
+            },
+          }
+        : {}),
       timestamp: ts,
     });
-    const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body, { timestamp: ts }), validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+    const r = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
+      headers: callbackHeaders(body, { timestamp: ts }),
+      validateStatus: () => true,
+      transformRequest: [(d: unknown) => d],
+    });
     expect([r.status, r.data]).toEqual([200, { ok: true }]);
   };
   const followed = async (shopNo: string) =>
@@ -73,7 +89,11 @@ function helpers(t: AppSuite, prefix: string, sku: string) {
 /** The 4 products of the 40 orders. */
 const FORTY_SKUS = ['CV-P1', 'CV-P2', 'CV-P3', 'CV-P4'];
 
-const upstreamItems = (sandbox: SandboxServer, upstreamId: number): string[] => sandbox.order(upstreamId)!.payload!.split(/\r?\n/).filter((l) => l.length > 0);
+const upstreamItems = (sandbox: SandboxServer, upstreamId: number): string[] =>
+  sandbox
+    .order(upstreamId)!
+    .payload!.split(/\r?\n/)
+    .filter((l) => l.length > 0);
 
 describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upstream reads', () => {
   const t = useAppSuite({
@@ -85,7 +105,8 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
     },
     prepare: (sandbox) => {
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'CV-AUTO', price: '4.00' }] });
-      for (const [i, sku] of FORTY_SKUS.entries()) sandbox.catalog.addProduct({ skus: [{ skuCode: sku, price: `${i + 2}.00`, stockQuantity: 1000 }] });
+      for (const [i, sku] of FORTY_SKUS.entries())
+        sandbox.catalog.addProduct({ skus: [{ skuCode: sku, price: `${i + 2}.00`, stockQuantity: 1000 }] });
     },
     env: async () => {
       const port = await freePort();
@@ -170,7 +191,10 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
     t.sandbox.faults.set({ callbacks: 'drop', rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 500, times: 1 }] });
     const before = h.reads();
     const ts = Math.floor(Date.now() / 1000);
-    await Promise.all([h.callBack(up.id, o.downstream_order_no, 'delivered', { ts }), h.callBack(up.id, o.downstream_order_no, 'delivered', { ts: ts - 1 })]);
+    await Promise.all([
+      h.callBack(up.id, o.downstream_order_no, 'delivered', { ts }),
+      h.callBack(up.id, o.downstream_order_no, 'delivered', { ts: ts - 1 }),
+    ]);
     const rows = await h.processed(up.id, 2);
     expect(rows.map((r) => r.state)).toEqual(['applied', 'applied']);
     expect((await getOrder(t.app.http, o.shop_order_no))!.items).toEqual(upstreamItems(t.sandbox, up.id));
@@ -178,7 +202,10 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
   });
 
   it("a callback naming another attempt than the order's current one changes nothing", async () => {
-    t.sandbox.faults.set({ callbacks: 'drop', rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    t.sandbox.faults.set({
+      callbacks: 'drop',
+      rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }],
+    });
     const shopNo = 'CV-OTHER-1';
     const first = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'CV-AUTO', quantity: 1 });
     expect((first.data as { order: OrderView }).order.status).toBe('rejected');

@@ -52,7 +52,11 @@ describe('callbacks', () => {
     axios.post(`${t.app.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
   const inboxCount = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM callback_inbox'))[0].n;
   const events = async (shopNo: string) =>
-    ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
+    (
+      (await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ source: string; kind: string; from: string | null; to: string | null }>;
+      }
+    ).events;
   const expectMonotonic = (evs: Array<{ kind: string; to: string | null }>) => {
     const ranks = evs.filter((e) => e.kind === 'status').map((e) => RANK[e.to as OrderStatus]);
     expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
@@ -67,7 +71,12 @@ describe('callbacks', () => {
       (rows) => rows.length >= 4 && rows.every((r) => r.state !== 'pending'),
     );
     const settled = await waitForOrder(t.app.http, order.shop_order_no, () => true);
-    const body = JSON.stringify({ event: 'order.status_changed', order_id: order.upstream_order_id, status: 'canceled', timestamp: Math.floor(Date.now() / 1000) });
+    const body = JSON.stringify({
+      event: 'order.status_changed',
+      order_id: order.upstream_order_id,
+      status: 'canceled',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
     const now = Math.floor(Date.now() / 1000);
     const good = callbackHeaders(body);
     const without = (name: string) => Object.fromEntries(Object.entries(good).filter(([k]) => k !== name));
@@ -91,7 +100,11 @@ describe('callbacks', () => {
     const count = await inboxCount();
     for (const [what, b, headers] of cases) {
       const r = await post(b, headers);
-      expect({ what, status: r.status, body: r.data }).toEqual({ what, status: 401, body: { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) } });
+      expect({ what, status: r.status, body: r.data }).toEqual({
+        what,
+        status: 401,
+        body: { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) },
+      });
     }
     const after = (await rejected.get()).values.reduce((s, v) => s + v.value, 0);
     expect(after - before).toBe(cases.length);
@@ -109,7 +122,9 @@ describe('callbacks', () => {
     const malformed = await post(noOrderId, callbackHeaders(noOrderId));
     expect([malformed.status, malformed.data]).toEqual([200, { ok: true }]);
     expect(await inboxCount()).toBe(count + 2);
-    expect((await t.db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE outcome LIKE 'unusable:%'")).map((r) => r.state)).toEqual(['ignored', 'ignored']);
+    expect(
+      (await t.db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE outcome LIKE 'unusable:%'")).map((r) => r.state),
+    ).toEqual(['ignored', 'ignored']);
 
     const after2 = await waitForOrder(t.app.http, order.shop_order_no, () => true);
     expect(after2.status).toBe(settled.status);
@@ -136,10 +151,16 @@ describe('callbacks', () => {
       req.on('error', reject);
       req.end(body);
     });
-  const signatureOnly = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
+  const signatureOnly = (headers: Record<string, string>) =>
+    Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
 
   it('refuses an unsigned or wrongly signed callback with 401 invalid_signature whatever its content type or body, 413 when oversized', async () => {
-    const json = JSON.stringify({ event: 'order.status_changed', order_id: 987_700, status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+    const json = JSON.stringify({
+      event: 'order.status_changed',
+      order_id: 987_700,
+      status: 'paid',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
     const form = new FormData();
     form.append('order_id', '987700');
     const bodies: Array<[string, string | undefined, string | Buffer]> = [
@@ -169,13 +190,21 @@ describe('callbacks', () => {
       ] as const) {
         const r = await rawPost(headers, body);
         sent++;
-        expect({ what, how, ...r }).toEqual({ what, how, status: 401, body: { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) } });
+        expect({ what, how, ...r }).toEqual({
+          what,
+          how,
+          status: 401,
+          body: { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) },
+        });
       }
     }
     // multipart, as a client builds it
     const multipart = await axios.post(`${t.app.url}/callbacks/upstream`, form, { validateStatus: () => true });
     sent++;
-    expect([multipart.status, multipart.data]).toEqual([401, { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) }]);
+    expect([multipart.status, multipart.data]).toEqual([
+      401,
+      { ok: false, error_code: 'invalid_signature', error_message: expect.any(String) },
+    ]);
     expect((await sum()) - before).toBe(sent);
     // the body limit stands, whatever the type
     for (const type of ['application/xml', 'application/json']) {
@@ -189,10 +218,22 @@ describe('callbacks', () => {
 
   it('takes a correctly signed callback whatever content type it is sent with', async () => {
     const count = await inboxCount();
-    const types: Array<string | undefined> = ['application/json', 'application/xml', 'text/plain', 'application/octet-stream', undefined, 'not a media type'];
+    const types: Array<string | undefined> = [
+      'application/json',
+      'application/xml',
+      'text/plain',
+      'application/octet-stream',
+      undefined,
+      'not a media type',
+    ];
     let id = 987_710;
     for (const type of types) {
-      const body = JSON.stringify({ event: 'order.status_changed', order_id: ++id, status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+      const body = JSON.stringify({
+        event: 'order.status_changed',
+        order_id: ++id,
+        status: 'paid',
+        timestamp: Math.floor(Date.now() / 1000),
+      });
       const headers = { ...signatureOnly(callbackHeaders(body)), ...(type === undefined ? {} : { 'content-type': type }) };
       const r = await rawPost(headers, body);
       expect({ type, ...r }).toEqual({ type, status: 200, body: { ok: true } });
@@ -220,9 +261,26 @@ describe('callbacks', () => {
     const rejectedBefore = (await rejected.get()).values.reduce((s, v) => s + v.value, 0);
     const ts = Math.floor(Date.now() / 1000);
     const cases: Array<[string, string, RegExp]> = [
-      ['no status', JSON.stringify({ event: 'order.status_changed', order_id: order.upstream_order_id, downstream_order_no: order.shop_order_no, timestamp: ts }), /^unusable: no status/],
-      ['no order_id', JSON.stringify({ event: 'order.status_changed', downstream_order_no: order.shop_order_no, status: 'canceled', timestamp: ts }), /^unusable: no order_id/],
-      ['order_id as a string', JSON.stringify({ order_id: String(order.upstream_order_id), status: 'canceled', timestamp: ts }), /^unusable: no order_id/],
+      [
+        'no status',
+        JSON.stringify({
+          event: 'order.status_changed',
+          order_id: order.upstream_order_id,
+          downstream_order_no: order.shop_order_no,
+          timestamp: ts,
+        }),
+        /^unusable: no status/,
+      ],
+      [
+        'no order_id',
+        JSON.stringify({ event: 'order.status_changed', downstream_order_no: order.shop_order_no, status: 'canceled', timestamp: ts }),
+        /^unusable: no order_id/,
+      ],
+      [
+        'order_id as a string',
+        JSON.stringify({ order_id: String(order.upstream_order_id), status: 'canceled', timestamp: ts }),
+        /^unusable: no order_id/,
+      ],
       ['order_id 0, status empty', JSON.stringify({ order_id: 0, status: '', timestamp: ts }), /^unusable: no order_id .* and no status/],
       ['not JSON', `order ${order.upstream_order_id} canceled`, /^unusable: not valid JSON$/],
       ['a JSON array', JSON.stringify([{ order_id: order.upstream_order_id, status: 'canceled' }]), /^unusable: not a JSON object$/],
@@ -231,17 +289,34 @@ describe('callbacks', () => {
       const r = await post(body, callbackHeaders(body));
       expect({ what, status: r.status, body: r.data }).toEqual({ what, status: 200, body: { ok: true } });
       const sha = createHash('sha256').update(body).digest('hex');
-      const [row] = await t.db.query<{ state: string; outcome: string; processed_at: Date | null; duplicates: number; upstream_order_id: string | null }>(
+      const [row] = await t.db.query<{
+        state: string;
+        outcome: string;
+        processed_at: Date | null;
+        duplicates: number;
+        upstream_order_id: string | null;
+      }>(
         'SELECT state, outcome, processed_at, duplicates, upstream_order_id::text AS upstream_order_id FROM callback_inbox WHERE body_sha256 = $1',
         [sha],
       );
-      expect({ what, row }).toEqual({ what, row: { state: 'ignored', outcome: expect.stringMatching(outcome), processed_at: expect.anything(), duplicates: 0, upstream_order_id: what === 'no status' ? String(order.upstream_order_id) : null } });
+      expect({ what, row }).toEqual({
+        what,
+        row: {
+          state: 'ignored',
+          outcome: expect.stringMatching(outcome),
+          processed_at: expect.anything(),
+          duplicates: 0,
+          upstream_order_id: what === 'no status' ? String(order.upstream_order_id) : null,
+        },
+      });
       expect(row.outcome).not.toContain('canceled'); // what is wrong, never what the body says
     }
     // the same one again: recognised as a duplicate, acknowledged
     const [, again] = cases[0];
     expect((await post(again, callbackHeaders(again))).data).toEqual({ ok: true });
-    const [dup] = await t.db.query<{ duplicates: number }>('SELECT duplicates FROM callback_inbox WHERE body_sha256 = $1', [createHash('sha256').update(again).digest('hex')]);
+    const [dup] = await t.db.query<{ duplicates: number }>('SELECT duplicates FROM callback_inbox WHERE body_sha256 = $1', [
+      createHash('sha256').update(again).digest('hex'),
+    ]);
     expect(dup.duplicates).toBe(1);
     // never refused, never applied, never read back
     expect((await rejected.get()).values.reduce((s, v) => s + v.value, 0)).toBe(rejectedBefore);
@@ -260,7 +335,10 @@ describe('callbacks', () => {
     const dup = await place('DUP');
     await waitForOrder(t.app.http, dup.shop_order_no, (o) => o.status === 'completed');
     const rows = await waitFor(
-      () => t.db.query<{ duplicates: number; state: string }>('SELECT duplicates, state FROM callback_inbox WHERE upstream_order_id = $1', [dup.upstream_order_id]),
+      () =>
+        t.db.query<{ duplicates: number; state: string }>('SELECT duplicates, state FROM callback_inbox WHERE upstream_order_id = $1', [
+          dup.upstream_order_id,
+        ]),
       (r) => r.length >= 4 && r.reduce((s, x) => s + x.duplicates, 0) >= 4 * 4 && r.every((x) => x.state !== 'pending'),
     );
     expect(rows.length).toBeGreaterThanOrEqual(4);
@@ -287,7 +365,11 @@ describe('callbacks', () => {
     const r = await post(old, callbackHeaders(old));
     expect(r.status).toBe(200);
     await waitFor(
-      () => t.db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'pending_payment'", [o.upstream_order_id]),
+      () =>
+        t.db.query<{ state: string }>(
+          "SELECT state FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'pending_payment'",
+          [o.upstream_order_id],
+        ),
       (rows) => rows[0]?.state === 'applied',
     );
     expect((await waitForOrder(t.app.http, o.shop_order_no, () => true)).status).toBe('completed');
@@ -304,7 +386,14 @@ describe('callbacks', () => {
   });
 
   it('a callback for an unknown order is stored and acknowledged, never applied', async () => {
-    const body = JSON.stringify({ event: 'order.status_changed', order_id: 987_654, order_no: 'DJX', downstream_order_no: 'NOT-OURS', status: 'paid', timestamp: 1 });
+    const body = JSON.stringify({
+      event: 'order.status_changed',
+      order_id: 987_654,
+      order_no: 'DJX',
+      downstream_order_no: 'NOT-OURS',
+      status: 'paid',
+      timestamp: 1,
+    });
     const r = await post(body, callbackHeaders(body));
     expect(r.status).toBe(200);
     expect(r.data).toEqual({ ok: true });
@@ -350,7 +439,11 @@ describe('callbacks', () => {
     const upstreamId = o.upstream_order_id!;
     // GET /orders/{id} fails (503) while the callback is processed; nothing else is faulted
     t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'error_before', status: 503 }] });
-    await waitFor(() => t.sandbox.order(upstreamId)?.status, (s) => s === 'completed', 'the upstream order to complete');
+    await waitFor(
+      () => t.sandbox.order(upstreamId)?.status,
+      (s) => s === 'completed',
+      'the upstream order to complete',
+    );
     // a whole pass of the poller begun after the fault was set: a poll answered before it is applied by now
     await passesRun(t.app.relay.app.get(OrderPoller).passes, 1, 'poller passes');
     const before = (await getOrder(t.app.http, o.shop_order_no))!;
@@ -381,7 +474,13 @@ describe('callbacks', () => {
       (rows) => rows.length === 1 && rows[0].state !== 'pending',
       'the callback to be processed',
     );
-    expect(row).toMatchObject({ state: 'read_failed', reported_status: 'completed', order_id: expect.anything(), outcome: expect.any(String), processed_at: expect.anything() });
+    expect(row).toMatchObject({
+      state: 'read_failed',
+      reported_status: 'completed',
+      order_id: expect.anything(),
+      outcome: expect.any(String),
+      processed_at: expect.anything(),
+    });
     // its confirming read reached the upstream and failed
     expect(t.sandbox.stats.requests.getOrder).toBeGreaterThan(readsBefore);
 
@@ -401,9 +500,11 @@ describe('callbacks', () => {
     expect(evs.some((e) => e.source === 'callback')).toBe(false);
     expect(evs.find((e) => e.kind === 'status' && e.to === 'completed')).toMatchObject({ source: 'poll' });
     // the inbox keeps its record (not retried, not rewritten)
-    expect((await t.db.query<{ state: string }>('SELECT state FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId])).map((x) => x.state)).toEqual([
-      'read_failed',
-    ]);
+    expect(
+      (await t.db.query<{ state: string }>('SELECT state FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId])).map(
+        (x) => x.state,
+      ),
+    ).toEqual(['read_failed']);
   });
 });
 
@@ -411,7 +512,12 @@ describe('callbacks: an upstream that refuses our callback address', () => {
   const t = useAppSuite({
     sandbox: { catalog: { products: 2 }, allowPrivateCallbackUrls: false, timetable: { paidMs: 20, fulfillingMs: 40, deliveredMs: 60 } },
     prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'CB-PRIV', price: '1.00' }] }),
-    env: { LOG_LEVEL: 'info', CALLBACK_PUBLIC_URL: 'http://127.0.0.1:9/callbacks/upstream', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' },
+    env: {
+      LOG_LEVEL: 'info',
+      CALLBACK_PUBLIC_URL: 'http://127.0.0.1:9/callbacks/upstream',
+      ORDER_POLL_BASE_MS: '50',
+      ORDER_POLL_MAX_MS: '200',
+    },
     seed: true,
     logs: true,
   });
@@ -420,7 +526,12 @@ describe('callbacks: an upstream that refuses our callback address', () => {
   it('sends the attempt again at once without callback_url (same number), logs a warning naming the order, then follows it by polling', async () => {
     const { app, sandbox } = t;
     expect(refusals()).toHaveLength(0);
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'PRIV-1', sku_code: 'CB-PRIV', quantity: 1, trace_id: 'trace-PRIV-1' });
+    const r = await app.http.post('/internal/orders', {
+      shop_order_no: 'PRIV-1',
+      sku_code: 'CB-PRIV',
+      quantity: 1,
+      trace_id: 'trace-PRIV-1',
+    });
     expect(r.status).toBe(201);
     expect(sandbox.stats.createsReceived).toBe(2);
     expect(sandbox.stats.createsExecuted).toBe(1);

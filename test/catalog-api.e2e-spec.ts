@@ -8,7 +8,14 @@ import { UpstreamUnknownError } from '../src/upstream/upstream.errors.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
-type Sku = Record<string, unknown> & { sku_code: string; cost_price: string; sale_price: string; category_id: number; available: boolean; listed: boolean };
+type Sku = Record<string, unknown> & {
+  sku_code: string;
+  cost_price: string;
+  sale_price: string;
+  category_id: number;
+  available: boolean;
+  listed: boolean;
+};
 
 const SKU_KEYS = [
   'sku_key',
@@ -107,7 +114,12 @@ describe('catalog internal API', () => {
     for (const [method, url] of calls) {
       for (const authorization of [undefined, 'Bearer wrong-token']) {
         const r = await app.http.request({ method, url, data: method === 'get' ? undefined : {}, headers: { authorization } });
-        expect([method, url, r.status, r.data]).toEqual([method, url, 401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
+        expect([method, url, r.status, r.data]).toEqual([
+          method,
+          url,
+          401,
+          { ok: false, error_code: 'unauthorized', error_message: expect.any(String) },
+        ]);
       }
     }
   });
@@ -115,7 +127,10 @@ describe('catalog internal API', () => {
   it('GET /internal/catalog/categories: the two-level tree, each level by sort_order descending', async () => {
     const r = await get('/internal/catalog/categories');
     expect(r.status).toBe(200);
-    const { ok, categories } = r.data as { ok: boolean; categories: Array<Record<string, unknown> & { children: Array<Record<string, unknown>> }> };
+    const { ok, categories } = r.data as {
+      ok: boolean;
+      categories: Array<Record<string, unknown> & { children: Array<Record<string, unknown>> }>;
+    };
     expect(ok).toBe(true);
     const upstream = sandbox.catalog.categories();
     const tops = upstream.filter((c) => c.parent_id === 0).sort((x, y) => y.sort_order - x.sort_order);
@@ -124,7 +139,14 @@ describe('catalog internal API', () => {
       expect(Object.keys(node).sort()).toEqual(['children', 'icon', 'id', 'listed', 'name', 'parent_id', 'slug', 'sort_order']);
       const up = upstream.find((c) => c.id === node.id)!;
       // an icon is shown by the relay's copy once mirrored (the sync's media pass), '' when there is none
-      expect(node).toMatchObject({ parent_id: 0, slug: up.slug, name: up.name, icon: up.icon === '' ? '' : expect.stringMatching(/^\/media\/[0-9a-f]{64}\.png$/), sort_order: up.sort_order, listed: true });
+      expect(node).toMatchObject({
+        parent_id: 0,
+        slug: up.slug,
+        name: up.name,
+        icon: up.icon === '' ? '' : expect.stringMatching(/^\/media\/[0-9a-f]{64}\.png$/),
+        sort_order: up.sort_order,
+        listed: true,
+      });
       const kids = upstream.filter((c) => c.parent_id === node.id).sort((x, y) => y.sort_order - x.sort_order);
       expect(node.children.map((c) => c.id)).toEqual(kids.map((c) => c.id));
       for (const child of node.children) expect(child).toMatchObject({ parent_id: node.id, listed: true, children: [] });
@@ -162,7 +184,9 @@ describe('catalog internal API', () => {
   it('filters: category_id (a top-level one includes its children), listed, available, changed_since', async () => {
     const all = await allSkus();
     const leaf = all[0].category_id;
-    expect((await allSkus({ category_id: leaf })).map((s) => s.sku_code)).toEqual(all.filter((s) => s.category_id === leaf).map((s) => s.sku_code));
+    expect((await allSkus({ category_id: leaf })).map((s) => s.sku_code)).toEqual(
+      all.filter((s) => s.category_id === leaf).map((s) => s.sku_code),
+    );
     const parent = Math.floor(leaf / 100);
     const underParent = await allSkus({ category_id: parent });
     expect(underParent.length).toBeGreaterThan(0);
@@ -212,7 +236,11 @@ describe('catalog internal API', () => {
     expect(runsBad.status).toBe(400);
     expect((runsBad.data as { fields: object }).fields).toHaveProperty('page_size');
 
-    expect((await get('/internal/catalog/skus/NO-SUCH-CODE')).data).toEqual({ ok: false, error_code: 'sku_not_found', error_message: expect.any(String) });
+    expect((await get('/internal/catalog/skus/NO-SUCH-CODE')).data).toEqual({
+      ok: false,
+      error_code: 'sku_not_found',
+      error_message: expect.any(String),
+    });
     expect((await get('/internal/catalog/skus/NO-SUCH-CODE')).status).toBe(404);
     expect((await get('/internal/catalog/skus/NO-SUCH-CODE/changes')).status).toBe(404);
     const noRun = await get('/internal/catalog/sync-runs/run_nope');
@@ -234,7 +262,14 @@ describe('catalog internal API', () => {
     expect(total).toBeGreaterThanOrEqual(1);
     const run = items[items.length - 1];
     for (const k of RUN_KEYS) expect(run).toHaveProperty(k);
-    expect(run).toMatchObject({ mode: 'full', status: 'succeeded', error: null, skus_created: sandbox.catalog.skuCount, products_seen: 50, pages_total: 3 });
+    expect(run).toMatchObject({
+      mode: 'full',
+      status: 'succeeded',
+      error: null,
+      skus_created: sandbox.catalog.skuCount,
+      products_seen: 50,
+      pages_total: 3,
+    });
     expect(typeof run.started_at).toBe('string');
     const one = await get(`/internal/catalog/sync-runs/${String(run.run_id)}`);
     expect(one.data).toEqual({ ok: true, run });
@@ -279,7 +314,9 @@ describe('catalog internal API', () => {
     // The seeded catalog has more SKUs than a default page: the default really stops at 100.
     expect(sandbox.catalog.skuCount).toBeGreaterThan(100);
     expect(((await get('/internal/catalog/skus')).data as List).items).toHaveLength(100);
-    expect(((await get('/internal/catalog/skus', { page_size: 500 })).data as List).items).toHaveLength(Math.min(500, sandbox.catalog.skuCount));
+    expect(((await get('/internal/catalog/skus', { page_size: 500 })).data as List).items).toHaveLength(
+      Math.min(500, sandbox.catalog.skuCount),
+    );
   });
 
   it('pricing rules: defaults, category and sku_code rules reprice the catalog at once, without a sync', async () => {
@@ -306,8 +343,21 @@ describe('catalog internal API', () => {
     expect(body.repriced).toBeGreaterThan(0);
     expect(body.rules).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ scope: 'category', category_id: 1, sku_code: null, markup_percent: '20', markup_fixed: '0.50', rounding: '1' }),
-        expect.objectContaining({ scope: 'category', category_id: leafRuled.category_id, markup_percent: '5', markup_fixed: '0', rounding: null }),
+        expect.objectContaining({
+          scope: 'category',
+          category_id: 1,
+          sku_code: null,
+          markup_percent: '20',
+          markup_fixed: '0.50',
+          rounding: '1',
+        }),
+        expect.objectContaining({
+          scope: 'category',
+          category_id: leafRuled.category_id,
+          markup_percent: '5',
+          markup_fixed: '0',
+          rounding: null,
+        }),
         expect.objectContaining({ scope: 'sku', category_id: null, sku_code: special.sku_code, markup_percent: '-50' }),
       ]),
     );
@@ -328,7 +378,14 @@ describe('catalog internal API', () => {
     expect(after.get(outside.sku_code)!.sale_price).toBe(outside.sale_price);
 
     const history = (await get(`/internal/catalog/skus/${special.sku_code}/changes`)).data as { items: Array<Record<string, unknown>> };
-    expect(history.items[0]).toMatchObject({ field: 'sale_price', kind: 'price', old: special.sale_price, new: after.get(special.sku_code)!.sale_price, source: 'pricing', run_id: null });
+    expect(history.items[0]).toMatchObject({
+      field: 'sale_price',
+      kind: 'price',
+      old: special.sale_price,
+      new: after.get(special.sku_code)!.sale_price,
+      source: 'pricing',
+      run_id: null,
+    });
 
     // A sync after the change agrees with it: nothing to write.
     const r = await app.http.post('/internal/catalog/sync', { mode: 'full' });
@@ -419,10 +476,15 @@ describe('catalog internal API', () => {
         stockStatus: 'low_stock',
         stockQuantity: 3,
       });
-      const history = (await get(`/internal/catalog/skus/${sku.sku_code}/changes`)).data as { items: Array<{ source: string; field: string }> };
-      expect(history.items.filter((h) => h.source === 'refresh').map((h) => h.field).sort()).toEqual(
-        ['cost_price', 'sale_price', 'stock_quantity', 'stock_status', 'upstream_sku_id'].sort(),
-      );
+      const history = (await get(`/internal/catalog/skus/${sku.sku_code}/changes`)).data as {
+        items: Array<{ source: string; field: string }>;
+      };
+      expect(
+        history.items
+          .filter((h) => h.source === 'refresh')
+          .map((h) => h.field)
+          .sort(),
+      ).toEqual(['cost_price', 'sale_price', 'stock_quantity', 'stock_status', 'upstream_sku_id'].sort());
 
       sandbox.faults.set({ rules: [{ operation: 'product', kind: 'error_before', status: 502, times: 1 }] });
       await expect(catalog.refreshProduct(product.id)).rejects.toBeInstanceOf(UpstreamUnknownError);

@@ -132,7 +132,13 @@ describe('following changed_since by keyset (after_sku_code)', () => {
     const parent = Math.floor((await list({ page_size: 1 })).items[0].category_id / 100);
     const cursor0 = new Date().toISOString();
     await sleep(3);
-    expect((await app.http.put('/internal/pricing/rules', { rules: [{ scope: 'category', category_id: parent, markup_percent: '11', markup_fixed: '0' }] })).status).toBe(200);
+    expect(
+      (
+        await app.http.put('/internal/pricing/rules', {
+          rules: [{ scope: 'category', category_id: parent, markup_percent: '11', markup_fixed: '0' }],
+        })
+      ).status,
+    ).toBe(200);
     try {
       const batch = (await list({ changed_since: cursor0, page_size: 500 })).items;
       expect(batch.length).toBeGreaterThan(4);
@@ -157,7 +163,9 @@ describe('following changed_since by keyset (after_sku_code)', () => {
       // the last code: nothing left
       expect((await list({ changed_since: stamp, after_sku_code: codes[codes.length - 1] })).items).toEqual([]);
       // page 2 of a keyset answer is offset within it
-      expect((await list({ changed_since: stamp, after_sku_code: codes[0], page: 2, page_size: 2 })).items.map((s) => s.sku_code)).toEqual(codes.slice(3, 5));
+      expect((await list({ changed_since: stamp, after_sku_code: codes[0], page: 2, page_size: 2 })).items.map((s) => s.sku_code)).toEqual(
+        codes.slice(3, 5),
+      );
 
       // the same instant written otherwise is the same position: another offset, more digits that are zero
       const ms = Date.parse(stamp);
@@ -174,11 +182,22 @@ describe('following changed_since by keyset (after_sku_code)', () => {
 
   it('the docs describe after_sku_code and the follow procedure on the route, and the bound of category_id', async () => {
     const doc = (await suite.app.http.get(`${suite.app.url}/docs-json`)).data as {
-      paths: Record<string, { get: { description: string; parameters: Array<{ name: string; in: string; schema: Record<string, unknown>; description?: string }> } }>;
+      paths: Record<
+        string,
+        {
+          get: {
+            description: string;
+            parameters: Array<{ name: string; in: string; schema: Record<string, unknown>; description?: string }>;
+          };
+        }
+      >;
     };
     const op = doc.paths['/internal/catalog/skus'].get;
     const param = (name: string) => op.parameters.find((p) => p.in === 'query' && p.name === name);
-    expect(param('after_sku_code')).toMatchObject({ schema: { type: 'string', minLength: 1 }, description: expect.stringContaining('only with `changed_since`') });
+    expect(param('after_sku_code')).toMatchObject({
+      schema: { type: 'string', minLength: 1 },
+      description: expect.stringContaining('only with `changed_since`'),
+    });
     expect(param('category_id')?.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
     expect(op.description).toContain('changed_since=C&after_sku_code=K&page_size=500');
   });
@@ -248,7 +267,9 @@ describe('following changed_since by keyset (after_sku_code)', () => {
     it('PUT /internal/pricing/rules with a NUL in a sku_code is refused naming it, and changes nothing', async () => {
       const { app } = suite;
       const before = (await app.http.get('/internal/pricing/rules')).data as { version: number };
-      const r = await app.http.put('/internal/pricing/rules', { rules: [{ scope: 'sku', sku_code: 'A\u0000B', markup_percent: '5', markup_fixed: '0' }] });
+      const r = await app.http.put('/internal/pricing/rules', {
+        rules: [{ scope: 'sku', sku_code: 'A\u0000B', markup_percent: '5', markup_fixed: '0' }],
+      });
       expect([r.status, (r.data as { error_code: string }).error_code]).toEqual([400, 'bad_request']);
       expect(Object.keys((r.data as { fields: object }).fields)).toEqual(['rules.0.sku_code']);
       expect(((await app.http.get('/internal/pricing/rules')).data as { version: number }).version).toBe(before.version);
@@ -273,7 +294,7 @@ describe('following changed_since by keyset (after_sku_code)', () => {
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
-(onServer ? describe : describe.skip)('a full pass\'s start read: the fence vs. concurrent catalog writes (PostgreSQL)', () => {
+(onServer ? describe : describe.skip)("a full pass's start read: the fence vs. concurrent catalog writes (PostgreSQL)", () => {
   const suite = useAppSuite({ seed: true, sandbox: { catalog: { products: 150, seed: 13 } } });
 
   it('every write the fingerprint read did not see is stamped at or after its fence (productsWrittenSince finds it)', async () => {

@@ -50,7 +50,10 @@ interface Held {
 }
 
 /** Holds the transaction of the next call to `repo[method]` open once that call is done, until released. */
-function holdAfter(repo: SkuWriteRepository, method: 'writeFingerprints' | 'unlistProductSkus'): Held & { spy: { mock: { calls: unknown[] } } } {
+function holdAfter(
+  repo: SkuWriteRepository,
+  method: 'writeFingerprints' | 'unlistProductSkus',
+): Held & { spy: { mock: { calls: unknown[] } } } {
   let reached!: () => void;
   let release!: () => void;
   const reachedP = new Promise<void>((r) => (reached = r));
@@ -111,7 +114,9 @@ describe('catalog writes at once on one sku_code', () => {
     // The start reprices with the configured defaults without waiting for it: let it end first, so
     // that the only lock waits are those of the writes under test.
     for (let i = 0; ; i++) {
-      const [{ stored }] = await t.db.query<{ stored: boolean }>('SELECT defaults IS NOT NULL AS stored FROM catalog_pricing_state WHERE id = 1');
+      const [{ stored }] = await t.db.query<{ stored: boolean }>(
+        'SELECT defaults IS NOT NULL AS stored FROM catalog_pricing_state WHERE id = 1',
+      );
       if (stored) break;
       if (i > 500) throw new Error('the start never stored the pricing defaults');
       await new Promise((r) => setTimeout(r, 20));
@@ -119,7 +124,10 @@ describe('catalog writes at once on one sku_code', () => {
   });
 
   /** The SKU with this code (of product `productId`, when two products carry it). */
-  async function stored(code: string, productId?: number): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
+  async function stored(
+    code: string,
+    productId?: number,
+  ): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
     const [row] = await t.db.query<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }>(
       'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
       [code, productId ?? null],
@@ -128,8 +136,14 @@ describe('catalog writes at once on one sku_code', () => {
   }
 
   /** A SKU's history, oldest first, as the API reads it (its `created` entry included); by code, or by code and product. */
-  async function history(code: string, productId?: number): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
-    const [{ key }] = await t.db.query<{ key: string }>('SELECT sku_key AS key FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)', [code, productId ?? null]);
+  async function history(
+    code: string,
+    productId?: number,
+  ): Promise<Array<{ field: string; kind: string; old_value: unknown; new_value: unknown }>> {
+    const [{ key }] = await t.db.query<{ key: string }>(
+      'SELECT sku_key AS key FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
+      [code, productId ?? null],
+    );
     return (await reads().skuChanges(key, 0, 500)).items.reverse();
   }
 
@@ -147,7 +161,10 @@ describe('catalog writes at once on one sku_code', () => {
   }
 
   async function fingerprinted(ids: number[]): Promise<number[]> {
-    const rows = await t.db.query<{ id: string }>('SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE product_id = ANY($1) ORDER BY 1', [ids]);
+    const rows = await t.db.query<{ id: string }>(
+      'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE product_id = ANY($1) ORDER BY 1',
+      [ids],
+    );
     return rows.map((r) => Number(r.id));
   }
 
@@ -156,27 +173,30 @@ describe('catalog writes at once on one sku_code', () => {
     ['insert', 'write'], // by COPY on PostgreSQL, then an upsert
     ['write', 'check'],
     ['write', 'insert'], // an upsert, then a COPY (whose unique violation sends the page to the upsert)
-  ])('a page carrying a code another page is creating for another product: two SKUs, each created once, both fingerprints kept, neither write waiting for the other (%s, then %s)', async (first, second) => {
-    const a = product('PAGE');
-    const b = product('PAGE');
-    const code = a.skus[0].sku_code;
-    b.skus[0].sku_code = code;
-    const held = holdAfter(repo(), 'writeFingerprints');
-    const [ra, rb] = await overlap(
-      () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: first }),
-      held,
-      () => writer().applyProducts([b], { runId: null, source: 'sync', strategy: second }),
-    );
-    expect(ra).toMatchObject({ created: 2 });
-    expect(rb).toMatchObject({ skus: 2, created: 2, changed: 0 });
-    expect(rb.unfingerprinted).toEqual([]);
-    expect(await fingerprinted([a.id, b.id])).toEqual([a.id, b.id]);
-    expect(await stored(code, a.id)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id), listed: true });
-    expect(await stored(code, b.id)).toMatchObject({ product_id: String(b.id), upstream_sku_id: String(b.skus[0].id), listed: true });
-    expect((await history(code, a.id)).map((h) => h.kind)).toEqual(['created']);
-    expect((await history(code, b.id)).map((h) => h.kind)).toEqual(['created']);
-    expect(await t.db.query('SELECT 1 FROM catalog_sku_conflicts WHERE sku_code = $1', [code])).toEqual([]);
-  });
+  ])(
+    'a page carrying a code another page is creating for another product: two SKUs, each created once, both fingerprints kept, neither write waiting for the other (%s, then %s)',
+    async (first, second) => {
+      const a = product('PAGE');
+      const b = product('PAGE');
+      const code = a.skus[0].sku_code;
+      b.skus[0].sku_code = code;
+      const held = holdAfter(repo(), 'writeFingerprints');
+      const [ra, rb] = await overlap(
+        () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: first }),
+        held,
+        () => writer().applyProducts([b], { runId: null, source: 'sync', strategy: second }),
+      );
+      expect(ra).toMatchObject({ created: 2 });
+      expect(rb).toMatchObject({ skus: 2, created: 2, changed: 0 });
+      expect(rb.unfingerprinted).toEqual([]);
+      expect(await fingerprinted([a.id, b.id])).toEqual([a.id, b.id]);
+      expect(await stored(code, a.id)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id), listed: true });
+      expect(await stored(code, b.id)).toMatchObject({ product_id: String(b.id), upstream_sku_id: String(b.skus[0].id), listed: true });
+      expect((await history(code, a.id)).map((h) => h.kind)).toEqual(['created']);
+      expect((await history(code, b.id)).map((h) => h.kind)).toEqual(['created']);
+      expect(await t.db.query('SELECT 1 FROM catalog_sku_conflicts WHERE sku_code = $1', [code])).toEqual([]);
+    },
+  );
 
   it('the same product on two pages written at once (a listing shift): created once, the second write a change with its new price', async () => {
     const p = product('SAME');
@@ -238,7 +258,10 @@ describe('catalog writes at once on one sku_code', () => {
       expect(r).toMatchObject({ delisted: 1 });
       expect(held.spy.mock.calls).toHaveLength(1); // not written again after a deadlock
       expect(change.repriced).toBe(1);
-      const [row] = await t.db.query<{ listed: boolean; sale: string }>('SELECT listed, sale_price::text AS sale FROM catalog_skus WHERE sku_code = $1', [gone.sku_code]);
+      const [row] = await t.db.query<{ listed: boolean; sale: string }>(
+        'SELECT listed, sale_price::text AS sale FROM catalog_skus WHERE sku_code = $1',
+        [gone.sku_code],
+      );
       expect(row).toEqual({ listed: false, sale: '12.38' }); // 11.25 + 10 %, rounded up to the cent
     } finally {
       await pricing().replaceRules([]);

@@ -25,7 +25,9 @@ describe('catalog history across migration 20261122008000 and back', () => {
   });
 
   it('down: each SKU created since the upgrade gets its created row back, older than every change recorded after it', async () => {
-    const codes = (await db.query<{ code: string }>('SELECT sku_code AS code FROM catalog_skus ORDER BY created_at, sku_code')).map((r) => r.code);
+    const codes = (await db.query<{ code: string }>('SELECT sku_code AS code FROM catalog_skus ORDER BY created_at, sku_code')).map(
+      (r) => r.code,
+    );
     expect(codes.length).toBeGreaterThan(1);
     // a later change of the first SKU, as a sync would record it
     await db.query(
@@ -33,7 +35,11 @@ describe('catalog history across migration 20261122008000 and back', () => {
        VALUES ($1, 'cost_price', 'price', '"1.00"', '"2.00"', 'run_x', 'sync', now())`,
       [codes[0]],
     );
-    const before = (await app!.http.get(`/internal/catalog/skus/${codes[0]}/changes`)).data.items as Array<{ field: string; kind: string; run_id: string | null }>;
+    const before = (await app!.http.get(`/internal/catalog/skus/${codes[0]}/changes`)).data.items as Array<{
+      field: string;
+      kind: string;
+      run_id: string | null;
+    }>;
     expect(before.map((i) => i.field)).toEqual(['cost_price', 'created']);
     await app!.close();
     app = null;
@@ -43,7 +49,10 @@ describe('catalog history across migration 20261122008000 and back', () => {
     const reverted = await migrateDown(db.url, Number(n));
     expect(reverted.at(-1)).toBe('20261122008000_sku_created_on_row');
     // the history as it was read before the migration: by id, newest first
-    const after = await db.query<{ field: string; run_id: string | null }>('SELECT field, run_id FROM catalog_sku_changes WHERE sku_code = $1 ORDER BY id DESC', [codes[0]]);
+    const after = await db.query<{ field: string; run_id: string | null }>(
+      'SELECT field, run_id FROM catalog_sku_changes WHERE sku_code = $1 ORDER BY id DESC',
+      [codes[0]],
+    );
     expect(after).toEqual([
       { field: 'cost_price', run_id: 'run_x' },
       { field: 'created', run_id: before[1].run_id },

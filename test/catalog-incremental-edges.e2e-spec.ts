@@ -12,7 +12,6 @@ import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type StartSandboxO
 import { TestClock } from './support/test-clock.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
-
 interface Suite {
   db: TestDatabase;
   sandbox: SandboxServer;
@@ -31,7 +30,12 @@ function useSuite(sandboxOptions: StartSandboxOptions): Suite {
     const config = loadConfig({ ...testEnv(suite.sandbox), DATABASE_URL: suite.db.url }); // SYNC_MODE auto, SYNC_FULL_EVERY 6h
     const relay = await createRelayApp(config, { endpoint: suite.db.endpoint, logger: false, clock: suite.clock });
     close = () => relay.close();
-    suite.http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    suite.http = axios.create({
+      baseURL: relay.url,
+      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      validateStatus: () => true,
+      timeout: 30_000,
+    });
   });
   afterEach(() => suite.sandbox.faults.reset());
   afterAll(async () => {
@@ -149,7 +153,14 @@ describe('a listing that moves under an incremental pass', () => {
     t.sandbox.resetStats();
 
     const inc = await sync(t.http);
-    expect(inc).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'incremental', fallback: null, skus_delisted: 0, products_seen: 14 });
+    expect(inc).toMatchObject({
+      status: 'succeeded',
+      planned_mode: 'incremental',
+      mode: 'incremental',
+      fallback: null,
+      skus_delisted: 0,
+      products_seen: 14,
+    });
     // The shifted product's new price is stored (before: missed until the next full pass).
     const upstream = t.sandbox.catalog.getProduct(shifted.id)!.skus[0];
     expect(await localCost(t.http, upstream.sku_code)).toBe(upstream.price_amount);
@@ -196,14 +207,28 @@ describe('auto after the upstream refused updated_after', () => {
   const H = 3_600_000;
   const refuseOnce = () =>
     t.sandbox.faults.set({
-      rules: [{ operation: 'products', kind: 'coded_error', status: 400, errorCode: 'bad_request', errorMessage: 'unknown parameter updated_after', times: 1 }],
+      rules: [
+        {
+          operation: 'products',
+          kind: 'coded_error',
+          status: 400,
+          errorCode: 'bad_request',
+          errorMessage: 'unknown parameter updated_after',
+          times: 1,
+        },
+      ],
     });
 
   it('tries the filter again once the refusal is SYNC_FULL_EVERY old, and still makes a full pass every SYNC_FULL_EVERY', async () => {
     expect(await sync(t.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
     t.clock.advance(H / 4);
     refuseOnce();
-    expect(await sync(t.http)).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'full', fallback: 'filter_refused' });
+    expect(await sync(t.http)).toMatchObject({
+      status: 'succeeded',
+      planned_mode: 'incremental',
+      mode: 'full',
+      fallback: 'filter_refused',
+    });
 
     t.clock.advance(H);
     const remembered = await sync(t.http);
@@ -216,7 +241,11 @@ describe('auto after the upstream refused updated_after', () => {
     expect(retried).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'incremental', fallback: null });
     expect(retried.note).toMatch(/trying it again/);
     t.clock.advance(H / 2);
-    expect(await sync(t.http)).toMatchObject({ status: 'succeeded', mode: 'incremental', note: expect.stringMatching(/^auto: full pass not due/) });
+    expect(await sync(t.http)).toMatchObject({
+      status: 'succeeded',
+      mode: 'incremental',
+      note: expect.stringMatching(/^auto: full pass not due/),
+    });
 
     // The full pass is still made every SYNC_FULL_EVERY (the last one 6 h ago).
     t.clock.advance(H / 2);

@@ -6,7 +6,6 @@ import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDa
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
-
 async function sync(app: TestApp, body: Record<string, unknown> = {}): Promise<Run> {
   const r = await app.http.post('/internal/catalog/sync', body);
   expect(r.status).toBe(202);
@@ -45,7 +44,14 @@ describe('incremental catalog sync', () => {
     const touched = sandbox.catalog.touchProducts(5);
     sandbox.resetStats();
     const inc = await sync(app);
-    expect(inc).toMatchObject({ status: 'succeeded', mode: 'incremental', planned_mode: 'incremental', fallback: null, products_seen: 5, skus_changed: 5 });
+    expect(inc).toMatchObject({
+      status: 'succeeded',
+      mode: 'incremental',
+      planned_mode: 'incremental',
+      fallback: null,
+      products_seen: 5,
+      skus_changed: 5,
+    });
     expect(inc.changes).toMatchObject({ created: 0, price: 5, stock: 0, listing: 0 });
     expect(sandbox.stats.requests.products).toBe(1);
     // Since the last complete run, minus the safety window.
@@ -74,9 +80,26 @@ describe('incremental catalog sync', () => {
   });
 
   it('falls back to a full pass when the upstream refuses updated_after, and auto remembers it', async () => {
-    sandbox.faults.set({ rules: [{ operation: 'products', kind: 'coded_error', status: 400, errorCode: 'bad_request', errorMessage: 'unknown parameter updated_after', times: 1 }] });
+    sandbox.faults.set({
+      rules: [
+        {
+          operation: 'products',
+          kind: 'coded_error',
+          status: 400,
+          errorCode: 'bad_request',
+          errorMessage: 'unknown parameter updated_after',
+          times: 1,
+        },
+      ],
+    });
     const refused = await sync(app);
-    expect(refused).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'full', fallback: 'filter_refused', products_seen: 40 });
+    expect(refused).toMatchObject({
+      status: 'succeeded',
+      planned_mode: 'incremental',
+      mode: 'full',
+      fallback: 'filter_refused',
+      products_seen: 40,
+    });
     expect(refused.note).toMatch(/refused updated_after/);
 
     const next = await sync(app);
@@ -100,7 +123,12 @@ describe('incremental catalog sync', () => {
     }
     const fullOnly = await startTestApp(db, sandbox, { SYNC_MODE: 'full' });
     try {
-      expect(await sync(fullOnly)).toMatchObject({ status: 'succeeded', mode: 'full', planned_mode: 'full', note: expect.stringMatching(/^SYNC_MODE=full/) });
+      expect(await sync(fullOnly)).toMatchObject({
+        status: 'succeeded',
+        mode: 'full',
+        planned_mode: 'full',
+        note: expect.stringMatching(/^SYNC_MODE=full/),
+      });
     } finally {
       await fullOnly.close();
     }

@@ -38,30 +38,47 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
   const suite = useAppSuite({
     sandbox: { catalog: { products: 12, seed: 3 } },
     // shop notifications are written to the outbox (their delivery to this closed port fails, and is retried)
-    env: { UPSTREAM_TIMEOUT_MS: '1500', MEDIA_MAX_BYTES: '200000', SHOP_WEBHOOK_URL: 'http://127.0.0.1:9/hooks', SHOP_WEBHOOK_SECRET: 'shop-secret' },
+    env: {
+      UPSTREAM_TIMEOUT_MS: '1500',
+      MEDIA_MAX_BYTES: '200000',
+      SHOP_WEBHOOK_URL: 'http://127.0.0.1:9/hooks',
+      SHOP_WEBHOOK_SECRET: 'shop-secret',
+    },
     instances: 2,
   });
   const productEvents = async () =>
-    (await suite.db.query<{ subject: string; payload: Record<string, unknown> }>(`SELECT subject, payload FROM outbox_events WHERE event_type = 'product.changed' ORDER BY id`)).map(
-      (r) => r.subject,
-    );
+    (
+      await suite.db.query<{ subject: string; payload: Record<string, unknown> }>(
+        `SELECT subject, payload FROM outbox_events WHERE event_type = 'product.changed' ORDER BY id`,
+      )
+    ).map((r) => r.subject);
   const product = async (id: number, app = suite.app): Promise<ProductView> => {
     const r = await app.http.get(`/internal/catalog/products/${id}`);
     expect(r.status).toBe(200);
     return (r.data as { product: ProductView }).product;
   };
   /** A mirrored image through a replica, without the token (as a browser asks for it). */
-  const media = (path: string, app = suite.app) => axios.get<Buffer>(`${app.url}${path}`, { responseType: 'arraybuffer', validateStatus: () => true });
+  const media = (path: string, app = suite.app) =>
+    axios.get<Buffer>(`${app.url}${path}`, { responseType: 'arraybuffer', validateStatus: () => true });
 
   it('stores the supplier’s bytes, names them in `images` and in the content’s <img>, and serves them from every replica', async () => {
     const { sandbox, apps } = suite;
     const run = await runSync(suite.app.http, 'full');
     // the categories' icons are the sandbox's too, mirrored in the same pass
-    const icons = [...new Set(sandbox.catalog.categories().map((c) => c.icon).filter((i) => i !== ''))];
+    const icons = [
+      ...new Set(
+        sandbox.catalog
+          .categories()
+          .map((c) => c.icon)
+          .filter((i) => i !== ''),
+      ),
+    ];
     expect(icons.length).toBeGreaterThan(0);
     expect(run).toMatchObject({ status: 'succeeded', products_seen: 12, skipped_images: [], images_fetched: 12 + icons.length });
     const iconBytes = icons.reduce((n, i) => n + sandbox.media.image(i).length, 0);
-    expect(run.image_bytes).toBe(Array.from({ length: 12 }, (_, i) => seededImage(sandbox, i + 1).length).reduce((a, b) => a + b, 0) + iconBytes);
+    expect(run.image_bytes).toBe(
+      Array.from({ length: 12 }, (_, i) => seededImage(sandbox, i + 1).length).reduce((a, b) => a + b, 0) + iconBytes,
+    );
     // one download per image URL: product 2's content shows its image again
     expect(sandbox.media.stats.requests).toBe(12 + icons.length);
 
@@ -87,7 +104,9 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
       expect(r.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     }
     // every category names its icon's copy (the same bytes), or '' when it has none
-    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as { categories: Array<{ id: number; icon: string | null; children: Array<{ id: number; icon: string | null }> }> };
+    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as {
+      categories: Array<{ id: number; icon: string | null; children: Array<{ id: number; icon: string | null }> }>;
+    };
     const shown = tree.categories.flatMap((c) => [c, ...c.children]);
     for (const up of sandbox.catalog.categories()) {
       const icon = shown.find((c) => c.id === up.id)!.icon;
@@ -104,9 +123,13 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     const { sandbox } = suite;
     const host = new URL(sandbox.url).host;
     const answers = await Promise.all(
-      ['/internal/catalog/products?page_size=500', '/internal/catalog/products/2', '/internal/catalog/skus?page_size=500', '/internal/catalog/categories', '/internal/catalog/skus/2:SKU-00002-1'].map(
-        (path) => suite.app.http.get(path),
-      ),
+      [
+        '/internal/catalog/products?page_size=500',
+        '/internal/catalog/products/2',
+        '/internal/catalog/skus?page_size=500',
+        '/internal/catalog/categories',
+        '/internal/catalog/skus/2:SKU-00002-1',
+      ].map((path) => suite.app.http.get(path)),
     );
     for (const a of answers) {
       expect(a.status).toBe(200);
@@ -138,12 +161,18 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     // a product written again (its price moved) and a new product, both with images already mirrored:
     // nothing is fetched, the stored files are named
     sandbox.catalog.setPrice(sandbox.catalog.getProduct(2)!.skus[0].sku_code, '777.00');
-    const reused = sandbox.catalog.addProduct({ images: ['/uploads/products/p5.png'], content: { en: '<img src="/uploads/products/p2.png">' } });
+    const reused = sandbox.catalog.addProduct({
+      images: ['/uploads/products/p5.png'],
+      content: { en: '<img src="/uploads/products/p2.png">' },
+    });
     const rewritten = await runSync(suite.app.http, 'incremental');
     expect(rewritten).toMatchObject({ status: 'succeeded', images_fetched: 0, skipped_images: [] });
     expect(sandbox.media.stats.requests).toBe(0);
     const p2 = `/media/${sha256(seededImage(sandbox, 2))}.png`;
-    expect(await product(reused.id)).toMatchObject({ images: [`/media/${sha256(seededImage(sandbox, 5))}.png`], content: { en: `<img src="${p2}">` } });
+    expect(await product(reused.id)).toMatchObject({
+      images: [`/media/${sha256(seededImage(sandbox, 5))}.png`],
+      content: { en: `<img src="${p2}">` },
+    });
     expect((await product(2)).images).toEqual([p2]);
 
     const before = await product(3);
@@ -225,7 +254,11 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     // nothing was asked of a private address: the relay's own port saw no image request
     expect(sandbox.media.requestsOf(bad.redirect)).toBe(1);
     // the endless body was stopped once over MEDIA_MAX_BYTES, not read to its end
-    await waitFor(() => sandbox.media.stats.aborted, (n) => n >= 1, 'the streamed body cut short');
+    await waitFor(
+      () => sandbox.media.stats.aborted,
+      (n) => n >= 1,
+      'the streamed body cut short',
+    );
     expect(sandbox.media.stats.streamedBytes).toBeLessThan(20 * 1024 * 1024);
     // the other products are untouched, and a product with refused images is served
     expect((await product(2)).images).toHaveLength(1);
@@ -243,20 +276,35 @@ describe('catalog products: MEDIA_MIRROR=false passes the upstream’s URLs thro
     const upstream = suite.sandbox.catalog.getProduct(2)!;
     expect(p.images).toEqual(upstream.images);
     expect(p.content).toEqual(upstream.content);
-    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as { categories: Array<{ id: number; icon: string | null }> };
+    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as {
+      categories: Array<{ id: number; icon: string | null }>;
+    };
     for (const c of tree.categories) expect(c.icon).toBe(suite.sandbox.catalog.categories().find((u) => u.id === c.id)!.icon);
   });
 });
 
 describe('catalog products: MEDIA_PUBLIC_URL names the mirrored images', () => {
-  const suite = useAppSuite({ sandbox: { catalog: { products: 2, seed: 3 } }, env: { MEDIA_PUBLIC_URL: 'https://cdn.shop.example/media/' } });
+  const suite = useAppSuite({
+    sandbox: { catalog: { products: 2, seed: 3 } },
+    env: { MEDIA_PUBLIC_URL: 'https://cdn.shop.example/media/' },
+  });
 
   it('names every image by MEDIA_PUBLIC_URL + /<sha256>.<ext>', async () => {
     // two product images and the categories' icons
-    const icons = new Set(suite.sandbox.catalog.categories().map((c) => c.icon).filter((i) => i !== ''));
+    const icons = new Set(
+      suite.sandbox.catalog
+        .categories()
+        .map((c) => c.icon)
+        .filter((i) => i !== ''),
+    );
     expect(await runSync(suite.app.http, 'full')).toMatchObject({ status: 'succeeded', images_fetched: 2 + icons.size });
     const tree = (await suite.app.http.get('/internal/catalog/categories')).data as { categories: Array<{ icon: string | null }> };
-    expect(tree.categories.map((c) => c.icon).filter((i) => i !== '').every((i) => i?.startsWith('https://cdn.shop.example/media/'))).toBe(true);
+    expect(
+      tree.categories
+        .map((c) => c.icon)
+        .filter((i) => i !== '')
+        .every((i) => i?.startsWith('https://cdn.shop.example/media/')),
+    ).toBe(true);
     const p = (await suite.app.http.get('/internal/catalog/products/2')).data.product as ProductView;
     const file = `https://cdn.shop.example/media/${sha256(seededImage(suite.sandbox, 2))}.png`;
     expect(p.images).toEqual([file]);
@@ -318,7 +366,9 @@ describe('catalog: no response the shop receives names the supplier (links, styl
         `<div style="background: url(&quot;${img4}&quot;) no-repeat"><picture><source srcset="${img4} 1x"><img src="${img4}" srcset="${img4} 2x" alt=""></picture></div>` +
         `<video poster="${img4}" controls><source  type="video/mp4">Video</video>`,
     );
-    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as { categories: Array<{ id: number; icon: string | null }> };
+    const tree = (await suite.app.http.get('/internal/catalog/categories')).data as {
+      categories: Array<{ id: number; icon: string | null }>;
+    };
     expect(tree.categories.find((c) => c.id === tops[0].id)!.icon).toBe(file('/uploads/icons/absolute.png'));
     expect(tree.categories.find((c) => c.id === tops[1].id)!.icon).toBeNull();
 
@@ -342,7 +392,9 @@ describe('catalog: no response the shop receives names the supplier (links, styl
     ];
     // a run's skipped_images[].url is the upstream's URL by contract (the operator's diagnosis of a refusal)
     const withoutSkippedUrls = (v: unknown): unknown =>
-      JSON.parse(JSON.stringify(v), (k, x: unknown) => (k === 'skipped_images' && Array.isArray(x) ? x.map((i: Record<string, unknown>) => ({ ...i, url: '(upstream)' })) : x));
+      JSON.parse(JSON.stringify(v), (k, x: unknown) =>
+        k === 'skipped_images' && Array.isArray(x) ? x.map((i: Record<string, unknown>) => ({ ...i, url: '(upstream)' })) : x,
+      );
     for (const path of paths) {
       const a = await suite.app.http.get(path);
       expect([path, a.status]).toEqual([path, 200]);
@@ -350,7 +402,9 @@ describe('catalog: no response the shop receives names the supplier (links, styl
       expect([path, text.includes(host), text.includes('/uploads/')]).toEqual([path, false, false]);
     }
     // the shop's notifications (written to the outbox)
-    const events = await suite.db.query<{ event_type: string; payload: unknown }>(`SELECT event_type, payload FROM outbox_events ORDER BY id`);
+    const events = await suite.db.query<{ event_type: string; payload: unknown }>(
+      `SELECT event_type, payload FROM outbox_events ORDER BY id`,
+    );
     expect(events.length).toBeGreaterThan(0);
     for (const e of events) expect([e.event_type, JSON.stringify(e.payload).includes(host)]).toEqual([e.event_type, false]);
   });
@@ -359,16 +413,25 @@ describe('catalog: no response the shop receives names the supplier (links, styl
 (process.env.TEST_DATABASE_URL ? describe : describe.skip)('products changed_since: the write fence of the SKU list (PostgreSQL)', () => {
   const suite = useAppSuite({ sandbox: { catalog: { products: 3, seed: 3 } } });
   const changed = async (since: string) =>
-    ((await suite.app.http.get(`/internal/catalog/products?changed_since=${encodeURIComponent(since)}`)).data as { items: ProductView[] }).items.map((p) => p.product_id);
+    (
+      (await suite.app.http.get(`/internal/catalog/products?changed_since=${encodeURIComponent(since)}`)).data as { items: ProductView[] }
+    ).items.map((p) => p.product_id);
 
   it('a later write is held back while an earlier-stamped one is still open, so a follower misses neither', async () => {
     expect(await runSync(suite.app.http, 'full')).toMatchObject({ status: 'succeeded' });
     const all = ((await suite.app.http.get('/internal/catalog/products')).data as { items: ProductView[] }).items;
-    const cursor = all.map((p) => p.updated_at).sort().at(-1)!;
+    const cursor = all
+      .map((p) => p.updated_at)
+      .sort()
+      .at(-1)!;
     const ds = suite.app.relay.app.get(DataSource);
     const repo = suite.app.relay.app.get(ProductRepository);
     // the database's clock is past the cursor's millisecond, so the writes below are stamped after it
-    await waitFor(async () => ((await ds.query(`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`)) as Array<{ t: Date }>)[0].t.getTime(), (t) => t > Date.parse(cursor), 'the clock past the cursor');
+    await waitFor(
+      async () => ((await ds.query(`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`)) as Array<{ t: Date }>)[0].t.getTime(),
+      (t) => t > Date.parse(cursor),
+      'the clock past the cursor',
+    );
 
     // write A (product 1) begins first and stays open; write B (product 2) begins later and commits
     const a = ds.createQueryRunner();

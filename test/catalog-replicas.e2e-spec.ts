@@ -7,16 +7,18 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { settlesWithin, sleep, waitFor } from './support/wait.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
-
-
-
 async function getRun(app: TestApp, runId: string): Promise<Run> {
   const r = await app.http.get(`/internal/catalog/sync-runs/${runId}`);
   expect(r.status).toBe(200);
   return (r.data as { run: Run }).run;
 }
 
-const finished = (app: TestApp, runId: string) => waitFor(() => getRun(app, runId), (r) => r.status !== 'running', `run ${runId}`);
+const finished = (app: TestApp, runId: string) =>
+  waitFor(
+    () => getRun(app, runId),
+    (r) => r.status !== 'running',
+    `run ${runId}`,
+  );
 
 async function runs(app: TestApp): Promise<Run[]> {
   const r = await app.http.get('/internal/catalog/sync-runs', { params: { page_size: 500 } });
@@ -99,7 +101,11 @@ describe('catalog sync across replicas', () => {
     const before = (await runs(a)).length;
     const starting = await startTestApp(db, sandbox, { SYNC_ON_START: 'true' });
     try {
-      const started = await waitFor(() => runs(a), (rs) => rs.some((r) => r.trigger === 'start'), 'a run triggered at start');
+      const started = await waitFor(
+        () => runs(a),
+        (rs) => rs.some((r) => r.trigger === 'start'),
+        'a run triggered at start',
+      );
       const run = started.find((r) => r.trigger === 'start')!;
       expect((await finished(a, run.run_id)).status).toBe('succeeded');
     } finally {
@@ -108,7 +114,12 @@ describe('catalog sync across replicas', () => {
 
     const scheduled = await startTestApp(db, sandbox, { SYNC_CRON: '* * * * * *' });
     try {
-      const all = await waitFor(() => runs(a), (rs) => rs.filter((r) => r.trigger === 'schedule' && r.status === 'succeeded').length >= 2, 'two scheduled runs', 20_000);
+      const all = await waitFor(
+        () => runs(a),
+        (rs) => rs.filter((r) => r.trigger === 'schedule' && r.status === 'succeeded').length >= 2,
+        'two scheduled runs',
+        20_000,
+      );
       expect(all.length).toBeGreaterThan(before + 2);
     } finally {
       await scheduled.close();
@@ -123,12 +134,19 @@ describe('catalog sync across replicas', () => {
     const received = sandbox.stats.totalRequests;
     const r = await c.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(r.status).toBe(202);
-    await waitFor(() => sandbox.stats.totalRequests, (n) => n > received, "the sync's first request in flight");
+    await waitFor(
+      () => sandbox.stats.totalRequests,
+      (n) => n > received,
+      "the sync's first request in flight",
+    );
     // the requests in flight take 20 s and their timeout a minute: a shutdown that waited for them
     // would still be waiting when the race ends
     await settlesWithin(c.close(), 10_000, 'the shutdown, while the sync waits on its requests');
     sandbox.faults.reset();
-    expect(await getRun(a, (r.data as { run_id: string }).run_id)).toMatchObject({ status: 'failed', error: 'aborted: the service is shutting down' });
+    expect(await getRun(a, (r.data as { run_id: string }).run_id)).toMatchObject({
+      status: 'failed',
+      error: 'aborted: the service is shutting down',
+    });
   });
 
   it('a shutdown during a run records it as failed (aborted), never leaves it running', async () => {

@@ -14,7 +14,6 @@ import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type TestDatabase 
 import { waitFor } from './support/wait.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
-
 /** The wall clock, off by a fixed amount (a replica whose clock is wrong). */
 class SkewedClock extends Clock {
   constructor(private readonly offsetMs: number) {
@@ -34,7 +33,12 @@ interface App {
 async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
   const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const http = axios.create({
+    baseURL: relay.url,
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    validateStatus: () => true,
+    timeout: 30_000,
+  });
   return { http, sync: relay.app.get(CatalogSyncService), close: () => relay.close() };
 }
 
@@ -44,7 +48,12 @@ async function getRun(app: App, runId: string): Promise<Run> {
   return (r.data as { run: Run }).run;
 }
 
-const finished = (app: App, runId: string) => waitFor(() => getRun(app, runId), (r) => r.status !== 'running', `run ${runId}`);
+const finished = (app: App, runId: string) =>
+  waitFor(
+    () => getRun(app, runId),
+    (r) => r.status !== 'running',
+    `run ${runId}`,
+  );
 
 async function startRun(app: App, body: Record<string, unknown> = { mode: 'full' }): Promise<string> {
   const r = await app.http.post('/internal/catalog/sync', body);
@@ -115,20 +124,32 @@ describe('the claim of a running sync run', () => {
     try {
       sandbox.faults.set({ latencyMs: 300 });
       const runA = await startRun(a);
-      await waitFor(() => getRun(a, runA), (r) => r.pages_done >= 1, 'the first pages of run A');
+      await waitFor(
+        () => getRun(a, runA),
+        (r) => r.pages_done >= 1,
+        'the first pages of run A',
+      );
 
       // As if A's heartbeat had not landed for ten minutes: B recovers A's row and starts its own run
       // (A's own progress may land in between: then B is refused and tries again).
       let runB: string | null = null;
       for (let i = 0; i < 10 && runB === null; i++) {
-        await db.query(`UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1 AND status = 'running'`, [runA]);
+        await db.query(
+          `UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1 AND status = 'running'`,
+          [runA],
+        );
         const r = await b.http.post('/internal/catalog/sync', { mode: 'full' });
         if (r.status === 202) runB = (r.data as { run_id: string }).run_id;
         else expect(r.data).toMatchObject({ error_code: 'sync_in_progress', run_id: runA });
       }
       expect(runB).not.toBeNull();
 
-      const lost = await waitFor(() => getRun(a, runA), (r) => /lost its claim/.test(r.error ?? ''), 'run A to record that it lost its claim', 15_000);
+      const lost = await waitFor(
+        () => getRun(a, runA),
+        (r) => /lost its claim/.test(r.error ?? ''),
+        'run A to record that it lost its claim',
+        15_000,
+      );
       expect(lost.status).toBe('failed');
       expect(lost.error).toMatch(/^lost its claim on the run: another process recovered it as abandoned; stopped, nothing was unlisted/);
       expect(lost.error).toMatch(/\(recorded by the other process: abandoned: no heartbeat since /);
@@ -136,7 +157,10 @@ describe('the claim of a running sync run', () => {
 
       // B's run is the one run: it completes and unlists what is gone; A unlisted nothing.
       expect(await finished(b, runB!)).toMatchObject({ status: 'succeeded', skus_delisted: gone.skus.length });
-      const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM catalog_sku_changes WHERE run_id = $1 AND kind = 'listing'", [runA]);
+      const [{ n }] = await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM catalog_sku_changes WHERE run_id = $1 AND kind = 'listing'",
+        [runA],
+      );
       expect(n).toBe(0);
       expect(await getRun(a, runA)).toMatchObject({ status: 'failed', error: lost.error });
     } finally {
@@ -157,7 +181,9 @@ describe('the claim of a running sync run', () => {
       const runId = await startRun(a);
       const run = await finished(a, runId);
       expect(run.status).toBe('failed');
-      expect(run.error).toMatch(/^lost its claim on the run: its heartbeat could not be written for \d+ s \(another process may recover it after 60 s\); stopped, nothing was unlisted$/);
+      expect(run.error).toMatch(
+        /^lost its claim on the run: its heartbeat could not be written for \d+ s \(another process may recover it after 60 s\); stopped, nothing was unlisted$/,
+      );
     } finally {
       await db.query('DROP TRIGGER test_refuse_heartbeat ON catalog_sync_runs');
       await db.query('DROP FUNCTION test_refuse_heartbeat()');

@@ -80,7 +80,13 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     for (const p of [one, two]) {
       const r = await app.http.get(path(key(p)));
       expect(r.status).toBe(200);
-      expect((r.data as { sku: Sku }).sku).toMatchObject({ sku_key: key(p), sku_code: 'DEFAULT', product_id: p.id, upstream_sku_id: p.skus[0].id, listed: true });
+      expect((r.data as { sku: Sku }).sku).toMatchObject({
+        sku_key: key(p),
+        sku_code: 'DEFAULT',
+        product_id: p.id,
+        upstream_sku_id: p.skus[0].id,
+        listed: true,
+      });
     }
     sandbox.resetStats();
     const run = await fullSync(app);
@@ -92,14 +98,23 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     for (const s of listed.items) expect(s.sku_key).toBe(`${s.product_id}:${s.sku_code}`);
   });
 
-  it('each is orderable by its sku_key; the order keeps what was sent and answers with the SKU\'s key and code', async () => {
-    for (const [p, no] of [[one, 'KEY-1'], [two, 'KEY-2']] as const) {
+  it("each is orderable by its sku_key; the order keeps what was sent and answers with the SKU's key and code", async () => {
+    for (const [p, no] of [
+      [one, 'KEY-1'],
+      [two, 'KEY-2'],
+    ] as const) {
       const r = await app.http.post('/internal/orders', { shop_order_no: no, sku_code: key(p), quantity: 1 });
       expect(r.status).toBe(201);
-      expect((r.data as { order: Record<string, unknown> }).order).toMatchObject({ shop_order_no: no, sku_key: key(p), sku_code: 'DEFAULT' });
+      expect((r.data as { order: Record<string, unknown> }).order).toMatchObject({
+        shop_order_no: no,
+        sku_key: key(p),
+        sku_code: 'DEFAULT',
+      });
       const upstream = sandbox.orders().find((o) => o.downstream_order_no === no);
       expect(upstream).toMatchObject({ product_id: p.id, sku_id: p.skus[0].id });
-      const [row] = await db.query<{ sku_code: string; sku_key: string }>('SELECT sku_code, sku_key FROM orders WHERE shop_order_no = $1', [no]);
+      const [row] = await db.query<{ sku_code: string; sku_key: string }>('SELECT sku_code, sku_key FROM orders WHERE shop_order_no = $1', [
+        no,
+      ]);
       expect(row).toEqual({ sku_code: key(p), sku_key: key(p) });
     }
     // the same body again is the same order (the fingerprint is over what was sent)
@@ -121,7 +136,10 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     expect((await app.http.get('/internal/orders/AMB-1')).status).toBe(404);
     for (const p of [path('DEFAULT'), `${path('DEFAULT')}/changes`]) {
       const read = await app.http.get(p);
-      expect([read.status, read.data]).toEqual([409, expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() })]);
+      expect([read.status, read.data]).toEqual([
+        409,
+        expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() }),
+      ]);
     }
   });
 
@@ -132,7 +150,12 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     const byKey = await app.http.post('/internal/orders', { shop_order_no: 'UNQ-2', sku_code: key(unique), quantity: 1 });
     expect(byKey.status).toBe(201);
     expect((byKey.data as { order: Record<string, unknown> }).order).toMatchObject({ sku_key: key(unique), sku_code: 'UNIQ-1' });
-    expect(sandbox.orders().filter((o) => o.downstream_order_no?.startsWith('UNQ-')).map((o) => o.sku_id)).toEqual([unique.skus[0].id, unique.skus[0].id]);
+    expect(
+      sandbox
+        .orders()
+        .filter((o) => o.downstream_order_no?.startsWith('UNQ-'))
+        .map((o) => o.sku_id),
+    ).toEqual([unique.skus[0].id, unique.skus[0].id]);
 
     const [a, b] = [await app.http.get(path('UNIQ-1')), await app.http.get(path(key(unique)))];
     expect(a.status).toBe(200);
@@ -155,22 +178,35 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
 
   it('a pricing rule set by key applies to that SKU only; a plain code several SKUs carry is refused, nothing changed', async () => {
     const before = (await app.http.get('/internal/pricing/rules')).data as { version: number };
-    const amb = await app.http.put('/internal/pricing/rules', { rules: [{ scope: 'sku', sku_code: 'DEFAULT', markup_percent: '0', markup_fixed: '1' }] });
-    expect([amb.status, amb.data]).toEqual([409, expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() })]);
+    const amb = await app.http.put('/internal/pricing/rules', {
+      rules: [{ scope: 'sku', sku_code: 'DEFAULT', markup_percent: '0', markup_fixed: '1' }],
+    });
+    expect([amb.status, amb.data]).toEqual([
+      409,
+      expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() }),
+    ]);
     expect(((await app.http.get('/internal/pricing/rules')).data as { version: number }).version).toBe(before.version);
 
-    const [oneBefore, twoBefore] = await Promise.all([one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku));
+    const [oneBefore, twoBefore] = await Promise.all(
+      [one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku),
+    );
     try {
-      const put = await app.http.put('/internal/pricing/rules', { rules: [{ scope: 'sku', sku_code: key(one), markup_percent: '0', markup_fixed: '1.00', rounding: '0.01' }] });
+      const put = await app.http.put('/internal/pricing/rules', {
+        rules: [{ scope: 'sku', sku_code: key(one), markup_percent: '0', markup_fixed: '1.00', rounding: '0.01' }],
+      });
       expect(put.status).toBe(200);
-      expect((put.data as { rules: unknown[] }).rules).toEqual([expect.objectContaining({ scope: 'sku', sku_key: key(one), sku_code: 'DEFAULT', markup_fixed: '1.00' })]);
-      const [oneAfter, twoAfter] = await Promise.all([one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku));
+      expect((put.data as { rules: unknown[] }).rules).toEqual([
+        expect.objectContaining({ scope: 'sku', sku_key: key(one), sku_code: 'DEFAULT', markup_fixed: '1.00' }),
+      ]);
+      const [oneAfter, twoAfter] = await Promise.all(
+        [one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku),
+      );
       expect(oneAfter.sale_price).toBe('4.00'); // 3.00 + 1.00
       expect(oneAfter.sale_price).not.toBe(oneBefore.sale_price);
       expect(twoAfter.sale_price).toBe(twoBefore.sale_price);
       // a sync prices it the same way
       expect((await fullSync(app)).status).toBe('succeeded');
-      expect((((await app.http.get(path(key(one)))).data as { sku: Sku }).sku).sale_price).toBe('4.00');
+      expect(((await app.http.get(path(key(one)))).data as { sku: Sku }).sku.sale_price).toBe('4.00');
     } finally {
       await app.http.put('/internal/pricing/rules', { rules: [] });
     }
@@ -182,9 +218,9 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     expect((await fullSync(app)).status).toBe('succeeded');
     sandbox.catalog.delistProduct(m2.id);
     expect((await fullSync(app)).status).toBe('succeeded');
-    expect((((await app.http.get(path(key(m2)))).data as { sku: Sku }).sku).listed).toBe(false);
+    expect(((await app.http.get(path(key(m2)))).data as { sku: Sku }).sku.listed).toBe(false);
 
-    expect((((await app.http.get(path('MONTHLY'))).data as { sku: Sku }).sku).sku_key).toBe(key(m1));
+    expect(((await app.http.get(path('MONTHLY'))).data as { sku: Sku }).sku.sku_key).toBe(key(m1));
     const ordered = await app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 });
     expect(ordered.status).toBe(201);
     expect((ordered.data as { order: Record<string, unknown> }).order).toMatchObject({ sku_key: key(m1), sku_code: 'MONTHLY' });
@@ -197,7 +233,10 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     expect(sandbox.stats.createsReceived).toBe(creates);
     expect((await app.http.get('/internal/orders/MON-2')).status).toBe(404);
     const read = await app.http.get(path('MONTHLY'));
-    expect([read.status, read.data]).toEqual([409, expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(m1), key(m2)].sort() })]);
+    expect([read.status, read.data]).toEqual([
+      409,
+      expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(m1), key(m2)].sort() }),
+    ]);
     // the recorded order is still answered as recorded
     expect((await app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 })).status).toBe(200);
   });
@@ -251,7 +290,9 @@ describe('sku_key migration: rows stored while sku_code was the key', () => {
     expect(await db.query<{ version: string }>("SELECT version FROM schema_migrations WHERE version >= '20261127235000'")).toEqual([]);
 
     await migrateUp(db.url);
-    const skus = await db.query<{ product_id: string; sku_code: string; sku_key: string }>('SELECT product_id::text AS product_id, sku_code, sku_key FROM catalog_skus');
+    const skus = await db.query<{ product_id: string; sku_code: string; sku_key: string }>(
+      'SELECT product_id::text AS product_id, sku_code, sku_key FROM catalog_skus',
+    );
     expect(skus.length).toBeGreaterThan(3);
     for (const s of skus) expect(s.sku_key).toBe(`${s.product_id}:${s.sku_code}`);
     const history = await db.query<{ run_id: string; sku_key: string }>(
@@ -267,17 +308,25 @@ describe('sku_key migration: rows stored while sku_code was the key', () => {
       { sku_code: 'NOT-YET', sku_key: null },
       { sku_code: code, sku_key: `${first.id}:${code}` },
     ]);
-    expect(await db.query("SELECT sku_code, sku_key FROM orders WHERE shop_order_no = 'MIG-1'")).toEqual([{ sku_code: code, sku_key: `${first.id}:${code}` }]);
+    expect(await db.query("SELECT sku_code, sku_key FROM orders WHERE shop_order_no = 'MIG-1'")).toEqual([
+      { sku_code: code, sku_key: `${first.id}:${code}` },
+    ]);
 
     // the API reads them: the SKU and its history by key or code, the order with its key
     app = await startTestApp(db, sandbox, env, { workers: false });
-    const changes = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(`${first.id}:${code}`)}/changes`)).data as { items: Array<{ run_id: string; sku_key: string }> };
+    const changes = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(`${first.id}:${code}`)}/changes`)).data as {
+      items: Array<{ run_id: string; sku_key: string }>;
+    };
     expect(changes.items.map((i) => i.run_id)).toEqual(expect.arrayContaining(['run_a']));
     expect((await app.http.get(`/internal/catalog/skus/${encodeURIComponent(code)}/changes`)).data).toEqual(changes);
     // the history the code had under product 777 stays readable by that key
-    const old = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(`777:${moved}`)}/changes`)).data as { items: Array<{ run_id: string }> };
+    const old = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(`777:${moved}`)}/changes`)).data as {
+      items: Array<{ run_id: string }>;
+    };
     expect(old.items.map((i) => i.run_id)).toEqual(['run_b']);
-    expect((await app.http.get('/internal/orders/MIG-1')).data).toMatchObject({ order: { sku_key: `${first.id}:${code}`, sku_code: code } });
+    expect((await app.http.get('/internal/orders/MIG-1')).data).toMatchObject({
+      order: { sku_key: `${first.id}:${code}`, sku_code: code },
+    });
     const rules = (await app.http.get('/internal/pricing/rules')).data as { rules: Array<{ sku_code: string; sku_key: string | null }> };
     expect(rules.rules.map((r) => [r.sku_code, r.sku_key])).toEqual([
       ['NOT-YET', null],

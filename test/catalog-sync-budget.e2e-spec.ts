@@ -63,7 +63,11 @@ describe('catalog sync under the request budget', () => {
     db = undefined;
   });
 
-  async function start(products: number, env: Record<string, string>, rateLimit: typeof LIMITER | null): Promise<{ app: TestApp; sandbox: SandboxServer }> {
+  async function start(
+    products: number,
+    env: Record<string, string>,
+    rateLimit: typeof LIMITER | null,
+  ): Promise<{ app: TestApp; sandbox: SandboxServer }> {
     db = await openTestDatabase();
     sandbox = await startSandbox({ profile: 'dujiao-next', pageSizeCap: PAGE, rateLimit, catalog: { products, seed: 5 } });
     app = await startTestApp(db, sandbox, { UPSTREAM_PROFILE: 'dujiao-next', SYNC_CONCURRENCY: '4', ...env });
@@ -85,7 +89,11 @@ describe('catalog sync under the request budget', () => {
     // The relay's budget far above the sandbox's limit: the sandbox refuses once its window is full
     // (the ping, the categories and a few pages) and blocks the key; every page after it waits for the
     // block's end through the budget.
-    const { app, sandbox } = await start(20 * PAGE, { UPSTREAM_RATE_LIMIT: '200/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' }, { ...LIMITER, requests: 8 });
+    const { app, sandbox } = await start(
+      20 * PAGE,
+      { UPSTREAM_RATE_LIMIT: '200/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' },
+      { ...LIMITER, requests: 8 },
+    );
     const answers: string[] = [];
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
       if (e.phase === 'done' && e.operation === 'products') answers.push(String(e.status));
@@ -148,7 +156,12 @@ describe('catalog sync under the request budget', () => {
     sandbox.catalog.deleteProduct(deleted.id);
     const reads = sandbox.stats.requests.product;
     const run = await startSync(app);
-    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: served(withdrawn) + served(deleted), confirmed_live: 0, unconfirmed: 0 });
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      skus_delisted: served(withdrawn) + served(deleted),
+      confirmed_live: 0,
+      unconfirmed: 0,
+    });
     expect(sandbox.stats.requests.product - reads).toBe(2);
     for (const p of [withdrawn, deleted]) {
       const skus = await skusOf(app, p.id);

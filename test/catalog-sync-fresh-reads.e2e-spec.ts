@@ -37,7 +37,8 @@ describe.each([
     await db?.close();
   });
 
-  const sku = async (code: string) => (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as { listed: boolean; cost_price: string };
+  const sku = async (code: string) =>
+    (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as { listed: boolean; cost_price: string };
 
   /** A full pass whose first page is slow: `meanwhile` runs once the pass has read the stored fingerprints. */
   async function passWith(meanwhile: () => Promise<void>): Promise<Run> {
@@ -79,7 +80,11 @@ describe.each([
   it('written by a fresh read at a passing price, back to the old one when the pass reads its page: the old price after the pass', async () => {
     // a SKU whose price can go and come back with nothing else of the product changed (setPrice drops an
     // original or member price the passing price crosses)
-    const p = sandbox.catalog.listedProducts().slice(0, -1).reverse().find((x) => x.skus[0].original_price == null && x.skus[0].member_price == null)!;
+    const p = sandbox.catalog
+      .listedProducts()
+      .slice(0, -1)
+      .reverse()
+      .find((x) => x.skus[0].original_price == null && x.skus[0].member_price == null)!;
     const code = p.skus[0].sku_code;
     const price = p.skus[0].price_amount;
     const run = await passWith(async () => {

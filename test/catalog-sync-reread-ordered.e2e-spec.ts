@@ -21,7 +21,11 @@ describe('catalog sync: re-reads of ordered products after an incremental pass',
   const sync = (mode: 'full' | 'incremental'): Promise<Run> => runSync(app.http, mode);
 
   const local = async (key: string) =>
-    (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(key)}`)).data.sku as { stock_quantity: number; stock_status: string; listed: boolean };
+    (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(key)}`)).data.sku as {
+      stock_quantity: number;
+      stock_status: string;
+      listed: boolean;
+    };
 
   const rereads = async (outcome: string) =>
     (await app.relay.app.get(Metrics).syncRereads.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
@@ -71,7 +75,11 @@ describe('catalog sync: re-reads of ordered products after an incremental pass',
     expect(await local(ordered.key)).toMatchObject({ stock_quantity: 42, listed: true });
     expect((await local(other.key)).stock_quantity).toBe(otherBefore);
     // the change is the run's
-    const changes = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(ordered.key)}/changes`)).data.items as Array<{ field: string; run_id: string | null; source: string }>;
+    const changes = (await app.http.get(`/internal/catalog/skus/${encodeURIComponent(ordered.key)}/changes`)).data.items as Array<{
+      field: string;
+      run_id: string | null;
+      source: string;
+    }>;
     expect(changes.find((c) => c.field === 'stock_quantity')).toMatchObject({ run_id: run.run_id, source: 'refresh' });
   });
 

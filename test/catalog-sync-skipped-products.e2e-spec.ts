@@ -25,7 +25,11 @@ describe.each([
   const sync = (mode: 'full' | 'incremental'): Promise<Run> => runSync(app.http, mode);
 
   const sku = async (code: string) =>
-    (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as { listed: boolean; cost_price: string; product_title: Record<string, string> };
+    (await app.http.get(`/internal/catalog/skus/${code}`)).data.sku as {
+      listed: boolean;
+      cost_price: string;
+      product_title: Record<string, string>;
+    };
 
   const skippedCount = async () => (await app.relay.app.get(Metrics).syncProductsSkipped.get()).values[0]?.value ?? 0;
 
@@ -98,7 +102,9 @@ describe.each([
     const sync$ = app.relay.app.get(CatalogSyncService);
     sync$.retryPolicy = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 1, maxDelayMs: 1 };
     try {
-      sandbox.faults.set({ rules: [{ operation: 'products', kind: 'garbage_after', body: '{"ok":true,"items":[],"total":"30","page":1,"page_size":10}' }] });
+      sandbox.faults.set({
+        rules: [{ operation: 'products', kind: 'garbage_after', body: '{"ok":true,"items":[],"total":"30","page":1,"page_size":10}' }],
+      });
       const run = await sync('full');
       expect(run.status).toBe('failed');
       expect(run.error).toMatch(/^page 1: .*unexpected_shape.*nothing was unlisted$/);

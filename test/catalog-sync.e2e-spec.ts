@@ -15,7 +15,6 @@ import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDa
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
 
-
 interface Sku {
   sku_code: string;
   upstream_sku_id: number;
@@ -155,7 +154,10 @@ describe('catalog sync', () => {
   });
 
   it('applies price, stock and sku_id changes, counted by kind and kept as history behind changed_since', async () => {
-    const [a, b, c] = sandbox.catalog.listedProducts().slice(20, 23).map((p) => p.skus[0]);
+    const [a, b, c] = sandbox.catalog
+      .listedProducts()
+      .slice(20, 23)
+      .map((p) => p.skus[0]);
     const since = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 5));
     sandbox.catalog.setPrice(a.sku_code, '123.45');
@@ -185,11 +187,20 @@ describe('catalog sync', () => {
     const items = (history.data as { items: Array<Record<string, unknown>> }).items;
     expect(items.filter((h) => h.run_id === run.run_id)).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ sku_code: a.sku_code, field: 'cost_price', kind: 'price', old: a.price_amount, new: '123.45', source: 'sync' }),
+        expect.objectContaining({
+          sku_code: a.sku_code,
+          field: 'cost_price',
+          kind: 'price',
+          old: a.price_amount,
+          new: '123.45',
+          source: 'sync',
+        }),
         expect.objectContaining({ field: 'sale_price', kind: 'price', new: '123.45' }),
       ]),
     );
-    const idHistory = (await app.http.get(`/internal/catalog/skus/${c.sku_code}/changes`)).data as { items: Array<Record<string, unknown>> };
+    const idHistory = (await app.http.get(`/internal/catalog/skus/${c.sku_code}/changes`)).data as {
+      items: Array<Record<string, unknown>>;
+    };
     expect(idHistory.items[0]).toMatchObject({ field: 'upstream_sku_id', kind: 'sku_id', old: c.id, new: newId, run_id: run.run_id });
     // the oldest entry: the SKU's creation, kept on its row (id null) with the run that created it, counted and paged
     const runs = (await app.http.get('/internal/catalog/sync-runs', { params: { page_size: 500 } })).data as { items: Run[] };
@@ -227,7 +238,9 @@ describe('catalog sync', () => {
     expect(stats).toMatchObject({ computed: 0, remembered: Math.ceil(PRODUCTS / CAP) - stats.unchanged });
     expect(stats.unchanged).toBeLessThanOrEqual(Math.ceil(PRODUCTS / CAP) - 1);
     expect(rowsWritten(before, await rowVersions(db))).toBe(0);
-    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_product_fingerprints WHERE product_id = $1', [product.id]);
+    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_product_fingerprints WHERE product_id = $1', [
+      product.id,
+    ]);
     expect(n).toBe(1);
   });
 
@@ -288,7 +301,12 @@ describe('catalog sync', () => {
     sandbox.catalog.delistProduct(product.id);
     const productReads = sandbox.stats.requests.product;
     const before = await rowVersions(db);
-    expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_delisted: product.skus.length, skus_changed: product.skus.length, unconfirmed: 0 });
+    expect(await sync(app)).toMatchObject({
+      status: 'succeeded',
+      skus_delisted: product.skus.length,
+      skus_changed: product.skus.length,
+      unconfirmed: 0,
+    });
     expect(sandbox.stats.requests.product).toBe(productReads + 1); // that product alone was confirmed
     expect(rowsWritten(before, await rowVersions(db))).toBe(product.skus.length);
     for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
@@ -298,7 +316,7 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
   });
 
-  it("a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start", async () => {
+  it('a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start', async () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded' });
     const writer = app.relay.app.get(CatalogWriter);
     const upstream = app.relay.app.get(UpstreamClient);
@@ -320,7 +338,7 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
   });
 
-  it('a product fingerprinted during the pass (an order\'s fresh read) that the pass did not see is confirmed: gone, it is unlisted', async () => {
+  it("a product fingerprinted during the pass (an order's fresh read) that the pass did not see is confirmed: gone, it is unlisted", async () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded' });
     const writer = app.relay.app.get(CatalogWriter);
     const gone = sandbox.catalog.listedProducts()[33];
@@ -417,22 +435,30 @@ describe('catalog sync', () => {
        (901, 9, 'retired-child', '{"en":"Retired child"}', '', 1, true)`,
     );
     expect((await sync(app)).status).toBe('succeeded');
-    const tree = (await app.http.get('/internal/catalog/categories')).data as { categories: Array<{ id: number; listed: boolean; children: Array<{ id: number; listed: boolean }> }> };
+    const tree = (await app.http.get('/internal/catalog/categories')).data as {
+      categories: Array<{ id: number; listed: boolean; children: Array<{ id: number; listed: boolean }> }>;
+    };
     const retired = tree.categories.find((c) => c.id === 9);
     expect(retired).toMatchObject({ listed: false, children: [{ id: 901, listed: false }] });
     expect(tree.categories.filter((c) => c.id !== 9).every((c) => c.listed && c.children.every((k) => k.listed))).toBe(true);
-    await db.query("UPDATE catalog_categories SET listed = false WHERE id = 2");
+    await db.query('UPDATE catalog_categories SET listed = false WHERE id = 2');
     expect((await sync(app)).status).toBe('succeeded');
-    const [{ slug, listed }] = await db.query<{ slug: string; listed: boolean }>('SELECT slug, listed FROM catalog_categories WHERE id = 2');
+    const [{ slug, listed }] = await db.query<{ slug: string; listed: boolean }>(
+      'SELECT slug, listed FROM catalog_categories WHERE id = 2',
+    );
     expect({ slug, listed }).toEqual({ slug: 'streaming', listed: true });
   });
 
   it("a child category new to the relay whose SKUs are already stored: they are repriced with its parent's rule", async () => {
-    const child = sandbox.catalog.categories().find((c) => c.parent_id !== 0 && sandbox.catalog.listedProducts().some((p) => p.category_id === c.id))!;
+    const child = sandbox.catalog
+      .categories()
+      .find((c) => c.parent_id !== 0 && sandbox.catalog.listedProducts().some((p) => p.category_id === c.id))!;
     const code = sandbox.catalog.listedProducts().find((p) => p.category_id === child.id)!.skus[0].sku_code;
     expect((await sync(app)).status).toBe('succeeded');
     try {
-      const rules = { rules: [{ scope: 'category', category_id: child.parent_id, markup_percent: '50', markup_fixed: '0', rounding: '0.01' }] };
+      const rules = {
+        rules: [{ scope: 'category', category_id: child.parent_id, markup_percent: '50', markup_fixed: '0', rounding: '0.01' }],
+      };
       expect((await app.http.put('/internal/pricing/rules', rules)).status).toBe(200);
       const ruled = await sku(app, code);
       expect(ruled.sale_price).toBe(new Decimal(ruled.cost_price).mul('1.5').toDecimalPlaces(2, Decimal.ROUND_CEIL).toFixed(2));
@@ -458,8 +484,20 @@ describe('catalog sync', () => {
     const run = await sync(app);
     expect(run.status).toBe('succeeded');
     expect(run.conflicts).toBe(0);
-    expect(await sku(app, ownerKey)).toMatchObject({ sku_key: ownerKey, sku_code: code, product_id: owner.id, upstream_sku_id: owner.skus[0].id, listed: true });
-    expect(await sku(app, dupKey)).toMatchObject({ sku_key: dupKey, sku_code: code, product_id: dup.productId, upstream_sku_id: dup.skuId, listed: true });
+    expect(await sku(app, ownerKey)).toMatchObject({
+      sku_key: ownerKey,
+      sku_code: code,
+      product_id: owner.id,
+      upstream_sku_id: owner.skus[0].id,
+      listed: true,
+    });
+    expect(await sku(app, dupKey)).toMatchObject({
+      sku_key: dupKey,
+      sku_code: code,
+      product_id: dup.productId,
+      upstream_sku_id: dup.skuId,
+      listed: true,
+    });
     const plain = await app.http.get(`/internal/catalog/skus/${encodeURIComponent(code)}`);
     expect([plain.status, (plain.data as { error_code: string }).error_code, (plain.data as { candidates: string[] }).candidates]).toEqual([
       409,
@@ -491,5 +529,4 @@ describe('catalog sync', () => {
     const again = await sync(app);
     expect(again).toMatchObject({ status: 'succeeded', skus_delisted: 0, skus_changed: 0, skus_relisted: 0 });
   });
-
 });

@@ -14,7 +14,16 @@ import { useAppSuite } from './support/app-suite.js';
 import type { TestDatabase } from './support/test-app.js';
 
 /** Texts that COPY's text format must escape or must not mistake for its own markers. */
-const AWKWARD = ['tab\there', 'line\nfeed', 'carriage\r\nreturn', 'back\\slash', '\\N', '\\t literally', 'quotes " \' and {braces}', '礼品卡 🎮 ünïcödé'];
+const AWKWARD = [
+  'tab\there',
+  'line\nfeed',
+  'carriage\r\nreturn',
+  'back\\slash',
+  '\\N',
+  '\\t literally',
+  'quotes " \' and {braces}',
+  '礼品卡 🎮 ünïcödé',
+];
 
 let nextId = 900_000;
 
@@ -90,7 +99,8 @@ describe('catalog writer: a page of new rows (insert)', () => {
     } else {
       expect(copies).not.toHaveBeenCalled();
     }
-    for (const r of [a, b]) expect(r).toMatchObject({ skus: AWKWARD.length * 3, written: AWKWARD.length * 3, created: AWKWARD.length * 3, changed: 0 });
+    for (const r of [a, b])
+      expect(r).toMatchObject({ skus: AWKWARD.length * 3, written: AWKWARD.length * 3, created: AWKWARD.length * 3, changed: 0 });
     expect(a.counts).toEqual(b.counts);
     for (let i = 0; i < AWKWARD.length; i++) {
       const stored = await storedRows(t.db, inserted[i]);
@@ -122,7 +132,10 @@ describe('catalog writer: a page of new rows (insert)', () => {
       await expect(copies.mock.results[0].value).resolves.toMatchObject({ stalePricing: null });
     }
     expect(r).toMatchObject({ skus: 6, created: 6, changed: 0 });
-    const rows = await t.db.query<{ owner: string }>('SELECT product_id::text AS owner FROM catalog_skus WHERE sku_code = $1 ORDER BY product_id', [owner.skus[0].sku_code]);
+    const rows = await t.db.query<{ owner: string }>(
+      'SELECT product_id::text AS owner FROM catalog_skus WHERE sku_code = $1 ORDER BY product_id',
+      [owner.skus[0].sku_code],
+    );
     expect(rows.map((x) => Number(x.owner))).toEqual([owner.id, other.id]);
     const codes = [...fresh, other].flatMap((p) => p.skus.map((s) => s.sku_code)).filter((c) => c !== owner.skus[0].sku_code);
     expect(await createdHistory(t.db, codes)).toBe(5);
@@ -136,7 +149,9 @@ describe('catalog writer: a page of new rows (insert)', () => {
     const r = await writer().applyProducts([p, product('CHG', 1)], { runId: null, source: 'sync', strategy: 'insert' });
     expect(r).toMatchObject({ skus: 3, written: 2, created: 1, changed: 1 });
     expect(r.counts).toMatchObject({ created: 1, price: 1 });
-    const [{ cost }] = await t.db.query<{ cost: string }>('SELECT cost_price::text AS cost FROM catalog_skus WHERE sku_code = $1', [p.skus[0].sku_code]);
+    const [{ cost }] = await t.db.query<{ cost: string }>('SELECT cost_price::text AS cost FROM catalog_skus WHERE sku_code = $1', [
+      p.skus[0].sku_code,
+    ]);
     expect(cost).toBe('99.00');
   });
 

@@ -62,7 +62,10 @@ describe('relay command', () => {
 
   it('names a refused URL without printing its password', async () => {
     const lines: string[] = [];
-    const code = await runCli(['migrate'], { out: (l) => lines.push(l), env: { ...env, DATABASE_URL: 'mysql://relay:s3cretpw@db.example/relay' } });
+    const code = await runCli(['migrate'], {
+      out: (l) => lines.push(l),
+      env: { ...env, DATABASE_URL: 'mysql://relay:s3cretpw@db.example/relay' },
+    });
     expect(code).toBe(3);
     expect(lines.join('\n')).toContain('DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@db.example/relay"');
     expect(lines.join('\n')).not.toContain('s3cretpw');
@@ -86,7 +89,9 @@ describe('relay command', () => {
     // seen, before the summary, the last of them complete.
     const lines = sync.out.split('\n');
     const summaryAt = lines.findIndex((l) => l.startsWith('sync succeeded'));
-    const progress = lines.slice(0, summaryAt).filter((l) => /^sync \S+ \[[#.]+\] pages \d+\/(\d+|\?) {2}products \d+ {2}SKUs \d+$/.test(l));
+    const progress = lines
+      .slice(0, summaryAt)
+      .filter((l) => /^sync \S+ \[[#.]+\] pages \d+\/(\d+|\?) {2}products \d+ {2}SKUs \d+$/.test(l));
     expect(progress.length).toBeGreaterThanOrEqual(1);
     const [, done, total, seen, skusSeen] = /pages (\d+)\/(\d+) {2}products (\d+) {2}SKUs (\d+)$/.exec(progress[progress.length - 1])!;
     expect(Number(done)).toBe(Number(total));
@@ -139,7 +144,12 @@ describe('relay command', () => {
     child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      await waitFor(() => out, (o) => o.includes('control API:') || child.exitCode !== null, 'the sandbox banner', 30_000);
+      await waitFor(
+        () => out,
+        (o) => o.includes('control API:') || child.exitCode !== null,
+        'the sandbox banner',
+        30_000,
+      );
       const base = `http://127.0.0.1:${port}`;
       expect(out).toContain('Sandbox upstream (dujiao-next profile) listening');
       expect(out).toContain(`base URL:          ${base}/api/v1/upstream`);
@@ -147,7 +157,11 @@ describe('relay command', () => {
       expect(out).toMatch(/catalog: +7 products, \d+ SKUs/);
 
       const state = await axios.get(`${base}/__sandbox/state`);
-      expect(state.data).toMatchObject({ ok: true, counts: { products: 7 }, api: { profile: 'dujiao-next', header_prefix: 'Dujiao-Next' } });
+      expect(state.data).toMatchObject({
+        ok: true,
+        counts: { products: 7 },
+        api: { profile: 'dujiao-next', header_prefix: 'Dujiao-Next' },
+      });
 
       // A request signed under the profile's header prefix is served (the page size capped at 50 and
       // echoed); the default profile's headers are refused.
@@ -160,7 +174,10 @@ describe('relay command', () => {
           path,
           body: '',
         });
-      const products = await axios.get(`${base}${path}?page=1&page_size=100`, { headers: signed('Dujiao-Next'), validateStatus: () => true });
+      const products = await axios.get(`${base}${path}?page=1&page_size=100`, {
+        headers: signed('Dujiao-Next'),
+        validateStatus: () => true,
+      });
       expect(products.status).toBe(200);
       expect(products.data).toMatchObject({ ok: true, total: 7, page_size: 50 });
       expect(products.data.items).toHaveLength(7);

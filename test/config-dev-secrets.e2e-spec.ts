@@ -15,7 +15,11 @@ describe('a damaged dev-secrets.json', () => {
   const dir = mkdtempSync(join(tmpdir(), 'relay-secrets-'));
   const file = join(dir, 'dev-secrets.json');
   // hand-edited: the key lost its quotes
-  writeFileSync(file, '{\n  "INTERNAL_API_TOKEN": "dev_0123456789abcdef",\n  "PAYLOAD_ENCRYPTION_KEY": q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=\n}\n', { mode: 0o600 });
+  writeFileSync(
+    file,
+    '{\n  "INTERNAL_API_TOKEN": "dev_0123456789abcdef",\n  "PAYLOAD_ENCRYPTION_KEY": q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=\n}\n',
+    { mode: 0o600 },
+  );
   const env = { DATA_DIR: dir, DATABASE_URL: 'pglite://memory', INTERNAL_API_TOKEN: '', PAYLOAD_ENCRYPTION_KEY: '' };
 
   it('is refused as configuration (ConfigError) naming the file', () => {

@@ -47,22 +47,27 @@ function ensureConsoleBuilt(): void {
   if (existsSync(shell) && statSync(shell).mtimeMs >= Math.max(...sources.map(newest))) return;
   const env = { ...process.env };
   delete env.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for vite
-  execFileSync(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
-    cwd: ROOT,
-    env,
-    stdio: 'pipe',
-    timeout: 120_000,
-  });
+  execFileSync(
+    process.execPath,
+    [`${ROOT}node_modules/vite/bin/vite.js`, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'],
+    {
+      cwd: ROOT,
+      env,
+      stdio: 'pipe',
+      timeout: 120_000,
+    },
+  );
 }
 
 // The few browser globals the page functions below use (this file is type-checked without the DOM lib).
 interface PageElement {
   textContent: string | null;
 }
-declare const document: { querySelector(s: string): PageElement | null; querySelectorAll(s: string): ArrayLike<PageElement> & Iterable<PageElement> };
+declare const document: {
+  querySelector(s: string): PageElement | null;
+  querySelectorAll(s: string): ArrayLike<PageElement> & Iterable<PageElement>;
+};
 declare const sessionStorage: { setItem(k: string, v: string): void; length: number } & Record<string, string>;
-
-
 
 interface OrderBody {
   shop_order_no: string;
@@ -128,16 +133,29 @@ describe('operator console (headless Chromium)', () => {
     });
     await syncNow();
     const skus = (await app.http.get('/internal/catalog/skus', { params: { available: true, page_size: 500 } })).data.items as SkuBody[];
-    sku = skus.find((s) => s.fulfillment_type === 'auto' && s.stock_status === 'unlimited') ?? skus.find((s) => s.fulfillment_type === 'auto')!;
+    sku =
+      skus.find((s) => s.fulfillment_type === 'auto' && s.stock_status === 'unlimited') ?? skus.find((s) => s.fulfillment_type === 'auto')!;
     // A price change upstream, seen by a second sync: the SKU gets a history beyond its creation.
     sandbox.catalog.setPrice(sku.sku_code, (BigInt(sku.cost_price.replace('.', '')) + 100n).toString().replace(/(\d{2})$/, '.$1'));
     await syncNow();
     sku = (await app.http.get(`/internal/catalog/skus/${sku.sku_code}`)).data.sku as SkuBody;
 
     // Orders, placed through the internal API: two that get delivered, …
-    for (const [no, q] of [['shop-1001', 1], ['shop-1002', 2]] as const) await place(no, q);
-    await waitFor(() => order('shop-1002'), (o) => o.status === 'delivered' && o.items.length > 0, 'shop-1002 delivered');
-    await waitFor(() => order('shop-1001'), (o) => o.status === 'delivered', 'shop-1001 delivered');
+    for (const [no, q] of [
+      ['shop-1001', 1],
+      ['shop-1002', 2],
+    ] as const)
+      await place(no, q);
+    await waitFor(
+      () => order('shop-1002'),
+      (o) => o.status === 'delivered' && o.items.length > 0,
+      'shop-1002 delivered',
+    );
+    await waitFor(
+      () => order('shop-1001'),
+      (o) => o.status === 'delivered',
+      'shop-1001 delivered',
+    );
     // … one whose outcome is unknown (the upstream creates it, then answers 500), …
     sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', times: 1 }] });
     expect((await place('shop-1003')).status).toBe('submit_unknown');
@@ -206,7 +224,10 @@ describe('operator console (headless Chromium)', () => {
   it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order needing a decision, the budget and the queue', async () => {
     await page.goto(consoleUrl('#/'));
     const wallet = page.getByTestId('wallet-balance');
-    await page.waitForFunction((b) => document.querySelector('[data-testid=wallet-balance]')?.textContent?.includes(b), sandbox.walletBalance());
+    await page.waitForFunction(
+      (b) => document.querySelector('[data-testid=wallet-balance]')?.textContent?.includes(b),
+      sandbox.walletBalance(),
+    );
     expect(await wallet.textContent()).toBe(`${sandbox.walletBalance()} CNY`);
     await page.getByTestId('last-sync').getByText('succeeded').waitFor();
     await page.locator('[data-testid=status-counts] [data-status=delivered]', { hasText: '2' }).waitFor();
@@ -279,7 +300,9 @@ describe('operator console (headless Chromium)', () => {
   it('resolves a rejected order the upstream showed an order for (anomaly upstream_order_exists) with that order', async () => {
     // the upstream places it, then answers with a refusal: rejected here; its callback's anomaly (see
     // callbacks-edges.e2e-spec.ts) is recorded as that path does
-    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    sandbox.faults.set({
+      rules: [{ operation: 'createOrder', kind: 'error_after', status: 409, errorCode: 'insufficient_stock', times: 1 }],
+    });
     const refused = await app.http.post('/internal/orders', { shop_order_no: 'shop-1009', sku_code: sku.sku_code, quantity: 1 });
     expect([refused.status, refused.data.order?.status]).toEqual([409, 'rejected']);
     await db.query("UPDATE orders SET anomaly = 'upstream_order_exists' WHERE shop_order_no = 'shop-1009'");
@@ -306,7 +329,10 @@ describe('operator console (headless Chromium)', () => {
     expect(sandbox.order(upstream.id)?.status).toBe('canceled');
     const canceled = await order('shop-1004');
     expect(canceled.refund_state).toBe('refundable');
-    await page.locator('[data-field=refund_state]', { hasText: `${canceled.refundable_amount} CNY` }).getByText('refundable').waitFor();
+    await page
+      .locator('[data-field=refund_state]', { hasText: `${canceled.refundable_amount} CNY` })
+      .getByText('refundable')
+      .waitFor();
 
     await page.getByRole('button', { name: 'Refund…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Record the refund' }).click();
@@ -387,7 +413,13 @@ describe('operator console (headless Chromium)', () => {
     const progress = page.locator('[data-testid=reconciliation-progress][data-status=succeeded]');
     await progress.waitFor();
     const runId = (await progress.getAttribute('data-run'))!;
-    const run = (await app.http.get(`/internal/reconciliation/runs/${runId}`)).data.run as { from: string; to: string; orders_total: number; orders_done: number; differences: number };
+    const run = (await app.http.get(`/internal/reconciliation/runs/${runId}`)).data.run as {
+      from: string;
+      to: string;
+      orders_total: number;
+      orders_done: number;
+      differences: number;
+    };
     expect(run).toMatchObject({ from: `${from}:00.000Z`, to: `${to}:00.000Z` });
     expect(run.orders_done).toBe(run.orders_total);
     expect(run.differences).toBeGreaterThanOrEqual(2);
@@ -412,7 +444,9 @@ describe('operator console (headless Chromium)', () => {
     await page.locator('input[name=order]').fill('shop-1001');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForFunction(() => {
-      const rows = [...document.querySelectorAll('[data-testid=reconciliation-items] tbody tr[data-item]')] as unknown as Array<{ getAttribute(n: string): string | null }>;
+      const rows = [...document.querySelectorAll('[data-testid=reconciliation-items] tbody tr[data-item]')] as unknown as Array<{
+        getAttribute(n: string): string | null;
+      }>;
       return rows.length === 2 && rows.every((r) => r.getAttribute('data-order') === 'shop-1001');
     });
     await page.goto(consoleUrl('#/orders/shop-1001'));

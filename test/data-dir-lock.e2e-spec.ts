@@ -115,7 +115,9 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
       // `wallet` would start an instance in its process and migrate at its start: refused before that.
       const wallet = await relay(['wallet'], { DB_MIGRATE_ON_START: 'true' });
       expect(wallet.code).toBe(3);
-      expect(wallet.out).toContain(`relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `);
+      expect(wallet.out).toContain(
+        `relay: data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `,
+      );
       expect(wallet.out).toContain(`lock file ${lockFile}`);
       expect(wallet.out).toContain('--url http://HOST:PORT (or RELAY_URL); or stop that process first');
       const migrate = await relay(['migrate']);
@@ -216,7 +218,16 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
     };
 
     const free = await race();
-    expect(free.map((r) => r.out.trim().split(' ')[0]).sort()).toEqual(['refused', 'refused', 'refused', 'refused', 'refused', 'refused', 'refused', 'won']);
+    expect(free.map((r) => r.out.trim().split(' ')[0]).sort()).toEqual([
+      'refused',
+      'refused',
+      'refused',
+      'refused',
+      'refused',
+      'refused',
+      'refused',
+      'won',
+    ]);
     expect(existsSync(`${dir}.lock`)).toBe(false); // released at exit
 
     // A stale lock: its holder's pid no longer runs.

@@ -24,7 +24,9 @@ describe('database', () => {
     for (const m of all) expect(m.down).not.toBeNull();
     expect(await pendingMigrations(db.url)).toEqual([]);
     const tables = async () =>
-      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map((r) => r.t);
+      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map(
+        (r) => r.t,
+      );
     const before = await tables();
     const reverted = await migrateDown(db.url, all.length);
     expect(reverted).toHaveLength(all.length);
@@ -52,7 +54,9 @@ describe('database', () => {
     const all = readMigrations();
     const labels = all.map((m) => `${m.version}_${m.name}`);
     const tables = async () =>
-      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map((r) => r.t);
+      (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='public' ORDER BY 1")).map(
+        (r) => r.t,
+      );
     const migrated = await tables();
     // An empty database: every migration reverted and the bookkeeping table dropped too.
     await migrateDown(db.url, all.length);
@@ -131,7 +135,12 @@ describe('database', () => {
 
     it('keeps working when connections are cut while queries are in flight', async () => {
       const ds = app.relay.app.get(DataSource);
-      const inflight = Array.from({ length: 6 }, (_, i) => ds.query(`SELECT pg_sleep(0.05), ${i} AS i`).then(() => 'ok', () => 'failed'));
+      const inflight = Array.from({ length: 6 }, (_, i) =>
+        ds.query(`SELECT pg_sleep(0.05), ${i} AS i`).then(
+          () => 'ok',
+          () => 'failed',
+        ),
+      );
       await new Promise((r) => setTimeout(r, 20));
       await db.terminateConnections();
       const outcomes = await Promise.all(inflight);

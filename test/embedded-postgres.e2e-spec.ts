@@ -77,7 +77,7 @@ onTheEmbeddedPass('the embedded database on disk', () => {
     expect(readdirSync(path)).toEqual(expect.arrayContaining(['PG_VERSION', 'secrets.json']));
   }, 60_000);
 
-  it('runs the database beside the service: a long statement does not hold up the service\'s thread; stop twice is one stop', async () => {
+  it("runs the database beside the service: a long statement does not hold up the service's thread; stop twice is one stop", async () => {
     const db = await EmbeddedPostgres.start({ path: 'memory' });
     try {
       const client = new pg.Client(db.url);
@@ -104,6 +104,8 @@ onTheEmbeddedPass('the embedded database on disk', () => {
   it('a directory that cannot be created is a clear error naming it', async () => {
     const blocker = join(dir, 'a-file');
     writeFileSync(blocker, 'not a directory');
-    await expect(EmbeddedPostgres.start({ path: join(blocker, 'pglite') })).rejects.toThrow(/^could not create the embedded database in .*a-file\/pglite: /);
+    await expect(EmbeddedPostgres.start({ path: join(blocker, 'pglite') })).rejects.toThrow(
+      /^could not create the embedded database in .*a-file\/pglite: /,
+    );
   });
 });

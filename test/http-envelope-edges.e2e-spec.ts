@@ -53,12 +53,25 @@ describe('internal API: envelope, auth and bad input at the edges', () => {
     const before = await orders();
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['trace_id', { shop_order_no: 'rv-nul-1', sku_code: 'RV-AUTO', quantity: 1, trace_id: 'a\u0000b' }, 'trace_id'],
-      ['manual_form_data value', { shop_order_no: 'rv-nul-2', sku_code: 'RV-MANUAL', quantity: 1, manual_form_data: { account: 'a\u0000b' } }, 'manual_form_data'],
-      ['manual_form_data key', { shop_order_no: 'rv-nul-3', sku_code: 'RV-MANUAL', quantity: 1, manual_form_data: { account: 'ok', 'k\u0000': 1 } }, 'manual_form_data'],
+      [
+        'manual_form_data value',
+        { shop_order_no: 'rv-nul-2', sku_code: 'RV-MANUAL', quantity: 1, manual_form_data: { account: 'a\u0000b' } },
+        'manual_form_data',
+      ],
+      [
+        'manual_form_data key',
+        { shop_order_no: 'rv-nul-3', sku_code: 'RV-MANUAL', quantity: 1, manual_form_data: { account: 'ok', 'k\u0000': 1 } },
+        'manual_form_data',
+      ],
     ];
     for (const [what, body, field] of cases) {
       const r = await t.app.http.post('/internal/orders', body);
-      expect({ what, status: r.status, code: r.data.error_code, fields: Object.keys(r.data.fields ?? {}).some((k: string) => k.startsWith(field)) }).toEqual({
+      expect({
+        what,
+        status: r.status,
+        code: r.data.error_code,
+        fields: Object.keys(r.data.fields ?? {}).some((k: string) => k.startsWith(field)),
+      }).toEqual({
         what,
         status: 400,
         code: 'bad_request',
@@ -90,7 +103,13 @@ describe('internal API: envelope, auth and bad input at the edges', () => {
     for (const [method, url, type, data] of cases) {
       const r = await anonymous.request({ method, url, data, headers: { 'content-type': type }, transformRequest: [(d: unknown) => d] });
       // (an unknown path under /internal/ already answers 401 for the same bodies: test/http-envelope.e2e-spec.ts)
-      expect({ method, url, type, status: r.status, code: r.data.error_code }).toEqual({ method, url, type, status: 401, code: 'unauthorized' });
+      expect({ method, url, type, status: r.status, code: r.data.error_code }).toEqual({
+        method,
+        url,
+        type,
+        status: 401,
+        code: 'unauthorized',
+      });
     }
   });
 

@@ -33,7 +33,12 @@ describe('HTTP envelope', () => {
     const r = await app.http.post('/internal/orders', '{"shop_order_no": "x", ', raw);
     expect(r.status).toBe(400);
     // (CONTRACT §5: `fields` for bad_request, here naming the body)
-    expect(r.data).toEqual({ ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/not valid JSON/), fields: { body: [expect.stringMatching(/not valid JSON/)] } });
+    expect(r.data).toEqual({
+      ok: false,
+      error_code: 'bad_request',
+      error_message: expect.stringMatching(/not valid JSON/),
+      fields: { body: [expect.stringMatching(/not valid JSON/)] },
+    });
     // A JSON value that is not an object is refused too.
     const scalar = await app.http.post('/internal/orders', '"just a string"', raw);
     expect(scalar.status).toBe(400);
@@ -52,7 +57,12 @@ describe('HTTP envelope', () => {
       expect({ what, status: r.status, body: r.data }).toEqual({
         what,
         status: 400,
-        body: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(why), fields: { body: [expect.stringMatching(why)] } },
+        body: {
+          ok: false,
+          error_code: 'bad_request',
+          error_message: expect.stringMatching(why),
+          fields: { body: [expect.stringMatching(why)] },
+        },
       });
     }
     // JSON under a charset parameter is read as JSON: here the unknown SKU refuses it
@@ -73,16 +83,32 @@ describe('HTTP envelope', () => {
       ['application/octet-stream', { 'content-type': 'application/octet-stream' }, Buffer.from([0, 1, 2, 255])],
       ['multipart/form-data', {}, form],
       // JSON bytes under another media type are not a JSON body either
-      ['application/vnd.api+json', { 'content-type': 'application/vnd.api+json' }, JSON.stringify({ shop_order_no: 'ct-3', sku_code: 'x', quantity: 1 })],
+      [
+        'application/vnd.api+json',
+        { 'content-type': 'application/vnd.api+json' },
+        JSON.stringify({ shop_order_no: 'ct-3', sku_code: 'x', quantity: 1 }),
+      ],
       ['text/plain', { 'content-type': 'text/plain' }, JSON.stringify({ shop_order_no: 'ct-4', sku_code: 'x', quantity: 1 })],
-      ['application/x-www-form-urlencoded', { 'content-type': 'application/x-www-form-urlencoded' }, 'shop_order_no=ct-5&sku_code=x&quantity=1'],
+      [
+        'application/x-www-form-urlencoded',
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        'shop_order_no=ct-5&sku_code=x&quantity=1',
+      ],
     ];
     for (const [what, headers, body] of cases) {
-      const r = await app.http.post('/internal/orders', body, { headers, transformRequest: what === 'multipart/form-data' ? undefined : [(d: unknown) => d] });
+      const r = await app.http.post('/internal/orders', body, {
+        headers,
+        transformRequest: what === 'multipart/form-data' ? undefined : [(d: unknown) => d],
+      });
       expect({ what, status: r.status, body: r.data }).toEqual({
         what,
         status: 400,
-        body: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/not JSON/), fields: { body: [expect.stringMatching(/not JSON/)] } },
+        body: {
+          ok: false,
+          error_code: 'bad_request',
+          error_message: expect.stringMatching(/not JSON/),
+          fields: { body: [expect.stringMatching(/not JSON/)] },
+        },
       });
     }
     // on every route that takes a body
@@ -91,18 +117,38 @@ describe('HTTP envelope', () => {
       ['put', '/internal/pricing/rules'],
       ['post', '/internal/orders/NO-SUCH/cancel'],
     ] as const) {
-      const r = await app.http.request({ method, url: path, data: xml, headers: { 'content-type': 'application/xml' }, transformRequest: [(d: unknown) => d] });
-      expect({ path, status: r.status, code: r.data.error_code, fields: r.data.fields }).toEqual({ path, status: 400, code: 'bad_request', fields: { body: [expect.any(String)] } });
+      const r = await app.http.request({
+        method,
+        url: path,
+        data: xml,
+        headers: { 'content-type': 'application/xml' },
+        transformRequest: [(d: unknown) => d],
+      });
+      expect({ path, status: r.status, code: r.data.error_code, fields: r.data.fields }).toEqual({
+        path,
+        status: 400,
+        code: 'bad_request',
+        fields: { body: [expect.any(String)] },
+      });
     }
     // sent as written: a body without a content-type, and a content-type that cannot be read
     const u = new URL(app.url);
     const raw = (headers: Record<string, string>, body: string) =>
       new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-        const req = http.request({ host: u.hostname, port: u.port, path: '/internal/orders', method: 'POST', headers: { authorization: `Bearer ${app.config.internalApiToken}`, ...headers } }, (res) => {
-          let b = '';
-          res.on('data', (c: Buffer) => (b += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(b) as Record<string, unknown> }));
-        });
+        const req = http.request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: '/internal/orders',
+            method: 'POST',
+            headers: { authorization: `Bearer ${app.config.internalApiToken}`, ...headers },
+          },
+          (res) => {
+            let b = '';
+            res.on('data', (c: Buffer) => (b += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(b) as Record<string, unknown> }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -111,10 +157,22 @@ describe('HTTP envelope', () => {
       ['an unreadable content-type', { 'content-type': 'not a media type' }],
     ] as const) {
       const r = await raw(headers, '{"shop_order_no":"ct-6","sku_code":"x","quantity":1}');
-      expect({ what, ...r }).toEqual({ what, status: 400, body: { ok: false, error_code: 'bad_request', error_message: expect.any(String), fields: { body: [expect.stringMatching(/not JSON/)] } } });
+      expect({ what, ...r }).toEqual({
+        what,
+        status: 400,
+        body: {
+          ok: false,
+          error_code: 'bad_request',
+          error_message: expect.any(String),
+          fields: { body: [expect.stringMatching(/not JSON/)] },
+        },
+      });
     }
     // the body-size rule comes first, whatever the type
-    const big = await app.http.post('/internal/orders', `<x>${'y'.repeat(66 * 1024)}</x>`, { headers: { 'content-type': 'application/xml' }, transformRequest: [(d: unknown) => d] });
+    const big = await app.http.post('/internal/orders', `<x>${'y'.repeat(66 * 1024)}</x>`, {
+      headers: { 'content-type': 'application/xml' },
+      transformRequest: [(d: unknown) => d],
+    });
     expect([big.status, big.data.error_code]).toEqual([413, 'payload_too_large']);
     const bigChunked = await raw({ 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, 'z'.repeat(66 * 1024));
     expect([bigChunked.status, bigChunked.body.error_code]).toEqual([413, 'payload_too_large']);
@@ -197,8 +255,18 @@ describe('HTTP envelope', () => {
       ['patch', '/internal/orders/X', { status: 'delivered' }],
     ];
     for (const [method, url, data] of unknown) {
-      for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${app.config.internalApiToken}x` }, { authorization: 'Basic dGVzdA==' }]) {
-        const r = await anonymous.request({ method, url, data, headers: typeof data === 'string' ? { ...headers, 'content-type': 'application/xml' } : headers });
+      for (const headers of [
+        {},
+        { authorization: 'Bearer wrong' },
+        { authorization: `Bearer ${app.config.internalApiToken}x` },
+        { authorization: 'Basic dGVzdA==' },
+      ]) {
+        const r = await anonymous.request({
+          method,
+          url,
+          data,
+          headers: typeof data === 'string' ? { ...headers, 'content-type': 'application/xml' } : headers,
+        });
         expect({ method, url, headers, status: r.status, body: r.data }).toEqual({
           method,
           url,
@@ -207,8 +275,18 @@ describe('HTTP envelope', () => {
           body: { ok: false, error_code: 'unauthorized', error_message: expect.any(String) },
         });
       }
-      const known = await app.http.request({ method, url, data, headers: typeof data === 'string' ? { 'content-type': 'application/xml' } : {} });
-      expect({ method, url, status: known.status, body: known.data }).toEqual({ method, url, status: 404, body: { ok: false, error_code: 'not_found', error_message: expect.any(String) } });
+      const known = await app.http.request({
+        method,
+        url,
+        data,
+        headers: typeof data === 'string' ? { 'content-type': 'application/xml' } : {},
+      });
+      expect({ method, url, status: known.status, body: known.data }).toEqual({
+        method,
+        url,
+        status: 404,
+        body: { ok: false, error_code: 'not_found', error_message: expect.any(String) },
+      });
     }
     // any spelling that names an internal path (sent as written)
     const u = new URL(app.url);
@@ -222,13 +300,24 @@ describe('HTTP envelope', () => {
         req.end(body);
       });
     // (written under /internal/ but resolving elsewhere counts too: either reading asks for the token)
-    for (const path of ['/%69nternal/nope', '//internal/nope', '/./internal/nope', '/x/../internal/nope', '/INTERNAL/nope', '/internal/../nope', '/internal/%2e%2e/nope']) {
+    for (const path of [
+      '/%69nternal/nope',
+      '//internal/nope',
+      '/./internal/nope',
+      '/x/../internal/nope',
+      '/INTERNAL/nope',
+      '/internal/../nope',
+      '/internal/%2e%2e/nope',
+    ]) {
       expect([path, await raw(path)]).toEqual([path, 401]);
     }
     // whatever the body, even under a content-type that cannot be read, or none
     for (const headers of [{ 'content-type': 'not a media type' }, {}] as Array<Record<string, string>>) {
       expect([headers, await raw('/internal/nope', 'POST', headers, '<x/>')]).toEqual([headers, 401]);
-      expect([headers, await raw('/internal/nope', 'POST', { ...headers, authorization: `Bearer ${app.config.internalApiToken}` }, '<x/>')]).toEqual([headers, 404]);
+      expect([
+        headers,
+        await raw('/internal/nope', 'POST', { ...headers, authorization: `Bearer ${app.config.internalApiToken}` }, '<x/>'),
+      ]).toEqual([headers, 404]);
     }
     // an unknown path elsewhere is a plain 404, token or not
     const elsewhere = await anonymous.get('/no-such-thing');
@@ -244,27 +333,52 @@ describe('HTTP envelope', () => {
     const raw = (path: string, method = 'GET', body?: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(app.url);
-        const req = http.request({ host: u.hostname, port: u.port, path, method, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
-          let b = '';
-          res.on('data', (c: Buffer) => (b += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }));
-        });
+        const req = http.request(
+          { host: u.hostname, port: u.port, path, method, headers: body ? { 'content-type': 'application/json' } : {} },
+          (res) => {
+            let b = '';
+            res.on('data', (c: Buffer) => (b += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
-    for (const path of ['/%69nternal/orders', '/%69nternal/pricing/rules', '/internal%2Forders', '//internal/orders', '/./internal/orders', '/%2e/internal/orders', '/INTERNAL/orders', '/internal/orders/']) {
+    for (const path of [
+      '/%69nternal/orders',
+      '/%69nternal/pricing/rules',
+      '/internal%2Forders',
+      '//internal/orders',
+      '/./internal/orders',
+      '/%2e/internal/orders',
+      '/INTERNAL/orders',
+      '/internal/orders/',
+    ]) {
       // whether the router matches the spelling to a route (401 from the guard) or not (401 from the
       // not-found answer, which asks for the token on an internal path first), the answer is the same
       const r = await raw(path);
-      expect([path, r.status, JSON.parse(r.body)]).toEqual([path, 401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
+      expect([path, r.status, JSON.parse(r.body)]).toEqual([
+        path,
+        401,
+        { ok: false, error_code: 'unauthorized', error_message: expect.any(String) },
+      ]);
     }
     const placed = await raw('/%69nternal/orders', 'POST', JSON.stringify({ shop_order_no: 'enc-1', sku_code: 'x', quantity: 1 }));
-    expect([placed.status, JSON.parse(placed.body)]).toEqual([401, { ok: false, error_code: 'unauthorized', error_message: expect.any(String) }]);
+    expect([placed.status, JSON.parse(placed.body)]).toEqual([
+      401,
+      { ok: false, error_code: 'unauthorized', error_message: expect.any(String) },
+    ]);
     expect(await orders()).toBe(0);
   });
 
   it('names every field at fault in bad_request', async () => {
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'bad no!', sku_code: '', quantity: 0, max_unit_cost: 1.5, extra: true });
+    const r = await app.http.post('/internal/orders', {
+      shop_order_no: 'bad no!',
+      sku_code: '',
+      quantity: 0,
+      max_unit_cost: 1.5,
+      extra: true,
+    });
     expect(r.status).toBe(400);
     expect(r.data.error_code).toBe('bad_request');
     expect(Object.keys(r.data.fields).sort()).toEqual(['extra', 'max_unit_cost', 'quantity', 'shop_order_no', 'sku_code']);

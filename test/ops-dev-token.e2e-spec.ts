@@ -25,7 +25,13 @@ describe('the internal token in the log, sandbox mode', () => {
     const port = await freePort();
     // no UPSTREAM_* : the built-in sandbox
     const child = startChildApp({
-      env: { ...testEnv(null, { LOG_LEVEL: 'info', INTERNAL_API_TOKEN: token }), DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' },
+      env: {
+        ...testEnv(null, { LOG_LEVEL: 'info', INTERNAL_API_TOKEN: token }),
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+      },
     });
     try {
       await child.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening'));

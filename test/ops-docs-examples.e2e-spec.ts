@@ -61,7 +61,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** The examples of a media object: `example`, every `examples` value, and an `example` on its schema. */
 function examplesOf(m: Media | undefined): unknown[] {
   if (!m) return [];
-  return [...(m.example !== undefined ? [m.example] : []), ...Object.values(m.examples ?? {}).map((e) => e.value), ...(m.schema?.example !== undefined ? [m.schema.example] : [])];
+  return [
+    ...(m.example !== undefined ? [m.example] : []),
+    ...Object.values(m.examples ?? {}).map((e) => e.value),
+    ...(m.schema?.example !== undefined ? [m.schema.example] : []),
+  ];
 }
 
 // ------------------------------------------------------------------ a small schema checker
@@ -102,7 +106,8 @@ function check(doc: Doc, value: unknown, schema: Schema, path = '$', errors: str
   if (schema.enum && !schema.enum.includes(value)) errors.push(`${path}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
   if (typeof value === 'string') {
     if (schema.pattern && !new RegExp(schema.pattern).test(value)) errors.push(`${path}: "${value}" does not match ${schema.pattern}`);
-    if (schema.format === 'date-time' && !(/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(value) && !Number.isNaN(Date.parse(value)))) errors.push(`${path}: "${value}" is not a date-time`);
+    if (schema.format === 'date-time' && !(/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(value) && !Number.isNaN(Date.parse(value))))
+      errors.push(`${path}: "${value}" is not a date-time`);
     if (schema.minLength !== undefined && value.length < schema.minLength) errors.push(`${path}: shorter than ${schema.minLength}`);
     if (schema.maxLength !== undefined && value.length > schema.maxLength) errors.push(`${path}: longer than ${schema.maxLength}`);
   }
@@ -132,7 +137,19 @@ function deref(doc: Doc, s: Schema): Schema {
 }
 
 /** Members whose keys are data (texts by language, free-form objects), not part of the shape. */
-const DICTIONARIES = new Set(['product_title', 'product_description', 'name', 'spec_values', 'manual_form_schema', 'delivery_data', 'detail', 'member_level', 'fields', 'old', 'new']);
+const DICTIONARIES = new Set([
+  'product_title',
+  'product_description',
+  'name',
+  'spec_values',
+  'manual_form_schema',
+  'delivery_data',
+  'detail',
+  'member_level',
+  'fields',
+  'old',
+  'new',
+]);
 
 /**
  * The shape differences of a real answer and a documented example: the same keys in every object
@@ -198,9 +215,19 @@ describe('API docs: operations, examples and error codes', () => {
    * A real answer against the docs: its status, the documented schema of that status, and the shape
    * of the documented example (by name). Returns the documented example.
    */
-  const expectDocumented = (res: { status: number; data: unknown }, method: string, path: string, status: number, name?: string): unknown => {
+  const expectDocumented = (
+    res: { status: number; data: unknown },
+    method: string,
+    path: string,
+    status: number,
+    name?: string,
+  ): unknown => {
     const what = `${method.toUpperCase()} ${path} → ${status}${name ? ` (${name})` : ''}`;
-    expect({ what, status: res.status, data: res.status === status ? 'as expected' : res.data }).toEqual({ what, status, data: 'as expected' });
+    expect({ what, status: res.status, data: res.status === status ? 'as expected' : res.data }).toEqual({
+      what,
+      status,
+      data: 'as expected',
+    });
     const m = media(method, path, status);
     const example = documented(method, path, status, name);
     expect({ what, schema: check(doc, res.data, m.schema ?? {}) }).toEqual({ what, schema: [] });
@@ -246,7 +273,13 @@ describe('API docs: operations, examples and error codes', () => {
   });
 
   const registered = () =>
-    [...new Set(app.relay.routes.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && PUBLIC_PREFIXES.some((p) => r.path.startsWith(p))).map((r) => `${r.method} ${r.path}`))].map((k) => {
+    [
+      ...new Set(
+        app.relay.routes
+          .filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && PUBLIC_PREFIXES.some((p) => r.path.startsWith(p)))
+          .map((r) => `${r.method} ${r.path}`),
+      ),
+    ].map((k) => {
       const [method, path] = k.split(' ');
       return { method: method.toLowerCase(), path, openApiPath: toOpenApiPath(path) };
     });
@@ -266,17 +299,21 @@ describe('API docs: operations, examples and error codes', () => {
         if (!o.summary?.trim()) problems.push(`${name}: no summary`);
         if (!o.description?.trim()) problems.push(`${name}: no description`);
         for (const p of r.path.match(/:([A-Za-z0-9_]+)/g) ?? []) {
-          if (!o.parameters?.some((x) => x.in === 'path' && x.name === p.slice(1))) problems.push(`${name}: path parameter ${p.slice(1)} not documented`);
+          if (!o.parameters?.some((x) => x.in === 'path' && x.name === p.slice(1)))
+            problems.push(`${name}: path parameter ${p.slice(1)} not documented`);
         }
         for (const q of (o.parameters ?? []).filter((x) => x.in === 'query')) {
           if (!q.schema?.type && !q.schema?.enum) problems.push(`${name}: query parameter ${q.name} has no type`);
         }
-        const ok = Object.entries(o.responses).filter(([s, resp]) => /^2\d\d$/.test(s) && Object.values(resp.content ?? {}).some((m) => examplesOf(m).length > 0));
+        const ok = Object.entries(o.responses).filter(
+          ([s, resp]) => /^2\d\d$/.test(s) && Object.values(resp.content ?? {}).some((m) => examplesOf(m).length > 0),
+        );
         if (!ok.length) problems.push(`${name}: no 2xx answer with an example`);
       }
       const known = new Set(routes.map((r) => `${r.method} ${r.openApiPath}`));
       for (const [path, item] of Object.entries(doc.paths)) {
-        for (const method of Object.keys(item)) if (!known.has(`${method} ${path}`)) problems.push(`${method.toUpperCase()} ${path}: documented, not registered`);
+        for (const method of Object.keys(item))
+          if (!known.has(`${method} ${path}`)) problems.push(`${method.toUpperCase()} ${path}: documented, not registered`);
       }
       expect(problems).toEqual([]);
     });
@@ -285,9 +322,14 @@ describe('API docs: operations, examples and error codes', () => {
       const param = (path: string, name: string) => op('get', path).parameters?.find((p) => p.in === 'query' && p.name === name)?.schema;
       for (const path of ['/internal/catalog/skus', '/internal/orders', '/internal/catalog/sync-runs', '/internal/webhooks/deliveries']) {
         expect({ path, page: param(path, 'page') }).toMatchObject({ path, page: { type: 'integer', minimum: 1 } });
-        expect({ path, page_size: param(path, 'page_size') }).toMatchObject({ path, page_size: { type: 'integer', minimum: 1, maximum: 500 } });
+        expect({ path, page_size: param(path, 'page_size') }).toMatchObject({
+          path,
+          page_size: { type: 'integer', minimum: 1, maximum: 500 },
+        });
       }
-      expect(param('/internal/orders', 'status')?.enum).toEqual(expect.arrayContaining(['submit_unknown', 'delivered', 'rejected', 'refunded']));
+      expect(param('/internal/orders', 'status')?.enum).toEqual(
+        expect.arrayContaining(['submit_unknown', 'delivered', 'rejected', 'refunded']),
+      );
       expect(param('/internal/orders', 'stuck')?.type).toBe('boolean');
       for (const name of ['listed', 'available']) expect(param('/internal/catalog/skus', name)?.type).toBe('boolean');
       expect(param('/internal/catalog/skus', 'category_id')).toMatchObject({ type: 'integer', minimum: 1 });
@@ -302,7 +344,8 @@ describe('API docs: operations, examples and error codes', () => {
         ['post', '/internal/catalog/sync'],
         ['post', '/callbacks/upstream'],
       ];
-      for (const [method, path] of withBody) expect({ method, path, body: Boolean(op(method, path).requestBody) }).toEqual({ method, path, body: true });
+      for (const [method, path] of withBody)
+        expect({ method, path, body: Boolean(op(method, path).requestBody) }).toEqual({ method, path, body: true });
       const problems: string[] = [];
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const [method, o] of Object.entries(item)) {
@@ -315,7 +358,9 @@ describe('API docs: operations, examples and error codes', () => {
         }
       }
       expect(problems).toEqual([]);
-      expect(Object.keys(op('post', '/internal/orders/{shop_order_no}/resolve').requestBody!.content!['application/json'].examples!)).toEqual(['upstream_order_id', 'not_placed']);
+      expect(
+        Object.keys(op('post', '/internal/orders/{shop_order_no}/resolve').requestBody!.content!['application/json'].examples!),
+      ).toEqual(['upstream_order_id', 'not_placed']);
     });
 
     it('shows every error code of the table as an example under its own HTTP status, in an enum of that answer', () => {
@@ -330,10 +375,15 @@ describe('API docs: operations, examples and error codes', () => {
                 if (!isObject(e) || e.ok !== false || !('error_code' in e)) continue;
                 const code = String(e.error_code);
                 seen.set(code, [...(seen.get(code) ?? []), `${method} ${path} ${status}`]);
-                if (typeof e.error_message !== 'string' || !e.error_message) problems.push(`${method} ${path} ${status} ${code}: no error_message`);
-                if (status !== 'default' && table.has(code) && table.get(code) !== Number(status)) problems.push(`${method} ${path}: ${code} under ${status}, the table says ${table.get(code)}`);
-                const enumed = (m.schema?.allOf ?? [m.schema ?? {}]).map((x) => deref(doc, x)).flatMap((x) => x.properties?.error_code?.enum ?? []);
-                if (status !== 'default' && !enumed.includes(code)) problems.push(`${method} ${path} ${status}: ${code} not in the answer's enum`);
+                if (typeof e.error_message !== 'string' || !e.error_message)
+                  problems.push(`${method} ${path} ${status} ${code}: no error_message`);
+                if (status !== 'default' && table.has(code) && table.get(code) !== Number(status))
+                  problems.push(`${method} ${path}: ${code} under ${status}, the table says ${table.get(code)}`);
+                const enumed = (m.schema?.allOf ?? [m.schema ?? {}])
+                  .map((x) => deref(doc, x))
+                  .flatMap((x) => x.properties?.error_code?.enum ?? []);
+                if (status !== 'default' && !enumed.includes(code))
+                  problems.push(`${method} ${path} ${status}: ${code} not in the answer's enum`);
               }
             }
           }
@@ -347,7 +397,9 @@ describe('API docs: operations, examples and error codes', () => {
       expect(where('payment_failed')).toContain('post /internal/orders 402');
       expect(where('upstream_auth_failed')).toContain('post /internal/orders 502');
       expect(where('manual_form_required')).toContain('post /internal/orders 400');
-      expect(where('outcome_unknown')).toEqual(expect.arrayContaining(['post /internal/orders/{shop_order_no}/cancel 409', 'post /internal/orders/{shop_order_no}/refund 409']));
+      expect(where('outcome_unknown')).toEqual(
+        expect.arrayContaining(['post /internal/orders/{shop_order_no}/cancel 409', 'post /internal/orders/{shop_order_no}/refund 409']),
+      );
       expect(where('resolve_mismatch')).toContain('post /internal/orders/{shop_order_no}/resolve 409');
       expect(where('sync_in_progress')).toContain('post /internal/catalog/sync 409');
       expect(where('invalid_signature')).toContain('post /callbacks/upstream 401');
@@ -371,18 +423,37 @@ describe('API docs: operations, examples and error codes', () => {
     });
 
     it('money is a decimal string in every example', () => {
-      const money = new Set(['amount', 'refundable_amount', 'refunded_amount', 'cost_price', 'sale_price', 'original_price', 'member_price', 'balance', 'unit_cost', 'max_unit_cost', 'markup_percent', 'markup_fixed', 'rounding']);
+      const money = new Set([
+        'amount',
+        'refundable_amount',
+        'refunded_amount',
+        'cost_price',
+        'sale_price',
+        'original_price',
+        'member_price',
+        'balance',
+        'unit_cost',
+        'max_unit_cost',
+        'markup_percent',
+        'markup_fixed',
+        'rounding',
+      ]);
       const found: string[] = [];
       const walk = (v: unknown, path: string) => {
         if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
-        else if (isObject(v)) for (const [k, x] of Object.entries(v)) {
-          if (money.has(k) && x !== null && !(typeof x === 'string' && /^-?\d+(\.\d+)?$/.test(x))) found.push(`${path}.${k}: ${JSON.stringify(x)}`);
-          walk(x, `${path}.${k}`);
-        }
+        else if (isObject(v))
+          for (const [k, x] of Object.entries(v)) {
+            if (money.has(k) && x !== null && !(typeof x === 'string' && /^-?\d+(\.\d+)?$/.test(x)))
+              found.push(`${path}.${k}: ${JSON.stringify(x)}`);
+            walk(x, `${path}.${k}`);
+          }
       };
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const [method, o] of Object.entries(item)) {
-          const medias = [...Object.values(o.requestBody?.content ?? {}), ...Object.values(o.responses).flatMap((r) => Object.values(r.content ?? {}))];
+          const medias = [
+            ...Object.values(o.requestBody?.content ?? {}),
+            ...Object.values(o.responses).flatMap((r) => Object.values(r.content ?? {})),
+          ];
           for (const m of medias) for (const e of examplesOf(m)) walk(e, `${method} ${path}`);
         }
       }
@@ -400,14 +471,28 @@ describe('API docs: operations, examples and error codes', () => {
       const example = expectDocumented(created, 'post', ORDERS, 201) as { order: Record<string, unknown> };
       expect(Object.keys(created.data as object)).toEqual(Object.keys(example));
       expect(Object.keys((created.data as { order: object }).order).sort()).toEqual(Object.keys(example.order).sort());
-      expect((created.data as { order: { sku_code: string; quantity: number } }).order).toMatchObject({ sku_code: full.sku_code, quantity: full.quantity, trace_id: full.trace_id });
+      expect((created.data as { order: { sku_code: string; quantity: number } }).order).toMatchObject({
+        sku_code: full.sku_code,
+        quantity: full.quantity,
+        trace_id: full.trace_id,
+      });
 
       const delivered = await waitForOrder(app.http, String(full.shop_order_no), (o) => o.status === 'delivered');
       expect(delivered.items).toHaveLength(Number(full.quantity));
       expectDocumented(await app.http.get(`${ORDERS}/${String(full.shop_order_no)}`), 'get', '/internal/orders/{shop_order_no}', 200);
       expectDocumented(await app.http.get(ORDERS, { params: { status: 'delivered' } }), 'get', ORDERS, 200);
-      expectDocumented(await app.http.get(`${ORDERS}/${String(full.shop_order_no)}/events`), 'get', '/internal/orders/{shop_order_no}/events', 200);
-      expectDocumented(await app.http.post(`${ORDERS}/${String(full.shop_order_no)}/refresh`), 'post', '/internal/orders/{shop_order_no}/refresh', 200);
+      expectDocumented(
+        await app.http.get(`${ORDERS}/${String(full.shop_order_no)}/events`),
+        'get',
+        '/internal/orders/{shop_order_no}/events',
+        200,
+      );
+      expectDocumented(
+        await app.http.post(`${ORDERS}/${String(full.shop_order_no)}/refresh`),
+        'post',
+        '/internal/orders/{shop_order_no}/refresh',
+        200,
+      );
       // the same key and body: the recorded order (200)
       expectDocumented(await app.http.post(ORDERS, full), 'post', ORDERS, 200);
       // another body: exactly the documented answer
@@ -425,9 +510,25 @@ describe('API docs: operations, examples and error codes', () => {
       };
       await exactly({ shop_order_no: 'bad no', sku_code: 'SKU-00042-1', quantity: 0 }, 400, 'bad_request');
       await exactly({ shop_order_no: 'SO-20261122-0010', sku_code: 'SKU-99999-1', quantity: 1 }, 404, 'sku_not_found');
-      await exactly({ shop_order_no: 'SO-20261122-0006', sku_code: 'SKU-00057-1', quantity: 1, manual_form_data: { server: 'asia-1' } }, 400, 'manual_form_required');
-      expectDocumented(await app.http.post(ORDERS, { shop_order_no: 'SO-20261122-0011', sku_code: 'SKU-00043-1', quantity: 1 }), 'post', ORDERS, 409, 'sku_unavailable');
-      expectDocumented(await app.http.post(ORDERS, { shop_order_no: 'SO-20261122-0012', sku_code: 'SKU-00042-1', quantity: 1, max_unit_cost: '1.00' }), 'post', ORDERS, 409, 'price_changed');
+      await exactly(
+        { shop_order_no: 'SO-20261122-0006', sku_code: 'SKU-00057-1', quantity: 1, manual_form_data: { server: 'asia-1' } },
+        400,
+        'manual_form_required',
+      );
+      expectDocumented(
+        await app.http.post(ORDERS, { shop_order_no: 'SO-20261122-0011', sku_code: 'SKU-00043-1', quantity: 1 }),
+        'post',
+        ORDERS,
+        409,
+        'sku_unavailable',
+      );
+      expectDocumented(
+        await app.http.post(ORDERS, { shop_order_no: 'SO-20261122-0012', sku_code: 'SKU-00042-1', quantity: 1, max_unit_cost: '1.00' }),
+        'post',
+        ORDERS,
+        409,
+        'price_changed',
+      );
 
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
       const refused = await app.http.post(ORDERS, { shop_order_no: 'SO-20261122-0005', sku_code: 'SKU-00042-1', quantity: 1 });
@@ -439,7 +540,12 @@ describe('API docs: operations, examples and error codes', () => {
 
       const xml = await app.http.post(ORDERS, '<order/>', { headers: { 'content-type': 'application/xml' } });
       expect(xml.data).toEqual(expectDocumented(xml, 'post', ORDERS, 400, 'not_json'));
-      const big = await app.http.post(ORDERS, { shop_order_no: 'SO-big', sku_code: 'SKU-00042-1', quantity: 1, trace_id: 'x'.repeat(70_000) });
+      const big = await app.http.post(ORDERS, {
+        shop_order_no: 'SO-big',
+        sku_code: 'SKU-00042-1',
+        quantity: 1,
+        trace_id: 'x'.repeat(70_000),
+      });
       expect(big.data).toEqual(expectDocumented(big, 'post', ORDERS, 413));
     });
 
@@ -457,15 +563,26 @@ describe('API docs: operations, examples and error codes', () => {
       const notAllowed = await app.http.post(`${ORDERS}/SO-20261122-0001/cancel`);
       const docNotAllowed = expectDocumented(notAllowed, 'post', cancelPath, 409, 'cancel_not_allowed') as Record<string, unknown>;
       expect((notAllowed.data as { error_message: string }).error_message).toBe(docNotAllowed.error_message);
-      expectDocumented(await app.http.post(`${ORDERS}/SO-20261122-0001/refund`), 'post', '/internal/orders/{shop_order_no}/refund', 409, 'cancel_not_allowed');
+      expectDocumented(
+        await app.http.post(`${ORDERS}/SO-20261122-0001/refund`),
+        'post',
+        '/internal/orders/{shop_order_no}/refund',
+        409,
+        'cancel_not_allowed',
+      );
 
       const resolvePath = '/internal/orders/{shop_order_no}/resolve';
-      const notUnknown = await app.http.post(`${ORDERS}/SO-20261122-0001/resolve`, requestExample('post', resolvePath, 'upstream_order_id'));
+      const notUnknown = await app.http.post(
+        `${ORDERS}/SO-20261122-0001/resolve`,
+        requestExample('post', resolvePath, 'upstream_order_id'),
+      );
       expect(notUnknown.data).toEqual(expectDocumented(notUnknown, 'post', resolvePath, 409, 'not_unknown'));
       const other = (await app.http.get(`${ORDERS}/SO-20261122-0001`)).data as { order: { upstream_order_id: number } };
       const mismatch = await app.http.post(`${ORDERS}/SO-20261122-0004/resolve`, { upstream_order_id: other.order.upstream_order_id });
       const docMismatch = expectDocumented(mismatch, 'post', resolvePath, 409, 'resolve_mismatch') as Record<string, unknown>;
-      expect((mismatch.data as { error_message: string }).error_message.replace(/\d{6,}/, 'N')).toBe(String(docMismatch.error_message).replace(/\d{6,}/, 'N'));
+      expect((mismatch.data as { error_message: string }).error_message.replace(/\d{6,}/, 'N')).toBe(
+        String(docMismatch.error_message).replace(/\d{6,}/, 'N'),
+      );
       const badResolve = await app.http.post(`${ORDERS}/SO-20261122-0004/resolve`, { not_placed: false });
       expect(badResolve.data).toEqual(expectDocumented(badResolve, 'post', resolvePath, 400, 'bad_request'));
       const resolved = await app.http.post(`${ORDERS}/SO-20261122-0004/resolve`, requestExample('post', resolvePath, 'not_placed'));
@@ -483,20 +600,54 @@ describe('API docs: operations, examples and error codes', () => {
       expectDocumented(await app.http.get('/internal/catalog/categories'), 'get', '/internal/catalog/categories', 200);
       expectDocumented(await app.http.get('/internal/catalog/skus', { params: { page_size: 2 } }), 'get', '/internal/catalog/skus', 200);
       expectDocumented(await app.http.get('/internal/catalog/skus/SKU-00042-1'), 'get', '/internal/catalog/skus/{sku_code}', 200);
-      expectDocumented(await app.http.get('/internal/catalog/skus/SKU-00042-1/changes'), 'get', '/internal/catalog/skus/{sku_code}/changes', 200);
+      expectDocumented(
+        await app.http.get('/internal/catalog/skus/SKU-00042-1/changes'),
+        'get',
+        '/internal/catalog/skus/{sku_code}/changes',
+        200,
+      );
       expectDocumented(await app.http.get('/internal/catalog/conflicts'), 'get', '/internal/catalog/conflicts', 200);
       expectDocumented(await app.http.get('/internal/catalog/sync-runs'), 'get', '/internal/catalog/sync-runs', 200);
       const runs = (await app.http.get('/internal/catalog/sync-runs')).data as { items: Array<{ run_id: string }> };
-      expectDocumented(await app.http.get(`/internal/catalog/sync-runs/${runs.items[0].run_id}`), 'get', '/internal/catalog/sync-runs/{run_id}', 200);
+      expectDocumented(
+        await app.http.get(`/internal/catalog/sync-runs/${runs.items[0].run_id}`),
+        'get',
+        '/internal/catalog/sync-runs/{run_id}',
+        200,
+      );
 
-      const exactly = async (res: Promise<{ status: number; data: unknown }>, method: string, path: string, status: number, name?: string) => {
+      const exactly = async (
+        res: Promise<{ status: number; data: unknown }>,
+        method: string,
+        path: string,
+        status: number,
+        name?: string,
+      ) => {
         const r = await res;
         expect(r.data).toEqual(expectDocumented(r, method, path, status, name));
       };
       await exactly(app.http.get('/internal/catalog/skus/SKU-99999-1'), 'get', '/internal/catalog/skus/{sku_code}', 404, 'sku_not_found');
-      await exactly(app.http.get('/internal/catalog/sync-runs/run_20261122000000_00000000'), 'get', '/internal/catalog/sync-runs/{run_id}', 404, 'sync_run_not_found');
-      await exactly(app.http.get('/internal/catalog/sync-runs', { params: { page_size: 501 } }), 'get', '/internal/catalog/sync-runs', 400, 'bad_request');
-      await exactly(app.http.get('/internal/catalog/skus', { params: { listed: 'maybe', changed_since: 'yesterday' } }), 'get', '/internal/catalog/skus', 400, 'bad_request');
+      await exactly(
+        app.http.get('/internal/catalog/sync-runs/run_20261122000000_00000000'),
+        'get',
+        '/internal/catalog/sync-runs/{run_id}',
+        404,
+        'sync_run_not_found',
+      );
+      await exactly(
+        app.http.get('/internal/catalog/sync-runs', { params: { page_size: 501 } }),
+        'get',
+        '/internal/catalog/sync-runs',
+        400,
+        'bad_request',
+      );
+      await exactly(
+        app.http.get('/internal/catalog/skus', { params: { listed: 'maybe', changed_since: 'yesterday' } }),
+        'get',
+        '/internal/catalog/skus',
+        400,
+        'bad_request',
+      );
       await exactly(app.http.post('/internal/catalog/sync', { mode: 'weekly' }), 'post', '/internal/catalog/sync', 400, 'bad_request');
 
       // a sync: started (202), and a second one while it runs (409 with its run_id)
@@ -509,12 +660,23 @@ describe('API docs: operations, examples and error codes', () => {
       const runId = (started.data as { run_id: string }).run_id;
       expectDocumented(await app.http.get(`/internal/catalog/sync-runs/${runId}`), 'get', '/internal/catalog/sync-runs/{run_id}', 200);
       sandbox.faults.reset();
-      await waitFor(async () => ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: { status: string } }).run.status, (s) => s !== 'running', 'the sync', 30_000);
+      await waitFor(
+        async () => ((await app.http.get(`/internal/catalog/sync-runs/${runId}`)).data as { run: { status: string } }).run.status,
+        (s) => s !== 'running',
+        'the sync',
+        30_000,
+      );
 
       const rulesPath = '/internal/pricing/rules';
       expectDocumented(await app.http.get(rulesPath), 'get', rulesPath, 200);
       expectDocumented(await app.http.put(rulesPath, requestExample('put', rulesPath, 'rules')), 'put', rulesPath, 200);
-      await exactly(app.http.put(rulesPath, { rules: [{ scope: 'category', category_id: 1, markup_percent: 'ten', markup_fixed: '0' }] }), 'put', rulesPath, 400, 'invalid_member');
+      await exactly(
+        app.http.put(rulesPath, { rules: [{ scope: 'category', category_id: 1, markup_percent: 'ten', markup_fixed: '0' }] }),
+        'put',
+        rulesPath,
+        400,
+        'invalid_member',
+      );
       await exactly(
         app.http.put(rulesPath, {
           rules: [
@@ -534,13 +696,22 @@ describe('API docs: operations, examples and error codes', () => {
     it('callbacks, health, metrics, and the errors of every call', async () => {
       const callback = requestExample('post', '/callbacks/upstream', 'fulfilled');
       const body = JSON.stringify(callback);
-      const post = (headers: Record<string, string>) => axios.post(`${app.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+      const post = (headers: Record<string, string>) =>
+        axios.post(`${app.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
       const unsigned = await post({ 'content-type': 'application/json' });
       expect(unsigned.data).toEqual(expectDocumented(unsigned, 'post', '/callbacks/upstream', 401, 'invalid_signature'));
       const signed = await post(callbackHeaders(body));
       expect(signed.data).toEqual(expectDocumented(signed, 'post', '/callbacks/upstream', 200));
-      const headers = op('post', '/callbacks/upstream').parameters?.filter((p) => p.in === 'header').map((p) => p.name.toLowerCase()) ?? [];
-      expect(Object.keys(callbackHeaders(body)).filter((h) => h !== 'content-type').map((h) => h.toLowerCase()).sort()).toEqual(headers.sort());
+      const headers =
+        op('post', '/callbacks/upstream')
+          .parameters?.filter((p) => p.in === 'header')
+          .map((p) => p.name.toLowerCase()) ?? [];
+      expect(
+        Object.keys(callbackHeaders(body))
+          .filter((h) => h !== 'content-type')
+          .map((h) => h.toLowerCase())
+          .sort(),
+      ).toEqual(headers.sort());
 
       await app.http.get('/internal/wallet'); // a ping, so that health shows the wallet
       expectDocumented(await app.http.get('/health'), 'get', '/health', 200);
@@ -548,7 +719,8 @@ describe('API docs: operations, examples and error codes', () => {
       expectDocumented(await app.http.get('/health/ready'), 'get', '/health/ready', 200);
       const metrics = await app.http.get('/metrics');
       expect(metrics.status).toBe(200);
-      for (const name of String(documented('get', '/metrics', 200)).match(/^relay_[a-z_]+/gm) ?? []) expect(String(metrics.data)).toContain(`\n${name}`);
+      for (const name of String(documented('get', '/metrics', 200)).match(/^relay_[a-z_]+/gm) ?? [])
+        expect(String(metrics.data)).toContain(`\n${name}`);
 
       const unauthorized = await axios.get(`${app.url}/internal/orders`, { validateStatus: () => true });
       expect(unauthorized.data).toEqual(expectDocumented(unauthorized, 'get', '/internal/orders', 401, 'unauthorized'));

@@ -34,8 +34,16 @@ const CONTRACT_CODES = [
   'internal_error',
 ];
 
-type Operation = { security?: Array<Record<string, string[]>>; responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>; tags?: string[] };
-type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> }; info: { description: string } };
+type Operation = {
+  security?: Array<Record<string, string[]>>;
+  responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  tags?: string[];
+};
+type Doc = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> };
+  info: { description: string };
+};
 
 describe('API docs', () => {
   let db: TestDatabase;
@@ -69,7 +77,10 @@ describe('API docs', () => {
     expect(missing).toEqual([]);
     for (const r of internal) {
       const op = doc.paths[toOpenApiPath(r.path)][r.method.toLowerCase()];
-      expect({ route: `${r.method} ${r.path}`, security: op.security }).toEqual({ route: `${r.method} ${r.path}`, security: [{ bearer: [] }] });
+      expect({ route: `${r.method} ${r.path}`, security: op.security }).toEqual({
+        route: `${r.method} ${r.path}`,
+        security: [{ bearer: [] }],
+      });
       expect(op.responses?.['401']?.content?.['application/json']?.schema?.$ref).toBe('#/components/schemas/ErrorResponse');
       expect(op.tags?.length).toBeGreaterThan(0);
     }
@@ -98,7 +109,11 @@ describe('API docs', () => {
     const codes = schema.properties.error_code.enum ?? [];
     const description = doc.info.description;
     for (const code of [...CONTRACT_CODES, ...ERROR_CODES.map((e) => e.code)]) {
-      expect({ code, inEnum: codes.includes(code), inTable: description.includes(`| \`${code}\` |`) }).toEqual({ code, inEnum: true, inTable: true });
+      expect({ code, inEnum: codes.includes(code), inTable: description.includes(`| \`${code}\` |`) }).toEqual({
+        code,
+        inEnum: true,
+        inTable: true,
+      });
     }
     expect(description).toContain('Relay-Signature');
   });

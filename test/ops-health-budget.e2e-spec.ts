@@ -28,7 +28,7 @@ describe('/health: the request budget and the queue', () => {
 
   const health = async (): Promise<HealthAnswer> => (await suite.app.http.get('/health')).data as HealthAnswer;
 
-  it('a 429 blocks the key: rate_limited with the block\'s end, and the order waiting for it is counted as queued', async () => {
+  it("a 429 blocks the key: rate_limited with the block's end, and the order waiting for it is counted as queued", async () => {
     const { app, sandbox } = suite;
     const before = await health();
     expect(before.budget).toMatchObject({ limit: '10/1s', blocked_until: null });

@@ -39,7 +39,10 @@ describe('health under load', () => {
   beforeAll(async () => {
     db = await openTestDatabase();
     // No upstream and no background work: the ping is never in memory, /health reads the stored one.
-    const config = loadConfig({ ...testEnv(null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }), DATABASE_URL: db.url });
+    const config = loadConfig({
+      ...testEnv(null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }),
+      DATABASE_URL: db.url,
+    });
     config.workers = false;
     relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
     ds = relay.app.get(DataSource);
@@ -51,7 +54,12 @@ describe('health under load', () => {
   });
 
   /** Waits until the database answers /health plainly again (the checks left behind have ended). */
-  const settled = () => waitFor(async () => (await get(`${relay.url}/health`)).data, (b) => b.database === 'up' && b.database_detail === undefined, 'a plain /health');
+  const settled = () =>
+    waitFor(
+      async () => (await get(`${relay.url}/health`)).data,
+      (b) => b.database === 'up' && b.database_detail === undefined,
+      'a plain /health',
+    );
 
   it('answers 200 "busy" while every pooled connection is taken, before any check gets one, and shares its checks between calls', async () => {
     expect((await get(`${relay.url}/health/ready`)).status).toBe(200); // read the migrations once
@@ -92,7 +100,11 @@ describe('health under load', () => {
       let answers: Awaited<ReturnType<typeof get>>[];
       try {
         answers = await settlesWithin(
-          Promise.all([get(`${relay.url}/health`), get(`${relay.url}/health/ready`), ...Array.from({ length: 5 }, () => get(`${relay.url}/health`))]),
+          Promise.all([
+            get(`${relay.url}/health`),
+            get(`${relay.url}/health/ready`),
+            ...Array.from({ length: 5 }, () => get(`${relay.url}/health`)),
+          ]),
           HELD_RACE_MS,
           '/health and /health/ready while every pooled connection is held',
         );
@@ -105,7 +117,15 @@ describe('health under load', () => {
       expect(settled).toBe(0);
       const [health, ready, ...others] = answers;
       expect(health.status).toBe(200);
-      expect(health.data).toMatchObject({ ok: true, status: 'ok', database: 'up', database_detail: 'busy', last_sync: null, queued: null, upstream: { status: 'unknown' } });
+      expect(health.data).toMatchObject({
+        ok: true,
+        status: 'ok',
+        database: 'up',
+        database_detail: 'busy',
+        last_sync: null,
+        queued: null,
+        upstream: { status: 'unknown' },
+      });
       expect(ready.status).toBe(200);
       // The migrations as read before the pool filled up.
       expect(ready.data).toEqual({ ok: true, database: 'up', database_detail: 'busy', migrations: { pending: [] }, shutting_down: false });
@@ -140,7 +160,13 @@ describe('health under load', () => {
       if (db.embedded) {
         // Slow: the migrations as last read.
         expect(ready.status).toBe(200);
-        expect(ready.data).toEqual({ ok: true, database: 'up', database_detail: 'slow', migrations: { pending: [] }, shutting_down: false });
+        expect(ready.data).toEqual({
+          ok: true,
+          database: 'up',
+          database_detail: 'slow',
+          migrations: { pending: [] },
+          shutting_down: false,
+        });
       } else {
         // The database answers but the migrations could not be read: not ready, as before.
         expect(ready.status).toBe(503);

@@ -82,7 +82,7 @@ describe('logs', () => {
     await db.close();
   });
 
-  it('writes one JSON line per request, with the caller\'s request id echoed, and the order number from the path', async () => {
+  it("writes one JSON line per request, with the caller's request id echoed, and the order number from the path", async () => {
     const res = await http.get('/internal/orders/SO-LOG-1', { headers: { 'x-request-id': 'req-LOG-0001' } });
     expect(res.headers['x-request-id']).toBe('req-LOG-0001');
     const mine = lines().filter((l) => l.request_id === 'req-LOG-0001' && l.path !== undefined);
@@ -102,21 +102,39 @@ describe('logs', () => {
   it('takes the order number and trace id from a JSON body, and replaces an insane request id', async () => {
     const res = await http.post(
       '/internal/orders',
-      { shop_order_no: 'SO-LOG-2', sku_code: 'NO-SUCH-SKU', quantity: 1, trace_id: 'trace-LOG-2', manual_form_data: { password: FORM_SECRET } },
+      {
+        shop_order_no: 'SO-LOG-2',
+        sku_code: 'NO-SUCH-SKU',
+        quantity: 1,
+        trace_id: 'trace-LOG-2',
+        manual_form_data: { password: FORM_SECRET },
+      },
       { headers: { 'x-request-id': 'has spaces; and <tags>' } },
     );
     const id = res.headers['x-request-id'] as string;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const mine = lines().filter((l) => l.request_id === id && l.path !== undefined);
     expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ method: 'POST', path: '/internal/orders', shop_order_no: 'SO-LOG-2', trace_id: 'trace-LOG-2', status: res.status });
+    expect(mine[0]).toMatchObject({
+      method: 'POST',
+      path: '/internal/orders',
+      shop_order_no: 'SO-LOG-2',
+      trace_id: 'trace-LOG-2',
+      status: res.status,
+    });
     expect(lines().some((l) => l.request_id === 'has spaces; and <tags>')).toBe(false);
   });
 
   it('carries the request id on the lines its handling writes with the request at hand (a refused callback)', async () => {
     const body = JSON.stringify({ event: 'order.status_changed', order_id: 1, status: 'paid' });
     const res = await axios.post(`${relay.url}/callbacks/upstream`, body, {
-      headers: { 'content-type': 'application/json', 'x-request-id': 'req-LOG-cb', 'Service-Api-Key': UPSTREAM_KEY, 'Service-Timestamp': '1', 'Service-Signature': 'ab'.repeat(32) },
+      headers: {
+        'content-type': 'application/json',
+        'x-request-id': 'req-LOG-cb',
+        'Service-Api-Key': UPSTREAM_KEY,
+        'Service-Timestamp': '1',
+        'Service-Signature': 'ab'.repeat(32),
+      },
       validateStatus: () => true,
     });
     expect(res.status).toBe(401);
@@ -126,7 +144,10 @@ describe('logs', () => {
 
   it('never logs a token, an API key or secret, a signature, or a delivered item', async () => {
     // A wrong token, then the right one in Authorization.
-    await axios.get(`${relay.url}/internal/webhooks/deliveries`, { headers: { authorization: `Bearer ${WRONG_TOKEN}` }, validateStatus: () => true });
+    await axios.get(`${relay.url}/internal/webhooks/deliveries`, {
+      headers: { authorization: `Bearer ${WRONG_TOKEN}` },
+      validateStatus: () => true,
+    });
     await http.get('/internal/webhooks/deliveries');
     // A correctly signed callback whose body carries an item code (and a forged one).
     const cbBody = JSON.stringify({
@@ -145,7 +166,10 @@ describe('logs', () => {
       path: '/callbacks/upstream',
       body: cbBody,
     });
-    const cb = await axios.post(`${relay.url}/callbacks/upstream`, cbBody, { headers: { 'content-type': 'application/json', ...signed }, validateStatus: () => true });
+    const cb = await axios.post(`${relay.url}/callbacks/upstream`, cbBody, {
+      headers: { 'content-type': 'application/json', ...signed },
+      validateStatus: () => true,
+    });
     expect(cb.status).toBe(200);
     const forged = await axios.post(`${relay.url}/callbacks/upstream`, cbBody, {
       headers: { 'content-type': 'application/json', ...signed, 'Service-Signature': 'cd'.repeat(32) },
@@ -174,7 +198,12 @@ describe('logs', () => {
       fulfillment_type: string;
     }>;
     const auto = skus.find((s) => s.fulfillment_type === 'auto')!;
-    const placed = await http.post('/internal/orders', { shop_order_no: 'SO-LOG-ORDER', sku_code: auto.sku_code, quantity: 2, trace_id: 'trace-LOG-ORDER' });
+    const placed = await http.post('/internal/orders', {
+      shop_order_no: 'SO-LOG-ORDER',
+      sku_code: auto.sku_code,
+      quantity: 2,
+      trace_id: 'trace-LOG-ORDER',
+    });
     expect([201, 202]).toContain(placed.status);
     let items: string[] = [];
     while (Date.now() < deadline + 30_000) {
@@ -199,7 +228,20 @@ describe('logs', () => {
     expect(lines().some((l) => l.shop_order_no === 'SO-LOG-ORDER' && l.trace_id === 'trace-LOG-ORDER')).toBe(true);
     expect(all).toContain('a careless log line');
     expect(all).toContain('"x-other":"kept"');
-    for (const marker of [TOKEN, WRONG_TOKEN, UPSTREAM_KEY, UPSTREAM_SECRET, SHOP_SECRET, PAYLOAD_KEY, FORM_SECRET, ITEM_CODE, signed['Service-Signature'], 'cd'.repeat(32), 'ab'.repeat(32), ...items]) {
+    for (const marker of [
+      TOKEN,
+      WRONG_TOKEN,
+      UPSTREAM_KEY,
+      UPSTREAM_SECRET,
+      SHOP_SECRET,
+      PAYLOAD_KEY,
+      FORM_SECRET,
+      ITEM_CODE,
+      signed['Service-Signature'],
+      'cd'.repeat(32),
+      'ab'.repeat(32),
+      ...items,
+    ]) {
       expect({ marker, found: all.includes(marker) }).toEqual({ marker, found: false });
     }
   });

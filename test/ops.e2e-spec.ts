@@ -25,14 +25,24 @@ interface App {
   close(): Promise<void>;
 }
 
-async function startApp(db: TestDatabase, sandbox: SandboxServer | null, env: Record<string, string>, clock?: Clock, workers = true): Promise<App> {
+async function startApp(
+  db: TestDatabase,
+  sandbox: SandboxServer | null,
+  env: Record<string, string>,
+  clock?: Clock,
+  workers = true,
+): Promise<App> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
   config.workers = workers;
   const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const http = axios.create({
+    baseURL: relay.url,
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    validateStatus: () => true,
+    timeout: 30_000,
+  });
   return { relay, url: relay.url, http, close: () => relay.close() };
 }
-
 
 const metricValue = (text: string, name: string): number => {
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
@@ -115,7 +125,13 @@ describe('operations', () => {
         (b) => b.last_sync?.run_id === runId && b.last_sync.status !== 'running',
         'the sync in /health',
       );
-      expect(body.last_sync).toMatchObject({ run_id: runId, mode: 'full', status: 'succeeded', started_at: expect.any(String), finished_at: expect.any(String) });
+      expect(body.last_sync).toMatchObject({
+        run_id: runId,
+        mode: 'full',
+        status: 'succeeded',
+        started_at: expect.any(String),
+        finished_at: expect.any(String),
+      });
       expect(body.last_sync.last_success_at).toBe(body.last_sync.finished_at);
 
       // a failed run after it: the last sync is the failure, its last success still that run's end
@@ -141,9 +157,16 @@ describe('operations', () => {
 
     it('raises wallet_low from the ping once per hour: a log-worthy alert, a metric, a shop notification', async () => {
       const monitor = app.relay.app.get(UpstreamMonitor);
-      await waitFor(async () => webhooks.filter((w) => w.event === 'alert.wallet_low').length, (n) => n === 1, 'the wallet_low webhook');
+      await waitFor(
+        async () => webhooks.filter((w) => w.event === 'alert.wallet_low').length,
+        (n) => n === 1,
+        'the wallet_low webhook',
+      );
       const alert = webhooks.find((w) => w.event === 'alert.wallet_low')!;
-      expect(alert).toMatchObject({ subject: 'wallet_low:wallet', data: { kind: 'wallet_low', balance: '50.00', currency: 'CNY', threshold: '100' } });
+      expect(alert).toMatchObject({
+        subject: 'wallet_low:wallet',
+        data: { kind: 'wallet_low', balance: '50.00', currency: 'CNY', threshold: '100' },
+      });
 
       // Pinged again within the hour: no new alert.
       await monitor.pingNow();
@@ -197,14 +220,24 @@ describe('operations', () => {
         (n) => n === 4,
         'the alert webhooks',
       );
-      expect(webhooks.filter((w) => w.event === 'alert.order_stuck').map((w) => w.data.shop_order_no).sort()).toEqual(['SO-STUCK-1', 'SO-STUCK-2']);
+      expect(
+        webhooks
+          .filter((w) => w.event === 'alert.order_stuck')
+          .map((w) => w.data.shop_order_no)
+          .sort(),
+      ).toEqual(['SO-STUCK-1', 'SO-STUCK-2']);
       expect(webhooks.find((w) => w.event === 'alert.order_stuck' && w.data.shop_order_no === 'SO-STUCK-1')!.data).toMatchObject({
         kind: 'order_stuck',
         status: 'fulfilling',
         since: since.toISOString(),
         trace_id: 't-1',
       });
-      expect(webhooks.filter((w) => w.event === 'alert.sync_failed').map((w) => w.data.run_id).sort()).toEqual(['run_rolled_back', 'run_x']);
+      expect(
+        webhooks
+          .filter((w) => w.event === 'alert.sync_failed')
+          .map((w) => w.data.run_id)
+          .sort(),
+      ).toEqual(['run_rolled_back', 'run_x']);
       const metrics = (await publicGet(`${app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="order_stuck"}')).toBe(2);
       expect(metricValue(metrics, 'relay_alerts_total{kind="sync_failed"}')).toBe(2);
@@ -243,7 +276,13 @@ describe('operations', () => {
   it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too (final statuses at most every 5 minutes)', async () => {
     const db = await openTestDatabase();
     const clock = new TestClock();
-    const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }, clock, false);
+    const app = await startApp(
+      db,
+      null,
+      { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' },
+      clock,
+      false,
+    );
     const insert = (no: string, status: string) =>
       db.query(
         `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
@@ -279,9 +318,12 @@ describe('operations', () => {
     try {
       // the planner's choice on a table it believes large (no statistics needed for a partial index's predicate)
       await db.query('SET enable_seqscan = off');
-      const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
+      const plan = async (sql: string) =>
+        (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
       expect(await plan('SELECT count(*) FROM orders WHERE stuck_since IS NOT NULL')).toContain('orders_stuck');
-      expect(await plan("UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT (o.status = 'paid')")).toContain('orders_stuck');
+      expect(await plan("UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT (o.status = 'paid')")).toContain(
+        'orders_stuck',
+      );
     } finally {
       await db.close();
     }
@@ -289,9 +331,17 @@ describe('operations', () => {
 
   it('reports an unreachable upstream without failing /health, and never waits for it', async () => {
     const db = await openTestDatabase();
-    const app = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' });
+    const app = await startApp(db, null, {
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
+      UPSTREAM_API_KEY: 'k',
+      UPSTREAM_API_SECRET: 's',
+    });
     try {
-      const body = await waitFor(async () => (await publicGet(`${app.url}/health`)).data, (b) => b.upstream?.status !== 'unknown', 'the first ping');
+      const body = await waitFor(
+        async () => (await publicGet(`${app.url}/health`)).data,
+        (b) => b.upstream?.status !== 'unknown',
+        'the first ping',
+      );
       expect(body).toMatchObject({ ok: true, database: 'up', upstream: { status: 'down', error: expect.stringMatching(/^retryable: /) } });
       expect(body).not.toHaveProperty('wallet');
       const metrics = (await publicGet(`${app.url}/metrics`)).data as string;
@@ -301,7 +351,13 @@ describe('operations', () => {
     }
 
     // An instance without workers does not ping: it shows what a worker stored.
-    const idle = await startApp(db, null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }, undefined, false);
+    const idle = await startApp(
+      db,
+      null,
+      { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' },
+      undefined,
+      false,
+    );
     try {
       const body = (await publicGet(`${idle.url}/health`)).data;
       expect(body.upstream).toMatchObject({ status: 'down', checked_at: expect.any(String) });

@@ -53,12 +53,14 @@ describe('lazy commits of polls', () => {
     }
   }
 
-  it('the claim and the poll\'s write are lazy for their own transaction; the connection stays synchronous', async () => {
+  it("the claim and the poll's write are lazy for their own transaction; the connection stays synchronous", async () => {
     const texts = await preparedTexts();
     expect(await connectionSetting()).toBe('on');
     const reserved = await reserveOrder(repo, 'LAZY-1');
     expect(reserved.lazyCommit).toBeUndefined(); // a reservation, and the outcome written from it, wait for the flush
-    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 77, next_poll_at = now() - interval '1 second' WHERE id = $1", [reserved.order.id]);
+    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 77, next_poll_at = now() - interval '1 second' WHERE id = $1", [
+      reserved.order.id,
+    ]);
 
     const [claim] = await repo.claimDuePolls(new Date(), new Date(Date.now() + 60_000), 5);
     expect(claim.id).toBe(reserved.order.id);
@@ -80,13 +82,17 @@ describe('lazy commits of polls', () => {
     expect(await db.query('SELECT status FROM orders WHERE id = $1', [reserved.order.id])).toEqual([{ status: 'paid' }]);
   });
 
-  it('a poll\'s write that stores delivered items waits for its flush (a later upstream read may lack them)', async () => {
+  it("a poll's write that stores delivered items waits for its flush (a later upstream read may lack them)", async () => {
     const texts = await preparedTexts();
     const reserved = await reserveOrder(repo, 'LAZY-2');
-    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 78, next_poll_at = now() - interval '1 second' WHERE id = $1", [reserved.order.id]);
+    await db.query("UPDATE orders SET status = 'paid', upstream_order_id = 78, next_poll_at = now() - interval '1 second' WHERE id = $1", [
+      reserved.order.id,
+    ]);
     const [claim] = await repo.claimDuePolls(new Date(), new Date(Date.now() + 60_000), 5);
     expect(claim.snapshot.lazyCommit).toBe(true);
-    const sealed = await repo.fromSnapshot(claim.snapshot, (tx) => tx.updateOrder(claim.snapshot.order, { status: 'delivered', delivery_sealed: Buffer.from('sealed items') }));
+    const sealed = await repo.fromSnapshot(claim.snapshot, (tx) =>
+      tx.updateOrder(claim.snapshot.order, { status: 'delivered', delivery_sealed: Buffer.from('sealed items') }),
+    );
     expect(sealed?.status).toBe('delivered');
     const update = texts.filter((t) => /UPDATE orders SET status\b/.test(t));
     expect(update).toHaveLength(1);

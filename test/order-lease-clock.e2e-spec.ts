@@ -39,12 +39,16 @@ describe('attempt leases on the database clock', () => {
   /** An attempt being sent by another replica, with a lease of a minute from now (the database's clock). */
   async function sending(): Promise<{ orderId: string; attemptId: string }> {
     const created = await reserveOrder(repo, `LEASE-${++n}`, 60_000);
-    const [{ ahead_of_db }] = await db.query<{ ahead_of_db: boolean }>('SELECT sending_until > now() + interval \'50 seconds\' AS ahead_of_db FROM order_attempts WHERE id = $1', [created.attempt.id]);
+    const [{ ahead_of_db }] = await db.query<{ ahead_of_db: boolean }>(
+      "SELECT sending_until > now() + interval '50 seconds' AS ahead_of_db FROM order_attempts WHERE id = $1",
+      [created.attempt.id],
+    );
     expect(ahead_of_db).toBe(true); // the lease was set by the database's clock, not this replica's
     return { orderId: created.order.id, attemptId: created.attempt.id };
   }
 
-  const attemptStatus = async (id: string) => (await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE id = $1', [id]))[0].status;
+  const attemptStatus = async (id: string) =>
+    (await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE id = $1', [id]))[0].status;
 
   it('does not sweep an attempt within its lease however far ahead its own clock is; sweeps it once the lease has ended', async () => {
     const a = await sending();
@@ -58,7 +62,10 @@ describe('attempt leases on the database clock', () => {
   it('does not take a leased unknown attempt for a re-send or an operator; takes it once the lease has ended', async () => {
     const a = await sending();
     // unknown, due for a re-send, while another replica's re-send holds its lease
-    await db.query("UPDATE order_attempts SET status = 'submit_unknown', next_resend_at = now(), sending_until = now() + interval '1 minute' WHERE id = $1", [a.attemptId]);
+    await db.query(
+      "UPDATE order_attempts SET status = 'submit_unknown', next_resend_at = now(), sending_until = now() + interval '1 minute' WHERE id = $1",
+      [a.attemptId],
+    );
     await db.query("UPDATE orders SET status = 'submit_unknown' WHERE id = $1", [a.orderId]);
     expect((await repo.claimResends(ahead.now(), 30_000, 10)).map((c) => c.id)).not.toContain(a.attemptId);
     expect(await repo.claimUnknownAttempt(a.attemptId, 30_000)).toBeNull();

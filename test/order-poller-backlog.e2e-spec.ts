@@ -29,7 +29,10 @@ describe('order poller: a backlog of due orders', () => {
       );
     }
     await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second' WHERE shop_order_no LIKE 'BL-%'");
-    const due = async () => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM orders WHERE shop_order_no LIKE 'BL-%' AND next_poll_at <= now()"))[0].n);
+    const due = async () =>
+      Number(
+        (await db.query<{ n: string }>("SELECT count(*) AS n FROM orders WHERE shop_order_no LIKE 'BL-%' AND next_poll_at <= now()"))[0].n,
+      );
     const reads = sandbox.stats.requests.getOrder;
     const polled = async () => sandbox.stats.requests.getOrder - reads; // each poll reads its order upstream once
     expect(await due()).toBe(total);

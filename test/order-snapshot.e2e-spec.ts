@@ -58,9 +58,14 @@ describe('optimistic outcome write (fromSnapshot)', () => {
   }
 
   async function state(orderId: string) {
-    const [o] = await db.query<{ status: string; upstream_order_id: string | null }>('SELECT status, upstream_order_id FROM orders WHERE id = $1', [orderId]);
+    const [o] = await db.query<{ status: string; upstream_order_id: string | null }>(
+      'SELECT status, upstream_order_id FROM orders WHERE id = $1',
+      [orderId],
+    );
     const [a] = await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE order_id = $1', [orderId]);
-    const [{ events }] = await db.query<{ events: number }>('SELECT count(*)::int AS events FROM order_events WHERE order_id = $1', [orderId]);
+    const [{ events }] = await db.query<{ events: number }>('SELECT count(*)::int AS events FROM order_events WHERE order_id = $1', [
+      orderId,
+    ]);
     return { order: o.status, attempt: a.status, events };
   }
 
@@ -188,14 +193,19 @@ describe('optimistic outcome write (fromSnapshot)', () => {
   it.each([
     ['lockOrder', (tx: OrderTx, snap: OrderSnapshot) => tx.lockOrder(snap.order.id)],
     ['lockOrderByShopNo', (tx: OrderTx, snap: OrderSnapshot) => tx.lockOrderByShopNo(snap.order.shopOrderNo)],
-    ['lockOrderAndAttempt', async (tx: OrderTx, snap: OrderSnapshot) => (await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo))?.order ?? null],
+    [
+      'lockOrderAndAttempt',
+      async (tx: OrderTx, snap: OrderSnapshot) => (await tx.lockOrderAndAttempt(snap.order.id, snap.attempt.attemptNo))?.order ?? null,
+    ],
   ] as const)('%s that waited for a transaction recording a refund sees the refund', async (_name, lock) => {
     const snap = await reserve();
     let locked: Promise<OrderRecord | null> = Promise.resolve(null);
     await ds.transaction(async (em) => {
       // what a refund does: lock the order, add its refund row, touch the order
       await em.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [snap.order.id]);
-      await em.query("INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, '1.00', 'CNY', now())", [snap.order.id]);
+      await em.query("INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, '1.00', 'CNY', now())", [
+        snap.order.id,
+      ]);
       await em.query('UPDATE orders SET updated_at = now() WHERE id = $1', [snap.order.id]);
       locked = repo.transaction((tx) => lock(tx, snap)); // blocks on the row lock
       await sleep(100);
@@ -215,10 +225,14 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     const theirs = new Date(mine!.getTime() + 60_000);
     await db.query('UPDATE order_attempts SET sending_until = $2 WHERE id = $1', [snap.attempt.id, theirs]);
     await repo.releaseAttemptLease(snap.attempt.id, mine!);
-    const [held] = await db.query<{ until: Date | null }>('SELECT sending_until AS until FROM order_attempts WHERE id = $1', [snap.attempt.id]);
+    const [held] = await db.query<{ until: Date | null }>('SELECT sending_until AS until FROM order_attempts WHERE id = $1', [
+      snap.attempt.id,
+    ]);
     expect(held.until?.getTime()).toBe(theirs.getTime());
     await repo.releaseAttemptLease(snap.attempt.id, theirs);
-    const [freed] = await db.query<{ until: Date | null }>('SELECT sending_until AS until FROM order_attempts WHERE id = $1', [snap.attempt.id]);
+    const [freed] = await db.query<{ until: Date | null }>('SELECT sending_until AS until FROM order_attempts WHERE id = $1', [
+      snap.attempt.id,
+    ]);
     expect(freed.until).toBeNull();
   });
 });

@@ -15,7 +15,10 @@ const TIMEOUT_MS = 1000;
 describe('order poller: the sweep of stale attempts is not held up by slow polls', () => {
   const suite = useAppSuite({
     // orders stay `paid`: every one of them is polled again and again
-    sandbox: { catalog: { products: 2 }, timetable: { paidMs: 50, fulfillingMs: 3_600_000, deliveredMs: 3_600_000, completedMs: 3_600_000 } },
+    sandbox: {
+      catalog: { products: 2 },
+      timetable: { paidMs: 50, fulfillingMs: 3_600_000, deliveredMs: 3_600_000, completedMs: 3_600_000 },
+    },
     prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'X-SLOW', price: '1.00' }] }),
     env: { UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS), ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '100' },
     seed: true,
@@ -36,7 +39,11 @@ describe('order poller: the sweep of stale attempts is not held up by slow polls
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 600 }] });
     // a pass begun after the fault, its reads slow
     const slowPass = poller.passes.begun + 1;
-    await waitFor(() => poller.passes.begun, (begun) => begun >= slowPass, 'a pass of slow reads to begin');
+    await waitFor(
+      () => poller.passes.begun,
+      (begun) => begun >= slowPass,
+      'a pass of slow reads to begin',
+    );
     // an attempt in flight whose sender "died", its lease already ended
     const created = await reserveOrder(app.relay.app.get(OrderRepository), 'CRASHED-1', 0);
     // the first sweep begun after the lease ended finds it

@@ -52,7 +52,10 @@ describe('a 429 with the request budget off', () => {
     t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
     const r = await place('OFF429-1');
     expect(r.status).toBe(202);
-    expect(r.data).toMatchObject({ ok: true, order: { status: 'queued', attempt: 1, downstream_order_no: 'OFF429-1', refund_state: 'not_refundable' } });
+    expect(r.data).toMatchObject({
+      ok: true,
+      order: { status: 'queued', attempt: 1, downstream_order_no: 'OFF429-1', refund_state: 'not_refundable' },
+    });
     // the key is blocked for UPSTREAM_RATE_LIMIT_BLOCK_S, and /health says so
     const blocked = await health();
     expect(blocked.budget).toMatchObject({ limit: null, blocked_until: expect.stringMatching(/^\d{4}-/) });
@@ -86,7 +89,7 @@ describe('a 429 with the request budget off', () => {
     expect(t.sandbox.stats.requests.createOrder - creates).toBe(2);
   });
 
-  it('a 429 on the price guard\'s read: 202 queued, nothing sent; read and placed after the block, once', async () => {
+  it("a 429 on the price guard's read: 202 queued, nothing sent; read and placed after the block, once", async () => {
     t.sandbox.faults.set({ rules: [{ operation: 'product', kind: 'rate_limit', retryAfterS: 1, times: 1 }] });
     const creates = t.sandbox.stats.requests.createOrder;
     const r = await place('OFFPR-1', 'RL-2');

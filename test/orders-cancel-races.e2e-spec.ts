@@ -55,12 +55,18 @@ describe('cancel, refund and resolve at their edges', () => {
       const { shopNo, upstreamId } = await unknownOrder('BOTH');
       // the upstream does have this attempt's order (it executed the create)
       expect(t.sandbox.order(upstreamId)?.status).toBe('pending_payment');
-      const r = await t.app.http.post(`/internal/orders/${shopNo}/resolve`, { upstream_order_id: upstreamId, not_placed: true, reason: 'ops' });
+      const r = await t.app.http.post(`/internal/orders/${shopNo}/resolve`, {
+        upstream_order_id: upstreamId,
+        not_placed: true,
+        reason: 'ops',
+      });
       const after = await getOrder(t.app.http, shopNo);
       // what the service did with it: the order settled as never placed although the upstream has it
       // (it can then be submitted again under a new number and paid twice)
       expect({ status: r.status, after: after?.status }).toEqual({ status: 400, after: 'submit_unknown' });
-      expect((r.data as { fields?: Record<string, string[]> }).fields?.upstream_order_id).toEqual(['give either upstream_order_id or not_placed, not both']);
+      expect((r.data as { fields?: Record<string, string[]> }).fields?.upstream_order_id).toEqual([
+        'give either upstream_order_id or not_placed, not both',
+      ]);
     });
   });
 
@@ -73,19 +79,29 @@ describe('cancel, refund and resolve at their edges', () => {
       const cancels = t.sandbox.stats.requests.cancelOrder;
       const cancelling = t.app.http.post(`/internal/orders/${shopNo}/cancel`);
       // the cancel is in progress: its request has reached the upstream, which answers 600 ms later
-      await waitFor(() => t.sandbox.stats.requests.cancelOrder, (n) => n > cancels, 'the cancel at the upstream');
+      await waitFor(
+        () => t.sandbox.stats.requests.cancelOrder,
+        (n) => n > cancels,
+        'the cancel at the upstream',
+      );
       const before = t.sandbox.stats.requests.getOrder;
       const r = await t.app.http.post(`/internal/orders/${shopNo}/refresh`);
       const readsDuring = t.sandbox.stats.requests.getOrder - before;
       expect((await cancelling).status).toBe(200);
-      expect({ status: r.status, readsDuring: readsDuring > 0, order: (r.data as { order?: OrderView }).order?.status }).toEqual({ status: 200, readsDuring: true, order: 'canceled' });
+      expect({ status: r.status, readsDuring: readsDuring > 0, order: (r.data as { order?: OrderView }).order?.status }).toEqual({
+        status: 200,
+        readsDuring: true,
+        order: 'canceled',
+      });
     });
   });
 
   describe('cancel and refund of a rejected order racing a new attempt', () => {
     /** A rejected order (refused upstream), and `call` made with a new accepted attempt landing between its first read and its locked write. */
     const racing = async (tag: string, call: (shopNo: string) => Promise<{ status: number; data: unknown }>) => {
-      t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+      t.sandbox.faults.set({
+        rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }],
+      });
       const shopNo = no(tag);
       const body = { shop_order_no: shopNo, sku_code: 'RV-AUTO', quantity: 1 };
       const first = await t.app.http.post('/internal/orders', body);

@@ -54,7 +54,11 @@ describe('orders: cancel and refund', () => {
     const cancels = sandbox.stats.cancelsExecuted;
     const r = await cancel(o);
     expect(r.status).toBe(200);
-    expect((r.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '16.00' });
+    expect((r.data as { order: OrderView }).order).toMatchObject({
+      status: 'canceled',
+      refund_state: 'refundable',
+      refundable_amount: '16.00',
+    });
     expect(sandbox.order(o.upstream_order_id as number)?.status).toBe('canceled');
     const again = await cancel(o);
     expect(again.status).toBe(200);
@@ -80,9 +84,18 @@ describe('orders: cancel and refund', () => {
     await waitForOrder(app.http, o.shop_order_no, (x) => x.status === 'delivered');
     sandbox.setOrderStatus(o.upstream_order_id as number, 'canceled');
     const after = await waitForOrder(app.http, o.shop_order_no, (x) => x.anomaly !== null);
-    expect(after).toMatchObject({ status: 'delivered', anomaly: 'canceled_after_delivery', refund_state: 'not_refundable', items: ['CODE-X'] });
-    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ kind: string; detail: Record<string, unknown> | null }> };
-    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([expect.objectContaining({ detail: { reason: 'canceled_after_delivery', reported: 'canceled' } })]);
+    expect(after).toMatchObject({
+      status: 'delivered',
+      anomaly: 'canceled_after_delivery',
+      refund_state: 'not_refundable',
+      items: ['CODE-X'],
+    });
+    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as {
+      events: Array<{ kind: string; detail: Record<string, unknown> | null }>;
+    };
+    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([
+      expect.objectContaining({ detail: { reason: 'canceled_after_delivery', reported: 'canceled' } }),
+    ]);
     expect((await refund(o)).status).toBe(409);
   });
 
@@ -91,9 +104,18 @@ describe('orders: cancel and refund', () => {
     expect((await cancel(o)).status).toBe(200);
     sandbox.setOrderStatus(o.upstream_order_id as number, 'delivered', { payload: 'CODE-Y\nCODE-Z' });
     const after = await waitForOrder(app.http, o.shop_order_no, (x) => x.anomaly !== null);
-    expect(after).toMatchObject({ status: 'canceled', anomaly: 'delivered_after_cancel', refund_state: 'refundable', items: ['CODE-Y', 'CODE-Z'] });
-    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as { events: Array<{ kind: string; detail: Record<string, unknown> | null }> };
-    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([expect.objectContaining({ detail: { reason: 'delivered_after_cancel', reported: 'delivered' } })]);
+    expect(after).toMatchObject({
+      status: 'canceled',
+      anomaly: 'delivered_after_cancel',
+      refund_state: 'refundable',
+      items: ['CODE-Y', 'CODE-Z'],
+    });
+    const evs = (await app.http.get(`/internal/orders/${o.shop_order_no}/events`)).data as {
+      events: Array<{ kind: string; detail: Record<string, unknown> | null }>;
+    };
+    expect(evs.events.filter((e) => e.kind === 'anomaly')).toEqual([
+      expect.objectContaining({ detail: { reason: 'delivered_after_cancel', reported: 'delivered' } }),
+    ]);
   });
 
   it('a cancel answered ok but not `canceled` is no yes: 409 cancel_not_allowed, the order unchanged and not refundable', async () => {
@@ -104,12 +126,19 @@ describe('orders: cancel and refund', () => {
     for (const call of [cancel, refund]) {
       const r = await call(o);
       expect(r.status).toBe(409);
-      expect(r.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed', order: { status: 'pending_payment', refund_state: 'not_refundable' } });
+      expect(r.data).toMatchObject({
+        ok: false,
+        error_code: 'cancel_not_allowed',
+        order: { status: 'pending_payment', refund_state: 'not_refundable' },
+      });
       sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'error_before', status: 200, body, times: 1 }] });
     }
     expect(sandbox.order(id)?.status).toBe('pending_payment');
     expect(await getOrder(app.http, o.shop_order_no)).toMatchObject({ status: 'pending_payment', refund_state: 'not_refundable' });
-    const [{ refunds }] = await db.query<{ refunds: number }>('SELECT count(*)::int AS refunds FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [o.shop_order_no]);
+    const [{ refunds }] = await db.query<{ refunds: number }>(
+      'SELECT count(*)::int AS refunds FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1',
+      [o.shop_order_no],
+    );
     expect(refunds).toBe(0);
   });
 
@@ -123,8 +152,16 @@ describe('orders: cancel and refund', () => {
     sandbox.faults.set({ rules: [{ operation: 'cancelOrder', kind: 'error_before', status: 200, body, times: 1 }] });
     const r = await cancel(o);
     expect(r.status).toBe(409);
-    expect(r.data).toMatchObject({ ok: false, error_code: 'cancel_not_allowed', order: { status: 'delivered', anomaly: 'canceled_after_delivery', refund_state: 'not_refundable' } });
-    expect(await getOrder(app.http, o.shop_order_no)).toMatchObject({ status: 'delivered', items: ['CODE-L'], refund_state: 'not_refundable' });
+    expect(r.data).toMatchObject({
+      ok: false,
+      error_code: 'cancel_not_allowed',
+      order: { status: 'delivered', anomaly: 'canceled_after_delivery', refund_state: 'not_refundable' },
+    });
+    expect(await getOrder(app.http, o.shop_order_no)).toMatchObject({
+      status: 'delivered',
+      items: ['CODE-L'],
+      refund_state: 'not_refundable',
+    });
   });
 
   it('answers 503 upstream_unavailable when the upstream cannot be reached, the order unchanged', async () => {
@@ -155,7 +192,12 @@ describe('orders: cancel and refund', () => {
   });
 
   it('cannot cancel an order whose outcome is unknown (409 outcome_unknown)', async () => {
-    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'error_after', status: 500, times: 1 }, { operation: 'getOrder', kind: 'error_before', status: 500 }] });
+    sandbox.faults.set({
+      rules: [
+        { operation: 'createOrder', kind: 'error_after', status: 500, times: 1 },
+        { operation: 'getOrder', kind: 'error_before', status: 500 },
+      ],
+    });
     const shopNo = no('UNK');
     const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
     expect(r.status).toBe(202);
@@ -167,7 +209,9 @@ describe('orders: cancel and refund', () => {
   });
 
   it('cancels a rejected order locally (still refundable), refunds it once; refunding twice answers the same', async () => {
-    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }] });
+    sandbox.faults.set({
+      rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }],
+    });
     const shopNo = no('REJ');
     const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
     expect(r.status).toBe(409);
@@ -175,7 +219,11 @@ describe('orders: cancel and refund', () => {
     const cancels = sandbox.stats.requests.cancelOrder;
     const c = await cancel({ shop_order_no: shopNo });
     expect(c.status).toBe(200);
-    expect((c.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '8.00' });
+    expect((c.data as { order: OrderView }).order).toMatchObject({
+      status: 'canceled',
+      refund_state: 'refundable',
+      refundable_amount: '8.00',
+    });
     expect(sandbox.stats.requests.cancelOrder).toBe(cancels);
     const first = await refund({ shop_order_no: shopNo });
     const second = await refund({ shop_order_no: shopNo });
@@ -183,7 +231,9 @@ describe('orders: cancel and refund', () => {
     expect(second.status).toBe(200);
     expect((first.data as { order: OrderView }).order).toMatchObject({ refund_state: 'refunded', refundable_amount: '8.00' });
     expect((second.data as { order: OrderView }).order).toEqual((first.data as { order: OrderView }).order);
-    expect(await db.query('SELECT o.shop_order_no FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo])).toHaveLength(1);
+    expect(
+      await db.query('SELECT o.shop_order_no FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo]),
+    ).toHaveLength(1);
     // a refunded order is final: the same key does not start a new attempt
     const replay = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 1 });
     expect(replay.status).toBe(200);
@@ -195,7 +245,11 @@ describe('orders: cancel and refund', () => {
     const [a, b] = await Promise.all([refund(o), refund(o)]);
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
-    expect((a.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refunded', refundable_amount: '16.00' });
+    expect((a.data as { order: OrderView }).order).toMatchObject({
+      status: 'canceled',
+      refund_state: 'refunded',
+      refundable_amount: '16.00',
+    });
     expect((b.data as { order: OrderView }).order.refund_state).toBe('refunded');
     expect(sandbox.stats.cancelsExecuted).toBe(cancels + 1);
   });
@@ -216,7 +270,11 @@ describe('orders: cancel and refund', () => {
     expect(partial).toMatchObject({ refund_state: 'refundable', refundable_amount: '5.00', refunded_amount: '5.00' });
     const r = await refund(part);
     expect(r.status).toBe(200);
-    expect((r.data as { order: OrderView }).order).toMatchObject({ status: 'partially_refunded', refund_state: 'refunded', refundable_amount: '5.00' });
+    expect((r.data as { order: OrderView }).order).toMatchObject({
+      status: 'partially_refunded',
+      refund_state: 'refunded',
+      refundable_amount: '5.00',
+    });
   });
 
   it('a callback arriving while a cancel is in progress waits in the inbox and is applied after it', async () => {
@@ -230,7 +288,11 @@ describe('orders: cancel and refund', () => {
     );
     sandbox.setOrderStatus(id, 'paid'); // sends a callback while the cancel is in flight
     const held = await waitFor(
-      () => db.query<{ state: string; outcome: string | null }>("SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'", [id]),
+      () =>
+        db.query<{ state: string; outcome: string | null }>(
+          "SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'",
+          [id],
+        ),
       (rows) => rows.length === 1 && rows[0].outcome === 'operation_in_progress',
     );
     expect(held[0].state).toBe('pending');
@@ -238,7 +300,11 @@ describe('orders: cancel and refund', () => {
     expect(r.status).toBe(200);
     expect((r.data as { order: OrderView }).order.status).toBe('canceled');
     const applied = await waitFor(
-      () => db.query<{ state: string; outcome: string }>("SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'", [id]),
+      () =>
+        db.query<{ state: string; outcome: string }>(
+          "SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'paid'",
+          [id],
+        ),
       (rows) => rows[0]?.state === 'applied',
     );
     // taken up after the cancel, never before it: the paid claim is applied as the upstream's word
@@ -274,7 +340,8 @@ describe('orders: cancel and refund', () => {
     it('cancel and refund while the create call is unanswered: 409 outcome_unknown with the order, nothing recorded; then it proceeds', async () => {
       const shopNo = no('INFLIGHT');
       const path = `/internal/orders/${shopNo}`;
-      const refundRows = () => slowDb.query('SELECT r.order_id FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo]);
+      const refundRows = () =>
+        slowDb.query('SELECT r.order_id FROM order_refunds r JOIN orders o ON o.id = r.order_id WHERE o.shop_order_no = $1', [shopNo]);
       const received = sandbox.stats.createsReceived;
       const executed = sandbox.stats.createsExecuted;
       const cancelCalls = sandbox.stats.requests.cancelOrder;
@@ -283,9 +350,18 @@ describe('orders: cancel and refund', () => {
 
       const placing = slow.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'C-AUTO', quantity: 2 });
       const submitting = await waitForOrder(slow.http, shopNo, (o) => o.status === 'submitting');
-      expect(submitting).toMatchObject({ attempt: 1, downstream_order_no: shopNo, upstream_order_id: null, refund_state: 'not_refundable' });
+      expect(submitting).toMatchObject({
+        attempt: 1,
+        downstream_order_no: shopNo,
+        upstream_order_id: null,
+        refund_state: 'not_refundable',
+      });
       // the create call has been sent and is not answered yet
-      await waitFor(() => sandbox.stats.createsReceived, (c) => c === received + 1, 'the create call at the sandbox');
+      await waitFor(
+        () => sandbox.stats.createsReceived,
+        (c) => c === received + 1,
+        'the create call at the sandbox',
+      );
 
       for (const action of ['cancel', 'refund']) {
         const r = await slow.http.post(`${path}/${action}`);
@@ -301,7 +377,9 @@ describe('orders: cancel and refund', () => {
       expect(sandbox.stats.createsExecuted).toBe(executed);
       const during = await getOrder(slow.http, shopNo);
       expect(during).toMatchObject({ status: 'submitting', refund_state: 'not_refundable' });
-      const events = (await slow.http.get(`${path}/events`)).data as { events: Array<{ kind: string; from: string | null; to: string | null }> };
+      const events = (await slow.http.get(`${path}/events`)).data as {
+        events: Array<{ kind: string; from: string | null; to: string | null }>;
+      };
       expect(events.events).toEqual([expect.objectContaining({ from: null, to: 'submitting' })]);
       expect(await refundRows()).toHaveLength(0);
       expect(await slowDb.query('SELECT op_token FROM orders WHERE shop_order_no = $1', [shopNo])).toEqual([{ op_token: null }]);
@@ -311,7 +389,14 @@ describe('orders: cancel and refund', () => {
       const placed = await placing;
       expect(placed.status).toBe(201);
       const order = (placed.data as { order: OrderView }).order;
-      expect(order).toMatchObject({ shop_order_no: shopNo, status: 'pending_payment', attempt: 1, downstream_order_no: shopNo, amount: '16.00', refund_state: 'not_refundable' });
+      expect(order).toMatchObject({
+        shop_order_no: shopNo,
+        status: 'pending_payment',
+        attempt: 1,
+        downstream_order_no: shopNo,
+        amount: '16.00',
+        refund_state: 'not_refundable',
+      });
       expect(order.upstream_order_id).toEqual(expect.any(Number));
       expect(sandbox.stats.createsExecuted).toBe(executed + 1);
       expect(sandbox.order(order.upstream_order_id as number)?.status).toBe('pending_payment');
@@ -322,7 +407,11 @@ describe('orders: cancel and refund', () => {
       // and can now be canceled (upstream first) and refunded as any pending order
       const c = await slow.http.post(`${path}/cancel`);
       expect(c.status).toBe(200);
-      expect((c.data as { order: OrderView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: '16.00' });
+      expect((c.data as { order: OrderView }).order).toMatchObject({
+        status: 'canceled',
+        refund_state: 'refundable',
+        refundable_amount: '16.00',
+      });
       expect(sandbox.order(order.upstream_order_id as number)?.status).toBe('canceled');
       expect(sandbox.stats.cancelsExecuted).toBe(cancels + 1);
       const rf = await slow.http.post(`${path}/refund`);

@@ -73,7 +73,12 @@ describe('orders: a delivering status and its items move together (profile dujia
     await shop.start('/shop/hooks');
     shop.respond = async (r) => {
       const parsed = JSON.parse(r.body) as { event: string; subject: string; data: { status: string } };
-      if (parsed.event === 'order.status_changed' && DELIVERING.has(parsed.data.status) && !atFirstDeliveringWebhook.has(parsed.subject) && shopReads) {
+      if (
+        parsed.event === 'order.status_changed' &&
+        DELIVERING.has(parsed.data.status) &&
+        !atFirstDeliveringWebhook.has(parsed.subject) &&
+        shopReads
+      ) {
         // as a shop does: the webhook names the status, the shop reads the order for its items
         const o = await getOrder(shopReads, parsed.subject);
         atFirstDeliveringWebhook.set(parsed.subject, { status: parsed.data.status, items: o?.items.length ?? -1 });
@@ -132,28 +137,31 @@ describe('orders: a delivering status and its items move together (profile dujia
       ['hang_after', {}],
       ['reset_after', {}],
       ['error_after', { status: 500 }],
-    ] as const)('%s: the re-send answers delivered without items; the order keeps its status until the items are read', async (kind, extra) => {
-      sandbox.faults.set({
-        callbacks: 'drop',
-        rules: [
-          { operation: 'createOrder', kind, times: 1, ...extra },
-          { operation: 'getOrder', kind: 'delay', delayMs: ITEMS_READ_DELAY_MS, times: 1 },
-        ],
-      });
-      const shopNo = `HOLD-${kind}`;
-      const w = watch(() => app.http, shopNo);
-      try {
-        const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-HOLD', quantity: QUANTITY });
-        expect(r.status).toBe(202);
-        const done = await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered' && o.items.length > 0, 20_000);
-        await w.stop();
-        await expectHeldUntilItems(w, done, shopNo);
-        // the order was unknown, then delivered with its items in one move
-        expect(w.seen.some((v) => v.status === 'submit_unknown')).toBe(true);
-      } finally {
-        await w.stop();
-      }
-    });
+    ] as const)(
+      '%s: the re-send answers delivered without items; the order keeps its status until the items are read',
+      async (kind, extra) => {
+        sandbox.faults.set({
+          callbacks: 'drop',
+          rules: [
+            { operation: 'createOrder', kind, times: 1, ...extra },
+            { operation: 'getOrder', kind: 'delay', delayMs: ITEMS_READ_DELAY_MS, times: 1 },
+          ],
+        });
+        const shopNo = `HOLD-${kind}`;
+        const w = watch(() => app.http, shopNo);
+        try {
+          const r = await app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-HOLD', quantity: QUANTITY });
+          expect(r.status).toBe(202);
+          const done = await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered' && o.items.length > 0, 20_000);
+          await w.stop();
+          await expectHeldUntilItems(w, done, shopNo);
+          // the order was unknown, then delivered with its items in one move
+          expect(w.seen.some((v) => v.status === 'submit_unknown')).toBe(true);
+        } finally {
+          await w.stop();
+        }
+      },
+    );
   });
 
   it('SIGKILL right after the upstream received the create, restart: the order keeps its status until the items are read', async () => {
@@ -172,13 +180,19 @@ describe('orders: a delivering status and its items move together (profile dujia
         if (e.operation === 'createOrder' && e.phase === 'received') first.process.kill('SIGKILL');
       };
       sandbox.events.on('request', onRequest);
-      const answer = await first.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-HOLD', quantity: QUANTITY }).catch((e: Error) => e);
+      const answer = await first.http
+        .post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-HOLD', quantity: QUANTITY })
+        .catch((e: Error) => e);
       sandbox.events.off('request', onRequest);
       expect(answer).toBeInstanceOf(Error);
       expect(await first.exited).toBeNull();
       // the upstream delivers the order before the restarted relay sends the attempt again; the read
       // that brings the items is held
-      sandbox.faults.set({ callbacks: 'drop', latencyMs: 0, rules: [{ operation: 'getOrder', kind: 'delay', delayMs: ITEMS_READ_DELAY_MS, times: 1 }] });
+      sandbox.faults.set({
+        callbacks: 'drop',
+        latencyMs: 0,
+        rules: [{ operation: 'getOrder', kind: 'delay', delayMs: ITEMS_READ_DELAY_MS, times: 1 }],
+      });
       await waitFor(
         async () => sandbox.orders().find((o) => o.downstream_order_no === shopNo),
         (o) => o?.status === 'delivered',

@@ -22,10 +22,19 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
   beforeAll(async () => {
     db = await openTestDatabase();
     sandbox = await startSandbox({ profile: 'dujiao-next', catalog: { products: 2 } });
-    sandbox.catalog.addProduct({ fulfillmentType: 'manual', manualFormSchema: { fields: [] }, skus: [{ skuCode: 'M-NOFIELDS', price: '5.00' }] });
     sandbox.catalog.addProduct({
       fulfillmentType: 'manual',
-      manualFormSchema: { fields: [{ key: 'account', type: 'text', required: true }, { key: 'note', type: 'text', required: false }] },
+      manualFormSchema: { fields: [] },
+      skus: [{ skuCode: 'M-NOFIELDS', price: '5.00' }],
+    });
+    sandbox.catalog.addProduct({
+      fulfillmentType: 'manual',
+      manualFormSchema: {
+        fields: [
+          { key: 'account', type: 'text', required: true },
+          { key: 'note', type: 'text', required: false },
+        ],
+      },
       skus: [{ skuCode: 'M-ACCOUNT', price: '6.00' }],
     });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'A-PAY', price: '7.00' }] });
@@ -55,10 +64,20 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
 
     it('a key the form does not have is refused before anything is sent', async () => {
       const creates = sandbox.stats.createsReceived;
-      const noFields = await app.http.post('/internal/orders', { shop_order_no: 'MF-2', sku_code: 'M-NOFIELDS', quantity: 1, manual_form_data: { server: 'asia' } });
+      const noFields = await app.http.post('/internal/orders', {
+        shop_order_no: 'MF-2',
+        sku_code: 'M-NOFIELDS',
+        quantity: 1,
+        manual_form_data: { server: 'asia' },
+      });
       expect(noFields.status).toBe(400);
       expect(noFields.data).toMatchObject({ error_code: 'bad_request', fields: { 'manual_form_data.server': [expect.any(String)] } });
-      const stray = await app.http.post('/internal/orders', { shop_order_no: 'MF-3', sku_code: 'M-ACCOUNT', quantity: 1, manual_form_data: { account: 'p-1', server: 'asia' } });
+      const stray = await app.http.post('/internal/orders', {
+        shop_order_no: 'MF-3',
+        sku_code: 'M-ACCOUNT',
+        quantity: 1,
+        manual_form_data: { account: 'p-1', server: 'asia' },
+      });
       expect(stray.status).toBe(400);
       expect(stray.data).toMatchObject({ error_code: 'bad_request', fields: { 'manual_form_data.server': [expect.any(String)] } });
       expect(sandbox.stats.createsReceived).toBe(creates);
@@ -69,7 +88,12 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
       const missing = await app.http.post('/internal/orders', { shop_order_no: 'MF-4', sku_code: 'M-ACCOUNT', quantity: 1 });
       expect(missing.status).toBe(400);
       expect(missing.data).toMatchObject({ error_code: 'manual_form_required', fields: { 'manual_form_data.account': ['required'] } });
-      const ok = await app.http.post('/internal/orders', { shop_order_no: 'MF-5', sku_code: 'M-ACCOUNT', quantity: 1, manual_form_data: { account: 'p-1' } });
+      const ok = await app.http.post('/internal/orders', {
+        shop_order_no: 'MF-5',
+        sku_code: 'M-ACCOUNT',
+        quantity: 1,
+        manual_form_data: { account: 'p-1' },
+      });
       expect(ok.status).toBe(201);
       expect(sandbox.orders().find((o) => o.downstream_order_no === 'MF-5')?.manual_form_data).toEqual({ account: 'p-1' });
     });
@@ -86,7 +110,12 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
     });
 
     it('a wrong secret (401 invalid_signature): 502 upstream_auth_failed', async () => {
-      const wrong = await startTestApp(db, sandbox, { ...env, UPSTREAM_API_SECRET: 'not-the-secret', PORT: String(await freePort()) }, { workers: false });
+      const wrong = await startTestApp(
+        db,
+        sandbox,
+        { ...env, UPSTREAM_API_SECRET: 'not-the-secret', PORT: String(await freePort()) },
+        { workers: false },
+      );
       try {
         const r = await wrong.http.get('/internal/wallet');
         expect(r.status).toBe(502);
@@ -110,8 +139,13 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
       ['PF-1'],
     );
     expect(Number(attempt.upstream_order_id)).toBe(canceled?.id);
-    const { events } = (await app.http.get('/internal/orders/PF-1/events')).data as { events: Array<{ to: string | null; detail: Record<string, unknown> | null }> };
-    expect(events.find((e) => e.to === 'rejected')?.detail).toMatchObject({ error_code: 'payment_failed', upstream_order_id: canceled?.id });
+    const { events } = (await app.http.get('/internal/orders/PF-1/events')).data as {
+      events: Array<{ to: string | null; detail: Record<string, unknown> | null }>;
+    };
+    expect(events.find((e) => e.to === 'rejected')?.detail).toMatchObject({
+      error_code: 'payment_failed',
+      upstream_order_id: canceled?.id,
+    });
   });
 
   it('refund_records of the upstream order detail appear in the order response', async () => {
@@ -122,7 +156,12 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
     await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
     sandbox.refundOrder(id, '3.50');
     const refreshed = (await app.http.post('/internal/orders/RR-1/refresh', {})).data.order;
-    expect(refreshed).toMatchObject({ status: 'partially_refunded', refunded_amount: '3.50', refund_state: 'refundable', refundable_amount: '3.50' });
+    expect(refreshed).toMatchObject({
+      status: 'partially_refunded',
+      refunded_amount: '3.50',
+      refund_state: 'refundable',
+      refundable_amount: '3.50',
+    });
     expect(refreshed.refund_records).toEqual([
       { upstream_order_id: id, type: 'wallet', amount: '3.50', currency: 'CNY', remark: null, created_at: expect.stringMatching(/Z$/) },
     ]);

@@ -13,7 +13,12 @@ describe('orders: the product read started beside the local read', () => {
   const t = useAppSuite({
     sandbox: { catalog: { products: 1 }, timetable: { paidMs: null } },
     prepare: (sandbox) => {
-      sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-MOVE', price: '5.00' }, { skuCode: 'E-STAY', price: '5.00' }] });
+      sandbox.catalog.addProduct({
+        skus: [
+          { skuCode: 'E-MOVE', price: '5.00' },
+          { skuCode: 'E-STAY', price: '5.00' },
+        ],
+      });
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-GONE', price: '5.00' }] });
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-DOWN', price: '5.00' }] });
       sandbox.catalog.addProduct({ skus: [{ skuCode: 'E-WITHDRAWN', price: '5.00' }] });
@@ -23,10 +28,11 @@ describe('orders: the product read started beside the local read', () => {
   });
   let n = 0;
   const no = (tag: string) => `EARLY-${tag}-${++n}`;
-  const place = (shopNo: string, skuCode: string) => t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: skuCode, quantity: 1 });
+  const place = (shopNo: string, skuCode: string) =>
+    t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: skuCode, quantity: 1 });
   const productReads = () => t.sandbox.stats.requests.product;
 
-  it('a SKU moved to another product (and synced): the read of its old product is left unused, the order goes out with the new product\'s sku_id', async () => {
+  it("a SKU moved to another product (and synced): the read of its old product is left unused, the order goes out with the new product's sku_id", async () => {
     expect((await place(no('MOVE'), 'E-MOVE')).status).toBe(201); // the service now knows E-MOVE's product
     const before = t.sandbox.catalog.getSku('E-MOVE')!;
     t.sandbox.catalog.removeSku('E-MOVE');
@@ -111,7 +117,10 @@ describe('orders: the product read started beside the local read', () => {
     expect(productReads() - reads).toBe(1); // the head start's 404 was the answer used
     expect(await getOrder(t.app.http, shopNo)).toBeNull();
     expect(t.sandbox.stats.createsReceived).toBe(received);
-    expect((await t.app.http.get('/internal/catalog/skus/E-WITHDRAWN')).data).toMatchObject({ ok: true, sku: { listed: false, available: false } });
+    expect((await t.app.http.get('/internal/catalog/skus/E-WITHDRAWN')).data).toMatchObject({
+      ok: true,
+      sku: { listed: false, available: false },
+    });
   });
 
   it('the read beside it failing for an available SKU: 503 upstream_unavailable, nothing recorded, nothing sent', async () => {

@@ -89,7 +89,9 @@ describe('orders: a re-send answered delivered without its items (profile dujiao
       expect(r.status).toBe(202);
       const done = await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered' && (o.items as unknown[]).length > 0, 20_000);
       await expectDelivered(done, shopNo, balance);
-      const { events } = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ from: string | null; to: string | null; source: string }> };
+      const { events } = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ from: string | null; to: string | null; source: string }>;
+      };
       expect(resendSawNoItems(events)).toBe(true);
     });
 
@@ -103,9 +105,15 @@ describe('orders: a re-send answered delivered without its items (profile dujiao
         async () => sandbox.orders().find((o) => o.downstream_order_no === shopNo),
         (o) => o?.status === 'delivered',
       );
-      expect((await app.http.post(`/internal/orders/${shopNo}/refresh`, {})).data.order).toMatchObject({ status: 'delivered', items: [expect.any(String), expect.any(String), expect.any(String)] });
+      expect((await app.http.post(`/internal/orders/${shopNo}/refresh`, {})).data.order).toMatchObject({
+        status: 'delivered',
+        items: [expect.any(String), expect.any(String), expect.any(String)],
+      });
       // as an order was left when a delivered status without its fulfillment ended the following
-      await db.query('UPDATE orders SET delivery_sealed = NULL, delivered_at = NULL, next_poll_at = NULL, poll_interval_ms = NULL WHERE shop_order_no = $1', [shopNo]);
+      await db.query(
+        'UPDATE orders SET delivery_sealed = NULL, delivered_at = NULL, next_poll_at = NULL, poll_interval_ms = NULL WHERE shop_order_no = $1',
+        [shopNo],
+      );
       expect(await getOrder(app.http, shopNo)).toMatchObject({ status: 'delivered', items: [] });
       const reads = sandbox.stats.requests.getOrder;
       // a second instance on the same database: its start finds the order and puts it back on the poller
@@ -136,7 +144,9 @@ describe('orders: a re-send answered delivered without its items (profile dujiao
       };
       sandbox.events.on('request', onRequest);
       const shopNo = 'ITEMS-KILL';
-      const answer = await first.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-ITEMS', quantity: QUANTITY }).catch((e: Error) => e);
+      const answer = await first.http
+        .post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-ITEMS', quantity: QUANTITY })
+        .catch((e: Error) => e);
       sandbox.events.off('request', onRequest);
       expect(answer).toBeInstanceOf(Error);
       expect(await first.exited).toBeNull();

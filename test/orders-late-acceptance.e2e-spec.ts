@@ -25,7 +25,10 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
   /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
   async function settledNotPlaced(shopOrderNo: string): Promise<string> {
     const { app } = suite;
-    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, { skuCode, requestFingerprint: requestFingerprint(body(shopOrderNo)) });
+    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, {
+      skuCode,
+      requestFingerprint: requestFingerprint(body(shopOrderNo)),
+    });
     await sleep(120);
     await app.relay.app.get(OrderFollowService).sweepStale();
     const r = await app.http.post(`/internal/orders/${shopOrderNo}/resolve`, { not_placed: true, reason: 'operator checked the upstream' });
@@ -36,7 +39,10 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
 
   const accepted = (orderId: number, status: string): SendOutcome => ({
     kind: 'accepted',
-    report: { order_id: orderId, order_no: `DJ-${orderId}`, status, amount: '1.00', currency: 'CNY' } as Extract<SendOutcome, { kind: 'accepted' }>['report'],
+    report: { order_id: orderId, order_no: `DJ-${orderId}`, status, amount: '1.00', currency: 'CNY' } as Extract<
+      SendOutcome,
+      { kind: 'accepted' }
+    >['report'],
     request: { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false },
     reportKind: 'answer',
   });
@@ -47,12 +53,27 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
     const recorded = await app.relay.app.get(OrderSubmitter).recordOutcome(id, 1, accepted(900001, 'paid'), 'api');
     expect(recorded.applied).toBe(false);
     const order = (await app.http.get('/internal/orders/LATE-1')).data.order;
-    expect(order).toMatchObject({ status: 'rejected', anomaly: 'upstream_order_exists', refund_state: 'not_refundable', upstream_order_id: null });
+    expect(order).toMatchObject({
+      status: 'rejected',
+      anomaly: 'upstream_order_exists',
+      refund_state: 'not_refundable',
+      upstream_order_id: null,
+    });
     const events = await db.query<{ kind: string; detail: Record<string, unknown> }>(
       "SELECT kind, detail FROM order_events WHERE order_id = $1 AND kind = 'anomaly'",
       [id],
     );
-    expect(events).toEqual([{ kind: 'anomaly', detail: expect.objectContaining({ reason: 'upstream_order_exists', upstream_order_id: 900001, attempt: 1, downstream_order_no: 'LATE-1' }) }]);
+    expect(events).toEqual([
+      {
+        kind: 'anomaly',
+        detail: expect.objectContaining({
+          reason: 'upstream_order_exists',
+          upstream_order_id: 900001,
+          attempt: 1,
+          downstream_order_no: 'LATE-1',
+        }),
+      },
+    ]);
     // refused as the contract says for such an order, nothing sent: no refund, and the shop's same body
     // (which would be a new attempt for a plain rejected order) answers the recorded order
     const creates = sandbox.stats.requests.createOrder;

@@ -23,7 +23,14 @@ describe('placing orders: null optional fields, odd create answers', () => {
 
   it('optional fields sent as null count as absent: 201, and the body without them is the same order', async () => {
     const shopNo = no('NULLS');
-    const r = await place({ shop_order_no: shopNo, sku_code: 'R-AUTO', quantity: 1, max_unit_cost: null, trace_id: null, manual_form_data: null });
+    const r = await place({
+      shop_order_no: shopNo,
+      sku_code: 'R-AUTO',
+      quantity: 1,
+      max_unit_cost: null,
+      trace_id: null,
+      manual_form_data: null,
+    });
     expect(r.status).toBe(201);
     expect((r.data as { order: OrderView & { trace_id: string } }).order.trace_id).toEqual(expect.any(String));
     const replay = await place({ shop_order_no: shopNo, sku_code: 'R-AUTO', quantity: 1 });

@@ -29,7 +29,8 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(m).not.toBeNull();
     return Number(m![1]);
   };
-  const overchargeLines = (shopNo: string) => t.app.logLines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
+  const overchargeLines = (shopNo: string) =>
+    t.app.logLines().filter((l) => l.shop_order_no === shopNo && typeof l.msg === 'string' && l.msg.includes('22.00'));
 
   it('a charge equal to quantity × the checked unit price is neither counted nor logged', async () => {
     expect(await overchargeMetric()).toBe(0);
@@ -38,7 +39,11 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(r.status).toBe(201);
     expect((r.data as { order: OrderView }).order.amount).toBe('20.00');
     // the poller read the order back (its amount with it), and the pass that read it has ended
-    await waitFor(() => t.sandbox.stats.requests.getOrder, (n) => n > reads, 'a poll of the order');
+    await waitFor(
+      () => t.sandbox.stats.requests.getOrder,
+      (n) => n > reads,
+      'a poll of the order',
+    );
     await passesRun(t.app.relay.app.get(OrderPoller).passes, 1, 'poller passes');
     expect(await overchargeMetric()).toBe(0);
     expect(t.app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
@@ -53,7 +58,12 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     };
     t.sandbox.events.on('request', raise);
     try {
-      const r = await t.app.http.post('/internal/orders', { shop_order_no: 'OC-OVER-1', sku_code: 'OC-AUTO', quantity: 2, trace_id: 'trace-OC-OVER-1' });
+      const r = await t.app.http.post('/internal/orders', {
+        shop_order_no: 'OC-OVER-1',
+        sku_code: 'OC-AUTO',
+        quantity: 2,
+        trace_id: 'trace-OC-OVER-1',
+      });
       expect(r.status).toBe(201);
       expect((r.data as { order: OrderView }).order.amount).toBe('22.00');
     } finally {
@@ -64,7 +74,12 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect((recorded.data as { order: OrderView }).order.amount).toBe('22.00');
 
     expect(await overchargeMetric()).toBe(before + 1);
-    const logged = await waitFor(() => overchargeLines('OC-OVER-1'), (ls) => ls.length > 0, 'the overcharge log line', 5_000);
+    const logged = await waitFor(
+      () => overchargeLines('OC-OVER-1'),
+      (ls) => ls.length > 0,
+      'the overcharge log line',
+      5_000,
+    );
     expect(logged).toHaveLength(1);
     expect(['warn', 'error']).toContain(logged[0].level);
     expect(logged[0]).toMatchObject({ service: 'upstream-relay', shop_order_no: 'OC-OVER-1', trace_id: 'trace-OC-OVER-1' });

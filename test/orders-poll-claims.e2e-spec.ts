@@ -38,7 +38,10 @@ describe('poll claims: a claimed batch is held until its last read', () => {
     // who is reading which upstream order right now
     const inFlight = new Map<number, string>();
     const overlaps: string[] = [];
-    for (const [name, app] of [['A', a], ['B', b]] as const) {
+    for (const [name, app] of [
+      ['A', a],
+      ['B', b],
+    ] as const) {
       const client = app.relay.app.get(UpstreamClient);
       const real = client.getOrder.bind(client);
       jest.spyOn(client, 'getOrder').mockImplementation(async (id: number, signal?: AbortSignal) => {
@@ -85,7 +88,10 @@ describe('poll claims: a poll ended by the shutdown is not counted as a failed r
 
   beforeAll(async () => {
     db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 1 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
+    sandbox = await startSandbox({
+      catalog: { products: 1 },
+      timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null },
+    });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'RS-1', price: '1.00' }] });
   });
   afterAll(async () => {
@@ -105,7 +111,9 @@ describe('poll claims: a poll ended by the shutdown is not counted as a failed r
     });
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hang_before' }] });
     // due now, after a wait of 2 minutes (a failed read would make it 4)
-    await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second', poll_interval_ms = 120000 WHERE shop_order_no = 'RS-ORDER'");
+    await db.query(
+      "UPDATE orders SET next_poll_at = now() - interval '1 second', poll_interval_ms = 120000 WHERE shop_order_no = 'RS-ORDER'",
+    );
     const deadline = Date.now() + 20_000;
     while (reads === 0 && Date.now() < deadline) await sleep(50);
     expect(reads).toBeGreaterThan(0);

@@ -19,7 +19,8 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
   const t = useAppSuite({
     sandbox: { catalog: { products: 1 }, timetable: { paidMs: null } },
     prepare: (sandbox) => {
-      for (const skuCode of ['G-UNDER', 'G-EQUAL', 'G-OVER', 'G-EXPLICIT', 'G-LOWER']) sandbox.catalog.addProduct({ skus: [{ skuCode, price: '10.00' }] });
+      for (const skuCode of ['G-UNDER', 'G-EQUAL', 'G-OVER', 'G-EXPLICIT', 'G-LOWER'])
+        sandbox.catalog.addProduct({ skus: [{ skuCode, price: '10.00' }] });
     },
     env: {
       PRICE_MARKUP_PERCENT: '10',
@@ -40,12 +41,19 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
     expect(r.status).toBe(200);
     return (r.data as { sku: SkuView }).sku;
   };
-  const upstreamOrders = (shopNo: string) => t.sandbox.orders().filter((o) => o.downstream_order_no === shopNo || o.downstream_order_no?.startsWith(`${shopNo}-`));
+  const upstreamOrders = (shopNo: string) =>
+    t.sandbox.orders().filter((o) => o.downstream_order_no === shopNo || o.downstream_order_no?.startsWith(`${shopNo}-`));
 
   /** A 409 price_changed: the contract's envelope with the fresh price and the ceiling, no order. */
   const expectPriceChanged = (r: { status: number; data: unknown }, unitCost: string, ceiling: string) => {
     expect(r.status).toBe(409);
-    expect(r.data).toEqual({ ok: false, error_code: 'price_changed', error_message: expect.any(String), unit_cost: unitCost, max_unit_cost: ceiling });
+    expect(r.data).toEqual({
+      ok: false,
+      error_code: 'price_changed',
+      error_message: expect.any(String),
+      unit_cost: unitCost,
+      max_unit_cost: ceiling,
+    });
   };
 
   it('the synced catalog carries the markup: cost 10.00, sale price 11.00', async () => {
@@ -64,7 +72,15 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
     const r = await place({ shop_order_no: shopNo, sku_code: 'G-UNDER', quantity: 2 });
     expect(r.status).toBe(201);
     const order = (r.data as { order: OrderView }).order;
-    expect(order).toMatchObject({ shop_order_no: shopNo, sku_code: 'G-UNDER', quantity: 2, status: 'pending_payment', attempt: 1, downstream_order_no: shopNo, amount: '21.60' });
+    expect(order).toMatchObject({
+      shop_order_no: shopNo,
+      sku_code: 'G-UNDER',
+      quantity: 2,
+      status: 'pending_payment',
+      attempt: 1,
+      downstream_order_no: shopNo,
+      amount: '21.60',
+    });
     expect(t.sandbox.order(order.upstream_order_id as number)).toMatchObject({ downstream_order_no: shopNo, amount: '21.60' });
     // the fresh read refreshed the SKU locally: the new cost, and the sale price recomputed from it
     expect(await sku('G-UNDER')).toMatchObject({ cost_price: '10.80', sale_price: '11.88' });

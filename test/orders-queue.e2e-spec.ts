@@ -88,7 +88,9 @@ describe('orders under the request budget', () => {
     const r = await app.http.post('/internal/orders', { shop_order_no: 'QCANCEL-1', sku_code: 'Q-1', quantity: 1 });
     expect(r.status).toBe(202);
     expect(r.data.order).toMatchObject({ status: 'queued' });
-    const listed = (await app.http.get('/internal/orders', { params: { status: 'queued' } })).data as { items: Array<{ shop_order_no: string }> };
+    const listed = (await app.http.get('/internal/orders', { params: { status: 'queued' } })).data as {
+      items: Array<{ shop_order_no: string }>;
+    };
     expect(listed.items.map((o) => o.shop_order_no)).toContain('QCANCEL-1');
     const c = await app.http.post('/internal/orders/QCANCEL-1/cancel', {});
     expect(c.status).toBe(200);
@@ -168,7 +170,9 @@ describe('the price read past ORDER_PRICE_FRESH_S', () => {
     const reads = () => t.sandbox.stats.requests.product;
     const before = reads();
     // three orders at once: one read between them
-    const at = await Promise.all(['SH-1', 'SH-2', 'SH-3'].map((no) => t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'F-1', quantity: 1 })));
+    const at = await Promise.all(
+      ['SH-1', 'SH-2', 'SH-3'].map((no) => t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'F-1', quantity: 1 })),
+    );
     for (const r of at) expect(r.status).toBe(201);
     expect(reads() - before).toBe(1);
     // past the freshness: the next order reads the product again
@@ -200,7 +204,12 @@ describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on 
     const config = loadConfig({ ...testEnv(sandbox, { ORDER_PRICE_FRESH_S: String(FRESH_MS / 1000) }), DATABASE_URL: db.url });
     const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
     close = () => relay.close();
-    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    http = axios.create({
+      baseURL: relay.url,
+      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      validateStatus: () => true,
+      timeout: 30_000,
+    });
     await seedCatalog(http);
   });
 
@@ -211,7 +220,8 @@ describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on 
   });
 
   const reads = () => sandbox.stats.requests.product;
-  const order = (no: string, sku: string, extra: Record<string, unknown> = {}) => http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 2, ...extra });
+  const order = (no: string, sku: string, extra: Record<string, unknown> = {}) =>
+    http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 2, ...extra });
   const upstreamOf = (no: string) => sandbox.orders().filter((o) => o.downstream_order_no === no);
 
   it('orders in a row for one SKU read the product once: each create confirms the cost for the next; another SKU of the product is read', async () => {
@@ -261,7 +271,8 @@ describe('ORDER_PRICE_FRESH_S 0', () => {
 
   it('reads the product for every order, whatever the creates confirmed', async () => {
     const before = t.sandbox.stats.requests.product;
-    for (const no of ['Z0-1', 'Z0-2', 'Z0-3']) expect((await t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'Z-1', quantity: 1 })).status).toBe(201);
+    for (const no of ['Z0-1', 'Z0-2', 'Z0-3'])
+      expect((await t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: 'Z-1', quantity: 1 })).status).toBe(201);
     expect(t.sandbox.stats.requests.product - before).toBe(3);
   });
 });

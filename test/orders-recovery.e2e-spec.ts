@@ -95,7 +95,9 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
       };
       sandbox.events.on('request', onRequest);
       const shopNo = `KILL-${profile.name}`;
-      const answer = await first.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-ONCE', quantity: 1 }).catch((e: Error) => e);
+      const answer = await first.http
+        .post('/internal/orders', { shop_order_no: shopNo, sku_code: 'X-ONCE', quantity: 1 })
+        .catch((e: Error) => e);
       sandbox.events.off('request', onRequest);
       expect(answer).toBeInstanceOf(Error);
       expect(await first.exited).toBeNull(); // killed by the signal
@@ -111,20 +113,27 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
       // order's status may move on at once (a callback, a re-send): the events list keeps the transition.
       const swept = await waitFor(
         async () =>
-          ((await restarted.http.get(`/internal/orders/${shopNo}/events`)).data as { events?: Array<{ from: string | null; to: string | null; at: string }> }).events?.find(
-            (e) => e.from === 'submitting' && e.to === 'submit_unknown',
-          ),
+          (
+            (await restarted.http.get(`/internal/orders/${shopNo}/events`)).data as {
+              events?: Array<{ from: string | null; to: string | null; at: string }>;
+            }
+          ).events?.find((e) => e.from === 'submitting' && e.to === 'submit_unknown'),
         (e) => e !== undefined,
         'the sweep of the attempt left submitting',
       );
       expect(swept).toBeDefined();
-      await restarted.waitForLog((l) => typeof l.msg === 'string' && l.msg === `order ${shopNo}: attempt 1 found in flight after its lease: submit_unknown`);
+      await restarted.waitForLog(
+        (l) => typeof l.msg === 'string' && l.msg === `order ${shopNo}: attempt 1 found in flight after its lease: submit_unknown`,
+      );
       const done = await waitForOrder(second.http, shopNo, SETTLED, 40_000);
       const upstream = expectOnce(shopNo, balance);
       expect(sandbox.stats.createsExecuted).toBe(executed + 1);
       expect(done.upstream_order_id).toBe(upstream.id);
-      const events = ((await second.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; from: string | null; to: string | null }> })
-        .events;
+      const events = (
+        (await second.http.get(`/internal/orders/${shopNo}/events`)).data as {
+          events: Array<{ source: string; from: string | null; to: string | null }>;
+        }
+      ).events;
       expect(events.find((e) => e.to === 'submit_unknown')).toMatchObject({ from: 'submitting', source: 'poll' });
       const settled = events.find((e) => e.from === 'submit_unknown');
       expect(settled?.source).toBe(profile.settledBy === 'callback' ? 'callback' : 'poll');

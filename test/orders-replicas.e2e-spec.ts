@@ -43,7 +43,9 @@ describe('two replicas on one database', () => {
     try {
       const nos = Array.from({ length: 30 }, (_, i) => `REP-${i}`);
       const placed = await Promise.all(
-        nos.flatMap((shopNo) => [a, b].map((app) => app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'REP', quantity: 1 }))),
+        nos.flatMap((shopNo) =>
+          [a, b].map((app) => app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'REP', quantity: 1 })),
+        ),
       );
       for (const r of placed) expect([200, 201]).toContain(r.status);
       expect(sandbox.stats.createsReceived).toBe(30);
@@ -51,9 +53,14 @@ describe('two replicas on one database', () => {
       for (const shopNo of nos) expect(sandbox.orders().filter((o) => o.downstream_order_no === shopNo)).toHaveLength(1);
 
       const toCancel = nos.slice(0, 15);
-      const canceled = await Promise.all(toCancel.flatMap((shopNo) => [a, b].map((app) => app.http.post(`/internal/orders/${shopNo}/cancel`))));
+      const canceled = await Promise.all(
+        toCancel.flatMap((shopNo) => [a, b].map((app) => app.http.post(`/internal/orders/${shopNo}/cancel`))),
+      );
       for (const r of canceled) {
-        expect({ status: r.status, order_status: (r.data as { order?: OrderView }).order?.status }).toEqual({ status: 200, order_status: 'canceled' });
+        expect({ status: r.status, order_status: (r.data as { order?: OrderView }).order?.status }).toEqual({
+          status: 200,
+          order_status: 'canceled',
+        });
       }
       expect(sandbox.stats.requests.cancelOrder).toBe(15);
       expect(sandbox.stats.cancelsExecuted).toBe(15);
@@ -67,7 +74,9 @@ describe('two replicas on one database', () => {
         30_000,
       );
       for (const shopNo of toCancel) expect(orders.find((o) => o.shop_order_no === shopNo)?.status).toBe('canceled');
-      const sources = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM order_events WHERE source = 'poll' AND new_status = 'delivered'");
+      const sources = await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM order_events WHERE source = 'poll' AND new_status = 'delivered'",
+      );
       expect(sources[0].n).toBe(15);
       expect(overlaps).toBe(0);
     } finally {
@@ -85,7 +94,12 @@ describe('two replicas on one database: a callback may reach either', () => {
     },
     prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'REP-CB', price: '3.00' }] }),
     // polling is far off (a minute), so that only the callback can move the order during the test
-    env: { ORDER_POLL_BASE_MS: '60000', ORDER_POLL_MAX_MS: '120000', UPSTREAM_TIMEOUT_MS: '2000', CALLBACK_SIGNATURE_PATH: '/callbacks/upstream' },
+    env: {
+      ORDER_POLL_BASE_MS: '60000',
+      ORDER_POLL_MAX_MS: '120000',
+      UPSTREAM_TIMEOUT_MS: '2000',
+      CALLBACK_SIGNATURE_PATH: '/callbacks/upstream',
+    },
     instances: 2,
     seed: true,
   });
@@ -93,10 +107,17 @@ describe('two replicas on one database: a callback may reach either', () => {
   const received = async (app: TestApp): Promise<number> => {
     const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
     expect(r.status).toBe(200);
-    return [...(r.data as string).matchAll(/^relay_callbacks_received_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    return [...(r.data as string).matchAll(/^relay_callbacks_received_total(?:\{[^}]*\})? (\S+)$/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
   };
   const events = async (app: TestApp, shopNo: string) =>
-    ((await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string | null; to: string | null }> }).events;
+    (
+      (await app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ source: string; kind: string; from: string | null; to: string | null }>;
+      }
+    ).events;
 
   it('an order placed through A, its signed callback delivered to B only: B takes it and applies it as the word of the upstream, with no read (CALLBACK_TRUST=verified), the order moves (seen through A); the duplicate to A changes nothing', async () => {
     const { db, sandbox } = t;
@@ -130,7 +151,11 @@ describe('two replicas on one database: a callback may reach either', () => {
         timestamp: Math.floor(Date.now() / 1000),
       });
       const headers = callbackHeaders(body);
-      const toB = await axios.post(`${b.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+      const toB = await axios.post(`${b.url}/callbacks/upstream`, body, {
+        headers,
+        validateStatus: () => true,
+        transformRequest: [(d: unknown) => d],
+      });
       expect({ status: toB.status, body: toB.data as unknown }).toEqual({ status: 200, body: { ok: true } });
       // B verified and took it; A saw nothing
       expect(await received(b)).toBe(bBefore + 1);
@@ -148,7 +173,10 @@ describe('two replicas on one database: a callback may reach either', () => {
       expect(delivered!.items).toHaveLength(2);
       expect(await getOrder(b.http, 'REPCB-1')).toMatchObject({ status: 'delivered', items: delivered!.items });
       const [row] = await waitFor(
-        () => db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId]),
+        () =>
+          db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [
+            upstreamId,
+          ]),
         (rows) => rows.length === 1 && rows[0].state !== 'pending',
         'the callback to be processed',
       );
@@ -158,12 +186,18 @@ describe('two replicas on one database: a callback may reach either', () => {
       expect(moved).toEqual([expect.objectContaining({ source: 'callback', from: 'pending_payment', to: 'delivered' })]);
 
       // the same callback delivered to A as well (the upstream retries; another replica answers)
-      const toA = await axios.post(`${a.url}/callbacks/upstream`, body, { headers, validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+      const toA = await axios.post(`${a.url}/callbacks/upstream`, body, {
+        headers,
+        validateStatus: () => true,
+        transformRequest: [(d: unknown) => d],
+      });
       expect({ status: toA.status, body: toA.data as unknown }).toEqual({ status: 200, body: { ok: true } });
       // recognised as a duplicate: one inbox record, counted once
-      expect(await db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [upstreamId])).toEqual([
-        { state: 'applied', duplicates: 1 },
-      ]);
+      expect(
+        await db.query<{ state: string; duplicates: number }>('SELECT state, duplicates FROM callback_inbox WHERE upstream_order_id = $1', [
+          upstreamId,
+        ]),
+      ).toEqual([{ state: 'applied', duplicates: 1 }]);
       expect(await received(a)).toBe(aBefore);
       expect(await received(b)).toBe(bBefore + 1);
       // whole drains of either replica's inbox begun after (its retries): nothing more happens to the order

@@ -47,7 +47,12 @@ describe('delivered items stay secret', () => {
   });
 
   it('keeps a planted item code out of the log and out of every table, and returns it from the API', async () => {
-    const r = await http.post('/internal/orders', { shop_order_no: 'SECRET-1', sku_code: 'SEC-MAN', quantity: 2, manual_form_data: { account: 'a' } });
+    const r = await http.post('/internal/orders', {
+      shop_order_no: 'SECRET-1',
+      sku_code: 'SEC-MAN',
+      quantity: 2,
+      manual_form_data: { account: 'a' },
+    });
     expect(r.status).toBe(201);
     const id = (r.data as { order: { upstream_order_id: number } }).order.upstream_order_id;
     await waitForOrder(http, 'SECRET-1', (o) => o.status === 'fulfilling');
@@ -57,7 +62,10 @@ describe('delivered items stay secret', () => {
     expect(order.fulfillment).toMatchObject({ delivery_data: { card: plantedData } });
     // the callbacks carrying the payload were received and processed too
     await waitFor(
-      () => db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'delivered'", [id]),
+      () =>
+        db.query<{ state: string }>("SELECT state FROM callback_inbox WHERE upstream_order_id = $1 AND reported_status = 'delivered'", [
+          id,
+        ]),
       (rows) => rows[0]?.state === 'applied',
     );
     await child.kill('SIGTERM'); // flush and close its log
@@ -70,9 +78,14 @@ describe('delivered items stay secret', () => {
       `SELECT table_name, column_name, data_type FROM information_schema.columns
         WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea', 'ARRAY', 'USER-DEFINED')`,
     );
-    expect(columns.map((c) => c.table_name)).toEqual(expect.arrayContaining(['orders', 'order_attempts', 'order_events', 'callback_inbox', 'outbox_events']));
+    expect(columns.map((c) => c.table_name)).toEqual(
+      expect.arrayContaining(['orders', 'order_attempts', 'order_events', 'callback_inbox', 'outbox_events']),
+    );
     for (const c of columns) {
-      const expr = c.data_type === 'bytea' ? `position(convert_to($1, 'UTF8') IN "${c.column_name}") > 0` : `"${c.column_name}"::text LIKE '%' || $1 || '%'`;
+      const expr =
+        c.data_type === 'bytea'
+          ? `position(convert_to($1, 'UTF8') IN "${c.column_name}") > 0`
+          : `"${c.column_name}"::text LIKE '%' || $1 || '%'`;
       for (const needle of [planted, plantedData]) {
         const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${c.table_name}" WHERE ${expr}`, [needle]);
         expect({ column: `${c.table_name}.${c.column_name}`, found: n }).toEqual({ column: `${c.table_name}.${c.column_name}`, found: 0 });

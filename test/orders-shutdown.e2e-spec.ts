@@ -22,7 +22,10 @@ describe('orders: shutdown during a poll', () => {
   beforeAll(async () => {
     db = await openTestDatabase();
     // orders stay pending: every poll reads them again
-    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null } });
+    sandbox = await startSandbox({
+      catalog: { products: 2 },
+      timetable: { paidMs: 600_000, fulfillingMs: 600_000, deliveredMs: 600_000, completedMs: null },
+    });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'SD-1', price: '1.00' }] });
   });
   afterEach(() => {
@@ -51,14 +54,18 @@ describe('orders: shutdown during a poll', () => {
       (n) => n > 0,
       'a poll reaching the upstream',
     );
-    const [{ leased }] = await db.query<{ leased: boolean }>("SELECT poll_lease_until IS NOT NULL AS leased FROM orders WHERE shop_order_no = 'SD-ORDER'");
+    const [{ leased }] = await db.query<{ leased: boolean }>(
+      "SELECT poll_lease_until IS NOT NULL AS leased FROM orders WHERE shop_order_no = 'SD-ORDER'",
+    );
     expect(leased).toBe(true);
 
     // the upstream never answers and the read's own timeout is a minute: a close that waited for the
     // read would still be waiting when the race ends
     await settlesWithin(app.close(), CLOSE_RACE_MS, 'the shutdown, while a read hangs');
     app = null;
-    const [after] = await db.query<{ leased: boolean; status: string }>("SELECT poll_lease_until IS NOT NULL AS leased, status FROM orders WHERE shop_order_no = 'SD-ORDER'");
+    const [after] = await db.query<{ leased: boolean; status: string }>(
+      "SELECT poll_lease_until IS NOT NULL AS leased, status FROM orders WHERE shop_order_no = 'SD-ORDER'",
+    );
     expect(after).toEqual({ leased: false, status: expect.any(String) });
   });
 
@@ -78,7 +85,12 @@ describe('orders: shutdown during a poll', () => {
       if (e.operation === 'getOrder' && e.phase === 'received') readsSeen++;
     });
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hang_before' }] });
-    const body = JSON.stringify({ event: 'order.status_changed', order_id: upstreamId, status: 'canceled', timestamp: Math.floor(Date.now() / 1000) });
+    const body = JSON.stringify({
+      event: 'order.status_changed',
+      order_id: upstreamId,
+      status: 'canceled',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
     const cb = await app.http.post('/callbacks/upstream', body, { headers: callbackHeaders(body), transformRequest: [(d: unknown) => d] });
     expect(cb.status).toBe(200);
     await waitFor(

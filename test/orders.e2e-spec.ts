@@ -73,7 +73,15 @@ describe('orders: placing and following', () => {
     const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 3 });
     expect(r.status).toBe(201);
     const order = (r.data as { order: OrderView }).order;
-    expect(order).toMatchObject({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 3, attempt: 1, downstream_order_no: shopNo, amount: '30.00', currency: 'CNY' });
+    expect(order).toMatchObject({
+      shop_order_no: shopNo,
+      sku_code: 'T-AUTO',
+      quantity: 3,
+      attempt: 1,
+      downstream_order_no: shopNo,
+      amount: '30.00',
+      currency: 'CNY',
+    });
     expect(order.upstream_order_id).toEqual(expect.any(Number));
     expect(['pending_payment', 'paid', 'fulfilling']).toContain(order.status);
 
@@ -85,7 +93,9 @@ describe('orders: placing and following', () => {
     expect(done.fulfillment).toMatchObject({ type: 'auto', status: 'delivered', delivered_at: expect.any(String) });
     expect(done.refund_state).toBe('not_refundable');
 
-    const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; from: string | null; to: string | null }> };
+    const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+      events: Array<{ source: string; from: string | null; to: string | null }>;
+    };
     expect(events.events[0]).toMatchObject({ source: 'api', from: null, to: 'submitting' });
     expect(events.events[1]).toMatchObject({ source: 'api', from: 'submitting' });
     expect(events.events.at(-1)).toMatchObject({ to: 'delivered' });
@@ -117,13 +127,22 @@ describe('orders: placing and following', () => {
     for (const faults of [{}, { rules: [{ operation: 'product' as const, kind: 'error_before' as const, status: 503 }] }]) {
       sandbox.faults.set(faults);
       const again = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 1 });
-      expect({ status: again.status, id: (again.data as { order: OrderView }).order.upstream_order_id }).toEqual({ status: 200, id: recorded.upstream_order_id });
+      expect({ status: again.status, id: (again.data as { order: OrderView }).order.upstream_order_id }).toEqual({
+        status: 200,
+        id: recorded.upstream_order_id,
+      });
       const other = await place({ shop_order_no: shopNo, sku_code: 'T-REPLAY', quantity: 2 });
-      expect({ status: other.status, code: (other.data as { error_code: string }).error_code }).toEqual({ status: 409, code: 'idempotency_conflict' });
+      expect({ status: other.status, code: (other.data as { error_code: string }).error_code }).toEqual({
+        status: 409,
+        code: 'idempotency_conflict',
+      });
     }
     // a recorded number with a sku_code the catalog does not have: the record's body differs (409), not 404
     const unknownSku = await place({ shop_order_no: shopNo, sku_code: 'NO-SUCH-SKU', quantity: 1 });
-    expect({ status: unknownSku.status, code: (unknownSku.data as { error_code: string }).error_code }).toEqual({ status: 409, code: 'idempotency_conflict' });
+    expect({ status: unknownSku.status, code: (unknownSku.data as { error_code: string }).error_code }).toEqual({
+      status: 409,
+      code: 'idempotency_conflict',
+    });
     expect(sandbox.stats.createsReceived).toBe(creates);
   });
 
@@ -141,7 +160,8 @@ describe('orders: placing and following', () => {
   });
 
   it("the price guard's fresh read of a product that lost a SKU unlists that SKU and places the order", async () => {
-    const sku = async (code: string) => ((await app.http.get(`/internal/catalog/skus/${code}`)).data as { sku: { listed: boolean; available: boolean } }).sku;
+    const sku = async (code: string) =>
+      ((await app.http.get(`/internal/catalog/skus/${code}`)).data as { sku: { listed: boolean; available: boolean } }).sku;
     expect(await sku('T-PAIR-GONE')).toMatchObject({ listed: true });
     sandbox.catalog.removeSku('T-PAIR-GONE');
     const r = await place({ shop_order_no: no('PAIR'), sku_code: 'T-PAIR-KEPT', quantity: 1 });
@@ -207,7 +227,11 @@ describe('orders: placing and following', () => {
     const r = await place({ shop_order_no: shopNo, sku_code: 'T-MANUAL', quantity: 2, manual_form_data: { account: 'a-1' } });
     expect(r.status).toBe(201);
     const id = (r.data as { order: OrderView }).order.upstream_order_id as number;
-    await waitFor(() => Promise.resolve(sandbox.order(id)?.status), (s) => s === 'fulfilling', 'the manual order waiting');
+    await waitFor(
+      () => Promise.resolve(sandbox.order(id)?.status),
+      (s) => s === 'fulfilling',
+      'the manual order waiting',
+    );
     sandbox.deliverManual(id, 'K-1\nK-2');
     await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered');
     expect((await getOrder(app.http, shopNo))?.items).toEqual(['K-1', 'K-2']);
@@ -270,7 +294,9 @@ describe('orders: placing and following', () => {
       await expectNothing(shopNo, creates);
       const manualOk = await place({ shop_order_no: shopNo, sku_code: 'T-MANUAL', quantity: 1, manual_form_data: { account: 'player-1' } });
       expect(manualOk.status).toBe(201);
-      expect(sandbox.order((manualOk.data as { order: OrderView }).order.upstream_order_id as number)?.manual_form_data).toEqual({ account: 'player-1' });
+      expect(sandbox.order((manualOk.data as { order: OrderView }).order.upstream_order_id as number)?.manual_form_data).toEqual({
+        account: 'player-1',
+      });
     });
 
     it('400 bad_request for a trace_id over 128 characters', async () => {
@@ -338,10 +364,16 @@ describe('orders: placing and following', () => {
   describe('outcome classes of the create call', () => {
     it('a definitive refusal: rejected with the upstream status and code; the same key then makes attempt 2 as <no>-2', async () => {
       const shopNo = no('REFUSED');
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 402, errorCode: 'insufficient_balance', times: 1 }] });
+      sandbox.faults.set({
+        rules: [{ operation: 'createOrder', kind: 'coded_error', status: 402, errorCode: 'insufficient_balance', times: 1 }],
+      });
       const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
       expect(r.status).toBe(402);
-      expect(r.data).toMatchObject({ ok: false, error_code: 'insufficient_balance', order: { status: 'rejected', attempt: 1, refund_state: 'refundable' } });
+      expect(r.data).toMatchObject({
+        ok: false,
+        error_code: 'insufficient_balance',
+        order: { status: 'rejected', attempt: 1, refund_state: 'refundable' },
+      });
       const again = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
       expect(again.status).toBe(201);
       expect((again.data as { order: OrderView }).order).toMatchObject({ attempt: 2, downstream_order_no: `${shopNo}-2` });
@@ -353,14 +385,18 @@ describe('orders: placing and following', () => {
       const paid = await place({ shop_order_no: no('PAYFAIL'), sku_code: 'T-AUTO', quantity: 1 });
       expect(paid.status).toBe(402);
       expect(paid.data).toMatchObject({ error_code: 'payment_failed', order: { status: 'rejected' } });
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 401, errorCode: 'invalid_signature', times: 1 }] });
+      sandbox.faults.set({
+        rules: [{ operation: 'createOrder', kind: 'coded_error', status: 401, errorCode: 'invalid_signature', times: 1 }],
+      });
       const auth = await place({ shop_order_no: no('AUTH'), sku_code: 'T-AUTO', quantity: 1 });
       expect(auth.status).toBe(502);
       expect(auth.data).toMatchObject({ error_code: 'upstream_auth_failed', order: { status: 'rejected' } });
     });
 
     it('an upstream 403 (a key it does not know, as Dujiao-Next answers it) is 502 upstream_auth_failed too', async () => {
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 403, errorCode: 'invalid_api_key', times: 1 }] });
+      sandbox.faults.set({
+        rules: [{ operation: 'createOrder', kind: 'coded_error', status: 403, errorCode: 'invalid_api_key', times: 1 }],
+      });
       const r = await place({ shop_order_no: no('FORBID'), sku_code: 'T-AUTO', quantity: 1 });
       expect(r.status).toBe(502);
       expect(r.data).toMatchObject({ error_code: 'upstream_auth_failed', order: { status: 'rejected' } });
@@ -393,7 +429,14 @@ describe('orders: placing and following', () => {
       const nextId = Math.max(...sandbox.orders().map((o) => o.id)) + 1;
       const shopNo = no('ODD-STATUS');
       // the upstream does the work and answers with a status outside the documented set
-      const body = JSON.stringify({ ok: true, order_id: nextId, order_no: `ODD-${nextId}`, status: 'on_hold', amount: '10.00', currency: 'CNY' });
+      const body = JSON.stringify({
+        ok: true,
+        order_id: nextId,
+        order_no: `ODD-${nextId}`,
+        status: 'on_hold',
+        amount: '10.00',
+        currency: 'CNY',
+      });
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'garbage_after', body, times: 1 }] });
       const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
       expect(r.status).toBe(201);
@@ -435,7 +478,9 @@ describe('orders: placing and following', () => {
       const again = await app.http.post(`/internal/orders/${shopNo}/resolve`, { upstream_order_id: upstream.id });
       expect(again.status).toBe(409);
       expect(again.data).toMatchObject({ error_code: 'not_unknown' });
-      const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; from: string | null }> };
+      const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+        events: Array<{ source: string; from: string | null }>;
+      };
       expect(events.events.some((e) => e.source === 'operator' && e.from === 'submit_unknown')).toBe(true);
     });
 
@@ -444,7 +489,11 @@ describe('orders: placing and following', () => {
       expect((await app.http.post(`/internal/orders/${shopNo}/resolve`, {})).status).toBe(400);
       const r = await app.http.post(`/internal/orders/${shopNo}/resolve`, { not_placed: true, reason: 'checked the supplier console' });
       expect(r.status).toBe(200);
-      expect((r.data as { order: OrderView }).order).toMatchObject({ status: 'rejected', error_code: 'not_placed', refund_state: 'refundable' });
+      expect((r.data as { order: OrderView }).order).toMatchObject({
+        status: 'rejected',
+        error_code: 'not_placed',
+        refund_state: 'refundable',
+      });
     });
 
     it('refresh reads the order from the upstream; the wallet comes from ping', async () => {
@@ -458,7 +507,9 @@ describe('orders: placing and following', () => {
         const refreshed = await app.http.post(`/internal/orders/${shopNo}/refresh`);
         expect(refreshed.status).toBe(200);
         expect((refreshed.data as { order: OrderView }).order.status).toBe('paid');
-        const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: Array<{ source: string; kind: string; from: string; to: string }> };
+        const events = (await app.http.get(`/internal/orders/${shopNo}/events`)).data as {
+          events: Array<{ source: string; kind: string; from: string; to: string }>;
+        };
         expect(events.events.filter((e) => e.source === 'operator')).toEqual([
           expect.objectContaining({ kind: 'status', from: 'pending_payment', to: 'paid' }),
           expect.objectContaining({ kind: 'refresh', from: 'pending_payment', to: 'paid' }),
@@ -468,7 +519,13 @@ describe('orders: placing and following', () => {
       }
       const wallet = await app.http.get('/internal/wallet');
       expect(wallet.status).toBe(200);
-      expect(wallet.data).toEqual({ ok: true, balance: sandbox.walletBalance(), currency: 'CNY', member_level: expect.any(Object), checked_at: expect.any(String) });
+      expect(wallet.data).toEqual({
+        ok: true,
+        balance: sandbox.walletBalance(),
+        currency: 'CNY',
+        member_level: expect.any(Object),
+        checked_at: expect.any(String),
+      });
       expect((await app.http.post('/internal/orders/NO-SUCH/refresh')).status).toBe(404);
     });
   });
@@ -480,14 +537,19 @@ describe('orders: placing and following', () => {
     };
     expect(delivered.total).toBeGreaterThan(0);
     expect(delivered.items.every((o) => o.status === 'delivered')).toBe(true);
-    const page = (await app.http.get('/internal/orders', { params: { page: 2, page_size: 1 } })).data as { items: OrderView[]; page: number; page_size: number };
+    const page = (await app.http.get('/internal/orders', { params: { page: 2, page_size: 1 } })).data as {
+      items: OrderView[];
+      page: number;
+      page_size: number;
+    };
     expect(page).toMatchObject({ page: 2, page_size: 1 });
     expect(page.items).toHaveLength(1);
     expect((await app.http.get('/internal/orders', { params: { status: 'nope' } })).status).toBe(400);
     // the submit_unknown orders above (and the manual one, waiting for its delivery) are stuck after
     // STUCK_ORDER_ALERT_S (2 s here); delivered ones never are
     const stuck = await waitFor(
-      async () => ((await app.http.get('/internal/orders', { params: { stuck: 'true', page_size: 500 } })).data as { items: OrderView[] }).items,
+      async () =>
+        ((await app.http.get('/internal/orders', { params: { stuck: 'true', page_size: 500 } })).data as { items: OrderView[] }).items,
       (items) => items.some((o) => o.status === 'submit_unknown'),
     );
     for (const o of stuck) {
@@ -524,7 +586,9 @@ describe('orders: the create reaches nothing', () => {
   const place = (body: Record<string, unknown>) => t.app.http.post('/internal/orders', body);
   const createCalls = async (): Promise<number> => {
     const text = (await axios.get(`${t.app.url}/metrics`, { responseType: 'text' })).data as string;
-    return [...text.matchAll(/^relay_upstream_calls_total\{([^}]*)\} (\d+)$/gm)].filter((m) => m[1].includes('operation="createOrder"')).reduce((sum, m) => sum + Number(m[2]), 0);
+    return [...text.matchAll(/^relay_upstream_calls_total\{([^}]*)\} (\d+)$/gm)]
+      .filter((m) => m[1].includes('operation="createOrder"'))
+      .reduce((sum, m) => sum + Number(m[2]), 0);
   };
 
   beforeAll(async () => {
@@ -567,7 +631,11 @@ describe('orders: the create reaches nothing', () => {
     await t.sandbox.refuseConnections();
     const first = await place(body);
     expect(first.status).toBe(503);
-    expect(first.data).toMatchObject({ ok: false, error_code: 'upstream_unavailable', order: { status: 'rejected', attempt: 1, downstream_order_no: shopNo } });
+    expect(first.data).toMatchObject({
+      ok: false,
+      error_code: 'upstream_unavailable',
+      order: { status: 'rejected', attempt: 1, downstream_order_no: shopNo },
+    });
     await t.sandbox.acceptConnections();
     expect(t.sandbox.orders().filter((o) => o.downstream_order_no?.startsWith(shopNo))).toHaveLength(0);
     expect(await getOrder(t.app.http, shopNo)).toMatchObject({ status: 'rejected', attempt: 1 });

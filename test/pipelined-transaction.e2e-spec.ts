@@ -22,7 +22,8 @@ describe('pipelined transactions: BEGIN and COMMIT in the exchanges of the state
     ds = new DataSource({ type: 'postgres', url: db.url, poolSize: 1 });
     await ds.initialize();
     const pool = (ds.driver as unknown as { master: Pool }).master;
-    const count = (client: PoolClient) => (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('readyForQuery', () => exchanges++);
+    const count = (client: PoolClient) =>
+      (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('readyForQuery', () => exchanges++);
     pool.on('connect', count);
     const open = await pool.connect();
     count(open);
@@ -35,7 +36,8 @@ describe('pipelined transactions: BEGIN and COMMIT in the exchanges of the state
     await db?.close();
   });
 
-  const values = async (): Promise<number[]> => ((await ds.query('SELECT id FROM pipelined_probe ORDER BY id')) as Array<{ id: number }>).map((r) => r.id);
+  const values = async (): Promise<number[]> =>
+    ((await ds.query('SELECT id FROM pipelined_probe ORDER BY id')) as Array<{ id: number }>).map((r) => r.id);
 
   /** A locking statement, then a held write: the shape of a verified callback's transaction. */
   const lockThenWrite = (lockId: number, writeId: number) =>

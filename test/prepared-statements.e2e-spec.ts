@@ -21,7 +21,8 @@ describe('prepared statements: described once per connection, rows as pg gives t
     ds = new DataSource({ type: 'postgres', url: db.url, poolSize: 1 });
     await ds.initialize();
     pool = (ds.driver as unknown as { master: Pool }).master;
-    const count = (client: PoolClient) => (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('rowDescription', () => descriptions++);
+    const count = (client: PoolClient) =>
+      (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('rowDescription', () => descriptions++);
     pool.on('connect', count);
     const open = await pool.connect(); // the pool's one connection, opened by initialize
     count(open);
@@ -39,7 +40,7 @@ describe('prepared statements: described once per connection, rows as pg gives t
             $2::text AS echo`,
   };
 
-  it('gives the rows pg\'s own query gives, for every type the repositories read', async () => {
+  it("gives the rows pg's own query gives, for every type the repositories read", async () => {
     const client = await pool.connect();
     let expected: Record<string, unknown>;
     try {
@@ -55,7 +56,7 @@ describe('prepared statements: described once per connection, rows as pg gives t
     }
   });
 
-  it('asks for the description on a connection\'s first run of a statement only', async () => {
+  it("asks for the description on a connection's first run of a statement only", async () => {
     const statement: PreparedStatement = { key: 'once', text: 'SELECT $1::int + 1 AS next, $1::text AS seen' };
     const before = descriptions;
     expect(await runPrepared(ds, null, statement, [1])).toEqual([{ next: 2, seen: '1' }]);
@@ -66,13 +67,16 @@ describe('prepared statements: described once per connection, rows as pg gives t
 
   it('a statement without rows (no RETURNING) gives [], its empty shape kept', async () => {
     await db.query('CREATE TABLE IF NOT EXISTS prepared_probe (id int PRIMARY KEY, v text)');
-    const statement: PreparedStatement = { key: 'no_rows', text: 'INSERT INTO prepared_probe (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v' };
+    const statement: PreparedStatement = {
+      key: 'no_rows',
+      text: 'INSERT INTO prepared_probe (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v',
+    };
     expect(await runPrepared(ds, null, statement, [1, 'a'])).toEqual([]);
     expect(await runPrepared(ds, null, statement, [1, 'b'])).toEqual([]);
     expect(await db.query('SELECT v FROM prepared_probe WHERE id = 1')).toEqual([{ v: 'b' }]);
   });
 
-  it('a server error is pg\'s error, with its SQLSTATE; the connection and its statement are fine afterwards', async () => {
+  it("a server error is pg's error, with its SQLSTATE; the connection and its statement are fine afterwards", async () => {
     const statement: PreparedStatement = { key: 'divide', text: 'SELECT 10 / $1::int AS q' };
     // the first run fails after the statement is parsed but before its result is described
     await expect(runPrepared(ds, null, statement, [0])).rejects.toMatchObject({ code: '22012', severity: 'ERROR' });
@@ -90,7 +94,7 @@ describe('prepared statements: described once per connection, rows as pg gives t
     await expect(runPrepared(ds, null, statement, [1])).rejects.toMatchObject({ code: '0A000' });
   });
 
-  it('a parameter pg cannot serialise, on a statement\'s first run in a transaction: that call fails, nothing is sent, the transaction goes on', async () => {
+  it("a parameter pg cannot serialise, on a statement's first run in a transaction: that call fails, nothing is sent, the transaction goes on", async () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     // a text the server would refuse too: had its Parse gone out, the server would ignore everything up

@@ -31,19 +31,26 @@ describe('pricing across replicas: a category tree changed by a sync', () => {
   it("a SKU of a new child category written by replica B gets its parent's rule, and a later sync does not leave it wrong", async () => {
     const { sandbox, db } = suite;
     const [a, b] = suite.apps;
-    const child = sandbox.catalog.categories().find((c) => c.parent_id !== 0 && sandbox.catalog.listedProducts().some((p) => p.category_id === c.id))!;
+    const child = sandbox.catalog
+      .categories()
+      .find((c) => c.parent_id !== 0 && sandbox.catalog.listedProducts().some((p) => p.category_id === c.id))!;
     const product = sandbox.catalog.listedProducts().find((p) => p.category_id === child.id)!;
     const code = product.skus[0].sku_code;
 
     // The relay has never seen the child category nor its products (the upstream added them since the
     // last sync): what a replica's state is before the sync that brings them.
-    const productIds = sandbox.catalog.listedProducts().filter((p) => p.category_id === child.id).map((p) => p.id);
+    const productIds = sandbox.catalog
+      .listedProducts()
+      .filter((p) => p.category_id === child.id)
+      .map((p) => p.id);
     await db.query('DELETE FROM catalog_skus WHERE category_id = $1', [child.id]);
     await db.query('DELETE FROM catalog_product_fingerprints WHERE product_id = ANY($1::bigint[])', [productIds]);
     await db.query('DELETE FROM catalog_categories WHERE id = $1', [child.id]);
 
     // A rule on the parent, set through replica B: B now holds the rules (and the tree, without the child) in its cache.
-    const rules = { rules: [{ scope: 'category', category_id: child.parent_id, markup_percent: '50', markup_fixed: '0', rounding: '0.01' }] };
+    const rules = {
+      rules: [{ scope: 'category', category_id: child.parent_id, markup_percent: '50', markup_fixed: '0', rounding: '0.01' }],
+    };
     expect((await b.http.put('/internal/pricing/rules', rules)).status).toBe(200);
 
     // Replica A syncs: it stores the child under its parent and its products, priced with the parent's rule.
@@ -62,6 +69,9 @@ describe('pricing across replicas: a category tree changed by a sync', () => {
     const later = await sku(a, code);
     // CONTRACT §5: sale_price = the pricing rules applied to the current cost (the parent's +50 %),
     // right after B's write and still after the next sync.
-    expect({ afterFreshRead: fresh.sale_price, afterNextSync: later.sale_price }).toEqual({ afterFreshRead: '30.00', afterNextSync: '30.00' });
+    expect({ afterFreshRead: fresh.sale_price, afterNextSync: later.sale_price }).toEqual({
+      afterFreshRead: '30.00',
+      afterNextSync: '30.00',
+    });
   });
 });

@@ -74,7 +74,12 @@ describe('scheduled reconciliation', () => {
       DATABASE_URL: db.url,
     });
     relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    http = axios.create({
+      baseURL: relay.url,
+      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      validateStatus: () => true,
+      timeout: 30_000,
+    });
     await seedCatalog(http);
   });
   afterAll(async () => {
@@ -92,7 +97,12 @@ describe('scheduled reconciliation', () => {
       )
     )[0];
   /** The order joined the schedule: its first read is due one step (1 min) after, on the service's clock. */
-  const planned = (shopOrderNo: string) => waitFor(() => schedule(shopOrderNo), (s) => s.reconcile_planned_at !== null, `${shopOrderNo} planned`);
+  const planned = (shopOrderNo: string) =>
+    waitFor(
+      () => schedule(shopOrderNo),
+      (s) => s.reconcile_planned_at !== null,
+      `${shopOrderNo} planned`,
+    );
   const reconciledWebhooks = (shopOrderNo: string) =>
     shop.received
       .map((h) => ({ ...h, parsed: JSON.parse(h.body) as { event: string; subject: string; data: Record<string, unknown> } }))
@@ -130,7 +140,11 @@ describe('scheduled reconciliation', () => {
     expect(await metric('status')).toBe(before.status + 1);
     expect(await metric('refunded_amount')).toBe(before.refunded + 1);
 
-    const [hook] = await waitFor(() => reconciledWebhooks('REC-FULL'), (h) => h.length > 0, 'the order.reconciled webhook');
+    const [hook] = await waitFor(
+      () => reconciledWebhooks('REC-FULL'),
+      (h) => h.length > 0,
+      'the order.reconciled webhook',
+    );
     expect(shop.verify(hook, SECRET)).toEqual({ ok: true });
     expect(hook.parsed.data).toMatchObject({ shop_order_no: 'REC-FULL', status: 'refunded', previous_status: 'delivered', run_id: null });
     expect(hook.parsed.data.differences).toEqual(
@@ -140,7 +154,9 @@ describe('scheduled reconciliation', () => {
       ]),
     );
     // the status change itself is announced as any other, and recorded as a poll's
-    const events = (await http.get('/internal/orders/REC-FULL/events')).data as { events: Array<{ source: string; from: string | null; to: string | null }> };
+    const events = (await http.get('/internal/orders/REC-FULL/events')).data as {
+      events: Array<{ source: string; from: string | null; to: string | null }>;
+    };
     expect(events.events.filter((e) => e.to === 'refunded')).toEqual([expect.objectContaining({ source: 'poll', from: 'delivered' })]);
     // a refunded order has nothing left to reconcile on the schedule
     expect((await schedule('REC-FULL')).reconcile_at).toBeNull();
@@ -159,7 +175,11 @@ describe('scheduled reconciliation', () => {
       ['refunded_amount', null, '0.50'],
       ['status', 'delivered', 'partially_refunded'],
     ]);
-    await waitFor(() => reconciledWebhooks('REC-PART'), (h) => h.length === 1, 'the order.reconciled webhook');
+    await waitFor(
+      () => reconciledWebhooks('REC-PART'),
+      (h) => h.length === 1,
+      'the order.reconciled webhook',
+    );
     // partially refunded is still read on the schedule: its next step, an hour after it was planned
     const s = await schedule('REC-PART');
     expect(s.reconcile_at!.getTime() - s.reconcile_planned_at!.getTime()).toBe(HOUR);
@@ -170,11 +190,19 @@ describe('scheduled reconciliation', () => {
     await planned('REC-SAME');
 
     clock.advance(MINUTE + 1000);
-    const afterFirst = await waitFor(() => schedule('REC-SAME'), (s) => s.reconciled_at !== null, 'the first scheduled read');
+    const afterFirst = await waitFor(
+      () => schedule('REC-SAME'),
+      (s) => s.reconciled_at !== null,
+      'the first scheduled read',
+    );
     expect(afterFirst.reconcile_at!.getTime() - afterFirst.reconcile_planned_at!.getTime()).toBe(HOUR);
 
     clock.advance(HOUR);
-    const afterLast = await waitFor(() => schedule('REC-SAME'), (s) => s.reconcile_at === null, 'the last scheduled read');
+    const afterLast = await waitFor(
+      () => schedule('REC-SAME'),
+      (s) => s.reconcile_at === null,
+      'the last scheduled read',
+    );
     expect(afterLast.reconciled_at!.getTime()).toBeGreaterThan(afterFirst.reconciled_at!.getTime());
 
     expect((await waitForOrder(http, 'REC-SAME', () => true)).status).toBe('delivered');
@@ -203,7 +231,8 @@ describe('on-demand reconciliation runs', () => {
     error: string | null;
     finished_at: string | null;
   }
-  const getRun = async (runId: string) => (await t.app.http.get(`/internal/reconciliation/runs/${runId}`)).data as { ok: boolean; run: Run };
+  const getRun = async (runId: string) =>
+    (await t.app.http.get(`/internal/reconciliation/runs/${runId}`)).data as { ok: boolean; run: Run };
 
   it('reads the finished orders created in the range: progress, items, 409 while it runs', async () => {
     const http = t.app.http;
@@ -230,9 +259,20 @@ describe('on-demand reconciliation runs', () => {
     expect(again.status).toBe(409);
     expect(again.data).toMatchObject({ ok: false, error_code: 'reconciliation_in_progress', run_id: runId });
     const running = await getRun(runId);
-    expect(running.run).toMatchObject({ run_id: runId, status: 'running', orders_total: 3, from: from.toISOString(), to: to.toISOString(), finished_at: null });
+    expect(running.run).toMatchObject({
+      run_id: runId,
+      status: 'running',
+      orders_total: 3,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      finished_at: null,
+    });
 
-    const done = await waitFor(() => getRun(runId), (r) => r.run.status !== 'running', 'the run');
+    const done = await waitFor(
+      () => getRun(runId),
+      (r) => r.run.status !== 'running',
+      'the run',
+    );
     expect(done.run).toMatchObject({ status: 'succeeded', orders_total: 3, orders_done: 3, orders_failed: 0, differences: 4, error: null });
     expect(done.run.finished_at).not.toBeNull();
 
@@ -245,14 +285,28 @@ describe('on-demand reconciliation runs', () => {
       ['RUN-C', 'refunded_amount', null, '1.25'],
       ['RUN-C', 'status', 'delivered', 'partially_refunded'],
     ]);
-    expect(await waitForOrder(http, 'RUN-A', () => true)).toMatchObject({ status: 'refunded', refund_state: 'refundable', refundable_amount: '3.00' });
-    expect(await waitForOrder(http, 'RUN-C', () => true)).toMatchObject({ status: 'partially_refunded', refund_state: 'refundable', refundable_amount: '1.25' });
+    expect(await waitForOrder(http, 'RUN-A', () => true)).toMatchObject({
+      status: 'refunded',
+      refund_state: 'refundable',
+      refundable_amount: '3.00',
+    });
+    expect(await waitForOrder(http, 'RUN-C', () => true)).toMatchObject({
+      status: 'partially_refunded',
+      refund_state: 'refundable',
+      refundable_amount: '1.25',
+    });
     // an order the upstream did not change, and one created before the range, are left as they were
     expect((await itemsOf(http, 'shop_order_no=RUN-B')).total).toBe(0);
     expect((await waitForOrder(http, 'RUN-OLD', () => true)).status).toBe('delivered');
     expect((await itemsOf(http, 'shop_order_no=RUN-OLD')).total).toBe(0);
 
-    const list = (await http.get('/internal/reconciliation/runs')).data as { ok: boolean; items: Run[]; total: number; page: number; page_size: number };
+    const list = (await http.get('/internal/reconciliation/runs')).data as {
+      ok: boolean;
+      items: Run[];
+      total: number;
+      page: number;
+      page_size: number;
+    };
     expect(list).toMatchObject({ ok: true, total: 1, page: 1, page_size: 100 });
     expect(list.items[0]).toMatchObject({ run_id: runId, status: 'succeeded' });
     const all = await itemsOf(http, 'page=1&page_size=2');
@@ -263,7 +317,15 @@ describe('on-demand reconciliation runs', () => {
     const second = await http.post('/internal/reconciliation', { from: from.toISOString(), to: to.toISOString() });
     expect(second.status).toBe(202);
     const secondId = (second.data as { run_id: string }).run_id;
-    expect((await waitFor(() => getRun(secondId), (r) => r.run.status !== 'running', 'the second run')).run).toMatchObject({ status: 'succeeded', orders_done: 3, differences: 0 });
+    expect(
+      (
+        await waitFor(
+          () => getRun(secondId),
+          (r) => r.run.status !== 'running',
+          'the second run',
+        )
+      ).run,
+    ).toMatchObject({ status: 'succeeded', orders_done: 3, differences: 0 });
   });
 
   it('refuses a bad range with 400 and an unknown run with 404', async () => {
@@ -302,9 +364,17 @@ describe('scheduled reconciliation on two replicas', () => {
     sandbox = await startSandbox({ catalog: { products: 2 }, timetable: TIMETABLE });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'REC-3', price: '1.00' }] });
     const config = () =>
-      loadConfig({ ...testEnv(sandbox, { RECONCILE_AFTER: '1m,1h', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }), DATABASE_URL: db.url });
+      loadConfig({
+        ...testEnv(sandbox, { RECONCILE_AFTER: '1m,1h', ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' }),
+        DATABASE_URL: db.url,
+      });
     for (let i = 0; i < 2; i++) relays.push(await createRelayApp(config(), { endpoint: db.endpoint, logger: false, clock }));
-    http = axios.create({ baseURL: relays[0].url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+    http = axios.create({
+      baseURL: relays[0].url,
+      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      validateStatus: () => true,
+      timeout: 30_000,
+    });
     await seedCatalog(http);
   });
   afterAll(async () => {
@@ -316,10 +386,11 @@ describe('scheduled reconciliation on two replicas', () => {
   it('reads each due order once between them', async () => {
     const nos = Array.from({ length: 8 }, (_, i) => `REC-REP-${i}`);
     const orders = await Promise.all(nos.map((no) => placeDelivered(http, no, 'REC-3')));
-    const states = () => db.query<{ planned: number; read: number }>(
-      `SELECT count(*) FILTER (WHERE reconcile_planned_at IS NOT NULL)::int AS planned, count(*) FILTER (WHERE reconciled_at IS NOT NULL)::int AS read
+    const states = () =>
+      db.query<{ planned: number; read: number }>(
+        `SELECT count(*) FILTER (WHERE reconcile_planned_at IS NOT NULL)::int AS planned, count(*) FILTER (WHERE reconciled_at IS NOT NULL)::int AS read
          FROM orders WHERE shop_order_no LIKE 'REC-REP-%'`,
-    );
+      );
     await waitFor(states, ([s]) => s.planned === nos.length, 'every order planned');
     for (const o of orders.slice(0, 3)) sandbox.refundOrder(o.upstream_order_id!);
     const readsBefore = sandbox.stats.requests.getOrder;
@@ -330,6 +401,11 @@ describe('scheduled reconciliation on two replicas', () => {
     await Promise.all(relays.map((r) => passesRun(r.app.get(ReconciliationScheduler).passes, 2, 'reconciliation passes')));
     expect(sandbox.stats.requests.getOrder - readsBefore).toBe(nos.length);
     const items = (await http.get('/internal/reconciliation/items?page_size=500')).data as { items: Item[] };
-    expect(items.items.filter((i) => i.shop_order_no.startsWith('REC-REP-') && i.field === 'status').map((i) => i.shop_order_no).sort()).toEqual(nos.slice(0, 3));
+    expect(
+      items.items
+        .filter((i) => i.shop_order_no.startsWith('REC-REP-') && i.field === 'status')
+        .map((i) => i.shop_order_no)
+        .sort(),
+    ).toEqual(nos.slice(0, 3));
   });
 });

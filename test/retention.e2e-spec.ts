@@ -55,7 +55,12 @@ async function startApp(db: TestDatabase, env: Record<string, string> = {}, opti
     }),
   );
   const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
-  const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const http = axios.create({
+    baseURL: relay.url,
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    validateStatus: () => true,
+    timeout: 30_000,
+  });
   return { relay, http, retention: relay.app.get(RetentionService), repo: relay.app.get(RetentionRepository), close: () => relay.close() };
 }
 
@@ -78,7 +83,10 @@ async function seedChanges(db: TestDatabase, oldRows: number): Promise<void> {
 }
 
 /** A finished (or running) run: `started` and `finished` in days ago. */
-async function insertRun(db: TestDatabase, r: { id: string; mode: string; planned: string; status: string; started: number; finished: number | null; fallback?: string }) {
+async function insertRun(
+  db: TestDatabase,
+  r: { id: string; mode: string; planned: string; status: string; started: number; finished: number | null; fallback?: string },
+) {
   await db.query(
     `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, trigger, status, owner, started_at, heartbeat_at, finished_at, fallback)
      VALUES ($1, $2, $3, 'schedule', $4, 'test', ${ago(r.started)}, ${ago(r.finished ?? r.started)},
@@ -87,7 +95,14 @@ async function insertRun(db: TestDatabase, r: { id: string; mode: string; planne
   );
 }
 
-async function insertCallback(db: TestDatabase, id: string, state: string, received: number, processed: number | null, orderId: string | null = null) {
+async function insertCallback(
+  db: TestDatabase,
+  id: string,
+  state: string,
+  received: number,
+  processed: number | null,
+  orderId: string | null = null,
+) {
   await db.query(
     `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, reported_status, state, order_id, next_try_at, received_at, processed_at)
      VALUES ($1, 'order.status_changed', 42, 'delivered', $2, $3, now() + interval '1 day', ${ago(received)},
@@ -97,7 +112,12 @@ async function insertCallback(db: TestDatabase, id: string, state: string, recei
 }
 
 /** An outbox event; null times stay NULL. */
-async function insertEvent(db: TestDatabase, subject: string, status: string, t: { created: number; lastAttempt: number | null; delivered: number | null }) {
+async function insertEvent(
+  db: TestDatabase,
+  subject: string,
+  status: string,
+  t: { created: number; lastAttempt: number | null; delivered: number | null },
+) {
   const at = (n: string) => `CASE WHEN ${n}::int IS NULL THEN NULL ELSE now() - ${n}::int * interval '1 day' END`;
   await db.query(
     `INSERT INTO outbox_events (event_type, subject, payload, status, next_attempt_at, created_at, last_attempt_at, delivered_at)
@@ -117,7 +137,10 @@ async function insertOldOrder(db: TestDatabase): Promise<string> {
      VALUES ($1, 1, 'year-old', 'accepted', '{}'::jsonb, ${ago(400)}, ${ago(400)})`,
     [id],
   );
-  await db.query(`INSERT INTO order_events (order_id, source, kind, new_status, created_at) VALUES ($1, 'api', 'status', 'canceled', ${ago(400)})`, [id]);
+  await db.query(
+    `INSERT INTO order_events (order_id, source, kind, new_status, created_at) VALUES ($1, 'api', 'status', 'canceled', ${ago(400)})`,
+    [id],
+  );
   await db.query(`INSERT INTO order_refunds (order_id, amount, currency, created_at) VALUES ($1, '9.90', 'CNY', ${ago(399)})`, [id]);
   return id;
 }
@@ -129,7 +152,8 @@ const countOldChanges = async (db: TestDatabase) =>
 const remainingRuns = (db: TestDatabase) => column(db, 'SELECT run_id AS v FROM catalog_sync_runs');
 const remainingCallbacks = (db: TestDatabase) => column(db, 'SELECT body_sha256 AS v FROM callback_inbox');
 const remainingEvents = (db: TestDatabase) => column(db, 'SELECT subject AS v FROM outbox_events');
-const claimRows = (db: TestDatabase) => db.query<{ token: string }>("SELECT value->>'token' AS token FROM relay_state WHERE key = $1", [RETENTION_CLAIM_KEY]);
+const claimRows = (db: TestDatabase) =>
+  db.query<{ token: string }>("SELECT value->>'token' AS token FROM relay_state WHERE key = $1", [RETENTION_CLAIM_KEY]);
 
 /**
  * Runs `app`'s job once, holding it after its first batch (the batch's statement committed; the run is
@@ -142,12 +166,14 @@ async function runHeldAfterFirstBatch(app: App, between: (release: () => void) =
   let release!: () => void;
   const atHold = new Promise<void>((r) => (reached = r));
   const released = new Promise<void>((r) => (release = r));
-  const spy = jest.spyOn(app.repo, 'deleteBatch').mockImplementationOnce(async (...args: Parameters<RetentionRepository['deleteBatch']>) => {
-    const n = await real(...args);
-    reached();
-    await released;
-    return n;
-  });
+  const spy = jest
+    .spyOn(app.repo, 'deleteBatch')
+    .mockImplementationOnce(async (...args: Parameters<RetentionRepository['deleteBatch']>) => {
+      const n = await real(...args);
+      reached();
+      await released;
+      return n;
+    });
   try {
     const running = app.retention.runOnce();
     await atHold;
@@ -210,7 +236,8 @@ describe('the retention job', () => {
     for (const r of runs) await insertRun(db, r);
 
     const orderId = await insertOldOrder(db);
-    for (const state of ['applied', 'unknown_order', 'read_failed', 'ignored']) await insertCallback(db, `cb-old-${state}`, state, 100, 100);
+    for (const state of ['applied', 'unknown_order', 'read_failed', 'ignored'])
+      await insertCallback(db, `cb-old-${state}`, state, 100, 100);
     await insertCallback(db, 'cb-old-of-order', 'applied', 390, 390, orderId);
     await insertCallback(db, 'cb-pending-old', 'pending', 100, null); // still waiting for its order
     await insertCallback(db, 'cb-applied-new', 'applied', 10, 10);
@@ -233,7 +260,10 @@ describe('the retention job', () => {
       ['alert:order_stuckX:SO-OLD', 100], // not a key of ours: the pattern matches exactly
       ['wallet:snapshot', 100],
     ] as const) {
-      await db.query(`INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{}'::jsonb, ${ago(days)}) ON CONFLICT (key) DO UPDATE SET updated_at = EXCLUDED.updated_at`, [key]);
+      await db.query(
+        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{}'::jsonb, ${ago(days)}) ON CONFLICT (key) DO UPDATE SET updated_at = EXCLUDED.updated_at`,
+        [key],
+      );
     }
 
     const runsRepo = a.relay.app.get(SyncRunRepository);
@@ -244,7 +274,13 @@ describe('the retention job', () => {
     const report = await a.retention.runOnce();
 
     expect(report.outcome).toBe('done');
-    expect(report.deleted).toEqual({ catalog_sku_changes: MANY, catalog_sync_runs: 4, callback_inbox: 5, outbox_events: 3, relay_state: 2 });
+    expect(report.deleted).toEqual({
+      catalog_sku_changes: MANY,
+      catalog_sync_runs: 4,
+      callback_inbox: 5,
+      outbox_events: 3,
+      relay_state: 2,
+    });
     const [{ now }] = await db.query<{ now: Date }>('SELECT now() AS now');
     expect(Math.abs(new Date(now).getTime() - 90 * 86_400_000 - report.cutoff!.getTime())).toBeLessThan(60_000);
 
@@ -253,12 +289,12 @@ describe('the retention job', () => {
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
     expect(await remainingCallbacks(db)).toEqual(['cb-applied-new', 'cb-pending-old', 'cb-processed-late']);
     expect(await remainingEvents(db)).toEqual(['ev-delivered-new', 'ev-pending-old', 'ev-replayed-dead']);
-    expect(await column(db, "SELECT key AS v FROM relay_state WHERE key IN ('alert:order_stuck:SO-OLD', 'alert:sync_failed:run-old', 'alert:order_stuck:SO-NEW', 'alert:wallet_low:wallet', 'alert:order_stuckX:SO-OLD', 'wallet:snapshot')")).toEqual([
-      'alert:order_stuck:SO-NEW',
-      'alert:order_stuckX:SO-OLD',
-      'alert:wallet_low:wallet',
-      'wallet:snapshot',
-    ]);
+    expect(
+      await column(
+        db,
+        "SELECT key AS v FROM relay_state WHERE key IN ('alert:order_stuck:SO-OLD', 'alert:sync_failed:run-old', 'alert:order_stuck:SO-NEW', 'alert:wallet_low:wallet', 'alert:order_stuckX:SO-OLD', 'wallet:snapshot')",
+      ),
+    ).toEqual(['alert:order_stuck:SO-NEW', 'alert:order_stuckX:SO-OLD', 'alert:wallet_low:wallet', 'wallet:snapshot']);
     const [money] = await db.query<Record<string, number>>(
       `SELECT (SELECT count(*)::int FROM orders) AS orders, (SELECT count(*)::int FROM order_attempts) AS attempts,
               (SELECT count(*)::int FROM order_events) AS events, (SELECT count(*)::int FROM order_refunds) AS refunds`,
@@ -283,7 +319,10 @@ describe('the retention job', () => {
 
     // Run again: nothing left to delete, and nothing logged at info.
     const again = await a.retention.runOnce();
-    expect(again).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 } });
+    expect(again).toMatchObject({
+      outcome: 'done',
+      deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 },
+    });
     expect(retentionLines().slice(linesBefore)).toHaveLength(1);
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
   });
@@ -309,7 +348,11 @@ describe('the retention job', () => {
     await seedSomeOfEach(db);
     const report = await runHeldAfterFirstBatch(a, async () => {
       const other = await b.retention.runOnce();
-      expect(other).toEqual({ outcome: 'skipped', cutoff: null, deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 } });
+      expect(other).toEqual({
+        outcome: 'skipped',
+        cutoff: null,
+        deleted: { catalog_sku_changes: 0, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 },
+      });
       expect(await remainingCallbacks(db)).toEqual(['cb-old']); // B deleted nothing
       expect(await claimRows(db)).toHaveLength(1);
     });
@@ -332,14 +375,19 @@ describe('the retention job', () => {
       RETENTION_CLAIM_KEY,
       RETENTION_CLAIM_STALE_MS + 60_000,
     ]);
-    expect(await a.retention.runOnce()).toMatchObject({ outcome: 'done', deleted: { catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 } });
+    expect(await a.retention.runOnce()).toMatchObject({
+      outcome: 'done',
+      deleted: { catalog_sku_changes: 3, catalog_sync_runs: 1, callback_inbox: 1, outbox_events: 1, relay_state: 0 },
+    });
     expect(await claimRows(db)).toEqual([]);
   });
 
   it('stops before its next batch once its claim was taken over, and leaves the new holder its claim', async () => {
     await seedSomeOfEach(db);
     const report = await runHeldAfterFirstBatch(a, async () => {
-      await db.query(`UPDATE relay_state SET value = jsonb_set(value, '{token}', '"the-new-holder"') WHERE key = $1`, [RETENTION_CLAIM_KEY]);
+      await db.query(`UPDATE relay_state SET value = jsonb_set(value, '{token}', '"the-new-holder"') WHERE key = $1`, [
+        RETENTION_CLAIM_KEY,
+      ]);
     });
     expect(report.outcome).toBe('claim_lost');
     expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });

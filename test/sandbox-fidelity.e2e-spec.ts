@@ -42,7 +42,10 @@ interface EventView {
   to: string | null;
 }
 
-async function withSandbox<T>(options: ConstructorParameters<typeof SandboxServer>[0], work: (sandbox: SandboxServer) => Promise<T>): Promise<T> {
+async function withSandbox<T>(
+  options: ConstructorParameters<typeof SandboxServer>[0],
+  work: (sandbox: SandboxServer) => Promise<T>,
+): Promise<T> {
   const sandbox = new SandboxServer({ catalog: { products: 3 }, allowPrivateCallbackUrls: true, ...options });
   await sandbox.start(0, '127.0.0.1');
   try {
@@ -91,25 +94,35 @@ describe('sandbox fidelity: the sandbox alone', () => {
   describe('2. payment in the create call and cancelable states', () => {
     it('dujiao-next: the create answers paid (wallet debited in the call) and the order goes on from paid', async () => {
       // the timetable's steps are far enough apart that the detail read right after the create sees paid on a busy machine
-      await withSandbox({ profile: 'dujiao-next', timetable: { paidMs: null, fulfillingMs: 1000, deliveredMs: 1500, completedMs: null } }, async (sandbox) => {
-        const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'P-1', price: '10.00', stockQuantity: 50 }] }).skus[0];
-        const before = sandbox.walletBalance();
-        const created = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
-        expect(created.status).toBe(200);
-        expect(created.json).toEqual({ ok: true, order_id: expect.any(Number), order_no: expect.any(String), status: 'paid', amount: '20.00', currency: 'CNY' });
-        expect(sandbox.walletBalance()).toBe((Number(before) - 20).toFixed(2));
-        const id = created.json.order_id as number;
-        expect(sandbox.order(id)!.history).toEqual(['pending_payment', 'paid']);
-        const detail = await signedRequest(sandbox.credentials, 'GET', `/orders/${id}`);
-        expect((detail.json as SandboxOrderDetail).status).toBe('paid');
-        // its timetable starts at paid (paidMs plays no part: the payment was the create's)
-        const delivered = await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
-        expect(delivered.history).toEqual(['pending_payment', 'paid', 'fulfilling', 'delivered']);
-        // the same number returns the order as it is now
-        const again = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
-        expect(again.json).toMatchObject({ ok: true, order_id: id, status: 'delivered' });
-        expect(sandbox.walletBalance()).toBe((Number(before) - 20).toFixed(2));
-      });
+      await withSandbox(
+        { profile: 'dujiao-next', timetable: { paidMs: null, fulfillingMs: 1000, deliveredMs: 1500, completedMs: null } },
+        async (sandbox) => {
+          const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'P-1', price: '10.00', stockQuantity: 50 }] }).skus[0];
+          const before = sandbox.walletBalance();
+          const created = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
+          expect(created.status).toBe(200);
+          expect(created.json).toEqual({
+            ok: true,
+            order_id: expect.any(Number),
+            order_no: expect.any(String),
+            status: 'paid',
+            amount: '20.00',
+            currency: 'CNY',
+          });
+          expect(sandbox.walletBalance()).toBe((Number(before) - 20).toFixed(2));
+          const id = created.json.order_id as number;
+          expect(sandbox.order(id)!.history).toEqual(['pending_payment', 'paid']);
+          const detail = await signedRequest(sandbox.credentials, 'GET', `/orders/${id}`);
+          expect((detail.json as SandboxOrderDetail).status).toBe('paid');
+          // its timetable starts at paid (paidMs plays no part: the payment was the create's)
+          const delivered = await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
+          expect(delivered.history).toEqual(['pending_payment', 'paid', 'fulfilling', 'delivered']);
+          // the same number returns the order as it is now
+          const again = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'PAY-1' });
+          expect(again.json).toMatchObject({ ok: true, order_id: id, status: 'delivered' });
+          expect(sandbox.walletBalance()).toBe((Number(before) - 20).toFixed(2));
+        },
+      );
     });
 
     it('dujiao-next: a paid order cannot be canceled (409, nothing given back); a pending_payment one can', async () => {
@@ -142,17 +155,32 @@ describe('sandbox fidelity: the sandbox alone', () => {
       try {
         await withSandbox({ profile: 'dujiao-next', timetable: { fulfillingMs: null } }, async (sandbox) => {
           const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'P-3', price: '1.00' }] }).skus[0];
-          const created = await create(sandbox, { sku_id: sku.id, quantity: 1, downstream_order_no: 'PAY-CB', callback_url: `${receiver.url}/cb` });
+          const created = await create(sandbox, {
+            sku_id: sku.id,
+            quantity: 1,
+            downstream_order_no: 'PAY-CB',
+            callback_url: `${receiver.url}/cb`,
+          });
           expect(created.json.status).toBe('paid');
-          await waitFor(() => receiver.received.length, (n) => n >= 1, 'the paid callback', 5000);
-          expect(receiver.received[0].json).toMatchObject({ event: 'order.status_changed', order_id: created.json.order_id, downstream_order_no: 'PAY-CB', status: 'paid' });
+          await waitFor(
+            () => receiver.received.length,
+            (n) => n >= 1,
+            'the paid callback',
+            5000,
+          );
+          expect(receiver.received[0].json).toMatchObject({
+            event: 'order.status_changed',
+            order_id: created.json.order_id,
+            downstream_order_no: 'PAY-CB',
+            status: 'paid',
+          });
         });
       } finally {
         await receiver.stop();
       }
     });
 
-    it('spec: the create answers pending_payment, and a paid order is still canceled (today\'s behaviour)', async () => {
+    it("spec: the create answers pending_payment, and a paid order is still canceled (today's behaviour)", async () => {
       await withSandbox({ timetable: { paidMs: null } }, async (sandbox) => {
         const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'P-4', price: '10.00' }] }).skus[0];
         const created = await create(sandbox, { sku_id: sku.id, quantity: 1 });
@@ -169,7 +197,9 @@ describe('sandbox fidelity: the sandbox alone', () => {
       await withSandbox({ timetable: { paidMs: null } }, async (sandbox) => {
         const product = sandbox.catalog.addProduct({ skus: [{ skuCode: 'S-1', price: '1.00', stockQuantity: 30 }] });
         const listingAfter = async (since: string) => {
-          const r = await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50, updated_after: since } });
+          const r = await signedRequest(sandbox.credentials, 'GET', '/products', {
+            query: { page: 1, page_size: 50, updated_after: since },
+          });
           return (r.json as SandboxProductPage).items.map((p) => p.id);
         };
         const since = product.updated_at;
@@ -236,10 +266,20 @@ describe('sandbox fidelity: the sandbox alone', () => {
           { timetable: { paidMs: null }, callbackRetryDelaysMs: [300, 300, 300, 300], clock: () => Date.now() + skewMs },
           async (sandbox) => {
             const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'CB-1', price: '1.00' }] }).skus[0];
-            const created = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'CB-RETRY', callback_url: `${receiver.url}/cb` });
+            const created = await create(sandbox, {
+              sku_id: sku.id,
+              quantity: 2,
+              downstream_order_no: 'CB-RETRY',
+              callback_url: `${receiver.url}/cb`,
+            });
             const id = created.json.order_id as number;
             sandbox.setOrderStatus(id, 'paid');
-            await waitFor(() => sandbox.callbackLog.length, (n) => n >= 1, 'the first try', 5000);
+            await waitFor(
+              () => sandbox.callbackLog.length,
+              (n) => n >= 1,
+              'the first try',
+              5000,
+            );
             const first = sandbox.callbackLog[0];
             expect(first).toMatchObject({ attempt: 1, ok: false, json: { status: 'paid', event: 'order.status_changed' } });
             expect(first.json.fulfillment).toBeUndefined();
@@ -250,7 +290,12 @@ describe('sandbox fidelity: the sandbox alone', () => {
             sandbox.faults.reset();
             skewMs = 10_000;
 
-            await waitFor(() => sandbox.callbackLog.length, (n) => n >= 2, 'the retry', 5000);
+            await waitFor(
+              () => sandbox.callbackLog.length,
+              (n) => n >= 2,
+              'the retry',
+              5000,
+            );
             const retry = sandbox.callbackLog[1];
             expect(retry).toMatchObject({ attempt: 2, ok: true });
             const body = JSON.parse(receiver.received[1].raw) as SandboxCallbackBody;
@@ -287,7 +332,7 @@ describe('sandbox fidelity: the sandbox alone', () => {
 
 describe('sandbox fidelity: the sandbox alone (2)', () => {
   describe('6. authentication refusals', () => {
-    it.each(['spec', 'dujiao-next'] as const)('profile %s: Dujiao-Next\'s codes and statuses, in its order', async (profile) => {
+    it.each(['spec', 'dujiao-next'] as const)("profile %s: Dujiao-Next's codes and statuses, in its order", async (profile) => {
       await withSandbox({ profile }, async (sandbox) => {
         const names = signatureHeaderNames(sandbox.credentials.headerPrefix);
         const ping = async (opts: Parameters<typeof signedRequest>[3]) => {
@@ -324,7 +369,10 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
         expect(sandbox.catalog.getSku('ST-1')!.sku).toMatchObject({ stock_status: 'in_stock', stock_quantity: 21 });
         expect((await create(sandbox, { sku_id: product.skus[0].id, quantity: 1 })).status).toBe(200);
         const detail = await signedRequest(sandbox.credentials, 'GET', `/products/${product.id}`);
-        expect((detail.json as { product: { skus: unknown[] } }).product.skus[0]).toMatchObject({ stock_status: 'low_stock', stock_quantity: 20 });
+        expect((detail.json as { product: { skus: unknown[] } }).product.skus[0]).toMatchObject({
+          stock_status: 'low_stock',
+          stock_quantity: 20,
+        });
       });
     });
   });
@@ -368,7 +416,10 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
         expect(sandbox.config.lowBalance).toBe('insufficient_balance');
         const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-2', price: '4.00' }] }).skus[0];
         const refused = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-IB-1' });
-        expect(refused).toEqual({ status: 402, json: { ok: false, error_code: 'insufficient_balance', error_message: expect.any(String) } });
+        expect(refused).toEqual({
+          status: 402,
+          json: { ok: false, error_code: 'insufficient_balance', error_message: expect.any(String) },
+        });
         expect(sandbox.orders()).toEqual([]);
         sandbox.setWalletBalance('100.00');
         const placed = await create(sandbox, { sku_id: sku.id, quantity: 2, downstream_order_no: 'LB-IB-1' });
@@ -396,11 +447,19 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
       const detail = await signedRequest(sandbox.credentials, 'GET', `/products/${productId}`);
       const page = await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } });
       const listed = (page.json as SandboxProductPage).items.find((p) => p.id === productId)!;
-      const fromDetail = (detail.json as { product: SandboxProductPage['items'][number] }).product.skus.map((s) => [s.sku_code, s.is_active]);
+      const fromDetail = (detail.json as { product: SandboxProductPage['items'][number] }).product.skus.map((s) => [
+        s.sku_code,
+        s.is_active,
+      ]);
       expect(listed.skus.map((s) => [s.sku_code, s.is_active])).toEqual(fromDetail);
       return fromDetail;
     };
-    const twoSkus = { skus: [{ skuCode: 'IA-1', price: '1.00' }, { skuCode: 'IA-2', price: '2.00', isActive: false }] };
+    const twoSkus = {
+      skus: [
+        { skuCode: 'IA-1', price: '1.00' },
+        { skuCode: 'IA-2', price: '2.00', isActive: false },
+      ],
+    };
 
     it('dujiao-next: left out of the listing and the detail; back once active again', async () => {
       await withSandbox({ profile: 'dujiao-next' }, async (sandbox) => {
@@ -412,9 +471,15 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
         expect((page.json as SandboxProductPage).items.flatMap((p) => p.skus).every((s) => s.is_active)).toBe(true);
         // ordering it by its id is still sku_unavailable
         const inactive = sandbox.catalog.getSku('IA-2')!.sku;
-        expect((await create(sandbox, { sku_id: inactive.id, quantity: 1 })).json).toMatchObject({ ok: false, error_code: 'sku_unavailable' });
+        expect((await create(sandbox, { sku_id: inactive.id, quantity: 1 })).json).toMatchObject({
+          ok: false,
+          error_code: 'sku_unavailable',
+        });
         sandbox.catalog.setSkuActive('IA-2', true);
-        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', true]]);
+        expect(await servedSkus(sandbox, product.id)).toEqual([
+          ['IA-1', true],
+          ['IA-2', true],
+        ]);
         sandbox.catalog.setSkuActive('IA-1', false);
         expect(await servedSkus(sandbox, product.id)).toEqual([['IA-2', true]]);
       });
@@ -424,11 +489,17 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
       await withSandbox({}, async (sandbox) => {
         expect(sandbox.config.servesInactiveSkus).toBe(true);
         const product = sandbox.catalog.addProduct(twoSkus);
-        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', false]]);
+        expect(await servedSkus(sandbox, product.id)).toEqual([
+          ['IA-1', true],
+          ['IA-2', false],
+        ]);
       });
       await withSandbox({ profile: 'dujiao-next', servesInactiveSkus: true }, async (sandbox) => {
         const product = sandbox.catalog.addProduct(twoSkus);
-        expect(await servedSkus(sandbox, product.id)).toEqual([['IA-1', true], ['IA-2', false]]);
+        expect(await servedSkus(sandbox, product.id)).toEqual([
+          ['IA-1', true],
+          ['IA-2', false],
+        ]);
       });
       await withSandbox({ servesInactiveSkus: false }, async (sandbox) => {
         const product = sandbox.catalog.addProduct(twoSkus);
@@ -438,23 +509,37 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
   });
 
   describe('10. manual_form_data and manual_form_schema', () => {
-    it.each(['spec', 'dujiao-next'] as const)('profile %s: a required field missing or empty is 400 bad_request, nothing recorded', async (profile) => {
-      await withSandbox({ profile }, async (sandbox) => {
-        const sku = sandbox.catalog.addProduct({
-          fulfillmentType: 'manual',
-          manualFormSchema: { fields: [{ key: 'account', type: 'text', required: true }, { key: 'region', type: 'select', required: false }] },
-          skus: [{ skuCode: 'MF-1', price: '3.00' }],
-        }).skus[0];
-        for (const data of [{}, { account: '' }, { region: 'CN' }]) {
-          const r = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: data });
-          expect({ data, r }).toEqual({ data, r: { status: 400, json: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/^manual form data is invalid/) } } });
-        }
-        expect(sandbox.orders()).toEqual([]);
-        const ok = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: { account: 'player-9' } });
-        expect(ok.status).toBe(200);
-        expect(sandbox.order(ok.json.order_id as number)!.manual_form_data).toEqual({ account: 'player-9' });
-      });
-    });
+    it.each(['spec', 'dujiao-next'] as const)(
+      'profile %s: a required field missing or empty is 400 bad_request, nothing recorded',
+      async (profile) => {
+        await withSandbox({ profile }, async (sandbox) => {
+          const sku = sandbox.catalog.addProduct({
+            fulfillmentType: 'manual',
+            manualFormSchema: {
+              fields: [
+                { key: 'account', type: 'text', required: true },
+                { key: 'region', type: 'select', required: false },
+              ],
+            },
+            skus: [{ skuCode: 'MF-1', price: '3.00' }],
+          }).skus[0];
+          for (const data of [{}, { account: '' }, { region: 'CN' }]) {
+            const r = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: data });
+            expect({ data, r }).toEqual({
+              data,
+              r: {
+                status: 400,
+                json: { ok: false, error_code: 'bad_request', error_message: expect.stringMatching(/^manual form data is invalid/) },
+              },
+            });
+          }
+          expect(sandbox.orders()).toEqual([]);
+          const ok = await create(sandbox, { sku_id: sku.id, quantity: 1, manual_form_data: { account: 'player-9' } });
+          expect(ok.status).toBe(200);
+          expect(sandbox.order(ok.json.order_id as number)!.manual_form_data).toEqual({ account: 'player-9' });
+        });
+      },
+    );
   });
 });
 
@@ -465,7 +550,8 @@ describe('sandbox fidelity: the relay against the default sandbox (spec)', () =>
     env: { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200', UPSTREAM_TIMEOUT_MS: '800' },
     seed: true,
   });
-  const events = async (shopNo: string) => ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: EventView[] }).events;
+  const events = async (shopNo: string) =>
+    ((await t.app.http.get(`/internal/orders/${shopNo}/events`)).data as { events: EventView[] }).events;
 
   it('resolve with an upstream order id that the upstream cannot prove: 409 resolve_mismatch saying why, nothing changed', async () => {
     const shopNo = 'FID-RESOLVE-1';
@@ -567,7 +653,11 @@ describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
     try {
       const refused = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-DJ', quantity: 1 });
       expect(refused.status).toBe(402);
-      expect(refused.data).toMatchObject({ ok: false, error_code: 'payment_failed', order: { status: 'rejected', upstream_order_id: null } });
+      expect(refused.data).toMatchObject({
+        ok: false,
+        error_code: 'payment_failed',
+        order: { status: 'rejected', upstream_order_id: null },
+      });
       const canceled = t.sandbox.orders().find((o) => o.downstream_order_no === shopNo)!;
       expect(canceled).toMatchObject({ status: 'canceled', amount: '6.00' });
       expect(t.sandbox.walletBalance()).toBe('1.00');
@@ -602,7 +692,8 @@ describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
     t.sandbox.catalog.setSkuActive('FID-DJ-IA-3', true);
     const back = await sync();
     expect(back).toMatchObject({ status: 'succeeded', skus_relisted: 1, skus_created: 1, skus_delisted: 0 });
-    for (const code of ['FID-DJ-IA-1', 'FID-DJ-IA-2', 'FID-DJ-IA-3']) expect(await localSku(code)).toMatchObject({ listed: true, available: true });
+    for (const code of ['FID-DJ-IA-1', 'FID-DJ-IA-2', 'FID-DJ-IA-3'])
+      expect(await localSku(code)).toMatchObject({ listed: true, available: true });
     const placed = await t.app.http.post('/internal/orders', { shop_order_no: 'FID-DJ-IA-ORDER-2', sku_code: 'FID-DJ-IA-3', quantity: 1 });
     expect(placed.status).toBe(201);
   });
@@ -620,7 +711,12 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode: 'FID-SHOWN', price: '3.00' }] }),
     env: async () => {
       const port = await freePort();
-      return { PORT: String(port), CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`, ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200' };
+      return {
+        PORT: String(port),
+        CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
+        ORDER_POLL_BASE_MS: '50',
+        ORDER_POLL_MAX_MS: '200',
+      };
     },
     seed: true,
   });
@@ -633,16 +729,30 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     return (await waitForOrder(t.app.http, otherNo, (o) => o.status === 'completed')).upstream_order_id!;
   }
 
-  it('a signed callback naming another order\'s upstream order is refused by the number the upstream\'s read shows', async () => {
+  it("a signed callback naming another order's upstream order is refused by the number the upstream's read shows", async () => {
     const shopNo = 'FID-SHOWN-PF';
     const otherNo = 'FID-SHOWN-OTHER';
     const upstreamId = await rejectedThenCompleted(shopNo, otherNo);
 
-    const body = JSON.stringify({ event: 'order.fulfilled', order_id: upstreamId, downstream_order_no: shopNo, status: 'completed', timestamp: Math.floor(Date.now() / 1000) });
-    const posted = await axios.post(`${t.app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body), validateStatus: () => true, transformRequest: [(d: unknown) => d] });
+    const body = JSON.stringify({
+      event: 'order.fulfilled',
+      order_id: upstreamId,
+      downstream_order_no: shopNo,
+      status: 'completed',
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    const posted = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
+      headers: callbackHeaders(body),
+      validateStatus: () => true,
+      transformRequest: [(d: unknown) => d],
+    });
     expect([posted.status, posted.data]).toEqual([200, { ok: true }]);
     const [row] = await waitFor(
-      () => t.db.query<{ state: string; outcome: string | null }>('SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND downstream_order_no = $2', [upstreamId, shopNo]),
+      () =>
+        t.db.query<{ state: string; outcome: string | null }>(
+          'SELECT state, outcome FROM callback_inbox WHERE upstream_order_id = $1 AND downstream_order_no = $2',
+          [upstreamId, shopNo],
+        ),
       (rows) => rows.length === 1 && rows[0].state !== 'pending',
       'the callback to be processed',
       20_000,
@@ -665,10 +775,11 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
       [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`, upstreamId, otherNo, shopNo],
     );
     const rows = await waitFor(
-      () => t.db.query<{ downstream_order_no: string; state: string; outcome: string | null }>(
-        'SELECT downstream_order_no, state, outcome FROM callback_inbox WHERE body_sha256 IN ($1, $2) ORDER BY id',
-        [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`],
-      ),
+      () =>
+        t.db.query<{ downstream_order_no: string; state: string; outcome: string | null }>(
+          'SELECT downstream_order_no, state, outcome FROM callback_inbox WHERE body_sha256 IN ($1, $2) ORDER BY id',
+          [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`],
+        ),
       (r) => r.length === 2 && r.every((x) => x.state !== 'pending'),
       'the two callbacks to be processed',
       20_000,

@@ -23,7 +23,10 @@ describe('shutdown with work in flight', () => {
 
   beforeAll(async () => {
     db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 }, timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null } });
+    sandbox = await startSandbox({
+      catalog: { products: 2 },
+      timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null },
+    });
     sandbox.catalog.addProduct({ skus: [{ skuCode: 'SD-1', price: '1.00' }] });
     await shop.start();
   });
@@ -49,7 +52,11 @@ describe('shutdown with work in flight', () => {
       // the upstream takes 2 s to answer the create
       sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'delay', delayMs: 2000 }] });
       const placing = app.http.post('/internal/orders', { shop_order_no: 'SD-ORDER', sku_code: 'SD-1', quantity: 1 });
-      await waitFor(() => creates, (n) => n > 0, 'the create reaching the upstream');
+      await waitFor(
+        () => creates,
+        (n) => n > 0,
+        'the create reaching the upstream',
+      );
       const closing = app.close();
       closed = true;
       const placed = await placing;
@@ -59,7 +66,10 @@ describe('shutdown with work in flight', () => {
       );
       const upstream = sandbox.orders().filter((o) => o.downstream_order_no === 'SD-ORDER');
       // README: the create runs to its answer (201, accepted upstream), recorded with its upstream order
-      expect({ http: placed.status, status: row.status }).toEqual({ http: 201, status: expect.not.stringMatching(/^(submit_unknown|submitting|rejected)$/) });
+      expect({ http: placed.status, status: row.status }).toEqual({
+        http: 201,
+        status: expect.not.stringMatching(/^(submit_unknown|submitting|rejected)$/),
+      });
       expect(upstream.map((o) => String(o.id))).toEqual([row.upstream_order_id]);
     } finally {
       if (!closed) await app.close();
@@ -77,22 +87,49 @@ describe('shutdown with work in flight', () => {
     let closing: Promise<void> | null = null;
     try {
       await seedCatalog(app.http);
-      await db.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SD-HOLD', '{"event":"sku.price_changed"}'::jsonb)`);
+      await db.query(
+        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SD-HOLD', '{"event":"sku.price_changed"}'::jsonb)`,
+      );
       // the delivery is at the shop, held
-      await waitFor(async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_events WHERE subject = 'SD-HOLD' AND lease_token IS NOT NULL`))[0].n, (n) => n === 1, 'the delivery in flight');
+      await waitFor(
+        async () =>
+          (
+            await db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM outbox_events WHERE subject = 'SD-HOLD' AND lease_token IS NOT NULL`,
+            )
+          )[0].n,
+        (n) => n === 1,
+        'the delivery in flight',
+      );
       await new Promise((r) => setTimeout(r, 300));
       closing = app.close();
       await new Promise((r) => setTimeout(r, 500));
-      const direct = axios.create({ baseURL: app.url, validateStatus: () => true, timeout: 5000, headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+      const direct = axios.create({
+        baseURL: app.url,
+        validateStatus: () => true,
+        timeout: 5000,
+        headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      });
       const ready = await direct.get('/health/ready').catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
       const order = await direct
         .post('/internal/orders', { shop_order_no: 'SD-DRAIN', sku_code: 'SD-1', quantity: 1 })
         .catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
       // CONTRACT §6: a verified callback is answered 200 once stored (a 5xx only when it could not be);
       // the database is still open, so it is stored, to be applied after the restart
-      const body = JSON.stringify({ event: 'order.status_changed', order_id: 987654, order_no: 'UP-SD', status: 'paid', timestamp: Math.floor(Date.now() / 1000) });
+      const body = JSON.stringify({
+        event: 'order.status_changed',
+        order_id: 987654,
+        order_no: 'UP-SD',
+        status: 'paid',
+        timestamp: Math.floor(Date.now() / 1000),
+      });
       const callback = await axios
-        .post(`${app.url}/callbacks/upstream`, body, { headers: callbackHeaders(body), validateStatus: () => true, transformRequest: [(d: unknown) => d], timeout: 5000 })
+        .post(`${app.url}/callbacks/upstream`, body, {
+          headers: callbackHeaders(body),
+          validateStatus: () => true,
+          transformRequest: [(d: unknown) => d],
+          timeout: 5000,
+        })
         .catch((e: Error) => ({ status: `refused: ${e.message}`, data: null }));
       release();
       await closing;

@@ -28,12 +28,24 @@ describe('the start, as a person sees it', () => {
     try {
       const banner = await first.waitForLog((l) => l.event === 'ready', 170_000);
       const lines = first.output().split('\n').filter(Boolean);
-      const before = lines.slice(0, lines.findIndex((l) => l.includes('"event":"ready"')));
+      const before = lines.slice(
+        0,
+        lines.findIndex((l) => l.includes('"event":"ready"')),
+      );
       expect(before.length).toBeLessThanOrEqual(MOST_LINES_BEFORE_BANNER);
       const records = before.map((l) => JSON.parse(l) as Record<string, unknown>);
       const messages = records.map((r) => String(r.msg));
-      expect(messages).toEqual(expect.arrayContaining([expect.stringMatching(/^creating the embedded database in /), expect.stringMatching(/^created the embedded database in [\d.]+ s$/)]));
-      expect(records.filter((r) => ['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication'].includes(String(r.context)))).toEqual([]);
+      expect(messages).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^creating the embedded database in /),
+          expect.stringMatching(/^created the embedded database in [\d.]+ s$/),
+        ]),
+      );
+      expect(
+        records.filter((r) =>
+          ['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication'].includes(String(r.context)),
+        ),
+      ).toEqual([]);
 
       const secrets = JSON.parse(readFileSync(join(dir, 'data', 'dev-secrets.json'), 'utf8')) as Record<string, string>;
       const base = String(banner.url).replace('127.0.0.1', 'localhost');
@@ -48,7 +60,10 @@ describe('the start, as a person sees it', () => {
       // Each URL is what it says: the console's page, the docs, the API with the token, the callbacks' endpoint.
       expect((await axios.get(String(banner.console))).headers['content-type']).toMatch(/^text\/html/);
       expect((await axios.get(String(banner.docs))).status).toBe(200);
-      const wallet = await axios.get(`${String(banner.internal_api)}/wallet`, { headers: { authorization: `Bearer ${secrets.INTERNAL_API_TOKEN}` }, validateStatus: () => true });
+      const wallet = await axios.get(`${String(banner.internal_api)}/wallet`, {
+        headers: { authorization: `Bearer ${secrets.INTERNAL_API_TOKEN}` },
+        validateStatus: () => true,
+      });
       expect(wallet.status).toBe(200);
       const unsigned = await axios.post(String(banner.callback_endpoint), {}, { validateStatus: () => true });
       expect(unsigned.data).toMatchObject({ error_code: 'invalid_signature' });
@@ -68,7 +83,12 @@ describe('the start, as a person sees it', () => {
       expect(before).toEqual(expect.arrayContaining([expect.stringMatching(/INFO {2}\[database\] opening the embedded database in /)]));
       const base = lines[heading].slice('upstream-relay listening on '.length);
       const secrets = JSON.parse(readFileSync(join(dir, 'data', 'dev-secrets.json'), 'utf8')) as Record<string, string>;
-      expect(lines.slice(heading + 1, heading + 5)).toEqual([`  API        ${base}/internal`, `  console    ${base}/console/`, `  API docs   ${base}/docs`, `  callbacks  ${base}/callbacks/upstream`]);
+      expect(lines.slice(heading + 1, heading + 5)).toEqual([
+        `  API        ${base}/internal`,
+        `  console    ${base}/console/`,
+        `  API docs   ${base}/docs`,
+        `  callbacks  ${base}/callbacks/upstream`,
+      ]);
       expect(lines).toContain(`  dev token  ${secrets.INTERNAL_API_TOKEN}`);
     } finally {
       await second.kill('SIGTERM');

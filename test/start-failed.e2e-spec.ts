@@ -52,9 +52,13 @@ describe('a start that fails once the modules are up', () => {
     expect(sender.cycles.ended).toBe(sender.cycles.begun);
     expect(sender.looping).toBe(false);
     // an event the shop would be sent by a living webhook sender
-    await db.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SF-1', '{"event":"sku.price_changed"}'::jsonb)`);
+    await db.query(
+      `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SF-1', '{"event":"sku.price_changed"}'::jsonb)`,
+    );
     expect(shop.received).toEqual([]);
-    const [row] = await db.query<{ status: string; lease_token: string | null }>(`SELECT status, lease_token FROM outbox_events WHERE subject = 'SF-1'`);
+    const [row] = await db.query<{ status: string; lease_token: string | null }>(
+      `SELECT status, lease_token FROM outbox_events WHERE subject = 'SF-1'`,
+    );
     expect(row).toEqual({ status: 'pending', lease_token: null });
     await db.query(`DELETE FROM outbox_events WHERE subject = 'SF-1'`);
   }, 30_000);

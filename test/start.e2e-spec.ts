@@ -64,7 +64,13 @@ describe('starting the service', () => {
       const runs = await axios.get(`${url}/internal/catalog/sync-runs`, auth);
       expect(runs.status).toBe(200);
       // (Found by its id: a `*/15` cron tick during the test may add a scheduled run.)
-      expect(runs.data.items.find((r: { run_id: string }) => r.run_id === runId)).toMatchObject({ run_id: runId, trigger: 'start', mode: 'full', status: 'succeeded', products_seen: 40 });
+      expect(runs.data.items.find((r: { run_id: string }) => r.run_id === runId)).toMatchObject({
+        run_id: runId,
+        trigger: 'start',
+        mode: 'full',
+        status: 'succeeded',
+        products_seen: 40,
+      });
       const skus = await axios.get(`${url}/internal/catalog/skus?page_size=1`, auth);
       expect(skus.data.total).toBeGreaterThan(40);
       expect((await axios.get(`${url}/health`)).data.last_sync).toMatchObject({ last_success_at: expect.any(String) });
@@ -87,7 +93,14 @@ describe('starting the service', () => {
     const child = startChildApp({ cwd: dir, cleanEnv: true, env: { NODE_ENV: 'production' } });
     const code = await child.exited;
     expect(code).not.toBe(0);
-    for (const name of ['DATABASE_URL', 'UPSTREAM_BASE_URL', 'UPSTREAM_API_KEY', 'UPSTREAM_API_SECRET', 'INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']) {
+    for (const name of [
+      'DATABASE_URL',
+      'UPSTREAM_BASE_URL',
+      'UPSTREAM_API_KEY',
+      'UPSTREAM_API_SECRET',
+      'INTERNAL_API_TOKEN',
+      'PAYLOAD_ENCRYPTION_KEY',
+    ]) {
       expect(child.output()).toContain(`${name}: is required when NODE_ENV=production`);
     }
   });
@@ -131,7 +144,10 @@ describe('starting the service', () => {
       child = await startRelayChild({
         databaseUrl: databaseUrl.toString(),
         sandbox,
-        env: { UPSTREAM_BASE_URL: upstream.toString(), CALLBACK_PUBLIC_URL: 'https://relay:s3cretpw@relay.example/callbacks/upstream?token=s3cretpw&v=1' },
+        env: {
+          UPSTREAM_BASE_URL: upstream.toString(),
+          CALLBACK_PUBLIC_URL: 'https://relay:s3cretpw@relay.example/callbacks/upstream?token=s3cretpw&v=1',
+        },
       });
       const line = await child.waitForLog(listening);
       expect(line.upstream).toBe(`http://***@${upstream.host}${upstream.pathname}`);

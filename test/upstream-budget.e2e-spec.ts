@@ -32,7 +32,10 @@ describe('upstream request budget (service and ledger)', () => {
   });
 
   /** A "replica": its own connection pool, repository and service, for the API key `key`. */
-  async function replica(key: string, env: Record<string, string> = {}): Promise<{ budget: UpstreamBudgetService; repo: UpstreamBudgetRepository; metrics: Metrics }> {
+  async function replica(
+    key: string,
+    env: Record<string, string> = {},
+  ): Promise<{ budget: UpstreamBudgetService; repo: UpstreamBudgetRepository; metrics: Metrics }> {
     const ds = new DataSource({ type: 'postgres', url: db.url, poolSize: 2 });
     await ds.initialize();
     sources.push(ds);
@@ -51,7 +54,7 @@ describe('upstream request budget (service and ledger)', () => {
     return { budget, repo, metrics };
   }
 
-  it('two replicas taking tokens at once never exceed N\' in any W\' window, and pace the paced classes', async () => {
+  it("two replicas taking tokens at once never exceed N' in any W' window, and pace the paced classes", async () => {
     const a = await replica('key-replicas');
     const b = await replica('key-replicas');
     expect(a.budget.keyId).toBe(b.budget.keyId);
@@ -82,11 +85,24 @@ describe('upstream request budget (service and ledger)', () => {
     await budget.noteRateLimited(1500);
     const order: string[] = [];
     const ask = (cls: BudgetClass, tag: string) => budget.take(cls).then(() => order.push(tag));
-    const all = [ask('reconcile', 'reconcile'), ask('sync', 'sync'), ask('poll', 'poll'), ask('price', 'price'), ask('create', 'create-1'), ask('deliver', 'deliver'), ask('create', 'create-2')];
+    const all = [
+      ask('reconcile', 'reconcile'),
+      ask('sync', 'sync'),
+      ask('poll', 'poll'),
+      ask('price', 'price'),
+      ask('create', 'create-1'),
+      ask('deliver', 'deliver'),
+      ask('create', 'create-2'),
+    ];
     expect(budget.waiting()).toEqual({ create: 2, deliver: 1, price: 1, poll: 1, sync: 1, reconcile: 1 });
     // the create waits, and its wait is visible to the other replicas
     await new Promise<void>((resolve) => {
-      const check = (): void => void db.query<{ on: boolean }>(`SELECT demand_until > clock_timestamp() AS on FROM upstream_budget_keys WHERE key_id = $1`, [budget.keyId]).then((r) => (r[0]?.on ? resolve() : setTimeout(check, 5)));
+      const check = (): void =>
+        void db
+          .query<{ on: boolean }>(`SELECT demand_until > clock_timestamp() AS on FROM upstream_budget_keys WHERE key_id = $1`, [
+            budget.keyId,
+          ])
+          .then((r) => (r[0]?.on ? resolve() : setTimeout(check, 5)));
       check();
     });
     await Promise.all(all);
@@ -101,7 +117,13 @@ describe('upstream request budget (service and ledger)', () => {
     await budget.take('create');
     const err = await budget.take('create', { maxWaitMs: 20, operation: 'createOrder' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BudgetWaitExceeded);
-    expect(err).toMatchObject({ failureClass: 'retryable', reason: 'budget_wait_exceeded', operation: 'createOrder', cls: 'create', blockedUntil: null });
+    expect(err).toMatchObject({
+      failureClass: 'retryable',
+      reason: 'budget_wait_exceeded',
+      operation: 'createOrder',
+      cls: 'create',
+      blockedUntil: null,
+    });
     expect(await budget.take('price', { maxWaitMs: 0 }).catch((e: unknown) => e)).toBeInstanceOf(BudgetWaitExceeded);
     expect(await grantsOf(db, budget.keyId)).toHaveLength(2);
     expect((await metrics.budgetWaitExceeded.get()).values.find((v) => v.labels.class === 'create')?.value).toBe(1);
@@ -138,14 +160,16 @@ describe('upstream request budget (service and ledger)', () => {
     expect(((await a.budget.blockedUntil())?.getTime() ?? 0) - until!.getTime()).toBeGreaterThan(1000);
   });
 
-  it('while another replica\'s higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on', async () => {
+  it("while another replica's higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on", async () => {
     // 10 per 5 s: N' 9, a share of 4, a pace of W'/N' between two sync grants
     // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
     const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '10/5s', SYNC_BUDGET_SHARE: '0.5', RECONCILE_BUDGET_SHARE: '1' });
     expect(budget.rule).toMatchObject({ limit: 9, syncShareLimit: 4 });
     await budget.take('create'); // creates the key's row
     // another replica's create waits: its flag stands for a minute
-    await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [budget.keyId]);
+    await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [
+      budget.keyId,
+    ]);
     for (let i = 0; i < 4; i++) await budget.take(i % 2 === 0 ? 'sync' : 'reconcile');
     expect(await budget.take('sync', { maxWaitMs: 100 }).catch((e: unknown) => e)).toBeInstanceOf(BudgetWaitExceeded);
     // the window still has room for the classes above the sync
@@ -180,7 +204,9 @@ describe('upstream request budget (service and ledger)', () => {
   });
 
   it('off: every take resolves at once and nothing is written to the ledger; a 429 blocks this process alone', async () => {
-    const before = await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`);
+    const before = await db.query<{ n: number }>(
+      `SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`,
+    );
     const { budget, metrics } = await replica('key-off', { UPSTREAM_RATE_LIMIT: 'off' });
     expect(budget.enabled).toBe(false);
     await Promise.all(Array.from({ length: 200 }, () => budget.take('sync')));
@@ -194,7 +220,9 @@ describe('upstream request budget (service and ledger)', () => {
     expect(refused).toMatchObject({ blockedUntil: until });
     await budget.take('create');
     expect(await budget.blockedUntil()).toBeNull();
-    const after = await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`);
+    const after = await db.query<{ n: number }>(
+      `SELECT (SELECT count(*) FROM upstream_budget_keys)::int + (SELECT count(*) FROM upstream_budget_grants)::int AS n`,
+    );
     expect(after[0].n).toBe(before[0].n);
     expect((await metrics.budgetGrants.get()).values.find((v) => v.labels.class === 'sync')?.value).toBe(200);
   });

@@ -108,7 +108,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
   const counter = async (m: Metrics, name: 'upstreamRateLimited' | 'upstreamBlocks'): Promise<number> =>
     (await m[name].get()).values.reduce((sum, v) => sum + v.value, 0);
 
-  it('takes a token of the operation\'s class for every call, or of the class the caller names', async () => {
+  it("takes a token of the operation's class for every call, or of the class the caller names", async () => {
     const { client, budget } = budgeted();
     await client.ping();
     await client.listCategories();
@@ -118,9 +118,20 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     await client.getOrder(created.order_id);
     await client.getOrder(created.order_id, undefined, { priority: 'deliver' });
     await client.cancelOrder(created.order_id);
-    expect((await grantsOf(db, budget.keyId)).map((g) => g.cls)).toEqual(['poll', 'sync', 'sync', 'price', 'create', 'poll', 'deliver', 'create']);
+    expect((await grantsOf(db, budget.keyId)).map((g) => g.cls)).toEqual([
+      'poll',
+      'sync',
+      'sync',
+      'price',
+      'create',
+      'poll',
+      'deliver',
+      'create',
+    ]);
     expect(budget.lastSuccessAt()).not.toBeNull();
-    expect(budget.lastSuccessAt(['ping', 'listCategories', 'listProducts', 'getProduct', 'createOrder', 'getOrder', 'cancelOrder'])).toBeNull();
+    expect(
+      budget.lastSuccessAt(['ping', 'listCategories', 'listProducts', 'getProduct', 'createOrder', 'getOrder', 'cancelOrder']),
+    ).toBeNull();
   });
 
   it('a 429 without Retry-After blocks every caller for UPSTREAM_RATE_LIMIT_BLOCK_S; the read is sent again after it and succeeds', async () => {
@@ -209,7 +220,11 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
       for (let i = 0; i < 12; i++) {
         for (const { client } of [a, b]) {
           calls.push(client.getProduct(productId));
-          calls.push(i % 3 === 0 ? client.listCategories() : client.getOrder(created.order_id, undefined, { priority: i % 2 === 0 ? 'deliver' : 'poll' }));
+          calls.push(
+            i % 3 === 0
+              ? client.listCategories()
+              : client.getOrder(created.order_id, undefined, { priority: i % 2 === 0 ? 'deliver' : 'poll' }),
+          );
         }
       }
       await Promise.all(calls);

@@ -27,7 +27,7 @@ describe('upstream monitor under the request budget', () => {
     await db?.close();
   });
 
-  it('pings at the lowest class, skips the periodic ping after another request succeeded, and never skips a caller\'s ping', async () => {
+  it("pings at the lowest class, skips the periodic ping after another request succeeded, and never skips a caller's ping", async () => {
     const monitor = app.relay.app.get(UpstreamMonitor);
     const budget = app.relay.app.get(UpstreamBudgetService);
     expect(budget.enabled).toBe(true);

@@ -18,7 +18,8 @@ describe('catalog changes as shop webhooks', () => {
   const shop = new FakeShop();
   const hooks = shop.received;
   const pending = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE status = 'pending'"))[0].n;
-  const outboxCount = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE event_type LIKE 'sku.%'"))[0].n;
+  const outboxCount = async () =>
+    (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE event_type LIKE 'sku.%'"))[0].n;
 
   beforeAll(async () => {
     await shop.start('/shop/hooks');
@@ -39,18 +40,26 @@ describe('catalog changes as shop webhooks', () => {
     const other = sandbox.catalog.findSku({ skip: 3 })!;
     expect(other.product.id).not.toBe(product.id); // the delisted product is another one
     // The first sync's own events (SKUs created) are all delivered before the change.
-    await waitFor(pending, (n) => n === 0, 'the first sync\'s webhooks');
+    await waitFor(pending, (n) => n === 0, "the first sync's webhooks");
     const mark = hooks.length;
     const since = () => hooks.slice(mark);
     sandbox.catalog.setPrice(sku.sku_code, '987.65');
     sandbox.catalog.delistProduct(other.product.id);
     await seedCatalog(app.http);
 
-    const price = await waitFor(() => since().find((h) => h.event === 'sku.price_changed' && h.subject === sku.sku_code), Boolean, 'the price webhook');
+    const price = await waitFor(
+      () => since().find((h) => h.event === 'sku.price_changed' && h.subject === sku.sku_code),
+      Boolean,
+      'the price webhook',
+    );
     expect(JSON.parse(price!.body)).toMatchObject({ event: 'sku.price_changed', subject: sku.sku_code });
     expect(price!.body).toContain('987.65');
     const delisted = other.product.skus.map((s) => s.sku_code);
-    await waitFor(() => since().filter((h) => h.event === 'sku.listing_changed' && delisted.includes(h.subject)).length, (n) => n === delisted.length, 'the listing webhooks');
+    await waitFor(
+      () => since().filter((h) => h.event === 'sku.listing_changed' && delisted.includes(h.subject)).length,
+      (n) => n === delisted.length,
+      'the listing webhooks',
+    );
 
     const verified = shop.verify(price!, SECRET);
     expect(verified).toEqual({ ok: true });
@@ -76,8 +85,18 @@ describe('catalog changes as shop webhooks', () => {
     sandbox.catalog.setStock(sku.sku_code, status, quantity);
     await seedCatalog(app.http);
 
-    const stock = await waitFor(() => since().find((h) => h.event === 'sku.stock_changed' && h.subject === sku.sku_code), Boolean, 'the stock webhook');
-    const body = JSON.parse(stock!.body) as { id: string; event: string; subject: string; created_at: string; data: Record<string, unknown> };
+    const stock = await waitFor(
+      () => since().find((h) => h.event === 'sku.stock_changed' && h.subject === sku.sku_code),
+      Boolean,
+      'the stock webhook',
+    );
+    const body = JSON.parse(stock!.body) as {
+      id: string;
+      event: string;
+      subject: string;
+      created_at: string;
+      data: Record<string, unknown>;
+    };
     expect(body).toMatchObject({ id: stock!.id, event: 'sku.stock_changed', subject: sku.sku_code });
     expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
     expect(body.data).toEqual({
@@ -92,8 +111,12 @@ describe('catalog changes as shop webhooks', () => {
     });
     expect(shop.verify(stock!, SECRET)).toEqual({ ok: true });
     // Only the stock moved: no price or listing event for this SKU.
-    await waitFor(pending, (n) => n === 0, 'the stock sync\'s webhooks');
+    await waitFor(pending, (n) => n === 0, "the stock sync's webhooks");
     expect(since().filter((h) => h.subject === sku.sku_code && h.event !== 'sku.stock_changed')).toEqual([]);
-    expect(since().filter((h) => h.subject === sku.sku_code && h.event === 'sku.stock_changed').every((h) => h.id === stock!.id)).toBe(true);
+    expect(
+      since()
+        .filter((h) => h.subject === sku.sku_code && h.event === 'sku.stock_changed')
+        .every((h) => h.id === stock!.id),
+    ).toBe(true);
   });
 });

@@ -46,7 +46,12 @@ interface App {
   close(): Promise<void>;
 }
 
-async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, opts: { clock?: Clock; workers?: boolean } = {}): Promise<App> {
+async function startApp(
+  db: TestDatabase,
+  sandbox: SandboxServer,
+  env: Record<string, string>,
+  opts: { clock?: Clock; workers?: boolean } = {},
+): Promise<App> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
   if (opts.workers === false) config.workers = false;
   const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock: opts.clock });
@@ -63,7 +68,14 @@ async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<st
 const orderEvent = (subject: string): OutboxEvent => ({
   type: 'order.status_changed',
   subject,
-  payload: { shop_order_no: subject, status: 'delivered', previous_status: 'fulfilling', source: 'poll', attempt: 1, at: new Date().toISOString() },
+  payload: {
+    shop_order_no: subject,
+    status: 'delivered',
+    previous_status: 'fulfilling',
+    source: 'poll',
+    attempt: 1,
+    at: new Date().toISOString(),
+  },
 });
 
 interface Row {
@@ -195,7 +207,12 @@ describe('shop webhook delivery: deadlines and leases', () => {
       try {
         await app.append([orderEvent('SO-TRICKLE')]);
         app.sender.kick();
-        row = await waitFor(() => rowOf(db, 'SO-TRICKLE'), (r) => r?.attempts === 1, 'the first attempt recorded', 20_000);
+        row = await waitFor(
+          () => rowOf(db, 'SO-TRICKLE'),
+          (r) => r?.attempts === 1,
+          'the first attempt recorded',
+          20_000,
+        );
       } finally {
         app.sender.timing = timing;
       }
@@ -203,7 +220,12 @@ describe('shop webhook delivery: deadlines and leases', () => {
       // delivered, at the answer's headers
       expect(row).toMatchObject({ status: 'delivered', last_status: 200, lease_token: null });
       // and the relay closed the connection, the shop still sending
-      await waitFor(() => request.closed, (closed) => closed, 'the relay to close the connection', 10_000);
+      await waitFor(
+        () => request.closed,
+        (closed) => closed,
+        'the relay to close the connection',
+        10_000,
+      );
       expect(request.endedByShop).toBe(false);
     });
 
@@ -211,7 +233,12 @@ describe('shop webhook delivery: deadlines and leases', () => {
       shop.mode = (s) => (s === 'SO-BIG' ? 'big' : 'ok');
       await app.append([orderEvent('SO-BIG')]);
       app.sender.kick();
-      const row = await waitFor(() => rowOf(db, 'SO-BIG'), (r) => r?.attempts === 1, 'the first attempt recorded', 10_000);
+      const row = await waitFor(
+        () => rowOf(db, 'SO-BIG'),
+        (r) => r?.attempts === 1,
+        'the first attempt recorded',
+        10_000,
+      );
       expect(row).toMatchObject({ status: 'delivered', last_status: 200 });
     });
   });
@@ -225,7 +252,11 @@ describe('shop webhook delivery: deadlines and leases', () => {
       shop.mode = (s) => (s === 'SO-HOLD' ? 'hold' : 'ok');
       await a.append([orderEvent('SO-HOLD')]);
       a.sender.kick();
-      await waitFor(() => shop.of('SO-HOLD').length, (n) => n === 1, 'the first request at the shop');
+      await waitFor(
+        () => shop.of('SO-HOLD').length,
+        (n) => n === 1,
+        'the first request at the shop',
+      );
       // Leased by the database's clock from the claim: the whole lease ahead, whatever the clocks say.
       const leased = await rowOf(db, 'SO-HOLD');
       expect(leased!.lease_token).not.toBeNull();
@@ -240,7 +271,11 @@ describe('shop webhook delivery: deadlines and leases', () => {
       expect(shop.of('SO-HOLD')).toHaveLength(1);
 
       shop.release();
-      const done = await waitFor(() => rowOf(db, 'SO-HOLD'), (r) => r?.status === 'delivered', 'the delivery recorded');
+      const done = await waitFor(
+        () => rowOf(db, 'SO-HOLD'),
+        (r) => r?.status === 'delivered',
+        'the delivery recorded',
+      );
       expect(done!.attempts).toBe(1);
       // whole delivery cycles of both begun after: neither sent it again
       await Promise.all([a, b].map((x) => passesRun(x!.sender.cycles, 1, 'delivery cycles')));
@@ -266,9 +301,13 @@ describe('shop webhook delivery: deadlines and leases', () => {
       expect(second).toMatchObject({ id: first.id });
       expect(second.leaseToken).not.toBe(first.leaseToken);
 
-      expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toEqual({ recorded: false });
+      expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toEqual({
+        recorded: false,
+      });
       expect(await rowOf(db, 'SO-LEASE')).toMatchObject({ status: 'pending', attempts: 0, lease_token: second.leaseToken });
-      expect(await outbox.recordAttempt(second, { status: 'pending', retryInMs: 30_000, httpStatus: 503, error: 'HTTP 503' })).toMatchObject({ recorded: true });
+      expect(
+        await outbox.recordAttempt(second, { status: 'pending', retryInMs: 30_000, httpStatus: 503, error: 'HTTP 503' }),
+      ).toMatchObject({ recorded: true });
       const row = await rowOf(db, 'SO-LEASE');
       expect(row).toMatchObject({ status: 'pending', attempts: 1, last_status: 503, lease_token: null });
       expect(row!.due_in_ms).toBeGreaterThan(25_000);
@@ -318,7 +357,13 @@ describe('stuck-order alerts and the order of status webhooks', () => {
   const hooks = (subject: string): Hook[] =>
     shop.received
       .filter((r) => r.subject === subject)
-      .map((r) => ({ id: r.id, event: r.event, subject: r.subject, status: r.status, data: (JSON.parse(r.body) as { data: Record<string, unknown> }).data }));
+      .map((r) => ({
+        id: r.id,
+        event: r.event,
+        subject: r.subject,
+        status: r.status,
+        data: (JSON.parse(r.body) as { data: Record<string, unknown> }).data,
+      }));
   const alertsRaised = async (): Promise<number> => {
     const text = await t.app.relay.app.get(Metrics).registry.metrics();
     const line = text.split('\n').find((l) => l.startsWith('relay_alerts_total{kind="order_stuck"} '));
@@ -342,7 +387,9 @@ describe('stuck-order alerts and the order of status webhooks', () => {
         15_000,
       );
       // Not flagged without its alert, nothing counted nor logged for the alert that was not written.
-      const [unflagged] = await db.query<{ stuck: boolean }>(`SELECT stuck_since IS NOT NULL AS stuck FROM orders WHERE shop_order_no = 'SO-STUCK-A'`);
+      const [unflagged] = await db.query<{ stuck: boolean }>(
+        `SELECT stuck_since IS NOT NULL AS stuck FROM orders WHERE shop_order_no = 'SO-STUCK-A'`,
+      );
       expect(unflagged.stuck).toBe(false);
       expect(await alertsRaised()).toBe(0);
       expect(app.logLines().filter((l) => l.alert === 'order_stuck')).toHaveLength(0);
@@ -359,12 +406,25 @@ describe('stuck-order alerts and the order of status webhooks', () => {
       );
       expect(alerts).toHaveLength(1);
       expect(alerts[0].subject).toBe('order_stuck:SO-STUCK-A');
-      expect(alerts[0].payload).toMatchObject({ kind: 'order_stuck', shop_order_no: 'SO-STUCK-A', status: 'fulfilling', since: expect.any(String) });
+      expect(alerts[0].payload).toMatchObject({
+        kind: 'order_stuck',
+        shop_order_no: 'SO-STUCK-A',
+        status: 'fulfilling',
+        since: expect.any(String),
+      });
       const ownSubject = await db.query<{ event_type: string }>(`SELECT event_type FROM outbox_events WHERE subject = 'SO-STUCK-A'`);
       expect(ownSubject.map((r) => r.event_type).every((e) => e === 'order.status_changed')).toBe(true);
-      await waitFor(() => alertsRaised(), (n) => n === 1, 'the alert counted once');
+      await waitFor(
+        () => alertsRaised(),
+        (n) => n === 1,
+        'the alert counted once',
+      );
       expect(app.logLines().filter((l) => l.alert === 'order_stuck' && l.shop_order_no === 'SO-STUCK-A')).toHaveLength(1);
-      await waitFor(() => hooks('order_stuck:SO-STUCK-A').length, (n) => n >= 1, 'the alert at the shop (refused)');
+      await waitFor(
+        () => hooks('order_stuck:SO-STUCK-A').length,
+        (n) => n >= 1,
+        'the alert at the shop (refused)',
+      );
 
       // The refused alert does not hold back the order's own webhooks.
       sandbox.setOrderStatus(placed.upstream_order_id!, 'delivered');

@@ -37,12 +37,22 @@ describe('order status changes as shop webhooks', () => {
     expect(placed.status).toBe(201);
     await waitForOrder(app.http, 'WH-ORDER', (o) => o.status === 'delivered');
 
-    const events = (await app.http.get('/internal/orders/WH-ORDER/events')).data as { events: Array<{ source: string; from: string | null; to: string | null }> };
+    const events = (await app.http.get('/internal/orders/WH-ORDER/events')).data as {
+      events: Array<{ source: string; from: string | null; to: string | null }>;
+    };
     const changes = events.events.filter((e) => e.to !== null && e.from !== e.to);
     const mine = () =>
-      shop.received.map((h) => ({ ...h, parsed: JSON.parse(h.body) as StatusChange })).filter((h) => h.parsed.event === 'order.status_changed' && h.parsed.subject === 'WH-ORDER');
-    await waitFor(() => mine().length, (n) => n === changes.length, 'one webhook per status change');
-    expect(mine().map((h) => [h.parsed.data.previous_status, h.parsed.data.status, h.parsed.data.source])).toEqual(changes.map((e) => [e.from, e.to, e.source]));
+      shop.received
+        .map((h) => ({ ...h, parsed: JSON.parse(h.body) as StatusChange }))
+        .filter((h) => h.parsed.event === 'order.status_changed' && h.parsed.subject === 'WH-ORDER');
+    await waitFor(
+      () => mine().length,
+      (n) => n === changes.length,
+      'one webhook per status change',
+    );
+    expect(mine().map((h) => [h.parsed.data.previous_status, h.parsed.data.status, h.parsed.data.source])).toEqual(
+      changes.map((e) => [e.from, e.to, e.source]),
+    );
     expect(mine()[0].parsed.data).toMatchObject({ previous_status: null, status: 'submitting', source: 'api' });
     expect(mine()[1].parsed.data).toMatchObject({ previous_status: 'submitting', source: 'api' }); // the create answer
     expect(mine().at(-1)!.parsed.data.status).toBe('delivered');

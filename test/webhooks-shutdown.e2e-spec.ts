@@ -19,7 +19,6 @@ import { waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-shutdown';
 
-
 describe('shop webhooks: SIGTERM during delivery', () => {
   let db: TestDatabase;
   let sandbox: SandboxServer;
@@ -77,7 +76,11 @@ describe('shop webhooks: SIGTERM during delivery', () => {
     try {
       await child.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('upstream-relay listening'));
       // One claim's worth of deliveries hangs at the shop.
-      await waitFor(() => held.length, (n) => n === WEBHOOK_CONCURRENCY, 'deliveries in flight');
+      await waitFor(
+        () => held.length,
+        (n) => n === WEBHOOK_CONCURRENCY,
+        'deliveries in flight',
+      );
       const exited = child.kill('SIGTERM');
       await child.waitForLog((l) => l.msg === 'shutting down');
       await new Promise((r) => setTimeout(r, 300));
@@ -101,7 +104,10 @@ describe('shop webhooks: SIGTERM during delivery', () => {
     // Never claimed, nothing leased: due at once for the next instance.
     for (const r of waiting) expect(r).toMatchObject({ attempts: 0, lease_token: null, due: true });
 
-    const config = loadConfig({ ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shopUrl, SHOP_WEBHOOK_SECRET: SHOP_SECRET }), DATABASE_URL: db.url });
+    const config = loadConfig({
+      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shopUrl, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
+      DATABASE_URL: db.url,
+    });
     const next = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
     try {
       next.app.get(WebhookSender).kick();

@@ -45,7 +45,8 @@ describe('webhook subjects shared by an order and a SKU', () => {
     expect(seen.filter(([e]) => String(e).startsWith('sku.')).every(([, n]) => n === 1)).toBe(true);
     // the shop has answered 200; the relay records the delivery right after (not before the answer)
     const statuses = await waitFor(
-      async () => (await db.query<{ status: string }>(`SELECT status FROM outbox_events WHERE subject = 'SAME-1' ORDER BY id`)).map((r) => r.status),
+      async () =>
+        (await db.query<{ status: string }>(`SELECT status FROM outbox_events WHERE subject = 'SAME-1' ORDER BY id`)).map((r) => r.status),
       (s) => s[1] === 'delivered' && s[3] === 'delivered',
       'both order events recorded delivered',
     );

@@ -35,7 +35,12 @@ interface App {
 async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> {
   const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
   const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const http = axios.create({
+    baseURL: relay.url,
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    validateStatus: () => true,
+    timeout: 30_000,
+  });
   const ds = relay.app.get(DataSource);
   const writer = relay.app.get(OutboxWriter);
   return {
@@ -46,7 +51,6 @@ async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<st
     close: () => relay.close(),
   };
 }
-
 
 interface Row {
   id: string;
@@ -59,11 +63,19 @@ interface Row {
 }
 
 const rowOf = async (db: TestDatabase, subject: string): Promise<Row | undefined> =>
-  (await db.query<Row>('SELECT id::text, subject, status, attempts, next_attempt_at, last_attempt_at, lease_token FROM outbox_events WHERE subject = $1', [subject]))[0];
+  (
+    await db.query<Row>(
+      'SELECT id::text, subject, status, attempts, next_attempt_at, last_attempt_at, lease_token FROM outbox_events WHERE subject = $1',
+      [subject],
+    )
+  )[0];
 
 /** `ms` pass for the outbox's waiting rows, as the database's clock judges their due times. */
 const elapse = (db: TestDatabase, ms: number): Promise<unknown> =>
-  db.query(`UPDATE outbox_events SET next_attempt_at = next_attempt_at - $1 * interval '1 millisecond' WHERE status = 'pending' AND lease_token IS NULL`, [ms]);
+  db.query(
+    `UPDATE outbox_events SET next_attempt_at = next_attempt_at - $1 * interval '1 millisecond' WHERE status = 'pending' AND lease_token IS NULL`,
+    [ms],
+  );
 
 const orderEvent = (subject: string, status = 'delivered'): OutboxEvent => ({
   type: 'order.status_changed',
@@ -95,7 +107,12 @@ describe('shop webhooks', () => {
     const clock = new TestClock();
     beforeAll(async () => {
       db = await openTestDatabase();
-      app = await startApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET, SHOP_WEBHOOK_MAX_ATTEMPTS: '4' }, clock);
+      app = await startApp(
+        db,
+        sandbox,
+        { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET, SHOP_WEBHOOK_MAX_ATTEMPTS: '4' },
+        clock,
+      );
     });
     afterAll(async () => {
       await app?.close();
@@ -110,7 +127,11 @@ describe('shop webhooks', () => {
 
       const delays: number[] = [];
       for (let attempt = 1; attempt <= 3; attempt++) {
-        const row = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
+        const row = await waitFor(
+          () => rowOf(db, 'SO-RETRY'),
+          (r) => r !== undefined && r.attempts === attempt,
+          `attempt ${attempt}`,
+        );
         expect(row!.status).toBe('pending');
         delays.push(new Date(row!.next_attempt_at).getTime() - new Date(row!.last_attempt_at!).getTime());
         // Not due before its time: nothing more reaches the shop until its due time has passed.
@@ -118,7 +139,11 @@ describe('shop webhooks', () => {
         await elapse(db, delays[attempt - 1] + 1000);
         app.kick();
       }
-      const done = await waitFor(() => rowOf(db, 'SO-RETRY'), (r) => r?.status === 'delivered', 'delivery');
+      const done = await waitFor(
+        () => rowOf(db, 'SO-RETRY'),
+        (r) => r?.status === 'delivered',
+        'delivery',
+      );
       expect(done!.attempts).toBe(4);
       expect(delays[0]).toBeGreaterThan(0);
       expect(delays[1]).toBeGreaterThan(delays[0]);
@@ -132,8 +157,14 @@ describe('shop webhooks', () => {
       expect(shop.delivered(done!.id, 'SO-RETRY')).toHaveLength(1);
 
       const last = got[3];
-      expect(JSON.parse(last.body)).toMatchObject({ id: done!.id, event: 'order.status_changed', subject: 'SO-RETRY', data: { shop_order_no: 'SO-RETRY', status: 'delivered' } });
-      const verify = (secret: string) => shop.verify(last, secret, { nowSeconds: Math.floor(clock.now().getTime() / 1000), toleranceSeconds: 60 });
+      expect(JSON.parse(last.body)).toMatchObject({
+        id: done!.id,
+        event: 'order.status_changed',
+        subject: 'SO-RETRY',
+        data: { shop_order_no: 'SO-RETRY', status: 'delivered' },
+      });
+      const verify = (secret: string) =>
+        shop.verify(last, secret, { nowSeconds: Math.floor(clock.now().getTime() / 1000), toleranceSeconds: 60 });
       expect(verify(SHOP_SECRET)).toEqual({ ok: true });
       expect(verify('another-secret')).toEqual({ ok: false, reason: 'signature_mismatch' });
       // Nothing more arrives for it.
@@ -150,11 +181,19 @@ describe('shop webhooks', () => {
       await app.append([orderEvent('SO-DEAD', 'canceled')]);
       app.kick();
       for (let attempt = 1; attempt < 4; attempt++) {
-        await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r !== undefined && r.attempts === attempt, `attempt ${attempt}`);
+        await waitFor(
+          () => rowOf(db, 'SO-DEAD'),
+          (r) => r !== undefined && r.attempts === attempt,
+          `attempt ${attempt}`,
+        );
         await elapse(db, 2 * 3600_000);
         app.kick();
       }
-      const dead = await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r?.status === 'dead', 'dead letter');
+      const dead = await waitFor(
+        () => rowOf(db, 'SO-DEAD'),
+        (r) => r?.status === 'dead',
+        'dead letter',
+      );
       expect(dead!.attempts).toBe(4);
       expect(shop.received.filter((r) => r.subject === 'SO-DEAD').map((r) => r.status)).toEqual([500, 500, 500, 500]);
 
@@ -187,7 +226,11 @@ describe('shop webhooks', () => {
       const replay = await app.http.post(`/internal/webhooks/deliveries/${dead!.id}/replay`);
       expect(replay.status).toBe(200);
       expect(replay.data).toMatchObject({ ok: true, delivery: { id: dead!.id, status: 'pending', attempts: 0, replays: 1 } });
-      const delivered = await waitFor(() => rowOf(db, 'SO-DEAD'), (r) => r?.status === 'delivered', 'replayed delivery');
+      const delivered = await waitFor(
+        () => rowOf(db, 'SO-DEAD'),
+        (r) => r?.status === 'delivered',
+        'replayed delivery',
+      );
       expect(delivered!.attempts).toBe(1);
       expect(shop.delivered(dead!.id, 'SO-DEAD')).toHaveLength(1);
       expect((await app.http.get('/internal/webhooks/deliveries', { params: { status: 'dead' } })).data.total).toBe(0);
@@ -209,7 +252,11 @@ describe('shop webhooks', () => {
       shop.respond = (r) => (r.subject === 'SO-PENDING' ? 503 : 200);
       await app.append([orderEvent('SO-PENDING')]);
       app.kick();
-      const row = await waitFor(() => rowOf(db, 'SO-PENDING'), (r) => r?.attempts === 1, 'first attempt');
+      const row = await waitFor(
+        () => rowOf(db, 'SO-PENDING'),
+        (r) => r?.attempts === 1,
+        'first attempt',
+      );
       const pending = await app.http.post(`/internal/webhooks/deliveries/${row!.id}/replay`);
       expect(pending.status).toBe(409);
       expect(pending.data).toMatchObject({ ok: false, error_code: 'delivery_pending', delivery: { id: row!.id, status: 'pending' } });
@@ -226,11 +273,17 @@ describe('shop webhooks', () => {
       shop.respond = (r) => (r.subject.startsWith('SO-RESTART') ? 502 : 200);
       await first.append([orderEvent('SO-RESTART-1'), orderEvent('SO-RESTART-2')]);
       first.kick();
-      await waitFor(async () => [await rowOf(db, 'SO-RESTART-1'), await rowOf(db, 'SO-RESTART-2')], (rs) => rs.every((r) => r?.attempts === 1), 'first attempts');
+      await waitFor(
+        async () => [await rowOf(db, 'SO-RESTART-1'), await rowOf(db, 'SO-RESTART-2')],
+        (rs) => rs.every((r) => r?.attempts === 1),
+        'first attempts',
+      );
       await first.close();
       first = null;
       // Written while no instance runs (e.g. by a migration or another service's transaction).
-      await db.query(`INSERT INTO outbox_events (event_type, subject, payload) VALUES ('order.status_changed', 'SO-RESTART-3', '{"event":"order.status_changed","status":"paid"}')`);
+      await db.query(
+        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('order.status_changed', 'SO-RESTART-3', '{"event":"order.status_changed","status":"paid"}')`,
+      );
 
       shop.respond = () => 200;
       second = await startApp(db, sandbox, env, clock);
@@ -288,15 +341,23 @@ describe('shop webhooks', () => {
 
   it("claims a subject's events one at a time in order: a later one waits while an earlier one is pending, due or not, leased or not", async () => {
     const db = await openTestDatabase();
-    const config = loadConfig({ ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }), DATABASE_URL: db.url });
+    const config = loadConfig({
+      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
+      DATABASE_URL: db.url,
+    });
     config.workers = false; // the test claims
     const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
     try {
       const outbox = relay.app.get(OutboxRepository);
-      await relay.app.get(DataSource).transaction((em) =>
-        relay.app.get(OutboxWriter).append(em, [orderEvent('SO-SEQ-A', 'paid'), orderEvent('SO-SEQ-A', 'delivered'), orderEvent('SO-SEQ-B')]),
-      );
-      const ids = async (subject: string) => (await db.query<{ id: string }>('SELECT id::text FROM outbox_events WHERE subject = $1 ORDER BY id', [subject])).map((r) => r.id);
+      await relay.app
+        .get(DataSource)
+        .transaction((em) =>
+          relay.app
+            .get(OutboxWriter)
+            .append(em, [orderEvent('SO-SEQ-A', 'paid'), orderEvent('SO-SEQ-A', 'delivered'), orderEvent('SO-SEQ-B')]),
+        );
+      const ids = async (subject: string) =>
+        (await db.query<{ id: string }>('SELECT id::text FROM outbox_events WHERE subject = $1 ORDER BY id', [subject])).map((r) => r.id);
       const [a1, a2] = await ids('SO-SEQ-A');
       const [b1] = await ids('SO-SEQ-B');
       const claimed = async () => (await outbox.claimDue(60_000, 10)).map((e) => e.id);
@@ -310,7 +371,9 @@ describe('shop webhooks', () => {
       await db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a2]);
       expect(await claimed()).toEqual([]);
       // delivered: the second goes
-      expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toMatchObject({ recorded: true });
+      expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toMatchObject({
+        recorded: true,
+      });
       expect(await claimed()).toEqual([a2]);
     } finally {
       await relay.close();
@@ -327,7 +390,10 @@ describe('shop webhooks', () => {
     } finally {
       await off.close();
     }
-    const config = loadConfig({ ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }), DATABASE_URL: db.url });
+    const config = loadConfig({
+      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
+      DATABASE_URL: db.url,
+    });
     config.workers = false;
     const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
     try {

@@ -79,7 +79,12 @@ async function call<T>(method: string, path: string, body?: unknown, token = get
     throw new ApiError(401, data.error_code ?? 'unauthorized', data.error_message ?? 'missing or invalid bearer token', data);
   }
   if (!res.ok || data.ok !== true) {
-    throw new ApiError(res.status, data.error_code ?? `http_${res.status}`, data.error_message ?? (res.statusText || 'request failed'), data);
+    throw new ApiError(
+      res.status,
+      data.error_code ?? `http_${res.status}`,
+      data.error_message ?? (res.statusText || 'request failed'),
+      data,
+    );
   }
   return json as T;
 }

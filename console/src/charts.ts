@@ -17,7 +17,17 @@ function niceMax(v: number): number {
   return 10 * p;
 }
 
-export function BarChart({ bars, format = String, label, height = 180 }: { bars: Bar[]; format?: (v: number) => string; label: string; height?: number }) {
+export function BarChart({
+  bars,
+  format = String,
+  label,
+  height = 180,
+}: {
+  bars: Bar[];
+  format?: (v: number) => string;
+  label: string;
+  height?: number;
+}) {
   const W = 640;
   const left = 48;
   const bottom = 22;
@@ -33,13 +43,17 @@ export function BarChart({ bars, format = String, label, height = 180 }: { bars:
   return html`<svg class="chart" viewBox=${`0 0 ${W} ${height}`} role="img" aria-label=${label}>
     ${ticks.map((t) => {
       const y = top + plotH - (t / max) * plotH;
-      return html`<g class="grid"><line x1=${left} x2=${W - 4} y1=${y} y2=${y} /><text x=${left - 6} y=${y + 4} text-anchor="end">${format(t)}</text></g>`;
+      return html`<g class="grid"
+        ><line x1=${left} x2=${W - 4} y1=${y} y2=${y} /><text x=${left - 6} y=${y + 4} text-anchor="end">${format(t)}</text></g
+      >`;
     })}
     ${bars.map((b, i) => {
       const h = max ? (b.value / max) * plotH : 0;
       const x = left + i * slot + (slot - barW) / 2;
       return html`<g class=${`bar ${b.tone ?? ''}`}>
-        <rect x=${x} y=${top + plotH - h} width=${barW} height=${Math.max(h, b.value > 0 ? 1 : 0)} rx="2"><title>${b.title ?? `${b.label}: ${format(b.value)}`}</title></rect>
+        <rect x=${x} y=${top + plotH - h} width=${barW} height=${Math.max(h, b.value > 0 ? 1 : 0)} rx="2"
+          ><title>${b.title ?? `${b.label}: ${format(b.value)}`}</title></rect
+        >
         ${(bars.length - 1 - i) % every === 0 ? html`<text class="x" x=${x + barW / 2} y=${height - 6} text-anchor="middle">${b.label}</text>` : null}
       </g>`;
     })}

@@ -39,7 +39,10 @@ function Page({ route }: { route: Route }) {
     case 'reconciliation':
       return html`<${ReconciliationPage} query=${route.query} />`;
     default:
-      return html`<div class="card"><h1>Not found</h1><p>No page at <code>${location.hash}</code>. <a href="#/">Back to the dashboard</a>.</p></div>`;
+      return html`<div class="card">
+        <h1>Not found</h1>
+        <p>No page at <code>${location.hash}</code>. <a href="#/">Back to the dashboard</a>.</p>
+      </div>`;
   }
 }
 

@@ -161,7 +161,17 @@ export function Loading({ what }: { what?: string }) {
   return html`<p class="loading" aria-busy="true">Loading${what ? ` ${what}` : ''}…</p>`;
 }
 
-export function Card({ title, children, class: cls, actions }: { title?: string; children: ComponentChildren; class?: string; actions?: ComponentChildren }) {
+export function Card({
+  title,
+  children,
+  class: cls,
+  actions,
+}: {
+  title?: string;
+  children: ComponentChildren;
+  class?: string;
+  actions?: ComponentChildren;
+}) {
   return html`<section class=${`card ${cls ?? ''}`}>
     ${title || actions ? html`<header class="card-head">${title ? html`<h2>${title}</h2>` : null}${actions ? html`<div class="card-actions">${actions}</div>` : null}</header>` : null}
     ${children}
@@ -200,10 +210,15 @@ export function Confirm(props: ConfirmProps) {
       setBusy(false);
     }
   };
-  return html`<dialog ref=${ref} class="confirm" aria-label=${props.title} onCancel=${(e: Event) => {
-    e.preventDefault();
-    if (!busy) props.onClose();
-  }}>
+  return html`<dialog
+    ref=${ref}
+    class="confirm"
+    aria-label=${props.title}
+    onCancel=${(e: Event) => {
+      e.preventDefault();
+      if (!busy) props.onClose();
+    }}
+  >
     <form method="dialog" onSubmit=${confirm}>
       <h2>${props.title}</h2>
       <div class="confirm-body">${props.children}</div>
@@ -233,6 +248,12 @@ export function Pager({ page, pageSize, total, onPage }: { page: number; pageSiz
 /** A definition list from [label, value] pairs; a `testid` for each value helps the tests. */
 export function Facts({ rows }: { rows: Array<[string, ComponentChildren, string?]> }) {
   return html`<dl class="facts">
-    ${rows.map(([label, value, id]) => html`<div><dt>${label}</dt><dd data-field=${id ?? null}>${value ?? html`<span class="muted">—</span>`}</dd></div>`)}
+    ${rows.map(
+      ([label, value, id]) =>
+        html`<div>
+          <dt>${label}</dt>
+          <dd data-field=${id ?? null}>${value ?? html`<span class="muted">—</span>`}</dd>
+        </div>`,
+    )}
   </dl>`;
 }

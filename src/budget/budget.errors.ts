@@ -27,7 +27,10 @@ export class BudgetWaitExceeded extends UpstreamRetryableError {
  * reason `budget_unavailable`.
  */
 export class BudgetUnavailable extends UpstreamRetryableError {
-  constructor(operation: string, /** What the ledger threw. */ readonly failure: unknown) {
+  constructor(
+    operation: string,
+    /** What the ledger threw. */ readonly failure: unknown,
+  ) {
     super(operation, 'budget_unavailable');
   }
 }

@@ -8,13 +8,18 @@ describe('keyCapacity', () => {
     const c = keyCapacity(rule, { create: 10, deliver: 8, price: 3, poll: 2, sync: 4, reconcile: 11 }, 3);
     expect(c.requestsPerOrder).toBe(2.3);
     // (57 − 4 − 11) / 2.3 per 61.2 s
-    expect(c.ordersPerMinute).toBe(Math.round(((42 / 2.3) * (60 / 61.2)) * 10) / 10);
+    expect(c.ordersPerMinute).toBe(Math.round((42 / 2.3) * (60 / 61.2) * 10) / 10);
     expect(c.requestsPerMinute).toBe(55.9);
   });
 
   it('what reconciliation takes: its grants of the window, its share, and the finished orders a day it keeps the full schedule of', () => {
     const c = keyCapacity(rule, { reconcile: 7 }, 3);
-    expect(c.reconcile).toEqual({ lastWindow: 7, limitPerWindow: 11, limitPerMinute: 10.8, ordersPerDayFullSchedule: Math.floor((11 * 86_400_000) / 61_200 / 3) });
+    expect(c.reconcile).toEqual({
+      lastWindow: 7,
+      limitPerWindow: 11,
+      limitPerMinute: 10.8,
+      ordersPerDayFullSchedule: Math.floor((11 * 86_400_000) / 61_200 / 3),
+    });
     expect(keyCapacity(rule, {}, null).reconcile.ordersPerDayFullSchedule).toBeNull();
     // one step: three times the orders of three
     expect(keyCapacity(rule, {}, 1).reconcile.ordersPerDayFullSchedule).toBe(Math.floor((11 * 86_400_000) / 61_200));

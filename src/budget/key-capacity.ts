@@ -41,7 +41,11 @@ export interface KeyCapacity {
 /** Rounded to one decimal, as a person reads it. */
 const tenth = (n: number): number => Math.round(n * 10) / 10;
 
-export function keyCapacity(rule: Pick<BudgetRule, 'limit' | 'windowMs' | 'reconcileLimit'>, window: Partial<Record<BudgetClass, number>>, steps: number | null): KeyCapacity {
+export function keyCapacity(
+  rule: Pick<BudgetRule, 'limit' | 'windowMs' | 'reconcileLimit'>,
+  window: Partial<Record<BudgetClass, number>>,
+  steps: number | null,
+): KeyCapacity {
   const n = (cls: BudgetClass): number => window[cls] ?? 0;
   const perMinute = MINUTE_MS / rule.windowMs;
   const creates = n('create');

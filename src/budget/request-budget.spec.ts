@@ -35,12 +35,29 @@ function maxInAnyWindow(times: number[], windowMs: number): number {
   return most;
 }
 
-const ask = (over: Partial<BudgetAsk> & Pick<BudgetAsk, 'nowMs' | 'cls'>): BudgetAsk => ({ grants: [], higherDemand: false, blockedUntilMs: null, ...over });
+const ask = (over: Partial<BudgetAsk> & Pick<BudgetAsk, 'nowMs' | 'cls'>): BudgetAsk => ({
+  grants: [],
+  higherDemand: false,
+  blockedUntilMs: null,
+  ...over,
+});
 
 describe('budgetRule', () => {
   it('keeps a safety margin: fewer requests, a longer window', () => {
-    expect(budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0.2)).toEqual({ limit: 57, windowMs: 61_200, spacingMs: 61_200 / 57, syncShareLimit: 28, reconcileLimit: 11 });
-    expect(budgetRule({ requests: 10, windowMs: 500 }, 0.5)).toEqual({ limit: 9, windowMs: 700, spacingMs: 700 / 9, syncShareLimit: 4, reconcileLimit: 9 });
+    expect(budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0.2)).toEqual({
+      limit: 57,
+      windowMs: 61_200,
+      spacingMs: 61_200 / 57,
+      syncShareLimit: 28,
+      reconcileLimit: 11,
+    });
+    expect(budgetRule({ requests: 10, windowMs: 500 }, 0.5)).toEqual({
+      limit: 9,
+      windowMs: 700,
+      spacingMs: 700 / 9,
+      syncShareLimit: 4,
+      reconcileLimit: 9,
+    });
     // at least one request, and shares of at least one grant
     expect(budgetRule({ requests: 1, windowMs: 1000 }, 0.1, 0.1)).toMatchObject({ limit: 1, syncShareLimit: 1, reconcileLimit: 1 });
     expect(budgetRule({ requests: 2, windowMs: 1000 }, 1)).toMatchObject({ limit: 1, windowMs: 1200 });
@@ -70,7 +87,12 @@ describe('decideGrant', () => {
       expect(d).toEqual({ grant: true, tokensLeft: rule.limit - i - 1 });
       grants.push({ atMs: 1000, cls: 'create' });
     }
-    expect(decideGrant(rule, ask({ nowMs: 1000, cls: 'create', grants }))).toEqual({ grant: false, reason: 'window_full', retryAtMs: 1000 + rule.windowMs + 1, tokensLeft: 0 });
+    expect(decideGrant(rule, ask({ nowMs: 1000, cls: 'create', grants }))).toEqual({
+      grant: false,
+      reason: 'window_full',
+      retryAtMs: 1000 + rule.windowMs + 1,
+      tokensLeft: 0,
+    });
     // a grant exactly one window old still counts (closed interval); just after, it does not
     expect(decideGrant(rule, ask({ nowMs: 1000 + rule.windowMs, cls: 'create', grants })).grant).toBe(false);
     expect(decideGrant(rule, ask({ nowMs: 1000 + rule.windowMs + 1, cls: 'create', grants })).grant).toBe(true);
@@ -79,7 +101,11 @@ describe('decideGrant', () => {
   it('paces poll, sync and reconcile together at one grant per spacing', () => {
     const grants: Grant[] = [{ atMs: 0, cls: 'sync' }];
     for (const cls of ['poll', 'sync', 'reconcile'] as const) {
-      expect(decideGrant(rule, ask({ nowMs: 10, cls, grants }))).toMatchObject({ grant: false, reason: 'paced', retryAtMs: rule.spacingMs });
+      expect(decideGrant(rule, ask({ nowMs: 10, cls, grants }))).toMatchObject({
+        grant: false,
+        reason: 'paced',
+        retryAtMs: rule.spacingMs,
+      });
       expect(decideGrant(rule, ask({ nowMs: rule.spacingMs, cls, grants })).grant).toBe(true);
     }
     // the burst classes do not wait for the pace
@@ -93,7 +119,12 @@ describe('decideGrant', () => {
     for (let i = 0; i < rule.syncShareLimit; i++) grants.push({ atMs: i * 140, cls: i % 2 === 0 ? 'sync' : 'reconcile' });
     const now = rule.syncShareLimit * 140;
     const waiting = decideGrant(rule, ask({ nowMs: now, cls: 'sync', grants, higherDemand: true }));
-    expect(waiting).toEqual({ grant: false, reason: 'sync_share', retryAtMs: 0 + rule.windowMs + 1, tokensLeft: rule.limit - rule.syncShareLimit });
+    expect(waiting).toEqual({
+      grant: false,
+      reason: 'sync_share',
+      retryAtMs: 0 + rule.windowMs + 1,
+      tokensLeft: rule.limit - rule.syncShareLimit,
+    });
     expect(decideGrant(rule, ask({ nowMs: now, cls: 'reconcile', grants, higherDemand: true })).grant).toBe(false);
     expect(decideGrant(rule, ask({ nowMs: now, cls: 'sync', grants, higherDemand: false })).grant).toBe(true);
     // poll is not part of the share
@@ -117,7 +148,8 @@ describe('decideGrant', () => {
       });
     }
     expect(decideGrant(r, ask({ nowMs: r.windowMs + 1, cls: 'reconcile', grants })).grant).toBe(true);
-    for (const cls of ['create', 'deliver', 'price', 'poll', 'sync'] as const) expect(decideGrant(r, ask({ nowMs: 400, cls, grants })).grant).toBe(true);
+    for (const cls of ['create', 'deliver', 'price', 'poll', 'sync'] as const)
+      expect(decideGrant(r, ask({ nowMs: 400, cls, grants })).grant).toBe(true);
     // the other classes' grants do not count against it
     const others: Grant[] = Array.from({ length: 6 }, (_, i) => ({ atMs: i, cls: 'create' as const }));
     expect(decideGrant(r, ask({ nowMs: 400, cls: 'reconcile', grants: others })).grant).toBe(true);
@@ -127,12 +159,17 @@ describe('decideGrant', () => {
     const r = budgetRule({ requests: 60, windowMs: 60_000 }, 0.5, 0.2); // N' 57, reconcile 11
     const grants: Grant[] = [];
     // a backlog of reconciliation asks as fast as they are allowed, for ten windows, nothing else
-    for (let now = 0; now < 10 * r.windowMs; ) {
+    for (let now = 0; now < 10 * r.windowMs;) {
       const d = decideGrant(r, ask({ nowMs: now, cls: 'reconcile', grants }));
       if (d.grant) grants.push({ atMs: now, cls: 'reconcile' });
       else now = d.retryAtMs;
     }
-    expect(maxInAnyWindow(grants.map((g) => g.atMs), r.windowMs)).toBe(r.reconcileLimit);
+    expect(
+      maxInAnyWindow(
+        grants.map((g) => g.atMs),
+        r.windowMs,
+      ),
+    ).toBe(r.reconcileLimit);
     // then a burst of creates: every slot but the reconcile share is free at once
     const at = 10 * r.windowMs;
     let burst = 0;
@@ -145,17 +182,29 @@ describe('decideGrant', () => {
 
   it('refuses every class until a block ends, then names the latest of the binding times', () => {
     for (const cls of BUDGET_CLASSES) {
-      expect(decideGrant(rule, ask({ nowMs: 100, cls, blockedUntilMs: 5000 }))).toEqual({ grant: false, reason: 'blocked', retryAtMs: 5000, tokensLeft: rule.limit });
+      expect(decideGrant(rule, ask({ nowMs: 100, cls, blockedUntilMs: 5000 }))).toEqual({
+        grant: false,
+        reason: 'blocked',
+        retryAtMs: 5000,
+        tokensLeft: rule.limit,
+      });
       expect(decideGrant(rule, ask({ nowMs: 5000, cls, blockedUntilMs: 5000 })).grant).toBe(true);
       expect(decideGrant(rule, ask({ nowMs: 100, cls, blockedUntilMs: 99 })).grant).toBe(true);
     }
     const full: Grant[] = Array.from({ length: rule.limit }, () => ({ atMs: 4900, cls: 'create' as const }));
-    expect(decideGrant(rule, ask({ nowMs: 5000, cls: 'create', grants: full, blockedUntilMs: 5001 }))).toMatchObject({ reason: 'window_full', retryAtMs: 4900 + rule.windowMs + 1 });
+    expect(decideGrant(rule, ask({ nowMs: 5000, cls: 'create', grants: full, blockedUntilMs: 5001 }))).toMatchObject({
+      reason: 'window_full',
+      retryAtMs: 4900 + rule.windowMs + 1,
+    });
   });
 
-  it.each([1, 2, 3, 4, 5])('never grants more than N\' in any interval of W\' for random arrivals (seed %p)', (seed) => {
+  it.each([1, 2, 3, 4, 5])("never grants more than N' in any interval of W' for random arrivals (seed %p)", (seed) => {
     const rnd = random(seed);
-    const r = budgetRule({ requests: 5 + Math.floor(rnd() * 60), windowMs: 200 + Math.floor(rnd() * 5000) }, 0.1 + rnd() * 0.9, 0.1 + rnd() * 0.9);
+    const r = budgetRule(
+      { requests: 5 + Math.floor(rnd() * 60), windowMs: 200 + Math.floor(rnd() * 5000) },
+      0.1 + rnd() * 0.9,
+      0.1 + rnd() * 0.9,
+    );
     const grants: Grant[] = [];
     const paced: number[] = [];
     let now = 0;
@@ -182,11 +231,17 @@ describe('decideGrant', () => {
         const shared = grants.filter((g) => SHARE_CLASSES.has(g.cls) && g.atMs >= now - r.windowMs).length;
         expect(shared).toBeLessThanOrEqual(r.syncShareLimit);
       }
-      if (cls === 'reconcile') expect(grants.filter((g) => g.cls === 'reconcile' && g.atMs >= now - r.windowMs).length).toBeLessThanOrEqual(r.reconcileLimit);
+      if (cls === 'reconcile')
+        expect(grants.filter((g) => g.cls === 'reconcile' && g.atMs >= now - r.windowMs).length).toBeLessThanOrEqual(r.reconcileLimit);
     }
     expect(refusals).toBeGreaterThan(0);
     expect(grants.length).toBeGreaterThan(r.limit);
-    expect(maxInAnyWindow(grants.map((g) => g.atMs), r.windowMs)).toBeLessThanOrEqual(r.limit);
+    expect(
+      maxInAnyWindow(
+        grants.map((g) => g.atMs),
+        r.windowMs,
+      ),
+    ).toBeLessThanOrEqual(r.limit);
     for (let i = 1; i < paced.length; i++) expect(paced[i] - paced[i - 1]).toBeGreaterThanOrEqual(r.spacingMs - 1e-9);
   });
 
@@ -198,7 +253,12 @@ describe('decideGrant', () => {
       if (d.grant) grants.push({ atMs: now, cls: 'create' });
       else now = d.retryAtMs;
     }
-    expect(maxInAnyWindow(grants.map((g) => g.atMs), rule.windowMs)).toBe(rule.limit);
+    expect(
+      maxInAnyWindow(
+        grants.map((g) => g.atMs),
+        rule.windowMs,
+      ),
+    ).toBe(rule.limit);
     // every window of W' after the first holds N' grants: nothing is left unused
     expect(grants.length).toBeGreaterThanOrEqual(9 * rule.limit);
   });

@@ -112,7 +112,12 @@ export type BudgetWaitReason = 'blocked' | 'window_full' | 'paced' | 'sync_share
 
 export type BudgetDecision =
   | { grant: true; /** Slots left in the window ending now, this grant counted. */ tokensLeft: number }
-  | { grant: false; reason: BudgetWaitReason; /** The earliest time this ask can be granted if nothing else is granted first. */ retryAtMs: number; tokensLeft: number };
+  | {
+      grant: false;
+      reason: BudgetWaitReason;
+      /** The earliest time this ask can be granted if nothing else is granted first. */ retryAtMs: number;
+      tokensLeft: number;
+    };
 
 /**
  * Decides one ask. Granting at `nowMs` keeps every closed interval of `windowMs` at no more than

@@ -53,18 +53,21 @@ export class UpstreamBudgetRepository {
       const state = await this.lockAndRead(em, keyId, windowMs);
       const d = decide(state);
       if (d.grant) {
-        await em.query(
-          `INSERT INTO upstream_budget_grants (key_id, granted_at, class) VALUES ($1, to_timestamp($2::float8 / 1000), $3)`,
-          [keyId, state.nowMs, d.cls],
-        );
-        // pruned by the takes that grant, so an idle key costs nothing
-        await em.query(`DELETE FROM upstream_budget_grants WHERE key_id = $1 AND granted_at < to_timestamp($2::float8 / 1000) - $3::float8 ${MS}`, [
+        await em.query(`INSERT INTO upstream_budget_grants (key_id, granted_at, class) VALUES ($1, to_timestamp($2::float8 / 1000), $3)`, [
           keyId,
           state.nowMs,
-          pruneOlderThanMs,
+          d.cls,
         ]);
+        // pruned by the takes that grant, so an idle key costs nothing
+        await em.query(
+          `DELETE FROM upstream_budget_grants WHERE key_id = $1 AND granted_at < to_timestamp($2::float8 / 1000) - $3::float8 ${MS}`,
+          [keyId, state.nowMs, pruneOlderThanMs],
+        );
       } else if (d.demandUntilMs !== undefined && (state.demandUntilMs === null || d.demandUntilMs > state.demandUntilMs)) {
-        await em.query(`UPDATE upstream_budget_keys SET demand_until = to_timestamp($2::float8 / 1000) WHERE key_id = $1`, [keyId, d.demandUntilMs]);
+        await em.query(`UPDATE upstream_budget_keys SET demand_until = to_timestamp($2::float8 / 1000) WHERE key_id = $1`, [
+          keyId,
+          d.demandUntilMs,
+        ]);
       }
       return d.result;
     });
@@ -94,7 +97,9 @@ export class UpstreamBudgetRepository {
 
   /** The end of the key's block, if it is blocked now (the database's clock). */
   async blockedUntil(keyId: string, db: Db = this.dataSource.manager): Promise<Date | null> {
-    const rows = (await db.query(`SELECT blocked_until FROM upstream_budget_keys WHERE key_id = $1 AND blocked_until > clock_timestamp()`, [keyId])) as Array<{
+    const rows = (await db.query(`SELECT blocked_until FROM upstream_budget_keys WHERE key_id = $1 AND blocked_until > clock_timestamp()`, [
+      keyId,
+    ])) as Array<{
       blocked_until: Date | string;
     }>;
     return rows[0] ? new Date(rows[0].blocked_until) : null;

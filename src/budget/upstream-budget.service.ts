@@ -184,7 +184,11 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       const until = new Date(blockedUntilMs);
       if (started) {
         this.metrics.upstreamBlocks.inc();
-        this.logger.warn({ msg: `upstream answered 429 (rate limited) to ${operation}: every request of this key waits until ${until.toISOString()}`, operation, blocked_until: until.toISOString() });
+        this.logger.warn({
+          msg: `upstream answered 429 (rate limited) to ${operation}: every request of this key waits until ${until.toISOString()}`,
+          operation,
+          blocked_until: until.toISOString(),
+        });
       }
       this.kick();
       return until;
@@ -340,7 +344,15 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
 
   private exceed(w: Waiter, blockedUntilMs: number | null): void {
     this.metrics.budgetWaitExceeded.inc({ class: w.cls });
-    this.settle(w, new BudgetWaitExceeded(w.operation, w.cls, performance.now() - w.startedAt, blockedUntilMs === null ? null : new Date(blockedUntilMs)));
+    this.settle(
+      w,
+      new BudgetWaitExceeded(
+        w.operation,
+        w.cls,
+        performance.now() - w.startedAt,
+        blockedUntilMs === null ? null : new Date(blockedUntilMs),
+      ),
+    );
   }
 
   /** Ends a waiter, granted (no error) or refused; removes it from the queue once. */
@@ -405,7 +417,9 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       this.asking = undefined;
 
       if ('ledgerError' in outcome) {
-        this.logger.warn({ msg: `the upstream budget's ledger failed: ${(outcome.ledgerError as Error)?.message ?? String(outcome.ledgerError)}` });
+        this.logger.warn({
+          msg: `the upstream budget's ledger failed: ${(outcome.ledgerError as Error)?.message ?? String(outcome.ledgerError)}`,
+        });
         for (const w of [...this.waiters]) this.settle(w, new BudgetUnavailable(w.operation, outcome.ledgerError));
         return;
       }
@@ -422,12 +436,16 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       // Refused: the first waiter, and any waiter whose deadline comes before the time named (every
       // waiter when the key is blocked), cannot be granted in time. (The sync share binds only while
       // the demand flag stands: the sync may go as soon as it falls.)
-      const retryAtMs = outcome.reason === 'sync_share' && outcome.demandUntilMs !== null ? Math.min(outcome.retryAtMs, outcome.demandUntilMs) : outcome.retryAtMs;
+      const retryAtMs =
+        outcome.reason === 'sync_share' && outcome.demandUntilMs !== null
+          ? Math.min(outcome.retryAtMs, outcome.demandUntilMs)
+          : outcome.retryAtMs;
       const waitMs = retryAtMs - outcome.nowMs;
       const readyAt = performance.now() + waitMs;
       for (const w of [...this.waiters]) {
         const late = w.expired || (w.deadline !== undefined && w.deadline < readyAt);
-        if (late && (w === head || outcome.reason === 'blocked')) this.exceed(w, outcome.reason === 'blocked' ? outcome.blockedUntilMs : null);
+        if (late && (w === head || outcome.reason === 'blocked'))
+          this.exceed(w, outcome.reason === 'blocked' ? outcome.blockedUntilMs : null);
       }
       if (this.again || this.waiters[0] !== head) continue;
       this.sleep(waitMs);
@@ -440,7 +458,13 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     try {
       return await this.repo.take(this.keyId, rule.windowMs, 2 * rule.windowMs, (state) => {
         const higherDemand = state.demandUntilMs !== null && state.demandUntilMs > state.nowMs;
-        const d = decideGrant(rule, { nowMs: state.nowMs, cls: head.cls, grants: state.grants, higherDemand, blockedUntilMs: state.blockedUntilMs });
+        const d = decideGrant(rule, {
+          nowMs: state.nowMs,
+          cls: head.cls,
+          grants: state.grants,
+          higherDemand,
+          blockedUntilMs: state.blockedUntilMs,
+        });
         const result = { ...d, nowMs: state.nowMs, blockedUntilMs: state.blockedUntilMs, demandUntilMs: state.demandUntilMs };
         if (d.grant) return { grant: true, cls: head.cls, result };
         // a class above the sync waits: the other replicas' syncs keep to their share until it had its turn

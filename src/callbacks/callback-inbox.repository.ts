@@ -115,7 +115,14 @@ export class CallbackInboxRepository {
    * claim is not a try (see `tries`).
    */
   async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
-    const claimed = await rows<{ id: string; upstream_order_id: string; downstream_order_no: string | null; reported_status: string; tries: number; received_at: Date | string }>(
+    const claimed = await rows<{
+      id: string;
+      upstream_order_id: string;
+      downstream_order_no: string | null;
+      reported_status: string;
+      tries: number;
+      received_at: Date | string;
+    }>(
       this.dataSource,
       `UPDATE callback_inbox SET next_try_at = $2
         WHERE id IN (
@@ -166,7 +173,10 @@ export class CallbackInboxRepository {
    * for the next processor, their `tries` as they were.
    */
   async giveBack(ids: string[], now: Date): Promise<void> {
-    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [ids, now]);
+    await this.dataSource.query(`UPDATE callback_inbox SET next_try_at = $2 WHERE id = ANY($1::bigint[]) AND state = 'pending'`, [
+      ids,
+      now,
+    ]);
   }
 
   /**

@@ -1,8 +1,21 @@
 import { planCallback, planCallbacks, type CallbackClaim, type CallbackOrderFacts } from './callback-plan.js';
 
-const FULFILLMENT = { type: 'auto', status: 'delivered', payload: 'CODE-1\nCODE-2', delivery_data: null, delivered_at: '2026-12-01T10:00:00Z' };
+const FULFILLMENT = {
+  type: 'auto',
+  status: 'delivered',
+  payload: 'CODE-1\nCODE-2',
+  delivery_data: null,
+  delivered_at: '2026-12-01T10:00:00Z',
+};
 
-const claim = (c: Partial<CallbackClaim> = {}): CallbackClaim => ({ upstreamOrderId: 7, upstreamOrderNo: 'UP-7', downstreamOrderNo: 'SHOP-1', status: 'paid', fulfillment: null, ...c });
+const claim = (c: Partial<CallbackClaim> = {}): CallbackClaim => ({
+  upstreamOrderId: 7,
+  upstreamOrderNo: 'UP-7',
+  downstreamOrderNo: 'SHOP-1',
+  status: 'paid',
+  fulfillment: null,
+  ...c,
+});
 const order = (o: Partial<CallbackOrderFacts> = {}): CallbackOrderFacts => ({
   status: 'pending_payment',
   upstreamOrderId: 7,
@@ -19,18 +32,29 @@ describe('planCallback: whatever the trust', () => {
 
   it.each(['verified', 'confirm'] as const)("%s: another attempt's callback is stored, never applied", (trust) => {
     // an earlier attempt, closed here
-    expect(planCallback(claim({ upstreamOrderId: 8, status: 'delivered', fulfillment: FULFILLMENT }), order({ attempt: 2, named: { attemptNo: 1, status: 'rejected' } }), trust)).toEqual({
+    expect(
+      planCallback(
+        claim({ upstreamOrderId: 8, status: 'delivered', fulfillment: FULFILLMENT }),
+        order({ attempt: 2, named: { attemptNo: 1, status: 'rejected' } }),
+        trust,
+      ),
+    ).toEqual({
       kind: 'store',
       reason: 'other_attempt',
     });
     // an upstream order besides the one the order follows
     expect(planCallback(claim({ upstreamOrderId: 8 }), order(), trust)).toEqual({ kind: 'store', reason: 'other_attempt' });
     // the followed upstream order, but another attempt's number
-    expect(planCallback(claim({ status: 'canceled' }), order({ attempt: 2, named: { attemptNo: 1, status: 'accepted' } }), trust)).toEqual({ kind: 'store', reason: 'other_attempt' });
+    expect(planCallback(claim({ status: 'canceled' }), order({ attempt: 2, named: { attemptNo: 1, status: 'accepted' } }), trust)).toEqual({
+      kind: 'store',
+      reason: 'other_attempt',
+    });
   });
 
   it.each(['verified', 'confirm'] as const)('%s: an attempt in flight or a cancel in progress: the callback waits', (trust) => {
-    expect(planCallback(claim(), order({ status: 'submitting', upstreamOrderId: null, named: { attemptNo: 1, status: 'submitting' } }), trust)).toEqual({
+    expect(
+      planCallback(claim(), order({ status: 'submitting', upstreamOrderId: null, named: { attemptNo: 1, status: 'submitting' } }), trust),
+    ).toEqual({
       kind: 'wait',
       reason: 'attempt_in_flight',
     });
@@ -39,7 +63,13 @@ describe('planCallback: whatever the trust', () => {
 
   it.each(['verified', 'confirm'] as const)('%s: a submit_unknown attempt is resolved by its number, whatever the claim', (trust) => {
     for (const c of [claim(), claim({ status: 'delivered', fulfillment: FULFILLMENT })]) {
-      expect(planCallback(c, order({ status: 'submit_unknown', upstreamOrderId: null, named: { attemptNo: 1, status: 'submit_unknown' } }), trust)).toEqual({ kind: 'resolve' });
+      expect(
+        planCallback(
+          c,
+          order({ status: 'submit_unknown', upstreamOrderId: null, named: { attemptNo: 1, status: 'submit_unknown' } }),
+          trust,
+        ),
+      ).toEqual({ kind: 'resolve' });
     }
   });
 });
@@ -63,29 +93,54 @@ describe('planCallback: verified', () => {
   });
 
   it('a delivering state without its fulfillment, a refund state or an unknown status costs a read', () => {
-    for (const status of ['partially_delivered', 'delivered', 'completed']) expect(planCallback(claim({ status }), order(), 'verified')).toEqual({ kind: 'read', deliver: true });
-    for (const status of ['refunded', 'partially_refunded', 'on_hold']) expect(planCallback(claim({ status }), order(), 'verified')).toEqual({ kind: 'read', deliver: false });
+    for (const status of ['partially_delivered', 'delivered', 'completed'])
+      expect(planCallback(claim({ status }), order(), 'verified')).toEqual({ kind: 'read', deliver: true });
+    for (const status of ['refunded', 'partially_refunded', 'on_hold'])
+      expect(planCallback(claim({ status }), order(), 'verified')).toEqual({ kind: 'read', deliver: false });
   });
 });
 
 describe('planCallback: confirm', () => {
   it('never applies the claim: an early claim brings the next poll closer, any other is read', () => {
-    for (const status of ['pending_payment', 'paid', 'fulfilling']) expect(planCallback(claim({ status }), order(), 'confirm')).toEqual({ kind: 'hint' });
-    expect(planCallback(claim({ status: 'delivered', fulfillment: FULFILLMENT }), order(), 'confirm')).toEqual({ kind: 'read', deliver: true });
-    for (const status of ['canceled', 'refunded']) expect(planCallback(claim({ status }), order(), 'confirm')).toEqual({ kind: 'read', deliver: false });
+    for (const status of ['pending_payment', 'paid', 'fulfilling'])
+      expect(planCallback(claim({ status }), order(), 'confirm')).toEqual({ kind: 'hint' });
+    expect(planCallback(claim({ status: 'delivered', fulfillment: FULFILLMENT }), order(), 'confirm')).toEqual({
+      kind: 'read',
+      deliver: true,
+    });
+    for (const status of ['canceled', 'refunded'])
+      expect(planCallback(claim({ status }), order(), 'confirm')).toEqual({ kind: 'read', deliver: false });
   });
 });
 
 describe('planCallbacks: the callbacks of one order claimed together', () => {
   it('applied together when every one can be', () => {
     const p = planCallbacks([claim({ status: 'paid' }), claim({ status: 'delivered', fulfillment: FULFILLMENT })], order(), 'verified');
-    expect(p).toEqual({ kind: 'apply', reports: [{ status: 'paid', order_no: 'UP-7' }, { status: 'delivered', order_no: 'UP-7', fulfillment: FULFILLMENT }] });
+    expect(p).toEqual({
+      kind: 'apply',
+      reports: [
+        { status: 'paid', order_no: 'UP-7' },
+        { status: 'delivered', order_no: 'UP-7', fulfillment: FULFILLMENT },
+      ],
+    });
   });
 
   it('one read answers them all when any needs one', () => {
-    expect(planCallbacks([claim({ status: 'delivered' }), claim({ status: 'completed' })], order(), 'verified')).toEqual({ kind: 'read', deliver: true });
-    expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'refunded' })], order(), 'verified')).toEqual({ kind: 'read', deliver: false });
-    expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'delivered', fulfillment: FULFILLMENT }), claim({ status: 'refunded' })], order(), 'verified')).toEqual({
+    expect(planCallbacks([claim({ status: 'delivered' }), claim({ status: 'completed' })], order(), 'verified')).toEqual({
+      kind: 'read',
+      deliver: true,
+    });
+    expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'refunded' })], order(), 'verified')).toEqual({
+      kind: 'read',
+      deliver: false,
+    });
+    expect(
+      planCallbacks(
+        [claim({ status: 'paid' }), claim({ status: 'delivered', fulfillment: FULFILLMENT }), claim({ status: 'refunded' })],
+        order(),
+        'verified',
+      ),
+    ).toEqual({
       kind: 'read',
       deliver: true,
     });
@@ -93,11 +148,17 @@ describe('planCallbacks: the callbacks of one order claimed together', () => {
 
   it('confirm: a hint only when every claim is early', () => {
     expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'fulfilling' })], order(), 'confirm')).toEqual({ kind: 'hint' });
-    expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'delivered' })], order(), 'confirm')).toEqual({ kind: 'read', deliver: true });
+    expect(planCallbacks([claim({ status: 'paid' }), claim({ status: 'delivered' })], order(), 'confirm')).toEqual({
+      kind: 'read',
+      deliver: true,
+    });
   });
 
   it('what the facts decide holds for all', () => {
     expect(planCallbacks([claim(), claim({ status: 'delivered' })], null, 'verified')).toEqual({ kind: 'store', reason: 'unknown_order' });
-    expect(planCallbacks([claim(), claim({ status: 'delivered' })], order({ operationInProgress: true }), 'verified')).toEqual({ kind: 'wait', reason: 'operation_in_progress' });
+    expect(planCallbacks([claim(), claim({ status: 'delivered' })], order({ operationInProgress: true }), 'verified')).toEqual({
+      kind: 'wait',
+      reason: 'operation_in_progress',
+    });
   });
 });

@@ -89,7 +89,8 @@ export function planCallback(claim: CallbackClaim, order: CallbackOrderFacts | n
   if (order.operationInProgress) return { kind: 'wait', reason: 'operation_in_progress' };
   if (order.status === 'submit_unknown' && named?.status === 'submit_unknown') return { kind: 'resolve' };
   // from here on the callback must name the order's current attempt (when it names one) and the upstream order it follows
-  if ((named && named.attemptNo !== order.attempt) || order.upstreamOrderId !== claim.upstreamOrderId) return { kind: 'store', reason: 'other_attempt' };
+  if ((named && named.attemptNo !== order.attempt) || order.upstreamOrderId !== claim.upstreamOrderId)
+    return { kind: 'store', reason: 'other_attempt' };
   if (trust === 'confirm') return EARLY.has(claim.status) ? { kind: 'hint' } : { kind: 'read', deliver: delivering(claim.status) };
   const report: UpstreamReport = { status: claim.status, ...(claim.upstreamOrderNo !== null ? { order_no: claim.upstreamOrderNo } : {}) };
   if (STATUS_MOVES.has(claim.status)) return { kind: 'apply', reports: [report] };
@@ -106,7 +107,12 @@ export function planCallback(claim: CallbackClaim, order: CallbackOrderFacts | n
 export function planCallbacks(claims: readonly CallbackClaim[], order: CallbackOrderFacts | null, trust: CallbackTrust): CallbackPlan {
   const plans = claims.map((c) => planCallback(c, order, trust));
   const reads = plans.filter((p): p is Extract<CallbackPlan, { kind: 'read' }> => p.kind === 'read');
-  if (reads.length > 0) return { kind: 'read', deliver: reads.some((p) => p.deliver) || plans.some((p) => p.kind === 'apply' && p.reports.some((r) => delivering(r.status))) };
-  if (plans.every((p) => p.kind === 'apply')) return { kind: 'apply', reports: plans.flatMap((p) => (p.kind === 'apply' ? p.reports : [])) };
+  if (reads.length > 0)
+    return {
+      kind: 'read',
+      deliver: reads.some((p) => p.deliver) || plans.some((p) => p.kind === 'apply' && p.reports.some((r) => delivering(r.status))),
+    };
+  if (plans.every((p) => p.kind === 'apply'))
+    return { kind: 'apply', reports: plans.flatMap((p) => (p.kind === 'apply' ? p.reports : [])) };
   return plans[0];
 }

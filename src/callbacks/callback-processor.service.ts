@@ -184,13 +184,15 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       this.again = true;
       return;
     }
-    this.running = this.drainCount.run(() => this.drain()).finally(() => {
-      this.running = null;
-      if (this.again) {
-        this.again = false;
-        this.kick();
-      }
-    });
+    this.running = this.drainCount
+      .run(() => this.drain())
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
   }
 
   private scheduleRetry(): void {
@@ -212,7 +214,9 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         const claimed = await this.inbox.claim(now, new Date(now.getTime() + leaseMs), BATCH);
         if (claimed.length === 0) return;
         await runLimited([...groupBy(claimed, (row) => row.upstreamOrderId).values()], CONCURRENCY, (g) =>
-          this.process(g).catch((e: unknown) => this.logger.error({ msg: `callback processing failed: ${(e as Error).message}`, upstream_order_id: g[0].upstreamOrderId })),
+          this.process(g).catch((e: unknown) =>
+            this.logger.error({ msg: `callback processing failed: ${(e as Error).message}`, upstream_order_id: g[0].upstreamOrderId }),
+          ),
         );
         if (claimed.length < BATCH) return;
       }
@@ -243,7 +247,11 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       try {
         const r = await this.orders.pipelinedTransaction(async (tx) => {
           // the inbox row and the order's lock in one statement (the lock is harmless for a duplicate)
-          const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(this.inbox.storeWrite(c, now), c.downstreamOrderNo, c.upstreamOrderId);
+          const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(
+            this.inbox.storeWrite(c, now),
+            c.downstreamOrderNo,
+            c.upstreamOrderId,
+          );
           const stored = this.inbox.stored(first!);
           if (stored.duplicate) return { stored, applied: true };
           const claim: CallbackClaim = { ...c, fulfillment };
@@ -253,7 +261,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         if (!r.applied) this.kick();
         return r.stored;
       } catch (e) {
-        this.logger.error({ msg: `callback could not be applied on receipt (${(e as Error).message}); stored for the inbox's processing`, upstream_order_id: c.upstreamOrderId });
+        this.logger.error({
+          msg: `callback could not be applied on receipt (${(e as Error).message}); stored for the inbox's processing`,
+          upstream_order_id: c.upstreamOrderId,
+        });
       }
     }
     const stored = await this.inbox.store(c, now);
@@ -290,7 +301,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     if (!found || plan.kind !== 'apply') return { kind: 'planned', plan };
     let order = found.order;
     const claimed = [...new Set(claims.map((c) => c.status))].join(', ');
-    const finish = (status: string) => this.inbox.finishWrite(ids, 'applied', `verified ${claimed}: order ${status}`, found.order.id, this.clock.now());
+    const finish = (status: string) =>
+      this.inbox.finishWrite(ids, 'applied', `verified ${claimed}: order ${status}`, found.order.id, this.clock.now());
     let finished = false;
     for (const [i, report] of plan.reports.entries()) {
       const last = i === plan.reports.length - 1;
@@ -330,16 +342,29 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const upstreamOrderId = group[0].upstreamOrderId;
     const number = group[0].downstreamOrderNo;
     const now = () => this.clock.now();
-    const claims: CallbackClaim[] = group.map((row) => ({ upstreamOrderId, upstreamOrderNo: null, downstreamOrderNo: number, status: row.status, fulfillment: null }));
+    const claims: CallbackClaim[] = group.map((row) => ({
+      upstreamOrderId,
+      upstreamOrderNo: null,
+      downstreamOrderNo: number,
+      status: row.status,
+      fulfillment: null,
+    }));
     /** The upstream's answer, once read (by a resolve that found the attempt settled meanwhile). */
     let answer: UpstreamOrder | undefined;
     // a second pass when the order was settled while it was looked at (e.g. by an operator)
     for (let pass = 0; ; pass++) {
       const found = await this.findOrder(upstreamOrderId, number);
-      let plan = planCallbacks(claims, found ? this.facts(found.order, found.attempt ? { attemptNo: found.attempt.attemptNo, status: found.attempt.status } : null) : null, this.config.callbacks.trust);
+      let plan = planCallbacks(
+        claims,
+        found ? this.facts(found.order, found.attempt ? { attemptNo: found.attempt.attemptNo, status: found.attempt.status } : null) : null,
+        this.config.callbacks.trust,
+      );
       if (!found || (plan.kind === 'store' && plan.reason === 'unknown_order')) {
         await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
-        this.logger.warn({ msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`, upstream_order_id: upstreamOrderId });
+        this.logger.warn({
+          msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`,
+          upstream_order_id: upstreamOrderId,
+        });
         return;
       }
       const { order, attempt } = found;
@@ -359,11 +384,22 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
             if (r.kind === 'followed' && pass === 0) continue;
             return this.untracked(group, order, attempt, r);
           }
-          await this.inbox.finish(ids, 'ignored', `another attempt's callback (${number ?? 'no number'}): order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`, order.id, now());
+          await this.inbox.finish(
+            ids,
+            'ignored',
+            `another attempt's callback (${number ?? 'no number'}): order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`,
+            order.id,
+            now(),
+          );
           return;
         }
         case 'wait':
-          await this.defer(ids, order.id, plan.reason === 'operation_in_progress' && order.opUntil ? order.opUntil : new Date(now().getTime() + this.retryMs), plan.reason);
+          await this.defer(
+            ids,
+            order.id,
+            plan.reason === 'operation_in_progress' && order.opUntil ? order.opUntil : new Date(now().getTime() + this.retryMs),
+            plan.reason,
+          );
           return;
         case 'resolve': {
           // whatever it claims: the read that settles an unknown attempt can hand items to the shop
@@ -407,7 +443,13 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           this.poller.wake();
           return;
         case 'missing':
-          await this.inbox.finish(ids, 'ignored', `order ${order.shopOrderNo} has no upstream order to read (${order.status})`, order.id, now());
+          await this.inbox.finish(
+            ids,
+            'ignored',
+            `order ${order.shopOrderNo} has no upstream order to read (${order.status})`,
+            order.id,
+            now(),
+          );
           return;
       }
     }
@@ -424,12 +466,24 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const claims = [...new Set(group.map((r) => r.status))].join(', ');
     const now = this.clock.now();
     if (isUpstreamStatus(order.status) && group.every((row) => isUpstreamStatus(row.status) && RANK[order.status] >= RANK[row.status])) {
-      await this.inbox.finish(ids, 'applied', `late: order ${order.shopOrderNo} is ${order.status} here (claimed ${claims}); not read`, order.id, now);
+      await this.inbox.finish(
+        ids,
+        'applied',
+        `late: order ${order.shopOrderNo} is ${order.status} here (claimed ${claims}); not read`,
+        order.id,
+        now,
+      );
       return true;
     }
     const next = await this.inbox.pollSooner(order.id, new Date(now.getTime() + this.config.orders.pollBaseMs));
     if (next === null) return false;
-    await this.inbox.finish(ids, 'applied', `poll_sooner: order ${order.shopOrderNo} is polled by ${next.toISOString()} (claimed ${claims}); not read`, order.id, now);
+    await this.inbox.finish(
+      ids,
+      'applied',
+      `poll_sooner: order ${order.shopOrderNo} is polled by ${next.toISOString()} (claimed ${claims}); not read`,
+      order.id,
+      now,
+    );
     return true;
   }
 
@@ -484,7 +538,13 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         );
         return;
       case 'nothing_kept':
-        await this.inbox.finish(ids, 'ignored', `upstream order ${upstreamOrderId} for attempt ${attempt.downstreamOrderNo} is ${r.status} there: nothing kept`, order.id, now);
+        await this.inbox.finish(
+          ids,
+          'ignored',
+          `upstream order ${upstreamOrderId} for attempt ${attempt.downstreamOrderNo} is ${r.status} there: nothing kept`,
+          order.id,
+          now,
+        );
         this.logger.warn({
           msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ${r.status} there: ignored`,
           shop_order_no: order.shopOrderNo,
@@ -494,9 +554,20 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         return;
       case 'mismatch':
       case 'followed':
-        await this.inbox.finish(ids, 'ignored', r.kind === 'mismatch' ? r.reason : `order ${order.shopOrderNo} follows upstream order ${upstreamOrderId} now`, order.id, now);
+        await this.inbox.finish(
+          ids,
+          'ignored',
+          r.kind === 'mismatch' ? r.reason : `order ${order.shopOrderNo} follows upstream order ${upstreamOrderId} now`,
+          order.id,
+          now,
+        );
         if (r.kind === 'mismatch') {
-          this.logger.warn({ msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, upstream_order_id: upstreamOrderId });
+          this.logger.warn({
+            msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`,
+            shop_order_no: order.shopOrderNo,
+            trace_id: order.traceId,
+            upstream_order_id: upstreamOrderId,
+          });
         }
         return;
       case 'read_failed':
@@ -527,7 +598,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   }
 
   /** The order of the attempt numbered `number`, else the order that follows `upstreamOrderId`. */
-  private async findOrder(upstreamOrderId: number, number: string | null): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
+  private async findOrder(
+    upstreamOrderId: number,
+    number: string | null,
+  ): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
     const attempt = number === null ? null : await this.orders.findAttemptByDownstreamNo(number);
     const order = attempt ? await this.orders.findById(attempt.orderId) : null;
     if (attempt && order) return { order, attempt };

@@ -29,7 +29,8 @@ import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
  * absent (no such value is meaningful, and the database's text refuses it: storing it would fail the
  * callback for good, every retry with a 5xx).
  */
-const str = (v: unknown, max: number): string | null => (typeof v === 'string' && v.length > 0 && v.length <= max && storableText(v) ? v : null);
+const str = (v: unknown, max: number): string | null =>
+  typeof v === 'string' && v.length > 0 && v.length <= max && storableText(v) ? v : null;
 
 /** What a verified callback's body gives: a usable summary (and its fulfillment, never kept in the inbox), or what it carried and why it is unusable; and the body read. */
 export type ReadCallback =
@@ -57,14 +58,23 @@ export function readFulfillment(v: unknown): UpstreamFulfillment | null {
 /** The fields of a callback the service keeps (never its fulfillment), and its fulfillment apart. */
 export function readCallback(rawBody: Buffer): ReadCallback {
   const bodySha256 = createHash('sha256').update(rawBody).digest('hex');
-  const none = { bodySha256, event: null, upstreamOrderId: null, upstreamOrderNo: null, downstreamOrderNo: null, status: null, callbackTs: null };
+  const none = {
+    bodySha256,
+    event: null,
+    upstreamOrderId: null,
+    upstreamOrderNo: null,
+    downstreamOrderNo: null,
+    status: null,
+    callbackTs: null,
+  };
   let parsed: unknown;
   try {
     parsed = JSON.parse(rawBody.toString('utf8'));
   } catch {
     return { unusable: { ...none, reason: 'not valid JSON' }, body: null };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { unusable: { ...none, reason: 'not a JSON object' }, body: null };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return { unusable: { ...none, reason: 'not a JSON object' }, body: null };
   const b = parsed as Record<string, unknown>;
   const upstreamOrderId = typeof b.order_id === 'number' && Number.isSafeInteger(b.order_id) && b.order_id >= 1 ? b.order_id : null;
   const kept = {
@@ -76,7 +86,10 @@ export function readCallback(rawBody: Buffer): ReadCallback {
     callbackTs: typeof b.timestamp === 'number' && Number.isSafeInteger(b.timestamp) ? b.timestamp : null,
   };
   if (upstreamOrderId === null || kept.status === null) {
-    const missing = [upstreamOrderId === null ? 'order_id (an integer ≥ 1)' : null, kept.status === null ? 'status (a string of 1 to 64 characters)' : null];
+    const missing = [
+      upstreamOrderId === null ? 'order_id (an integer ≥ 1)' : null,
+      kept.status === null ? 'status (a string of 1 to 64 characters)' : null,
+    ];
     return { unusable: { ...kept, upstreamOrderId, reason: `no ${missing.filter((m) => m !== null).join(' and no ')}` }, body: b };
   }
   return { usable: { ...kept, upstreamOrderId, status: kept.status }, fulfillment: readFulfillment(b.fulfillment), body: b };
@@ -102,10 +115,10 @@ export class CallbacksController {
     description:
       'Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), ' +
       'stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the ' +
-      'upstream tries again. With `CALLBACK_TRUST=verified` (the default) a verified callback is the upstream\'s word: a delivering state ' +
+      "upstream tries again. With `CALLBACK_TRUST=verified` (the default) a verified callback is the upstream's word: a delivering state " +
       'with its `fulfillment`, and `pending_payment`, `paid`, `fulfilling`, `canceled`, are applied with no read; a delivering state without ' +
       'its fulfillment or a refund state costs one `GET /orders/{id}`. With `confirm` every callback only triggers that read. A callback for ' +
-      'an unknown order, or naming another attempt than the order\'s current one, is stored and acknowledged, never applied.',
+      "an unknown order, or naming another attempt than the order's current one, is stored and acknowledged, never applied.",
   })
   // (listed in the docs in the reverse order of the decorators)
   @ApiHeader({ ...CALLBACK_HEADERS[2], required: true })
@@ -127,7 +140,10 @@ export class CallbacksController {
     if (read.body) req.body = read.body;
     const c = 'unusable' in read ? read.unusable : read.usable;
     // a usable callback goes to the processor: stored, and applied in the same transaction where its plan allows
-    const stored = 'unusable' in read ? await this.inbox.store(read.unusable, this.clock.now()) : await this.processor.receive(read.usable, read.fulfillment);
+    const stored =
+      'unusable' in read
+        ? await this.inbox.store(read.unusable, this.clock.now())
+        : await this.processor.receive(read.usable, read.fulfillment);
     if (stored.duplicate) this.metrics.callbackDuplicates.inc();
     else this.metrics.callbacksReceived.inc({ event: 'reason' in c ? 'unusable' : (c.event ?? 'none') });
     if ('reason' in c) {

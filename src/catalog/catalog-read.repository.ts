@@ -7,7 +7,16 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { runPrepared } from '../database/prepared-statements.js';
-import { CURRENCY_KEY, select, toStoredSku, writesFence, type Db, type StoredChange, type StoredConflict, type StoredSku } from './catalog.records.js';
+import {
+  CURRENCY_KEY,
+  select,
+  toStoredSku,
+  writesFence,
+  type Db,
+  type StoredChange,
+  type StoredConflict,
+  type StoredSku,
+} from './catalog.records.js';
 import { codeOfKey, parseSkuKey, resolveSkuRef } from './sku-key.js';
 
 /** The columns of a SKU for reading (API, orders). */
@@ -48,17 +57,22 @@ export interface FoundSku {
 
 /** A row read with SKU_WITH_CURRENCY's columns as a FoundSku. */
 export function toFoundSku(row: Record<string, unknown>): FoundSku {
-  return { sku: toStoredSku(row), currency: (row.relay_currency as string | null) ?? null, productFingerprint: (row.relay_fingerprint as string | null) ?? null };
+  return {
+    sku: toStoredSku(row),
+    currency: (row.relay_currency as string | null) ?? null,
+    productFingerprint: (row.relay_fingerprint as string | null) ?? null,
+  };
 }
 
 /** What a reference names among the SKUs read for it (see resolveSkuRef in sku-key.ts). */
 export type FoundResolution =
-  | { kind: 'found'; found: FoundSku }
-  | { kind: 'not_found' }
-  | { kind: 'ambiguous'; candidates: string[]; listed: boolean };
+  { kind: 'found'; found: FoundSku } | { kind: 'not_found' } | { kind: 'ambiguous'; candidates: string[]; listed: boolean };
 
 export function resolveFound(ref: string, rows: readonly FoundSku[]): FoundResolution {
-  const r = resolveSkuRef(ref, rows.map((f) => f.sku));
+  const r = resolveSkuRef(
+    ref,
+    rows.map((f) => f.sku),
+  );
   return r.kind === 'found' ? { kind: 'found', found: rows.find((f) => f.sku === r.sku)! } : r;
 }
 
@@ -99,12 +113,20 @@ export class CatalogReadRepository {
    * fingerprint, in one prepared statement (orders, the SKU API): resolve them with resolveFound.
    */
   async findSkusWithCurrency(ref: string): Promise<FoundSku[]> {
-    const rows = await this.prepared<Record<string, unknown>>(this.dataSource.manager, 'find_sku_with_currency', FIND_SKU_WITH_CURRENCY_SQL, [ref, CURRENCY_KEY]);
+    const rows = await this.prepared<Record<string, unknown>>(
+      this.dataSource.manager,
+      'find_sku_with_currency',
+      FIND_SKU_WITH_CURRENCY_SQL,
+      [ref, CURRENCY_KEY],
+    );
     return rows.map(toFoundSku);
   }
 
   /** The (sku_key, sku_code, listed) of the SKUs each reference may name (SKUS_BY_REF's rows), e.g. for SKU rules. */
-  async skusByRefs(em: Db | undefined, refs: string[]): Promise<Map<string, Array<{ sku_key: string; sku_code: string; listed: boolean }>>> {
+  async skusByRefs(
+    em: Db | undefined,
+    refs: string[],
+  ): Promise<Map<string, Array<{ sku_key: string; sku_code: string; listed: boolean }>>> {
     const out = new Map<string, Array<{ sku_key: string; sku_code: string; listed: boolean }>>();
     if (refs.length === 0) return out;
     const rows = await select<{ ref: string; sku_key: string; sku_code: string; listed: boolean }>(
@@ -151,7 +173,9 @@ export class CatalogReadRepository {
       // given back equals it exactly.
       const key = f.afterSkuKey !== undefined ? parseSkuKey(f.afterSkuKey) : null;
       if (key) {
-        where.push(`(s.updated_at, s.sku_code, s.product_id) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ${p(key.productId)}::bigint)`);
+        where.push(
+          `(s.updated_at, s.sku_code, s.product_id) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ${p(key.productId)}::bigint)`,
+        );
       } else if (f.afterSkuCode !== undefined) {
         where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
       } else {

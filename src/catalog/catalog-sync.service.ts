@@ -43,7 +43,6 @@ import { syncBudgetWaitedMs, updateBudgetWait } from './sync-budget-wait.js';
 export type { SyncPhase, SyncProgress } from './sync-run-state.js';
 export type SyncTrigger = 'api' | 'schedule' | 'start' | 'cli';
 
-
 export interface StartSyncOptions {
   /** Default: SYNC_MODE (auto decides between full and incremental). */
   mode?: PassMode;
@@ -145,7 +144,15 @@ export class CatalogSyncService implements OnModuleDestroy {
     const abort = new AbortController();
     const counters = emptyCounters();
     const claim = await this.lease.claim(
-      { runId, mode: plan.mode, requestedMode: options.mode ?? null, trigger, startedAt: now, updatedAfter: plan.updatedAfter, note: plan.reason },
+      {
+        runId,
+        mode: plan.mode,
+        requestedMode: options.mode ?? null,
+        trigger,
+        startedAt: now,
+        updatedAfter: plan.updatedAfter,
+        note: plan.reason,
+      },
       this.activeRunId,
       { abort, counters },
     );

@@ -15,7 +15,17 @@ import { CommitModeRepository } from './commit-mode.repository.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { ProductMediaService } from './product-media.service.js';
 import { ProductRepository } from './product.repository.js';
-import { addCounts, diffSku, emptyCounts, eventsForDiff, productFingerprint, skuRowsFromProduct, type ChangeCounts, type SkuDiff, type SkuRow } from './sku-diff.js';
+import {
+  addCounts,
+  diffSku,
+  emptyCounts,
+  eventsForDiff,
+  productFingerprint,
+  skuRowsFromProduct,
+  type ChangeCounts,
+  type SkuDiff,
+  type SkuRow,
+} from './sku-diff.js';
 import { skuKeyOf } from './sku-key.js';
 import { SkuWriteRepository, type HistoryInput } from './sku-write.repository.js';
 
@@ -63,7 +73,18 @@ export interface WriteResult {
 }
 
 function emptyResult(): WriteResult {
-  return { skus: 0, written: 0, created: 0, changed: 0, relisted: 0, delisted: 0, counts: emptyCounts(), diffs: [], unfingerprinted: [], unchangedAsKnown: [] };
+  return {
+    skus: 0,
+    written: 0,
+    created: 0,
+    changed: 0,
+    relisted: 0,
+    delisted: 0,
+    counts: emptyCounts(),
+    diffs: [],
+    unfingerprinted: [],
+    unchangedAsKnown: [],
+  };
 }
 
 const MAX_PRICING_RETRIES = 3;
@@ -141,7 +162,9 @@ export class CatalogWriter {
     // `knownFingerprint` was read just before: equal means nothing to write, without asking again
     const unchanged =
       (knownFingerprint !== null && knownFingerprint === f.fingerprint && opts.runId === null) ||
-      !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(product.id);
+      !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(
+        product.id,
+      );
     if (unchanged) return { ...emptyResult(), skus: product.skus.length };
     const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) }, false);
     this.report(result);
@@ -188,7 +211,9 @@ export class CatalogWriter {
         // snapshot starts after any other writer of these SKUs committed (see LOCK_SKU_CODES_SQL).
         // insertNewSkus takes them itself, in the statement it sends first. Rows are stamped with the
         // transaction's start on the database's clock (see transactionNow).
-        const now = byCopy ? await this.repo.transactionNow(em) : (await this.repo.lockSkuCodes(em, keys, { listedOf: unlist?.productId })).now;
+        const now = byCopy
+          ? await this.repo.transactionNow(em)
+          : (await this.repo.lockSkuCodes(em, keys, { listedOf: unlist?.productId })).now;
         const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
         if (unlist && unlisted.length > 0) await this.products.touch(em, unlist.productId, now);
         for (let attempt = 0; ; attempt++) {
@@ -229,7 +254,8 @@ export class CatalogWriter {
           await this.record(em, pairs, out, opts, now);
           const moved = await this.products.upsert(em, productRows, now);
           const changedProducts = moved.filter((m) => !m.created).map((m) => ({ product_id: m.product_id, updated_at: now }));
-          if (this.outbox.enabled && changedProducts.length > 0) await this.outbox.append(em as EntityManager, this.productMedia.events(changedProducts));
+          if (this.outbox.enabled && changedProducts.length > 0)
+            await this.outbox.append(em as EntityManager, this.productMedia.events(changedProducts));
           out.unfingerprinted = await this.repo.writeFingerprints(
             em,
             todo.map((f) => ({

@@ -10,15 +10,20 @@ import { CHANGE_KINDS } from './sku-diff.js';
 // ---------------------------------------------------------------------------------- schemas
 
 const text = (description: string): SchemaObject => ({ type: 'object', additionalProperties: { type: 'string' }, description });
-const nullableString = (description?: string): SchemaObject => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+const nullableString = (description?: string): SchemaObject => ({
+  type: 'string',
+  nullable: true,
+  ...(description ? { description } : {}),
+});
 const count = (description?: string): SchemaObject => ({ type: 'integer', minimum: 0, ...(description ? { description } : {}) });
 
 const SKU_PROPERTIES: Record<string, SchemaObject> = {
   sku_key: {
     type: 'string',
-    description: '`<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream\'s `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`)',
+    description:
+      "`<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`)",
   },
-  sku_code: { type: 'string', description: 'the upstream\'s code, unique only within the product' },
+  sku_code: { type: 'string', description: "the upstream's code, unique only within the product" },
   upstream_sku_id: { type: 'integer' },
   product_id: { type: 'integer', description: 'upstream product id' },
   product_title: text('the product title by language'),
@@ -32,8 +37,13 @@ const SKU_PROPERTIES: Record<string, SchemaObject> = {
   stock_status: { type: 'string', description: '`in_stock`, `low_stock`, `out_of_stock` or `unlimited`' },
   stock_quantity: { type: 'integer', description: '-1: unlimited' },
   fulfillment_type: { type: 'string', description: '`auto` or `manual`' },
-  manual_form_schema: { type: 'object', nullable: true, additionalProperties: true, description: 'for a `manual` SKU: what `manual_form_data` must answer' },
-  listed: { type: 'boolean', description: 'in the upstream\'s current listing' },
+  manual_form_schema: {
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'for a `manual` SKU: what `manual_form_data` must answer',
+  },
+  listed: { type: 'boolean', description: "in the upstream's current listing" },
   available: { type: 'boolean', description: 'listed, active and not `out_of_stock`' },
   active: { type: 'boolean', description: 'the SKU and its product are enabled upstream' },
   updated_at: dateTimeSchema('moves only when a field of the SKU changes'),
@@ -43,7 +53,7 @@ export const SKU_SCHEMA: SchemaObject = objectSchema(SKU_PROPERTIES, [], 'a SKU 
 export const SKU_DETAIL_SCHEMA: SchemaObject = objectSchema(
   { ...SKU_PROPERTIES, product_slug: { type: 'string' }, product_description: text('the product description by language') },
   [],
-  'a SKU with its product\'s slug and description',
+  "a SKU with its product's slug and description",
 );
 
 const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
@@ -62,7 +72,10 @@ const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
 };
 export const CATEGORY_SCHEMA: SchemaObject = objectSchema({
   ...CATEGORY_PROPERTIES,
-  children: { type: 'array', items: objectSchema({ ...CATEGORY_PROPERTIES, children: { type: 'array', items: { type: 'object' }, description: 'the same shape' } }) },
+  children: {
+    type: 'array',
+    items: objectSchema({ ...CATEGORY_PROPERTIES, children: { type: 'array', items: { type: 'object' }, description: 'the same shape' } }),
+  },
 });
 
 const MODES = ['full', 'incremental'];
@@ -91,28 +104,48 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     conflicts: count('always 0: two products carrying one sku_code are two SKUs (see `sku_key`)'),
     confirmed_live: count(),
     unconfirmed: count(),
-    budget_wait_ms: count('milliseconds the run\'s upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off'),
+    budget_wait_ms: count(
+      "milliseconds the run's upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off",
+    ),
     skipped_products: {
       type: 'array',
-      description: 'products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it',
-      items: objectSchema(
-        {
-          product_id: { type: 'integer', nullable: true, description: 'the upstream product id; null when the item has no usable id' },
-          reason: { type: 'string', description: 'which field was wrong and how, e.g. `title: expected an object of texts by language, got null`' },
+      description:
+        'products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it',
+      items: objectSchema({
+        product_id: { type: 'integer', nullable: true, description: 'the upstream product id; null when the item has no usable id' },
+        reason: {
+          type: 'string',
+          description: 'which field was wrong and how, e.g. `title: expected an object of texts by language, got null`',
         },
-      ),
+      }),
     },
-    reread_products: count('ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED)'),
+    reread_products: count(
+      'ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED)',
+    ),
     skipped_images: {
       type: 'array',
       description:
         'product images and category icons left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` null and its `category_id` (the category answers `icon: null`)',
       items: objectSchema(
         {
-        product_id: { type: 'integer', nullable: true, description: 'the product; null for a category icon' },
-        category_id: { type: 'integer', description: 'the category whose icon was left out (only for an icon)' },
-        url: { type: 'string', description: 'the image URL as the upstream gave it (resolved against its origin when relative)' },
-        reason: { type: 'string', enum: ['not_http', 'bad_url', 'private_address', 'not_an_image', 'too_large', 'not_found', 'http_error', 'timeout', 'unreachable', 'too_many_redirects'] },
+          product_id: { type: 'integer', nullable: true, description: 'the product; null for a category icon' },
+          category_id: { type: 'integer', description: 'the category whose icon was left out (only for an icon)' },
+          url: { type: 'string', description: 'the image URL as the upstream gave it (resolved against its origin when relative)' },
+          reason: {
+            type: 'string',
+            enum: [
+              'not_http',
+              'bad_url',
+              'private_address',
+              'not_an_image',
+              'too_large',
+              'not_found',
+              'http_error',
+              'timeout',
+              'unreachable',
+              'too_many_redirects',
+            ],
+          },
         },
         ['category_id'],
       ),
@@ -157,14 +190,20 @@ const MARKUPS: Record<string, SchemaObject> = {
 };
 export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
   {
-    defaults: objectSchema({ ...MARKUPS, rounding: decimalSchema('rounding step (PRICE_ROUNDING)') }, [], 'PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING'),
+    defaults: objectSchema(
+      { ...MARKUPS, rounding: decimalSchema('rounding step (PRICE_ROUNDING)') },
+      [],
+      'PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING',
+    ),
     rules: {
       type: 'array',
       items: objectSchema({
         scope: { type: 'string', enum: ['category', 'sku'] },
         category_id: { type: 'integer', nullable: true },
-        sku_code: nullableString('scope `sku`: the SKU\'s code'),
-        sku_key: nullableString('scope `sku`: the SKU\'s key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code)'),
+        sku_code: nullableString("scope `sku`: the SKU's code"),
+        sku_key: nullableString(
+          "scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code)",
+        ),
         ...MARKUPS,
         rounding: decimalSchema('rounding step; null: the default', true),
         updated_at: dateTimeSchema(undefined, true),
@@ -227,7 +266,10 @@ export const MANUAL_SKU_EXAMPLE = {
 export const SKU_DETAIL_EXAMPLE = {
   ...SKU_EXAMPLE,
   product_slug: 'steam-wallet-50-cny',
-  product_description: { en: 'Redeem in the Steam client: Games → Redeem a Steam Wallet Code.', 'zh-CN': '在 Steam 客户端中兑换：游戏 → 兑换 Steam 钱包充值码。' },
+  product_description: {
+    en: 'Redeem in the Steam client: Games → Redeem a Steam Wallet Code.',
+    'zh-CN': '在 Steam 客户端中兑换：游戏 → 兑换 Steam 钱包充值码。',
+  },
 };
 
 export const CATEGORIES_EXAMPLE = {
@@ -242,8 +284,26 @@ export const CATEGORIES_EXAMPLE = {
       sort_order: 400,
       listed: true,
       children: [
-        { id: 101, parent_id: 1, slug: 'games-steam-keys', name: { en: 'Steam keys', 'zh-CN': 'Steam 激活码' }, icon: '', sort_order: 30, listed: true, children: [] },
-        { id: 102, parent_id: 1, slug: 'games-mobile-topup', name: { en: 'Mobile top-up', 'zh-CN': '手游充值' }, icon: '', sort_order: 20, listed: true, children: [] },
+        {
+          id: 101,
+          parent_id: 1,
+          slug: 'games-steam-keys',
+          name: { en: 'Steam keys', 'zh-CN': 'Steam 激活码' },
+          icon: '',
+          sort_order: 30,
+          listed: true,
+          children: [],
+        },
+        {
+          id: 102,
+          parent_id: 1,
+          slug: 'games-mobile-topup',
+          name: { en: 'Mobile top-up', 'zh-CN': '手游充值' },
+          icon: '',
+          sort_order: 20,
+          listed: true,
+          children: [],
+        },
       ],
     },
     {
@@ -254,7 +314,18 @@ export const CATEGORIES_EXAMPLE = {
       icon: '',
       sort_order: 300,
       listed: true,
-      children: [{ id: 201, parent_id: 2, slug: 'streaming-video', name: { en: 'Video memberships', 'zh-CN': '视频会员' }, icon: '', sort_order: 30, listed: false, children: [] }],
+      children: [
+        {
+          id: 201,
+          parent_id: 2,
+          slug: 'streaming-video',
+          name: { en: 'Video memberships', 'zh-CN': '视频会员' },
+          icon: '',
+          sort_order: 30,
+          listed: false,
+          children: [],
+        },
+      ],
     },
   ],
 };
@@ -323,9 +394,42 @@ export const SKU_LIST_EXAMPLE = listExample([SKU_EXAMPLE, MANUAL_SKU_EXAMPLE], 3
 export const RUN_LIST_EXAMPLE = listExample([RUNNING_RUN_EXAMPLE, RUN_EXAMPLE], 148);
 export const CHANGE_LIST_EXAMPLE = listExample(
   [
-    { id: '9127', sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'sale_price', kind: 'price', old: '25.20', new: '25.90', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
-    { id: '9126', sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'cost_price', kind: 'price', old: '22.50', new: '23.10', run_id: 'run_20261122094500_1d51e096', source: 'sync', changed_at: '2026-11-22T09:45:11.204Z' },
-    { id: null, sku_key: '42:SKU-00042-1', sku_code: 'SKU-00042-1', field: 'created', kind: 'created', old: null, new: null, run_id: 'run_20261101000000_0a9be221', source: 'sync', changed_at: '2026-11-01T00:00:04.551Z' },
+    {
+      id: '9127',
+      sku_key: '42:SKU-00042-1',
+      sku_code: 'SKU-00042-1',
+      field: 'sale_price',
+      kind: 'price',
+      old: '25.20',
+      new: '25.90',
+      run_id: 'run_20261122094500_1d51e096',
+      source: 'sync',
+      changed_at: '2026-11-22T09:45:11.204Z',
+    },
+    {
+      id: '9126',
+      sku_key: '42:SKU-00042-1',
+      sku_code: 'SKU-00042-1',
+      field: 'cost_price',
+      kind: 'price',
+      old: '22.50',
+      new: '23.10',
+      run_id: 'run_20261122094500_1d51e096',
+      source: 'sync',
+      changed_at: '2026-11-22T09:45:11.204Z',
+    },
+    {
+      id: null,
+      sku_key: '42:SKU-00042-1',
+      sku_code: 'SKU-00042-1',
+      field: 'created',
+      kind: 'created',
+      old: null,
+      new: null,
+      run_id: 'run_20261101000000_0a9be221',
+      source: 'sync',
+      changed_at: '2026-11-01T00:00:04.551Z',
+    },
   ],
   3,
 );
@@ -346,7 +450,10 @@ export const CONFLICT_LIST_EXAMPLE = listExample(
 );
 
 export const START_SYNC_EXAMPLES = {
-  incremental: { summary: 'the SKUs updated since the last successful run (with a fallback to a full pass)', value: { mode: 'incremental' } },
+  incremental: {
+    summary: 'the SKUs updated since the last successful run (with a fallback to a full pass)',
+    value: { mode: 'incremental' },
+  },
   full: { summary: 'every product', value: { mode: 'full' } },
   default: { summary: 'the mode of SYNC_MODE and the schedule of full passes', value: {} },
 };
@@ -363,8 +470,26 @@ export const RULES_EXAMPLE = {
   ok: true,
   defaults: RULES_DEFAULTS,
   rules: [
-    { scope: 'category', category_id: 1, sku_code: null, sku_key: null, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1', updated_at: '2026-11-20T08:00:00.000Z' },
-    { scope: 'sku', category_id: null, sku_code: 'SKU-00042-1', sku_key: '42:SKU-00042-1', markup_percent: '0', markup_fixed: '2.80', rounding: null, updated_at: '2026-11-20T08:00:00.000Z' },
+    {
+      scope: 'category',
+      category_id: 1,
+      sku_code: null,
+      sku_key: null,
+      markup_percent: '12.5',
+      markup_fixed: '0.50',
+      rounding: '0.1',
+      updated_at: '2026-11-20T08:00:00.000Z',
+    },
+    {
+      scope: 'sku',
+      category_id: null,
+      sku_code: 'SKU-00042-1',
+      sku_key: '42:SKU-00042-1',
+      markup_percent: '0',
+      markup_fixed: '2.80',
+      rounding: null,
+      updated_at: '2026-11-20T08:00:00.000Z',
+    },
   ],
   version: 7,
 };
@@ -386,11 +511,22 @@ export const SKU_AMBIGUOUS = apiError(
   'a plain `sku_code` that several listed SKUs carry (or only several unlisted ones): `candidates` names their `sku_key`s; never a guess',
 );
 export const SYNC_RUN_NOT_FOUND = apiError(404, 'sync_run_not_found', 'no sync run run_20261122000000_00000000');
-export const PAGE_ERRORS = [apiError(400, 'bad_request', 'invalid request: page_size', { fields: { page_size: ['page_size must not be greater than 500'] } })];
+export const PAGE_ERRORS = [
+  apiError(400, 'bad_request', 'invalid request: page_size', { fields: { page_size: ['page_size must not be greater than 500'] } }),
+];
 export const SKU_LIST_ERRORS = [
-  apiError(400, 'bad_request', 'invalid request: listed, changed_since', {
-    fields: { listed: ['listed must be true or false'], changed_since: ['changed_since must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z'] },
-  }, 'a parameter malformed or out of range (`fields` names each), e.g. a `changed_since` naming no instant (30 February, a leap second)'),
+  apiError(
+    400,
+    'bad_request',
+    'invalid request: listed, changed_since',
+    {
+      fields: {
+        listed: ['listed must be true or false'],
+        changed_since: ['changed_since must be an RFC 3339 date-time, e.g. 2026-01-01T00:00:00Z'],
+      },
+    },
+    'a parameter malformed or out of range (`fields` names each), e.g. a `changed_since` naming no instant (30 February, a leap second)',
+  ),
   apiError(
     400,
     'bad_request',
@@ -401,16 +537,38 @@ export const SKU_LIST_ERRORS = [
   ),
 ];
 export const START_SYNC_ERRORS = [
-  apiError(400, 'bad_request', 'invalid request: mode', { fields: { mode: ['mode must be one of the following values: full, incremental'] } }),
-  apiError(409, 'sync_in_progress', 'a catalog sync is already running (run_20261122101500_7506e4e6)', { run_id: 'run_20261122101500_7506e4e6' }, 'a run is running on some replica: `run_id` names it'),
+  apiError(400, 'bad_request', 'invalid request: mode', {
+    fields: { mode: ['mode must be one of the following values: full, incremental'] },
+  }),
+  apiError(
+    409,
+    'sync_in_progress',
+    'a catalog sync is already running (run_20261122101500_7506e4e6)',
+    { run_id: 'run_20261122101500_7506e4e6' },
+    'a run is running on some replica: `run_id` names it',
+  ),
   apiError(503, 'service_unavailable', 'the service is shutting down', {}, 'this instance is shutting down: try another replica'),
 ];
 export const PUT_RULES_ERRORS = [
-  apiError(400, 'bad_request', 'invalid request: rules.0.markup_percent', {
-    fields: { 'rules.0.markup_percent': ['markup_percent must be a decimal such as 12.5'] },
-  }, 'an invalid member; nothing changed', 'invalid_member'),
-  apiError(400, 'bad_request', 'invalid request: rules.1, rules.2.rounding', {
-    fields: { 'rules.1': ['a second rule for category 1'], 'rules.2.rounding': ['rules.2.rounding must be greater than 0'] },
-  }, 'two rules for one category or SKU, a rounding step of 0, a percent below -100; nothing changed', 'invalid_rules'),
+  apiError(
+    400,
+    'bad_request',
+    'invalid request: rules.0.markup_percent',
+    {
+      fields: { 'rules.0.markup_percent': ['markup_percent must be a decimal such as 12.5'] },
+    },
+    'an invalid member; nothing changed',
+    'invalid_member',
+  ),
+  apiError(
+    400,
+    'bad_request',
+    'invalid request: rules.1, rules.2.rounding',
+    {
+      fields: { 'rules.1': ['a second rule for category 1'], 'rules.2.rounding': ['rules.2.rounding must be greater than 0'] },
+    },
+    'two rules for one category or SKU, a rounding step of 0, a percent below -100; nothing changed',
+    'invalid_rules',
+  ),
   SKU_AMBIGUOUS,
 ];

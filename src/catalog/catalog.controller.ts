@@ -46,7 +46,7 @@ const SkuCodeParam = () =>
   ApiParam({
     name: 'sku_code',
     description:
-      'the SKU\'s `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones)',
+      "the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones)",
     example: '42:SKU-00042-1',
   });
 
@@ -65,7 +65,12 @@ export class CatalogController {
     summary: 'The category tree',
     description: 'Every category the upstream lists, as a tree (upstream ids), each level ordered by `sort_order` descending.',
   })
-  @ApiResponse({ status: 200, description: 'the tree', schema: okSchema({ categories: { type: 'array', items: CATEGORY_SCHEMA } }), example: CATEGORIES_EXAMPLE })
+  @ApiResponse({
+    status: 200,
+    description: 'the tree',
+    schema: okSchema({ categories: { type: 'array', items: CATEGORY_SCHEMA } }),
+    example: CATEGORIES_EXAMPLE,
+  })
   async categories() {
     return { ok: true, categories: toCategoryTreeResponse(await this.catalog.categoryTree()) };
   }
@@ -76,9 +81,9 @@ export class CatalogController {
     description:
       'A page of the local catalog, by `sku_code`, then `product_id` (by `updated_at`, then `sku_code`, then `product_id`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
       '`changed_since` returns the SKUs changed after it, delisted ones included. ' +
-      'To follow the catalog: ask with `changed_since=C&after_sku_key=K&page_size=500` (page 1), take the last item\'s `updated_at` and ' +
+      "To follow the catalog: ask with `changed_since=C&after_sku_key=K&page_size=500` (page 1), take the last item's `updated_at` and " +
       '`sku_key` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced ' +
-      '(or any past time) and no `after_sku_key`. Where no two products carry one code, `changed_since=C&after_sku_code=K&page_size=500` with the last item\'s `sku_code` as K works the same. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with ' +
+      "(or any past time) and no `after_sku_key`. Where no two products carry one code, `changed_since=C&after_sku_code=K&page_size=500` with the last item's `sku_code` as K works the same. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with " +
       '`page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).',
   })
   @ApiPageQuery()
@@ -108,9 +113,14 @@ export class CatalogController {
   }
 
   @Get('skus/:sku_code')
-  @ApiOperation({ summary: 'Get a SKU', description: 'One SKU (by `sku_key` or `sku_code`), with its product\'s slug and description.' })
+  @ApiOperation({ summary: 'Get a SKU', description: "One SKU (by `sku_key` or `sku_code`), with its product's slug and description." })
   @SkuCodeParam()
-  @ApiResponse({ status: 200, description: 'the SKU', schema: okSchema({ sku: SKU_DETAIL_SCHEMA }), example: { ok: true, sku: SKU_DETAIL_EXAMPLE } })
+  @ApiResponse({
+    status: 200,
+    description: 'the SKU',
+    schema: okSchema({ sku: SKU_DETAIL_SCHEMA }),
+    example: { ok: true, sku: SKU_DETAIL_EXAMPLE },
+  })
   @ApiErrors(SKU_NOT_FOUND, SKU_AMBIGUOUS)
   async sku(@Param('sku_code', SkuCode) skuCode: string) {
     const { sku, currency } = await this.catalog.findSku(skuCode);
@@ -119,7 +129,10 @@ export class CatalogController {
 
   /** The change history of one SKU, newest first. */
   @Get('skus/:sku_code/changes')
-  @ApiOperation({ summary: 'The change history of a SKU', description: 'Every change of a field of the SKU (price, stock, listing…), newest first.' })
+  @ApiOperation({
+    summary: 'The change history of a SKU',
+    description: 'Every change of a field of the SKU (price, stock, listing…), newest first.',
+  })
   @SkuCodeParam()
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
@@ -151,13 +164,17 @@ export class CatalogController {
   @HttpCode(202)
   @ApiOperation({
     summary: 'Start a catalog sync',
-    description: 'Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.',
+    description:
+      'Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.',
   })
   @ApiBody({ schema: { $ref: getSchemaPath(StartSyncBody) }, required: false, examples: START_SYNC_EXAMPLES })
   @ApiResponse({
     status: 202,
     description: 'started',
-    schema: okSchema({ run_id: { type: 'string' }, mode: { type: 'string', enum: ['full', 'incremental'], description: 'the mode the run starts in' } }),
+    schema: okSchema({
+      run_id: { type: 'string' },
+      mode: { type: 'string', enum: ['full', 'incremental'], description: 'the mode the run starts in' },
+    }),
     example: { ok: true, run_id: 'run_20261122101500_7506e4e6', mode: 'incremental' },
   })
   @ApiErrors(...START_SYNC_ERRORS)
@@ -178,7 +195,10 @@ export class CatalogController {
   }
 
   @Get('sync-runs/:run_id')
-  @ApiOperation({ summary: 'Get a sync run', description: 'One run with its progress (pages, products, SKUs created, changed, delisted, relisted) and its error.' })
+  @ApiOperation({
+    summary: 'Get a sync run',
+    description: 'One run with its progress (pages, products, SKUs created, changed, delisted, relisted) and its error.',
+  })
   @ApiParam({ name: 'run_id', description: 'as `POST /internal/catalog/sync` answered it', example: 'run_20261122094500_1d51e096' })
   @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RUN_SCHEMA }), example: { ok: true, run: RUN_EXAMPLE } })
   @ApiErrors(SYNC_RUN_NOT_FOUND)

@@ -81,7 +81,12 @@ function IsRfc3339Instant(): PropertyDecorator {
 
 export class SkuListQuery extends PageQuery {
   /** A category (a top-level one includes its children). */
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_ID, description: 'an upstream category id (a top-level one includes its children)' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_ID,
+    description: 'an upstream category id (a top-level one includes its children)',
+  })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -123,7 +128,7 @@ export class SkuListQuery extends PageQuery {
     minLength: 1,
     description:
       'only with `changed_since`: the SKUs after (`changed_since`, `after_sku_code`) in the order (`updated_at`, `sku_code`) (`total` counts them). ' +
-      'To follow the catalog, ask page 1 with `page_size=500`, then again with the last item\'s `updated_at` and `sku_code` as ' +
+      "To follow the catalog, ask page 1 with `page_size=500`, then again with the last item's `updated_at` and `sku_code` as " +
       '`changed_since` and `after_sku_code`, until a page comes back shorter than `page_size`: no change is missed, none is listed twice.',
     example: 'SKU-00042-1',
   })
@@ -145,7 +150,7 @@ export class SkuListQuery extends PageQuery {
     pattern: '^[0-9]+:.+$',
     description:
       'only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). ' +
-      'Follow with the last item\'s `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart.',
+      "Follow with the last item's `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart.",
     example: '42:SKU-00042-1',
   })
   @IsOptional()
@@ -171,7 +176,13 @@ export class PricingRuleBody {
   @IsIn(['category', 'sku'])
   scope!: 'category' | 'sku';
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_ID, description: 'with `scope: category`: the upstream category id', example: 1 })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_ID,
+    description: 'with `scope: category`: the upstream category id',
+    example: 1,
+  })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'category')
   @IsInt()
   @Min(1)
@@ -182,7 +193,7 @@ export class PricingRuleBody {
     type: String,
     maxLength: 255,
     description:
-      'with `scope: sku`: the SKU\'s `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)',
+      "with `scope: sku`: the SKU's `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)",
     example: '42:SKU-00042-1',
   })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'sku')
@@ -191,20 +202,36 @@ export class PricingRuleBody {
   @MaxLength(255)
   sku_code?: string;
 
-  @ApiProperty({ type: String, pattern: DECIMAL_RE.source, description: 'percent added to the cost, a decimal string (a JSON number is taken as its text)', example: '12.5' })
+  @ApiProperty({
+    type: String,
+    pattern: DECIMAL_RE.source,
+    description: 'percent added to the cost, a decimal string (a JSON number is taken as its text)',
+    example: '12.5',
+  })
   @Transform(toDecimalText)
   @IsString()
   @Matches(DECIMAL_RE, { message: 'markup_percent must be a decimal such as 12.5' })
   markup_percent!: string;
 
-  @ApiProperty({ type: String, pattern: DECIMAL_RE.source, description: 'amount added after the percent, a decimal string', example: '0.50' })
+  @ApiProperty({
+    type: String,
+    pattern: DECIMAL_RE.source,
+    description: 'amount added after the percent, a decimal string',
+    example: '0.50',
+  })
   @Transform(toDecimalText)
   @IsString()
   @Matches(DECIMAL_RE, { message: 'markup_fixed must be a decimal such as 0.50' })
   markup_fixed!: string;
 
   /** A step > 0 such as 0.01, 0.1 or 1; null or absent: PRICE_ROUNDING. */
-  @ApiPropertyOptional({ type: String, nullable: true, pattern: DECIMAL_RE.source, description: 'rounding step > 0 such as 0.01, 0.1 or 1; null or absent: PRICE_ROUNDING', example: '0.1' })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    pattern: DECIMAL_RE.source,
+    description: 'rounding step > 0 such as 0.01, 0.1 or 1; null or absent: PRICE_ROUNDING',
+    example: '0.1',
+  })
   @IsOptional()
   @Transform(toDecimalText)
   @IsString()
@@ -213,7 +240,12 @@ export class PricingRuleBody {
 }
 
 export class PutPricingRulesBody {
-  @ApiProperty({ type: () => PricingRuleBody, isArray: true, maxItems: 10_000, description: 'every rule: the rules not listed are removed' })
+  @ApiProperty({
+    type: () => PricingRuleBody,
+    isArray: true,
+    maxItems: 10_000,
+    description: 'every rule: the rules not listed are removed',
+  })
   @IsArray()
   @ArrayMaxSize(10_000)
   @ValidateNested({ each: true })
@@ -223,7 +255,7 @@ export class PutPricingRulesBody {
 
 /** `GET /internal/catalog/products` (CONTRACT §5). */
 export class ProductListQuery extends PageQuery {
-  @ApiPropertyOptional({ type: String, description: 'the supplier\'s name (UPSTREAM_NAME, default `main`); another name lists nothing' })
+  @ApiPropertyOptional({ type: String, description: "the supplier's name (UPSTREAM_NAME, default `main`); another name lists nothing" })
   @IsOptional()
   @IsString()
   @MaxLength(64)
@@ -248,7 +280,10 @@ export class ProductListQuery extends PageQuery {
 
 /** `GET /internal/catalog/products/{product_id}?supplier=`. */
 export class ProductQuery {
-  @ApiPropertyOptional({ type: String, description: 'the supplier\'s name (UPSTREAM_NAME, default `main`); another name: 404 `product_not_found`' })
+  @ApiPropertyOptional({
+    type: String,
+    description: "the supplier's name (UPSTREAM_NAME, default `main`); another name: 404 `product_not_found`",
+  })
   @IsOptional()
   @IsString()
   @MaxLength(64)

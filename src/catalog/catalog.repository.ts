@@ -115,17 +115,21 @@ export class CatalogRepository {
 
   /** The products fingerprinted anew since `since` (a fingerprint's updated_at moves whenever it is written anew). */
   async fingerprintedSince(since: Date): Promise<number[]> {
-    const rows = await select<{ id: string }>(this.db(), 'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1', [since]);
+    const rows = await select<{ id: string }>(
+      this.db(),
+      'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1',
+      [since],
+    );
     return rows.map((r) => Number(r.id));
   }
 
   /** Marks products seen by a run without writing them (products of its listing left out for their shape). */
   async markSeen(runId: string, productIds: number[]): Promise<void> {
     if (productIds.length === 0) return;
-    await this.db().query(
-      `INSERT INTO catalog_sync_seen (run_id, product_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`,
-      [runId, productIds],
-    );
+    await this.db().query(`INSERT INTO catalog_sync_seen (run_id, product_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, [
+      runId,
+      productIds,
+    ]);
   }
 
   async clearSeen(runId: string): Promise<void> {

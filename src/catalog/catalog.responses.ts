@@ -73,7 +73,16 @@ export interface CategoryResponse extends Omit<StoredCategory, 'updated_at' | 'i
 }
 
 function toCategory(c: CategoryNode['category'], children: CategoryResponse[]): CategoryResponse {
-  return { id: c.id, parent_id: c.parent_id, slug: c.slug, name: c.name, icon: c.icon, sort_order: c.sort_order, listed: c.listed, children };
+  return {
+    id: c.id,
+    parent_id: c.parent_id,
+    slug: c.slug,
+    name: c.name,
+    icon: c.icon,
+    sort_order: c.sort_order,
+    listed: c.listed,
+    children,
+  };
 }
 
 export function toCategoryTreeResponse(nodes: CategoryNode[]): CategoryResponse[] {
@@ -115,7 +124,12 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     budget_wait_ms: Number(r.budget_wait_ms),
     skipped_products: (r.skipped_products ?? []).map((x) => ({ product_id: x.product_id, reason: x.reason })),
     reread_products: r.reread_products ?? 0,
-    skipped_images: (r.skipped_images ?? []).map((x) => ({ product_id: x.product_id, ...(x.category_id !== undefined ? { category_id: x.category_id } : {}), url: x.url, reason: x.reason })),
+    skipped_images: (r.skipped_images ?? []).map((x) => ({
+      product_id: x.product_id,
+      ...(x.category_id !== undefined ? { category_id: x.category_id } : {}),
+      url: x.url,
+      reason: x.reason,
+    })),
     images_fetched: r.images_fetched ?? 0,
     image_bytes: Number(r.image_bytes ?? 0),
     media_ms: r.media_ms ?? 0,

@@ -27,7 +27,14 @@ import { mediaSettings } from '../media/media-settings.js';
 import { iconUrl, shownIcon } from '../media/product-media.js';
 import { UpstreamClient } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { CatalogReadRepository, resolveFound, SKU_REF_ROWS, type FoundResolution, type FoundSku, type SkuListFilter } from './catalog-read.repository.js';
+import {
+  CatalogReadRepository,
+  resolveFound,
+  SKU_REF_ROWS,
+  type FoundResolution,
+  type FoundSku,
+  type SkuListFilter,
+} from './catalog-read.repository.js';
 import type { StoredCategory, StoredChange, StoredConflict, StoredSku } from './catalog.records.js';
 import { CategoryRepository } from './category.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
@@ -308,7 +315,12 @@ export class CatalogService {
    * locally. Returns the fresh product, or null when the upstream says it is gone (its SKUs are then
    * unlisted). Other upstream errors are rethrown.
    */
-  async refreshProduct(productId: number, knownFingerprint: string | null = null, read?: ProductAnswer, opts: ProductReadOptions = {}): Promise<UpstreamProduct | null> {
+  async refreshProduct(
+    productId: number,
+    knownFingerprint: string | null = null,
+    read?: ProductAnswer,
+    opts: ProductReadOptions = {},
+  ): Promise<UpstreamProduct | null> {
     const answer = read ?? (await this.readProduct(productId, opts));
     if ('error' in answer) {
       if (isProductGone(answer.error)) {

@@ -29,7 +29,11 @@ export class CategoryRepository {
    * every other process reloads the tree at its next price write instead of pricing a new child
    * category's SKUs without its parent's rule.
    */
-  async syncCategories(em: Db, categories: UpstreamCategory[], now: Date): Promise<{ changed: number; unlisted: number; reparented: number }> {
+  async syncCategories(
+    em: Db,
+    categories: UpstreamCategory[],
+    now: Date,
+  ): Promise<{ changed: number; unlisted: number; reparented: number }> {
     await em.query('SELECT version FROM catalog_pricing_state WHERE id = 1 FOR UPDATE');
     const payload = categories.map((c) => ({
       id: c.id,

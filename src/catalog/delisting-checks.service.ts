@@ -99,7 +99,10 @@ export class DelistingChecks {
   private async confirmProduct(run: ActiveRun, productId: number): Promise<void> {
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, SYNC_READ), { policy: run.retry, signal: run.abort.signal });
+      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, SYNC_READ), {
+        policy: run.retry,
+        signal: run.abort.signal,
+      });
     } catch (e) {
       if (e instanceof AbortedError) throw e;
       const cause = e instanceof RetriesExhausted ? e.cause : e;
@@ -116,7 +119,10 @@ export class DelistingChecks {
     // rows are written unlisted, see skuRowsFromProduct). Either way the SKUs it no longer has are
     // unlisted and the others updated.
     if (product.is_active) run.counters.confirmedLive++;
-    countWrite(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }));
+    countWrite(
+      run,
+      await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }),
+    );
     countWrite(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
     run.emit();
   }

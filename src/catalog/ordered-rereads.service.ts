@@ -69,7 +69,10 @@ export class OrderedRereads {
     run.counters.rereadProducts++;
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, REREAD), { policy: run.retry, signal: run.abort.signal });
+      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, REREAD), {
+        policy: run.retry,
+        signal: run.abort.signal,
+      });
     } catch (e) {
       if (e instanceof AbortedError || run.abort.signal.aborted) throw e instanceof AbortedError ? e : new AbortedError();
       const cause = e instanceof RetriesExhausted ? e.cause : e;
@@ -79,7 +82,9 @@ export class OrderedRereads {
         countWrite(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'refresh' }));
       } else {
         this.metrics.syncRereads.inc({ outcome: 'failed' });
-        this.logger.warn(`sync run ${run.runId}: product ${productId} (ordered lately) could not be re-read (${message(cause)}); the run goes on`);
+        this.logger.warn(
+          `sync run ${run.runId}: product ${productId} (ordered lately) could not be re-read (${message(cause)}); the run goes on`,
+        );
       }
       run.emit();
       return;

@@ -26,7 +26,10 @@ function product(id: number, price = '10.00', skus = 1): UpstreamProduct {
 
 /** A page as the client returns it once parsed, with its body's digest: fresh objects every time. */
 function page(ids: number[], digest: string | undefined, price = '10.00'): { parsed: UpstreamProductPage; digest: string | undefined } {
-  return { parsed: { ok: true, items: ids.map((id) => product(id, price, id % 3 === 0 ? 2 : 1)), total: 100, page: 3, page_size: 7 }, digest };
+  return {
+    parsed: { ok: true, items: ids.map((id) => product(id, price, id % 3 === 0 ? 2 : 1)), total: 100, page: 3, page_size: 7 },
+    digest,
+  };
 }
 
 /** Hands a parsed page to the memory, as the products pass does. */

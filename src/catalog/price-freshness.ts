@@ -54,7 +54,12 @@ export function chargeVerdict(
  * catalog holds, at the cost the local catalog holds (a sync or a product read that moved either since
  * makes the guard read again).
  */
-export function confirmationServes(c: CostConfirmation | undefined, local: { upstreamSkuId: number; costPrice: string }, now: number, freshMs: number): c is CostConfirmation {
+export function confirmationServes(
+  c: CostConfirmation | undefined,
+  local: { upstreamSkuId: number; costPrice: string },
+  now: number,
+  freshMs: number,
+): c is CostConfirmation {
   if (!c || !isFresh(c.at, now, freshMs) || c.skuId !== local.upstreamSkuId) return false;
   try {
     return sameAmount(c.unitCost, local.costPrice);

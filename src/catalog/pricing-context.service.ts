@@ -23,7 +23,12 @@ export class PricingContext {
     readonly parents: ReadonlyMap<number, number>,
   ) {
     this.price = (cost, subject) =>
-      rules.priceOf(cost, { skuKey: subject.skuKey, skuCode: subject.skuCode, categoryId: subject.categoryId, parentCategoryId: parents.get(subject.categoryId) ?? null });
+      rules.priceOf(cost, {
+        skuKey: subject.skuKey,
+        skuCode: subject.skuCode,
+        categoryId: subject.categoryId,
+        parentCategoryId: parents.get(subject.categoryId) ?? null,
+      });
   }
 }
 

@@ -127,7 +127,10 @@ export function validateMarkupInput(input: MarkupInput, prefix = ''): void {
     if (value === undefined || value === null) continue;
     const [int, frac = ''] = value.trim().replace(/^-/, '').split('.');
     if (int.replace(/^0+(?=\d)/, '').length > MARKUP_INT_DIGITS || frac.length > MARKUP_SCALE) {
-      throw new PricingError(`${prefix}${name}`, `${prefix}${name} must have at most ${MARKUP_INT_DIGITS} digits before the point and ${MARKUP_SCALE} after it`);
+      throw new PricingError(
+        `${prefix}${name}`,
+        `${prefix}${name} must have at most ${MARKUP_INT_DIGITS} digits before the point and ${MARKUP_SCALE} after it`,
+      );
     }
   }
 }

@@ -50,7 +50,11 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 
 /** The shop notification of a product whose shown fields changed. */
 export function productChangedEvent(supplier: string, productId: number, updatedAt: Date): OutboxEvent {
-  return { type: 'product.changed', subject: `product:${productId}`, payload: { supplier, product_id: productId, updated_at: new Date(updatedAt).toISOString() } };
+  return {
+    type: 'product.changed',
+    subject: `product:${productId}`,
+    payload: { supplier, product_id: productId, updated_at: new Date(updatedAt).toISOString() },
+  };
 }
 
 @Injectable()
@@ -157,7 +161,10 @@ export class ProductMediaService {
         if (o === null) return;
         buffered.push(o);
         if (o.kind === 'mirrored') bufferedBytes += o.file.data.length;
-        known.set(url, o.kind === 'mirrored' ? { kind: 'mirrored', sha256: o.file.sha256, ext: o.file.ext } : { kind: 'refused', reason: o.reason });
+        known.set(
+          url,
+          o.kind === 'mirrored' ? { kind: 'mirrored', sha256: o.file.sha256, ext: o.file.ext } : { kind: 'refused', reason: o.reason },
+        );
         if (bufferedBytes >= MAX_BUFFERED_BYTES || buffered.length >= MAX_BUFFERED_IMAGES) await flush();
       });
       await flush();
@@ -165,7 +172,8 @@ export class ProductMediaService {
       const renders = work.map((w) => {
         const r = renderProductMedia(w, (u) => known.get(u), s);
         for (const sk of r.skipped) {
-          if (c.skippedImages.length < MAX_SKIPPED_LISTED) c.skippedImages.push({ product_id: w.product_id, url: sk.url, reason: sk.reason });
+          if (c.skippedImages.length < MAX_SKIPPED_LISTED)
+            c.skippedImages.push({ product_id: w.product_id, url: sk.url, reason: sk.reason });
         }
         return {
           product_id: w.product_id,
@@ -192,7 +200,12 @@ export class ProductMediaService {
   /** Downloads one image URL, counted in the run; null when the run was stopped meanwhile. */
   private async fetchOne(run: ActiveRun, supplier: URL, url: string): Promise<MediaOutcome | null> {
     if (run.abort.signal.aborted) return null;
-    const r = await this.fetcher.fetch(url, { supplier, maxBytes: this.config.media.maxBytes, timeoutMs: this.config.upstream.timeoutMs, signal: run.abort.signal });
+    const r = await this.fetcher.fetch(url, {
+      supplier,
+      maxBytes: this.config.media.maxBytes,
+      timeoutMs: this.config.upstream.timeoutMs,
+      signal: run.abort.signal,
+    });
     if (run.abort.signal.aborted) return null;
     if (r.ok) {
       run.counters.imagesFetched++;

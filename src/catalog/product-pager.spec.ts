@@ -99,7 +99,13 @@ describe('fetchAllPages', () => {
     const listing = new FakeListing(120, 50);
     const fetchPage = async (q: ProductPageQuery): Promise<UpstreamProductPage> => {
       const page = await listing.fetch(q);
-      return q.page === 2 ? { ...page, items: [], skipped: page.items.map((p) => ({ product_id: p.id, reason: 'title: expected an object of texts by language, got null' })) } : page;
+      return q.page === 2
+        ? {
+            ...page,
+            items: [],
+            skipped: page.items.map((p) => ({ product_id: p.id, reason: 'title: expected an object of texts by language, got null' })),
+          }
+        : page;
     };
     const { result, pages, seen } = await run(listing, { fetchPage });
     expect(result).toMatchObject({ pages: 3, total: 120, products: 120 });
@@ -216,7 +222,10 @@ describe('fetchAllPages', () => {
 
   it('retries a failing page with backoff, waits out a 429, and completes', async () => {
     const listing = new FakeListing(150, 50);
-    listing.failures.set(2, [new UpstreamUnknownError('listProducts', 'http_503', 503), new UpstreamRetryableError('listProducts', 'ECONNREFUSED')]);
+    listing.failures.set(2, [
+      new UpstreamUnknownError('listProducts', 'http_503', 503),
+      new UpstreamRetryableError('listProducts', 'ECONNREFUSED'),
+    ]);
     listing.failures.set(3, [new UpstreamRetryableError('listProducts', 'rate_limited', 1500, 429)]);
     const waits: number[] = [];
     const { result } = await run(listing, { sleep: async (ms) => void waits.push(ms) });
@@ -227,7 +236,10 @@ describe('fetchAllPages', () => {
 
   it('a page failing for good fails the pass, naming the page and the cause', async () => {
     const listing = new FakeListing(150, 50);
-    listing.failures.set(3, Array.from({ length: 10 }, () => new UpstreamUnknownError('listProducts', 'http_503', 503)));
+    listing.failures.set(
+      3,
+      Array.from({ length: 10 }, () => new UpstreamUnknownError('listProducts', 'http_503', 503)),
+    );
     const written: number[] = [];
     const err = await fetchAllPages({
       fetchPage: listing.fetch,
@@ -247,7 +259,10 @@ describe('fetchAllPages', () => {
   it('a failed pass leaves no retry behind it', async () => {
     const listing = new FakeListing(100, 10);
     listing.failures.set(2, [new UpstreamDefinitiveError('listProducts', 'bad_request', 400, 'no')]);
-    listing.failures.set(3, Array.from({ length: 10 }, () => new UpstreamUnknownError('listProducts', 'http_503', 503)));
+    listing.failures.set(
+      3,
+      Array.from({ length: 10 }, () => new UpstreamUnknownError('listProducts', 'http_503', 503)),
+    );
     const err = await run(listing, { concurrency: 3, retry: { ...policy, baseDelayMs: 10 }, sleep: undefined }).catch((e: unknown) => e);
     expect((err as PageFailure).page).toBe(2);
     const calls = listing.calls.length;
@@ -350,9 +365,21 @@ describe('retryDecision', () => {
 
   it('waits for Retry-After on a 429 (default and cap), a bounded number of times', () => {
     const p = { ...DEFAULT_RETRY_POLICY, maxRateLimitWaits: 2, defaultRetryAfterMs: 700, maxRetryAfterMs: 5000 };
-    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 2000, 429), 0, 0, p)).toEqual({ retry: true, delayMs: 2000, rateLimited: true });
-    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 1, p)).toEqual({ retry: true, delayMs: 700, rateLimited: true });
-    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 99_000, 429), 0, 0, p)).toEqual({ retry: true, delayMs: 5000, rateLimited: true });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 2000, 429), 0, 0, p)).toEqual({
+      retry: true,
+      delayMs: 2000,
+      rateLimited: true,
+    });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 1, p)).toEqual({
+      retry: true,
+      delayMs: 700,
+      rateLimited: true,
+    });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 99_000, 429), 0, 0, p)).toEqual({
+      retry: true,
+      delayMs: 5000,
+      rateLimited: true,
+    });
     expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 10, 429), 0, 2, p)).toEqual({ retry: false });
   });
 });
@@ -361,18 +388,34 @@ describe('retryDecision under the request budget', () => {
   const p = { ...DEFAULT_RETRY_POLICY, budgeted: true, maxBudgetWaits: 3, baseDelayMs: 100 };
 
   it('sends a 429 again at once (the next token waits for the block), whatever its Retry-After, up to maxBudgetWaits', () => {
-    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 0, p)).toEqual({ retry: true, delayMs: 0, rateLimited: true });
-    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 30_000, 429), 0, 2, p)).toEqual({ retry: true, delayMs: 0, rateLimited: true });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 0, p)).toEqual({
+      retry: true,
+      delayMs: 0,
+      rateLimited: true,
+    });
+    expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', 30_000, 429), 0, 2, p)).toEqual({
+      retry: true,
+      delayMs: 0,
+      rateLimited: true,
+    });
     expect(retryDecision(new UpstreamRetryableError('x', 'rate_limited', undefined, 429), 0, 3, p)).toEqual({ retry: false });
   });
 
   it('a wait for the budget that ran out is tried again after a short pause, not as a failed try', () => {
-    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 4, 0, p)).toEqual({ retry: true, delayMs: 100, rateLimited: true });
+    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 4, 0, p)).toEqual({
+      retry: true,
+      delayMs: 100,
+      rateLimited: true,
+    });
   });
 
   it('without the budget, budget_wait_exceeded is an ordinary retryable failure', () => {
     const off = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 100, maxAttempts: 2 };
-    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 1, 0, off, 0.5)).toEqual({ retry: true, delayMs: 100, rateLimited: false });
+    expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 1, 0, off, 0.5)).toEqual({
+      retry: true,
+      delayMs: 100,
+      rateLimited: false,
+    });
     expect(retryDecision(new UpstreamRetryableError('x', 'budget_wait_exceeded'), 2, 0, off, 0.5)).toEqual({ retry: false });
   });
 });
@@ -381,7 +424,9 @@ describe('withRetries', () => {
   it('under the budget, 429s and budget refusals never use up the tries of other failures', async () => {
     const errors = [
       ...Array.from({ length: 20 }, (_, i) =>
-        i % 2 === 0 ? new UpstreamRetryableError('x', 'rate_limited', undefined, 429) : new UpstreamRetryableError('x', 'budget_wait_exceeded'),
+        i % 2 === 0
+          ? new UpstreamRetryableError('x', 'rate_limited', undefined, 429)
+          : new UpstreamRetryableError('x', 'budget_wait_exceeded'),
       ),
       new UpstreamUnknownError('x', 'http_503', 503),
     ];

@@ -150,7 +150,9 @@ export async function withRetries<T>(op: () => Promise<T>, options: RetryOptions
       return await op();
     } catch (error) {
       if (options.signal?.aborted) throw new AbortedError();
-      const rateLimited = options.policy.budgeted ? isBudgetRefusal(error) : error instanceof UpstreamRetryableError && error.httpStatus === 429;
+      const rateLimited = options.policy.budgeted
+        ? isBudgetRefusal(error)
+        : error instanceof UpstreamRetryableError && error.httpStatus === 429;
       if (!rateLimited) attempts++;
       const d = retryDecision(error, attempts, rateLimitWaits, options.policy, (options.random ?? Math.random)());
       if (!d.retry) throw new RetriesExhausted(error, attempts + rateLimitWaits);
@@ -384,8 +386,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
       if (ok) {
         const pages = Math.min(lastPage, stopAt === Number.POSITIVE_INFINITY ? lastPage : stopAt);
         resolve({ pages, pagesFetched, total, pageSize, products, totalChanged, minTotal });
-      }
-      else reject(failure);
+      } else reject(failure);
     };
 
     const accept = (page: number, res: ListedPage) => {
@@ -412,13 +413,7 @@ async function pass(o: PagerOptions, signal: AbortSignal): Promise<PagerResult> 
 
     const pump = () => {
       if (settled) return;
-      while (
-        failure === null &&
-        inFlight < concurrency &&
-        next <= lastPage &&
-        next < stopAt &&
-        ready.length + inFlight < 2 * concurrency
-      ) {
+      while (failure === null && inFlight < concurrency && next <= lastPage && next < stopAt && ready.length + inFlight < 2 * concurrency) {
         const page = next++;
         inFlight++;
         fetchOne(page, pageSize).then(

@@ -67,7 +67,12 @@ const PRODUCT_COLUMNS = `p.product_id, p.slug, p.title, p.description, p.tags, p
   EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) AS listed`;
 
 function toStoredProduct(raw: Record<string, unknown>): StoredProduct {
-  return { ...(raw as unknown as StoredProduct), product_id: Number(raw.product_id), category_id: Number(raw.category_id), listed: Boolean(raw.listed) };
+  return {
+    ...(raw as unknown as StoredProduct),
+    product_id: Number(raw.product_id),
+    category_id: Number(raw.category_id),
+    listed: Boolean(raw.listed),
+  };
 }
 
 @Injectable()
@@ -152,7 +157,12 @@ export class ProductRepository {
         ORDER BY p.product_id LIMIT $4`,
       [afterId, key, now, limit],
     )) as Array<Record<string, unknown>>;
-    return rows.map((r) => ({ product_id: Number(r.product_id), content: r.content, images: r.images, media_version: Number(r.media_version) }));
+    return rows.map((r) => ({
+      product_id: Number(r.product_id),
+      content: r.content,
+      images: r.images,
+      media_version: Number(r.media_version),
+    }));
   }
 
   /**
@@ -162,7 +172,14 @@ export class ProductRepository {
    */
   async storeRenders(
     em: Db,
-    renders: Array<{ product_id: number; media_version: number; shown: ShownMedia; media_pending: boolean; media_key: string; urls: string[] }>,
+    renders: Array<{
+      product_id: number;
+      media_version: number;
+      shown: ShownMedia;
+      media_pending: boolean;
+      media_key: string;
+      urls: string[];
+    }>,
     now: Date,
   ): Promise<Array<{ product_id: number; updated_at: Date; was_pending: boolean }>> {
     if (renders.length === 0) return [];
@@ -209,12 +226,13 @@ export class ProductRepository {
     }
     const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
     const order = f.changedSince !== undefined ? 'p.updated_at, p.product_id' : 'p.product_id';
-    const [{ n }] = (await this.dataSource.query(`SELECT count(*)::int AS n FROM catalog_products p ${cond}`, params)) as Array<{ n: number }>;
-    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p ${cond} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [
-      ...params,
-      f.limit,
-      f.offset,
-    ])) as Array<Record<string, unknown>>;
+    const [{ n }] = (await this.dataSource.query(`SELECT count(*)::int AS n FROM catalog_products p ${cond}`, params)) as Array<{
+      n: number;
+    }>;
+    const rows = (await this.dataSource.query(
+      `SELECT ${PRODUCT_COLUMNS} FROM catalog_products p ${cond} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, f.limit, f.offset],
+    )) as Array<Record<string, unknown>>;
     return { items: rows.map(toStoredProduct), total: n };
   }
 
@@ -224,8 +242,10 @@ export class ProductRepository {
     return row.now;
   }
 
-    async get(productId: number): Promise<StoredProduct | null> {
-    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1`, [productId])) as Array<Record<string, unknown>>;
+  async get(productId: number): Promise<StoredProduct | null> {
+    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1`, [
+      productId,
+    ])) as Array<Record<string, unknown>>;
     return rows[0] ? toStoredProduct(rows[0]) : null;
   }
 }

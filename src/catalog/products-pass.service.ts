@@ -201,7 +201,10 @@ export class ProductsPass {
     const memo = updatedAfter ? null : this.pageFingerprints;
     memo?.startPass();
     let startIndex: Map<number, string> | null = null;
-    void index?.then((fps) => (startIndex = fps), () => undefined);
+    void index?.then(
+      (fps) => (startIndex = fps),
+      () => undefined,
+    );
     // Where the upstream lists inactive products on request (UPSTREAM_LIST_INACTIVE), they come with
     // `is_active: false` and are unlisted as they are written: a withdrawn product costs no read of
     // its own. Only a product missing from a complete pass is read (DelistingChecks).
@@ -209,7 +212,11 @@ export class ProductsPass {
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
         if (!memo) return this.upstream.listProducts({ ...q, ...inactive }, signal);
-        const r = await this.upstream.listProductsRecognizing({ ...q, ...inactive }, (digest) => memo.unchangedPage(digest, startIndex), signal);
+        const r = await this.upstream.listProductsRecognizing(
+          { ...q, ...inactive },
+          (digest) => memo.unchangedPage(digest, startIndex),
+          signal,
+        );
         if (r.kind === 'recognized') return r.known;
         memo.addPage(r.page, r.digest);
         return r.page;
@@ -226,7 +233,9 @@ export class ProductsPass {
         run.emit();
       },
       onRetry: (info) =>
-        this.logger.warn(`page ${info.page}: ${message(info.error)}; ${info.rateLimited ? 'rate limited, waiting' : 'retrying in'} ${info.delayMs} ms`),
+        this.logger.warn(
+          `page ${info.page}: ${message(info.error)}; ${info.rateLimited ? 'rate limited, waiting' : 'retrying in'} ${info.delayMs} ms`,
+        ),
       onPage: async (page: FetchedPage) => {
         // Before anything of the page is written.
         const older = cutoff === null ? undefined : page.items.find((p) => this.olderThan(p, cutoff));
@@ -290,7 +299,8 @@ export class ProductsPass {
     if (seenInDatabase) await this.catalog.markSeen(run.runId, ids);
     this.metrics.syncProductsSkipped.inc(page.skipped.length);
     noteSkipped(run, page.skipped);
-    for (const s of page.skipped) this.logger.warn(`sync run ${run.runId}: product ${s.product_id ?? '(no usable id)'} left out of page ${page.page}: ${s.reason}`);
+    for (const s of page.skipped)
+      this.logger.warn(`sync run ${run.runId}: product ${s.product_id ?? '(no usable id)'} left out of page ${page.page}: ${s.reason}`);
   }
 
   /**

@@ -6,16 +6,22 @@ const text = (description: string): SchemaObject => ({ type: 'object', additiona
 
 export const PRODUCT_SCHEMA: SchemaObject = objectSchema(
   {
-    supplier: { type: 'string', description: 'the supplier\'s name (UPSTREAM_NAME)' },
+    supplier: { type: 'string', description: "the supplier's name (UPSTREAM_NAME)" },
     product_id: { type: 'integer', description: 'upstream product id' },
     slug: { type: 'string' },
     title: text('by language'),
     description: text('by language'),
-    content: { ...text('the detail page, HTML by language; every `<img src>` names the relay\'s mirrored image (an image refused or not fetched yet is left out)'), nullable: true },
+    content: {
+      ...text(
+        "the detail page, HTML by language; every `<img src>` names the relay's mirrored image (an image refused or not fetched yet is left out)",
+      ),
+      nullable: true,
+    },
     images: {
       type: 'array',
       items: { type: 'string' },
-      description: 'the relay\'s URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`); the upstream\'s URLs with MEDIA_MIRROR=false',
+      description:
+        "the relay's URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`); the upstream's URLs with MEDIA_MIRROR=false",
     },
     tags: { type: 'array', items: { type: 'string' } },
     seo_meta: { type: 'object', additionalProperties: true, nullable: true },
@@ -34,7 +40,9 @@ export const PRODUCT_EXAMPLE = {
   slug: 'product-42',
   title: { 'zh-CN': 'Steam 激活码 商品 42', en: 'Steam keys product 42' },
   description: { 'zh-CN': 'Steam 激活码：示例商品 42', en: 'Steam keys: sample product 42' },
-  content: { en: '<p>Details of product 42</p><img src="/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png" alt="product 42">' },
+  content: {
+    en: '<p>Details of product 42</p><img src="/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png" alt="product 42">',
+  },
   images: ['/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png'],
   tags: ['steam-keys'],
   seo_meta: { title: 'Product 42', keywords: ['steam-keys'] },

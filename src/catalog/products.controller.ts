@@ -50,7 +50,7 @@ export class ProductsController {
     summary: 'List products',
     description:
       'Products with everything a storefront shows, by `product_id` (by `updated_at`, then `product_id`, with `changed_since`). Images are mirrored: ' +
-      '`images` and every `<img src>` of `content` name the relay\'s `/media` URLs, never the supplier\'s host.',
+      "`images` and every `<img src>` of `content` name the relay's `/media` URLs, never the supplier's host.",
   })
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of products', schema: listSchema(PRODUCT_SCHEMA), example: PRODUCT_LIST_EXAMPLE })
@@ -69,10 +69,16 @@ export class ProductsController {
   @Get(':product_id')
   @ApiOperation({ summary: 'Get a product', description: 'One product by its upstream id.' })
   @ApiParam({ name: 'product_id', description: 'the upstream product id', example: 42 })
-  @ApiResponse({ status: 200, description: 'the product', schema: okSchema({ product: PRODUCT_SCHEMA }), example: { ok: true, product: PRODUCT_EXAMPLE } })
+  @ApiResponse({
+    status: 200,
+    description: 'the product',
+    schema: okSchema({ product: PRODUCT_SCHEMA }),
+    example: { ok: true, product: PRODUCT_EXAMPLE },
+  })
   @ApiErrors(PRODUCT_NOT_FOUND)
   async get(
-    @Param('product_id', new ParseIntPipe({ exceptionFactory: () => new AppError('product_not_found', 'no such product') })) productId: number,
+    @Param('product_id', new ParseIntPipe({ exceptionFactory: () => new AppError('product_not_found', 'no such product') }))
+    productId: number,
     @Query() q: ProductQuery,
   ) {
     const p = q.supplier === undefined || q.supplier === this.supplier ? await this.products.get(productId) : null;

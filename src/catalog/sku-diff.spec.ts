@@ -1,5 +1,17 @@
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { addCounts, diffSku, emptyCounts, eventsForDiff, FINGERPRINT_VERSION, isAvailable, jsonEqual, moneyEqual, productFingerprint, skuRowsFromProduct, type SkuRow } from './sku-diff.js';
+import {
+  addCounts,
+  diffSku,
+  emptyCounts,
+  eventsForDiff,
+  FINGERPRINT_VERSION,
+  isAvailable,
+  jsonEqual,
+  moneyEqual,
+  productFingerprint,
+  skuRowsFromProduct,
+  type SkuRow,
+} from './sku-diff.js';
 
 function row(over: Partial<SkuRow> = {}): SkuRow {
   return {
@@ -103,10 +115,22 @@ describe('diffSku', () => {
 describe('eventsForDiff', () => {
   it('announces price, stock and listing changes, nothing for other fields', () => {
     const old = row();
-    const next = row({ cost_price: '12.00', sale_price: '13.20', stock_status: 'out_of_stock', stock_quantity: 0, product_title: { en: 'x' } });
+    const next = row({
+      cost_price: '12.00',
+      sale_price: '13.20',
+      stock_status: 'out_of_stock',
+      stock_quantity: 0,
+      product_title: { en: 'x' },
+    });
     const events = eventsForDiff(old, next, diffSku(old, next), 'CNY');
     expect(events.map((e) => e.type)).toEqual(['sku.price_changed', 'sku.stock_changed']);
-    expect(events[0].payload).toMatchObject({ sku_code: 'SKU-1', cost_price: '12.00', sale_price: '13.20', old_cost_price: '10.00', currency: 'CNY' });
+    expect(events[0].payload).toMatchObject({
+      sku_code: 'SKU-1',
+      cost_price: '12.00',
+      sale_price: '13.20',
+      old_cost_price: '10.00',
+      currency: 'CNY',
+    });
     expect(events[1].payload).toMatchObject({ stock_status: 'out_of_stock', old_stock_status: 'in_stock', available: false });
     expect(eventsForDiff(old, row({ product_title: { en: 'x' } }), diffSku(old, row({ product_title: { en: 'x' } })), 'CNY')).toEqual([]);
   });
@@ -159,7 +183,9 @@ describe('productFingerprint', () => {
 
   it('ignores what the catalog does not keep', () => {
     const base = productFingerprint(product());
-    expect(productFingerprint(product({ updated_at: '2026-01-01T00:00:00Z', created_at: '2025-01-01T00:00:00Z', price_amount: '1.00' }))).toBe(base);
+    expect(
+      productFingerprint(product({ updated_at: '2026-01-01T00:00:00Z', created_at: '2025-01-01T00:00:00Z', price_amount: '1.00' })),
+    ).toBe(base);
   });
 });
 
@@ -186,8 +212,26 @@ describe('skuRowsFromProduct', () => {
     is_active: true,
     category_id: 102,
     skus: [
-      { id: 11, sku_code: 'A', spec_values: { d: '1' }, price_amount: ' 5.00 ', original_price: '6.00', stock_status: 'in_stock', stock_quantity: 20, is_active: true },
-      { id: 12, sku_code: 'B', spec_values: {}, price_amount: '9.00', member_price: '', stock_status: 'unlimited', stock_quantity: -1, is_active: false },
+      {
+        id: 11,
+        sku_code: 'A',
+        spec_values: { d: '1' },
+        price_amount: ' 5.00 ',
+        original_price: '6.00',
+        stock_status: 'in_stock',
+        stock_quantity: 20,
+        is_active: true,
+      },
+      {
+        id: 12,
+        sku_code: 'B',
+        spec_values: {},
+        price_amount: '9.00',
+        member_price: '',
+        stock_status: 'unlimited',
+        stock_quantity: -1,
+        is_active: false,
+      },
       { id: 13, sku_code: 'A', spec_values: {}, price_amount: '1.00', stock_status: 'in_stock', stock_quantity: 1, is_active: true },
     ],
   };

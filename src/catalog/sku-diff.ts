@@ -50,7 +50,11 @@ export const CHANGE_KINDS: readonly ChangeKind[] = ['created', 'price', 'stock',
 type FieldType = 'money' | 'json' | 'plain';
 
 /** Every compared field, its kind and how it compares. `sku_key` (with `sku_code`) is the key, never a change. */
-export const SKU_FIELDS: ReadonlyArray<{ field: Exclude<SkuField, 'sku_code' | 'sku_key'>; kind: Exclude<ChangeKind, 'created'>; type: FieldType }> = [
+export const SKU_FIELDS: ReadonlyArray<{
+  field: Exclude<SkuField, 'sku_code' | 'sku_key'>;
+  kind: Exclude<ChangeKind, 'created'>;
+  type: FieldType;
+}> = [
   { field: 'upstream_sku_id', kind: 'sku_id', type: 'plain' },
   { field: 'cost_price', kind: 'price', type: 'money' },
   { field: 'sale_price', kind: 'price', type: 'money' },
@@ -161,7 +165,17 @@ export function productFingerprint(product: UpstreamProduct): string {
     product.seo_meta ?? null,
   ];
   for (const s of product.skus) {
-    parts.push(s.id, s.sku_code, s.spec_values, s.price_amount, s.original_price ?? null, s.member_price ?? null, s.stock_status, s.stock_quantity, s.is_active);
+    parts.push(
+      s.id,
+      s.sku_code,
+      s.spec_values,
+      s.price_amount,
+      s.original_price ?? null,
+      s.member_price ?? null,
+      s.stock_status,
+      s.stock_quantity,
+      s.is_active,
+    );
   }
   return `${FINGERPRINT_VERSION}.${hash('sha1', JSON.stringify(parts), 'base64url')}`;
 }

@@ -32,14 +32,21 @@ describe('sku-key', () => {
       candidates: ['10:DEFAULT', '3:DEFAULT'],
       listed: true,
     });
-    expect(resolveSkuRef('DEFAULT', [sku(3, 'DEFAULT', false), sku(10, 'DEFAULT')])).toMatchObject({ kind: 'found', sku: { sku_key: '10:DEFAULT' } });
+    expect(resolveSkuRef('DEFAULT', [sku(3, 'DEFAULT', false), sku(10, 'DEFAULT')])).toMatchObject({
+      kind: 'found',
+      sku: { sku_key: '10:DEFAULT' },
+    });
   });
 
   it('a code carried only by several unlisted SKUs is ambiguous among them', () => {
-    expect(resolveSkuRef('M', [sku(3, 'M', false), sku(4, 'M', false)])).toEqual({ kind: 'ambiguous', candidates: ['3:M', '4:M'], listed: false });
+    expect(resolveSkuRef('M', [sku(3, 'M', false), sku(4, 'M', false)])).toEqual({
+      kind: 'ambiguous',
+      candidates: ['3:M', '4:M'],
+      listed: false,
+    });
   });
 
-  it('a code that has the form of another SKU\'s key: the key wins', () => {
+  it("a code that has the form of another SKU's key: the key wins", () => {
     const rows = [sku(5, '7:X'), sku(7, 'X')];
     expect(resolveSkuRef('7:X', rows)).toMatchObject({ kind: 'found', sku: { sku_key: '7:X' } });
     expect(resolveSkuRef('5:7:X', rows)).toMatchObject({ kind: 'found', sku: { sku_key: '5:7:X' } });

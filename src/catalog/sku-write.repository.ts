@@ -279,7 +279,10 @@ export class SkuWriteRepository {
    * before its first statement that reads or writes SKU rows. Returns the pricing version held.
    */
   async lockSkuCodes(em: Db, keys: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
-    const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [keys, opts.listedOf ?? null]);
+    const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [
+      keys,
+      opts.listedOf ?? null,
+    ]);
     return { version: Number(row?.version), now: row.now };
   }
 
@@ -291,7 +294,12 @@ export class SkuWriteRepository {
    * lockSkuCodes returns it too.
    */
   async transactionNow(em: Db): Promise<Date> {
-    const [row] = await this.prepared<{ now: Date }>(em, 'transaction_now', "SELECT date_trunc('milliseconds', transaction_timestamp()) AS now", []);
+    const [row] = await this.prepared<{ now: Date }>(
+      em,
+      'transaction_now',
+      "SELECT date_trunc('milliseconds', transaction_timestamp()) AS now",
+      [],
+    );
     return row.now;
   }
 
@@ -336,12 +344,19 @@ export class SkuWriteRepository {
         });
       }
     }
-    const result = await this.prepared<{ what: string; sku_key: string | null; old: Record<string, unknown> | null; version: string | null }>(
-      em,
-      'upsert_skus',
-      UPSERT_SKUS_SQL,
-      [JSON.stringify(skus), opts.now, opts.runId, opts.pricingVersion, JSON.stringify([...products.values()]), opts.source],
-    );
+    const result = await this.prepared<{
+      what: string;
+      sku_key: string | null;
+      old: Record<string, unknown> | null;
+      version: string | null;
+    }>(em, 'upsert_skus', UPSERT_SKUS_SQL, [
+      JSON.stringify(skus),
+      opts.now,
+      opts.runId,
+      opts.pricingVersion,
+      JSON.stringify([...products.values()]),
+      opts.source,
+    ]);
     for (const r of result) {
       if (r.what === 'changed') out.written.push({ skuKey: r.sku_key!, old: r.old ? toSkuRow(r.old) : null });
       else if (r.what === 'stale_pricing') out.stalePricing = Number(r.version);
@@ -358,12 +373,19 @@ export class SkuWriteRepository {
    * transaction. Takes the locks of LOCK_SKU_CODES_SQL for its SKUs first (in the statement that holds
    * the pricing version), so that a COPY and an upsert of one SKU wait for each other.
    */
-  async insertNewSkus(em: EntityManager, rows: SkuRow[], opts: { now: Date; runId: string | null; pricingVersion: number; source: string }): Promise<UpsertOutcome> {
+  async insertNewSkus(
+    em: EntityManager,
+    rows: SkuRow[],
+    opts: { now: Date; runId: string | null; pricingVersion: number; source: string },
+  ): Promise<UpsertOutcome> {
     const out: UpsertOutcome = { written: [], stalePricing: null };
     if (rows.length === 0) return out;
     const runner = em.queryRunner;
     if (!runner || !(await this.canCopy())) throw new Error('insertNewSkus needs a transaction on a PostgreSQL server');
-    const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [rows.map((r) => r.sku_key), null]);
+    const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [
+      rows.map((r) => r.sku_key),
+      null,
+    ]);
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).

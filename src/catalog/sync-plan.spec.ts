@@ -33,7 +33,10 @@ describe('planPass', () => {
 
   it('auto tries a refused filter again once the refusal is SYNC_FULL_EVERY old, and still makes a full pass every SYNC_FULL_EVERY', () => {
     // Refused 6 h ago; the full passes made since (because of it) are recent.
-    expect(planPass({ ...base, filterRefusedAt: ago(6 * H - 1), lastFullAt: ago(H / 4) })).toMatchObject({ mode: 'full', reason: 'the upstream refused updated_after last time' });
+    expect(planPass({ ...base, filterRefusedAt: ago(6 * H - 1), lastFullAt: ago(H / 4) })).toMatchObject({
+      mode: 'full',
+      reason: 'the upstream refused updated_after last time',
+    });
     const retry = planPass({ ...base, filterRefusedAt: ago(6 * H), lastFullAt: ago(H / 4) });
     expect(retry).toMatchObject({ mode: 'incremental', reason: expect.stringMatching(/trying it again/) });
     expect(retry.updatedAfter?.getTime()).toBe(ago(H / 4).getTime() - INCREMENTAL_SAFETY_WINDOW_MS);

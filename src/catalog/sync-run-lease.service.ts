@@ -110,7 +110,8 @@ export class SyncRunLease {
    * when this process no longer holds it.
    */
   async setMode(claim: RunClaim, mode: PassMode, fallback: string | null): Promise<void> {
-    if ((await this.runs.setMode(claim.runId, this.instanceId, mode, fallback)) === 0) this.lose(claim, 'another process recovered it as abandoned');
+    if ((await this.runs.setMode(claim.runId, this.instanceId, mode, fallback)) === 0)
+      this.lose(claim, 'another process recovered it as abandoned');
     if (claim.lost !== null) throw new AbortedError(`lost its claim: ${claim.lost}`);
   }
 
@@ -148,7 +149,10 @@ export class SyncRunLease {
     if (claim.lost !== null) return;
     const silentMs = performance.now() - claim.heldAt;
     if (silentMs >= this.timing.lostAfterMs) {
-      this.lose(claim, `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ${STALE_RUN_MS / 1000} s)`);
+      this.lose(
+        claim,
+        `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ${STALE_RUN_MS / 1000} s)`,
+      );
       return;
     }
     if (claim.beating) return;

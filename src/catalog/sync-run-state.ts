@@ -15,8 +15,10 @@ import { MAX_SKIPPED_LISTED, type RunCounters } from './sync-run.repository.js';
 export type SyncPhase = 'starting' | 'categories' | 'products' | 'rereading' | 'confirming' | 'media' | 'finished';
 
 /** A run's progress: its counters so far (those of the run row, see RunCounters). */
-export interface SyncProgress
-  extends Pick<RunCounters, 'pagesDone' | 'pagesTotal' | 'productsSeen' | 'skusSeen' | 'skusCreated' | 'skusChanged' | 'skusDelisted' | 'skusRelisted' | 'conflicts'> {
+export interface SyncProgress extends Pick<
+  RunCounters,
+  'pagesDone' | 'pagesTotal' | 'productsSeen' | 'skusSeen' | 'skusCreated' | 'skusChanged' | 'skusDelisted' | 'skusRelisted' | 'conflicts'
+> {
   runId: string;
   mode: PassMode;
   phase: SyncPhase;
@@ -73,7 +75,10 @@ export interface ActiveRun {
 }
 
 export function newRunId(now: Date): string {
-  return `run_${now.toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
+  return `run_${now
+    .toISOString()
+    .replace(/[-:TZ.]/g, '')
+    .slice(0, 14)}_${randomBytes(4).toString('hex')}`;
 }
 
 export function emptyCounters(): RunCounters {

@@ -140,7 +140,6 @@ function counterParams(c: RunCounters): unknown[] {
   ];
 }
 
-
 @Injectable()
 export class SyncRunRepository {
   constructor(private readonly dataSource: DataSource) {}
@@ -174,7 +173,12 @@ export class SyncRunRepository {
    * `exceptRunId` (the run the calling process is executing: never its own), in `em`'s transaction
    * when given. Returns the run (id, mode, the error recorded), if any.
    */
-  async recoverStale(staleMs: number, now: Date, exceptRunId: string | null, em: Db = this.db): Promise<{ runId: string; mode: string; error: string } | null> {
+  async recoverStale(
+    staleMs: number,
+    now: Date,
+    exceptRunId: string | null,
+    em: Db = this.db,
+  ): Promise<{ runId: string; mode: string; error: string } | null> {
     const rows = (await em.query(
       `WITH u AS (
          UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
@@ -233,7 +237,12 @@ export class SyncRunRepository {
    * ran: its counters, and its own error in front of the one the other process wrote. It stays failed.
    * Returns the rows updated.
    */
-  async finishLost(em: Db, runId: string, owner: string, r: { counters: RunCounters; error: string; note: string | null }): Promise<number> {
+  async finishLost(
+    em: Db,
+    runId: string,
+    owner: string,
+    r: { counters: RunCounters; error: string; note: string | null },
+  ): Promise<number> {
     return this.count(
       em,
       `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($22, note),

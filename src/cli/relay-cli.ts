@@ -92,8 +92,10 @@ function checkArgs(args: Args): void {
     if (!BARE_OPTIONS.has(k) && (args.bare.has(k) || v === '')) throw new UsageError(`option --${k} needs a value`);
   }
   const url = args.flags.url;
-  if (url !== undefined && !/^https?:\/\/[^/]/i.test(url)) throw new UsageError(`--url must be an http(s) URL of a running relay, got "${redactUrl(url)}"`);
-  if (args.positional.length > allowed.positional) throw new UsageError(`unexpected argument ${args.positional[allowed.positional]} for relay ${args.command}`);
+  if (url !== undefined && !/^https?:\/\/[^/]/i.test(url))
+    throw new UsageError(`--url must be an http(s) URL of a running relay, got "${redactUrl(url)}"`);
+  if (args.positional.length > allowed.positional)
+    throw new UsageError(`unexpected argument ${args.positional[allowed.positional]} for relay ${args.command}`);
 }
 
 function intFlag(flags: Record<string, string>, name: string, def: number): number {
@@ -157,7 +159,9 @@ async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: 
     const run = r.data.run;
     const total = Number(run.pages_total ?? 0);
     const done = Number(run.pages_done ?? 0);
-    progress(`sync ${runId} ${bar(done, total)} pages ${done}/${total || '?'}  products ${run.products_seen ?? 0}  SKUs ${run.skus_seen ?? 0}`);
+    progress(
+      `sync ${runId} ${bar(done, total)} pages ${done}/${total || '?'}  products ${run.products_seen ?? 0}  SKUs ${run.skus_seen ?? 0}`,
+    );
     if (run.status !== 'running') {
       progress('');
       out(
@@ -264,4 +268,3 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     return EXIT.failed;
   }
 }
-

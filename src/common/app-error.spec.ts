@@ -10,7 +10,11 @@ describe('AppError', () => {
       expect(statusOf(code as ErrorCode)).toBe(status);
       expect(toEnvelope(e)).toEqual({ status, body: { ok: false, error_code: code, error_message: 'm' } });
     }
-    expect(badRequest('bad', { x: ['required'] })).toMatchObject({ code: 'bad_request', httpStatus: 400, extra: { fields: { x: ['required'] } } });
+    expect(badRequest('bad', { x: ['required'] })).toMatchObject({
+      code: 'bad_request',
+      httpStatus: 400,
+      extra: { fields: { x: ['required'] } },
+    });
   });
 
   it('takes only a code of the table', () => {
@@ -24,15 +28,27 @@ describe('AppError', () => {
     expect(e).toBeInstanceOf(AppError);
     expect(toEnvelope(e)).toEqual({
       status: 402,
-      body: { ok: false, error_code: 'insufficient_balance', error_message: 'the upstream refused the order', order: { status: 'rejected' } },
+      body: {
+        ok: false,
+        error_code: 'insufficient_balance',
+        error_message: 'the upstream refused the order',
+        order: { status: 'rejected' },
+      },
     });
   });
 
   it('keeps the code, the status and the extra members with another message', () => {
-    const e = new AppError('sku_ambiguous', 'sku_code A is carried by 2 SKUs', { candidates: ['1:A', '2:A'] }).withMessage('rules.0: sku_code A is carried by 2 SKUs');
+    const e = new AppError('sku_ambiguous', 'sku_code A is carried by 2 SKUs', { candidates: ['1:A', '2:A'] }).withMessage(
+      'rules.0: sku_code A is carried by 2 SKUs',
+    );
     expect(toEnvelope(e)).toEqual({
       status: 409,
-      body: { ok: false, error_code: 'sku_ambiguous', error_message: 'rules.0: sku_code A is carried by 2 SKUs', candidates: ['1:A', '2:A'] },
+      body: {
+        ok: false,
+        error_code: 'sku_ambiguous',
+        error_message: 'rules.0: sku_code A is carried by 2 SKUs',
+        candidates: ['1:A', '2:A'],
+      },
     });
   });
 });

@@ -43,4 +43,5 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (message: string, fields?: Record<string, string[]>) => new AppError('bad_request', message, fields ? { fields } : {});
+export const badRequest = (message: string, fields?: Record<string, string[]>) =>
+  new AppError('bad_request', message, fields ? { fields } : {});

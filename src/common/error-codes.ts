@@ -11,13 +11,34 @@ export interface ErrorCodeDoc {
 }
 
 const TABLE = [
-  { code: 'bad_request', status: 400, meaning: 'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse)' },
+  {
+    code: 'bad_request',
+    status: 400,
+    meaning:
+      'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse)',
+  },
   { code: 'manual_form_required', status: 400, meaning: 'the SKU is fulfilled manually and `manual_form_data` is missing or incomplete' },
-  { code: 'unauthorized', status: 401, meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*` (a path there that is no route included)' },
-  { code: 'invalid_signature', status: 401, meaning: 'callback: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature' },
-  { code: 'payment_failed', status: 402, meaning: 'the upstream refused the payment from the wallet; the order is `rejected` (in `order`)' },
+  {
+    code: 'unauthorized',
+    status: 401,
+    meaning: 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>` on `/internal/*` (a path there that is no route included)',
+  },
+  {
+    code: 'invalid_signature',
+    status: 401,
+    meaning: 'callback: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature',
+  },
+  {
+    code: 'payment_failed',
+    status: 402,
+    meaning: 'the upstream refused the payment from the wallet; the order is `rejected` (in `order`)',
+  },
   { code: 'insufficient_balance', status: 402, meaning: 'the upstream wallet cannot pay the order; the order is `rejected` (in `order`)' },
-  { code: 'not_found', status: 404, meaning: 'no such route, or a method the path does not take (under `/internal/`: only with a valid token, else 401 `unauthorized`)' },
+  {
+    code: 'not_found',
+    status: 404,
+    meaning: 'no such route, or a method the path does not take (under `/internal/`: only with a valid token, else 401 `unauthorized`)',
+  },
   { code: 'sku_not_found', status: 404, meaning: 'no SKU with this `sku_key` or `sku_code`' },
   { code: 'product_not_found', status: 404, meaning: 'no product with this id (of this `supplier`)' },
   { code: 'media_not_found', status: 404, meaning: '`GET /media/{file}`: no mirrored image with this name' },
@@ -28,9 +49,17 @@ const TABLE = [
   { code: 'sync_in_progress', status: 409, meaning: 'a catalog sync is already running; `run_id` names it' },
   { code: 'reconciliation_in_progress', status: 409, meaning: 'a reconciliation run is already running; `run_id` names it' },
   { code: 'idempotency_conflict', status: 409, meaning: 'this `shop_order_no` was used with another request body' },
-  { code: 'sku_ambiguous', status: 409, meaning: 'a plain `sku_code` that several products carry: name the SKU by its `sku_key` (the envelope\'s `candidates`)' },
+  {
+    code: 'sku_ambiguous',
+    status: 409,
+    meaning: "a plain `sku_code` that several products carry: name the SKU by its `sku_key` (the envelope's `candidates`)",
+  },
   { code: 'sku_unavailable', status: 409, meaning: 'the SKU is unlisted, inactive or out of stock (locally, or on the fresh read)' },
-  { code: 'price_changed', status: 409, meaning: 'the fresh upstream price is above `max_unit_cost` (default: the sale price before the read)' },
+  {
+    code: 'price_changed',
+    status: 409,
+    meaning: 'the fresh upstream price is above `max_unit_cost` (default: the sale price before the read)',
+  },
   { code: 'cancel_not_allowed', status: 409, meaning: 'the upstream refused to cancel; the local order is unchanged' },
   { code: 'outcome_unknown', status: 409, meaning: 'cancel/refund of an order whose submission is `submitting` or `submit_unknown`' },
   { code: 'resolve_mismatch', status: 409, meaning: 'resolve: the upstream order belongs to another `downstream_order_no`' },
@@ -39,10 +68,23 @@ const TABLE = [
   { code: 'payload_too_large', status: 413, meaning: 'request body over 64 KiB' },
   { code: 'too_many_requests', status: 429, meaning: 'too many requests' },
   { code: 'internal_error', status: 500, meaning: 'unexpected error (logged); for a callback, the upstream retries it' },
-  { code: 'upstream_auth_failed', status: 502, meaning: 'the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile' },
-  { code: 'upstream_error', status: 502, meaning: 'the upstream refused an operation with a code the relay does not expect (kept in `error_message`); the local order is unchanged' },
+  {
+    code: 'upstream_auth_failed',
+    status: 502,
+    meaning: 'the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile',
+  },
+  {
+    code: 'upstream_error',
+    status: 502,
+    meaning:
+      'the upstream refused an operation with a code the relay does not expect (kept in `error_message`); the local order is unchanged',
+  },
   { code: 'service_unavailable', status: 503, meaning: 'the instance is shutting down; try another replica or again shortly' },
-  { code: 'upstream_unavailable', status: 503, meaning: 'the upstream could not be reached (nothing was placed, or the local order is unchanged)' },
+  {
+    code: 'upstream_unavailable',
+    status: 503,
+    meaning: 'the upstream could not be reached (nothing was placed, or the local order is unchanged)',
+  },
 ] as const;
 
 /** A code of the table: the only codes `new AppError(code, …)` takes. */

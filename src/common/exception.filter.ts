@@ -39,7 +39,8 @@ export class AppExceptionFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     const req = http.getRequest<FastifyRequest>();
     const status = sendError(exception, req, reply, this.config.internalApiToken);
-    if (status >= 500) this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(req) });
+    if (status >= 500)
+      this.logger.error({ msg: `unhandled error: ${(exception as Error)?.stack ?? String(exception)}`, ...requestFields(req) });
   }
 }
 
@@ -72,7 +73,8 @@ export function toEnvelope(exception: unknown): { status: number; body: Record<s
         ? fastifyStatus
         : 500;
   const code = STATUS_CODES[status] ?? (status >= 500 ? 'internal_error' : 'bad_request');
-  const message = status === 413 ? 'request body exceeds 64 KiB' : status >= 500 ? 'internal error' : ((exception as Error)?.message ?? code);
+  const message =
+    status === 413 ? 'request body exceeds 64 KiB' : status >= 500 ? 'internal error' : ((exception as Error)?.message ?? code);
   const body: Record<string, unknown> = { ok: false, error_code: code, error_message: message };
   // every bad_request names what was wrong (CONTRACT §5); one of the framework's own names the request
   if (code === 'bad_request') body.fields = { request: [message] };
@@ -92,4 +94,3 @@ function bodyParseError(exception: unknown): string | null {
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || statusCode === 415) return 'not JSON (unreadable content-type)';
   return null;
 }
-

@@ -4,7 +4,8 @@ import { WakeLoop } from './wake-loop.js';
 function passesOf(loop: { count: number }, n: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const check = () => (loop.count >= n ? resolve() : Date.now() - started > 5000 ? reject(new Error(`${loop.count} passes of ${n}`)) : setImmediate(check));
+    const check = () =>
+      loop.count >= n ? resolve() : Date.now() - started > 5000 ? reject(new Error(`${loop.count} passes of ${n}`)) : setImmediate(check);
     check();
   });
 }

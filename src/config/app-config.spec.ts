@@ -39,7 +39,16 @@ describe('config', () => {
     expect(c.payloadKeys).toHaveLength(1);
     expect(c.payloadKeys[0]).toHaveLength(32);
     expect(c.generated).toEqual(['INTERNAL_API_TOKEN', 'PAYLOAD_ENCRYPTION_KEY']);
-    expect(c.sync).toEqual({ cron: '*/15 * * * *', onStart: true, pageSize: 100, concurrency: 4, mode: 'auto', fullEveryMs: 6 * 3600_000, listInactive: false, rereadOrdered: 10 });
+    expect(c.sync).toEqual({
+      cron: '*/15 * * * *',
+      onStart: true,
+      pageSize: 100,
+      concurrency: 4,
+      mode: 'auto',
+      fullEveryMs: 6 * 3600_000,
+      listInactive: false,
+      rereadOrdered: 10,
+    });
     expect(c.orders).toEqual({ pollBaseMs: 5000, pollMaxMs: 600_000, stuckAlertS: 86_400, maxQuantity: 1000 });
     expect(c.pricing).toEqual({ markupPercent: '0', markupFixed: '0', rounding: '0.01' });
     expect(c.callbacks.toleranceS).toBe(60);
@@ -96,7 +105,11 @@ describe('config', () => {
     ['UPSTREAM_TIMEOUT_MS', '-5', /UPSTREAM_TIMEOUT_MS: must be between/],
     ['CALLBACK_PUBLIC_URL', 'relay.example/cb', /CALLBACK_PUBLIC_URL: is not a valid URL/],
     ['CALLBACK_SIGNATURE_PATH', 'callbacks', /CALLBACK_SIGNATURE_PATH: must be a path/],
-    ['UPSTREAM_SIGNATURE_TEMPLATE', '{method}\\n{path}\\n{timestamp}\\n{body_md}', /UPSTREAM_SIGNATURE_TEMPLATE: has unknown placeholders \{body_md\}/],
+    [
+      'UPSTREAM_SIGNATURE_TEMPLATE',
+      '{method}\\n{path}\\n{timestamp}\\n{body_md}',
+      /UPSTREAM_SIGNATURE_TEMPLATE: has unknown placeholders \{body_md\}/,
+    ],
     ['UPSTREAM_SIGNATURE_TEMPLATE', 'static-text', /UPSTREAM_SIGNATURE_TEMPLATE: must contain at least one placeholder/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
     ['CALLBACK_TRUST', 'always', /CALLBACK_TRUST: must be one of/],
@@ -114,13 +127,21 @@ describe('config', () => {
     ['DATABASE_URL', 'mysql://u:s3cretpw@h/db', 'DATABASE_URL: must be a postgres: or postgresql: URL, got "mysql://***@h/db"'],
     ['DATABASE_URL', 'postgres//relay:s3cretpw@db/relay', 'DATABASE_URL: is not a valid URL: "postgres//***@db/relay"'],
     ['DATABASE_URL', 'postgres://relay:s3cret#pw@db/relay', 'DATABASE_URL: is not a valid URL: "postgres://***@db/relay"'],
-    ['UPSTREAM_BASE_URL', 'ftp://u:s3cretpw@supplier.example/api/v1/upstream', 'UPSTREAM_BASE_URL: must be a http: or https: URL, got "ftp://***@supplier.example/api/v1/upstream"'],
+    [
+      'UPSTREAM_BASE_URL',
+      'ftp://u:s3cretpw@supplier.example/api/v1/upstream',
+      'UPSTREAM_BASE_URL: must be a http: or https: URL, got "ftp://***@supplier.example/api/v1/upstream"',
+    ],
     [
       'UPSTREAM_BASE_URL',
       'https://u:s3cretpw@supplier.example/api?token=s3cretpw&page=1',
       'UPSTREAM_BASE_URL: must include the path prefix /api/v1/upstream, got "https://***@supplier.example/api?token=***&page=1"',
     ],
-    ['CALLBACK_PUBLIC_URL', 'ftp://relay.example/cb?key=s3cretpw', 'CALLBACK_PUBLIC_URL: must be a http: or https: URL, got "ftp://relay.example/cb?key=***"'],
+    [
+      'CALLBACK_PUBLIC_URL',
+      'ftp://relay.example/cb?key=s3cretpw',
+      'CALLBACK_PUBLIC_URL: must be a http: or https: URL, got "ftp://relay.example/cb?key=***"',
+    ],
   ])('refuses %s=%s without printing its credentials', (name, value, message) => {
     const p = problems({ ...production, [name]: value });
     expect(p).toEqual([message]);
@@ -130,7 +151,12 @@ describe('config', () => {
   it('refuses SHOP_WEBHOOK_URL without printing its credentials, and the whole message (as main.ts prints it) holds none', () => {
     let message = '';
     try {
-      loadConfig({ ...production, DATABASE_URL: 'mysql://u:s3cretpw@h/db', SHOP_WEBHOOK_URL: 'ftp://hook:s3cretpw@shop.example/hook?secret=s3cretpw', SHOP_WEBHOOK_SECRET: 'x' });
+      loadConfig({
+        ...production,
+        DATABASE_URL: 'mysql://u:s3cretpw@h/db',
+        SHOP_WEBHOOK_URL: 'ftp://hook:s3cretpw@shop.example/hook?secret=s3cretpw',
+        SHOP_WEBHOOK_SECRET: 'x',
+      });
     } catch (e) {
       message = (e as ConfigError).message;
     }
@@ -140,7 +166,9 @@ describe('config', () => {
   });
 
   it('refuses an INTERNAL_API_TOKEN with white space inside (a bearer token could never match it)', () => {
-    expect(problems({ INTERNAL_API_TOKEN: 'two words' })).toEqual(['INTERNAL_API_TOKEN: must not contain white space (it is sent as `Authorization: Bearer <token>`)']);
+    expect(problems({ INTERNAL_API_TOKEN: 'two words' })).toEqual([
+      'INTERNAL_API_TOKEN: must not contain white space (it is sent as `Authorization: Bearer <token>`)',
+    ]);
     expect(loadConfig({ INTERNAL_API_TOKEN: '  padded-token  ' }).internalApiToken).toBe('padded-token');
   });
 
@@ -154,8 +182,17 @@ describe('config', () => {
   });
 
   it('refuses PORT=65535 with the built-in sandbox (it listens on PORT + 1), not with an upstream', () => {
-    expect(problems({ PORT: '65535' })).toEqual(['PORT: must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535']);
-    expect(loadConfig({ PORT: '65535', UPSTREAM_BASE_URL: 'https://up.example/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }).port).toBe(65535);
+    expect(problems({ PORT: '65535' })).toEqual([
+      'PORT: must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535',
+    ]);
+    expect(
+      loadConfig({
+        PORT: '65535',
+        UPSTREAM_BASE_URL: 'https://up.example/api/v1/upstream',
+        UPSTREAM_API_KEY: 'k',
+        UPSTREAM_API_SECRET: 's',
+      }).port,
+    ).toBe(65535);
   });
 
   it('takes markups at their limits: -100 %, 15 digits before the point, 8 after', () => {
@@ -245,13 +282,29 @@ describe('config', () => {
   });
 
   it('applies the dujiao-next profile presets, each still settable on its own', () => {
-    const c = loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', CALLBACK_PUBLIC_URL: 'https://relay.example/callbacks/upstream' });
+    const c = loadConfig({
+      ...production,
+      UPSTREAM_PROFILE: 'dujiao-next',
+      CALLBACK_PUBLIC_URL: 'https://relay.example/callbacks/upstream',
+    });
     expect(c.upstream.headerPrefix).toBe('Dujiao-Next');
     expect(c.upstream.orderNoIdempotent).toBe(true);
     expect(c.sync.pageSize).toBe(50);
     expect(c.callbacks.signaturePath).toBe('/api/v1/upstream/callback');
-    const d = loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', UPSTREAM_HEADER_PREFIX: 'X', UPSTREAM_ORDER_NO_IDEMPOTENT: 'false', SYNC_PAGE_SIZE: '20', CALLBACK_SIGNATURE_PATH: '/cb' });
-    expect([d.upstream.headerPrefix, d.upstream.orderNoIdempotent, d.sync.pageSize, d.callbacks.signaturePath]).toEqual(['X', false, 20, '/cb']);
+    const d = loadConfig({
+      ...production,
+      UPSTREAM_PROFILE: 'dujiao-next',
+      UPSTREAM_HEADER_PREFIX: 'X',
+      UPSTREAM_ORDER_NO_IDEMPOTENT: 'false',
+      SYNC_PAGE_SIZE: '20',
+      CALLBACK_SIGNATURE_PATH: '/cb',
+    });
+    expect([d.upstream.headerPrefix, d.upstream.orderNoIdempotent, d.sync.pageSize, d.callbacks.signaturePath]).toEqual([
+      'X',
+      false,
+      20,
+      '/cb',
+    ]);
     expect(PROFILES.spec.orderNoIdempotent).toBe(false);
   });
 
@@ -281,12 +334,21 @@ describe('config', () => {
   it.each(['{api_key}{method}{path}', '{method}\\n{path}\\n{body}', '{timestamp}', '{body_sha256}:{api_key}'])(
     'takes any template built from the placeholders of CONTRACT §4 (%s)',
     (template) => {
-      expect(loadConfig({ ...production, UPSTREAM_SIGNATURE_TEMPLATE: template }).upstream.signatureTemplate).toBe(template.replace(/\\n/g, '\n'));
+      expect(loadConfig({ ...production, UPSTREAM_SIGNATURE_TEMPLATE: template }).upstream.signatureTemplate).toBe(
+        template.replace(/\\n/g, '\n'),
+      );
     },
   );
 
   it('reads the request budget: off under spec, 60/60s under dujiao-next, each variable settable', () => {
-    expect(loadConfig(production).budget).toEqual({ rateLimit: null, blockMs: 30_000, syncShare: 0.5, reconcileShare: 0.2, orderQueueWaitMs: 5000, orderPriceFreshS: 30 });
+    expect(loadConfig(production).budget).toEqual({
+      rateLimit: null,
+      blockMs: 30_000,
+      syncShare: 0.5,
+      reconcileShare: 0.2,
+      orderQueueWaitMs: 5000,
+      orderPriceFreshS: 30,
+    });
     expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next' }).budget.rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
     expect(loadConfig({ ...production, UPSTREAM_PROFILE: 'dujiao-next', UPSTREAM_RATE_LIMIT: 'off' }).budget.rateLimit).toBeNull();
     expect(PROFILES['dujiao-next'].rateLimit).toEqual({ requests: 60, windowMs: 60_000 });
@@ -295,8 +357,22 @@ describe('config', () => {
     expect(rate('20/2s')).toEqual({ requests: 20, windowMs: 2000 });
     expect(rate('10 / 500ms')).toEqual({ requests: 10, windowMs: 500 });
     expect(rate('OFF')).toBeNull();
-    const c = loadConfig({ ...production, UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3', SYNC_BUDGET_SHARE: '1', RECONCILE_BUDGET_SHARE: '0.05', ORDER_QUEUE_WAIT_MS: '0', ORDER_PRICE_FRESH_S: '0' });
-    expect(c.budget).toEqual({ rateLimit: null, blockMs: 300, syncShare: 1, reconcileShare: 0.05, orderQueueWaitMs: 0, orderPriceFreshS: 0 });
+    const c = loadConfig({
+      ...production,
+      UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3',
+      SYNC_BUDGET_SHARE: '1',
+      RECONCILE_BUDGET_SHARE: '0.05',
+      ORDER_QUEUE_WAIT_MS: '0',
+      ORDER_PRICE_FRESH_S: '0',
+    });
+    expect(c.budget).toEqual({
+      rateLimit: null,
+      blockMs: 300,
+      syncShare: 1,
+      reconcileShare: 0.05,
+      orderQueueWaitMs: 0,
+      orderPriceFreshS: 0,
+    });
   });
 
   it.each([

@@ -11,7 +11,11 @@ import { parseReconcileAfter } from '../reconciliation/reconcile-plan.js';
 import { redactUrl } from './redact-url.js';
 
 /** The variable behind each field of a markup (for the configuration's messages). */
-const PRICING_VARIABLES: Record<string, string> = { markup_percent: 'PRICE_MARKUP_PERCENT', markup_fixed: 'PRICE_MARKUP_FIXED', rounding: 'PRICE_ROUNDING' };
+const PRICING_VARIABLES: Record<string, string> = {
+  markup_percent: 'PRICE_MARKUP_PERCENT',
+  markup_fixed: 'PRICE_MARKUP_FIXED',
+  rounding: 'PRICE_ROUNDING',
+};
 
 export type UpstreamProfile = 'spec' | 'dujiao-next';
 export type SyncMode = 'auto' | 'full' | 'incremental';
@@ -357,7 +361,10 @@ class Reader {
     const requests = m ? Number(m[1]) : 0;
     const windowMs = m ? Number(m[2]) * (units[m[3]] ?? 1000) : 0;
     if (!m || requests < 1 || requests > 1_000_000 || windowMs < 1 || windowMs > 86_400_000) {
-      this.fail(name, `must be <requests>/<window> with a window in ms, s or m (60/60s, 60/1m, 20/2s; from 1 request and 1 ms to 1000000 requests and 1440m), or off, got "${v}"`);
+      this.fail(
+        name,
+        `must be <requests>/<window> with a window in ms, s or m (60/60s, 60/1m, 20/2s; from 1 request and 1 ms to 1000000 requests and 1440m), or off, got "${v}"`,
+      );
       return def;
     }
     return { requests, windowMs };
@@ -415,7 +422,10 @@ function parseKeys(r: Reader, raw: string): Buffer[] {
 function reconcileAfter(r: Reader): number[] | null {
   const parsed = parseReconcileAfter(r.raw('RECONCILE_AFTER') ?? '1h,1d,7d');
   if (parsed === null || Array.isArray(parsed)) return parsed;
-  r.fail('RECONCILE_AFTER', `must be durations after an order finishes, strictly increasing and comma-separated (1h,1d,7d), or off: ${parsed.problem}`);
+  r.fail(
+    'RECONCILE_AFTER',
+    `must be durations after an order finishes, strictly increasing and comma-separated (1h,1d,7d), or off: ${parsed.problem}`,
+  );
   return null;
 }
 
@@ -451,7 +461,11 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const port = r.int('PORT', 3000, 0, 65535);
   const host = r.raw('HOST') ?? '0.0.0.0';
   // an address or a host name to listen on (a bad one would fail only at listen, without naming HOST)
-  if (!/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(host)) {
+  if (
+    !/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(
+      host,
+    )
+  ) {
     r.fail('HOST', `must be an IP address or a host name to listen on, got "${host}"`);
   }
   const database = parseDatabaseUrl(r, dataDir);
@@ -462,7 +476,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const baseUrl = r.url('UPSTREAM_BASE_URL', ['http:', 'https:']) ?? null;
   const sandbox = baseUrl === null && r.raw('UPSTREAM_BASE_URL') === undefined;
   // the built-in sandbox listens on PORT + 1
-  if (sandbox && port === 65535) r.fail('PORT', 'must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535');
+  if (sandbox && port === 65535)
+    r.fail('PORT', 'must be below 65535 without UPSTREAM_BASE_URL (the built-in sandbox upstream listens on PORT + 1), got 65535');
   if (baseUrl !== null && !new URL(baseUrl).pathname.replace(/\/+$/, '').endsWith(UPSTREAM_PATH_PREFIX)) {
     r.fail('UPSTREAM_BASE_URL', `must include the path prefix ${UPSTREAM_PATH_PREFIX}, got "${redactUrl(baseUrl)}"`);
   }
@@ -481,16 +496,24 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     templateRaw !== undefined && templateRaw !== '' ? parseSignatureTemplate(templateRaw) : preset.signatureTemplate;
   // Any canonical string built from the placeholders of CONTRACT §4 (the upstream decides it); a
   // `{name}` that is not one of them is a typo, refused rather than signed as literal text.
-  const unknownPlaceholders = [...signatureTemplate.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]).filter((n) => !(SIGNATURE_PLACEHOLDERS as readonly string[]).includes(n));
+  const unknownPlaceholders = [...signatureTemplate.matchAll(/\{([A-Za-z0-9_]+)\}/g)]
+    .map((m) => m[1])
+    .filter((n) => !(SIGNATURE_PLACEHOLDERS as readonly string[]).includes(n));
   if (unknownPlaceholders.length > 0) {
-    r.fail('UPSTREAM_SIGNATURE_TEMPLATE', `has unknown placeholders ${unknownPlaceholders.map((n) => `{${n}}`).join(', ')} (known: ${SIGNATURE_PLACEHOLDERS.map((n) => `{${n}}`).join(', ')})`);
+    r.fail(
+      'UPSTREAM_SIGNATURE_TEMPLATE',
+      `has unknown placeholders ${unknownPlaceholders.map((n) => `{${n}}`).join(', ')} (known: ${SIGNATURE_PLACEHOLDERS.map((n) => `{${n}}`).join(', ')})`,
+    );
   } else if (templatePlaceholders(signatureTemplate).length === 0) {
     r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain at least one placeholder ({method}, {path}, {timestamp}, {body_md5}…)');
   }
 
   const upstreamName = r.raw('UPSTREAM_NAME') ?? 'main';
   if (!/^[a-z][a-z0-9-]{0,31}$/.test(upstreamName)) {
-    r.fail('UPSTREAM_NAME', `must match [a-z][a-z0-9-]{0,31} (a lower-case letter, then up to 31 letters, digits or dashes), got "${upstreamName}"`);
+    r.fail(
+      'UPSTREAM_NAME',
+      `must match [a-z][a-z0-9-]{0,31} (a lower-case letter, then up to 31 letters, digits or dashes), got "${upstreamName}"`,
+    );
   }
   const mediaPublicUrl = r.url('MEDIA_PUBLIC_URL', ['http:', 'https:']) ?? null;
 
@@ -499,12 +522,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   if (explicitPath !== undefined && !explicitPath.startsWith('/')) {
     r.fail('CALLBACK_SIGNATURE_PATH', `must be a path starting with /, got "${explicitPath}"`);
   }
-  const signaturePath =
-    explicitPath ?? preset.callbackSignaturePath ?? (publicUrl !== null ? new URL(publicUrl).pathname : null);
+  const signaturePath = explicitPath ?? preset.callbackSignaturePath ?? (publicUrl !== null ? new URL(publicUrl).pathname : null);
 
   const internalApiToken = secret('INTERNAL_API_TOKEN', () => `dev_${randomHex(24)}`);
   // sent as `Authorization: Bearer <token>`: a token with white space in it could never match
-  if (/\s/.test(internalApiToken)) r.fail('INTERNAL_API_TOKEN', 'must not contain white space (it is sent as `Authorization: Bearer <token>`)');
+  if (/\s/.test(internalApiToken))
+    r.fail('INTERNAL_API_TOKEN', 'must not contain white space (it is sent as `Authorization: Bearer <token>`)');
   const keyRaw = secret('PAYLOAD_ENCRYPTION_KEY', randomBase64Key);
   const payloadKeys = keyRaw ? parseKeys(r, keyRaw) : [];
 
@@ -570,7 +593,17 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     budget: {
       rateLimit: r.rateLimit('UPSTREAM_RATE_LIMIT', preset.rateLimit),
-      blockMs: Math.max(1, Math.round(1000 * r.number('UPSTREAM_RATE_LIMIT_BLOCK_S', 30, { min: 0, max: 86_400, what: 'a number of seconds greater than 0, at most 86400 (30, 0.5)' }))),
+      blockMs: Math.max(
+        1,
+        Math.round(
+          1000 *
+            r.number('UPSTREAM_RATE_LIMIT_BLOCK_S', 30, {
+              min: 0,
+              max: 86_400,
+              what: 'a number of seconds greater than 0, at most 86400 (30, 0.5)',
+            }),
+        ),
+      ),
       syncShare: r.number('SYNC_BUDGET_SHARE', 0.5, { min: 0, max: 1, what: 'a number greater than 0 and at most 1 (0.5)' }),
       reconcileShare: r.number('RECONCILE_BUDGET_SHARE', 0.2, { min: 0, max: 1, what: 'a number greater than 0 and at most 1 (0.2)' }),
       orderQueueWaitMs: r.int('ORDER_QUEUE_WAIT_MS', 5000, 0, 600_000),

@@ -58,7 +58,17 @@ function writeDotenv(text: string): void {
 
 describe('loadProcessConfig: the .env file', () => {
   it('loads values from .env in the working directory', () => {
-    writeDotenv(['PORT=4321', 'HOST=127.0.0.1', 'LOG_LEVEL=debug', 'SYNC_PAGE_SIZE=25', `INTERNAL_API_TOKEN=tok-from-file`, `PAYLOAD_ENCRYPTION_KEY=${KEY}`, ''].join('\n'));
+    writeDotenv(
+      [
+        'PORT=4321',
+        'HOST=127.0.0.1',
+        'LOG_LEVEL=debug',
+        'SYNC_PAGE_SIZE=25',
+        `INTERNAL_API_TOKEN=tok-from-file`,
+        `PAYLOAD_ENCRYPTION_KEY=${KEY}`,
+        '',
+      ].join('\n'),
+    );
     const c = loadProcessConfig();
     expect(c.port).toBe(4321);
     expect(c.host).toBe('127.0.0.1');

@@ -12,7 +12,8 @@ import { FileSecretStore } from './secret-store.js';
 export function loadProcessConfig(overrides: Record<string, string | undefined> = {}): AppConfig {
   // A variable the environment leaves empty is unset to the loader: the file's value fills it too.
   if (existsSync('.env')) {
-    for (const [name, value] of Object.entries(parseDotenv(readFileSync('.env')))) if (!process.env[name]?.trim()) process.env[name] = value;
+    for (const [name, value] of Object.entries(parseDotenv(readFileSync('.env'))))
+      if (!process.env[name]?.trim()) process.env[name] = value;
   }
   const env = { ...process.env, ...overrides };
   const dataDir = env['DATA_DIR']?.trim() || './data';

@@ -17,7 +17,10 @@ describe('redactUrl', () => {
     ['postgres//u:s3cret@h/db', 'postgres//***@h/db'],
     // secret-looking parameters, in the query and the fragment
     ['https://shop.example/hook?token=s3cret&page=2', 'https://shop.example/hook?token=***&page=2'],
-    ['https://x/a?api_key=s3cret&Signature=s3cret&sslpassword=s3cret&mode=x', 'https://x/a?api_key=***&Signature=***&sslpassword=***&mode=x'],
+    [
+      'https://x/a?api_key=s3cret&Signature=s3cret&sslpassword=s3cret&mode=x',
+      'https://x/a?api_key=***&Signature=***&sslpassword=***&mode=x',
+    ],
     ['https://x/a?access%5Ftoken=s3cret', 'https://x/a?access%5Ftoken=***'],
     ['https://x/a#access_token=s3cret&state=1', 'https://x/a#access_token=***&state=1'],
     ['https://u:s3cret@x/a?secret=s3cret#k', 'https://***@x/a?secret=***#k'],

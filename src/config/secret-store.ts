@@ -9,7 +9,19 @@
  * its mode.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, type SecretStore } from './app-config.js';
 
@@ -56,8 +68,15 @@ export class FileSecretStore implements SecretStore {
     } catch {
       values = undefined;
     }
-    if (typeof values !== 'object' || values === null || Array.isArray(values) || Object.values(values).some((v) => typeof v !== 'string')) {
-      throw new ConfigError([`DATA_DIR: ${this.file} is not a JSON object of secrets; fix it, or delete it to have new development secrets generated`]);
+    if (
+      typeof values !== 'object' ||
+      values === null ||
+      Array.isArray(values) ||
+      Object.values(values).some((v) => typeof v !== 'string')
+    ) {
+      throw new ConfigError([
+        `DATA_DIR: ${this.file} is not a JSON object of secrets; fix it, or delete it to have new development secrets generated`,
+      ]);
     }
     return values as Record<string, string>;
   }

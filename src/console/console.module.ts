@@ -18,7 +18,9 @@ export class ConsoleModule implements OnModuleInit {
     if (!adapter || adapter.getType() !== 'fastify') return;
     const state = registerConsole(adapter.getInstance<FastifyInstance>(), CONSOLE_DIST_DIR);
     if (state === 'not_built') {
-      this.logger.warn(`the operator console is not built (no ${CONSOLE_DIST_DIR}index.html): ${CONSOLE_PATH}/ answers 503; run npm run build`);
+      this.logger.warn(
+        `the operator console is not built (no ${CONSOLE_DIST_DIR}index.html): ${CONSOLE_PATH}/ answers 503; run npm run build`,
+      );
     }
   }
 }

@@ -49,7 +49,9 @@ describe('DataDirLock', () => {
     writeHolder({ pid: process.ppid, start_ticks: startTicks(process.ppid), command: 'main.js' });
     const refused = await DataDirLock.acquire(dir).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(DataDirLockedError);
-    expect((refused as Error).message).toMatch(new RegExp(`^data_dir_locked: the embedded database ${dir} is in use by process ${process.ppid} \\(main.js\\) on host `));
+    expect((refused as Error).message).toMatch(
+      new RegExp(`^data_dir_locked: the embedded database ${dir} is in use by process ${process.ppid} \\(main.js\\) on host `),
+    );
     expect((refused as Error).message).toContain(`lock file ${lockFile}`);
     expect(readHolder().token).toBe('stale0token');
   });
@@ -69,7 +71,8 @@ describe('DataDirLock', () => {
     const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const pid = Number(await new Promise<string>((resolve) => parent.stdout.once('data', (c: Buffer) => resolve(c.toString()))));
-      for (let i = 0; i < 100 && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 100 && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); i++)
+        await new Promise((r) => setTimeout(r, 20));
       expect(readFileSync(`/proc/${pid}/stat`, 'utf8')).toMatch(/\) Z /);
       writeHolder({ pid, start_ticks: startTicks(pid) });
       const lock = await DataDirLock.acquire(dir);
@@ -82,7 +85,9 @@ describe('DataDirLock', () => {
 
   it('a holder on another host: alive while it refreshes the lock, taken over once it stopped', async () => {
     writeHolder({ hostname: 'elsewhere', pid: process.ppid }, 1_000);
-    await expect(DataDirLock.acquire(dir)).rejects.toThrow(/in use by process \d+ .*on host elsewhere.*another host: taken over if not refreshed for 30 s/);
+    await expect(DataDirLock.acquire(dir)).rejects.toThrow(
+      /in use by process \d+ .*on host elsewhere.*another host: taken over if not refreshed for 30 s/,
+    );
     writeHolder({ hostname: 'elsewhere', pid: process.ppid }, STALE_MS + 1_000);
     const lock = await DataDirLock.acquire(dir);
     expect(readHolder().token).toBe(lock.holder.token);

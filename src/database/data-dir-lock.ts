@@ -25,7 +25,19 @@
  * stale lock never both win.
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 
@@ -64,7 +76,9 @@ export class DataDirLockedError extends Error {
     /** Why its holder counts as alive (another host: when it is taken over). */
     readonly detail: string,
   ) {
-    super(`${DATA_DIR_LOCKED}: the embedded database ${dir} is in use by ${describeHolder(holder)}${detail ? ` (${detail})` : ''}; lock file ${lockFile}`);
+    super(
+      `${DATA_DIR_LOCKED}: the embedded database ${dir} is in use by ${describeHolder(holder)}${detail ? ` (${detail})` : ''}; lock file ${lockFile}`,
+    );
     this.name = 'DataDirLockedError';
   }
 }
@@ -133,7 +147,8 @@ export class DataDirLock {
         } else {
           const outcome = takeOver(lockFile, found, tmp);
           if (outcome === 'won') break;
-          if (outcome === 'busy' && Date.now() > deadline) throw new DataDirLockedError(abs, lockFile, found.holder, 'another process is taking over its stale lock');
+          if (outcome === 'busy' && Date.now() > deadline)
+            throw new DataDirLockedError(abs, lockFile, found.holder, 'another process is taking over its stale lock');
         }
         if (attempt > 0) await new Promise((r) => setTimeout(r, 10));
       }
@@ -214,7 +229,8 @@ function readLock(file: string): Found | null {
 function parseHolder(text: string): LockHolder | null {
   try {
     const h = JSON.parse(text) as Partial<LockHolder>;
-    if (typeof h.pid !== 'number' || typeof h.hostname !== 'string' || typeof h.token !== 'string' || !/^[\w-]+$/.test(h.token)) return null;
+    if (typeof h.pid !== 'number' || typeof h.hostname !== 'string' || typeof h.token !== 'string' || !/^[\w-]+$/.test(h.token))
+      return null;
     return h as LockHolder;
   } catch {
     return null;
@@ -237,7 +253,10 @@ function judge(found: Found): Verdict {
     // Another host or container: its pid means nothing here; it refreshes the lock while it lives.
     if (age >= STALE_MS) return { alive: false };
     const where = sameHost ? 'another container' : 'another host';
-    return { alive: true, detail: `${where}: taken over if not refreshed for ${STALE_MS / 1000} s, at the latest at ${new Date(found.mtimeMs + STALE_MS).toISOString()}` };
+    return {
+      alive: true,
+      detail: `${where}: taken over if not refreshed for ${STALE_MS / 1000} s, at the latest at ${new Date(found.mtimeMs + STALE_MS).toISOString()}`,
+    };
   }
   if (h.pid === process.pid) return { alive: false }; // this pid, not this process: an earlier process's
   try {

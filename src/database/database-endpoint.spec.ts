@@ -7,7 +7,10 @@ describe('DatabaseEndpoint.describe', () => {
     ['postgresql://relay:s3cretpw@db.internal/relay', 'PostgreSQL at db.internal:5432/relay'],
     // Accepted by the configuration (a postgres: URL) but without a host to a URL parser.
     ['postgres:relay:s3cretpw@db.internal/relay', 'PostgreSQL at postgres:***@db.internal/relay'],
-    ['postgres:///relay?host=/var/run/postgresql&password=s3cretpw', 'PostgreSQL at postgres:///relay?host=/var/run/postgresql&password=***'],
+    [
+      'postgres:///relay?host=/var/run/postgresql&password=s3cretpw',
+      'PostgreSQL at postgres:///relay?host=/var/run/postgresql&password=***',
+    ],
   ])('%s → %s', (url, described) => {
     const endpoint = new DatabaseEndpoint(url, 'postgres', null);
     expect(endpoint.describe()).toBe(described);

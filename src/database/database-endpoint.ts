@@ -11,7 +11,6 @@ import { EmbeddedPostgres } from './embedded-postgres.js';
 import { migrateUp } from './migrator.js';
 
 export class DatabaseEndpoint {
-
   constructor(
     /** `postgres://…` for the `pg` driver. */
     readonly url: string,
@@ -24,7 +23,8 @@ export class DatabaseEndpoint {
     const logger = new Logger('database');
     // A service's start says what it waits for (creating, opening); a short-lived open (a CLI command) stays quiet.
     const onProgress = options.shortLived ? undefined : (message: string) => logger.log(message);
-    const embedded = target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path, shortLived: options.shortLived, onProgress }) : null;
+    const embedded =
+      target.kind === 'pglite' ? await EmbeddedPostgres.start({ path: target.path, shortLived: options.shortLived, onProgress }) : null;
     const url = embedded ? embedded.url : (target as { url: string }).url;
     const endpoint = new DatabaseEndpoint(url, target.kind, embedded);
     if (migrate) {

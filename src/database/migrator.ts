@@ -92,10 +92,7 @@ export async function migrateUp(url: string, migrations = readMigrations()): Pro
 export async function migrateDown(url: string, steps = 1, migrations = readMigrations()): Promise<string[]> {
   return withClient(url, async (c) => {
     await ensureTable(c);
-    const { rows } = await c.query<{ version: string }>(
-      'SELECT version FROM schema_migrations ORDER BY version DESC LIMIT $1',
-      [steps],
-    );
+    const { rows } = await c.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version DESC LIMIT $1', [steps]);
     const reverted: string[] = [];
     for (const { version } of rows) {
       const m = migrations.find((x) => x.version === version);

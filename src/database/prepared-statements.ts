@@ -145,7 +145,9 @@ class PreparedExecution<T> {
 
   static run<T>(client: PoolClient, name: string, text: string, values: unknown[], wrap: Wrap = NO_WRAP): Promise<T[]> {
     return new Promise<T[]>((resolve, reject) => {
-      void client.query(new PreparedExecution<T>(client, name, text, values, (err, rows) => (err ? reject(err) : resolve(rows ?? [])), wrap) as never);
+      void client.query(
+        new PreparedExecution<T>(client, name, text, values, (err, rows) => (err ? reject(err) : resolve(rows ?? [])), wrap) as never,
+      );
     });
   }
 
@@ -193,7 +195,9 @@ class PreparedExecution<T> {
   handleRowDescription(msg: { fields: FieldDescription[] }): void {
     this.shape = {
       names: msg.fields.map((f) => f.name),
-      parsers: msg.fields.map((f) => this.client.getTypeParser(f.dataTypeID, f.format === 'binary' ? 'binary' : 'text') as (v: string) => unknown),
+      parsers: msg.fields.map(
+        (f) => this.client.getTypeParser(f.dataTypeID, f.format === 'binary' ? 'binary' : 'text') as (v: string) => unknown,
+      ),
     };
   }
 
@@ -294,14 +298,23 @@ export async function commitWith<T>(runner: QueryRunner, statement: PreparedStat
     return [];
   }
   const commit = parsedControl(client, 'COMMIT');
-  const result = await PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, { begin: null, commit });
+  const result = await PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, {
+    begin: null,
+    commit,
+  });
   if (commit === null) await runControl(client, 'COMMIT');
   return result;
 }
 
 /** Runs `statement` on the transaction of `em` when it has one, else on a pooled connection. */
-export async function runPrepared<T>(dataSource: DataSource, em: Partial<Pick<EntityManager, 'queryRunner'>> | null, statement: PreparedStatement, params: unknown[]): Promise<T[]> {
-  const run = (client: PoolClient, wrap: Wrap = NO_WRAP): Promise<T[]> => PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, wrap);
+export async function runPrepared<T>(
+  dataSource: DataSource,
+  em: Partial<Pick<EntityManager, 'queryRunner'>> | null,
+  statement: PreparedStatement,
+  params: unknown[],
+): Promise<T[]> {
+  const run = (client: PoolClient, wrap: Wrap = NO_WRAP): Promise<T[]> =>
+    PreparedExecution.run<T>(client, statementName(client, statement.key), statement.text, params, wrap);
   const runner = em?.queryRunner;
   if (runner && !runner.isReleased) {
     const client = (await runner.connect()) as PoolClient;

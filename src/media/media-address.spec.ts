@@ -2,7 +2,27 @@ import { hostPort, isPrivateAddress, isSupplierHost } from './media-address.js';
 
 describe('isPrivateAddress', () => {
   it('refuses private, loopback, link-local and unusable addresses, IPv4 and IPv6', () => {
-    for (const a of ['10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '127.0.0.1', '127.9.9.9', '169.254.169.254', '0.0.0.0', '100.64.0.1', '224.0.0.1', '::1', '::', 'fe80::1', 'fc00::1', 'fd12::3', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', 'not an address']) {
+    for (const a of [
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '127.0.0.1',
+      '127.9.9.9',
+      '169.254.169.254',
+      '0.0.0.0',
+      '100.64.0.1',
+      '224.0.0.1',
+      '::1',
+      '::',
+      'fe80::1',
+      'fc00::1',
+      'fd12::3',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:a9fe:a9fe',
+      'not an address',
+    ]) {
       expect([a, isPrivateAddress(a)]).toEqual([a, true]);
     }
   });

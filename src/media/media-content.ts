@@ -174,7 +174,25 @@ export interface ContentRewrite {
 }
 
 /** Attributes that hold a reference other than an image, on any element. */
-const LINK_ATTRS = new Set(['href', 'xlink:href', 'action', 'formaction', 'data', 'cite', 'longdesc', 'manifest', 'codebase', 'archive', 'lowsrc', 'dynsrc', 'profile', 'usemap', 'ping', 'itemtype', 'src']);
+const LINK_ATTRS = new Set([
+  'href',
+  'xlink:href',
+  'action',
+  'formaction',
+  'data',
+  'cite',
+  'longdesc',
+  'manifest',
+  'codebase',
+  'archive',
+  'lowsrc',
+  'dynsrc',
+  'profile',
+  'usemap',
+  'ping',
+  'itemtype',
+  'src',
+]);
 
 function looksAbsolute(value: string): boolean {
   const v = value.trim().toLowerCase();

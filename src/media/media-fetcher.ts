@@ -31,7 +31,12 @@ export interface FetchOptions {
 
 export type FetchedImage =
   | { ok: true; sha256: string; ext: string; contentType: string; data: Buffer }
-  | { ok: false; reason: ImageRefusal; /** Worth trying again later (a timeout, an unreachable host, a 5xx). */ transient: boolean; detail: string };
+  | {
+      ok: false;
+      reason: ImageRefusal;
+      /** Worth trying again later (a timeout, an unreachable host, a 5xx). */ transient: boolean;
+      detail: string;
+    };
 
 const EXTENSIONS: Record<string, string> = {
   'image/png': 'png',
@@ -51,7 +56,10 @@ const EXTENSIONS: Record<string, string> = {
 export function extensionOf(contentType: string): string {
   const known = EXTENSIONS[contentType];
   if (known) return known;
-  const sub = contentType.slice('image/'.length).replace(/[^a-z0-9]/g, '').slice(0, 10);
+  const sub = contentType
+    .slice('image/'.length)
+    .replace(/[^a-z0-9]/g, '')
+    .slice(0, 10);
   return sub || 'img';
 }
 
@@ -95,7 +103,10 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
 export class MediaFetcher implements OnModuleDestroy {
   // Connections are kept between downloads (a socket is only reused for the host and port it was
   // opened to, whose address was checked when it connected).
-  private readonly agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 4 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 4 }) };
+  private readonly agents = {
+    'http:': new http.Agent({ keepAlive: true, maxSockets: 4 }),
+    'https:': new https.Agent({ keepAlive: true, maxSockets: 4 }),
+  };
 
   onModuleDestroy(): void {
     this.agents['http:'].destroy();
@@ -122,7 +133,8 @@ export class MediaFetcher implements OnModuleDestroy {
     } catch (e) {
       if (e instanceof Refused) return { ok: false, reason: e.reason, transient: e.transient, detail: e.message };
       if (timeout.aborted) return { ok: false, reason: 'timeout', transient: true, detail: `no image within ${o.timeoutMs} ms` };
-      if ((e as { code?: string }).code === PRIVATE) return { ok: false, reason: 'private_address', transient: false, detail: (e as Error).message };
+      if ((e as { code?: string }).code === PRIVATE)
+        return { ok: false, reason: 'private_address', transient: false, detail: (e as Error).message };
       return { ok: false, reason: 'unreachable', transient: true, detail: (e as Error).message ?? String(e) };
     }
   }
@@ -132,8 +144,11 @@ export class MediaFetcher implements OnModuleDestroy {
     url: URL,
     o: FetchOptions,
     signal: AbortSignal,
-  ): Promise<{ kind: 'image'; image: { sha256: string; ext: string; contentType: string; data: Buffer } } | { kind: 'redirect'; location: string }> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new Refused('not_http', false, `not an http(s) URL: ${url.protocol}`));
+  ): Promise<
+    { kind: 'image'; image: { sha256: string; ext: string; contentType: string; data: Buffer } } | { kind: 'redirect'; location: string }
+  > {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return Promise.reject(new Refused('not_http', false, `not an http(s) URL: ${url.protocol}`));
     const allowPrivate = isSupplierHost(url, o.supplier);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) {
@@ -141,39 +156,53 @@ export class MediaFetcher implements OnModuleDestroy {
     }
     const client = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = client.request(url, { method: 'GET', signal, agent: this.agents[url.protocol as 'http:' | 'https:'], lookup: guardedLookup(allowPrivate), headers: { accept: 'image/*', 'user-agent': 'upstream-relay media' } }, (res) => {
-        const status = res.statusCode ?? 0;
-        const fail = (e: Refused): void => {
-          res.destroy();
-          reject(e);
-        };
-        if (status >= 300 && status < 400 && res.headers.location) {
-          res.resume();
-          return resolve({ kind: 'redirect', location: res.headers.location });
-        }
-        if (status === 404) return fail(new Refused('not_found', false, 'HTTP 404'));
-        if (status < 200 || status >= 300) return fail(new Refused('http_error', status >= 500 || status === 429, `HTTP ${status}`));
-        const type = imageType(res.headers['content-type']);
-        if (type === null) return fail(new Refused('not_an_image', false, `Content-Type ${res.headers['content-type'] ?? '(none)'}`));
-        const declared = Number(res.headers['content-length']);
-        if (Number.isFinite(declared) && declared > o.maxBytes) return fail(new Refused('too_large', false, `Content-Length ${declared} over ${o.maxBytes} bytes`));
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > o.maxBytes) return fail(new Refused('too_large', false, `over ${o.maxBytes} bytes`));
-          chunks.push(chunk);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          if (size > o.maxBytes) return;
-          const data = Buffer.concat(chunks, size);
-          resolve({ kind: 'image', image: { sha256: createHash('sha256').update(data).digest('hex'), ext: extensionOf(type), contentType: type, data } });
-        });
-        res.on('close', () => {
-          if (!res.complete) reject(new Error('the answer was cut short'));
-        });
-      });
+      const req = client.request(
+        url,
+        {
+          method: 'GET',
+          signal,
+          agent: this.agents[url.protocol as 'http:' | 'https:'],
+          lookup: guardedLookup(allowPrivate),
+          headers: { accept: 'image/*', 'user-agent': 'upstream-relay media' },
+        },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          const fail = (e: Refused): void => {
+            res.destroy();
+            reject(e);
+          };
+          if (status >= 300 && status < 400 && res.headers.location) {
+            res.resume();
+            return resolve({ kind: 'redirect', location: res.headers.location });
+          }
+          if (status === 404) return fail(new Refused('not_found', false, 'HTTP 404'));
+          if (status < 200 || status >= 300) return fail(new Refused('http_error', status >= 500 || status === 429, `HTTP ${status}`));
+          const type = imageType(res.headers['content-type']);
+          if (type === null) return fail(new Refused('not_an_image', false, `Content-Type ${res.headers['content-type'] ?? '(none)'}`));
+          const declared = Number(res.headers['content-length']);
+          if (Number.isFinite(declared) && declared > o.maxBytes)
+            return fail(new Refused('too_large', false, `Content-Length ${declared} over ${o.maxBytes} bytes`));
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > o.maxBytes) return fail(new Refused('too_large', false, `over ${o.maxBytes} bytes`));
+            chunks.push(chunk);
+          });
+          res.on('error', reject);
+          res.on('end', () => {
+            if (size > o.maxBytes) return;
+            const data = Buffer.concat(chunks, size);
+            resolve({
+              kind: 'image',
+              image: { sha256: createHash('sha256').update(data).digest('hex'), ext: extensionOf(type), contentType: type, data },
+            });
+          });
+          res.on('close', () => {
+            if (!res.complete) reject(new Error('the answer was cut short'));
+          });
+        },
+      );
       req.on('error', reject);
       req.end();
     });

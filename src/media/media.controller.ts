@@ -26,9 +26,17 @@ export class MediaController {
       'The bytes and content type of a product image the sync mirrored (MEDIA_MIRROR), named by the SHA-256 of its bytes: cacheable forever. No token. ' +
       'Product `images` and the `<img src>` of `content` name these URLs (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`).',
   })
-  @ApiParam({ name: 'file', description: '`<sha256>.<ext>`', example: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.png' })
+  @ApiParam({
+    name: 'file',
+    description: '`<sha256>.<ext>`',
+    example: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.png',
+  })
   @ApiProduces('image/*')
-  @ApiOkResponse({ description: 'the image (its bytes, with its own Content-Type)', schema: { type: 'string', format: 'binary' }, example: '(the image bytes)' })
+  @ApiOkResponse({
+    description: 'the image (its bytes, with its own Content-Type)',
+    schema: { type: 'string', format: 'binary' },
+    example: '(the image bytes)',
+  })
   @ApiErrors(apiError(404, 'media_not_found', 'no mirrored image 0000000000000000000000000000000000000000000000000000000000000000.png'))
   async get(@Param('file') file: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<Buffer> {
     const m = FILE_NAME.exec(file);

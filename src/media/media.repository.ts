@@ -14,7 +14,8 @@ export interface MirroredImage {
 }
 
 /** What a download of an image URL came to. */
-export type MediaOutcome = { kind: 'mirrored'; url: string; file: MirroredImage } | { kind: 'refused'; url: string; reason: string; retryAt: Date | null };
+export type MediaOutcome =
+  { kind: 'mirrored'; url: string; file: MirroredImage } | { kind: 'refused'; url: string; reason: string; retryAt: Date | null };
 
 export interface MediaFile {
   sha256: string;
@@ -39,7 +40,12 @@ export class MediaRepository {
       [urls, now],
     )) as Array<{ url: string; sha256: string | null; ext: string | null; reason: string | null }>;
     for (const r of rows) {
-      out.set(r.url, r.sha256 !== null ? { kind: 'mirrored', sha256: r.sha256, ext: r.ext ?? 'img' } : { kind: 'refused', reason: r.reason ?? 'unreachable' });
+      out.set(
+        r.url,
+        r.sha256 !== null
+          ? { kind: 'mirrored', sha256: r.sha256, ext: r.ext ?? 'img' }
+          : { kind: 'refused', reason: r.reason ?? 'unreachable' },
+      );
     }
     return out;
   }
@@ -64,7 +70,10 @@ export class MediaRepository {
           const n = params.length;
           return `($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}::int, $${n}::bytea, $1::timestamptz)`;
         });
-        await em.query(`INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ${rows.join(', ')} ON CONFLICT (sha256) DO NOTHING`, params);
+        await em.query(
+          `INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ${rows.join(', ')} ON CONFLICT (sha256) DO NOTHING`,
+          params,
+        );
       }
       const list = [...sources.values()].map((o) =>
         o.kind === 'mirrored'
@@ -82,7 +91,10 @@ export class MediaRepository {
 
   /** A mirrored file by its SHA-256 and extension (null when there is none). */
   async file(sha256: string, ext: string): Promise<MediaFile | null> {
-    const rows = (await this.dataSource.query(`SELECT sha256, ext, content_type, data FROM media_files WHERE sha256 = $1 AND ext = $2`, [sha256, ext])) as MediaFile[];
+    const rows = (await this.dataSource.query(`SELECT sha256, ext, content_type, data FROM media_files WHERE sha256 = $1 AND ext = $2`, [
+      sha256,
+      ext,
+    ])) as MediaFile[];
     return rows[0] ?? null;
   }
 

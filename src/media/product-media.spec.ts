@@ -1,4 +1,13 @@
-import { iconUrl, mediaKey, namesSupplier, renderProductMedia, resolveImageUrl, shownIcon, type MediaSettings, type SourceState } from './product-media.js';
+import {
+  iconUrl,
+  mediaKey,
+  namesSupplier,
+  renderProductMedia,
+  resolveImageUrl,
+  shownIcon,
+  type MediaSettings,
+  type SourceState,
+} from './product-media.js';
 
 const settings: MediaSettings = { mirror: true, publicBase: '/media', origin: 'http://supplier.example:8080' };
 const sha = 'a'.repeat(64);
@@ -35,13 +44,25 @@ describe('renderProductMedia', () => {
       { url: 'http://supplier.example:8080/bad.png', reason: 'not_found' },
       { url: 'ftp://x/y.png', reason: 'not_http' },
     ]);
-    expect(r.urls.sort()).toEqual(['http://supplier.example:8080/a.png', 'http://supplier.example:8080/bad.png', 'http://supplier.example:8080/new.png']);
+    expect(r.urls.sort()).toEqual([
+      'http://supplier.example:8080/a.png',
+      'http://supplier.example:8080/bad.png',
+      'http://supplier.example:8080/new.png',
+    ]);
   });
 
   it('uses MEDIA_PUBLIC_URL as the base, and passes everything through with mirroring off', () => {
-    expect(renderProductMedia(input, (u) => known.get(u), { ...settings, publicBase: 'https://cdn.shop/m' }).images).toEqual([`https://cdn.shop/m/${sha}.png`]);
+    expect(renderProductMedia(input, (u) => known.get(u), { ...settings, publicBase: 'https://cdn.shop/m' }).images).toEqual([
+      `https://cdn.shop/m/${sha}.png`,
+    ]);
     const off = renderProductMedia(input, () => undefined, { ...settings, mirror: false });
-    expect(off).toEqual({ images: ['/a.png', '/bad.png', '/new.png', 'ftp://x/y.png'], content: input.content, urls: [], pending: [], skipped: [] });
+    expect(off).toEqual({
+      images: ['/a.png', '/bad.png', '/new.png', 'ftp://x/y.png'],
+      content: input.content,
+      urls: [],
+      pending: [],
+      skipped: [],
+    });
   });
 
   it('has a key that changes with the settings', () => {
@@ -76,7 +97,11 @@ describe('category icons and references to the supplier', () => {
   });
 
   it('rewrites the content’s links and image references, fetching the latter', () => {
-    const r = renderProductMedia({ content: { en: '<a href="/p/2">two</a><video poster="/icons/a.png"></video><img src="/new.png">' } }, known, settings);
+    const r = renderProductMedia(
+      { content: { en: '<a href="/p/2">two</a><video poster="/icons/a.png"></video><img src="/new.png">' } },
+      known,
+      settings,
+    );
     expect(r.content).toEqual({ en: '<a >two</a><video poster="/media/' + sha + '.png"></video>' });
     expect(r.pending).toEqual(['http://supplier.example:8080/new.png']);
   });

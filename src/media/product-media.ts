@@ -119,7 +119,11 @@ function contentTexts(v: unknown): Record<string, string> | null {
  * The product's images and content as shown, from what is known of each URL (`known`). An unknown URL
  * is left out and listed in `pending`; a refused one is left out and listed in `skipped`.
  */
-export function renderProductMedia(input: ProductMediaInput, known: (url: string) => SourceState | undefined, s: MediaSettings): RenderedMedia {
+export function renderProductMedia(
+  input: ProductMediaInput,
+  known: (url: string) => SourceState | undefined,
+  s: MediaSettings,
+): RenderedMedia {
   const content = contentTexts(input.content);
   if (!s.mirror) return { images: imageList(input.images), content, urls: [], pending: [], skipped: [] };
   const urls = new Set<string>();
@@ -155,7 +159,8 @@ export function renderProductMedia(input: ProductMediaInput, known: (url: string
   if (content !== null) {
     outContent = {};
     for (const [lang, html] of Object.entries(content)) {
-      outContent[lang] = typeof html === 'string' ? rewriteContent(html, { image: shown, supplier: (ref) => namesSupplier(ref, s.origin) }) : html;
+      outContent[lang] =
+        typeof html === 'string' ? rewriteContent(html, { image: shown, supplier: (ref) => namesSupplier(ref, s.origin) }) : html;
     }
   }
   return { images, content: outContent, urls: [...urls], pending: [...pending], skipped };

@@ -93,7 +93,8 @@ export interface AttemptResult {
   error: string | null;
 }
 
-export type ReplayResult = { kind: 'replayed'; delivery: DeliveryRecord } | { kind: 'not_found' } | { kind: 'pending'; delivery: DeliveryRecord };
+export type ReplayResult =
+  { kind: 'replayed'; delivery: DeliveryRecord } | { kind: 'not_found' } | { kind: 'pending'; delivery: DeliveryRecord };
 
 @Injectable()
 export class OutboxRepository {
@@ -146,7 +147,10 @@ export class OutboxRepository {
    * attempt's due time (when `pending`). Written only while the row still carries this claim's token:
    * `recorded: false` when another claim took it since (its lease ran out), and nothing is written.
    */
-  async recordAttempt(e: ClaimedEvent, result: AttemptResult): Promise<{ recorded: true; nextAttemptAt: Date | null } | { recorded: false }> {
+  async recordAttempt(
+    e: ClaimedEvent,
+    result: AttemptResult,
+  ): Promise<{ recorded: true; nextAttemptAt: Date | null } | { recorded: false }> {
     const rows = await sqlRows<{ next_attempt_at: Date }>(
       this.dataSource,
       `UPDATE outbox_events
@@ -156,7 +160,14 @@ export class OutboxRepository {
               lease_token = NULL
         WHERE id = $1 AND lease_token = $2 AND status = 'pending'
         RETURNING next_attempt_at`,
-      [e.id, e.leaseToken, result.status, result.httpStatus, result.error, result.status === 'pending' ? Math.round(result.retryInMs ?? 0) : null],
+      [
+        e.id,
+        e.leaseToken,
+        result.status,
+        result.httpStatus,
+        result.error,
+        result.status === 'pending' ? Math.round(result.retryInMs ?? 0) : null,
+      ],
     );
     if (rows.length !== 1) return { recorded: false };
     return { recorded: true, nextAttemptAt: result.status === 'pending' ? new Date(rows[0].next_attempt_at) : null };

@@ -49,6 +49,9 @@ export class OutboxWriter {
     if (!this.enabled || events.length === 0) return null;
     const params: unknown[] = [];
     for (const e of events) params.push(e.type, e.subject, JSON.stringify({ event: e.type, ...e.payload }));
-    return { sql: `INSERT INTO outbox_events (event_type, subject, payload) VALUES ${events.map(() => '($?, $?, $?::jsonb)').join(', ')}`, params };
+    return {
+      sql: `INSERT INTO outbox_events (event_type, subject, payload) VALUES ${events.map(() => '($?, $?, $?::jsonb)').join(', ')}`,
+      params,
+    };
   }
 }

@@ -25,10 +25,7 @@ export function backoffDelayMs(failures: number, policy: BackoffPolicy = WEBHOOK
   return Math.max(1, Math.round(full * (1 - policy.jitter * r)));
 }
 
-export type AttemptOutcome =
-  | { status: 'delivered' }
-  | { status: 'pending'; retryInMs: number }
-  | { status: 'dead' };
+export type AttemptOutcome = { status: 'delivered' } | { status: 'pending'; retryInMs: number } | { status: 'dead' };
 
 /**
  * What becomes of an event after an attempt: delivered on a 2xx; otherwise retried with backoff, or

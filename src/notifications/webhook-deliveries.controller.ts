@@ -55,7 +55,6 @@ export function toDeliveryResponse(d: DeliveryRecord): DeliveryResponse {
 
 const ID_RE = /^[1-9]\d{0,17}$/;
 
-
 const DELIVERY_EXAMPLE = {
   id: '42',
   event: 'order.status_changed',
@@ -88,8 +87,15 @@ export class WebhookDeliveriesController {
   })
   @ApiQuery({ name: 'status', required: false, enum: DELIVERY_STATUSES })
   @ApiPageQuery()
-  @ApiOkResponse({ description: 'a page of deliveries', schema: { example: { ok: true, items: [DELIVERY_EXAMPLE], total: 1, page: 1, page_size: 100 } } })
-  @ApiErrors(apiError(400, 'bad_request', 'invalid request: status', { fields: { status: ['status must be one of the following values: pending, delivered, dead'] } }))
+  @ApiOkResponse({
+    description: 'a page of deliveries',
+    schema: { example: { ok: true, items: [DELIVERY_EXAMPLE], total: 1, page: 1, page_size: 100 } },
+  })
+  @ApiErrors(
+    apiError(400, 'bad_request', 'invalid request: status', {
+      fields: { status: ['status must be one of the following values: pending, delivered, dead'] },
+    }),
+  )
   async list(@Query() query: DeliveriesQuery) {
     const page = pageRequest(query);
     const { items, total } = await this.outbox.list(query.status, page);
@@ -105,15 +111,33 @@ export class WebhookDeliveriesController {
       'receives the same `Relay-Event-Id`. 404 `delivery_not_found`; 409 `delivery_pending` when it is still being delivered.',
   })
   @ApiParam({ name: 'id', description: 'the delivery id' })
-  @ApiOkResponse({ description: 'due again', schema: { example: { ok: true, delivery: { ...DELIVERY_EXAMPLE, status: 'pending', attempts: 0, replays: 1 } } } })
+  @ApiOkResponse({
+    description: 'due again',
+    schema: { example: { ok: true, delivery: { ...DELIVERY_EXAMPLE, status: 'pending', attempts: 0, replays: 1 } } },
+  })
   @ApiErrors(
     apiError(404, 'delivery_not_found', 'no delivery 4242'),
     apiError(409, 'delivery_pending', 'delivery 42 is still pending (next attempt 2026-11-22T13:35:00.000Z)', {
-      delivery: { ...DELIVERY_EXAMPLE, status: 'pending', next_attempt_at: '2026-11-22T13:35:00.000Z', last_error: 'HTTP 503', attempts: 3 },
+      delivery: {
+        ...DELIVERY_EXAMPLE,
+        status: 'pending',
+        next_attempt_at: '2026-11-22T13:35:00.000Z',
+        last_error: 'HTTP 503',
+        attempts: 3,
+      },
     }),
   )
   // a delivery id is a positive integer within bigint, else 404 at once (see pathKey)
-  async replay(@Param('id', pathKey((key) => ID_RE.test(key), (key) => new AppError('delivery_not_found', `no delivery ${key}`))) id: string) {
+  async replay(
+    @Param(
+      'id',
+      pathKey(
+        (key) => ID_RE.test(key),
+        (key) => new AppError('delivery_not_found', `no delivery ${key}`),
+      ),
+    )
+    id: string,
+  ) {
     const r = await this.outbox.replay(id);
     if (r.kind === 'not_found') throw new AppError('delivery_not_found', `no delivery ${id}`);
     if (r.kind === 'pending') {

@@ -11,7 +11,12 @@ const event = {
 
 describe('webhook request', () => {
   it('is verifiable as in §4 with the shop secret, over the path of the URL', () => {
-    const req = buildWebhookRequest(event, { url: 'https://shop.example/hooks/relay?x=1', secret: 's3cret', nowSeconds: 1_800_000_000, attempt: 2 });
+    const req = buildWebhookRequest(event, {
+      url: 'https://shop.example/hooks/relay?x=1',
+      secret: 's3cret',
+      nowSeconds: 1_800_000_000,
+      attempt: 2,
+    });
     expect(JSON.parse(req.body)).toEqual({
       id: '42',
       event: 'order.status_changed',
@@ -19,7 +24,12 @@ describe('webhook request', () => {
       created_at: '2026-11-22T10:00:00.000Z',
       data: { shop_order_no: 'SO-1', status: 'delivered', sequence: 42 },
     });
-    expect(req.headers).toMatchObject({ 'Relay-Event-Id': '42', 'Relay-Event': 'order.status_changed', 'Relay-Attempt': '2', 'Relay-Timestamp': '1800000000' });
+    expect(req.headers).toMatchObject({
+      'Relay-Event-Id': '42',
+      'Relay-Event': 'order.status_changed',
+      'Relay-Attempt': '2',
+      'Relay-Timestamp': '1800000000',
+    });
     const verify = (secret: string, path: string) =>
       verifySignature({
         secret,
@@ -50,7 +60,14 @@ describe('webhook request', () => {
     const later = JSON.parse(webhookBody({ ...event, id: '43' })) as { data: { sequence: number } };
     expect(later.data.sequence).toBe(43);
     expect(later.data.sequence).toBeGreaterThan((JSON.parse(webhookBody(event)) as { data: { sequence: number } }).data.sequence);
-    const sku = JSON.parse(webhookBody({ ...event, eventType: 'sku.price_changed', subject: 'SKU-1', payload: { event: 'sku.price_changed', sku_code: 'SKU-1' } }));
+    const sku = JSON.parse(
+      webhookBody({
+        ...event,
+        eventType: 'sku.price_changed',
+        subject: 'SKU-1',
+        payload: { event: 'sku.price_changed', sku_code: 'SKU-1' },
+      }),
+    );
     expect(sku.data).toEqual({ sku_code: 'SKU-1' });
   });
 

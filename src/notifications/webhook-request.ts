@@ -61,7 +61,10 @@ export function webhookSignaturePath(url: string): string {
   return new URL(url).pathname || '/';
 }
 
-export function buildWebhookRequest(e: WebhookEventRecord, opts: { url: string; secret: string; nowSeconds: number; attempt: number }): WebhookRequest {
+export function buildWebhookRequest(
+  e: WebhookEventRecord,
+  opts: { url: string; secret: string; nowSeconds: number; attempt: number },
+): WebhookRequest {
   const body = webhookBody(e);
   const auth = signedHeaders(WEBHOOK_HEADER_PREFIX, opts.secret, WEBHOOK_SIGNATURE_TEMPLATE, {
     apiKey: WEBHOOK_API_KEY,

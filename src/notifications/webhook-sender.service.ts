@@ -162,7 +162,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     const { requestMs } = this.timing;
     try {
       // `timeout` ends a silent connection; the signal ends the request at its deadline whatever it does.
-      const res = await this.http.post<Readable>(url, req.body, { headers: req.headers, timeout: requestMs, signal: AbortSignal.timeout(requestMs) });
+      const res = await this.http.post<Readable>(url, req.body, {
+        headers: req.headers,
+        timeout: requestMs,
+        signal: AbortSignal.timeout(requestMs),
+      });
       res.data.on('error', () => undefined);
       res.data.destroy(); // the status is the answer: its body is neither needed nor waited for
       httpStatus = res.status;
@@ -173,7 +177,12 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     const outcome = attemptOutcome(isDelivered(httpStatus), attempt, this.config.shopWebhook.maxAttempts);
     let recorded: Awaited<ReturnType<OutboxRepository['recordAttempt']>>;
     try {
-      recorded = await this.outbox.recordAttempt(e, { status: outcome.status, retryInMs: outcome.status === 'pending' ? outcome.retryInMs : null, httpStatus, error });
+      recorded = await this.outbox.recordAttempt(e, {
+        status: outcome.status,
+        retryInMs: outcome.status === 'pending' ? outcome.retryInMs : null,
+        httpStatus,
+        error,
+      });
     } catch (err) {
       // The lease runs out and the event is tried again: at least once, never lost.
       this.logger.error({ msg: `outbox event ${e.id}: could not record the attempt: ${(err as Error).message}`, event_id: e.id });
@@ -189,9 +198,18 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     if (outcome.status === 'delivered') {
       this.logger.debug({ ...fields, msg: `webhook ${e.eventType} #${e.id} delivered` });
     } else if (outcome.status === 'dead') {
-      this.logger.error({ ...fields, error, msg: `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); replay it with POST /internal/webhooks/deliveries/${e.id}/replay` });
+      this.logger.error({
+        ...fields,
+        error,
+        msg: `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); replay it with POST /internal/webhooks/deliveries/${e.id}/replay`,
+      });
     } else {
-      this.logger.warn({ ...fields, error, next_attempt_at: recorded.nextAttemptAt?.toISOString(), msg: `webhook ${e.eventType} #${e.id} failed (${error}), retrying` });
+      this.logger.warn({
+        ...fields,
+        error,
+        next_attempt_at: recorded.nextAttemptAt?.toISOString(),
+        msg: `webhook ${e.eventType} #${e.id} failed (${error}), retrying`,
+      });
     }
     return outcome.status === 'delivered';
   }

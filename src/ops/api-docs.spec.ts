@@ -44,7 +44,8 @@ describe('API docs decoration', () => {
     } as unknown as OpenAPIObject);
     const orders = doc.paths['/internal/orders'].post!.responses as Responses;
     expect(Object.keys(orders).sort()).toEqual(['201', '400', '401', '413', 'default']);
-    const codes = (r: Responses, status: string) => Object.values(r[status].content!['application/json'].examples!).map((e) => e.value.error_code);
+    const codes = (r: Responses, status: string) =>
+      Object.values(r[status].content!['application/json'].examples!).map((e) => e.value.error_code);
     expect(codes(orders, '401')).toEqual(['unauthorized']);
     expect(codes(orders, '413')).toEqual(['payload_too_large']);
     expect(codes(orders, '400')).toEqual(['bad_request']);
@@ -63,11 +64,22 @@ describe('API docs decoration', () => {
       apiError(409, 'not_unknown', 'order SO-1 is delivered, not submit_unknown', {}, 'only a submit_unknown order'),
       apiError(409, 'not_unknown', 'order SO-2 is rejected, not submit_unknown', {}, 'again', 'not_unknown_rejected'),
     )(Probe.prototype, 'handler', descriptor);
-    const meta = Reflect.getMetadata('swagger/apiResponse', descriptor.value) as Record<string, { description: string; schema: { allOf: Array<{ properties?: { error_code: { enum: string[] } } }> }; examples: Record<string, { value: unknown }> }>;
+    const meta = Reflect.getMetadata('swagger/apiResponse', descriptor.value) as Record<
+      string,
+      {
+        description: string;
+        schema: { allOf: Array<{ properties?: { error_code: { enum: string[] } } }> };
+        examples: Record<string, { value: unknown }>;
+      }
+    >;
     expect(Object.keys(meta).sort()).toEqual(['404', '409']);
     expect(meta['409'].schema.allOf[1].properties!.error_code.enum).toEqual(['resolve_mismatch', 'not_unknown']);
     expect(Object.keys(meta['409'].examples)).toEqual(['resolve_mismatch', 'not_unknown', 'not_unknown_rejected']);
-    expect(meta['409'].examples.not_unknown.value).toEqual({ ok: false, error_code: 'not_unknown', error_message: 'order SO-1 is delivered, not submit_unknown' });
+    expect(meta['409'].examples.not_unknown.value).toEqual({
+      ok: false,
+      error_code: 'not_unknown',
+      error_message: 'order SO-1 is delivered, not submit_unknown',
+    });
     expect(meta['409'].description).toContain('`not_unknown`: only a submit_unknown order; or: again');
     expect(meta['404'].description).toContain('no order with this `shop_order_no`');
   });

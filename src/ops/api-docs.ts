@@ -31,13 +31,13 @@ function description(): string {
     '`{ ok: false, error_code, error_message }` (schema `ErrorResponse`), plus `order` where an order was recorded, `fields`',
     'for `bad_request` and `run_id` for `sync_in_progress`. Money is a decimal string, never a number. Lists are',
     '`{ok, items, total, page, page_size}` with `page` ≥ 1 and `page_size` 1–500 (default 100). Every response carries an',
-    '`x-request-id` header (the caller\'s own when it sent a sane one), which the logs carry too.',
+    "`x-request-id` header (the caller's own when it sent a sane one), which the logs carry too.",
     '',
     '### Error codes',
     '',
     errorCodeTable(),
     '',
-    'An order refused by the upstream is answered with the upstream\'s own `error_code` and HTTP status (402 for',
+    "An order refused by the upstream is answered with the upstream's own `error_code` and HTTP status (402 for",
     '`payment_failed`), with the `rejected` order in `order`.',
     '',
     '### Shop webhooks',
@@ -56,12 +56,24 @@ const ERROR_SCHEMA = {
   required: ['ok', 'error_code', 'error_message'],
   properties: {
     ok: { type: 'boolean', enum: [false] },
-    error_code: { type: 'string', enum: ERROR_CODES.map((e) => e.code), description: 'see the table in the description; an upstream refusal may carry the upstream\'s own code' },
+    error_code: {
+      type: 'string',
+      enum: ERROR_CODES.map((e) => e.code),
+      description: "see the table in the description; an upstream refusal may carry the upstream's own code",
+    },
     error_message: { type: 'string' },
-    fields: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'with `bad_request`: the fields at fault' },
+    fields: {
+      type: 'object',
+      additionalProperties: { type: 'array', items: { type: 'string' } },
+      description: 'with `bad_request`: the fields at fault',
+    },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
-    candidates: { type: 'array', items: { type: 'string' }, description: 'with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100)' },
+    candidates: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100)',
+    },
     unit_cost: { type: 'string', description: 'with `price_changed`: the fresh upstream unit price (decimal string)' },
     max_unit_cost: { type: 'string', description: 'with `price_changed`: the ceiling it was checked against (decimal string)' },
     delivery: { type: 'object', description: 'with `delivery_pending`: the webhook delivery' },
@@ -93,7 +105,14 @@ export interface ErrorExample {
   name?: string;
 }
 
-export function apiError(status: number, code: string, message: string, extra: Record<string, unknown> = {}, summary?: string, name?: string): ErrorExample {
+export function apiError(
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  summary?: string,
+  name?: string,
+): ErrorExample {
   return { status, code, message, extra, summary, name };
 }
 
@@ -129,18 +148,48 @@ export function ApiErrors(...errors: ErrorExample[]): MethodDecorator & ClassDec
 /** `page` ≥ 1 and `page_size` 1–500 (default 100) of every list (common/pagination.ts). */
 export function ApiPageQuery(): MethodDecorator & ClassDecorator {
   return applyDecorators(
-    ApiQuery({ name: 'page', required: false, type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1, description: 'page number, from 1' }),
-    ApiQuery({ name: 'page_size', required: false, type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `items per page, 1–${MAX_PAGE_SIZE}` }),
+    ApiQuery({
+      name: 'page',
+      required: false,
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_PAGE,
+      default: 1,
+      description: 'page number, from 1',
+    }),
+    ApiQuery({
+      name: 'page_size',
+      required: false,
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_PAGE_SIZE,
+      default: DEFAULT_PAGE_SIZE,
+      description: `items per page, 1–${MAX_PAGE_SIZE}`,
+    }),
   );
 }
 
 /** A decimal string (money, markups): never a JSON number. */
-export const decimalSchema = (description: string, nullable = false): SchemaObject => ({ type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description, ...(nullable ? { nullable } : {}) });
-export const dateTimeSchema = (description?: string, nullable = false): SchemaObject => ({ type: 'string', format: 'date-time', ...(description ? { description } : {}), ...(nullable ? { nullable } : {}) });
+export const decimalSchema = (description: string, nullable = false): SchemaObject => ({
+  type: 'string',
+  pattern: '^-?\\d+(\\.\\d+)?$',
+  description,
+  ...(nullable ? { nullable } : {}),
+});
+export const dateTimeSchema = (description?: string, nullable = false): SchemaObject => ({
+  type: 'string',
+  format: 'date-time',
+  ...(description ? { description } : {}),
+  ...(nullable ? { nullable } : {}),
+});
 export const nullableSchema = (s: SchemaObject): SchemaObject => ({ ...s, nullable: true });
 
 /** An object with exactly these members (all required unless named in `optional`). */
-export function objectSchema(properties: Record<string, SchemaObject>, optional: readonly string[] = [], description?: string): SchemaObject {
+export function objectSchema(
+  properties: Record<string, SchemaObject>,
+  optional: readonly string[] = [],
+  description?: string,
+): SchemaObject {
   return {
     type: 'object',
     ...(description ? { description } : {}),
@@ -185,7 +234,13 @@ const NOT_JSON = apiError(
   'a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse (`fields.body` says which)',
   'not_json',
 );
-const UNAUTHORIZED = apiError(401, 'unauthorized', 'missing or invalid bearer token', {}, 'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`');
+const UNAUTHORIZED = apiError(
+  401,
+  'unauthorized',
+  'missing or invalid bearer token',
+  {},
+  'missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`',
+);
 
 /** Adds the error envelope, the bearer scheme on `/internal/*`, and tags, to every operation. */
 export function decorateDocument(doc: OpenAPIObject): OpenAPIObject {
@@ -201,7 +256,11 @@ export function decorateDocument(doc: OpenAPIObject): OpenAPIObject {
       const op = item[method];
       if (!op) continue;
       op.responses ??= {};
-      if (!op.responses.default) op.responses.default = withExamples(GENERIC_ERRORS, 'error envelope (see the error codes); besides the codes listed for this operation, any call may get:');
+      if (!op.responses.default)
+        op.responses.default = withExamples(
+          GENERIC_ERRORS,
+          'error envelope (see the error codes); besides the codes listed for this operation, any call may get:',
+        );
       if (!op.tags?.length) op.tags = [tagFor(path)];
       if (op.requestBody) {
         if (!op.responses['413']) op.responses['413'] = withExamples([BODY_TOO_LARGE], 'the body is over 64 KiB:');

@@ -2,18 +2,30 @@ import { Controller, Get, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { HEALTH_DEADLINE_MS, HealthService } from './health.service.js';
-import { HEALTH_DOWN_EXAMPLE, HEALTH_EXAMPLE, HEALTH_RATE_LIMITED_EXAMPLE, HEALTH_SCHEMA, LIVE_SCHEMA, NOT_READY_EXAMPLE, READY_EXAMPLE, READY_SCHEMA } from './ops.api-examples.js';
+import {
+  HEALTH_DOWN_EXAMPLE,
+  HEALTH_EXAMPLE,
+  HEALTH_RATE_LIMITED_EXAMPLE,
+  HEALTH_SCHEMA,
+  LIVE_SCHEMA,
+  NOT_READY_EXAMPLE,
+  READY_EXAMPLE,
+  READY_SCHEMA,
+} from './ops.api-examples.js';
 
 const DATABASE_DETAIL: SchemaObject = {
   type: 'string',
   enum: ['busy', 'slow'],
   description:
     `present when the database did not answer within ${HEALTH_DEADLINE_MS} ms without refusing (it is then reported \`up\`, not down): ` +
-    '`busy` every connection of the service\'s pool was in use by its own work; `slow` the database did not answer in time',
+    "`busy` every connection of the service's pool was in use by its own work; `slow` the database did not answer in time",
 };
 
 /** A health answer's schema with the optional `database_detail` (see health.service.ts). */
-const withDatabaseDetail = (schema: SchemaObject): SchemaObject => ({ ...schema, properties: { ...schema.properties, database_detail: DATABASE_DETAIL } });
+const withDatabaseDetail = (schema: SchemaObject): SchemaObject => ({
+  ...schema,
+  properties: { ...schema.properties, database_detail: DATABASE_DETAIL },
+});
 
 /**
  * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?, budget, queued}`,
@@ -42,10 +54,17 @@ export class HealthController {
     schema: withDatabaseDetail(HEALTH_SCHEMA),
     examples: {
       ok: { summary: 'the database and the upstream answer', value: HEALTH_EXAMPLE },
-      rate_limited: { summary: 'the key blocked after a 429: upstream requests wait, new orders are queued', value: HEALTH_RATE_LIMITED_EXAMPLE },
+      rate_limited: {
+        summary: 'the key blocked after a 429: upstream requests wait, new orders are queued',
+        value: HEALTH_RATE_LIMITED_EXAMPLE,
+      },
     },
   })
-  @ApiServiceUnavailableResponse({ description: 'the database is down (the same shape, `ok: false`)', schema: withDatabaseDetail(HEALTH_SCHEMA), example: HEALTH_DOWN_EXAMPLE })
+  @ApiServiceUnavailableResponse({
+    description: 'the database is down (the same shape, `ok: false`)',
+    schema: withDatabaseDetail(HEALTH_SCHEMA),
+    example: HEALTH_DOWN_EXAMPLE,
+  })
   async get(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.health();
     if (!body.ok) void reply.status(503);
@@ -68,7 +87,11 @@ export class HealthController {
       'the migrations are then the ones last read by this instance.',
   })
   @ApiOkResponse({ description: 'ready', schema: withDatabaseDetail(READY_SCHEMA), example: READY_EXAMPLE })
-  @ApiServiceUnavailableResponse({ description: 'not ready (the same shape, `ok: false`)', schema: withDatabaseDetail(READY_SCHEMA), example: NOT_READY_EXAMPLE })
+  @ApiServiceUnavailableResponse({
+    description: 'not ready (the same shape, `ok: false`)',
+    schema: withDatabaseDetail(READY_SCHEMA),
+    example: NOT_READY_EXAMPLE,
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
     const body = await this.health.ready();
     if (!body.ok) void reply.status(503);

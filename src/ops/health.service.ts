@@ -115,7 +115,12 @@ export interface HealthBody {
   status: 'ok' | 'unavailable';
   database: 'up' | 'down';
   database_detail?: DatabaseDetail;
-  upstream: { status: 'up' | 'down' | 'unknown' | 'rate_limited'; checked_at: string | null; latency_ms: number | null; error: string | null };
+  upstream: {
+    status: 'up' | 'down' | 'unknown' | 'rate_limited';
+    checked_at: string | null;
+    latency_ms: number | null;
+    error: string | null;
+  };
   last_sync: LastSync | null;
   wallet?: { balance: string; currency: string; checked_at: string };
   budget: BudgetHealth;
@@ -261,10 +266,14 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
         this.within(deadline, 'lastSync', () => this.lastSync()),
         // with the budget off, the block this process met (no database read)
-        this.budget.enabled ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil()) : Promise.resolve(this.budget.localBlockUntil()),
+        this.budget.enabled
+          ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil())
+          : Promise.resolve(this.budget.localBlockUntil()),
         this.within(deadline, 'queued', () => this.orders.countQueued()),
         this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
-        this.budget.enabled ? this.within(deadline, 'budgetCapacity', () => this.budget.capacity(this.config.reconcile.afterMs?.length ?? null)) : Promise.resolve(null),
+        this.budget.enabled
+          ? this.within(deadline, 'budgetCapacity', () => this.budget.capacity(this.config.reconcile.afterMs?.length ?? null))
+          : Promise.resolve(null),
         this.budget.enabled ? this.within(deadline, 'reconcileDue', () => this.orders.countReconcileDue()) : Promise.resolve(null),
       ]);
       const up = db.database === 'up';

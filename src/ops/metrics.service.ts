@@ -140,7 +140,7 @@ export class Metrics {
   });
   readonly reconciliationDifferences = new Counter({
     name: 'relay_reconciliation_differences_total',
-    help: 'Differences between a finished order and the upstream\'s read found by reconciliation, by field (status, amount, refunded_amount).',
+    help: "Differences between a finished order and the upstream's read found by reconciliation, by field (status, amount, refunded_amount).",
     labelNames: ['field'] as const,
     registers: [this.registry],
   });
@@ -241,7 +241,9 @@ export class Metrics {
    */
   beforeScrape(): Promise<Error[]> {
     this.refreshing ??= Promise.allSettled(this.scrapeHooks.map((hook) => Promise.resolve().then(hook)))
-      .then((results) => results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : [])))
+      .then((results) =>
+        results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason : new Error(String(r.reason))] : [])),
+      )
       .finally(() => {
         this.refreshing = null;
       });

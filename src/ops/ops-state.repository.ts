@@ -17,7 +17,9 @@ export class OpsStateRepository {
 
   /** The last upstream ping any replica stored (its JSON), or null. */
   async readPing<T>(): Promise<T | null> {
-    const rows = await sqlRows<{ value: T | string }>(this.dataSource, 'SELECT value FROM relay_state WHERE key = $1', [UPSTREAM_PING_STATE_KEY]);
+    const rows = await sqlRows<{ value: T | string }>(this.dataSource, 'SELECT value FROM relay_state WHERE key = $1', [
+      UPSTREAM_PING_STATE_KEY,
+    ]);
     if (!rows[0]) return null;
     const v = rows[0].value;
     return typeof v === 'string' ? (JSON.parse(v) as T) : v;

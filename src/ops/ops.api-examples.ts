@@ -6,7 +6,11 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { apiError, dateTimeSchema, decimalSchema, objectSchema } from './api-docs.js';
 
-const nullableString = (description?: string): SchemaObject => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+const nullableString = (description?: string): SchemaObject => ({
+  type: 'string',
+  nullable: true,
+  ...(description ? { description } : {}),
+});
 
 // ------------------------------------------------------------------------------------ health
 
@@ -20,7 +24,8 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
         status: {
           type: 'string',
           enum: ['up', 'down', 'unknown', 'rate_limited'],
-          description: 'as the last ping saw it; `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever the ping saw',
+          description:
+            'as the last ping saw it; `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever the ping saw',
         },
         checked_at: dateTimeSchema(undefined, true),
         latency_ms: { type: 'integer', nullable: true },
@@ -42,28 +47,56 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
       nullable: true,
       description: 'the latest catalog sync run',
     },
-    wallet: objectSchema({ balance: decimalSchema('the upstream wallet balance'), currency: { type: 'string' }, checked_at: dateTimeSchema() }, [], 'from the last successful ping'),
+    wallet: objectSchema(
+      { balance: decimalSchema('the upstream wallet balance'), currency: { type: 'string' }, checked_at: dateTimeSchema() },
+      [],
+      'from the last successful ping',
+    ),
     budget: objectSchema(
       {
         limit: nullableString('UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off'),
-        used: { type: 'integer', minimum: 0, nullable: true, description: 'requests granted in the window ending now (every replica together); null when not counted' },
-        left: { type: 'integer', minimum: 0, nullable: true, description: 'requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted' },
-        blocked_until: dateTimeSchema('the end of the key\'s block after an HTTP 429 (every replica waits for it); null when not blocked', true),
+        used: {
+          type: 'integer',
+          minimum: 0,
+          nullable: true,
+          description: 'requests granted in the window ending now (every replica together); null when not counted',
+        },
+        left: {
+          type: 'integer',
+          minimum: 0,
+          nullable: true,
+          description:
+            'requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted',
+        },
+        blocked_until: dateTimeSchema(
+          "the end of the key's block after an HTTP 429 (every replica waits for it); null when not blocked",
+          true,
+        ),
         capacity: {
           ...objectSchema({
             requests_per_minute: { type: 'number', description: 'requests the budget grants a minute (the limit less its safety margin)' },
             requests_per_order: {
               type: 'number',
               nullable: true,
-              description: 'requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window',
+              description:
+                'requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window',
             },
-            orders_per_minute: { type: 'number', nullable: true, description: 'orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now' },
+            orders_per_minute: {
+              type: 'number',
+              nullable: true,
+              description: 'orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now',
+            },
             reconcile: objectSchema(
               {
-                last_window: { type: 'integer', minimum: 0, description: 'reconciliation\'s requests in the window ending now' },
+                last_window: { type: 'integer', minimum: 0, description: "reconciliation's requests in the window ending now" },
                 limit_per_window: { type: 'integer', minimum: 1, description: 'the most it takes of any window (RECONCILE_BUDGET_SHARE)' },
                 limit_per_minute: { type: 'number', description: 'that, a minute' },
-                orders_per_day_full_schedule: { type: 'integer', nullable: true, description: 'finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off' },
+                orders_per_day_full_schedule: {
+                  type: 'integer',
+                  nullable: true,
+                  description:
+                    'finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off',
+                },
                 due: { type: 'integer', minimum: 0, nullable: true, description: 'scheduled reads due and not made yet' },
               },
               [],
@@ -75,14 +108,24 @@ export const HEALTH_SCHEMA: SchemaObject = objectSchema(
         },
       },
       [],
-      'the upstream\'s request budget of this API key, shared by every replica',
+      "the upstream's request budget of this API key, shared by every replica",
     ),
-    queued: { type: 'integer', minimum: 0, nullable: true, description: 'orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time' },
+    queued: {
+      type: 'integer',
+      minimum: 0,
+      nullable: true,
+      description: 'orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time',
+    },
   },
   ['wallet'],
 );
 
-const CAPACITY_EXAMPLE = { requests_per_minute: 55.9, requests_per_order: 2.1, orders_per_minute: 21.9, reconcile: { last_window: 4, limit_per_window: 11, limit_per_minute: 10.8, orders_per_day_full_schedule: 5176, due: 0 } };
+const CAPACITY_EXAMPLE = {
+  requests_per_minute: 55.9,
+  requests_per_order: 2.1,
+  orders_per_minute: 21.9,
+  reconcile: { last_window: 4, limit_per_window: 11, limit_per_minute: 10.8, orders_per_day_full_schedule: 5176, due: 0 },
+};
 
 export const HEALTH_EXAMPLE = {
   ok: true,
@@ -127,7 +170,11 @@ export const LIVE_SCHEMA: SchemaObject = objectSchema({ ok: { type: 'boolean', e
 export const READY_SCHEMA: SchemaObject = objectSchema({
   ok: { type: 'boolean' },
   database: { type: 'string', enum: ['up', 'down'] },
-  migrations: { ...objectSchema({ pending: { type: 'array', items: { type: 'string' } } }), nullable: true, description: 'null when the database cannot tell' },
+  migrations: {
+    ...objectSchema({ pending: { type: 'array', items: { type: 'string' } } }),
+    nullable: true,
+    description: 'null when the database cannot tell',
+  },
   shutting_down: { type: 'boolean' },
 });
 export const READY_EXAMPLE = { ok: true, database: 'up', migrations: { pending: [] }, shutting_down: false };
@@ -151,14 +198,18 @@ export const METRICS_EXAMPLE = [
 export const CALLBACK_BODY_SCHEMA: SchemaObject = {
   type: 'object',
   required: ['order_id', 'status'],
-  description: 'the upstream\'s order callback: a snapshot of the order (a hint; the order is read back with `GET /orders/{id}`)',
+  description: "the upstream's order callback: a snapshot of the order (a hint; the order is read back with `GET /orders/{id}`)",
   properties: {
     event: { type: 'string', description: '`order.status_changed` or `order.fulfilled`' },
     order_id: { type: 'integer', minimum: 1 },
     order_no: { type: 'string' },
     downstream_order_no: { type: 'string', description: 'the number the relay sent (`shop_order_no`, or `<shop_order_no>-<n>`)' },
     status: { type: 'string', description: 'an upstream order state' },
-    fulfillment: { type: 'object', additionalProperties: true, description: 'never stored from the callback: the items are taken from `GET /orders/{id}`' },
+    fulfillment: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'never stored from the callback: the items are taken from `GET /orders/{id}`',
+    },
     timestamp: { type: 'integer', description: 'Unix time' },
   },
 };
@@ -166,7 +217,14 @@ export const CALLBACK_BODY_SCHEMA: SchemaObject = {
 export const CALLBACK_EXAMPLES = {
   status_changed: {
     summary: 'a status change',
-    value: { event: 'order.status_changed', order_id: 100231, order_no: 'DJ20261122101502000231', downstream_order_no: 'SO-20261122-0001', status: 'fulfilling', timestamp: 1795342505 },
+    value: {
+      event: 'order.status_changed',
+      order_id: 100231,
+      order_no: 'DJ20261122101502000231',
+      downstream_order_no: 'SO-20261122-0001',
+      status: 'fulfilling',
+      timestamp: 1795342505,
+    },
   },
   fulfilled: {
     summary: 'delivered, with the fulfillment',
@@ -189,16 +247,27 @@ export const CALLBACK_EXAMPLES = {
 };
 
 export const CALLBACK_HEADERS = [
-  { name: 'Service-Api-Key', description: 'our UPSTREAM_API_KEY (the prefix is UPSTREAM_HEADER_PREFIX: `Service`, or `Dujiao-Next` with that profile)', example: 'ak_live_3f9c' },
+  {
+    name: 'Service-Api-Key',
+    description: 'our UPSTREAM_API_KEY (the prefix is UPSTREAM_HEADER_PREFIX: `Service`, or `Dujiao-Next` with that profile)',
+    example: 'ak_live_3f9c',
+  },
   { name: 'Service-Timestamp', description: 'Unix seconds, within ±CALLBACK_TOLERANCE_S (default 60) of now', example: '1795342509' },
   {
     name: 'Service-Signature',
-    description: 'lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body)',
+    description:
+      'lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body)',
     example: '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592',
   },
 ];
 
 export const CALLBACK_ERRORS = [
-  apiError(401, 'invalid_signature', 'callback signature verification failed', {}, 'missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched'),
+  apiError(
+    401,
+    'invalid_signature',
+    'callback signature verification failed',
+    {},
+    'missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched',
+  ),
   apiError(500, 'internal_error', 'internal error', {}, 'the callback could not be stored: the upstream tries again'),
 ];

@@ -4,13 +4,25 @@ import { formatPretty } from './pretty-log.js';
 
 describe('pretty log lines', () => {
   it('writes time, level, context and message on one line, and nothing of the other fields', () => {
-    const line = formatPretty({ level: 'info', time: '2026-11-29T08:49:36.123Z', service: 'upstream-relay', context: 'database', msg: 'opening it', port: 5 });
+    const line = formatPretty({
+      level: 'info',
+      time: '2026-11-29T08:49:36.123Z',
+      service: 'upstream-relay',
+      context: 'database',
+      msg: 'opening it',
+      port: 5,
+    });
     expect(line).toBe('08:49:36 INFO  [database] opening it\n');
     expect(formatPretty({ level: 'warn', time: '2026-11-29T08:49:36.123Z', msg: 'careful' })).toBe('08:49:36 WARN  careful\n');
   });
 
   it("adds an error's stack under its line", () => {
-    const line = formatPretty({ level: 'error', time: '2026-11-29T08:49:36.123Z', msg: 'boom', err: { message: 'boom', stack: 'Error: boom\n    at x' } });
+    const line = formatPretty({
+      level: 'error',
+      time: '2026-11-29T08:49:36.123Z',
+      msg: 'boom',
+      err: { message: 'boom', stack: 'Error: boom\n    at x' },
+    });
     expect(line).toBe('08:49:36 ERROR boom\n    Error: boom\n        at x\n');
   });
 

@@ -34,10 +34,14 @@ export function formatPretty(record: Record<string, unknown>): string {
 }
 
 function formatBanner(record: Record<string, unknown>): string {
-  const rows = BANNER_FIELDS.filter(([, field]) => typeof record[field] === 'string' && record[field] !== '').map(([label, field]) => [label, String(record[field])]);
+  const rows = BANNER_FIELDS.filter(([, field]) => typeof record[field] === 'string' && record[field] !== '').map(([label, field]) => [
+    label,
+    String(record[field]),
+  ]);
   const width = Math.max(...rows.map(([label]) => label.length));
   const lines = rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`);
-  if (typeof record.dev_token === 'string') lines.push(`  ${''.padEnd(width)}  (send it as "Authorization: Bearer <token>" to /internal/*)`);
+  if (typeof record.dev_token === 'string')
+    lines.push(`  ${''.padEnd(width)}  (send it as "Authorization: Bearer <token>" to /internal/*)`);
   return `\n${typeof record.msg === 'string' ? record.msg : 'ready'}\n${lines.join('\n')}\n\n`;
 }
 

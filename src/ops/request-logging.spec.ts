@@ -69,7 +69,10 @@ describe('request lines and the log level', () => {
     try {
       for (const path of ['/ok', '/missing', '/boom']) expect((await fetch(`${address}${path}`)).status).toBeGreaterThan(0);
       await new Promise((r) => setImmediate(r));
-      const lines = output.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = output
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines).toEqual([expect.objectContaining({ level: 'error', path: '/boom', status: 503 })]);
     } finally {
       await app.close();

@@ -160,7 +160,12 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
         checked_at: new Date(started).toISOString(),
         latency_ms: Math.round(performance.now() - t0),
         error: null,
-        wallet: { balance: pong.balance, currency: pong.currency, member_level: pong.member_level ?? null, checked_at: new Date(started).toISOString() },
+        wallet: {
+          balance: pong.balance,
+          currency: pong.currency,
+          member_level: pong.member_level ?? null,
+          checked_at: new Date(started).toISOString(),
+        },
       };
     } catch (e) {
       snapshot = {
@@ -175,7 +180,8 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     const wasUp = this.last?.status;
     this.last = snapshot;
     this.metrics.upstreamUp.set(snapshot.status === 'up' ? 1 : 0);
-    if (snapshot.status === 'down' && wasUp !== 'down') this.logger.warn({ msg: `upstream unreachable: ${snapshot.error}`, error: snapshot.error });
+    if (snapshot.status === 'down' && wasUp !== 'down')
+      this.logger.warn({ msg: `upstream unreachable: ${snapshot.error}`, error: snapshot.error });
     if (snapshot.status === 'up' && wasUp === 'down') this.logger.log({ msg: 'upstream reachable again' });
     if (this.stopped) return snapshot;
     try {

@@ -18,7 +18,8 @@ describe('the attempt lifecycle', () => {
   it('a re-send of an unknown attempt: only an acceptance settles it; anything else leaves it unknown, sent again later', () => {
     const resent = { status: 'submit_unknown' as const, sends: 2 };
     expect(attemptMove('accepted', resent)).toEqual({ attempt: 'accepted', order: 'report' });
-    for (const o of ['rejected', 'unavailable', 'unknown', 'queued'] as const) expect(attemptMove(o, resent)).toEqual({ attempt: 'resend_later', order: 'unchanged' });
+    for (const o of ['rejected', 'unavailable', 'unknown', 'queued'] as const)
+      expect(attemptMove(o, resent)).toEqual({ attempt: 'resend_later', order: 'unchanged' });
   });
 
   it('a refusal of the only send of an unknown attempt (its late answer) closes it', () => {
@@ -29,7 +30,8 @@ describe('the attempt lifecycle', () => {
     for (const [from, moves] of [['submitting', ATTEMPT_MOVES] as const, ['submit_unknown', ATTEMPT_MOVES] as const]) {
       for (const o of OUTCOMES) {
         const move = attemptMove(o, { status: from, sends: 1 });
-        if (move.order === 'rejected' || move.order === 'submit_unknown') expect(canTransition('submit_outcome', from, move.order)).toBe(true);
+        if (move.order === 'rejected' || move.order === 'submit_unknown')
+          expect(canTransition('submit_outcome', from, move.order)).toBe(true);
         if (move.order === 'queued') expect(canTransition('requeue', from, 'queued')).toBe(true);
         expect(moves[o]).toBeDefined();
       }
@@ -53,12 +55,25 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
       log: null,
     });
     const request = { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false };
-    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: request }, resent, at)).toMatchObject({ attempt: { request }, metric: 'deduplicated' });
+    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: request }, resent, at)).toMatchObject({
+      attempt: { request },
+      metric: 'deduplicated',
+    });
   });
 
   it('a refusal of a first send: rejected with the upstream code, kept upstream order and the order moved to rejected', () => {
-    expect(planOutcome({ kind: 'rejected', errorCode: 'payment_failed', httpStatus: 200, message: 'no money', upstreamOrderId: 9 }, first, at)).toEqual({
-      attempt: { status: 'rejected', sending_until: null, finished_at: now, upstream_order_id: 9, http_status: 200, error_code: 'payment_failed', error_message: 'no money' },
+    expect(
+      planOutcome({ kind: 'rejected', errorCode: 'payment_failed', httpStatus: 200, message: 'no money', upstreamOrderId: 9 }, first, at),
+    ).toEqual({
+      attempt: {
+        status: 'rejected',
+        sending_until: null,
+        finished_at: now,
+        upstream_order_id: 9,
+        http_status: 200,
+        error_code: 'payment_failed',
+        error_message: 'no money',
+      },
       order: {
         kind: 'move',
         trigger: 'submit_outcome',
@@ -74,12 +89,23 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
   it('nothing reached the upstream: rejected upstream_unavailable; a 429 or no budget: queued; unknown: submit_unknown, sent again at resendAt', () => {
     expect(planOutcome({ kind: 'unavailable', reason: 'ECONNREFUSED' }, first, at)).toMatchObject({
       attempt: { status: 'rejected', error_code: 'upstream_unavailable', error_message: 'ECONNREFUSED', finished_at: now },
-      order: { kind: 'move', trigger: 'submit_outcome', to: 'rejected', patch: { error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' } },
+      order: {
+        kind: 'move',
+        trigger: 'submit_outcome',
+        to: 'rejected',
+        patch: { error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' },
+      },
       metric: 'unavailable',
     });
     expect(planOutcome({ kind: 'queued', reason: 'rate_limited' }, first, at)).toEqual({
       attempt: { status: 'queued', sending_until: null },
-      order: { kind: 'move', trigger: 'requeue', to: 'queued', patch: { error_code: null, error_message: null }, detail: { ...detail, reason: 'rate_limited' } },
+      order: {
+        kind: 'move',
+        trigger: 'requeue',
+        to: 'queued',
+        patch: { error_code: null, error_message: null },
+        detail: { ...detail, reason: 'rate_limited' },
+      },
       metric: 'queued',
       log: null,
     });
@@ -98,8 +124,17 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
   });
 
   it('a re-send that settles nothing: the order unchanged, the attempt sent again later; a refusal of it is kept and logged', () => {
-    for (const o of [{ kind: 'unavailable' as const, reason: 'x' }, { kind: 'unknown' as const, reason: 'x' }, { kind: 'queued' as const, reason: 'x' }]) {
-      expect(planOutcome(o, resent, at)).toEqual({ attempt: { sending_until: null, next_resend_at: resendAt }, order: { kind: 'unchanged' }, metric: null, log: null });
+    for (const o of [
+      { kind: 'unavailable' as const, reason: 'x' },
+      { kind: 'unknown' as const, reason: 'x' },
+      { kind: 'queued' as const, reason: 'x' },
+    ]) {
+      expect(planOutcome(o, resent, at)).toEqual({
+        attempt: { sending_until: null, next_resend_at: resendAt },
+        order: { kind: 'unchanged' },
+        metric: null,
+        log: null,
+      });
     }
     expect(planOutcome({ kind: 'rejected', errorCode: 'sku_disabled', httpStatus: 409, message: 'm' }, resent, at)).toEqual({
       attempt: { sending_until: null, next_resend_at: resendAt, http_status: 409, error_code: 'sku_disabled', error_message: 'm' },

@@ -111,7 +111,8 @@ export function planOutcome(
   const detail = { attempt: attempt.attemptNo, downstream_order_no: attempt.downstreamOrderNo };
   if (move.attempt === 'resend_later') {
     // still unknown, sent again later under the same number; a callback or an operator may settle it first
-    const refusal = outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {};
+    const refusal =
+      outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {};
     return {
       attempt: { sending_until: null, next_resend_at: at.resendAt, ...refusal },
       order: { kind: 'unchanged' },
@@ -160,7 +161,13 @@ export function planOutcome(
     }
     case 'unavailable':
       return {
-        attempt: { status: 'rejected', sending_until: null, finished_at: at.now, error_code: 'upstream_unavailable', error_message: outcome.reason },
+        attempt: {
+          status: 'rejected',
+          sending_until: null,
+          finished_at: at.now,
+          error_code: 'upstream_unavailable',
+          error_message: outcome.reason,
+        },
         order: {
           kind: 'move',
           trigger: 'submit_outcome',
@@ -174,7 +181,13 @@ export function planOutcome(
     case 'queued':
       return {
         attempt: { status: 'queued', sending_until: null },
-        order: { kind: 'move', trigger: 'requeue', to: 'queued', patch: { error_code: null, error_message: null }, detail: { ...detail, reason: outcome.reason } },
+        order: {
+          kind: 'move',
+          trigger: 'requeue',
+          to: 'queued',
+          patch: { error_code: null, error_message: null },
+          detail: { ...detail, reason: outcome.reason },
+        },
         metric: 'queued',
         log: null,
       };

@@ -19,7 +19,8 @@ describe('cancelRoute', () => {
   });
 
   it('asks the upstream first for every order it has', () => {
-    for (const s of ['pending_payment', 'paid', 'fulfilling', 'partially_delivered', 'delivered', 'completed', 'refunded'] as const) expect(cancelRoute(s)).toBe('upstream');
+    for (const s of ['pending_payment', 'paid', 'fulfilling', 'partially_delivered', 'delivered', 'completed', 'refunded'] as const)
+      expect(cancelRoute(s)).toBe('upstream');
   });
 });
 
@@ -44,6 +45,11 @@ describe('planLocalCancel', () => {
 describe('canceledQueuedAttempt', () => {
   it('closes the attempt as rejected with the code canceled, never to be sent', () => {
     const now = new Date('2026-01-01T00:00:00Z');
-    expect(canceledQueuedAttempt(now)).toEqual({ status: 'rejected', finished_at: now, error_code: 'canceled', error_message: 'canceled before it was sent' });
+    expect(canceledQueuedAttempt(now)).toEqual({
+      status: 'rejected',
+      finished_at: now,
+      error_code: 'canceled',
+      error_message: 'canceled before it was sent',
+    });
   });
 });

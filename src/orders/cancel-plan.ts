@@ -9,7 +9,9 @@ import type { AttemptPatch } from './order.records.js';
 import { OUTCOME_UNKNOWN, TRANSITIONS, UPSTREAM_ORDER_EXISTS, type OrderStatus } from './order-state.js';
 
 /** The statuses the table's `local_cancel` moves start from. */
-export const LOCAL_CANCEL_FROM: ReadonlySet<OrderStatus> = new Set(TRANSITIONS.local_cancel.flatMap(([froms]) => froms.filter((s): s is OrderStatus => s !== null)));
+export const LOCAL_CANCEL_FROM: ReadonlySet<OrderStatus> = new Set(
+  TRANSITIONS.local_cancel.flatMap(([froms]) => froms.filter((s): s is OrderStatus => s !== null)),
+);
 
 /** The status the table's `local_cancel` moves go to. */
 export const LOCAL_CANCEL_TO: OrderStatus = TRANSITIONS.local_cancel[0][1][0];

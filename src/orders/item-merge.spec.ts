@@ -16,7 +16,12 @@ describe('mergeItems', () => {
   });
 
   it('takes a report that has every stored item as it is', () => {
-    expect(mergeItems(d(['a']), d(['a', 'b'], { k: 1 }))).toEqual({ kind: 'store', data: d(['a', 'b'], { k: 1 }), kept: 0, storedCount: 1 });
+    expect(mergeItems(d(['a']), d(['a', 'b'], { k: 1 }))).toEqual({
+      kind: 'store',
+      data: d(['a', 'b'], { k: 1 }),
+      kept: 0,
+      storedCount: 1,
+    });
   });
 
   it('keeps the stored items a report lacks and adds its new ones after them', () => {
@@ -27,7 +32,10 @@ describe('mergeItems', () => {
 
   it("keeps the stored delivery data when a report lacking items brings none, and takes the report's when it does", () => {
     expect(mergeItems(d(['a'], { code: 'x' }), d(['b']))).toMatchObject({ kind: 'store', data: d(['a', 'b'], { code: 'x' }) });
-    expect(mergeItems(d(['a'], { code: 'x' }), d(['b'], { code: 'y' }))).toMatchObject({ kind: 'store', data: d(['a', 'b'], { code: 'y' }) });
+    expect(mergeItems(d(['a'], { code: 'x' }), d(['b'], { code: 'y' }))).toMatchObject({
+      kind: 'store',
+      data: d(['a', 'b'], { code: 'y' }),
+    });
   });
 
   it('writes nothing when the merge equals what is stored, still counting what a stale report lacked', () => {

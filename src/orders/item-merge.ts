@@ -35,7 +35,12 @@ export function mergeItems(stored: DeliveredItems | null, reported: DeliveredIte
   if (!stored) return { kind: 'store', data: reported, kept: 0, storedCount: 0 };
   const missing = withoutItems(stored.items, reported.items);
   const data =
-    missing.length > 0 ? { items: [...stored.items, ...withoutItems(reported.items, stored.items)], delivery_data: reported.delivery_data ?? stored.delivery_data } : reported;
+    missing.length > 0
+      ? {
+          items: [...stored.items, ...withoutItems(reported.items, stored.items)],
+          delivery_data: reported.delivery_data ?? stored.delivery_data,
+        }
+      : reported;
   const counts = { kept: missing.length, storedCount: stored.items.length };
   return JSON.stringify(stored) === JSON.stringify(data) ? { kind: 'unchanged', ...counts } : { kind: 'store', data, ...counts };
 }

@@ -76,7 +76,8 @@ export class OrderCancelService {
       if (begun === 'changed') continue;
       if (begun === 'busy') {
         // another cancel of this order is in progress: wait for it, then answer from what it left
-        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress`);
+        if (this.clock.nowMs() > deadline)
+          throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress`);
         await sleep(backoffMs(n, LOOK_AGAIN));
         continue;
       }
@@ -105,13 +106,23 @@ export class OrderCancelService {
           // moved since it was judged (a new attempt of a rejected order, say): judged again, so that
           // an order the upstream has is canceled there first, or refused for what it now is
           if (locked.status !== decided.status && tries < MAX_REFUND_TRIES) return false;
-          throw new AppError('cancel_not_allowed', `order ${shopOrderNo} is ${locked.status}: not refundable`, { order: this.presenter.present(locked) });
+          throw new AppError('cancel_not_allowed', `order ${shopOrderNo} is ${locked.status}: not refundable`, {
+            order: this.presenter.present(locked),
+          });
         }
         // the row lock serialises refunds of an order; the unique row is the last guard
         if (!(await tx.insertRefund(locked.id, eligibility.amount, locked.currency, now))) return true;
-        await tx.insertEvent(locked.id, { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } }, now);
+        await tx.insertEvent(
+          locked.id,
+          { source: 'api', kind: 'refund', from: locked.status, to: locked.status, detail: { amount: eligibility.amount } },
+          now,
+        );
         await tx.updateOrder(locked, { updated_at: now });
-        this.logger.log({ msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`, shop_order_no: shopOrderNo, trace_id: locked.traceId });
+        this.logger.log({
+          msg: `order ${shopOrderNo}: refund recorded (${eligibility.amount ?? '-'})`,
+          shop_order_no: shopOrderNo,
+          trace_id: locked.traceId,
+        });
         return true;
       });
       if (done) return this.mustFind(shopOrderNo);
@@ -145,9 +156,13 @@ export class OrderCancelService {
       const plan = planLocalCancel(locked);
       switch (plan.kind) {
         case 'refuse_upstream_order_exists':
-          throw new AppError('cancel_not_allowed', `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`, {
-            order: this.presenter.present(locked),
-          });
+          throw new AppError(
+            'cancel_not_allowed',
+            `an upstream order exists for order ${locked.shopOrderNo} (anomaly ${UPSTREAM_ORDER_EXISTS}): an operator settles it`,
+            {
+              order: this.presenter.present(locked),
+            },
+          );
         case 'already':
           return false;
         case 'decide_again':
@@ -203,12 +218,18 @@ export class OrderCancelService {
       if (!locked) return;
       const mine = locked.opToken === token;
       if (answer.kind === 'canceled' || (answer.kind === 'not_allowed' && answer.current?.status === 'canceled')) {
-        await this.updater.applyReport(tx, locked, answer.kind === 'canceled' ? { status: 'canceled' } : (answer.current as UpstreamOrder), 'api', {
-          schedule: 'hint',
-          kind: answer.kind === 'canceled' ? 'answer' : 'read',
-          patch: mine ? { op_kind: null, op_token: null, op_until: null } : {},
-          detail: { action: 'cancel' },
-        });
+        await this.updater.applyReport(
+          tx,
+          locked,
+          answer.kind === 'canceled' ? { status: 'canceled' } : (answer.current as UpstreamOrder),
+          'api',
+          {
+            schedule: 'hint',
+            kind: answer.kind === 'canceled' ? 'answer' : 'read',
+            patch: mine ? { op_kind: null, op_token: null, op_until: null } : {},
+            detail: { action: 'cancel' },
+          },
+        );
         return;
       }
       await tx.updateOrder(locked, {
@@ -223,20 +244,32 @@ export class OrderCancelService {
         // the upstream canceled an order whose items were delivered: not canceled here (an anomaly,
         // logged), so no refund follows: the shop must not take the 200 of a cancel for it
         if (updated.status !== 'canceled' && updated.anomaly === CANCELED_AFTER_DELIVERY) {
-          throw new AppError('cancel_not_allowed', `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`, {
-            order: this.presenter.present(updated),
-          });
+          throw new AppError(
+            'cancel_not_allowed',
+            `the upstream canceled order ${order.shopOrderNo} after its items were delivered: kept as an anomaly, not canceled here`,
+            {
+              order: this.presenter.present(updated),
+            },
+          );
         }
         return updated;
       case 'not_allowed':
         if (updated.status === 'canceled') return updated;
-        throw new AppError('cancel_not_allowed', `the upstream does not allow canceling order ${order.shopOrderNo} now`, { order: this.presenter.present(updated) });
-      case 'unreachable':
-        throw new AppError('upstream_unavailable', `the upstream could not be reached (${answer.reason}); the order is unchanged`, { order: this.presenter.present(updated) });
-      case 'unknown':
-        throw new AppError('upstream_unavailable', `no answer from the upstream to the cancel (${answer.reason}); the order is unchanged until the upstream's state is read`, {
+        throw new AppError('cancel_not_allowed', `the upstream does not allow canceling order ${order.shopOrderNo} now`, {
           order: this.presenter.present(updated),
         });
+      case 'unreachable':
+        throw new AppError('upstream_unavailable', `the upstream could not be reached (${answer.reason}); the order is unchanged`, {
+          order: this.presenter.present(updated),
+        });
+      case 'unknown':
+        throw new AppError(
+          'upstream_unavailable',
+          `no answer from the upstream to the cancel (${answer.reason}); the order is unchanged until the upstream's state is read`,
+          {
+            order: this.presenter.present(updated),
+          },
+        );
       case 'error': {
         const auth = answer.error.httpStatus === 401 || answer.error.httpStatus === 403;
         throw new AppError(auth ? 'upstream_auth_failed' : 'upstream_error', `the upstream refused the cancel: ${answer.error.errorCode}`, {

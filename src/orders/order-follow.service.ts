@@ -53,7 +53,6 @@ export type UntrackedResult =
   /** The order follows it now (settled meanwhile). */
   | { kind: 'followed' };
 
-
 @Injectable()
 export class OrderFollowService {
   private readonly logger = new Logger('orders');
@@ -98,7 +97,11 @@ export class OrderFollowService {
           ...(order.nextPollAt !== null ? { next_poll_at: new Date(now.getTime() + interval), poll_interval_ms: interval } : {}),
         });
       });
-      this.logger.debug({ msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`, shop_order_no: claim.shopOrderNo, trace_id: claim.snapshot.order.traceId });
+      this.logger.debug({
+        msg: `order ${claim.shopOrderNo}: poll failed (${(e as Error).message})`,
+        shop_order_no: claim.shopOrderNo,
+        trace_id: claim.snapshot.order.traceId,
+      });
       return false;
     }
     await this.onClaimedRow(claim, async (tx, order) => {
@@ -162,17 +165,25 @@ export class OrderFollowService {
    * the operator): the order is read, and its `downstream_order_no` must be the attempt's. `opts` go to
    * the read (its budget class).
    */
-  async resolveUnknown(attempt: AttemptRecord, upstreamOrderId: number, source: EventSource, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<ResolveResult> {
+  async resolveUnknown(
+    attempt: AttemptRecord,
+    upstreamOrderId: number,
+    source: EventSource,
+    signal?: AbortSignal,
+    opts?: UpstreamCallOptions,
+  ): Promise<ResolveResult> {
     let answer: UpstreamOrder;
     try {
       answer = await this.upstream.getOrder(upstreamOrderId, signal, opts);
     } catch (e) {
-      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
+      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
+        return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
       return { kind: 'read_failed', error: e as Error };
     }
     // The callback that named this order carried the attempt's number, signed by the upstream; an
     // operator's id must be proven by the upstream's own answer.
-    const proven = answer.downstream_order_no !== undefined ? answer.downstream_order_no === attempt.downstreamOrderNo : source === 'callback';
+    const proven =
+      answer.downstream_order_no !== undefined ? answer.downstream_order_no === attempt.downstreamOrderNo : source === 'callback';
     if (!proven) {
       return {
         kind: 'mismatch',
@@ -184,12 +195,19 @@ export class OrderFollowService {
       };
     }
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
-    if (taken && taken.id !== attempt.orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
+    if (taken && taken.id !== attempt.orderId)
+      return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
-    if (!current || current.status !== 'submit_unknown') return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId), answer };
+    if (!current || current.status !== 'submit_unknown')
+      return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId), answer };
     // the attempt may be closed between the check above and the record (an operator's not_placed):
     // then nothing was recorded, and it is not resolved
-    const recorded = await this.submitter.recordOutcome(attempt.orderId, attempt.attemptNo, { kind: 'accepted', report: answer, request: attempt.request, reportKind: 'read' }, source);
+    const recorded = await this.submitter.recordOutcome(
+      attempt.orderId,
+      attempt.attemptNo,
+      { kind: 'accepted', report: answer, request: attempt.request, reportKind: 'read' },
+      source,
+    );
     if (!recorded.applied) return { kind: 'not_unknown', order: recorded.order, answer };
     return { kind: 'resolved', order: recorded.order };
   }
@@ -218,16 +236,21 @@ export class OrderFollowService {
       try {
         read = await this.upstream.getOrder(upstreamOrderId, signal);
       } catch (e) {
-        if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
+        if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
+          return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
         return { kind: 'read_failed', error: e as Error };
       }
     }
     const report = read;
     if (report.downstream_order_no !== undefined && report.downstream_order_no !== attempt.downstreamOrderNo) {
-      return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, not ${attempt.downstreamOrderNo}` };
+      return {
+        kind: 'mismatch',
+        reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
+      };
     }
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
-    if (taken && taken.id !== orderId) return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
+    if (taken && taken.id !== orderId)
+      return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     if (taken) return { kind: 'followed' };
     if (upstreamKeptNothing(report.status)) return { kind: 'nothing_kept', status: report.status };
     // once per upstream order: its later callbacks add no event, metric or log line
@@ -268,8 +291,20 @@ export class OrderFollowService {
         const order = await tx.lockOrder(s.orderId, true);
         const attempt = order ? await tx.lockAttempt(s.orderId, s.attemptNo) : null;
         // the lease is judged by the database's clock, as it was set (never this replica's)
-        if (!order || !attempt || attempt.status !== 'submitting' || !attempt.sendingUntil || attempt.sendingUntil >= (await tx.databaseNow())) return false;
-        await tx.updateAttempt(attempt.id, { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: this.submitter.resendAt(now) });
+        if (
+          !order ||
+          !attempt ||
+          attempt.status !== 'submitting' ||
+          !attempt.sendingUntil ||
+          attempt.sendingUntil >= (await tx.databaseNow())
+        )
+          return false;
+        await tx.updateAttempt(attempt.id, {
+          status: 'submit_unknown',
+          sending_until: null,
+          unknown_since: now,
+          next_resend_at: this.submitter.resendAt(now),
+        });
         if (order.status === 'submitting' && order.attempt === s.attemptNo) {
           await this.updater.moveLocal(
             tx,
@@ -281,7 +316,11 @@ export class OrderFollowService {
             { attempt: s.attemptNo, downstream_order_no: attempt.downstreamOrderNo },
           );
         }
-        this.logger.warn({ msg: `order ${order.shopOrderNo}: attempt ${s.attemptNo} found in flight after its lease: submit_unknown`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+        this.logger.warn({
+          msg: `order ${order.shopOrderNo}: attempt ${s.attemptNo} found in flight after its lease: submit_unknown`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+        });
         return true;
       });
       if (done) {
@@ -303,7 +342,10 @@ export class OrderFollowService {
     await Promise.all(
       claimed.map(async (a) => {
         const outcome = await this.submitter.send(a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });
-        this.logger.log({ msg: `re-sent unknown attempt ${a.downstreamOrderNo}: ${outcome.kind}`, downstream_order_no: a.downstreamOrderNo });
+        this.logger.log({
+          msg: `re-sent unknown attempt ${a.downstreamOrderNo}: ${outcome.kind}`,
+          downstream_order_no: a.downstreamOrderNo,
+        });
         await this.submitter.record(a.orderId, a.attemptNo, outcome, 'poll');
       }),
     );

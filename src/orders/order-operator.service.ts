@@ -45,7 +45,8 @@ export class OrderOperatorService {
       const held = await this.mustFind(shopOrderNo);
       const deadline = this.clock.nowMs() + Math.max(0, (held.opUntil?.getTime() ?? 0) - this.clock.now().getTime()) + 1000;
       for (let n = 0; r.kind === 'deferred'; n++) {
-        if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
+        if (this.clock.nowMs() > deadline)
+          throw new AppError('upstream_unavailable', `a cancel of order ${shopOrderNo} is still in progress; refresh again later`);
         await sleep(backoffMs(n, LOOK_AGAIN));
         r = await this.follow.refresh(order.id, 'operator');
       }
@@ -55,13 +56,18 @@ export class OrderOperatorService {
     }
     const after = r.kind === 'applied' ? r.order : await this.mustFind(shopOrderNo);
     // the action itself is recorded (a status it changed has its own event too)
-    await this.repo.addEvent(order.id, { source: 'operator', kind: 'refresh', from: order.status, to: after.status, detail: { outcome: r.kind } }, this.clock.now());
+    await this.repo.addEvent(
+      order.id,
+      { source: 'operator', kind: 'refresh', from: order.status, to: after.status, detail: { outcome: r.kind } },
+      this.clock.now(),
+    );
     return after;
   }
 
   async resolve(shopOrderNo: string, input: ResolveInput): Promise<OrderRecord> {
     const order = await this.mustFind(shopOrderNo);
-    if (order.status === 'rejected' && order.anomaly === UPSTREAM_ORDER_EXISTS && 'upstream_order_id' in input) return this.adopt(order, input.upstream_order_id);
+    if (order.status === 'rejected' && order.anomaly === UPSTREAM_ORDER_EXISTS && 'upstream_order_id' in input)
+      return this.adopt(order, input.upstream_order_id);
     if (order.status !== 'submit_unknown') throw this.notUnknown(order);
     const attempt = await this.repo.findAttempt(order.id, order.attempt);
     if (!attempt || attempt.status !== 'submit_unknown') throw this.notUnknown(order);
@@ -104,9 +110,24 @@ export class OrderOperatorService {
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       const current = await tx.lockAttempt(order.id, attempt.attemptNo);
-      if (!locked || !current || current.status !== 'submit_unknown' || locked.status !== 'submit_unknown') throw this.notUnknown(locked ?? order);
-      await tx.updateAttempt(current.id, { status: 'rejected', sending_until: null, finished_at: now, error_code: 'not_placed', error_message: reason });
-      await this.updater.moveLocal(tx, locked, 'not_placed', 'rejected', 'operator', { error_code: 'not_placed', error_message: reason }, { reason, attempt: attempt.attemptNo });
+      if (!locked || !current || current.status !== 'submit_unknown' || locked.status !== 'submit_unknown')
+        throw this.notUnknown(locked ?? order);
+      await tx.updateAttempt(current.id, {
+        status: 'rejected',
+        sending_until: null,
+        finished_at: now,
+        error_code: 'not_placed',
+        error_message: reason,
+      });
+      await this.updater.moveLocal(
+        tx,
+        locked,
+        'not_placed',
+        'rejected',
+        'operator',
+        { error_code: 'not_placed', error_message: reason },
+        { reason, attempt: attempt.attemptNo },
+      );
     });
     return this.mustFind(order.shopOrderNo);
   }
@@ -123,24 +144,37 @@ export class OrderOperatorService {
     try {
       answer = await this.upstream.getOrder(upstreamOrderId);
     } catch (e) {
-      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404) throw new AppError('resolve_mismatch', `the upstream has no order ${upstreamOrderId}`);
+      if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
+        throw new AppError('resolve_mismatch', `the upstream has no order ${upstreamOrderId}`);
       throw new AppError('upstream_unavailable', `the upstream order could not be read: ${(e as Error).message}`);
     }
-    const named = (await this.repo.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)?.detail?.downstream_order_no;
+    const named = (await this.repo.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)
+      ?.detail?.downstream_order_no;
     const dno = answer.downstream_order_no ?? (typeof named === 'string' ? named : undefined);
     const attempt = dno === undefined ? null : await this.repo.findAttemptByDownstreamNo(dno);
     if (!attempt || attempt.orderId !== order.id) {
-      throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`);
+      throw new AppError(
+        'resolve_mismatch',
+        `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`,
+      );
     }
     const taken = await this.repo.findByUpstreamId(upstreamOrderId);
-    if (taken && taken.id !== order.id) throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
+    if (taken && taken.id !== order.id)
+      throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
     const status = answer.status;
-    if (!isUpstreamStatus(status)) throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
+    if (!isUpstreamStatus(status))
+      throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
     const now = this.clock.now();
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked || locked.status !== 'rejected' || locked.anomaly !== UPSTREAM_ORDER_EXISTS) throw this.notUnknown(locked ?? order);
-      await tx.updateAttempt(attempt.id, { status: 'accepted', upstream_order_id: upstreamOrderId, finished_at: now, error_code: null, error_message: null });
+      await tx.updateAttempt(attempt.id, {
+        status: 'accepted',
+        upstream_order_id: upstreamOrderId,
+        finished_at: now,
+        error_code: null,
+        error_message: null,
+      });
       const moved = await this.updater.moveLocal(
         tx,
         locked,

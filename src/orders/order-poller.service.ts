@@ -117,7 +117,11 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
       const found = await this.repo.requeueAwaitingItems([...ITEMS_DELIVERED], this.clock.now(), this.config.orders.pollBaseMs);
       if (found.length > 0) {
         this.metrics.itemsRequeued.inc(found.length);
-        this.logger.warn({ msg: `${found.length} orders in a delivered state without their items are followed again to read them`, count: found.length, shop_order_nos: found.slice(0, 20) });
+        this.logger.warn({
+          msg: `${found.length} orders in a delivered state without their items are followed again to read them`,
+          count: found.length,
+          shop_order_nos: found.slice(0, 20),
+        });
         this.wake();
       }
       return found.length;
@@ -193,7 +197,11 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
             if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed++;
           } catch (e) {
             failed++;
-            this.logger.error({ msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`, shop_order_no: c.shopOrderNo, trace_id: c.snapshot.order.traceId });
+            this.logger.error({
+              msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`,
+              shop_order_no: c.shopOrderNo,
+              trace_id: c.snapshot.order.traceId,
+            });
           }
         });
         // An upstream failing most reads (down, rate limiting) is not read faster than a batch a tick

@@ -22,7 +22,11 @@ export class OrderPresenter {
       try {
         delivered = this.cipher.open(order.id, order.deliverySealed);
       } catch (e) {
-        this.logger.error({ msg: `order ${order.shopOrderNo}: stored items cannot be decrypted (${(e as Error).message})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+        this.logger.error({
+          msg: `order ${order.shopOrderNo}: stored items cannot be decrypted (${(e as Error).message})`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+        });
       }
     }
     return toOrderResponse(order, delivered, this.clock.now(), this.config.orders.stuckAlertS);

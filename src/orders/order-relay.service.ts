@@ -175,7 +175,8 @@ export class OrderRelayService {
       if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
-      if (!canResubmit({ status: existing.status, refundRecorded: existing.refundAt !== null, anomaly: existing.anomaly })) return { httpStatus: 200, order: existing };
+      if (!canResubmit({ status: existing.status, refundRecorded: existing.refundAt !== null, anomaly: existing.anomaly }))
+        return { httpStatus: 200, order: existing };
     }
     // A code several SKUs carry: refused (nothing recorded) for a new attempt, never a guess.
     if (refused) throw refused;
@@ -221,7 +222,8 @@ export class OrderRelayService {
     const checked = await this.check(input, local, early, ceiling, wait);
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
     const deferred = checked.kind === 'deferred';
-    const sku: CheckedSku = checked.kind === 'checked' ? checked.sku : localChecked(checked.local, checked.local.upstreamSkuId, checked.local.costPrice);
+    const sku: CheckedSku =
+      checked.kind === 'checked' ? checked.sku : localChecked(checked.local, checked.local.upstreamSkuId, checked.local.costPrice);
     const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
     // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
     // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
@@ -241,7 +243,12 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
-    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { maxWaitMs: waitLeft(wait) });
+    const outcome = await this.submitter.send(
+      attempt.downstreamOrderNo,
+      request,
+      { shop_order_no: order.shopOrderNo },
+      { maxWaitMs: waitLeft(wait) },
+    );
     this.notePriceOutcome(sku, input.quantity, outcome);
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
@@ -249,7 +256,12 @@ export class OrderRelayService {
   }
 
   private announceQueued(order: OrderRecord, reason: string): void {
-    this.logger.log({ msg: `order ${order.shopOrderNo}: queued for the upstream's request budget (${reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, reason });
+    this.logger.log({
+      msg: `order ${order.shopOrderNo}: queued for the upstream's request budget (${reason})`,
+      shop_order_no: order.shopOrderNo,
+      trace_id: order.traceId,
+      reason,
+    });
     this.signals.queued(order.id);
   }
 
@@ -279,7 +291,9 @@ export class OrderRelayService {
     let sku: CheckedSku;
     try {
       // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
-      const checked = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), { signal });
+      const checked = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), {
+        signal,
+      });
       if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
       sku = checked.sku;
     } catch (e) {
@@ -309,7 +323,12 @@ export class OrderRelayService {
         'dequeue',
         'submitting',
         'api',
-        { product_id: sku.productId, sku_id: sku.skuId, unit_cost: sku.unitCost, expected_amount: expectedAmount(sku.unitCost, order.quantity) },
+        {
+          product_id: sku.productId,
+          sku_id: sku.skuId,
+          unit_cost: sku.unitCost,
+          expected_amount: expectedAmount(sku.unitCost, order.quantity),
+        },
         { attempt: attemptNo, downstream_order_no: locked.attempt.downstreamOrderNo },
       );
     });
@@ -332,7 +351,11 @@ export class OrderRelayService {
     if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
     if (outcome.kind !== 'accepted' || outcome.reportKind !== 'answer') return;
     const { productId, skuCode, unitCost, currency } = sku;
-    this.catalog.confirmCost({ productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency }, outcome.report, this.clock.nowMs());
+    this.catalog.confirmCost(
+      { productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency },
+      outcome.report,
+      this.clock.nowMs(),
+    );
   }
 
   /** A queued order that its checks refused when it was to be sent: its attempt and the order `rejected` with the code. */
@@ -340,10 +363,29 @@ export class OrderRelayService {
     await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
       if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return;
-      await tx.updateAttempt(locked.attempt.id, { status: 'rejected', finished_at: this.clock.now(), http_status: e.httpStatus, error_code: e.code, error_message: e.message });
-      await this.updater.moveLocal(tx, locked.order, 'dequeue', 'rejected', 'api', { error_code: e.code, error_message: e.message }, { attempt: attempt.attemptNo, error_code: e.code });
+      await tx.updateAttempt(locked.attempt.id, {
+        status: 'rejected',
+        finished_at: this.clock.now(),
+        http_status: e.httpStatus,
+        error_code: e.code,
+        error_message: e.message,
+      });
+      await this.updater.moveLocal(
+        tx,
+        locked.order,
+        'dequeue',
+        'rejected',
+        'api',
+        { error_code: e.code, error_message: e.message },
+        { attempt: attempt.attemptNo, error_code: e.code },
+      );
     });
-    this.logger.warn({ msg: `order ${order.shopOrderNo}: refused when taken from the queue (${e.code}): ${e.message}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, error_code: e.code });
+    this.logger.warn({
+      msg: `order ${order.shopOrderNo}: refused when taken from the queue (${e.code}): ${e.message}`,
+      shop_order_no: order.shopOrderNo,
+      trace_id: order.traceId,
+      error_code: e.code,
+    });
   }
 
   /**
@@ -351,7 +393,13 @@ export class OrderRelayService {
    * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
    * taken only here, after the local checks), else one made now.
    */
-  private async check(input: PlaceOrderInput, local: CatalogSku | null, early: EarlyRead | null, ceiling: string, wait: BudgetWait): Promise<PriceCheck> {
+  private async check(
+    input: PlaceOrderInput,
+    local: CatalogSku | null,
+    early: EarlyRead | null,
+    ceiling: string,
+    wait: BudgetWait,
+  ): Promise<PriceCheck> {
     // the local checks (presend-checks.ts): the SKU exists and is available, a manual SKU's form is complete
     const { sku } = passed(checkLocalSku(input.sku_code, local, input.manual_form_data));
     // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
@@ -449,7 +497,12 @@ export class OrderRelayService {
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
-        if (!order || !canResubmit({ status: order.status, refundRecorded: order.refundAt !== null, anomaly: order.anomaly }) || order.attempt !== rejected.attempt || order.requestFingerprint !== fingerprint) {
+        if (
+          !order ||
+          !canResubmit({ status: order.status, refundRecorded: order.refundAt !== null, anomaly: order.anomaly }) ||
+          order.attempt !== rejected.attempt ||
+          order.requestFingerprint !== fingerprint
+        ) {
           return null;
         }
         const n = order.attempt + 1;
@@ -467,7 +520,10 @@ export class OrderRelayService {
           error_code: null,
           error_message: null,
         };
-        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', status, 'api', patch, { attempt: n, downstream_order_no: dno });
+        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', status, 'api', patch, {
+          attempt: n,
+          downstream_order_no: dno,
+        });
         return { order: updated, attempt, snapshot: null };
       });
     } catch (e) {

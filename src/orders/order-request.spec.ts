@@ -19,7 +19,12 @@ describe('order request', () => {
   });
 
   it('finds the required manual form fields that are missing', () => {
-    const schema = { fields: [{ key: 'account', required: true }, { key: 'region', required: false }] };
+    const schema = {
+      fields: [
+        { key: 'account', required: true },
+        { key: 'region', required: false },
+      ],
+    };
     expect(missingManualFields(schema, {})).toEqual(['account']);
     expect(missingManualFields(schema, { account: '' })).toEqual(['account']);
     expect(missingManualFields(schema, { account: 'x' })).toEqual([]);

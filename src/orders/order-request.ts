@@ -49,19 +49,35 @@ export function downstreamOrderNo(shopOrderNo: string, attempt: number): string 
  * data at all is fine where no field is required. A null schema is not known here: only the upstream
  * can judge the data then (nothing is missing or unknown).
  */
-export function manualFormProblems(schema: Record<string, unknown> | null | undefined, data: Record<string, unknown> | undefined): { missing: string[]; unknown: string[] } {
+export function manualFormProblems(
+  schema: Record<string, unknown> | null | undefined,
+  data: Record<string, unknown> | undefined,
+): { missing: string[]; unknown: string[] } {
   if (!schema) return { missing: [], unknown: [] };
   const fields = Array.isArray(schema.fields) ? (schema.fields as unknown[]) : [];
-  const keys = new Set(fields.map((f) => (typeof f === 'object' && f !== null ? (f as { key?: unknown }).key : undefined)).filter((k): k is string => typeof k === 'string'));
+  const keys = new Set(
+    fields
+      .map((f) => (typeof f === 'object' && f !== null ? (f as { key?: unknown }).key : undefined))
+      .filter((k): k is string => typeof k === 'string'),
+  );
   return { missing: missingManualFields(schema, data), unknown: Object.keys(data ?? {}).filter((k) => !keys.has(k)) };
 }
 
 /** Required keys of a manual form schema `{fields: [{key, required}]}` missing from the data. */
-export function missingManualFields(schema: Record<string, unknown> | null | undefined, data: Record<string, unknown> | undefined): string[] {
+export function missingManualFields(
+  schema: Record<string, unknown> | null | undefined,
+  data: Record<string, unknown> | undefined,
+): string[] {
   const fields = (schema as { fields?: unknown } | null | undefined)?.fields;
   if (!Array.isArray(fields)) return [];
   return fields
-    .filter((f): f is { key: string; required: true } => typeof f === 'object' && f !== null && (f as { required?: unknown }).required === true && typeof (f as { key?: unknown }).key === 'string')
+    .filter(
+      (f): f is { key: string; required: true } =>
+        typeof f === 'object' &&
+        f !== null &&
+        (f as { required?: unknown }).required === true &&
+        typeof (f as { key?: unknown }).key === 'string',
+    )
     .map((f) => f.key)
     .filter((key) => {
       const v = data?.[key];

@@ -84,7 +84,17 @@ describe('order state machine', () => {
     expect(canTransition('adopt', 'rejected', 'canceled')).toBe(true);
     expect(canTransition('adopt', 'rejected', 'submitting')).toBe(false);
     expect(canTransition('adopt', 'paid', 'delivered')).toBe(false);
-    expect(Object.keys(TRANSITIONS).sort()).toEqual(['adopt', 'dequeue', 'local_cancel', 'not_placed', 'requeue', 'resubmit', 'submit', 'submit_outcome', 'sweep']);
+    expect(Object.keys(TRANSITIONS).sort()).toEqual([
+      'adopt',
+      'dequeue',
+      'local_cancel',
+      'not_placed',
+      'requeue',
+      'resubmit',
+      'submit',
+      'submit_outcome',
+      'sweep',
+    ]);
   });
 
   it('queues an order for the request budget before anything is sent, and takes it from the queue', () => {
@@ -132,7 +142,10 @@ describe('refund eligibility', () => {
   it('makes rejected, canceled and refunded orders refundable for the whole amount', () => {
     expect(refundEligibility(facts('canceled'))).toEqual({ state: 'refundable', amount: '20.00' });
     expect(refundEligibility(facts('refunded', { refundedAmount: '20.00' }))).toEqual({ state: 'refundable', amount: '20.00' });
-    expect(refundEligibility(facts('rejected', { amount: null, expectedAmount: '30.00' }))).toEqual({ state: 'refundable', amount: '30.00' });
+    expect(refundEligibility(facts('rejected', { amount: null, expectedAmount: '30.00' }))).toEqual({
+      state: 'refundable',
+      amount: '30.00',
+    });
   });
 
   it('makes a partially refunded order refundable for the refunded amount', () => {
@@ -140,19 +153,34 @@ describe('refund eligibility', () => {
   });
 
   it('refuses every other status: no refund unless the upstream canceled', () => {
-    for (const s of ['submitting', 'submit_unknown', 'pending_payment', 'paid', 'fulfilling', 'partially_delivered', 'delivered', 'completed'] as const) {
+    for (const s of [
+      'submitting',
+      'submit_unknown',
+      'pending_payment',
+      'paid',
+      'fulfilling',
+      'partially_delivered',
+      'delivered',
+      'completed',
+    ] as const) {
       expect(refundEligibility(facts(s))).toEqual({ state: 'not_refundable', amount: null });
     }
   });
 
   it('is refunded once recorded', () => {
     expect(refundEligibility(facts('canceled', { refundRecorded: true }))).toEqual({ state: 'refunded', amount: '20.00' });
-    expect(refundEligibility(facts('partially_refunded', { refundedAmount: '5.00', refundRecorded: true }))).toEqual({ state: 'refunded', amount: '5.00' });
+    expect(refundEligibility(facts('partially_refunded', { refundedAmount: '5.00', refundRecorded: true }))).toEqual({
+      state: 'refunded',
+      amount: '5.00',
+    });
   });
 
   it('shows the amount a refund was recorded with, whatever the upstream reports after it', () => {
     // 5.00 recorded while partially refunded; the upstream then refunds the rest
-    expect(refundEligibility(facts('refunded', { refundedAmount: '20.00', refundRecorded: true, recordedAmount: '5.00' }))).toEqual({ state: 'refunded', amount: '5.00' });
+    expect(refundEligibility(facts('refunded', { refundedAmount: '20.00', refundRecorded: true, recordedAmount: '5.00' }))).toEqual({
+      state: 'refunded',
+      amount: '5.00',
+    });
   });
 
   it('never offers more than the order cost, nor a refund of nothing or less', () => {
@@ -193,6 +221,7 @@ describe('who may make a new attempt', () => {
     expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: null })).toBe(true);
     expect(canResubmit({ status: 'rejected', refundRecorded: true, anomaly: null })).toBe(false);
     expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: 'upstream_order_exists' })).toBe(false);
-    for (const s of ORDER_STATUSES.filter((x) => x !== 'rejected')) expect(canResubmit({ status: s, refundRecorded: false, anomaly: null })).toBe(false);
+    for (const s of ORDER_STATUSES.filter((x) => x !== 'rejected'))
+      expect(canResubmit({ status: s, refundRecorded: false, anomaly: null })).toBe(false);
   });
 });

@@ -78,7 +78,9 @@ export type LocalTrigger =
 const ANY_UPSTREAM: readonly OrderStatus[] = UPSTREAM_STATUSES;
 
 /** The local moves: trigger → from → allowed targets. */
-export const TRANSITIONS: Readonly<Record<LocalTrigger, ReadonlyArray<readonly [readonly (OrderStatus | null)[], readonly OrderStatus[]]>>> = {
+export const TRANSITIONS: Readonly<
+  Record<LocalTrigger, ReadonlyArray<readonly [readonly (OrderStatus | null)[], readonly OrderStatus[]]>>
+> = {
   submit: [[[null], ['submitting', 'queued']]],
   requeue: [[['submitting'], ['queued']]],
   dequeue: [[['queued'], ['submitting', 'rejected']]],

@@ -45,9 +45,16 @@ export type SendOutcome =
 /** A failed try of the create call, as the send-retry policy sees it. */
 function sendFailure(e: unknown): SendFailure {
   if (e instanceof UpstreamDefinitiveError) {
-    return { kind: 'definitive', errorCode: e.errorCode, httpStatus: e.httpStatus, message: e.upstreamMessage || e.message, upstreamOrderId: e.upstreamOrderId };
+    return {
+      kind: 'definitive',
+      errorCode: e.errorCode,
+      httpStatus: e.httpStatus,
+      message: e.upstreamMessage || e.message,
+      upstreamOrderId: e.upstreamOrderId,
+    };
   }
-  if (e instanceof UpstreamRetryableError) return { kind: 'retryable', reason: e.reason, rateLimited: isRateLimited(e as unknown), retryAfterMs: e.retryAfterMs };
+  if (e instanceof UpstreamRetryableError)
+    return { kind: 'retryable', reason: e.reason, rateLimited: isRateLimited(e as unknown), retryAfterMs: e.retryAfterMs };
   return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
 }
 
@@ -84,7 +91,12 @@ export class OrderSubmitter {
    * time, or on a 429 (with or without a budget), the outcome is `queued` (nothing was sent or
    * processed). `wait.granted`: the caller took the first send's token already.
    */
-  async send(downstreamOrderNo: string, request: AttemptRequest, log: { shop_order_no: string }, wait: { maxWaitMs?: number; granted?: boolean } = {}): Promise<SendOutcome> {
+  async send(
+    downstreamOrderNo: string,
+    request: AttemptRequest,
+    log: { shop_order_no: string },
+    wait: { maxWaitMs?: number; granted?: boolean } = {},
+  ): Promise<SendOutcome> {
     const started = performance.now();
     let req = request;
     for (let tryNo = 0; ; tryNo++) {
@@ -101,7 +113,12 @@ export class OrderSubmitter {
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
         // the send-retry policy (send-policy.ts) decides whether it goes again; this carries it out
-        const step = planSendFailure(sendFailure(e), { tryNo, elapsedMs: performance.now() - started, timeoutMs: this.config.upstream.timeoutMs, withCallback: body.callback_url !== undefined });
+        const step = planSendFailure(sendFailure(e), {
+          tryNo,
+          elapsedMs: performance.now() - started,
+          timeoutMs: this.config.upstream.timeoutMs,
+          withCallback: body.callback_url !== undefined,
+        });
         if (step.callbackRefused) {
           this.callbackRefused = true;
           this.logger.warn({
@@ -125,7 +142,13 @@ export class OrderSubmitter {
    * statement that checks, under the row locks, that nothing changed them since; when something did
    * (a callback, the sweeper, an operator), nothing is written and it is done in a transaction.
    */
-  async record(orderId: string, attemptNo: number, outcome: SendOutcome, source: EventSource, snapshot?: OrderSnapshot): Promise<OrderRecord> {
+  async record(
+    orderId: string,
+    attemptNo: number,
+    outcome: SendOutcome,
+    source: EventSource,
+    snapshot?: OrderSnapshot,
+  ): Promise<OrderRecord> {
     return (await this.recordOutcome(orderId, attemptNo, outcome, source, snapshot)).order;
   }
 
@@ -147,13 +170,18 @@ export class OrderSubmitter {
       const { order, attempt } = locked;
       if ((attempt.status !== 'submitting' && attempt.status !== 'submit_unknown') || order.attempt !== attemptNo) {
         if (attempt.sendingUntil) await tx.updateAttempt(attempt.id, { sending_until: null });
-        if (outcome.kind === 'accepted') return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: false };
+        if (outcome.kind === 'accepted')
+          return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: false };
         return { order, applied: false };
       }
       // the attempt lifecycle (attempt-lifecycle.ts) decides everything the outcome does; this carries it out
       const plan = planOutcome(
         outcome.kind === 'accepted'
-          ? { kind: 'accepted', upstreamOrderId: outcome.report.order_id, changedRequest: outcome.request !== attempt.request ? outcome.request : null }
+          ? {
+              kind: 'accepted',
+              upstreamOrderId: outcome.report.order_id,
+              changedRequest: outcome.request !== attempt.request ? outcome.request : null,
+            }
           : outcome,
         { status: attempt.status, sends: attempt.sends, attemptNo, downstreamOrderNo: attempt.downstreamOrderNo },
         { now, resendAt: this.resendAt(now) },
@@ -207,7 +235,11 @@ export class OrderSubmitter {
         error_code: outcome.errorCode,
       });
     } else if (kind === 'unknown' && outcome.kind === 'unknown') {
-      this.logger.warn({ msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`, shop_order_no: order.shopOrderNo, trace_id: order.traceId });
+      this.logger.warn({
+        msg: `order ${order.shopOrderNo}: outcome of the create call unknown (${outcome.reason})`,
+        shop_order_no: order.shopOrderNo,
+        trace_id: order.traceId,
+      });
     }
   }
 
@@ -218,7 +250,13 @@ export class OrderSubmitter {
    * (OrderUpdater.recordUntracked), as a verified callback naming it would be; nothing when the order
    * follows this one, or when the upstream order keeps nothing (canceled, refunded).
    */
-  private async lateAcceptance(tx: OrderTx, order: OrderRecord, attempt: AttemptRecord, report: AcceptedReport, source: EventSource): Promise<OrderRecord> {
+  private async lateAcceptance(
+    tx: OrderTx,
+    order: OrderRecord,
+    attempt: AttemptRecord,
+    report: AcceptedReport,
+    source: EventSource,
+  ): Promise<OrderRecord> {
     if (order.upstreamOrderId === report.order_id || upstreamKeptNothing(report.status)) return order;
     const { order: updated, reason } = await this.updater.recordUntracked(tx, order, attempt, report.order_id, report, source);
     tx.afterCommit(() =>

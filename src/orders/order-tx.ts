@@ -10,7 +10,18 @@ import type { EntityManager, QueryRunner } from 'typeorm';
 import type { EventSource } from './order-state.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
 import { commitWith, numbered, rows, statementFor } from '../database/prepared-statements.js';
-import { toAttempt, toOrder, type AttemptPatch, type AttemptRecord, type AttemptRequest, type AttemptRow, type NewOrderInput, type OrderPatch, type OrderRecord, type OrderRow } from './order.records.js';
+import {
+  toAttempt,
+  toOrder,
+  type AttemptPatch,
+  type AttemptRecord,
+  type AttemptRequest,
+  type AttemptRow,
+  type NewOrderInput,
+  type OrderPatch,
+  type OrderRecord,
+  type OrderRow,
+} from './order.records.js';
 
 /** A write held back until the next statement of its transaction: SQL with `$?` for each parameter. */
 interface HeldWrite {
@@ -139,11 +150,11 @@ export class OrderTx {
       // no order update to carry them: lock and check the order row in the statement itself
       this.snapshotStatement();
       const { ctes, params } = this.withHeld(held, 3);
-      await rows(this.em, `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2, null)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`, [
-        this.snapshot.order.id,
-        this.snapshot.version,
-        ...params,
-      ]);
+      await rows(
+        this.em,
+        `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2, null)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`,
+        [this.snapshot.order.id, this.snapshot.version, ...params],
+      );
       return;
     }
     const { ctes, params } = this.withHeld(held, 1);
@@ -236,7 +247,10 @@ export class OrderTx {
     first: { sql: string; params: unknown[] } | null,
     downstreamOrderNo: string | null,
     upstreamOrderId: number,
-  ): Promise<{ first: F | null; found: { order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null }> {
+  ): Promise<{
+    first: F | null;
+    found: { order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null;
+  }> {
     this.direct('lockOrderNamed');
     await this.flush();
     const lock = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount,
@@ -260,7 +274,11 @@ export class OrderTx {
     if (!row || row.id === null || row.id === undefined) return { first: firstRow, found: null };
     return {
       first: firstRow,
-      found: { order: toOrder(row), named: row.named_attempt_no === null || row.named_status === null ? null : { attemptNo: row.named_attempt_no, status: row.named_status } },
+      found: {
+        order: toOrder(row),
+        named:
+          row.named_attempt_no === null || row.named_status === null ? null : { attemptNo: row.named_attempt_no, status: row.named_status },
+      },
     };
   }
 
@@ -342,7 +360,13 @@ export class OrderTx {
    * A new order with its first attempt and event, in one statement: `submitting` under the sending
    * lease, or `queued` (not sent, no lease) when it waits for the request budget.
    */
-  async insertOrder(input: NewOrderInput, request: AttemptRequest, now: Date, leaseMs: number, status: 'submitting' | 'queued' = 'submitting'): Promise<OrderSnapshot | null> {
+  async insertOrder(
+    input: NewOrderInput,
+    request: AttemptRequest,
+    now: Date,
+    leaseMs: number,
+    status: 'submitting' | 'queued' = 'submitting',
+  ): Promise<OrderSnapshot | null> {
     this.direct('insertOrder');
     await this.flush();
     let found: Array<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>;
@@ -455,10 +479,11 @@ export class OrderTx {
     const held = this.held;
     this.held = [];
     const withHeld = held.length ? this.withHeld(held, params.length + 1) : null;
-    const [row] = await rows<OrderRow>(this.em, `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1${check} RETURNING *`, [
-      ...params,
-      ...(withHeld?.params ?? []),
-    ]);
+    const [row] = await rows<OrderRow>(
+      this.em,
+      `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1${check} RETURNING *`,
+      [...params, ...(withHeld?.params ?? [])],
+    );
     return { ...toOrder(row), refundAt: order.refundAt, refundAmount: order.refundAmount };
   }
 
@@ -470,7 +495,11 @@ export class OrderTx {
     const values = [...entries.map(([k, v]) => (k === 'request' ? JSON.stringify(v) : v)), id];
     if (this.snapshot && id !== this.snapshot.attempt?.id) throw new SnapshotUnusable('another attempt');
     const write: HeldWrite = this.snapshot
-      ? { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $? AND relay_expect_unchanged(xmin = $?::xid)`, params: [...values, this.snapshot.version], attemptId: id }
+      ? {
+          sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $? AND relay_expect_unchanged(xmin = $?::xid)`,
+          params: [...values, this.snapshot.version],
+          attemptId: id,
+        }
       : { sql: `UPDATE order_attempts SET ${sets.join(', ')} WHERE id = $?`, params: values, attemptId: id };
     await this.holdOrSend(write);
   }

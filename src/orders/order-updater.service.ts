@@ -84,7 +84,13 @@ export class OrderUpdater {
    * Applies an upstream report to `order` (locked by the caller in `tx`): the items it brings are
    * sealed, `planReport` decides what it changes, `writeReport` writes that.
    */
-  async applyReport(tx: OrderTx, order: OrderRecord, report: UpstreamReport, source: EventSource, opts: ApplyOptions): Promise<ApplyResult> {
+  async applyReport(
+    tx: OrderTx,
+    order: OrderRecord,
+    report: UpstreamReport,
+    source: EventSource,
+    opts: ApplyOptions,
+  ): Promise<ApplyResult> {
     const now = this.clock.now();
     const decision = decideReport(order.status, report.status);
     const delivery = reportTakesItems(decision) ? this.delivery(tx, order, report.fulfillment, now) : null;
@@ -94,13 +100,28 @@ export class OrderUpdater {
   }
 
   /** Writes a report's plan in `tx`: its event row, the order's columns with the next poll, and what follows the commit. */
-  private async writeReport(tx: OrderTx, order: OrderRecord, report: UpstreamReport, source: EventSource, opts: ApplyOptions, plan: ReportPlan, now: Date): Promise<OrderRecord> {
+  private async writeReport(
+    tx: OrderTx,
+    order: OrderRecord,
+    report: UpstreamReport,
+    source: EventSource,
+    opts: ApplyOptions,
+    plan: ReportPlan,
+    now: Date,
+  ): Promise<OrderRecord> {
     const { to } = plan;
     if (plan.event?.kind === 'status') await this.recordChange(tx, order, to, source, now, { ...opts.detail });
     if (plan.regression) {
       tx.afterCommit(() => {
         this.metrics.stateRegressions.inc({ source });
-        this.logger.debug({ msg: 'status report ignored: it would move the order back', shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: order.status, reported: report.status, source });
+        this.logger.debug({
+          msg: 'status report ignored: it would move the order back',
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+          status: order.status,
+          reported: report.status,
+          source,
+        });
       });
     }
     if (plan.event?.kind === 'anomaly') {
@@ -119,7 +140,15 @@ export class OrderUpdater {
       });
     }
     const callbacksExpected = plan.patch.callbacks_expected ?? order.callbacksExpected;
-    const schedule = this.schedule({ ...order, callbacksExpected }, to, plan.progressed, opts.schedule, now, plan.follow, plan.items === 'read_now');
+    const schedule = this.schedule(
+      { ...order, callbacksExpected },
+      to,
+      plan.progressed,
+      opts.schedule,
+      now,
+      plan.follow,
+      plan.items === 'read_now',
+    );
     if (opts.withWrite) {
       const w = opts.withWrite(to);
       await tx.write(w.sql, w.params);
@@ -128,7 +157,14 @@ export class OrderUpdater {
     if (plan.items === 'read_now') {
       const reported = plan.held ?? to;
       tx.afterCommit(() => {
-        this.logger.log({ msg: `order ${order.shopOrderNo}: ${reported} reported without its items; the order stays ${to} and is read now`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, status: to, reported, source });
+        this.logger.log({
+          msg: `order ${order.shopOrderNo}: ${reported} reported without its items; the order stays ${to} and is read now`,
+          shop_order_no: order.shopOrderNo,
+          trace_id: order.traceId,
+          status: to,
+          reported,
+          source,
+        });
         this.signals.itemsDue(order.id);
       });
     }
@@ -167,7 +203,13 @@ export class OrderUpdater {
    * order does not follow): the column, an `anomaly` event row and the anomalies metric, as for a
    * contradictory report. The log line is the caller's (its level and its words).
    */
-  async recordAnomaly(tx: OrderTx, order: OrderRecord, reason: string, source: EventSource, detail: Record<string, unknown>): Promise<OrderRecord> {
+  async recordAnomaly(
+    tx: OrderTx,
+    order: OrderRecord,
+    reason: string,
+    source: EventSource,
+    detail: Record<string, unknown>,
+  ): Promise<OrderRecord> {
     const now = this.clock.now();
     await tx.insertEvent(order.id, { source, kind: 'anomaly', from: order.status, to: null, detail: { reason, ...detail } }, now);
     tx.afterCommit(() => this.metrics.stateAnomalies.inc());
@@ -203,8 +245,19 @@ export class OrderUpdater {
   }
 
   /** Event row and shop notification of a status change. */
-  async recordChange(tx: OrderTx, order: OrderRecord, to: OrderStatus, source: EventSource, now: Date, detail: Record<string, unknown>): Promise<void> {
-    await tx.insertEvent(order.id, { source, kind: 'status', from: order.status === to ? null : order.status, to, detail: Object.keys(detail).length ? detail : null }, now);
+  async recordChange(
+    tx: OrderTx,
+    order: OrderRecord,
+    to: OrderStatus,
+    source: EventSource,
+    now: Date,
+    detail: Record<string, unknown>,
+  ): Promise<void> {
+    await tx.insertEvent(
+      order.id,
+      { source, kind: 'status', from: order.status === to ? null : order.status, to, detail: Object.keys(detail).length ? detail : null },
+      now,
+    );
     await this.announce(tx, order, order.status === to ? null : order.status, to, source, now);
   }
 
@@ -214,17 +267,38 @@ export class OrderUpdater {
   }
 
   /** The shop notification (outbox, same transaction) and the log line of a status change whose event row is written. */
-  async announce(tx: OrderTx, order: OrderRecord, from: OrderStatus | null, to: OrderStatus, source: EventSource, now: Date): Promise<void> {
+  async announce(
+    tx: OrderTx,
+    order: OrderRecord,
+    from: OrderStatus | null,
+    to: OrderStatus,
+    source: EventSource,
+    now: Date,
+  ): Promise<void> {
     const insert = this.outbox.insert([
       {
         type: 'order.status_changed',
         subject: order.shopOrderNo,
-        payload: { shop_order_no: order.shopOrderNo, status: to, previous_status: from, source, attempt: order.attempt, at: now.toISOString() },
+        payload: {
+          shop_order_no: order.shopOrderNo,
+          status: to,
+          previous_status: from,
+          source,
+          attempt: order.attempt,
+          at: now.toISOString(),
+        },
       },
     ]);
     if (insert) await tx.write(insert.sql, insert.params);
     tx.afterCommit(() =>
-      this.logger.log({ msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`, shop_order_no: order.shopOrderNo, trace_id: order.traceId, from, to, source }),
+      this.logger.log({
+        msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`,
+        shop_order_no: order.shopOrderNo,
+        trace_id: order.traceId,
+        from,
+        to,
+        source,
+      }),
     );
   }
 
@@ -234,7 +308,15 @@ export class OrderUpdater {
    * progress, else to the current wait from now (so that an order whose callbacks keep arriving is not
    * polled on top of them, and one whose callbacks stop is polled as before).
    */
-  private schedule(order: OrderRecord, to: OrderStatus, progressed: boolean, mode: ApplyOptions['schedule'], now: Date, follow = false, readNow = false): OrderPatch {
+  private schedule(
+    order: OrderRecord,
+    to: OrderStatus,
+    progressed: boolean,
+    mode: ApplyOptions['schedule'],
+    now: Date,
+    follow = false,
+    readNow = false,
+  ): OrderPatch {
     const pace = pollPace(this.config.orders, order.callbacksExpected);
     const { pollBaseMs } = pace;
     if (!FOLLOWED.has(to) && !follow) {
@@ -251,7 +333,8 @@ export class OrderUpdater {
       const at = new Date(now.getTime() + interval);
       return order.nextPollAt !== null && order.nextPollAt >= at ? {} : { next_poll_at: at, poll_interval_ms: interval };
     }
-    if (progressed || order.nextPollAt === null) return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };
+    if (progressed || order.nextPollAt === null)
+      return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };
     return {};
   }
 

@@ -11,7 +11,15 @@ import { sqlState } from '../database/pg-errors.js';
 import { deferBegin, rows, runPrepared, takeDeferredBegin } from '../database/prepared-statements.js';
 import { SKU_WITH_CURRENCY, SKUS_BY_REF, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
 import { CURRENCY_KEY } from '../catalog/catalog.records.js';
-import { toAttempt, toOrder, type AttemptRecord, type AttemptRow, type OrderEventRecord, type OrderRecord, type OrderRow } from './order.records.js';
+import {
+  toAttempt,
+  toOrder,
+  type AttemptRecord,
+  type AttemptRow,
+  type OrderEventRecord,
+  type OrderRecord,
+  type OrderRow,
+} from './order.records.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
 
 const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
@@ -145,7 +153,11 @@ export class OrderRepository {
   }
 
   /** An event on its own (e.g. an operator's refresh that changed nothing). */
-  async addEvent(orderId: string, e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null }, at: Date): Promise<void> {
+  async addEvent(
+    orderId: string,
+    e: { source: EventSource; kind: string; from: string | null; to: string | null; detail?: Record<string, unknown> | null },
+    at: Date,
+  ): Promise<void> {
     await new OrderTx(this.dataSource.manager).insertEvent(orderId, e, at);
   }
 
@@ -155,11 +167,12 @@ export class OrderRepository {
    * them), and whether `shopOrderNo` is a recorded order: one prepared statement.
    */
   async findSkuForOrder(ref: string, shopOrderNo: string): Promise<{ found: FoundSku[]; orderRecorded: boolean }> {
-    const found = await runPrepared<Record<string, unknown>>(this.dataSource, this.dataSource.manager, { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL }, [
-      ref,
-      CURRENCY_KEY,
-      shopOrderNo,
-    ]);
+    const found = await runPrepared<Record<string, unknown>>(
+      this.dataSource,
+      this.dataSource.manager,
+      { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL },
+      [ref, CURRENCY_KEY, shopOrderNo],
+    );
     return { found: found.filter((row) => row.sku_key !== null).map(toFoundSku), orderRecorded: found[0]?.relay_order_recorded === true };
   }
 
@@ -179,12 +192,17 @@ export class OrderRepository {
   }
 
   async findAttemptByDownstreamNo(downstreamOrderNo: string): Promise<AttemptRecord | null> {
-    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE downstream_order_no = $1', [downstreamOrderNo]);
+    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE downstream_order_no = $1', [
+      downstreamOrderNo,
+    ]);
     return row ? toAttempt(row) : null;
   }
 
   async findAttempt(orderId: string, attemptNo: number): Promise<AttemptRecord | null> {
-    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2', [orderId, attemptNo]);
+    const [row] = await rows<AttemptRow>(this.dataSource, 'SELECT * FROM order_attempts WHERE order_id = $1 AND attempt_no = $2', [
+      orderId,
+      attemptNo,
+    ]);
     return row ? toAttempt(row) : null;
   }
 
@@ -264,7 +282,12 @@ export class OrderRepository {
     );
     return claimed.map((c) => {
       const order = toOrder(c);
-      return { id: order.id, upstreamOrderId: Number(c.upstream_order_id), shopOrderNo: order.shopOrderNo, snapshot: { order, attempt: null, version: c.row_version, lazyCommit: true } };
+      return {
+        id: order.id,
+        upstreamOrderId: Number(c.upstream_order_id),
+        shopOrderNo: order.shopOrderNo,
+        snapshot: { order, attempt: null, version: c.row_version, lazyCommit: true },
+      };
     });
   }
 
@@ -314,7 +337,10 @@ export class OrderRepository {
 
   /** Gives back the sending lease `leaseUntil` took (claimUnknownAttempt), only if it is still that one. */
   async releaseAttemptLease(attemptId: string, leaseUntil: Date): Promise<void> {
-    await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1 AND sending_until = $2', [attemptId, leaseUntil]);
+    await this.dataSource.query('UPDATE order_attempts SET sending_until = NULL WHERE id = $1 AND sending_until = $2', [
+      attemptId,
+      leaseUntil,
+    ]);
   }
 
   /**
@@ -375,7 +401,12 @@ export class OrderRepository {
                    CASE WHEN o.status = 'submit_unknown' THEN o.status_changed_at ELSE o.progress_at END AS since`,
         [now, t.stuckBefore, t.unknownBefore],
       );
-      const newlyStuck = newly.map((r) => ({ shopOrderNo: r.shop_order_no, status: r.status, traceId: r.trace_id, since: new Date(r.since) }));
+      const newlyStuck = newly.map((r) => ({
+        shopOrderNo: r.shop_order_no,
+        status: r.status,
+        traceId: r.trace_id,
+        since: new Date(r.since),
+      }));
       for (const s of newlyStuck) await alert(s, tx.em, (effect) => tx.afterCommit(effect));
       await tx.em.query(`UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT ${stuckCondition(1, 2)}`, [
         t.stuckBefore,
@@ -394,12 +425,18 @@ export class OrderRepository {
 
   /** Scheduled reconciliation reads due now and not made yet (the reconciliation's backlog; by its index). */
   async countReconcileDue(): Promise<number> {
-    const found: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM orders WHERE reconcile_at IS NOT NULL AND reconcile_at <= now()`);
+    const found: Array<{ n: number }> = await this.dataSource.query(
+      `SELECT count(*)::int AS n FROM orders WHERE reconcile_at IS NOT NULL AND reconcile_at <= now()`,
+    );
     return Number(found[0]?.n ?? 0);
   }
 
   /** Orders by status, for `statuses` only (by the status index). */
   async countByStatus(statuses: readonly string[]): Promise<Array<{ status: string; n: number }>> {
-    return rows<{ status: string; n: number }>(this.dataSource, 'SELECT status, count(*)::int AS n FROM orders WHERE status = ANY($1::text[]) GROUP BY status', [statuses]);
+    return rows<{ status: string; n: number }>(
+      this.dataSource,
+      'SELECT status, count(*)::int AS n FROM orders WHERE status = ANY($1::text[]) GROUP BY status',
+      [statuses],
+    );
   }
 }

@@ -9,13 +9,19 @@ import { ORDER_STATUSES } from './order-state.js';
 
 // ---------------------------------------------------------------------------------- schemas
 
-const nullableString = (description?: string): SchemaObject => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+const nullableString = (description?: string): SchemaObject => ({
+  type: 'string',
+  nullable: true,
+  ...(description ? { description } : {}),
+});
 
 export const ORDER_SCHEMA: SchemaObject = objectSchema(
   {
-    shop_order_no: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'the shop\'s order number (the idempotency key)' },
-    sku_key: nullableString('the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)'),
-    sku_code: { type: 'string', description: 'the SKU\'s code (the upstream\'s, unique only within its product)' },
+    shop_order_no: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: "the shop's order number (the idempotency key)" },
+    sku_key: nullableString(
+      'the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)',
+    ),
+    sku_code: { type: 'string', description: "the SKU's code (the upstream's, unique only within its product)" },
     quantity: { type: 'integer', minimum: 1 },
     status: {
       type: 'string',
@@ -24,12 +30,15 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
         'an upstream state, or a local one: `submitting` (an attempt is in flight), `rejected` (refused or never sent; nothing charged), `submit_unknown` (sent, outcome unknown)',
     },
     attempt: { type: 'integer', minimum: 1, description: 'the current attempt; a `rejected` order may be submitted again' },
-    downstream_order_no: { type: 'string', description: 'the number sent upstream: `shop_order_no` for attempt 1, `<shop_order_no>-<n>` after' },
+    downstream_order_no: {
+      type: 'string',
+      description: 'the number sent upstream: `shop_order_no` for attempt 1, `<shop_order_no>-<n>` after',
+    },
     upstream_order_id: { type: 'integer', nullable: true },
     upstream_order_no: nullableString(),
     amount: decimalSchema('what the upstream charged', true),
     currency: nullableString(),
-    error_code: nullableString('why the order was rejected (the upstream\'s code, `upstream_unavailable` or `not_placed`)'),
+    error_code: nullableString("why the order was rejected (the upstream's code, `upstream_unavailable` or `not_placed`)"),
     error_message: nullableString(),
     items: { type: 'array', items: { type: 'string' }, description: 'the delivered payload split into lines (empty lines dropped)' },
     fulfillment: objectSchema({
@@ -43,9 +52,14 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
     refunded_amount: decimalSchema('what the upstream reports as refunded', true),
     refund_records: {
       type: 'array',
-      description: "the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first",
+      description:
+        "the refunds the upstream reports on the order (newer Dujiao-Next's `refund_records`, as its last read listed them), oldest first",
       items: objectSchema({
-        upstream_order_id: { type: 'integer', nullable: true, description: 'the upstream order the refund was recorded on (the order or a child order)' },
+        upstream_order_id: {
+          type: 'integer',
+          nullable: true,
+          description: 'the upstream order the refund was recorded on (the order or a child order)',
+        },
         type: nullableString('`wallet` or `manual`'),
         amount: decimalSchema('the amount given back'),
         currency: nullableString(),
@@ -53,7 +67,7 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
         created_at: dateTimeSchema(undefined, true),
       }),
     },
-    anomaly: nullableString('an upstream report that contradicted the order\'s history, if any'),
+    anomaly: nullableString("an upstream report that contradicted the order's history, if any"),
     stuck: { type: 'boolean', description: 'unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes' },
     trace_id: { type: 'string' },
     created_at: dateTimeSchema(),
@@ -76,7 +90,9 @@ export const ORDER_EVENT_SCHEMA: SchemaObject = objectSchema({
   at: dateTimeSchema(),
 });
 
-export const ORDER_EVENTS_SCHEMA: SchemaObject = okSchema({ events: { type: 'array', items: ORDER_EVENT_SCHEMA, description: 'oldest first' } });
+export const ORDER_EVENTS_SCHEMA: SchemaObject = okSchema({
+  events: { type: 'array', items: ORDER_EVENT_SCHEMA, description: 'oldest first' },
+});
 
 export const WALLET_SCHEMA: SchemaObject = okSchema({
   balance: decimalSchema('the upstream wallet balance'),
@@ -93,16 +109,22 @@ export const CREATE_ORDER_EXAMPLES = {
     value: { shop_order_no: 'SO-20261122-0001', sku_code: 'SKU-00042-1', quantity: 2, max_unit_cost: '25.90', trace_id: 'shop-7f3a9c2e' },
   },
   minimal: {
-    summary: 'the required members only (ceiling: the SKU\'s current sale price)',
+    summary: "the required members only (ceiling: the SKU's current sale price)",
     value: { shop_order_no: 'SO-20261122-0002', sku_code: 'SKU-00042-1', quantity: 1 },
   },
   by_key: {
-    summary: 'a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products\' SKUs carrying one code, such as `DEFAULT`',
+    summary:
+      "a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products' SKUs carrying one code, such as `DEFAULT`",
     value: { shop_order_no: 'SO-20261122-0005', sku_code: '42:SKU-00042-1', quantity: 1 },
   },
   manual: {
     summary: 'a manual SKU: `manual_form_data` answers its `manual_form_schema`',
-    value: { shop_order_no: 'SO-20261122-0003', sku_code: 'SKU-00057-1', quantity: 1, manual_form_data: { account: 'player-88412', server: 'asia-1' } },
+    value: {
+      shop_order_no: 'SO-20261122-0003',
+      sku_code: 'SKU-00057-1',
+      quantity: 1,
+      manual_form_data: { account: 'player-88412', server: 'asia-1' },
+    },
   },
 };
 
@@ -217,8 +239,24 @@ export const ORDER_LIST_EXAMPLE = listExample([ORDER_DELIVERED], 1);
 export const ORDER_EVENTS_EXAMPLE = {
   ok: true,
   events: [
-    { id: '1', source: 'api', kind: 'status', from: null, to: 'submitting', detail: { attempt: 1, trigger: 'submit' }, at: '2026-11-22T10:15:02.118Z' },
-    { id: '2', source: 'api', kind: 'status', from: 'submitting', to: 'pending_payment', detail: { attempt: 1, downstream_order_no: 'SO-20261122-0001' }, at: '2026-11-22T10:15:02.406Z' },
+    {
+      id: '1',
+      source: 'api',
+      kind: 'status',
+      from: null,
+      to: 'submitting',
+      detail: { attempt: 1, trigger: 'submit' },
+      at: '2026-11-22T10:15:02.118Z',
+    },
+    {
+      id: '2',
+      source: 'api',
+      kind: 'status',
+      from: 'submitting',
+      to: 'pending_payment',
+      detail: { attempt: 1, downstream_order_no: 'SO-20261122-0001' },
+      at: '2026-11-22T10:15:02.406Z',
+    },
     { id: '3', source: 'callback', kind: 'status', from: 'pending_payment', to: 'delivered', detail: null, at: '2026-11-22T10:15:09.530Z' },
   ],
 };
@@ -237,9 +275,15 @@ const NO = 'SO-20261122-0001';
 export const ORDER_NOT_FOUND = apiError(404, 'order_not_found', 'no order SO-20261122-0009');
 
 export const CREATE_ORDER_ERRORS = [
-  apiError(400, 'bad_request', 'invalid request: shop_order_no, quantity', {
-    fields: { shop_order_no: ['shop_order_no must match [A-Za-z0-9._:-]{1,64}'], quantity: ['quantity must not be less than 1'] },
-  }, 'invalid body; `fields` names each member at fault; nothing recorded'),
+  apiError(
+    400,
+    'bad_request',
+    'invalid request: shop_order_no, quantity',
+    {
+      fields: { shop_order_no: ['shop_order_no must match [A-Za-z0-9._:-]{1,64}'], quantity: ['quantity must not be less than 1'] },
+    },
+    'invalid body; `fields` names each member at fault; nothing recorded',
+  ),
   apiError(400, 'manual_form_required', 'SKU SKU-00057-1 is fulfilled manually: its form needs account', {
     fields: { 'manual_form_data.account': ['required'] },
   }),
@@ -251,27 +295,90 @@ export const CREATE_ORDER_ERRORS = [
     { candidates: ['113:DEFAULT', '57:DEFAULT'] },
     'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess',
   ),
-  apiError(409, 'sku_unavailable', 'SKU SKU-00042-1 is not available (unlisted, inactive or out of stock)', {}, 'unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded'),
-  apiError(409, 'price_changed', 'the unit price is now 27.50, above 25.90', { unit_cost: '27.50', max_unit_cost: '25.90' }, 'the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded'),
-  apiError(409, 'idempotency_conflict', `order ${NO} was recorded with another request body`, {}, 'this `shop_order_no` was used with another body'),
-  apiError(402, 'payment_failed', 'the upstream refused the order: payment failed', { order: ORDER_REJECTED }, 'refused by the upstream: the order is `rejected`, nothing charged'),
-  apiError(402, 'insufficient_balance', 'the upstream refused the order: insufficient balance', {
-    order: { ...ORDER_REJECTED, error_code: 'insufficient_balance', error_message: 'insufficient balance' },
-  }, 'refused by the upstream with its own code and status (also e.g. `insufficient_stock` 409): the order is `rejected`'),
-  apiError(502, 'upstream_auth_failed', 'the upstream refused the order: invalid signature', {
-    order: { ...ORDER_REJECTED, error_code: 'invalid_signature', error_message: 'invalid signature' },
-  }, 'the upstream answered 401/403: the order is `rejected`'),
-  apiError(503, 'upstream_unavailable', 'the product could not be read from the upstream: upstream getProduct not delivered: ECONNREFUSED', {}, 'the fresh product read failed: nothing recorded', 'product_read_failed'),
-  apiError(503, 'upstream_unavailable', 'the upstream could not be reached (ECONNREFUSED)', {
-    order: { ...ORDER_REJECTED, error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' },
-  }, 'unreachable before sending, after a few quick retries: the order is `rejected`'),
+  apiError(
+    409,
+    'sku_unavailable',
+    'SKU SKU-00042-1 is not available (unlisted, inactive or out of stock)',
+    {},
+    'unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded',
+  ),
+  apiError(
+    409,
+    'price_changed',
+    'the unit price is now 27.50, above 25.90',
+    { unit_cost: '27.50', max_unit_cost: '25.90' },
+    'the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded',
+  ),
+  apiError(
+    409,
+    'idempotency_conflict',
+    `order ${NO} was recorded with another request body`,
+    {},
+    'this `shop_order_no` was used with another body',
+  ),
+  apiError(
+    402,
+    'payment_failed',
+    'the upstream refused the order: payment failed',
+    { order: ORDER_REJECTED },
+    'refused by the upstream: the order is `rejected`, nothing charged',
+  ),
+  apiError(
+    402,
+    'insufficient_balance',
+    'the upstream refused the order: insufficient balance',
+    {
+      order: { ...ORDER_REJECTED, error_code: 'insufficient_balance', error_message: 'insufficient balance' },
+    },
+    'refused by the upstream with its own code and status (also e.g. `insufficient_stock` 409): the order is `rejected`',
+  ),
+  apiError(
+    502,
+    'upstream_auth_failed',
+    'the upstream refused the order: invalid signature',
+    {
+      order: { ...ORDER_REJECTED, error_code: 'invalid_signature', error_message: 'invalid signature' },
+    },
+    'the upstream answered 401/403: the order is `rejected`',
+  ),
+  apiError(
+    503,
+    'upstream_unavailable',
+    'the product could not be read from the upstream: upstream getProduct not delivered: ECONNREFUSED',
+    {},
+    'the fresh product read failed: nothing recorded',
+    'product_read_failed',
+  ),
+  apiError(
+    503,
+    'upstream_unavailable',
+    'the upstream could not be reached (ECONNREFUSED)',
+    {
+      order: { ...ORDER_REJECTED, error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' },
+    },
+    'unreachable before sending, after a few quick retries: the order is `rejected`',
+  ),
 ];
 
 const cancelErrors = (action: 'cancel' | 'refund') => [
   ORDER_NOT_FOUND,
-  apiError(409, 'cancel_not_allowed', `the upstream does not allow canceling order ${NO} now`, { order: ORDER_DELIVERED }, `the upstream refused to cancel; the order is unchanged${action === 'refund' ? ', nothing refunded' : ''}`),
-  apiError(409, 'outcome_unknown', 'order SO-20261122-0004 is submit_unknown: whether the upstream has it is not known yet', { order: ORDER_SUBMIT_UNKNOWN }),
-  apiError(503, 'upstream_unavailable', `the upstream could not be reached (ECONNREFUSED); the order is unchanged`, { order: ORDER_ACCEPTED }, 'the upstream could not be asked; the order is unchanged'),
+  apiError(
+    409,
+    'cancel_not_allowed',
+    `the upstream does not allow canceling order ${NO} now`,
+    { order: ORDER_DELIVERED },
+    `the upstream refused to cancel; the order is unchanged${action === 'refund' ? ', nothing refunded' : ''}`,
+  ),
+  apiError(409, 'outcome_unknown', 'order SO-20261122-0004 is submit_unknown: whether the upstream has it is not known yet', {
+    order: ORDER_SUBMIT_UNKNOWN,
+  }),
+  apiError(
+    503,
+    'upstream_unavailable',
+    `the upstream could not be reached (ECONNREFUSED); the order is unchanged`,
+    { order: ORDER_ACCEPTED },
+    'the upstream could not be asked; the order is unchanged',
+  ),
   apiError(502, 'upstream_error', 'the upstream refused the cancel: order_not_found', { order: ORDER_ACCEPTED }),
   apiError(502, 'upstream_auth_failed', 'the upstream refused the cancel: invalid_signature', { order: ORDER_ACCEPTED }),
 ];
@@ -280,15 +387,29 @@ export const REFUND_ERRORS = cancelErrors('refund');
 
 export const REFRESH_ERRORS = [
   ORDER_NOT_FOUND,
-  apiError(503, 'upstream_unavailable', 'the order could not be read from the upstream: upstream getOrder not delivered: ECONNREFUSED', {}, 'the upstream could not be read; the order is unchanged'),
+  apiError(
+    503,
+    'upstream_unavailable',
+    'the order could not be read from the upstream: upstream getOrder not delivered: ECONNREFUSED',
+    {},
+    'the upstream could not be read; the order is unchanged',
+  ),
 ];
 
 export const RESOLVE_ERRORS = [
-  apiError(400, 'bad_request', 'invalid request: not_placed', { fields: { not_placed: ['not_placed must be true (or give upstream_order_id)'] } }),
+  apiError(400, 'bad_request', 'invalid request: not_placed', {
+    fields: { not_placed: ['not_placed must be true (or give upstream_order_id)'] },
+  }),
   ORDER_NOT_FOUND,
   apiError(409, 'resolve_mismatch', 'upstream order 100231 carries downstream_order_no SO-20261122-0001, not SO-20261122-0004'),
   apiError(409, 'not_unknown', `order ${NO} is delivered, not submit_unknown`),
-  apiError(503, 'upstream_unavailable', 'the upstream order could not be read: upstream getOrder not delivered: ECONNREFUSED', {}, 'the upstream order could not be read; nothing changed'),
+  apiError(
+    503,
+    'upstream_unavailable',
+    'the upstream order could not be read: upstream getOrder not delivered: ECONNREFUSED',
+    {},
+    'the upstream order could not be read; nothing changed',
+  ),
 ];
 
 export const LIST_ORDERS_ERRORS = [
@@ -298,4 +419,3 @@ export const LIST_ORDERS_ERRORS = [
 ];
 
 export const WALLET_ERRORS = [apiError(503, 'upstream_unavailable', 'the upstream wallet could not be read: ECONNREFUSED')];
-

@@ -39,13 +39,16 @@ import {
 import { CreateOrderDto, ListOrdersQuery, ResolveOrderDto, SHOP_ORDER_NO_RE } from './orders.dto.js';
 import { WalletService } from './wallet.service.js';
 
-const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: 'the shop\'s order number', example: 'SO-20261122-0001' });
+const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: "the shop's order number", example: 'SO-20261122-0001' });
 
 /**
  * A `shop_order_no` in a path that no order can have (not `[A-Za-z0-9._:-]{1,64}`, the only numbers
  * an order is placed with) is 404 `order_not_found` at once (see pathKey).
  */
-const KnownShopOrderNo = pathKey((no) => SHOP_ORDER_NO_RE.test(no), (no) => new AppError('order_not_found', `no order ${no}`));
+const KnownShopOrderNo = pathKey(
+  (no) => SHOP_ORDER_NO_RE.test(no),
+  (no) => new AppError('order_not_found', `no order ${no}`),
+);
 
 @ApiTags('orders')
 @ApiBearerAuth()
@@ -75,7 +78,8 @@ export class OrdersController {
   @ApiResponse({ status: 201, description: 'accepted upstream', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_ACCEPTED } })
   @ApiResponse({
     status: 200,
-    description: 'the same `shop_order_no` and body again (or a request that waited for the attempt in flight): the recorded order; nothing is sent again',
+    description:
+      'the same `shop_order_no` and body again (or a request that waited for the attempt in flight): the recorded order; nothing is sent again',
     schema: ORDER_ANSWER_SCHEMA,
     example: { ok: true, order: ORDER_DELIVERED },
   })
@@ -114,7 +118,10 @@ export class OrdersController {
   }
 
   @Get('orders/:shop_order_no/events')
-  @ApiOperation({ summary: 'The history of an order', description: 'Every status change and operator action, oldest first, with where it came from.' })
+  @ApiOperation({
+    summary: 'The history of an order',
+    description: 'Every status change and operator action, oldest first, with where it came from.',
+  })
   @ShopOrderNoParam()
   @ApiResponse({ status: 200, description: 'the events', schema: ORDER_EVENTS_SCHEMA, example: ORDER_EVENTS_EXAMPLE })
   @ApiErrors(ORDER_NOT_FOUND)
@@ -146,7 +153,12 @@ export class OrdersController {
       'Repeating it answers the same (200).',
   })
   @ShopOrderNoParam()
-  @ApiResponse({ status: 200, description: 'the refund is recorded', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_REFUNDED } })
+  @ApiResponse({
+    status: 200,
+    description: 'the refund is recorded',
+    schema: ORDER_ANSWER_SCHEMA,
+    example: { ok: true, order: ORDER_REFUNDED },
+  })
   @ApiErrors(...REFUND_ERRORS)
   async refund(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.cancels.refund(shopOrderNo)) };
@@ -156,10 +168,16 @@ export class OrdersController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Refresh an order from the upstream',
-    description: 'Reads the order with `GET /orders/{id}` and applies the answer (never moving it back); an order without an upstream id is answered as it is.',
+    description:
+      'Reads the order with `GET /orders/{id}` and applies the answer (never moving it back); an order without an upstream id is answered as it is.',
   })
   @ShopOrderNoParam()
-  @ApiResponse({ status: 200, description: 'the order after the read', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_DELIVERED } })
+  @ApiResponse({
+    status: 200,
+    description: 'the order after the read',
+    schema: ORDER_ANSWER_SCHEMA,
+    example: { ok: true, order: ORDER_DELIVERED },
+  })
   @ApiErrors(...REFRESH_ERRORS)
   async refresh(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
     return { ok: true, order: this.presenter.present(await this.operator.refresh(shopOrderNo)) };
@@ -171,9 +189,9 @@ export class OrdersController {
     summary: 'Settle a submit_unknown order',
     description:
       'The operator settles an order whose outcome is unknown: either `{upstream_order_id}` (checked with `GET /orders/{id}`: its ' +
-      '`downstream_order_no` must be this attempt\'s, else 409 `resolve_mismatch`), or `{not_placed: true, reason}` (→ `rejected`). ' +
+      "`downstream_order_no` must be this attempt's, else 409 `resolve_mismatch`), or `{not_placed: true, reason}` (→ `rejected`). " +
       'Also a `rejected` order with the anomaly `upstream_order_exists` (the upstream showed an order for one of its attempts): ' +
-      '`{upstream_order_id}` of that order (checked the same way) makes the order follow it, in the upstream\'s state. ' +
+      "`{upstream_order_id}` of that order (checked the same way) makes the order follow it, in the upstream's state. " +
       '409 `not_unknown` for any other status.',
   })
   @ShopOrderNoParam()
@@ -183,13 +201,16 @@ export class OrdersController {
     description: 'settled',
     schema: ORDER_ANSWER_SCHEMA,
     examples: {
-      upstream_order_id: { summary: 'found upstream: the order takes the upstream\'s state', value: { ok: true, order: ORDER_RESOLVED } },
+      upstream_order_id: { summary: "found upstream: the order takes the upstream's state", value: { ok: true, order: ORDER_RESOLVED } },
       not_placed: { summary: 'never placed: `rejected`, refundable', value: { ok: true, order: ORDER_NOT_PLACED } },
     },
   })
   @ApiErrors(...RESOLVE_ERRORS)
   async resolve(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string, @Body() dto: ResolveOrderDto) {
-    const input = dto.not_placed === true ? { not_placed: true as const, reason: dto.reason ?? '' } : { upstream_order_id: dto.upstream_order_id as number };
+    const input =
+      dto.not_placed === true
+        ? { not_placed: true as const, reason: dto.reason ?? '' }
+        : { upstream_order_id: dto.upstream_order_id as number };
     return { ok: true, order: this.presenter.present(await this.operator.resolve(shopOrderNo, input)) };
   }
 

@@ -15,7 +15,8 @@ async function outcome(run: () => Promise<unknown>): Promise<Outcome> {
   }
 }
 
-const describeError = (e: unknown): unknown => (e instanceof AppError ? { code: e.code, httpStatus: e.httpStatus, message: e.message, extra: e.extra } : String(e));
+const describeError = (e: unknown): unknown =>
+  e instanceof AppError ? { code: e.code, httpStatus: e.httpStatus, message: e.message, extra: e.extra } : String(e);
 
 /** Bodies of every kind, each made fresh by its factory (the full validation edits what it is given). */
 function bodies(): Array<[string, () => unknown]> {
@@ -26,7 +27,10 @@ function bodies(): Array<[string, () => unknown]> {
     ['with manual_form_data', () => ({ ...base, manual_form_data: { account: 'p-1' } })],
     ['an unknown key', () => ({ ...base, extra: 1 })],
     ['a constructor key', () => ({ ...base, constructor: 'x' })],
-    ['a __proto__ key (own, as JSON.parse makes it)', () => JSON.parse('{"shop_order_no":"SO-1","sku_code":"S","quantity":1,"__proto__":{"quantity":5}}')],
+    [
+      'a __proto__ key (own, as JSON.parse makes it)',
+      () => JSON.parse('{"shop_order_no":"SO-1","sku_code":"S","quantity":1,"__proto__":{"quantity":5}}'),
+    ],
     ['no prototype', () => Object.assign(Object.create(null) as object, base)],
     ['an instance of a class', () => Object.assign(new (class Body {})(), base)],
     ['an array', () => [base]],
@@ -39,9 +43,41 @@ function bodies(): Array<[string, () => unknown]> {
   ];
   const variants: Record<string, unknown[]> = {
     shop_order_no: [undefined, null, '', 'A', 'a'.repeat(64), 'a'.repeat(65), 'SO 1', 'SO-é', 'SO\n', 12, ['SO-1'], {}, 'SO.1:2_3-4'],
-    sku_code: [undefined, null, '', 'S', 's'.repeat(255), 's'.repeat(256), 'é', '\uFE0F', 'a\uFE0F', '😀', '😀'.repeat(128), 'x'.repeat(254) + '😀', ' ', 'a\u0000b', 5, true],
+    sku_code: [
+      undefined,
+      null,
+      '',
+      'S',
+      's'.repeat(255),
+      's'.repeat(256),
+      'é',
+      '\uFE0F',
+      'a\uFE0F',
+      '😀',
+      '😀'.repeat(128),
+      'x'.repeat(254) + '😀',
+      ' ',
+      'a\u0000b',
+      5,
+      true,
+    ],
     quantity: [undefined, null, 0, -1, -0, 1, 1.5, 1000, 1001, 1e300, Number.NaN, Infinity, '2', true, [2], 2 ** 53],
-    max_unit_cost: [undefined, null, '', '1', '1.', '12.50', '0.00000001', '0.000000001', '1234567890123456', '123456789012345', '-1', 12.5, 'x', ' 1'],
+    max_unit_cost: [
+      undefined,
+      null,
+      '',
+      '1',
+      '1.',
+      '12.50',
+      '0.00000001',
+      '0.000000001',
+      '1234567890123456',
+      '123456789012345',
+      '-1',
+      12.5,
+      'x',
+      ' 1',
+    ],
     trace_id: [undefined, null, '', 't', 't'.repeat(128), 't'.repeat(129), '😀'.repeat(64), '😀'.repeat(65), 'é'.repeat(128), 5, {}],
   };
   for (const [key, values] of Object.entries(variants)) {

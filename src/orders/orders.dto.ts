@@ -1,7 +1,21 @@
 /** Request bodies and queries of the orders' internal API (CONTRACT §5), validated by class-validator. */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Equals, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import {
+  Equals,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateIf,
+} from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
 import { MAX_ID, NotWith } from '../common/validation.js';
 import { ORDER_STATUSES } from './order-state.js';
@@ -16,7 +30,8 @@ export class CreateOrderDto {
   @ApiProperty({
     type: String,
     pattern: SHOP_ORDER_NO_RE.source,
-    description: 'the shop\'s order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, attempt n > 1 as `<shop_order_no>-<n>`',
+    description:
+      "the shop's order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, attempt n > 1 as `<shop_order_no>-<n>`",
     example: 'SO-20261122-0001',
   })
   @IsString()
@@ -30,7 +45,7 @@ export class CreateOrderDto {
     description:
       'the SKU to buy: its `sku_key` (`<product id>:<sku_code>`) or a plain `sku_code`, which names the one listed SKU carrying it; ' +
       'a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. ' +
-      'Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU\'s `sku_key` and `sku_code`',
+      "Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU's `sku_key` and `sku_code`",
     example: 'SKU-00042-1',
   })
   @IsString()
@@ -56,7 +71,7 @@ export class CreateOrderDto {
   @ApiPropertyOptional({
     type: String,
     pattern: DECIMAL_RE.source,
-    description: 'the highest unit price to pay, a decimal string; default: the SKU\'s sale price before the fresh read',
+    description: "the highest unit price to pay, a decimal string; default: the SKU's sale price before the fresh read",
     example: '25.90',
   })
   @Transform(nullAsAbsent)
@@ -65,7 +80,12 @@ export class CreateOrderDto {
   @Matches(DECIMAL_RE, { message: 'max_unit_cost must be a decimal string such as 12.50' })
   max_unit_cost?: string;
 
-  @ApiPropertyOptional({ type: String, maxLength: 128, description: 'sent upstream as `trace_id`; one is generated when absent', example: 'shop-7f3a9c2e' })
+  @ApiPropertyOptional({
+    type: String,
+    maxLength: 128,
+    description: 'sent upstream as `trace_id`; one is generated when absent',
+    example: 'shop-7f3a9c2e',
+  })
   @Transform(nullAsAbsent)
   @IsOptional()
   @IsString()
@@ -105,7 +125,10 @@ export class ListOrdersQuery extends PageQuery {
   @IsIn(ORDER_STATUSES)
   status?: string;
 
-  @ApiPropertyOptional({ type: Boolean, description: '`true`: only stuck orders (unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes)' })
+  @ApiPropertyOptional({
+    type: Boolean,
+    description: '`true`: only stuck orders (unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes)',
+  })
   @IsOptional()
   @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
   @IsBoolean()
@@ -119,7 +142,12 @@ export class ListOrdersQuery extends PageQuery {
  * it, `upstream_order_id` is required; a given `upstream_order_id` is always checked.
  */
 export class ResolveOrderDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'the upstream order of this attempt (without `not_placed`)', example: 100232 })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: 'the upstream order of this attempt (without `not_placed`)',
+    example: 100232,
+  })
   @ValidateIf((o: ResolveOrderDto) => o.upstream_order_id !== undefined || o.not_placed === undefined)
   @NotWith('not_placed', 'give either upstream_order_id or not_placed, not both')
   @IsInt()
@@ -127,12 +155,22 @@ export class ResolveOrderDto {
   @Max(MAX_ID)
   upstream_order_id?: number;
 
-  @ApiPropertyOptional({ type: Boolean, enum: [true], description: '`true`: the upstream never got this attempt (without `upstream_order_id`)' })
+  @ApiPropertyOptional({
+    type: Boolean,
+    enum: [true],
+    description: '`true`: the upstream never got this attempt (without `upstream_order_id`)',
+  })
   @ValidateIf((o: ResolveOrderDto) => o.not_placed !== undefined || o.upstream_order_id === undefined)
   @Equals(true, { message: 'not_placed must be true (or give upstream_order_id)' })
   not_placed?: boolean;
 
-  @ApiPropertyOptional({ type: String, minLength: 1, maxLength: 500, description: 'required with `not_placed`: why', example: 'no such order in the upstream console (checked by ops)' })
+  @ApiPropertyOptional({
+    type: String,
+    minLength: 1,
+    maxLength: 500,
+    description: 'required with `not_placed`: why',
+    example: 'no such order in the upstream console (checked by ops)',
+  })
   @ValidateIf((o: ResolveOrderDto) => o.not_placed === true)
   @IsString()
   @Length(1, 500)

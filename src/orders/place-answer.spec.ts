@@ -7,7 +7,8 @@ describe('placeAnswer', () => {
   it('202 for an unknown outcome and a queued order; 201 for an upstream state', () => {
     expect(placeAnswer(order('submit_unknown'), { kind: 'unknown' })).toEqual({ kind: 'ok', httpStatus: 202 });
     expect(placeAnswer(order('queued'), { kind: 'queued' })).toEqual({ kind: 'ok', httpStatus: 202 });
-    for (const s of ['pending_payment', 'paid', 'delivered', 'completed']) expect(placeAnswer(order(s), { kind: 'accepted' })).toEqual({ kind: 'ok', httpStatus: 201 });
+    for (const s of ['pending_payment', 'paid', 'delivered', 'completed'])
+      expect(placeAnswer(order(s), { kind: 'accepted' })).toEqual({ kind: 'ok', httpStatus: 201 });
   });
 
   it('a status not known, still submitting: 201 when accepted, else 202', () => {
@@ -23,12 +24,17 @@ describe('placeAnswer', () => {
       message: 'the upstream refused the order: no',
       upstream: true,
     });
-    for (const s of [401, 403]) expect(placeAnswer(order('rejected'), refused('invalid_signature', s))).toMatchObject({ code: 'upstream_auth_failed', httpStatus: 502, upstream: false });
+    for (const s of [401, 403])
+      expect(placeAnswer(order('rejected'), refused('invalid_signature', s))).toMatchObject({
+        code: 'upstream_auth_failed',
+        httpStatus: 502,
+        upstream: false,
+      });
     expect(placeAnswer(order('rejected'), refused('payment_failed', 200))).toMatchObject({ code: 'payment_failed', httpStatus: 402 });
     expect(placeAnswer(order('rejected'), refused('sku_disabled', 200))).toMatchObject({ code: 'sku_disabled', httpStatus: 502 });
   });
 
-  it('nothing reached the upstream: 503 upstream_unavailable with the order\'s message', () => {
+  it("nothing reached the upstream: 503 upstream_unavailable with the order's message", () => {
     expect(placeAnswer(order('rejected', 'the upstream could not be reached (ECONNREFUSED)'), { kind: 'unavailable' })).toEqual({
       kind: 'error',
       code: 'upstream_unavailable',

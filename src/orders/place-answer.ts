@@ -15,7 +15,9 @@
 import type { OrderStatus } from './order-state.js';
 
 /** What the answer needs of the send's outcome (order-submitter.service.ts SendOutcome). */
-export type AnsweredOutcome = { kind: 'accepted' | 'unavailable' | 'unknown' | 'queued' } | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string };
+export type AnsweredOutcome =
+  | { kind: 'accepted' | 'unavailable' | 'unknown' | 'queued' }
+  | { kind: 'rejected'; errorCode: string; httpStatus: number; message: string };
 
 export type PlaceAnswer =
   | { kind: 'ok'; httpStatus: 201 | 202 }
@@ -32,12 +34,19 @@ export function placeAnswer(order: { status: OrderStatus | string; errorMessage:
     case 'rejected': {
       if (outcome.kind === 'rejected') {
         const message = `the upstream refused the order: ${outcome.message}`;
-        if (outcome.httpStatus === 401 || outcome.httpStatus === 403) return { kind: 'error', code: 'upstream_auth_failed', httpStatus: 502, message, upstream: false };
+        if (outcome.httpStatus === 401 || outcome.httpStatus === 403)
+          return { kind: 'error', code: 'upstream_auth_failed', httpStatus: 502, message, upstream: false };
         // the upstream's own code, with its status (an `ok: false` answered 200: 402 for `payment_failed`, else 502)
         const status = outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
         return { kind: 'error', code: outcome.errorCode, httpStatus: status, message, upstream: true };
       }
-      return { kind: 'error', code: 'upstream_unavailable', httpStatus: 503, message: order.errorMessage ?? 'the upstream could not be reached', upstream: false };
+      return {
+        kind: 'error',
+        code: 'upstream_unavailable',
+        httpStatus: 503,
+        message: order.errorMessage ?? 'the upstream could not be reached',
+        upstream: false,
+      };
     }
     case 'submitting':
       // accepted with a status we do not know (kept as an anomaly, followed): the upstream has it

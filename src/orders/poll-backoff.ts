@@ -11,7 +11,10 @@
  */
 export const CALLBACK_POLL_FACTOR = { base: 6, max: 3 } as const;
 
-export function pollPace(orders: { pollBaseMs: number; pollMaxMs: number }, callbacksExpected: boolean): { pollBaseMs: number; pollMaxMs: number } {
+export function pollPace(
+  orders: { pollBaseMs: number; pollMaxMs: number },
+  callbacksExpected: boolean,
+): { pollBaseMs: number; pollMaxMs: number } {
   if (!callbacksExpected) return orders;
   return { pollBaseMs: orders.pollBaseMs * CALLBACK_POLL_FACTOR.base, pollMaxMs: orders.pollMaxMs * CALLBACK_POLL_FACTOR.max };
 }

@@ -22,7 +22,11 @@ export interface Refusal {
 /** A quantity above ORDER_MAX_QUANTITY is a bad request. */
 export function checkQuantity(quantity: number, maxQuantity: number): Refusal | null {
   if (quantity <= maxQuantity) return null;
-  return { code: 'bad_request', message: 'invalid request: quantity', extra: { fields: { quantity: [`quantity must not be greater than ${maxQuantity}`] } } };
+  return {
+    code: 'bad_request',
+    message: 'invalid request: quantity',
+    extra: { fields: { quantity: [`quantity must not be greater than ${maxQuantity}`] } },
+  };
 }
 
 /** What the local checks read of the SKU the reference names. */
@@ -36,24 +40,45 @@ export interface LocalSkuFacts {
  * The local SKU: it exists and is available; a manually fulfilled SKU's form has its required fields
  * (only where the product's form has required fields) and no key the form lacks. The SKU when it passes.
  */
-export function checkLocalSku<S extends LocalSkuFacts>(ref: string, sku: S | null, manualFormData: Record<string, unknown> | undefined): { refusal: Refusal } | { sku: S } {
+export function checkLocalSku<S extends LocalSkuFacts>(
+  ref: string,
+  sku: S | null,
+  manualFormData: Record<string, unknown> | undefined,
+): { refusal: Refusal } | { sku: S } {
   if (!sku) return { refusal: { code: 'sku_not_found', message: `no SKU ${ref}`, extra: {} } };
-  if (!sku.available) return { refusal: { code: 'sku_unavailable', message: `SKU ${ref} is not available (unlisted, inactive or out of stock)`, extra: {} } };
+  if (!sku.available)
+    return { refusal: { code: 'sku_unavailable', message: `SKU ${ref} is not available (unlisted, inactive or out of stock)`, extra: {} } };
   if (sku.fulfillmentType !== 'manual') return { sku };
   const { missing, unknown } = manualFormProblems(sku.manualFormSchema, manualFormData);
   if (missing.length) {
     const fields = Object.fromEntries(missing.map((k) => [`manual_form_data.${k}`, ['required']]));
-    return { refusal: { code: 'manual_form_required', message: `SKU ${ref} is fulfilled manually: its form needs ${missing.join(', ')}`, extra: { fields } } };
+    return {
+      refusal: {
+        code: 'manual_form_required',
+        message: `SKU ${ref} is fulfilled manually: its form needs ${missing.join(', ')}`,
+        extra: { fields },
+      },
+    };
   }
   if (unknown.length) {
     const fields = Object.fromEntries(unknown.map((k) => [`manual_form_data.${k}`, ["not a field of the product's form"]]));
-    return { refusal: { code: 'bad_request', message: `invalid request: manual_form_data has keys the product's form does not have (${unknown.join(', ')})`, extra: { fields } } };
+    return {
+      refusal: {
+        code: 'bad_request',
+        message: `invalid request: manual_form_data has keys the product's form does not have (${unknown.join(', ')})`,
+        extra: { fields },
+      },
+    };
   }
   return { sku };
 }
 
 /** The SKU on the product's fresh read: found, with its product active, itself active and in stock; else `sku_unavailable`. */
-export function checkFreshSku(ref: string, skuCode: string, product: UpstreamProduct | null): { refusal: Refusal } | { product: UpstreamProduct; sku: UpstreamSku } {
+export function checkFreshSku(
+  ref: string,
+  skuCode: string,
+  product: UpstreamProduct | null,
+): { refusal: Refusal } | { product: UpstreamProduct; sku: UpstreamSku } {
   const fresh = product?.skus.find((s) => s.sku_code === skuCode);
   if (!product || !fresh || !product.is_active || !fresh.is_active || fresh.stock_status === 'out_of_stock') {
     return { refusal: { code: 'sku_unavailable', message: `SKU ${ref} is no longer available upstream`, extra: {} } };
@@ -64,5 +89,9 @@ export function checkFreshSku(ref: string, skuCode: string, product: UpstreamPro
 /** The price guard: a unit cost above the ceiling is refused (409 `price_changed`). */
 export function checkPrice(unitCost: string, ceiling: string): Refusal | null {
   if (!aboveCeiling(unitCost, ceiling)) return null;
-  return { code: 'price_changed', message: `the unit price is now ${unitCost}, above ${ceiling}`, extra: { unit_cost: unitCost, max_unit_cost: ceiling } };
+  return {
+    code: 'price_changed',
+    message: `the unit price is now ${unitCost}, above ${ceiling}`,
+    extra: { unit_cost: unitCost, max_unit_cost: ceiling },
+  };
 }

@@ -4,7 +4,16 @@ describe('refund records of an upstream order detail', () => {
   it('keeps each refund in one shape: two-place decimal strings, UTC times', () => {
     expect(
       normalizeRefundRecords([
-        { id: 1, order_id: 100231, type: 'wallet', amount: '5', currency: 'CNY', remark: '', created_at: '2026-11-27T18:02:03.123456789+08:00', user_id: 7 },
+        {
+          id: 1,
+          order_id: 100231,
+          type: 'wallet',
+          amount: '5',
+          currency: 'CNY',
+          remark: '',
+          created_at: '2026-11-27T18:02:03.123456789+08:00',
+          user_id: 7,
+        },
         { id: 2, order_id: 100232, type: 'manual', amount: 1.5, currency: 'CNY', remark: 'goodwill', created_at: 'not a time' },
       ]),
     ).toEqual([

@@ -78,7 +78,11 @@ describe('planReport: the data of the report', () => {
   it('a new refunded amount is progress; the refunds are kept as the last read lists them', () => {
     const o = order({ status: 'partially_refunded', refundedAmount: '5.00' });
     expect(plan(o, { status: 'partially_refunded', refunded_amount: '5' }).patch).toEqual({});
-    const p = plan(o, { status: 'partially_refunded', refunded_amount: '8.00', refund_records: [{ order_id: 7, type: 'wallet', amount: 8, created_at: '2026-12-01T09:00:00Z' }] });
+    const p = plan(o, {
+      status: 'partially_refunded',
+      refunded_amount: '8.00',
+      refund_records: [{ order_id: 7, type: 'wallet', amount: 8, created_at: '2026-12-01T09:00:00Z' }],
+    });
     expect(p.progressed).toBe(true);
     expect(p.patch).toMatchObject({ refunded_amount: '8.00', progress_at: NOW, stuck_since: null, updated_at: NOW });
     expect(JSON.parse(p.patch.refund_records!)).toEqual([
@@ -87,12 +91,21 @@ describe('planReport: the data of the report', () => {
   });
 
   it('takes no data from a report whose status is not taken', () => {
-    expect(plan(order({ status: 'completed', deliveredAt: DELIVERED_AT }), { status: 'paid', amount: '1.00', refunded_amount: '1.00' }).patch).toEqual({});
-    expect(plan(order({ status: 'rejected' }), { status: 'paid', amount: '1.00' }).patch).toEqual({ anomaly: 'report_for_rejected', updated_at: NOW });
+    expect(
+      plan(order({ status: 'completed', deliveredAt: DELIVERED_AT }), { status: 'paid', amount: '1.00', refunded_amount: '1.00' }).patch,
+    ).toEqual({});
+    expect(plan(order({ status: 'rejected' }), { status: 'paid', amount: '1.00' }).patch).toEqual({
+      anomaly: 'report_for_rejected',
+      updated_at: NOW,
+    });
   });
 
   it('keeps the columns the caller sets with the report', () => {
-    const p = plan(order({ status: 'submitting', upstreamOrderId: null }), { status: 'pending_payment' }, { kind: 'answer', patch: { upstream_order_id: 8, callbacks_expected: true } });
+    const p = plan(
+      order({ status: 'submitting', upstreamOrderId: null }),
+      { status: 'pending_payment' },
+      { kind: 'answer', patch: { upstream_order_id: 8, callbacks_expected: true } },
+    );
     expect(p.patch).toMatchObject({ upstream_order_id: 8, callbacks_expected: true, status: 'pending_payment' });
   });
 });
@@ -145,7 +158,11 @@ describe('planReport: the items', () => {
     }
     expect(plan(order({ status: 'paid' }), { status: 'delivered' }, { kind: 'answer' }).items).toBe('read_now');
     // an unknown attempt settled by such an answer stays as it was, with its upstream order, read at once
-    const unknown = plan(order({ status: 'submit_unknown', upstreamOrderId: null }), { status: 'completed' }, { kind: 'answer', patch: { upstream_order_id: 9 } });
+    const unknown = plan(
+      order({ status: 'submit_unknown', upstreamOrderId: null }),
+      { status: 'completed' },
+      { kind: 'answer', patch: { upstream_order_id: 9 } },
+    );
     expect([unknown.to, unknown.held, unknown.items, unknown.follow]).toEqual(['submit_unknown', 'completed', 'read_now', true]);
     expect(unknown.patch).toMatchObject({ upstream_order_id: 9 });
     expect(unknown.patch.status).toBeUndefined();

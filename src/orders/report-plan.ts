@@ -46,7 +46,17 @@ export interface UpstreamReport {
 /** The order's columns a report is weighed against. */
 export type ReportedOrder = Pick<
   OrderRecord,
-  'status' | 'upstreamOrderId' | 'upstreamOrderNo' | 'amount' | 'currency' | 'refundedAmount' | 'refundRecords' | 'deliveredAt' | 'errorCode' | 'errorMessage' | 'anomaly'
+  | 'status'
+  | 'upstreamOrderId'
+  | 'upstreamOrderNo'
+  | 'amount'
+  | 'currency'
+  | 'refundedAmount'
+  | 'refundRecords'
+  | 'deliveredAt'
+  | 'errorCode'
+  | 'errorMessage'
+  | 'anomaly'
 >;
 
 /**
@@ -55,7 +65,9 @@ export type ReportedOrder = Pick<
  * lost, even when the status contradicts the order's).
  */
 export function reportTakesItems(decision: ReportDecision): boolean {
-  return decision.kind === 'apply' || decision.kind === 'same' || (decision.kind === 'anomaly' && decision.reason === DELIVERED_AFTER_CANCEL);
+  return (
+    decision.kind === 'apply' || decision.kind === 'same' || (decision.kind === 'anomaly' && decision.reason === DELIVERED_AFTER_CANCEL)
+  );
 }
 
 export interface ReportPlanInput {
@@ -121,7 +133,8 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     }
     // the refunds as the upstream's last read lists them (replacing the earlier list: its entries have no stable ids)
     const refunds = normalizeRefundRecords(report.refund_records);
-    if (refunds !== undefined && JSON.stringify(refunds) !== JSON.stringify(order.refundRecords ?? [])) patch.refund_records = JSON.stringify(refunds);
+    if (refunds !== undefined && JSON.stringify(refunds) !== JSON.stringify(order.refundRecords ?? []))
+      patch.refund_records = JSON.stringify(refunds);
   }
   const itemsTaken = input.delivery !== null && reportTakesItems(decision);
   if (input.delivery && itemsTaken) {
@@ -138,7 +151,8 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
     to = decision.to;
     progressed = true;
     Object.assign(patch, { status: to, status_changed_at: now });
-    if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined) Object.assign(patch, { error_code: null, error_message: null });
+    if ((order.errorCode !== null || order.errorMessage !== null) && patch.error_code === undefined)
+      Object.assign(patch, { error_code: null, error_message: null });
     event = { kind: 'status', from: order.status, to };
   } else if (decision.kind === 'anomaly' && order.anomaly !== decision.reason) {
     patch.anomaly = decision.reason;
@@ -150,11 +164,15 @@ export function planReport(order: ReportedOrder, report: UpstreamReport, decisio
   if (Object.keys(patch).length > 0) patch.updated_at = now;
   // A status we do not know on an order that exists upstream (e.g. the create's answer): it is read
   // again until it says something we know, rather than left unfollowed in `submitting`.
-  const unknownThere = decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
+  const unknownThere =
+    decision.kind === 'anomaly' && decision.reason === 'unknown_status' && (patch.upstream_order_id ?? order.upstreamOrderId) != null;
   // A delivering or delivered status whose items no report has brought is not a delivery: the order
   // stays followed, and is read at once when the report was not itself a read (a deduplicated
   // re-send answers the order's current status without its items).
-  const items = held !== null ? itemsFollowUp(held, false, input.kind) : itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
+  const items =
+    held !== null
+      ? itemsFollowUp(held, false, input.kind)
+      : itemsFollowUp(to, (patch.delivered_at ?? order.deliveredAt) !== null, input.kind);
   return {
     decision,
     from: order.status,

@@ -33,7 +33,8 @@ export type FailedSend =
  * Try again after `delayMs`, or stop with `outcome`. `callbackRefused`: the upstream refused our callback
  * address; this and later attempts go without it (orders are then followed by polling alone).
  */
-export type SendStep = { kind: 'retry'; delayMs: number; callbackRefused: boolean } | { kind: 'stop'; outcome: FailedSend; callbackRefused: boolean };
+export type SendStep =
+  { kind: 'retry'; delayMs: number; callbackRefused: boolean } | { kind: 'stop'; outcome: FailedSend; callbackRefused: boolean };
 
 export interface SendTry {
   /** The try that failed, from 0. */
@@ -59,12 +60,21 @@ export function planSendFailure(failure: SendFailure, at: SendTry): SendStep {
         if (at.elapsedMs < budget) return { kind: 'retry', delayMs: 0, callbackRefused: true };
         return { kind: 'stop', outcome: { kind: 'unavailable', reason: 'invalid_callback_url_retry_out_of_time' }, callbackRefused: true };
       }
-      return stop({ kind: 'rejected', errorCode: failure.errorCode, httpStatus: failure.httpStatus, message: failure.message, upstreamOrderId: failure.upstreamOrderId });
+      return stop({
+        kind: 'rejected',
+        errorCode: failure.errorCode,
+        httpStatus: failure.httpStatus,
+        message: failure.message,
+        upstreamOrderId: failure.upstreamOrderId,
+      });
     case 'retryable': {
       // the upstream processed nothing (no token in time, or its 429): the attempt waits in the queue
       if (failure.rateLimited) return stop({ kind: 'queued', reason: 'rate_limited' });
       if (failure.reason === 'budget_wait_exceeded') return stop({ kind: 'queued', reason: failure.reason });
-      const delayMs = Math.min(failure.retryAfterMs ?? RETRY_DELAYS_MS[at.tryNo] ?? RETRY_DELAYS_MS[RETRY_DELAYS_MS.length - 1], MAX_RETRY_DELAY_MS);
+      const delayMs = Math.min(
+        failure.retryAfterMs ?? RETRY_DELAYS_MS[at.tryNo] ?? RETRY_DELAYS_MS[RETRY_DELAYS_MS.length - 1],
+        MAX_RETRY_DELAY_MS,
+      );
       if (at.tryNo + 1 < MAX_SEND_TRIES && at.elapsedMs + delayMs < budget) return { kind: 'retry', delayMs, callbackRefused: false };
       return stop({ kind: 'unavailable', reason: failure.reason });
     }

@@ -28,7 +28,22 @@ describe('parseReconcileAfter', () => {
   });
 
   it('refuses what is not a strictly increasing list of durations from 1 ms to a year', () => {
-    for (const bad of ['', '1h,', '1x', '1h,1h', '1d,1h', '0s', '366d', '1.5h', '-1h', '1h;1d', Array(11).fill('1d').map((d, i) => `${i + 1}${d.slice(1)}`).join(',')]) {
+    for (const bad of [
+      '',
+      '1h,',
+      '1x',
+      '1h,1h',
+      '1d,1h',
+      '0s',
+      '366d',
+      '1.5h',
+      '-1h',
+      '1h;1d',
+      Array(11)
+        .fill('1d')
+        .map((d, i) => `${i + 1}${d.slice(1)}`)
+        .join(','),
+    ]) {
       expect(parseReconcileAfter(bad)).toEqual({ problem: expect.any(String) });
     }
   });
@@ -68,7 +83,9 @@ describe('the schedule', () => {
 
   it('reads finished orders only: scheduled ones that the upstream may still change, and every final state on demand', () => {
     expect(['delivered', 'completed', 'partially_refunded', 'partially_delivered'].every(isScheduledStatus)).toBe(true);
-    expect(['pending_payment', 'paid', 'fulfilling', 'canceled', 'refunded', 'rejected', 'submit_unknown', 'queued'].some(isScheduledStatus)).toBe(false);
+    expect(
+      ['pending_payment', 'paid', 'fulfilling', 'canceled', 'refunded', 'rejected', 'submit_unknown', 'queued'].some(isScheduledStatus),
+    ).toBe(false);
     expect(RANGE_STATUSES).toEqual(expect.arrayContaining(['canceled', 'refunded', 'delivered', 'completed']));
     expect(RANGE_STATUSES).not.toContain('rejected');
   });
@@ -95,7 +112,12 @@ describe('orderDifferences', () => {
   });
 
   it('lists a partial refund and a changed amount', () => {
-    expect(orderDifferences({ status: 'delivered', amount: '10.00', refundedAmount: '1.00' }, { status: 'partially_refunded', amount: '9.50', refunded_amount: '2.5' })).toEqual([
+    expect(
+      orderDifferences(
+        { status: 'delivered', amount: '10.00', refundedAmount: '1.00' },
+        { status: 'partially_refunded', amount: '9.50', refunded_amount: '2.5' },
+      ),
+    ).toEqual([
       { field: 'status', local: 'delivered', upstream: 'partially_refunded' },
       { field: 'amount', local: '10.00', upstream: '9.50' },
       { field: 'refunded_amount', local: '1.00', upstream: '2.5' },
@@ -103,7 +125,9 @@ describe('orderDifferences', () => {
   });
 
   it('lists an amount the order never recorded', () => {
-    expect(orderDifferences({ ...local, amount: null }, { status: 'completed', amount: '3.00' })).toEqual([{ field: 'amount', local: null, upstream: '3.00' }]);
+    expect(orderDifferences({ ...local, amount: null }, { status: 'completed', amount: '3.00' })).toEqual([
+      { field: 'amount', local: null, upstream: '3.00' },
+    ]);
   });
 
   it('tells whether the order now carries the upstream value of a difference', () => {

@@ -119,6 +119,10 @@ export function orderDifferences(local: LocalFacts, upstream: UpstreamFacts): Di
 /** Whether the order as it now is carries the upstream's value of `d.field` (the poll's rules took it). */
 export function differenceApplied(d: Difference, now: LocalFacts): boolean {
   const read: UpstreamFacts =
-    d.field === 'status' ? { status: d.upstream ?? now.status } : d.field === 'amount' ? { status: now.status, amount: d.upstream } : { status: now.status, refunded_amount: d.upstream };
+    d.field === 'status'
+      ? { status: d.upstream ?? now.status }
+      : d.field === 'amount'
+        ? { status: now.status, amount: d.upstream }
+        : { status: now.status, refunded_amount: d.upstream };
   return !orderDifferences(now, read).some((x) => x.field === d.field);
 }

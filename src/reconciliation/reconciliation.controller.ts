@@ -44,7 +44,10 @@ export class ReconciliationController {
   @ApiResponse({
     status: 202,
     description: 'started',
-    schema: okSchema({ run_id: { type: 'string' }, orders_total: { type: 'integer', minimum: 0, description: 'the orders the run reads' } }),
+    schema: okSchema({
+      run_id: { type: 'string' },
+      orders_total: { type: 'integer', minimum: 0, description: 'the orders the run reads' },
+    }),
     example: { ok: true, run_id: 'rec_20261122101500_7506e4e6', orders_total: 96 },
   })
   @ApiErrors(...START_RECONCILIATION_ERRORS)
@@ -63,7 +66,12 @@ export class ReconciliationController {
   @Get('runs')
   @ApiOperation({ summary: 'List reconciliation runs', description: 'On-demand reconciliation runs, newest first.' })
   @ApiPageQuery()
-  @ApiResponse({ status: 200, description: 'a page of runs', schema: listSchema(RECONCILIATION_RUN_SCHEMA), example: RECONCILIATION_RUN_LIST_EXAMPLE })
+  @ApiResponse({
+    status: 200,
+    description: 'a page of runs',
+    schema: listSchema(RECONCILIATION_RUN_SCHEMA),
+    example: RECONCILIATION_RUN_LIST_EXAMPLE,
+  })
   @ApiErrors(...RECONCILIATION_PAGE_ERRORS)
   async runs(@Query() q: ReconciliationRunsQuery) {
     const page = pageRequest(q);
@@ -72,9 +80,17 @@ export class ReconciliationController {
   }
 
   @Get('runs/:run_id')
-  @ApiOperation({ summary: 'Get a reconciliation run', description: 'One run with its progress (orders read, differences found) and its error.' })
+  @ApiOperation({
+    summary: 'Get a reconciliation run',
+    description: 'One run with its progress (orders read, differences found) and its error.',
+  })
   @ApiParam({ name: 'run_id', description: 'as `POST /internal/reconciliation` answered it', example: 'rec_20261122101500_7506e4e6' })
-  @ApiResponse({ status: 200, description: 'the run', schema: okSchema({ run: RECONCILIATION_RUN_SCHEMA }), example: { ok: true, run: RECONCILIATION_RUN_EXAMPLE } })
+  @ApiResponse({
+    status: 200,
+    description: 'the run',
+    schema: okSchema({ run: RECONCILIATION_RUN_SCHEMA }),
+    example: { ok: true, run: RECONCILIATION_RUN_EXAMPLE },
+  })
   @ApiErrors(RECONCILIATION_RUN_NOT_FOUND)
   async run(@Param('run_id', RunId) runId: string) {
     return { ok: true, run: toReconciliationRunResponse(await this.service.getRun(runId)) };
@@ -84,11 +100,16 @@ export class ReconciliationController {
   @ApiOperation({
     summary: 'Differences found by reconciliation',
     description:
-      'Every difference between a finished order and the upstream\'s read of it, newest first: found by the schedule (RECONCILE_AFTER: `run_id` null) ' +
+      "Every difference between a finished order and the upstream's read of it, newest first: found by the schedule (RECONCILE_AFTER: `run_id` null) " +
       'or by a run; `shop_order_no` or `run_id` narrows the list.',
   })
   @ApiPageQuery()
-  @ApiResponse({ status: 200, description: 'a page of differences', schema: listSchema(RECONCILIATION_ITEM_SCHEMA), example: RECONCILIATION_ITEM_LIST_EXAMPLE })
+  @ApiResponse({
+    status: 200,
+    description: 'a page of differences',
+    schema: listSchema(RECONCILIATION_ITEM_SCHEMA),
+    example: RECONCILIATION_ITEM_LIST_EXAMPLE,
+  })
   @ApiErrors(...RECONCILIATION_PAGE_ERRORS)
   async items(@Query() q: ReconciliationItemsQuery) {
     const page = pageRequest(q);

@@ -10,7 +10,10 @@ export class StartReconciliationBody {
   @MaxLength(64)
   from!: string;
 
-  @ApiProperty({ description: 'RFC 3339: the latest `created_at` of the orders read (included); not before `from`', example: '2026-11-22T00:00:00Z' })
+  @ApiProperty({
+    description: 'RFC 3339: the latest `created_at` of the orders read (included); not before `from`',
+    example: '2026-11-22T00:00:00Z',
+  })
   @IsString()
   @MaxLength(64)
   to!: string;

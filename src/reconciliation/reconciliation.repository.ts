@@ -192,7 +192,12 @@ export class ReconciliationRepository {
   }
 
   /** The next `limit` of those orders after `after` (by created_at, id: the index orders_created). */
-  async rangeBatch(from: Date, to: Date, after: { createdAt: Date; id: string } | null, limit: number): Promise<Array<{ id: string; createdAt: Date }>> {
+  async rangeBatch(
+    from: Date,
+    to: Date,
+    after: { createdAt: Date; id: string } | null,
+    limit: number,
+  ): Promise<Array<{ id: string; createdAt: Date }>> {
     const found = await sqlRows<{ id: string; created_at: Date }>(
       this.dataSource,
       `SELECT id, created_at FROM orders
@@ -205,7 +210,14 @@ export class ReconciliationRepository {
   }
 
   /** Inserts the run as running; false when a run is running (anywhere). */
-  async tryInsertRunning(run: { runId: string; from: Date; to: Date; owner: string; startedAt: Date; ordersTotal: number }): Promise<boolean> {
+  async tryInsertRunning(run: {
+    runId: string;
+    from: Date;
+    to: Date;
+    owner: string;
+    startedAt: Date;
+    ordersTotal: number;
+  }): Promise<boolean> {
     try {
       await this.dataSource.query(
         `INSERT INTO reconciliation_runs (run_id, status, from_at, to_at, owner, started_at, heartbeat_at, orders_total)
@@ -249,7 +261,10 @@ export class ReconciliationRepository {
   }
 
   async heartbeat(runId: string, owner: string): Promise<void> {
-    await this.dataSource.query(`UPDATE reconciliation_runs SET heartbeat_at = clock_timestamp() WHERE run_id = $1 AND owner = $2 AND status = 'running'`, [runId, owner]);
+    await this.dataSource.query(
+      `UPDATE reconciliation_runs SET heartbeat_at = clock_timestamp() WHERE run_id = $1 AND owner = $2 AND status = 'running'`,
+      [runId, owner],
+    );
   }
 
   async finish(runId: string, owner: string, status: 'succeeded' | 'failed', error: string | null, at: Date): Promise<void> {
@@ -266,14 +281,22 @@ export class ReconciliationRepository {
 
   async listRuns(offset: number, limit: number): Promise<{ items: ReconciliationRunRecord[]; total: number }> {
     const [{ n }] = await sqlRows<{ n: number }>(this.dataSource, 'SELECT count(*)::int AS n FROM reconciliation_runs');
-    const found = await sqlRows<RunRow>(this.dataSource, 'SELECT * FROM reconciliation_runs ORDER BY started_at DESC, run_id DESC LIMIT $1 OFFSET $2', [limit, offset]);
+    const found = await sqlRows<RunRow>(
+      this.dataSource,
+      'SELECT * FROM reconciliation_runs ORDER BY started_at DESC, run_id DESC LIMIT $1 OFFSET $2',
+      [limit, offset],
+    );
     return { items: found.map(toRun), total: n };
   }
 
   // -------------------------------------------------------------------------------------- items
 
   /** Differences found, newest first; of one order when `shopOrderNo` is given. */
-  async listItems(filter: { shopOrderNo?: string; runId?: string }, offset: number, limit: number): Promise<{ items: ReconciliationItemRecord[]; total: number }> {
+  async listItems(
+    filter: { shopOrderNo?: string; runId?: string },
+    offset: number,
+    limit: number,
+  ): Promise<{ items: ReconciliationItemRecord[]; total: number }> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.shopOrderNo !== undefined) {
@@ -296,7 +319,11 @@ export class ReconciliationRepository {
       applied: boolean;
       run_id: string | null;
       detected_at: Date;
-    }>(this.dataSource, `SELECT * FROM reconciliation_items ${clause} ORDER BY id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, limit, offset]);
+    }>(
+      this.dataSource,
+      `SELECT * FROM reconciliation_items ${clause} ORDER BY id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, offset],
+    );
     return {
       items: found.map((f) => ({
         id: String(f.id),

@@ -77,7 +77,8 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
   private async pass(): Promise<boolean> {
     try {
       let planned = PLAN_BATCH;
-      for (let round = 0; round < READ_ROUNDS && planned === PLAN_BATCH && !this.stopped; round++) planned = await this.service.planFinished(PLAN_BATCH);
+      for (let round = 0; round < READ_ROUNDS && planned === PLAN_BATCH && !this.stopped; round++)
+        planned = await this.service.planFinished(PLAN_BATCH);
       let claimed = 0;
       for (let round = 0; round < READ_ROUNDS && !this.stopped; round++) {
         const now = this.clock.now();
@@ -86,7 +87,8 @@ export class ReconciliationScheduler implements OnApplicationBootstrap, OnModule
         await Promise.all(
           claims.map((c) =>
             this.service.reconcileClaimed(c, this.shutdown.signal).catch((e: Error) => {
-              if (!this.stopped) this.logger.error({ msg: `order ${c.shopOrderNo}: reconciliation failed: ${e.message}`, shop_order_no: c.shopOrderNo });
+              if (!this.stopped)
+                this.logger.error({ msg: `order ${c.shopOrderNo}: reconciliation failed: ${e.message}`, shop_order_no: c.shopOrderNo });
             }),
           ),
         );

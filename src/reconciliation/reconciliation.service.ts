@@ -34,7 +34,12 @@ import {
   type Difference,
   type LocalFacts,
 } from './reconcile-plan.js';
-import { ReconciliationRepository, type ReconcileClaim, type ReconciliationItemRecord, type ReconciliationRunRecord } from './reconciliation.repository.js';
+import {
+  ReconciliationRepository,
+  type ReconcileClaim,
+  type ReconciliationItemRecord,
+  type ReconciliationRunRecord,
+} from './reconciliation.repository.js';
 
 /** A running run without a heartbeat for this long (the database's clock) belongs to a process that stopped. */
 export const STALE_RUN_MS = 60_000;
@@ -84,12 +89,19 @@ export class ReconciliationService implements OnModuleDestroy {
    * then), and its next is planned in the same transaction. `maxWaitMs`: the longest wait for the
    * request budget.
    */
-  async reconcileOrder(orderId: string, runId: string | null, opts: { plannedAt?: Date; signal?: AbortSignal; maxWaitMs?: number }): Promise<ReconcileOutcome> {
+  async reconcileOrder(
+    orderId: string,
+    runId: string | null,
+    opts: { plannedAt?: Date; signal?: AbortSignal; maxWaitMs?: number },
+  ): Promise<ReconcileOutcome> {
     const order = await this.orders.findById(orderId);
     if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(order.upstreamOrderId, opts.signal, { priority: 'reconcile', ...(opts.maxWaitMs !== undefined ? { maxWaitMs: opts.maxWaitMs } : {}) });
+      answer = await this.upstream.getOrder(order.upstreamOrderId, opts.signal, {
+        priority: 'reconcile',
+        ...(opts.maxWaitMs !== undefined ? { maxWaitMs: opts.maxWaitMs } : {}),
+      });
     } catch (e) {
       return { kind: 'read_failed', error: e as Error, definitive: e instanceof UpstreamDefinitiveError };
     }
@@ -97,7 +109,12 @@ export class ReconciliationService implements OnModuleDestroy {
   }
 
   /** Applies a read on the locked row, with its items, notification and schedule, in one transaction. */
-  private async apply(orderId: string, answer: UpstreamOrder, runId: string | null, plannedAt: Date | undefined): Promise<ReconcileOutcome> {
+  private async apply(
+    orderId: string,
+    answer: UpstreamOrder,
+    runId: string | null,
+    plannedAt: Date | undefined,
+  ): Promise<ReconcileOutcome> {
     return this.orders.transaction(async (tx): Promise<ReconcileOutcome> => {
       const order = await tx.lockOrderToApply(orderId);
       if (!order) return { kind: 'missing' };
@@ -108,7 +125,9 @@ export class ReconciliationService implements OnModuleDestroy {
       const applied = await this.updater.applyReport(tx, order, answer, 'poll', {
         schedule: 'hint',
         kind: 'read',
-        ...(differences.length > 0 ? { detail: { reconciliation: runId ?? 'schedule', differences: differences.map((d) => d.field) } } : {}),
+        ...(differences.length > 0
+          ? { detail: { reconciliation: runId ?? 'schedule', differences: differences.map((d) => d.field) } }
+          : {}),
       });
       const updated = applied.order;
       if (differences.length > 0) {
@@ -152,7 +171,8 @@ export class ReconciliationService implements OnModuleDestroy {
         });
       }
       const steps = this.steps;
-      const next = plannedAt === undefined ? undefined : steps && isScheduledStatus(updated.status) ? nextReconcileAt(plannedAt, steps, now) : null;
+      const next =
+        plannedAt === undefined ? undefined : steps && isScheduledStatus(updated.status) ? nextReconcileAt(plannedAt, steps, now) : null;
       const mark = this.repo.markReadSql(orderId, now, next);
       await tx.write(mark.sql, mark.params);
       return { kind: 'read', differences, order: updated };
@@ -195,12 +215,18 @@ export class ReconciliationService implements OnModuleDestroy {
     } else if (outcome.kind === 'read_failed') {
       // refused by the upstream (e.g. no such order there): this step is over, the next one reads again
       await this.repo.reschedule(claim.id, nextReconcileAt(claim.plannedAt, steps, now));
-      this.logger.warn({ msg: `order ${claim.shopOrderNo}: reconciliation read refused by the upstream: ${outcome.error.message}`, shop_order_no: claim.shopOrderNo });
+      this.logger.warn({
+        msg: `order ${claim.shopOrderNo}: reconciliation read refused by the upstream: ${outcome.error.message}`,
+        shop_order_no: claim.shopOrderNo,
+      });
     } else if (outcome.kind === 'missing') {
       await this.repo.reschedule(claim.id, null);
     }
     if (outcome.kind === 'read_failed' && !outcome.definitive && !signal?.aborted) {
-      this.logger.debug({ msg: `order ${claim.shopOrderNo}: reconciliation read failed (${outcome.error.message}); tried again later`, shop_order_no: claim.shopOrderNo });
+      this.logger.debug({
+        msg: `order ${claim.shopOrderNo}: reconciliation read failed (${outcome.error.message}); tried again later`,
+        shop_order_no: claim.shopOrderNo,
+      });
     }
     return outcome;
   }
@@ -214,11 +240,15 @@ export class ReconciliationService implements OnModuleDestroy {
    */
   async start(from: Date, to: Date): Promise<{ runId: string; ordersTotal: number }> {
     const abandoned = await this.repo.failAbandoned(STALE_RUN_MS);
-    for (const id of abandoned) this.logger.warn(`reconciliation run ${id} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
+    for (const id of abandoned)
+      this.logger.warn(`reconciliation run ${id} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
     const running = await this.repo.running();
     if (running) throw inProgress(running.runId);
     const now = this.clock.now();
-    const runId = `rec_${now.toISOString().replace(/[-:TZ.]/g, '').slice(0, 14)}_${randomBytes(4).toString('hex')}`;
+    const runId = `rec_${now
+      .toISOString()
+      .replace(/[-:TZ.]/g, '')
+      .slice(0, 14)}_${randomBytes(4).toString('hex')}`;
     const ordersTotal = await this.repo.countRange(from, to);
     if (!(await this.repo.tryInsertRunning({ runId, from, to, owner: this.instanceId, startedAt: now, ordersTotal }))) {
       throw inProgress((await this.repo.running())?.runId ?? null);
@@ -228,7 +258,10 @@ export class ReconciliationService implements OnModuleDestroy {
       if (this.active?.runId === runId) this.active = null;
     });
     this.active = { runId, abort, done };
-    this.logger.log({ msg: `reconciliation run ${runId} started: ${ordersTotal} orders created from ${from.toISOString()} to ${to.toISOString()}`, run_id: runId });
+    this.logger.log({
+      msg: `reconciliation run ${runId} started: ${ordersTotal} orders created from ${from.toISOString()} to ${to.toISOString()}`,
+      run_id: runId,
+    });
     return { runId, ordersTotal };
   }
 
@@ -252,7 +285,11 @@ export class ReconciliationService implements OnModuleDestroy {
         after = batch[batch.length - 1];
       }
       await this.repo.finish(runId, this.instanceId, 'succeeded', null, this.clock.now());
-      this.logger.log({ msg: `reconciliation run ${runId} succeeded: ${counters.done} orders read, ${counters.differences} differences, ${counters.failed} not read`, run_id: runId, ...counters });
+      this.logger.log({
+        msg: `reconciliation run ${runId} succeeded: ${counters.done} orders read, ${counters.differences} differences, ${counters.failed} not read`,
+        run_id: runId,
+        ...counters,
+      });
     } catch (e) {
       const error = signal.aborted ? 'stopped: the instance shut down' : (e as Error).message;
       await this.repo.finish(runId, this.instanceId, 'failed', error, this.clock.now()).catch(() => undefined);
@@ -272,7 +309,11 @@ export class ReconciliationService implements OnModuleDestroy {
     return this.repo.listRuns(offset, limit);
   }
 
-  listItems(filter: { shopOrderNo?: string; runId?: string }, offset: number, limit: number): Promise<{ items: ReconciliationItemRecord[]; total: number }> {
+  listItems(
+    filter: { shopOrderNo?: string; runId?: string },
+    offset: number,
+    limit: number,
+  ): Promise<{ items: ReconciliationItemRecord[]; total: number }> {
     return this.repo.listItems(filter, offset, limit);
   }
 
@@ -290,5 +331,7 @@ function facts(o: OrderRecord): LocalFacts {
 }
 
 function inProgress(runId: string | null): AppError {
-  return new AppError('reconciliation_in_progress', `a reconciliation run is already running${runId ? `: ${runId}` : ''}`, { run_id: runId });
+  return new AppError('reconciliation_in_progress', `a reconciliation run is already running${runId ? `: ${runId}` : ''}`, {
+    run_id: runId,
+  });
 }

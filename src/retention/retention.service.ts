@@ -194,7 +194,9 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     try {
       await this.repo.release(token);
     } catch (e) {
-      this.logger.warn({ msg: `retention: could not give the claim back (another run takes it over once it is stale): ${(e as Error).message}` });
+      this.logger.warn({
+        msg: `retention: could not give the claim back (another run takes it over once it is stale): ${(e as Error).message}`,
+      });
     }
   }
 

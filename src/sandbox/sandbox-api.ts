@@ -45,7 +45,13 @@ export interface ApiContext {
   world: SandboxOrders;
 }
 
-export async function runOperation(ctx: ApiContext, match: RouteMatch, query: URLSearchParams, raw: Buffer, rule: FaultRule | undefined): Promise<Answer> {
+export async function runOperation(
+  ctx: ApiContext,
+  match: RouteMatch,
+  query: URLSearchParams,
+  raw: Buffer,
+  rule: FaultRule | undefined,
+): Promise<Answer> {
   const { config, catalog, world } = ctx;
   try {
     switch (match.operation) {

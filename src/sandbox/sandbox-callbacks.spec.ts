@@ -126,8 +126,15 @@ describe('sandbox callbacks', () => {
     ]);
     for (const r of receiver.received) {
       expect(r.path).toBe('/hooks/upstream?shop=1');
-      expect(verify(r, { prefix: 'Service', path: '/hooks/upstream', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key' })).toEqual({ ok: true });
-      expect(r.json).toMatchObject({ order_id: o.order_id, order_no: o.order_no, downstream_order_no: 'CB-1', timestamp: expect.any(Number) });
+      expect(verify(r, { prefix: 'Service', path: '/hooks/upstream', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key' })).toEqual({
+        ok: true,
+      });
+      expect(r.json).toMatchObject({
+        order_id: o.order_id,
+        order_no: o.order_no,
+        downstream_order_no: 'CB-1',
+        timestamp: expect.any(Number),
+      });
     }
     const delivered = receiver.received[2].json;
     expect(delivered.fulfillment).toMatchObject({ type: 'auto', status: 'delivered' });
@@ -167,7 +174,9 @@ describe('sandbox callbacks', () => {
     try {
       const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
       // Dujiao-Next pays in the create call, and calls that payment back
-      const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, callback_url: `${receiver.url}/anything/else` } });
+      const r = await signedRequest(dj.credentials, 'POST', '/orders', {
+        body: { sku_id: sku, quantity: 1, callback_url: `${receiver.url}/anything/else` },
+      });
       expect((r.json as SandboxCreatedOrder).status).toBe('paid');
       // two callbacks for the change: Dujiao-Next calls back for the order and for its child order,
       // both with the order's one body
@@ -197,7 +206,9 @@ describe('sandbox callbacks', () => {
       // the first try of each copy of the paid change is refused once: both are tried again
       receiver.respond = (i) => (i < 2 ? { status: 500, body: '{"ok":false}' } : { status: 200, body: '{"ok":true}' });
       const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
-      const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, downstream_order_no: 'TWO-1', callback_url: `${receiver.url}/cb` } });
+      const r = await signedRequest(dj.credentials, 'POST', '/orders', {
+        body: { sku_id: sku, quantity: 1, downstream_order_no: 'TWO-1', callback_url: `${receiver.url}/cb` },
+      });
       const id = (r.json as SandboxCreatedOrder).order_id;
       await until(() => dj.callbackLog.filter((e) => e.ok).length === 2, 'both copies of the paid change acknowledged');
       expect(dj.callbackLog.map((e) => [e.json.status, e.attempt, e.ok])).toEqual([
@@ -211,9 +222,21 @@ describe('sandbox callbacks', () => {
       const delivered = receiver.received.slice(4);
       // one body: the order's id, number, status and fulfillment, taken in the same second
       expect(delivered[0].raw).toBe(delivered[1].raw);
-      expect(delivered[0].json).toMatchObject({ event: 'order.fulfilled', order_id: id, downstream_order_no: 'TWO-1', status: 'delivered' });
+      expect(delivered[0].json).toMatchObject({
+        event: 'order.fulfilled',
+        order_id: id,
+        downstream_order_no: 'TWO-1',
+        status: 'delivered',
+      });
       for (const got of receiver.received) {
-        expect(verify(got, { prefix: 'Dujiao-Next', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key', path: '/api/v1/upstream/callback' })).toEqual({ ok: true });
+        expect(
+          verify(got, {
+            prefix: 'Dujiao-Next',
+            secret: 'sandbox-api-secret',
+            apiKey: 'sandbox-api-key',
+            path: '/api/v1/upstream/callback',
+          }),
+        ).toEqual({ ok: true });
       }
       expect(dj.stats).toMatchObject({ callbacksAttempted: 6, callbacksSucceeded: 4 });
 
@@ -226,7 +249,7 @@ describe('sandbox callbacks', () => {
     }
     // spec: one callback per change
     const o = await order();
-    await until(() => receiver.received.length >= 9, 'the spec order\'s three callbacks');
+    await until(() => receiver.received.length >= 9, "the spec order's three callbacks");
     await pause(100);
     expect(receiver.received.slice(6).map((x) => [x.json.order_id, x.json.status])).toEqual([
       [o.order_id, 'paid'],
@@ -236,13 +259,20 @@ describe('sandbox callbacks', () => {
   });
 
   it('dujiao-next: a refund made upstream (an admin refund) is not called back; asked with callback: true, it is', async () => {
-    const dj = new SandboxServer({ profile: 'dujiao-next', catalog: { products: 10 }, timetable: { fulfillingMs: null }, allowPrivateCallbackUrls: true });
+    const dj = new SandboxServer({
+      profile: 'dujiao-next',
+      catalog: { products: 10 },
+      timetable: { fulfillingMs: null },
+      allowPrivateCallbackUrls: true,
+    });
     await dj.start();
     try {
       receiver.respond = () => ({ status: 200, body: '{"ok":true}' });
       const before = receiver.received.length;
       const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
-      const r = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 2, downstream_order_no: 'ADMIN-REFUND', callback_url: `${receiver.url}/cb` } });
+      const r = await signedRequest(dj.credentials, 'POST', '/orders', {
+        body: { sku_id: sku, quantity: 2, downstream_order_no: 'ADMIN-REFUND', callback_url: `${receiver.url}/cb` },
+      });
       const { order_id: id, amount } = r.json as SandboxCreatedOrder;
       await until(() => receiver.received.length === before + 2, 'both copies of the paid change');
       dj.setOrderStatus(id, 'delivered');
@@ -250,7 +280,14 @@ describe('sandbox callbacks', () => {
       dj.refundOrder(id, (Number(amount) / 2).toFixed(2)); // as the admin refunds: no callback
       dj.refundOrder(id, undefined, { callback: true }); // the rest, called back
       await until(() => receiver.received.length >= before + 6, 'both copies of the called-back refund');
-      expect(receiver.received.slice(before).map((x) => x.json.status)).toEqual(['paid', 'paid', 'delivered', 'delivered', 'refunded', 'refunded']);
+      expect(receiver.received.slice(before).map((x) => x.json.status)).toEqual([
+        'paid',
+        'paid',
+        'delivered',
+        'delivered',
+        'refunded',
+        'refunded',
+      ]);
       expect(dj.orders().find((o) => o.id === id)?.history).toEqual(expect.arrayContaining(['partially_refunded', 'refunded']));
     } finally {
       await dj.stop();
@@ -280,7 +317,9 @@ describe('sandbox callbacks', () => {
     expect(new Set(receiver.received.map((r) => withoutTimestamp(r.json))).size).toBe(1);
     expect(receiver.received[0].json.status).toBe('paid');
     for (const r of receiver.received) {
-      expect(verify(r, { prefix: 'Service', path: '/hooks/upstream', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key' }).ok).toBe(true);
+      expect(verify(r, { prefix: 'Service', path: '/hooks/upstream', secret: 'sandbox-api-secret', apiKey: 'sandbox-api-key' }).ok).toBe(
+        true,
+      );
     }
   });
 
@@ -297,7 +336,9 @@ describe('sandbox callbacks', () => {
 
   it('records an unreachable receiver as a try with no status', async () => {
     sandbox.setTimetable({ paidMs: null });
-    const r = await signedRequest(sandbox.credentials, 'POST', '/orders', { body: { sku_id: skuId, quantity: 1, callback_url: 'http://127.0.0.1:9/cb' } });
+    const r = await signedRequest(sandbox.credentials, 'POST', '/orders', {
+      body: { sku_id: skuId, quantity: 1, callback_url: 'http://127.0.0.1:9/cb' },
+    });
     sandbox.setOrderStatus((r.json as SandboxCreatedOrder).order_id, 'paid');
     await until(() => sandbox.callbackLog.length >= 1, 'a try');
     expect(sandbox.callbackLog[0]).toMatchObject({ status: null, ok: false, error: expect.any(String) });
@@ -391,7 +432,22 @@ describe('sandbox callbacks', () => {
 
 describe('callback_url checks', () => {
   it('recognises private, loopback and link-local hosts', () => {
-    for (const h of ['localhost', 'api.localhost', '127.0.0.1', '10.0.0.1', '172.16.5.5', '172.31.255.255', '192.168.1.1', '169.254.1.1', '0.0.0.0', '[::1]', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '100.64.0.1']) {
+    for (const h of [
+      'localhost',
+      'api.localhost',
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.5',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.1.1',
+      '0.0.0.0',
+      '[::1]',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+      '100.64.0.1',
+    ]) {
       expect({ h, private: isPrivateHost(h) }).toEqual({ h, private: true });
     }
     for (const h of ['example.com', '8.8.8.8', '172.32.0.1', '2001:db8::1', '[2606:4700::1111]']) {

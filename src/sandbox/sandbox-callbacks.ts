@@ -74,7 +74,13 @@ interface Job {
   generation: number;
 }
 
-export const SETTLED_ORDER_STATUSES: ReadonlySet<SandboxOrderStatus> = new Set(['delivered', 'completed', 'canceled', 'refunded', 'partially_refunded']);
+export const SETTLED_ORDER_STATUSES: ReadonlySet<SandboxOrderStatus> = new Set([
+  'delivered',
+  'completed',
+  'canceled',
+  'refunded',
+  'partially_refunded',
+]);
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** True for loopback, private, link-local, CGNAT and unspecified addresses and for `localhost`. */
@@ -95,7 +101,15 @@ export function isPrivateHost(hostname: string): boolean {
 
 function isPrivateV4(host: string): boolean {
   const [a, b] = host.split('.').map(Number);
-  return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168) ||
+    (a === 100 && b >= 64 && b <= 127)
+  );
 }
 
 /** Why a callback_url is refused, or null when it is acceptable. */
@@ -132,7 +146,15 @@ export class CallbackDispatcher {
   dispatch(url: string, json: SandboxCallbackBody): void {
     if (this.closed) return;
     const mode = this.faults.callbacks;
-    const job = (): Job => ({ url, orderId: json.order_id, body: JSON.stringify(json), json, badSignature: mode === 'bad_signature', attempt: 0, generation: this.generation });
+    const job = (): Job => ({
+      url,
+      orderId: json.order_id,
+      body: JSON.stringify(json),
+      json,
+      badSignature: mode === 'bad_signature',
+      attempt: 0,
+      generation: this.generation,
+    });
     switch (mode) {
       case 'drop':
         this.stats.callbacksDropped++;

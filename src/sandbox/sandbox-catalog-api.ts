@@ -17,7 +17,12 @@ import { ApiError, bad, parseQueryInt, type Answer } from './sandbox-http.js';
 
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-export function listProductsAnswer(catalog: SandboxCatalog, faults: SandboxFaults, config: Readonly<SandboxConfig>, query: URLSearchParams): Answer {
+export function listProductsAnswer(
+  catalog: SandboxCatalog,
+  faults: SandboxFaults,
+  config: Readonly<SandboxConfig>,
+  query: URLSearchParams,
+): Answer {
   const page = parseQueryInt(query.get('page'), 1, 'page');
   const size = Math.min(parseQueryInt(query.get('page_size'), 20, 'page_size'), config.pageSizeCap);
   let after: number | undefined;
@@ -30,7 +35,13 @@ export function listProductsAnswer(catalog: SandboxCatalog, faults: SandboxFault
   }
   const filter = faults.updatedAfterFilter;
   const includeInactive = config.listsInactiveProducts && query.get('include_inactive') === 'true';
-  const { items, total, firstId } = catalog.page(page, size, filter === 'ignored' ? undefined : after, filter === 'inclusive_seconds', includeInactive);
+  const { items, total, firstId } = catalog.page(
+    page,
+    size,
+    filter === 'ignored' ? undefined : after,
+    filter === 'inclusive_seconds',
+    includeInactive,
+  );
   const echo = config.listsInactiveProducts ? `,"includes_inactive":${includeInactive}` : '';
   const body = `{"ok":true,"items":[${items.join(',')}],"total":${total},"page":${page},"page_size":${size}${echo}}`;
   if (faults.takeInsertAtFront(page)) catalog.insertAtFront();

@@ -133,7 +133,15 @@ export const MANUAL_FORM_SCHEMA: Record<string, unknown> = {
 export function buildCategories(): CategoryDef[] {
   const out: CategoryDef[] = [];
   TOP_CATEGORIES.forEach((top, i) => {
-    out.push({ id: top.id, parentId: 0, slug: top.slug, zh: top.zh, en: top.en, icon: top.icon, sortOrder: (TOP_CATEGORIES.length - i) * 100 });
+    out.push({
+      id: top.id,
+      parentId: 0,
+      slug: top.slug,
+      zh: top.zh,
+      en: top.en,
+      icon: top.icon,
+      sortOrder: (TOP_CATEGORIES.length - i) * 100,
+    });
     top.children.forEach(([slug, zh, en], j) => {
       out.push({
         id: top.id * 100 + j + 1,
@@ -244,7 +252,7 @@ export function seedProducts(size: number, seed: number, leaves: readonly Catego
         id: skuId++,
         skuCode: `SKU-${code}-${k + 1}`,
         productId: id,
-        specValues: { '规格': zh, duration: en },
+        specValues: { 规格: zh, duration: en },
         priceCents: price,
         originalCents: (id + k) % 4 === 1 ? percentOf(price, 120) : null,
         memberCents: (id + 2 * k) % 5 === 2 ? percentOf(price, 95) : null,

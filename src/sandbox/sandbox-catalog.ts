@@ -20,7 +20,13 @@
 import { parseMoney, percentOf } from './sandbox-money.js';
 import { DURATIONS, MANUAL_FORM_SCHEMA, stockStatusFor, type ProductRecord, type SkuRecord } from './sandbox-catalog-seed.js';
 import { CatalogStore, type FoundSku } from './sandbox-catalog-store.js';
-import { SANDBOX_STOCK_STATUSES, type MultiLanguageText, type SandboxFulfillmentType, type SandboxProduct, type SandboxStockStatus } from './sandbox.types.js';
+import {
+  SANDBOX_STOCK_STATUSES,
+  type MultiLanguageText,
+  type SandboxFulfillmentType,
+  type SandboxProduct,
+  type SandboxStockStatus,
+} from './sandbox.types.js';
 
 export { LOW_STOCK_THRESHOLD, stockStatusFor, type ProductRecord, type SkuRecord } from './sandbox-catalog-seed.js';
 export type { FoundSku } from './sandbox-catalog-store.js';
@@ -154,7 +160,9 @@ export class SandboxCatalog extends CatalogStore {
     let list = includeInactive ? this.everyProduct() : this.listing();
     if (updatedAfterMs !== undefined) {
       const second = (ms: number) => Math.floor(ms / 1000);
-      list = inclusive ? list.filter((p) => second(p.updatedAt) >= second(updatedAfterMs)) : list.filter((p) => p.updatedAt > updatedAfterMs);
+      list = inclusive
+        ? list.filter((p) => second(p.updatedAt) >= second(updatedAfterMs))
+        : list.filter((p) => p.updatedAt > updatedAfterMs);
     }
     const start = (page - 1) * pageSize;
     const items = start < list.length ? list.slice(start, start + pageSize).map((p) => this.productJson(p)) : [];
@@ -179,8 +187,7 @@ export class SandboxCatalog extends CatalogStore {
   setStock(skuCode: string, status: SandboxStockStatus, quantity?: number, opts: { keepUpdatedAt?: boolean } = {}): void {
     if (!SANDBOX_STOCK_STATUSES.includes(status)) throw new RangeError(`unknown stock status ${status}`);
     const s = this.sku(skuCode);
-    const stockQuantity =
-      status === 'unlimited' ? -1 : status === 'out_of_stock' ? 0 : (quantity ?? (status === 'in_stock' ? 100 : 5));
+    const stockQuantity = status === 'unlimited' ? -1 : status === 'out_of_stock' ? 0 : (quantity ?? (status === 'in_stock' ? 100 : 5));
     if (!Number.isInteger(stockQuantity)) throw new RangeError('stock quantity must be an integer');
     s.stockStatus = status;
     s.stockQuantity = stockQuantity;
@@ -286,7 +293,8 @@ export class SandboxCatalog extends CatalogStore {
       images: input.images ?? [],
       tags: input.tags ?? [],
       fulfillmentType,
-      manualFormSchema: input.manualFormSchema !== undefined ? input.manualFormSchema : fulfillmentType === 'manual' ? MANUAL_FORM_SCHEMA : null,
+      manualFormSchema:
+        input.manualFormSchema !== undefined ? input.manualFormSchema : fulfillmentType === 'manual' ? MANUAL_FORM_SCHEMA : null,
       categoryId: input.categoryId ?? this.leafCategoryIds()[0],
       skus: [],
       createdAt: now,

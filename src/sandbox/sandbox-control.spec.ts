@@ -25,7 +25,8 @@ describe('sandbox control API', () => {
 
   async function createOrder(): Promise<SandboxCreatedOrder> {
     const sku = sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!.sku.id;
-    return (await signedRequest(sandbox.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 2 } })).json as SandboxCreatedOrder;
+    return (await signedRequest(sandbox.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 2 } }))
+      .json as SandboxCreatedOrder;
   }
 
   beforeAll(async () => {
@@ -68,7 +69,7 @@ describe('sandbox control API', () => {
     expect(detail.fulfillment!.payload).toBe('CODE-1\nCODE-2');
 
     const refunded = await control('POST', `/orders/${o.order_id}/refund`, { amount: '0.01' });
-    expect((refunded.body.order as SandboxOrderView)).toMatchObject({ status: 'partially_refunded', refunded_amount: '0.01' });
+    expect(refunded.body.order as SandboxOrderView).toMatchObject({ status: 'partially_refunded', refunded_amount: '0.01' });
     expect((await control('POST', `/orders/${o.order_id}/refund`, { amount: '999999999.00' })).status).toBe(400);
     // `callback` must be true or false; a refused body changes nothing
     expect((await control('POST', `/orders/${o.order_id}/refund`, { amount: '0.01', callback: 'yes' })).status).toBe(400);
@@ -87,17 +88,26 @@ describe('sandbox control API', () => {
   it('changes stock without moving updated_at, and serves a product with a null title until fixed', async () => {
     const found = sandbox.catalog.findSku({ stockStatus: 'in_stock' })!;
     const before = found.product.updated_at;
-    await control('POST', '/catalog/stock', { sku_code: found.sku.sku_code, stock_status: 'in_stock', stock_quantity: 77, keep_updated_at: true });
+    await control('POST', '/catalog/stock', {
+      sku_code: found.sku.sku_code,
+      stock_status: 'in_stock',
+      stock_quantity: 77,
+      keep_updated_at: true,
+    });
     const after = sandbox.catalog.getProduct(found.product.id)!;
     expect(after.updated_at).toBe(before);
     expect(after.skus.find((s) => s.id === found.sku.id)!.stock_quantity).toBe(77);
-    expect((await control('POST', '/catalog/stock', { sku_code: found.sku.sku_code, stock_status: 'in_stock', keep_updated_at: 'yes' })).status).toBe(400);
+    expect(
+      (await control('POST', '/catalog/stock', { sku_code: found.sku.sku_code, stock_status: 'in_stock', keep_updated_at: 'yes' })).status,
+    ).toBe(400);
 
     const id = found.product.id;
     expect((await control('POST', '/catalog/title-null', { product_id: id })).status).toBe(200);
     const served = (await signedRequest(sandbox.credentials, 'GET', `/products/${id}`)).json as { product: SandboxProduct };
     expect(served.product.title).toBeNull();
-    const listed = (await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } })).json as { items: SandboxProduct[] };
+    const listed = (await signedRequest(sandbox.credentials, 'GET', '/products', { query: { page: 1, page_size: 50 } })).json as {
+      items: SandboxProduct[];
+    };
     expect(listed.items.find((p) => p.id === id)!.title).toBeNull();
     expect(sandbox.catalog.getProduct(id)!.updated_at > before).toBe(true); // an admin's edit
     await control('POST', '/catalog/title-null', { product_id: id, null: false });
@@ -122,7 +132,8 @@ describe('sandbox control API', () => {
     await control('POST', '/catalog/delist', { product_id: added.id });
     expect(sandbox.catalog.getProduct(added.id)!.is_active).toBe(false);
     await control('POST', '/catalog/relist', { product_id: added.id });
-    const pair = (await control('POST', '/catalog/products', { skus: [{ price: '1.00' }, { price: '2.00' }] })).body.product as SandboxProduct;
+    const pair = (await control('POST', '/catalog/products', { skus: [{ price: '1.00' }, { price: '2.00' }] })).body
+      .product as SandboxProduct;
     expect((await control('POST', '/catalog/remove-sku', { sku_code: pair.skus[1].sku_code })).status).toBe(200);
     expect(sandbox.catalog.getProduct(pair.id)!.skus.map((s) => s.sku_code)).toEqual([pair.skus[0].sku_code]);
     expect((await control('POST', '/catalog/remove-sku', { sku_code: pair.skus[0].sku_code })).status).toBe(400); // its last SKU
@@ -156,7 +167,13 @@ describe('runSandbox', () => {
   it('starts, prints the base URL and credentials, and stops (removing its signal handlers)', async () => {
     const lines: string[] = [];
     const before = process.listenerCount('SIGTERM');
-    const running = await runSandbox({ port: 0, log: (l) => lines.push(l), apiKey: 'dev-key', apiSecret: 'dev-secret', catalog: { products: 5 } });
+    const running = await runSandbox({
+      port: 0,
+      log: (l) => lines.push(l),
+      apiKey: 'dev-key',
+      apiSecret: 'dev-secret',
+      catalog: { products: 5 },
+    });
     expect(process.listenerCount('SIGTERM')).toBe(before + 1);
     const text = lines.join('\n');
     expect(text).toContain(running.sandbox.baseUrl);

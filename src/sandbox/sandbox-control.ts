@@ -61,7 +61,12 @@ function rateLimitJson(server: SandboxServer): { requests: number; window_ms: nu
   return r ? { requests: r.requests, window_ms: r.windowMs, block_ms: r.blockMs } : null;
 }
 
-export function controlRoute(target: SandboxControlTarget, method: string, sub: string, body: Record<string, unknown>): Record<string, unknown> | null {
+export function controlRoute(
+  target: SandboxControlTarget,
+  method: string,
+  sub: string,
+  body: Record<string, unknown>,
+): Record<string, unknown> | null {
   const { server } = target;
   const { catalog, faults } = server;
   const str = (key: string): string => {
@@ -87,7 +92,13 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
         if (body.callback !== undefined && typeof body.callback !== 'boolean') throw new RangeError('callback must be true or false');
         return { order: server.refundOrder(id, body.amount === undefined ? undefined : str('amount'), { callback: body.callback }) };
       default:
-        return { order: server.setOrderStatus(id, str('status') as SandboxOrderStatus, body.payload === undefined ? {} : { payload: str('payload') }) };
+        return {
+          order: server.setOrderStatus(
+            id,
+            str('status') as SandboxOrderStatus,
+            body.payload === undefined ? {} : { payload: str('payload') },
+          ),
+        };
     }
   }
   switch (`${method} ${sub}`) {
@@ -109,10 +120,18 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
         rate_limit: rateLimitJson(server),
       };
     case 'GET /rate-limit':
-      return { rate_limit: rateLimitJson(server), keys: server.rateLimitState().map((k) => ({ key: k.key, count: k.count, limited: k.limited })) };
+      return {
+        rate_limit: rateLimitJson(server),
+        keys: server.rateLimitState().map((k) => ({ key: k.key, count: k.count, limited: k.limited })),
+      };
     case 'POST /rate-limit':
       if (body.off === true) server.setRateLimit(null);
-      else server.setRateLimit({ requests: int('requests'), windowMs: int('window_ms'), blockMs: body.block_ms === undefined ? 0 : int('block_ms') });
+      else
+        server.setRateLimit({
+          requests: int('requests'),
+          windowMs: int('window_ms'),
+          blockMs: body.block_ms === undefined ? 0 : int('block_ms'),
+        });
       return { rate_limit: rateLimitJson(server) };
     case 'GET /orders':
       return { orders: server.orders() };
@@ -155,10 +174,16 @@ export function controlRoute(target: SandboxControlTarget, method: string, sub: 
       catalog.setPrice(str('sku_code'), str('price'));
       return { sku: catalog.getSku(str('sku_code'))?.sku };
     case 'POST /catalog/stock':
-      if (body.keep_updated_at !== undefined && typeof body.keep_updated_at !== 'boolean') throw new RangeError('keep_updated_at must be a boolean');
-      catalog.setStock(str('sku_code'), str('stock_status') as SandboxStockStatus, body.stock_quantity === undefined ? undefined : int('stock_quantity'), {
-        keepUpdatedAt: body.keep_updated_at === true,
-      });
+      if (body.keep_updated_at !== undefined && typeof body.keep_updated_at !== 'boolean')
+        throw new RangeError('keep_updated_at must be a boolean');
+      catalog.setStock(
+        str('sku_code'),
+        str('stock_status') as SandboxStockStatus,
+        body.stock_quantity === undefined ? undefined : int('stock_quantity'),
+        {
+          keepUpdatedAt: body.keep_updated_at === true,
+        },
+      );
       return { sku: catalog.getSku(str('sku_code'))?.sku };
     case 'POST /catalog/title-null':
       if (body.null !== undefined && typeof body.null !== 'boolean') throw new RangeError('null must be a boolean');

@@ -129,7 +129,14 @@ describe('sandbox faults', () => {
     expect(r.status).toBe(200);
     // as Dujiao-Next: the canceled order is named in the refusal
     const [canceled] = sandbox.orders();
-    expect(r.json).toEqual({ ok: false, error_code: 'payment_failed', error_message: expect.any(String), order_id: canceled.id, order_no: canceled.order_no, status: 'canceled' });
+    expect(r.json).toEqual({
+      ok: false,
+      error_code: 'payment_failed',
+      error_message: expect.any(String),
+      order_id: canceled.id,
+      order_no: canceled.order_no,
+      status: 'canceled',
+    });
     expect(sandbox.orders()).toEqual([expect.objectContaining({ status: 'canceled' })]);
     expect(sandbox.walletBalance()).toBe('1000000.00');
     const next = await createOrder();

@@ -177,7 +177,8 @@ export class SandboxFaults implements FaultSettings {
     }
     if (partial.withdrawWhilePaging !== undefined) {
       const v = partial.withdrawWhilePaging;
-      next.withdrawWhilePaging = v === null ? null : { afterPage: Math.max(1, nonNegativeInt('withdrawWhilePaging.afterPage', v.afterPage)) };
+      next.withdrawWhilePaging =
+        v === null ? null : { afterPage: Math.max(1, nonNegativeInt('withdrawWhilePaging.afterPage', v.afterPage)) };
     }
     if (partial.updatedAfterFilter !== undefined) {
       if (!UPDATED_AFTER_FILTERS.includes(partial.updatedAfterFilter)) {
@@ -226,7 +227,8 @@ export class SandboxFaults implements FaultSettings {
     const rule = this.rules[index];
     if (rule.times !== undefined) {
       const left = rule.times - 1;
-      this.rules = left > 0 ? this.rules.map((r, i) => (i === index ? { ...r, times: left } : r)) : this.rules.filter((_, i) => i !== index);
+      this.rules =
+        left > 0 ? this.rules.map((r, i) => (i === index ? { ...r, times: left } : r)) : this.rules.filter((_, i) => i !== index);
     }
     return rule;
   }
@@ -256,9 +258,14 @@ export function faultAnswer(rule: FaultRule): Answer {
     };
   }
   if (rule.kind === 'coded_error') {
-    return { status: rule.status ?? 400, body: rule.body ?? errorJson(rule.errorCode ?? 'bad_request', rule.errorMessage ?? 'refused by a sandbox fault') };
+    return {
+      status: rule.status ?? 400,
+      body: rule.body ?? errorJson(rule.errorCode ?? 'bad_request', rule.errorMessage ?? 'refused by a sandbox fault'),
+    };
   }
   const status = rule.status ?? 503;
-  const code = rule.errorCode ?? (status === 503 ? 'service_unavailable' : status === 502 ? 'bad_gateway' : status === 504 ? 'gateway_timeout' : 'internal_error');
+  const code =
+    rule.errorCode ??
+    (status === 503 ? 'service_unavailable' : status === 502 ? 'bad_gateway' : status === 504 ? 'gateway_timeout' : 'internal_error');
   return { status, body: rule.body ?? errorJson(code, rule.errorMessage ?? 'sandbox fault') };
 }

@@ -76,7 +76,7 @@ describe('newer upstream behaviour', () => {
       expect(gone.json).toMatchObject({ ok: false, error_code: 'product_not_found' });
     });
 
-    it('dujiao-next: a withdrawn product still cannot be ordered (400 product_unavailable); a deleted one\'s SKU is unknown', async () => {
+    it("dujiao-next: a withdrawn product still cannot be ordered (400 product_unavailable); a deleted one's SKU is unknown", async () => {
       const sku = dj.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!;
       dj.catalog.delistProduct(sku.product.id);
       const refused = await api(dj, 'POST', '/orders', { body: { sku_id: sku.sku.id, quantity: 1 } });
@@ -99,7 +99,9 @@ describe('newer upstream behaviour', () => {
         listsInactiveProducts: true,
         servesWithdrawnProducts: true,
       });
-      expect(new SandboxServer({ profile: 'dujiao-next', listsInactiveProducts: false, servesWithdrawnProducts: false }).config).toMatchObject({
+      expect(
+        new SandboxServer({ profile: 'dujiao-next', listsInactiveProducts: false, servesWithdrawnProducts: false }).config,
+      ).toMatchObject({
         listsInactiveProducts: false,
         servesWithdrawnProducts: false,
       });
@@ -110,22 +112,32 @@ describe('newer upstream behaviour', () => {
     it('is answered with the existing order as it is now: its current status, no fulfillment, nothing charged again', async () => {
       const sku = spec.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!.sku;
       spec.setTimetable({ paidMs: null });
-      const first = (await api(spec, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 1, downstream_order_no: 'DUP-1' } })).json as SandboxCreatedOrder;
+      const first = (await api(spec, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 1, downstream_order_no: 'DUP-1' } }))
+        .json as SandboxCreatedOrder;
       expect(first.status).toBe('pending_payment');
       const balance = spec.walletBalance();
       spec.setOrderStatus(first.order_id, 'fulfilling');
       const again = await api(spec, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 1, downstream_order_no: 'DUP-1' } });
-      expect(again.json).toEqual({ ok: true, order_id: first.order_id, order_no: first.order_no, status: 'fulfilling', amount: first.amount, currency: first.currency });
+      expect(again.json).toEqual({
+        ok: true,
+        order_id: first.order_id,
+        order_no: first.order_no,
+        status: 'fulfilling',
+        amount: first.amount,
+        currency: first.currency,
+      });
       expect(spec.orders()).toHaveLength(1);
       expect(spec.walletBalance()).toBe(balance);
     });
 
     it('dujiao-next: an auto order the sandbox already delivered is answered delivered, without its fulfillment', async () => {
       const sku = dj.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!.sku;
-      const first = (await api(dj, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 2, downstream_order_no: 'DUP-DJ' } })).json as SandboxCreatedOrder;
+      const first = (await api(dj, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 2, downstream_order_no: 'DUP-DJ' } }))
+        .json as SandboxCreatedOrder;
       expect(first.status).toBe('paid');
       await dj.waitForOrderStatus(first.order_id, 'delivered');
-      const again = (await api(dj, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 2, downstream_order_no: 'DUP-DJ' } })).json as Record<string, unknown>;
+      const again = (await api(dj, 'POST', '/orders', { body: { sku_id: sku.id, quantity: 2, downstream_order_no: 'DUP-DJ' } }))
+        .json as Record<string, unknown>;
       expect(again).toMatchObject({ ok: true, order_id: first.order_id, status: 'delivered' });
       expect(again).not.toHaveProperty('fulfillment');
       // the items are read with GET /orders/{id}
@@ -146,8 +158,30 @@ describe('newer upstream behaviour', () => {
       const d = await read();
       expect(d).toMatchObject({ status: 'refunded', refunded_amount: created.amount });
       expect(d.refund_records).toEqual([
-        { id: 1, user_id: 1, guest_email: '', order_id: created.order_id, type: 'wallet', amount: half, currency: 'CNY', remark: '', created_at: expect.any(String), updated_at: expect.any(String) },
-        { id: 2, user_id: 1, guest_email: '', order_id: created.order_id, type: 'wallet', amount: (Number(created.amount) - Number(half)).toFixed(2), currency: 'CNY', remark: '', created_at: expect.any(String), updated_at: expect.any(String) },
+        {
+          id: 1,
+          user_id: 1,
+          guest_email: '',
+          order_id: created.order_id,
+          type: 'wallet',
+          amount: half,
+          currency: 'CNY',
+          remark: '',
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
+        },
+        {
+          id: 2,
+          user_id: 1,
+          guest_email: '',
+          order_id: created.order_id,
+          type: 'wallet',
+          amount: (Number(created.amount) - Number(half)).toFixed(2),
+          currency: 'CNY',
+          remark: '',
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
+        },
       ]);
       for (const r of d.refund_records!) expect(new Date(r.created_at).toISOString()).toBe(r.created_at);
     });

@@ -175,7 +175,8 @@ export class SandboxOrders {
   setTimetable(partial: Partial<SandboxTimetable>): void {
     for (const [k, v] of Object.entries(partial)) {
       if (!(k in DEFAULT_SANDBOX_TIMETABLE)) throw new RangeError(`unknown timetable step ${k}`);
-      if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) throw new RangeError(`${k} must be null or an integer >= 0`);
+      if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0))
+        throw new RangeError(`${k} must be null or an integer >= 0`);
     }
     this.currentTimetable = { ...this.currentTimetable, ...partial };
   }
@@ -193,7 +194,11 @@ export class SandboxOrders {
       };
       const timer = setTimeout(() => {
         events.off('order', onOrder);
-        reject(new Error(`order ${orderId} did not reach ${status} within ${timeoutMs} ms (now ${this.ordersById.get(orderId)?.status ?? 'unknown'})`));
+        reject(
+          new Error(
+            `order ${orderId} did not reach ${status} within ${timeoutMs} ms (now ${this.ordersById.get(orderId)?.status ?? 'unknown'})`,
+          ),
+        );
       }, timeoutMs);
       events.on('order', onOrder);
     });
@@ -204,7 +209,8 @@ export class SandboxOrders {
   /** `callback`: whether the change is called back (default: the `refundCallbacks` option). */
   refund(orderId: number, amount?: string, callback?: boolean): SandboxOrderView {
     const o = this.mustOrder(orderId);
-    if (!o.charged || o.status === 'canceled' || o.status === 'refunded') throw new RangeError(`order ${orderId} is ${o.status}: nothing to refund`);
+    if (!o.charged || o.status === 'canceled' || o.status === 'refunded')
+      throw new RangeError(`order ${orderId} is ${o.status}: nothing to refund`);
     const remaining = o.amountCents - o.refundedCents;
     const cents = amount === undefined ? remaining : parseMoney(amount);
     if (cents <= 0n || cents > remaining) throw new RangeError(`refund must be more than 0 and at most ${formatMoney(remaining)}`);
@@ -212,7 +218,12 @@ export class SandboxOrders {
     o.refunds.push({ cents, at: this.deps.clock() });
     this.balanceCents += cents;
     this.clearStep(o);
-    this.transition(o, o.refundedCents === o.amountCents ? 'refunded' : 'partially_refunded', true, callback ?? this.config.refundCallbacks);
+    this.transition(
+      o,
+      o.refundedCents === o.amountCents ? 'refunded' : 'partially_refunded',
+      true,
+      callback ?? this.config.refundCallbacks,
+    );
     return this.view(o);
   }
 
@@ -231,7 +242,11 @@ export class SandboxOrders {
     return this.view(o);
   }
 
-  setStatus(orderId: number, status: SandboxOrderStatus, opts: { payload?: string; deliveryData?: Record<string, unknown> | null }): SandboxOrderView {
+  setStatus(
+    orderId: number,
+    status: SandboxOrderStatus,
+    opts: { payload?: string; deliveryData?: Record<string, unknown> | null },
+  ): SandboxOrderView {
     if (!SANDBOX_ORDER_STATUSES.includes(status)) throw new RangeError(`unknown order status ${String(status)}`);
     const o = this.mustOrder(orderId);
     this.clearStep(o);
@@ -308,7 +323,8 @@ export class SandboxOrders {
     // a payment_failed fault, or (lowBalance payment_failed) a wallet that cannot pay: the order is
     // created, its payment fails and it is canceled, nothing taken
     const paymentFails = rule?.kind === 'payment_failed' || tooPoor;
-    const failureMessage = rule?.kind === 'payment_failed' ? (rule.errorMessage ?? 'payment failed') : 'wallet payment failed: insufficient balance';
+    const failureMessage =
+      rule?.kind === 'payment_failed' ? (rule.errorMessage ?? 'payment failed') : 'wallet payment failed: insufficient balance';
 
     const seq = ++this.orderSeq;
     const now = this.deps.clock();
@@ -346,7 +362,14 @@ export class SandboxOrders {
     if (paymentFails) {
       this.emitOrder(o, null);
       // Dujiao-Next cancels the order whose wallet payment failed and names it in the refusal
-      return okAnswer({ ok: false, error_code: 'payment_failed', error_message: failureMessage, order_id: o.id, order_no: o.orderNo, status: o.status });
+      return okAnswer({
+        ok: false,
+        error_code: 'payment_failed',
+        error_message: failureMessage,
+        order_id: o.id,
+        order_no: o.orderNo,
+        status: o.status,
+      });
     }
     this.balanceCents -= amount;
     catalog.takeStock(sku, input.quantity);
@@ -366,7 +389,8 @@ export class SandboxOrders {
   cancel(orderId: number): Answer {
     const o = this.ordersById.get(orderId);
     if (!o) throw new ApiError(404, 'order_not_found', 'no such order');
-    if (!this.config.cancelableStatuses.includes(o.status)) throw new ApiError(409, 'cancel_not_allowed', `an order in ${o.status} cannot be canceled`);
+    if (!this.config.cancelableStatuses.includes(o.status))
+      throw new ApiError(409, 'cancel_not_allowed', `an order in ${o.status} cannot be canceled`);
     this.clearStep(o);
     if (o.charged) {
       this.balanceCents += o.amountCents - o.refundedCents;
@@ -386,7 +410,13 @@ export class SandboxOrders {
   }
 
   private fulfillment(o: OrderRecord, payload: string, deliveryData: Record<string, unknown> | null): SandboxFulfillment {
-    return { type: o.fulfillmentType, status: 'delivered', payload, delivery_data: deliveryData, delivered_at: new Date(this.deps.clock()).toISOString() };
+    return {
+      type: o.fulfillmentType,
+      status: 'delivered',
+      payload,
+      delivery_data: deliveryData,
+      delivered_at: new Date(this.deps.clock()).toISOString(),
+    };
   }
 
   /**
@@ -484,7 +514,8 @@ export class SandboxOrders {
     };
     if (o.fulfillment) d.fulfillment = o.fulfillment;
     if (this.config.orderDetailShowsDownstreamNo && o.downstreamOrderNo !== null) d.downstream_order_no = o.downstreamOrderNo;
-    if (o.refundedCents > 0n || o.status === 'refunded' || o.status === 'partially_refunded') d.refunded_amount = formatMoney(o.refundedCents);
+    if (o.refundedCents > 0n || o.status === 'refunded' || o.status === 'partially_refunded')
+      d.refunded_amount = formatMoney(o.refundedCents);
     if (this.config.refundRecords) d.refund_records = o.refunds.map((r, i) => this.refundRecord(o, r, i));
     return d;
   }

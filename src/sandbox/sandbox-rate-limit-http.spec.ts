@@ -73,10 +73,15 @@ describe('sandbox rate limit (Dujiao-Next)', () => {
     // no key at all: counted under the client's IP
     const anonymous = await ping({ headers: { 'Dujiao-Next-Api-Key': null } });
     expect(anonymous.status).toBe(401);
-    expect(sandbox.rateLimitState().map((k) => k.key).sort()).toEqual(['127.0.0.1', 'another-key', sandbox.config.apiKey].sort());
+    expect(
+      sandbox
+        .rateLimitState()
+        .map((k) => k.key)
+        .sort(),
+    ).toEqual(['127.0.0.1', 'another-key', sandbox.config.apiKey].sort());
   });
 
-  it('a 429\'d create is not processed: no order, nothing charged', async () => {
+  it("a 429'd create is not processed: no order, nothing charged", async () => {
     const sku = sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!.sku;
     const balance = sandbox.walletBalance();
     for (let i = 0; i < 5; i++) await ping();
@@ -104,7 +109,11 @@ describe('sandbox rate limit (Dujiao-Next)', () => {
 
   it('is set, shown and switched off through the control API, and reset() brings the option back', async () => {
     const control = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${sandbox.url}/__sandbox${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${sandbox.url}/__sandbox${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
     expect((await control('GET', '/state')).body.rate_limit).toEqual({ requests: 5, window_ms: 5000, block_ms: 300 });
@@ -125,12 +134,20 @@ describe('sandbox rate limit (Dujiao-Next)', () => {
 });
 
 describe('relay sandbox: the limiter by profile and environment', () => {
-  it('is Dujiao-Next\'s under dujiao-next and off under spec, unless SANDBOX_RATE_LIMIT says otherwise', () => {
+  it("is Dujiao-Next's under dujiao-next and off under spec, unless SANDBOX_RATE_LIMIT says otherwise", () => {
     expect(standaloneRateLimit('dujiao-next', {})).toEqual({ requests: 60, windowMs: 60_000, blockMs: 30_000 });
     expect(standaloneRateLimit('spec', {})).toBeNull();
     expect(standaloneRateLimit('dujiao-next', { SANDBOX_RATE_LIMIT: 'off' })).toBeNull();
-    expect(standaloneRateLimit('spec', { SANDBOX_RATE_LIMIT: '20/2s', SANDBOX_RATE_LIMIT_BLOCK_S: '1' })).toEqual({ requests: 20, windowMs: 2000, blockMs: 1000 });
-    expect(standaloneRateLimit('dujiao-next', { SANDBOX_RATE_LIMIT_BLOCK_S: '0.5' })).toEqual({ requests: 60, windowMs: 60_000, blockMs: 500 });
+    expect(standaloneRateLimit('spec', { SANDBOX_RATE_LIMIT: '20/2s', SANDBOX_RATE_LIMIT_BLOCK_S: '1' })).toEqual({
+      requests: 20,
+      windowMs: 2000,
+      blockMs: 1000,
+    });
+    expect(standaloneRateLimit('dujiao-next', { SANDBOX_RATE_LIMIT_BLOCK_S: '0.5' })).toEqual({
+      requests: 60,
+      windowMs: 60_000,
+      blockMs: 500,
+    });
     expect(() => standaloneRateLimit('spec', { SANDBOX_RATE_LIMIT: '60' })).toThrow(/SANDBOX_RATE_LIMIT/);
     expect(() => standaloneRateLimit('spec', { SANDBOX_RATE_LIMIT_BLOCK_S: '-1' })).toThrow(/SANDBOX_RATE_LIMIT_BLOCK_S/);
   });

@@ -24,7 +24,7 @@ describe('RateLimiter (Dujiao-Next rule)', () => {
     expect(l.check('k', 3900)).toMatchObject({ admitted: true, count: 1 });
   });
 
-  it('a block shorter than the rest of the window ends the key\'s counter early', () => {
+  it("a block shorter than the rest of the window ends the key's counter early", () => {
     const l = new RateLimiter({ requests: 1, windowMs: 10_000, blockMs: 500 });
     expect(l.check('k', 0).admitted).toBe(true);
     expect(l.check('k', 100)).toMatchObject({ admitted: false, blockStarted: true });

@@ -51,10 +51,15 @@ interface Entry {
 
 export function validRateLimit(rule: RateLimitRule): RateLimitRule {
   const int = (v: unknown, min: number, name: string): number => {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new RangeError(`rate limit ${name} must be an integer >= ${min}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min)
+      throw new RangeError(`rate limit ${name} must be an integer >= ${min}`);
     return v;
   };
-  return { requests: int(rule.requests, 1, 'requests'), windowMs: int(rule.windowMs, 1, 'windowMs'), blockMs: int(rule.blockMs, 0, 'blockMs') };
+  return {
+    requests: int(rule.requests, 1, 'requests'),
+    windowMs: int(rule.windowMs, 1, 'windowMs'),
+    blockMs: int(rule.blockMs, 0, 'blockMs'),
+  };
 }
 
 /**
@@ -87,7 +92,12 @@ export class RateLimiter {
     if (blockStarted && this.rule.blockMs > 0) entry.expiresAt = now + this.rule.blockMs;
     const admitted = entry.count <= this.rule.requests;
     const left = Math.round((entry.expiresAt - now) / 1000);
-    return { admitted, blockStarted, count: entry.count, waitSeconds: left >= 1 ? left : Math.max(1, Math.round(this.rule.windowMs / 1000)) };
+    return {
+      admitted,
+      blockStarted,
+      count: entry.count,
+      waitSeconds: left >= 1 ? left : Math.max(1, Math.round(this.rule.windowMs / 1000)),
+    };
   }
 
   /** The live counters (expired ones are dropped). */

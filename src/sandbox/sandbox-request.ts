@@ -51,14 +51,18 @@ export class RequestTimeoutError extends Error {
 }
 
 /** `path` is relative to the base URL (e.g. '/orders'). */
-export function signedRequest(target: SignedTarget, method: string, path: string, options: SignedRequestOptions = {}): Promise<RawResponse> {
+export function signedRequest(
+  target: SignedTarget,
+  method: string,
+  path: string,
+  options: SignedRequestOptions = {},
+): Promise<RawResponse> {
   const base = new URL(target.baseUrl);
   const fullPath = `${base.pathname.replace(/\/$/, '')}${path}`;
   const qs = options.query
     ? new URLSearchParams(Object.entries(options.query).map(([k, v]) => [k, String(v)] as [string, string])).toString()
     : '';
-  const body =
-    options.body === undefined ? '' : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  const body = options.body === undefined ? '' : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
   const apiKey = options.apiKey ?? target.apiKey;
   const auth = options.unsigned
     ? {}
@@ -109,7 +113,10 @@ export function signedRequest(target: SignedTarget, method: string, path: string
         });
       },
     );
-    const timer = setTimeout(() => req.destroy(new RequestTimeoutError(`no answer within ${options.timeoutMs ?? 5000} ms`)), options.timeoutMs ?? 5000);
+    const timer = setTimeout(
+      () => req.destroy(new RequestTimeoutError(`no answer within ${options.timeoutMs ?? 5000} ms`)),
+      options.timeoutMs ?? 5000,
+    );
     req.on('error', (err) => {
       clearTimeout(timer);
       reject(err);

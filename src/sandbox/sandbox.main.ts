@@ -38,7 +38,8 @@ export function standaloneRateLimit(profile: SandboxProfile, env: Record<string,
   let blockMs = DUJIAO_NEXT_RATE_LIMIT.blockMs;
   if (rawBlock !== undefined && rawBlock.trim() !== '') {
     const s = Number(rawBlock);
-    if (!/^\d+(\.\d+)?$/.test(rawBlock.trim()) || !Number.isFinite(s)) throw new RangeError(`SANDBOX_RATE_LIMIT_BLOCK_S must be a number of seconds >= 0, got '${rawBlock}'`);
+    if (!/^\d+(\.\d+)?$/.test(rawBlock.trim()) || !Number.isFinite(s))
+      throw new RangeError(`SANDBOX_RATE_LIMIT_BLOCK_S must be a number of seconds >= 0, got '${rawBlock}'`);
     blockMs = Math.round(s * 1000);
   }
   const raw = env.SANDBOX_RATE_LIMIT;
@@ -77,7 +78,9 @@ export async function runSandbox(opts: RunSandboxOptions = {}): Promise<RunningS
   log(`  API secret:        ${c.apiSecret}`);
   log(`  headers:           ${c.headerPrefix}-Api-Key, ${c.headerPrefix}-Timestamp, ${c.headerPrefix}-Signature`);
   log(`  signature template: ${c.signatureTemplate.replace(/\n/g, '\\n')}`);
-  log(`  catalog:           ${sandbox.catalog.productCount} products, ${sandbox.catalog.skuCount} SKUs; wallet ${sandbox.walletBalance()} ${c.currency}`);
+  log(
+    `  catalog:           ${sandbox.catalog.productCount} products, ${sandbox.catalog.skuCount} SKUs; wallet ${sandbox.walletBalance()} ${c.currency}`,
+  );
   log(`  rate limit:        ${describeRateLimit(sandbox.rateLimit)}`);
   log(`  control API:       ${sandbox.url}/__sandbox/state (faults, orders, catalog changes, rate limit; see sandbox.server.ts)`);
 

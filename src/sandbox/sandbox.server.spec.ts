@@ -66,7 +66,12 @@ describe('sandbox upstream API', () => {
       ['a wrong API key', { apiKey: 'someone-else' }, 403, 'invalid_api_key'],
       ['a wrong secret', { secret: 'not-the-secret' }, 401, 'invalid_signature'],
       ['a malformed signature', { signature: 'xyz' }, 401, 'invalid_signature'],
-      ['the right signature in upper case (upstream-api.md §5: lower-case hex)', { signature: (s: string) => s.toUpperCase() }, 401, 'invalid_signature'],
+      [
+        'the right signature in upper case (upstream-api.md §5: lower-case hex)',
+        { signature: (s: string) => s.toUpperCase() },
+        401,
+        'invalid_signature',
+      ],
     ] as Array<[string, SignedRequestOptions, number, string]>)('refuses %s: %i %s', async (_name, opts, status, code) => {
       const r = await api('POST', '/ping', opts);
       expect(r.status).toBe(status);
@@ -132,7 +137,9 @@ describe('sandbox upstream API', () => {
       const top = cats.filter((c) => c.parent_id === 0);
       expect(top.length).toBeGreaterThan(0);
       expect(cats.filter((c) => c.parent_id !== 0).every((c) => top.some((t) => t.id === c.parent_id))).toBe(true);
-      expect(cats.every((c) => typeof c.sort_order === 'number' && typeof c.name['zh-CN'] === 'string' && typeof c.name.en === 'string')).toBe(true);
+      expect(
+        cats.every((c) => typeof c.sort_order === 'number' && typeof c.name['zh-CN'] === 'string' && typeof c.name.en === 'string'),
+      ).toBe(true);
     });
 
     it('caps page_size at 50, echoes it, and the pages cover the catalog without duplicates', async () => {
@@ -219,7 +226,14 @@ describe('sandbox upstream API', () => {
       const r = await create({ sku_id: f.sku.id, quantity: 3, downstream_order_no: 'shop-1', trace_id: 't-1' });
       expect(r.status).toBe(200);
       const created = body<SandboxCreatedOrder>(r);
-      expect(created).toEqual({ ok: true, order_id: expect.any(Number), order_no: expect.stringMatching(/^DJ\d+$/), status: 'pending_payment', amount: '0.30', currency: 'CNY' });
+      expect(created).toEqual({
+        ok: true,
+        order_id: expect.any(Number),
+        order_no: expect.stringMatching(/^DJ\d+$/),
+        status: 'pending_payment',
+        amount: '0.30',
+        currency: 'CNY',
+      });
       expect(sandbox.walletBalance()).toBe('999999.70');
       expect(sandbox.catalog.getSku(f.sku.sku_code)!.sku.stock_quantity).toBe(47);
 
@@ -230,7 +244,9 @@ describe('sandbox upstream API', () => {
         order_no: created.order_no,
         amount: '0.30',
         currency: 'CNY',
-        items: [{ product_id: f.product.id, sku_id: f.sku.id, quantity: 3, unit_price: '0.10', total_price: '0.30', fulfillment_type: 'auto' }],
+        items: [
+          { product_id: f.product.id, sku_id: f.sku.id, quantity: 3, unit_price: '0.10', total_price: '0.30', fulfillment_type: 'auto' },
+        ],
       });
       // upstream-api.md §2.7 and Dujiao-Next's GetOrder: no downstream_order_no (option orderDetailShowsDownstreamNo)
       expect(detail).not.toHaveProperty('downstream_order_no');
@@ -244,7 +260,9 @@ describe('sandbox upstream API', () => {
       const outOfStock = sandbox.catalog.findSku({ stockStatus: 'out_of_stock' })!;
       const low = sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'low_stock' })!;
       const manual = sandbox.catalog.findSku({ fulfillmentType: 'manual' })!;
-      const used = new Set([sku, inactive, outOfStock, low, manual].map((x) => ('product' in x ? x.product.id : sandbox.catalog.getSkuById(x.id)!.product.id)));
+      const used = new Set(
+        [sku, inactive, outOfStock, low, manual].map((x) => ('product' in x ? x.product.id : sandbox.catalog.getSkuById(x.id)!.product.id)),
+      );
       let skip = 1;
       while (used.has(sandbox.catalog.getSkuById(autoSku(skip).id)!.product.id)) skip++;
       const delisted = autoSku(skip);
@@ -279,10 +297,15 @@ describe('sandbox upstream API', () => {
       expect(sandbox.walletBalance()).toBe('1.00');
     });
 
-    it('validates manual_form_data against the product\'s manual_form_schema (required fields present and not empty)', async () => {
+    it("validates manual_form_data against the product's manual_form_schema (required fields present and not empty)", async () => {
       // the seeded schema: `account` required, `region` optional
       const manual = sandbox.catalog.findSku({ fulfillmentType: 'manual', stockStatus: 'unlimited' })!;
-      expect(manual.product.manual_form_schema).toMatchObject({ fields: [{ key: 'account', required: true }, { key: 'region', required: false }] });
+      expect(manual.product.manual_form_schema).toMatchObject({
+        fields: [
+          { key: 'account', required: true },
+          { key: 'region', required: false },
+        ],
+      });
       for (const data of [{}, { region: 'CN' }, { account: '' }, { account: null }, { Account: 'x' }]) {
         const r = await create({ sku_id: manual.sku.id, quantity: 1, manual_form_data: data });
         expect({ data, status: r.status, body: r.json }).toEqual({
@@ -306,7 +329,12 @@ describe('sandbox upstream API', () => {
       // a two-field schema: every missing field is named
       const two = sandbox.catalog.addProduct({
         fulfillmentType: 'manual',
-        manualFormSchema: { fields: [{ key: 'account', required: true }, { key: 'server', required: true }] },
+        manualFormSchema: {
+          fields: [
+            { key: 'account', required: true },
+            { key: 'server', required: true },
+          ],
+        },
       }).skus[0];
       const both = await create({ sku_id: two.id, quantity: 1, manual_form_data: { server: '' } });
       expect(both.status).toBe(400);
@@ -320,11 +348,15 @@ describe('sandbox upstream API', () => {
       await dj.start();
       try {
         const manual = dj.catalog.findSku({ fulfillmentType: 'manual', stockStatus: 'unlimited' })!;
-        const refused = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: '' } } });
+        const refused = await signedRequest(dj.credentials, 'POST', '/orders', {
+          body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: '' } },
+        });
         expect([refused.status, error(refused).error_code]).toEqual([400, 'bad_request']);
         expect(error(refused).error_message).toMatch(/^manual form data is invalid/);
         expect(dj.orders()).toEqual([]);
-        const ok = await signedRequest(dj.credentials, 'POST', '/orders', { body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: 'a' } } });
+        const ok = await signedRequest(dj.credentials, 'POST', '/orders', {
+          body: { sku_id: manual.sku.id, quantity: 1, manual_form_data: { account: 'a' } },
+        });
         expect(ok.status).toBe(200);
       } finally {
         await dj.stop();
@@ -336,11 +368,19 @@ describe('sandbox upstream API', () => {
       await strict.start();
       try {
         const sku = strict.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
-        for (const url of ['http://127.0.0.1:9/cb', 'http://localhost/cb', 'http://10.1.2.3/cb', 'http://192.168.0.5/cb', 'http://[::1]/cb']) {
+        for (const url of [
+          'http://127.0.0.1:9/cb',
+          'http://localhost/cb',
+          'http://10.1.2.3/cb',
+          'http://192.168.0.5/cb',
+          'http://[::1]/cb',
+        ]) {
           const r = await signedRequest(strict.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, callback_url: url } });
           expect({ url, status: r.status, code: error(r).error_code }).toEqual({ url, status: 400, code: 'invalid_callback_url' });
         }
-        const ok = await signedRequest(strict.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, callback_url: 'https://shop.example.com/cb' } });
+        const ok = await signedRequest(strict.credentials, 'POST', '/orders', {
+          body: { sku_id: sku, quantity: 1, callback_url: 'https://shop.example.com/cb' },
+        });
         expect(ok.status).toBe(200);
       } finally {
         await strict.stop();
@@ -362,7 +402,12 @@ describe('sandbox upstream API', () => {
       const balance = sandbox.walletBalance();
       const again = await create({ sku_id: sku.id, quantity: 2, downstream_order_no: 'A-1' });
       expect(again.status).toBe(200);
-      expect(body<SandboxCreatedOrder>(again)).toMatchObject({ ok: true, order_id: first.order_id, order_no: first.order_no, amount: first.amount });
+      expect(body<SandboxCreatedOrder>(again)).toMatchObject({
+        ok: true,
+        order_id: first.order_id,
+        order_no: first.order_no,
+        amount: first.amount,
+      });
       expect(sandbox.walletBalance()).toBe(balance);
       expect(sandbox.orders()).toHaveLength(1);
       expect(sandbox.stats).toMatchObject({ createsReceived: 2, createsExecuted: 1 });
@@ -408,8 +453,12 @@ describe('sandbox upstream API', () => {
       await loose.start();
       try {
         const sku = loose.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
-        const a = await signedRequest(loose.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, downstream_order_no: 'X' } });
-        const b = await signedRequest(loose.credentials, 'POST', '/orders', { body: { sku_id: sku, quantity: 1, downstream_order_no: 'X' } });
+        const a = await signedRequest(loose.credentials, 'POST', '/orders', {
+          body: { sku_id: sku, quantity: 1, downstream_order_no: 'X' },
+        });
+        const b = await signedRequest(loose.credentials, 'POST', '/orders', {
+          body: { sku_id: sku, quantity: 1, downstream_order_no: 'X' },
+        });
         expect((a.json as SandboxCreatedOrder).order_id).not.toBe((b.json as SandboxCreatedOrder).order_id);
       } finally {
         await loose.stop();
@@ -474,7 +523,9 @@ describe('sandbox upstream API', () => {
       for (let i = 0; i < 3; i++) ids.push(body<SandboxCreatedOrder>(await create({ sku_id: sku.id, quantity: 2 })).order_id);
       sandbox.setTimetable({ paidMs: 0 });
       for (const id of ids) sandbox.setOrderStatus(id, 'delivered');
-      const payloads = await Promise.all(ids.map(async (id) => body<SandboxOrderDetail>(await api('GET', `/orders/${id}`)).fulfillment!.payload));
+      const payloads = await Promise.all(
+        ids.map(async (id) => body<SandboxOrderDetail>(await api('GET', `/orders/${id}`)).fulfillment!.payload),
+      );
       expect(payloads[0]).not.toContain('\r');
       expect(payloads[2]).toContain('\r\n\r\n');
       for (const p of payloads) expect(lines(p)).toHaveLength(2);
@@ -557,7 +608,9 @@ describe('sandbox upstream: skipsFulfilling', () => {
   afterAll(() => sandbox.stop());
 
   const create = (skuId: number, extra: Record<string, unknown> = {}): Promise<SandboxCreatedOrder> =>
-    signedRequest(sandbox.credentials, 'POST', '/orders', { body: { sku_id: skuId, quantity: 1, ...extra } }).then((r) => r.json as SandboxCreatedOrder);
+    signedRequest(sandbox.credentials, 'POST', '/orders', { body: { sku_id: skuId, quantity: 1, ...extra } }).then(
+      (r) => r.json as SandboxCreatedOrder,
+    );
 
   it('moves an auto order from paid straight to delivered, with its items', async () => {
     const auto = sandbox.catalog.findSku({ fulfillmentType: 'auto', stockStatus: 'unlimited' })!;

@@ -386,7 +386,11 @@ export class SandboxServer {
    * Puts an order in any status (stops its timetable). No wallet or stock effect. With `payload`, or
    * when moving to delivered/completed without a fulfillment, the order gets one.
    */
-  setOrderStatus(orderId: number, status: SandboxOrderStatus, opts: { payload?: string; deliveryData?: Record<string, unknown> | null } = {}): SandboxOrderView {
+  setOrderStatus(
+    orderId: number,
+    status: SandboxOrderStatus,
+    opts: { payload?: string; deliveryData?: Record<string, unknown> | null } = {},
+  ): SandboxOrderView {
     return this.world.setStatus(orderId, status, opts);
   }
 
@@ -422,7 +426,8 @@ export class SandboxServer {
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.route(req, res).catch((err: unknown) => {
       if (this.closed) return;
-      if (!res.headersSent) this.write(res, { status: 500, body: errorJson('internal_error', err instanceof Error ? err.message : String(err)) });
+      if (!res.headersSent)
+        this.write(res, { status: 500, body: errorJson('internal_error', err instanceof Error ? err.message : String(err)) });
       else res.destroy();
     });
   }
@@ -433,8 +438,10 @@ export class SandboxServer {
     const pathname = q < 0 ? raw : raw.slice(0, q);
     const query = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
     if (pathname === SANDBOX_API_PREFIX || pathname.startsWith(`${SANDBOX_API_PREFIX}/`)) return this.serveApi(req, res, pathname, query);
-    if (pathname === SANDBOX_CONTROL_PREFIX || pathname.startsWith(`${SANDBOX_CONTROL_PREFIX}/`)) return this.serveControl(req, res, pathname);
-    if (pathname.startsWith(`${SANDBOX_UPLOADS_PREFIX}/`) && (req.method === 'GET' || req.method === 'HEAD')) return this.media.serve(req, res, pathname);
+    if (pathname === SANDBOX_CONTROL_PREFIX || pathname.startsWith(`${SANDBOX_CONTROL_PREFIX}/`))
+      return this.serveControl(req, res, pathname);
+    if (pathname.startsWith(`${SANDBOX_UPLOADS_PREFIX}/`) && (req.method === 'GET' || req.method === 'HEAD'))
+      return this.media.serve(req, res, pathname);
     req.resume();
     this.write(res, { status: 404, body: errorJson('not_found', 'no such path') });
   }
@@ -505,7 +512,8 @@ export class SandboxServer {
     try {
       raw = await readBody(req, MAX_BODY_BYTES);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) this.write(res, { status: 413, body: errorJson('payload_too_large', 'request body too large') });
+      if (err instanceof BodyTooLargeError)
+        this.write(res, { status: 413, body: errorJson('payload_too_large', 'request body too large') });
       else res.destroy();
       return;
     }

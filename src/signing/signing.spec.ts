@@ -25,9 +25,7 @@ describe('signing: fixed vectors', () => {
     expect(canonicalString(DEFAULT_SIGNATURE_TEMPLATE, input)).toBe(
       'POST\n/api/v1/upstream/ping\n1700000000\nd41d8cd98f00b204e9800998ecf8427e',
     );
-    expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, input)).toBe(
-      '883a1bdd5a3d47165cd9236653085a9c2086aa2f4b38a4a4b2382fdea8bfcad7',
-    );
+    expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, input)).toBe('883a1bdd5a3d47165cd9236653085a9c2086aa2f4b38a4a4b2382fdea8bfcad7');
     // A missing body signs like an empty one.
     expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, { ...input, body: undefined })).toBe(
       '883a1bdd5a3d47165cd9236653085a9c2086aa2f4b38a4a4b2382fdea8bfcad7',
@@ -37,9 +35,7 @@ describe('signing: fixed vectors', () => {
   it('signs a JSON body through its md5', () => {
     const input = { apiKey: 'k', timestamp: '1700000123', method: 'POST', path: '/api/v1/upstream/orders', body: ORDER_BODY };
     expect(canonicalString(DEFAULT_SIGNATURE_TEMPLATE, input).split('\n')[3]).toBe('c858070a9e1a98a30d298ee7857e78d8');
-    expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, input)).toBe(
-      '6ee722d402d84dc58ba68d0a03e45f61c5619434279d408dc06e291a6e466125',
-    );
+    expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, input)).toBe('6ee722d402d84dc58ba68d0a03e45f61c5619434279d408dc06e291a6e466125');
     // Bytes and text sign alike.
     expect(sign(SECRET, DEFAULT_SIGNATURE_TEMPLATE, { ...input, body: Buffer.from(ORDER_BODY) })).toBe(
       '6ee722d402d84dc58ba68d0a03e45f61c5619434279d408dc06e291a6e466125',

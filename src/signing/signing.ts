@@ -44,7 +44,8 @@ export function templateWeaknesses(template: string): string[] {
   const used = new Set(templatePlaceholders(template));
   const out: string[] = [];
   if (!used.has('timestamp')) out.push('no {timestamp}: a captured signature can be replayed');
-  if (!used.has('body') && !used.has('body_md5') && !used.has('body_sha256')) out.push('no {body}, {body_md5} or {body_sha256}: a signature vouches for any body');
+  if (!used.has('body') && !used.has('body_md5') && !used.has('body_sha256'))
+    out.push('no {body}, {body_md5} or {body_sha256}: a signature vouches for any body');
   return out;
 }
 
@@ -171,12 +172,7 @@ export function signatureHeaderNames(prefix: string): SignatureHeaderNames {
 }
 
 /** Signs a request and returns the headers to send with it. */
-export function signedHeaders(
-  prefix: string,
-  secret: string,
-  template: string,
-  input: SigningInput,
-): Record<string, string> {
+export function signedHeaders(prefix: string, secret: string, template: string, input: SigningInput): Record<string, string> {
   const names = signatureHeaderNames(prefix);
   return {
     [names.apiKey]: input.apiKey,
@@ -186,12 +182,7 @@ export function signedHeaders(
 }
 
 export type VerifyFailure =
-  | 'missing_header'
-  | 'wrong_api_key'
-  | 'malformed_timestamp'
-  | 'timestamp_out_of_range'
-  | 'malformed_signature'
-  | 'signature_mismatch';
+  'missing_header' | 'wrong_api_key' | 'malformed_timestamp' | 'timestamp_out_of_range' | 'malformed_signature' | 'signature_mismatch';
 
 export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 

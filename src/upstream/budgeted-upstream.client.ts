@@ -93,7 +93,12 @@ export class BudgetedUpstreamClient extends UpstreamClient {
     return this.call('cancelOrder', undefined, opts, () => this.inner.cancelOrder(id));
   }
 
-  private async call<T>(operation: UpstreamOperation, signal: AbortSignal | undefined, opts: UpstreamCallOptions | undefined, send: () => Promise<T>): Promise<T> {
+  private async call<T>(
+    operation: UpstreamOperation,
+    signal: AbortSignal | undefined,
+    opts: UpstreamCallOptions | undefined,
+    send: () => Promise<T>,
+  ): Promise<T> {
     const cls = opts?.priority ?? DEFAULT_PRIORITY[operation];
     if (!this.budget.enabled) {
       if (!opts?.granted) await this.budget.untilUnblocked(cls, { signal, maxWaitMs: opts?.maxWaitMs, operation });

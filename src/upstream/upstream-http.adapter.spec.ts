@@ -8,17 +8,9 @@ import { Worker } from 'node:worker_threads';
 import { DEFAULT_SIGNATURE_TEMPLATE } from '../signing/signing.js';
 import { SandboxServer } from '../sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../sandbox/sandbox.types.js';
-import {
-  UpstreamHttpClient,
-  type UpstreamCallEvent,
-  type UpstreamHttpOptions,
-} from './upstream-http.adapter.js';
+import { UpstreamHttpClient, type UpstreamCallEvent, type UpstreamHttpOptions } from './upstream-http.adapter.js';
 import { failure } from '../../test/support/upstream-failure.js';
-import {
-  UpstreamDefinitiveError,
-  UpstreamRetryableError,
-  UpstreamUnknownError,
-} from './upstream.errors.js';
+import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from './upstream.errors.js';
 
 /** A loopback address whose accept queue is full: a new connection never completes. */
 async function blackHole(): Promise<{ port: number; close: () => Promise<void> }> {
@@ -184,7 +176,10 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
       expect(asked).toEqual([first.digest, other.digest]);
       // an error answer is classified as ever, the caller is not asked
       sandbox.faults.set({ rules: [{ operation: 'products', kind: 'rate_limit', retryAfterS: 1, times: 1 }] });
-      await expect(client.listProductsRecognizing({ page: 1, pageSize: 50 }, recognize)).rejects.toMatchObject({ reason: 'rate_limited', httpStatus: 429 });
+      await expect(client.listProductsRecognizing({ page: 1, pageSize: 50 }, recognize)).rejects.toMatchObject({
+        reason: 'rate_limited',
+        httpStatus: 429,
+      });
       expect(asked).toHaveLength(2);
     });
 
@@ -354,7 +349,9 @@ describe('UpstreamHttpClient against the sandbox upstream', () => {
     });
 
     it('HTTP 200 ok:true of the wrong shape → unknown unexpected_shape', async () => {
-      sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'garbage_after', body: '{"ok":true,"order_id":"1","amount":12.5}' }] });
+      sandbox.faults.set({
+        rules: [{ operation: 'createOrder', kind: 'garbage_after', body: '{"ok":true,"order_id":"1","amount":12.5}' }],
+      });
       const e = await failure(client.createOrder({ sku_id: autoSku().id, quantity: 1 }), UpstreamUnknownError);
       expect([e.reason, e.httpStatus]).toEqual(['unexpected_shape', 200]);
     });

@@ -27,12 +27,7 @@ import zlib from 'node:zlib';
 import { signedHeaders } from '../signing/signing.js';
 import { UpstreamClient, type PageRecognizer, type RecognizedPage } from './upstream.client.js';
 import { UpstreamUnknownError, isUpstreamError, type UpstreamError } from './upstream.errors.js';
-import {
-  classifyHttpAnswer,
-  transportFailure,
-  type HttpAnswer,
-  type TransportState,
-} from './upstream-http.classification.js';
+import { classifyHttpAnswer, transportFailure, type HttpAnswer, type TransportState } from './upstream-http.classification.js';
 import {
   isUpstreamCanceledOrder,
   isUpstreamCategory,
@@ -333,8 +328,7 @@ class Exchange {
     const after = this.socket?.bytesWritten;
     this.state.requestWritten =
       this.flushed ||
-      (this.socket !== undefined &&
-        (typeof after !== 'number' || typeof this.bytesBefore !== 'number' || after > this.bytesBefore));
+      (this.socket !== undefined && (typeof after !== 'number' || typeof this.bytesBefore !== 'number' || after > this.bytesBefore));
     // The socket is closed, not pooled. (Once the raw answer has ended, the socket may already be back in
     // the agent's pool while the decoder runs: Node then marks the request destroyed and detaches the
     // response from it, so these calls cannot touch a socket another request uses.)
@@ -425,8 +419,7 @@ export class UpstreamHttpClient extends UpstreamClient {
     const answer = await this.call(
       { operation: 'listCategories', method: 'GET', path: '/categories', signal },
       (v): v is { ok: true; categories: UpstreamCategory[] } =>
-        Array.isArray((v as { categories?: unknown }).categories) &&
-        (v as { categories: unknown[] }).categories.every(isUpstreamCategory),
+        Array.isArray((v as { categories?: unknown }).categories) && (v as { categories: unknown[] }).categories.every(isUpstreamCategory),
     );
     return answer.categories;
   }
@@ -437,7 +430,11 @@ export class UpstreamHttpClient extends UpstreamClient {
     return splitProductPage(await this.call(productsRequest(query, signal), isUpstreamProductPageEnvelope));
   }
 
-  override async listProductsRecognizing<K>(query: ProductPageQuery, recognize: PageRecognizer<K>, signal?: AbortSignal): Promise<RecognizedPage<K>> {
+  override async listProductsRecognizing<K>(
+    query: ProductPageQuery,
+    recognize: PageRecognizer<K>,
+    signal?: AbortSignal,
+  ): Promise<RecognizedPage<K>> {
     const spec = productsRequest(query, signal);
     return this.exchange(spec, (answer): RecognizedPage<K> => {
       const digest = hash('sha256', answer.body ?? EMPTY_BODY, 'base64url');
@@ -464,10 +461,7 @@ export class UpstreamHttpClient extends UpstreamClient {
   }
 
   override async getOrder(id: number, signal?: AbortSignal): Promise<UpstreamOrder> {
-    return this.call(
-      { operation: 'getOrder', method: 'GET', path: `/orders/${positiveId(id, 'order id')}`, signal },
-      isUpstreamOrder,
-    );
+    return this.call({ operation: 'getOrder', method: 'GET', path: `/orders/${positiveId(id, 'order id')}`, signal }, isUpstreamOrder);
   }
 
   override async cancelOrder(id: number): Promise<UpstreamCanceledOrder> {

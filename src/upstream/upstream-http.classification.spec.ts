@@ -80,36 +80,37 @@ describe('classifyTransportError', () => {
   });
 
   it('our connect timer firing before the socket connected is a retryable connect_timeout', () => {
-    expect(
-      classifyTransportError(new Error('canceled'), { connected: false, requestWritten: false, timedOut: 'connect' }),
-    ).toEqual({ failureClass: 'retryable', reason: 'connect_timeout' });
+    expect(classifyTransportError(new Error('canceled'), { connected: false, requestWritten: false, timedOut: 'connect' })).toEqual({
+      failureClass: 'retryable',
+      reason: 'connect_timeout',
+    });
   });
 
   it('the response timer firing while still not connected is a connect timeout too', () => {
-    expect(
-      classifyTransportError(new Error('canceled'), { connected: false, requestWritten: false, timedOut: 'response' }),
-    ).toEqual({ failureClass: 'retryable', reason: 'connect_timeout' });
+    expect(classifyTransportError(new Error('canceled'), { connected: false, requestWritten: false, timedOut: 'response' })).toEqual({
+      failureClass: 'retryable',
+      reason: 'connect_timeout',
+    });
   });
 
   it('the response timer firing after the connection is an unknown response_timeout', () => {
-    expect(
-      classifyTransportError(new Error('canceled'), { connected: true, requestWritten: true, timedOut: 'response' }),
-    ).toEqual({ failureClass: 'unknown', reason: 'response_timeout' });
+    expect(classifyTransportError(new Error('canceled'), { connected: true, requestWritten: true, timedOut: 'response' })).toEqual({
+      failureClass: 'unknown',
+      reason: 'response_timeout',
+    });
     // even if nothing was proven written: a timeout after connecting is never retried blindly
-    expect(
-      classifyTransportError(new Error('canceled'), { connected: true, requestWritten: false, timedOut: 'response' }),
-    ).toEqual({ failureClass: 'unknown', reason: 'response_timeout' });
+    expect(classifyTransportError(new Error('canceled'), { connected: true, requestWritten: false, timedOut: 'response' })).toEqual({
+      failureClass: 'unknown',
+      reason: 'response_timeout',
+    });
   });
 
-  it.each([['ECONNRESET'], ['EPIPE'], ['ETIMEDOUT'], ['ERR_BAD_RESPONSE']])(
-    '%s after the request was written is unknown',
-    (code) => {
-      expect(classifyTransportError(sysErr(code), { connected: true, requestWritten: true })).toEqual({
-        failureClass: 'unknown',
-        reason: code,
-      });
-    },
-  );
+  it.each([['ECONNRESET'], ['EPIPE'], ['ETIMEDOUT'], ['ERR_BAD_RESPONSE']])('%s after the request was written is unknown', (code) => {
+    expect(classifyTransportError(sysErr(code), { connected: true, requestWritten: true })).toEqual({
+      failureClass: 'unknown',
+      reason: code,
+    });
+  });
 
   it('a reset on a connected socket is retryable only when nothing was written', () => {
     expect(classifyTransportError(sysErr('ECONNRESET'), { connected: true, requestWritten: false })).toEqual({
@@ -211,20 +212,26 @@ describe('classifyHttpAnswer', () => {
     expect(e.reason).toBe('rate_limited');
   });
 
-  it.each([400, 401, 403, 404, 405, 409, 413, 422])('a %p in the generic shape is a definitive refusal (never unknown) carrying its msg', (status) => {
-    const body = json({ status_code: status, msg: `refused with ${status}\nsecond line`, data: { request_id: 'r' } });
-    const e = errorOf(classifyHttpAnswer('createOrder', { status, body }, NOW), UpstreamDefinitiveError);
-    expect([e.errorCode, e.httpStatus, e.upstreamMessage]).toEqual([`http_${status}`, status, `refused with ${status} second line`]);
-    expect(e.message).toContain(`refused with ${status}`);
-  });
+  it.each([400, 401, 403, 404, 405, 409, 413, 422])(
+    'a %p in the generic shape is a definitive refusal (never unknown) carrying its msg',
+    (status) => {
+      const body = json({ status_code: status, msg: `refused with ${status}\nsecond line`, data: { request_id: 'r' } });
+      const e = errorOf(classifyHttpAnswer('createOrder', { status, body }, NOW), UpstreamDefinitiveError);
+      expect([e.errorCode, e.httpStatus, e.upstreamMessage]).toEqual([`http_${status}`, status, `refused with ${status} second line`]);
+      expect(e.message).toContain(`refused with ${status}`);
+    },
+  );
 
   it('a 5xx in the generic shape stays unknown, with its msg in the message', () => {
-    const e = errorOf(classifyHttpAnswer('createOrder', { status: 500, body: json({ status_code: 500, msg: 'internal error', data: null }) }, NOW), UpstreamUnknownError);
+    const e = errorOf(
+      classifyHttpAnswer('createOrder', { status: 500, body: json({ status_code: 500, msg: 'internal error', data: null }) }, NOW),
+      UpstreamUnknownError,
+    );
     expect([e.reason, e.httpStatus]).toEqual(['http_500', 500]);
     expect(e.message).toContain('upstream said: internal error');
   });
 
-  it('reads only the generic shape\'s msg', () => {
+  it("reads only the generic shape's msg", () => {
     expect(genericBodyMessage({ status_code: 429, msg: 'x' })).toBe('x');
     expect(genericBodyMessage({ msg: 'no status_code' })).toBeUndefined();
     expect(genericBodyMessage({ status_code: 429, msg: '  ' })).toBeUndefined();

@@ -6,12 +6,7 @@
  * - retryable: nothing reached the upstream (it never connected), or it asked us to slow down (429);
  * - unknown: the request may have been acted on and no trustworthy answer came back.
  */
-import {
-  UpstreamDefinitiveError,
-  UpstreamRetryableError,
-  UpstreamUnknownError,
-  type UpstreamError,
-} from './upstream.errors.js';
+import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError, type UpstreamError } from './upstream.errors.js';
 
 /** Error codes that can only happen before a connection exists (so nothing was sent). */
 export const PRE_CONNECT_ERROR_CODES: ReadonlySet<string> = new Set([
@@ -44,9 +39,7 @@ export interface TransportState {
   timedOut?: 'connect' | 'response';
 }
 
-export type TransportClassification =
-  | { failureClass: 'retryable'; reason: string }
-  | { failureClass: 'unknown'; reason: string };
+export type TransportClassification = { failureClass: 'retryable'; reason: string } | { failureClass: 'unknown'; reason: string };
 
 /** The Node / axios error code of a transport error (`ECONNRESET`, `ETIMEDOUT`, …), if any. */
 export function transportErrorCode(err: unknown): string | undefined {
@@ -85,9 +78,7 @@ export function classifyTransportError(err: unknown, state: TransportState): Tra
 /** Builds the error of the port for a transport failure. */
 export function transportFailure(operation: string, err: unknown, state: TransportState): UpstreamError {
   const c = classifyTransportError(err, state);
-  return c.failureClass === 'retryable'
-    ? new UpstreamRetryableError(operation, c.reason)
-    : new UpstreamUnknownError(operation, c.reason);
+  return c.failureClass === 'retryable' ? new UpstreamRetryableError(operation, c.reason) : new UpstreamUnknownError(operation, c.reason);
 }
 
 const DELAY_SECONDS_RE = /^\d+(?:\.\d+)?$/;
@@ -189,7 +180,13 @@ export function classifyHttpAnswer(operation: string, answer: HttpAnswer, nowMs:
     return { ok: false, error: withUpstreamMessage(error, genericBodyMessage(parseJsonBody(answer.body))) };
   }
   if (status >= 500) {
-    return { ok: false, error: withUpstreamMessage(new UpstreamUnknownError(operation, `http_${status}`, status), genericBodyMessage(parseJsonBody(answer.body))) };
+    return {
+      ok: false,
+      error: withUpstreamMessage(
+        new UpstreamUnknownError(operation, `http_${status}`, status),
+        genericBodyMessage(parseJsonBody(answer.body)),
+      ),
+    };
   }
   if (status >= 400) {
     const body = parseJsonBody(answer.body);

@@ -10,16 +10,9 @@ import https from 'node:https';
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { DEFAULT_SIGNATURE_TEMPLATE, verifySignature } from '../signing/signing.js';
-import {
-  UpstreamHttpClient,
-  toRfc3339Seconds,
-  type UpstreamHttpOptions,
-} from './upstream-http.adapter.js';
+import { UpstreamHttpClient, toRfc3339Seconds, type UpstreamHttpOptions } from './upstream-http.adapter.js';
 import { failure } from '../../test/support/upstream-failure.js';
-import {
-  UpstreamRetryableError,
-  UpstreamUnknownError,
-} from './upstream.errors.js';
+import { UpstreamRetryableError, UpstreamUnknownError } from './upstream.errors.js';
 
 /** A client of a test server on 127.0.0.1 (`over` replaces any of its options). */
 function localClient(port: number, over: Partial<UpstreamHttpOptions> = {}, scheme: 'http' | 'https' = 'http'): UpstreamHttpClient {
@@ -53,10 +46,13 @@ describe('UpstreamHttpClient over TLS', () => {
   it('a certificate nobody trusts fails the handshake: retryable, and no request reached the server', async () => {
     const fixtures = new URL('../../test/fixtures/tls/', import.meta.url);
     let requests = 0;
-    const server = https.createServer({ key: readFileSync(new URL('self-signed.key', fixtures)), cert: readFileSync(new URL('self-signed.crt', fixtures)) }, (_req, res) => {
-      requests++;
-      res.end('{}');
-    });
+    const server = https.createServer(
+      { key: readFileSync(new URL('self-signed.key', fixtures)), cert: readFileSync(new URL('self-signed.crt', fixtures)) },
+      (_req, res) => {
+        requests++;
+        res.end('{}');
+      },
+    );
     server.on('tlsClientError', () => undefined);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const c = tlsClient((server.address() as net.AddressInfo).port);
@@ -79,7 +75,9 @@ describe('UpstreamHttpClient on raw sockets', () => {
         requests++;
         if (requests === 1) {
           const body = '{"ok":true,"site_name":"s","protocol_version":"1.0","user_id":1,"balance":"1.00","currency":"CNY"}';
-          s.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n${body}`);
+          s.write(
+            `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n${body}`,
+          );
         } else {
           s.resetAndDestroy();
         }

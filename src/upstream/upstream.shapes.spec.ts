@@ -60,7 +60,9 @@ describe('upstream answer shapes', () => {
     expect(productShapeProblem(product)).toBeNull();
     expect(productShapeProblem({ ...product, title: null })).toBe('title: expected an object of texts by language, got null');
     expect(productShapeProblem({ ...product, price_amount: 9.9 })).toBe('price_amount: expected a decimal string, got a number');
-    expect(productShapeProblem({ ...product, skus: [sku, { ...sku, stock_quantity: '5' }] })).toBe('skus[1].stock_quantity: expected an integer, got "5"');
+    expect(productShapeProblem({ ...product, skus: [sku, { ...sku, stock_quantity: '5' }] })).toBe(
+      'skus[1].stock_quantity: expected an integer, got "5"',
+    );
     expect(productShapeProblem({ ...product, skus: [null] })).toBe('skus[0]: expected a SKU object, got null');
     expect(productShapeProblem('x')).toBe('expected a product object, got "x"');
   });

@@ -168,22 +168,12 @@ export function splitProductPage(page: Omit<UpstreamProductPage, 'items'> & { it
 
 export function isUpstreamCreatedOrder(v: unknown): v is UpstreamCreatedOrder {
   return (
-    isRecord(v) &&
-    v.ok === true &&
-    isId(v.order_id) &&
-    isStr(v.order_no) &&
-    isStr(v.status) &&
-    isAmount(v.amount) &&
-    isStr(v.currency)
+    isRecord(v) && v.ok === true && isId(v.order_id) && isStr(v.order_no) && isStr(v.status) && isAmount(v.amount) && isStr(v.currency)
   );
 }
 
 function isFulfillment(v: unknown): boolean {
-  return (
-    v === undefined ||
-    v === null ||
-    (isRecord(v) && isStr(v.type) && isStr(v.status) && isStr(v.payload) && isOptStr(v.delivered_at))
-  );
+  return v === undefined || v === null || (isRecord(v) && isStr(v.type) && isStr(v.status) && isStr(v.payload) && isOptStr(v.delivered_at));
 }
 
 export function isUpstreamOrder(v: unknown): v is UpstreamOrder {

@@ -47,7 +47,11 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
     sandbox = await startSandbox(options.sandbox);
     options.prepare?.(sandbox);
     const env = typeof options.env === 'function' ? await options.env() : options.env;
-    apps = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startTestApp(db!, sandbox!, env, { logs: options.logs, workers: options.workers })));
+    apps = await Promise.all(
+      Array.from({ length: options.instances ?? 1 }, () =>
+        startTestApp(db!, sandbox!, env, { logs: options.logs, workers: options.workers }),
+      ),
+    );
     if (options.seed) await seedCatalog(apps[0].http);
   });
   afterEach(() => {

@@ -23,7 +23,10 @@ export async function grantsOf(db: TestDatabase, keyId: string): Promise<Grant[]
 
 /** The end of the key's block as stored (ms, the database's clock), or null. */
 export async function storedBlockEnd(db: TestDatabase, keyId: string): Promise<number | null> {
-  const rows = await db.query<{ ms: number | null }>(`SELECT (extract(epoch FROM blocked_until) * 1000)::float8 AS ms FROM upstream_budget_keys WHERE key_id = $1`, [keyId]);
+  const rows = await db.query<{ ms: number | null }>(
+    `SELECT (extract(epoch FROM blocked_until) * 1000)::float8 AS ms FROM upstream_budget_keys WHERE key_id = $1`,
+    [keyId],
+  );
   return rows[0]?.ms == null ? null : Number(rows[0].ms);
 }
 

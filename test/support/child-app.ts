@@ -41,7 +41,12 @@ export function nodeEntry(module: string): NodeEntry {
   const compiled = `${BUILD}${module}.js`;
   if (existsSync(compiled)) return { nodeArgs: ['--no-warnings'], file: compiled, url: pathToFileURL(compiled).href, env: {} };
   const source = `${ROOT}src/${module}.ts`;
-  return { nodeArgs: ['--no-warnings', '--import', SWC_LOADER], file: source, url: pathToFileURL(source).href, env: { SWC_NODE_PROJECT: `${ROOT}tsconfig.json` } };
+  return {
+    nodeArgs: ['--no-warnings', '--import', SWC_LOADER],
+    file: source,
+    url: pathToFileURL(source).href,
+    env: { SWC_NODE_PROJECT: `${ROOT}tsconfig.json` },
+  };
 }
 
 export interface ChildApp {
@@ -199,7 +204,13 @@ export async function startRelayChild(options: RelayChildOptions): Promise<Relay
   const port = options.port ?? (await freePort());
   const dataDir = mkdtempSync(join(tmpdir(), 'relay-child-'));
   const child = startChildApp({
-    env: { ...testEnv(options.sandbox, { LOG_LEVEL: 'info', ...options.env }), DATABASE_URL: options.databaseUrl, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir },
+    env: {
+      ...testEnv(options.sandbox, { LOG_LEVEL: 'info', ...options.env }),
+      DATABASE_URL: options.databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+    },
   });
   void child.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
@@ -209,7 +220,12 @@ export async function startRelayChild(options: RelayChildOptions): Promise<Relay
     await child.kill('SIGKILL');
     throw e;
   }
-  const http = axios.create({ baseURL: url, headers: { authorization: `Bearer ${TEST_TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  const http = axios.create({
+    baseURL: url,
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    validateStatus: () => true,
+    timeout: 30_000,
+  });
   return { ...child, url, port, http };
 }
 
@@ -249,7 +265,12 @@ export async function getOrder(http: AxiosInstance, shopOrderNo: string): Promis
   return r.status === 200 ? (r.data as { order: OrderView }).order : null;
 }
 
-export function waitForOrder(http: AxiosInstance, shopOrderNo: string, done: (o: OrderView) => boolean, timeoutMs = 20_000): Promise<OrderView> {
+export function waitForOrder(
+  http: AxiosInstance,
+  shopOrderNo: string,
+  done: (o: OrderView) => boolean,
+  timeoutMs = 20_000,
+): Promise<OrderView> {
   return waitFor(
     () => getOrder(http, shopOrderNo),
     (o) => o !== null && done(o),

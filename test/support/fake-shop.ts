@@ -56,7 +56,11 @@ export class FakeShop {
   }
 
   /** `verifySignature` on a received webhook, as the shop checks it with `secret`. */
-  verify(r: ReceivedWebhook, secret: string, opts: { nowSeconds?: number; toleranceSeconds?: number } = {}): ReturnType<typeof verifySignature> {
+  verify(
+    r: ReceivedWebhook,
+    secret: string,
+    opts: { nowSeconds?: number; toleranceSeconds?: number } = {},
+  ): ReturnType<typeof verifySignature> {
     return verifySignature({
       secret,
       template: WEBHOOK_SIGNATURE_TEMPLATE,

@@ -12,7 +12,12 @@ export interface ReservedOrderOf {
   requestFingerprint?: string;
 }
 
-export async function reserveOrder(repo: OrderRepository, shopOrderNo: string, leaseMs = 60_000, of: ReservedOrderOf = {}): Promise<OrderSnapshot> {
+export async function reserveOrder(
+  repo: OrderRepository,
+  shopOrderNo: string,
+  leaseMs = 60_000,
+  of: ReservedOrderOf = {},
+): Promise<OrderSnapshot> {
   const traceId = `t-${shopOrderNo}`;
   const created = await repo.autocommit((tx) =>
     tx.insertOrder(

@@ -83,7 +83,9 @@ async function withClient<T>(url: string, work: (c: pg.Client) => Promise<T>): P
 }
 
 async function readState(c: pg.Client): Promise<MigratedState> {
-  const tables = (await c.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)).rows.map((r) => r.t);
+  const tables = (
+    await c.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)
+  ).rows.map((r) => r.t);
   const rows: MigratedState['rows'] = [];
   for (const table of tables) {
     const { rows: found } = await c.query<{ json: string | null }>(`SELECT json_agg(t)::text AS json FROM ${ident(table)} t`);
@@ -97,7 +99,8 @@ async function readState(c: pg.Client): Promise<MigratedState> {
     rows.push({ table, columns, json: found[0].json });
   }
   const sequences: MigratedState['sequences'] = [];
-  for (const { name } of (await c.query<{ name: string }>(`SELECT sequencename AS name FROM pg_sequences WHERE schemaname = 'public'`)).rows) {
+  for (const { name } of (await c.query<{ name: string }>(`SELECT sequencename AS name FROM pg_sequences WHERE schemaname = 'public'`))
+    .rows) {
     const { rows: s } = await c.query<{ last_value: string; is_called: boolean }>(`SELECT last_value::text, is_called FROM ${ident(name)}`);
     sequences.push({ name, lastValue: s[0].last_value, isCalled: s[0].is_called });
   }
@@ -119,7 +122,10 @@ async function reset(url: string, state: MigratedState): Promise<boolean> {
     if (state.tables.length > 0) await c.query(`TRUNCATE ${state.tables.map(ident).join(', ')} RESTART IDENTITY CASCADE`);
     for (const { table, columns, json } of state.rows) {
       const list = columns.map(ident).join(', ');
-      await c.query(`INSERT INTO ${ident(table)} (${list}) OVERRIDING SYSTEM VALUE SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1)`, [json]);
+      await c.query(
+        `INSERT INTO ${ident(table)} (${list}) OVERRIDING SYSTEM VALUE SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1)`,
+        [json],
+      );
     }
     for (const s of state.sequences) await c.query('SELECT setval($1::regclass, $2::bigint, $3)', [ident(s.name), s.lastValue, s.isCalled]);
     await c.query('COMMIT');

@@ -16,4 +16,3 @@ export async function failure<T extends UpstreamError>(p: Promise<unknown>, cls:
   expect(err).toBeInstanceOf(cls);
   return err as T;
 }
-

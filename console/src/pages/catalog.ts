@@ -32,59 +32,122 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
   const names = new Map((categories.data ?? []).map((c) => [c.id, c.name]));
   const state = { category_id: categoryId, listed, available, changed_since: changedSince, page: undefined as number | undefined };
   const go = (patch: Partial<typeof state>) => navigate(href('/catalog', { ...state, ...patch }));
-  const select = (name: string, value: string, label: string) => html`<label>${label}
-    <select name=${name} value=${value} onChange=${(e: Event) => go({ [name]: (e.target as HTMLSelectElement).value })}>
-      <option value="">any</option><option value="true">yes</option><option value="false">no</option>
-    </select></label>`;
+  const select = (name: string, value: string, label: string) =>
+    html`<label
+      >${label}
+      <select name=${name} value=${value} onChange=${(e: Event) => go({ [name]: (e.target as HTMLSelectElement).value })}>
+        <option value="">any</option>
+        <option value="true">yes</option>
+        <option value="false">no</option>
+      </select></label
+    >`;
 
   return html`<div class="page catalog">
     <h1>Catalog</h1>
     <${Card}>
-      <form class="filters" onSubmit=${(e: Event) => {
-        e.preventDefault();
-        if (jump.trim()) navigate(href(`/catalog/${encodeURIComponent(jump.trim())}`));
-      }}>
-        <label>Category
-          <select name="category_id" value=${categoryId} onChange=${(e: Event) => go({ category_id: (e.target as HTMLSelectElement).value })}>
+      <form
+        class="filters"
+        onSubmit=${(e: Event) => {
+          e.preventDefault();
+          if (jump.trim()) navigate(href(`/catalog/${encodeURIComponent(jump.trim())}`));
+        }}
+      >
+        <label
+          >Category
+          <select
+            name="category_id"
+            value=${categoryId}
+            onChange=${(e: Event) => go({ category_id: (e.target as HTMLSelectElement).value })}
+          >
             <option value="">all</option>
             ${(categories.data ?? []).map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name}${c.listed ? '' : ' (unlisted)'}</option>`)}
           </select>
         </label>
-        ${select('listed', listed, 'Listed')}
-        ${select('available', available, 'Available')}
-        <label>Changed since
-          <input type="datetime-local" name="changed_since" value=${changedSince} onChange=${(e: Event) => go({ changed_since: (e.target as HTMLInputElement).value })} />
+        ${select('listed', listed, 'Listed')} ${select('available', available, 'Available')}
+        <label
+          >Changed since
+          <input
+            type="datetime-local"
+            name="changed_since"
+            value=${changedSince}
+            onChange=${(e: Event) => go({ changed_since: (e.target as HTMLInputElement).value })}
+          />
         </label>
         <span class="spacer"></span>
-        <label>Open SKU <input name="jump" placeholder="sku_key or sku_code" value=${jump} onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)} /></label>
+        <label
+          >Open SKU
+          <input
+            name="jump"
+            placeholder="sku_key or sku_code"
+            value=${jump}
+            onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)}
+        /></label>
         <button class="btn" type="submit">Open</button>
       </form>
     <//>
     <${Card}>
       <${ErrorBox} error=${list.error} />
       ${!list.data && !list.error ? html`<${Loading} what="SKUs" />` : null}
-      ${list.data
-        ? html`<div class="table-wrap"><table class="table" data-testid="skus-table">
-            <thead><tr><th>SKU</th><th>Product</th><th>Category</th><th class="num">Cost</th><th class="num">Sale price</th><th class="num">Margin</th><th>Stock</th><th>State</th><th>Updated</th></tr></thead>
-            <tbody>
-              ${list.data.items.length === 0 ? html`<tr><td colspan="9" class="muted">No SKUs match.</td></tr>` : null}
-              ${list.data.items.map(
-                (s) => html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key}>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a></td>
-                  <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
-                  <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>${names.get(Number(s.category_id)) ?? s.category_id}</td>
-                  <td class="num"><${Money} amount=${s.cost_price} /></td>
-                  <td class="num" data-field="sale_price"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
-                  <td class="num"><${Margin} cost=${s.cost_price} sale=${s.sale_price} /></td>
-                  <td class="nowrap"><${Badge} value=${s.stock_status} />${s.stock_status !== 'unlimited' ? html` <span class="small">${s.stock_quantity}</span>` : null}</td>
-                  <td>${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}</td>
-                  <td class="nowrap" title=${s.updated_at}>${ago(s.updated_at)}</td>
-                </tr>`,
-              )}
-            </tbody>
-          </table></div>
-          <${Pager} page=${list.data.page} pageSize=${list.data.page_size} total=${list.data.total} onPage=${(p: number) => go({ page: p })} />`
-        : null}
+      ${
+        list.data
+          ? html`<div class="table-wrap">
+                <table class="table" data-testid="skus-table">
+                  <thead>
+                    <tr>
+                      <th>SKU</th>
+                      <th>Product</th>
+                      <th>Category</th>
+                      <th class="num">Cost</th>
+                      <th class="num">Sale price</th>
+                      <th class="num">Margin</th>
+                      <th>Stock</th>
+                      <th>State</th>
+                      <th>Updated</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${
+                      list.data.items.length === 0
+                        ? html`<tr>
+                            <td colspan="9" class="muted">No SKUs match.</td>
+                          </tr>`
+                        : null
+                    }
+                    ${list.data.items.map(
+                      (s) =>
+                        html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key}>
+                          <td>
+                            <a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a>
+                          </td>
+                          <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
+                          <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>
+                            ${names.get(Number(s.category_id)) ?? s.category_id}
+                          </td>
+                          <td class="num"><${Money} amount=${s.cost_price} /></td>
+                          <td class="num" data-field="sale_price"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
+                          <td class="num"><${Margin} cost=${s.cost_price} sale=${s.sale_price} /></td>
+                          <td class="nowrap">
+                            <${Badge}
+                              value=${s.stock_status}
+                            />${s.stock_status !== 'unlimited' ? html` <span class="small">${s.stock_quantity}</span>` : null}
+                          </td>
+                          <td>
+                            ${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}
+                          </td>
+                          <td class="nowrap" title=${s.updated_at}>${ago(s.updated_at)}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>
+              <${Pager}
+                page=${list.data.page}
+                pageSize=${list.data.page_size}
+                total=${list.data.total}
+                onPage=${(p: number) => go({ page: p })}
+              />`
+          : null
+      }
     <//>
   </div>`;
 }

@@ -65,13 +65,14 @@ async function needingDecision(): Promise<{ unknown: OrderList; stuck: OrderList
 
 function DecisionRows({ orders, why }: { orders: Order[]; why: string }) {
   return orders.map(
-    (o) => html`<tr>
-      <td><a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a></td>
-      <td><${Badge} value=${o.status} /></td>
-      <td>${why}</td>
-      <td><code>${o.sku_code}</code> × ${o.quantity}</td>
-      <td><${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span></td>
-    </tr>`,
+    (o) =>
+      html`<tr>
+        <td><a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a></td>
+        <td><${Badge} value=${o.status} /></td>
+        <td>${why}</td>
+        <td><code>${o.sku_code}</code> × ${o.quantity}</td>
+        <td><${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span></td>
+      </tr>`,
   );
 }
 
@@ -87,17 +88,29 @@ function BudgetCard({ health }: { health: Health }) {
   if (budget.limit === null) {
     return html`<p class="big" data-testid="budget-use"><span class="small">off</span></p>
       <p class="muted small">No request budget is held (UPSTREAM_RATE_LIMIT is <code>off</code>).</p>
-      ${budget.blocked_until
-        ? html`<p class="alert small" data-testid="budget-blocked"><${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): this instance sends nothing until then, new orders are queued</p>`
-        : null}`;
+      ${
+        budget.blocked_until
+          ? html`<p class="alert small" data-testid="budget-blocked">
+              <${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): this
+              instance sends nothing until then, new orders are queued
+            </p>`
+          : null
+      }`;
   }
   const { requests, window } = splitLimit(budget.limit);
-  return html`<p class="big" data-testid="budget-use">${budget.used ?? '—'} / ${requests} <span class="small">requests in ${window}</span></p>
+  return html`<p class="big" data-testid="budget-use">
+      ${budget.used ?? '—'} / ${requests} <span class="small">requests in ${window}</span>
+    </p>
     ${budget.left !== null ? html`<p class="small" data-testid="budget-left">${budget.left} left in the window</p>` : null}
     ${budget.used === null ? html`<p class="muted small">The service does not report the window's count; the limit is <code>${budget.limit}</code>.</p>` : null}
-    ${budget.blocked_until
-      ? html`<p class="alert small" data-testid="budget-blocked"><${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): every upstream request waits, new orders are queued</p>`
-      : html`<p class="muted small" data-testid="budget-blocked">not blocked</p>`}
+    ${
+      budget.blocked_until
+        ? html`<p class="alert small" data-testid="budget-blocked">
+            <${Badge} value=${upstream.status} /> blocked until <${Time} at=${budget.blocked_until} /> (the upstream answered 429): every
+            upstream request waits, new orders are queued
+          </p>`
+        : html`<p class="muted small" data-testid="budget-blocked">not blocked</p>`
+    }
     ${budget.capacity ? html`<${CapacityLines} capacity=${budget.capacity} />` : null}`;
 }
 
@@ -107,9 +120,12 @@ type Capacity = NonNullable<Health['budget']['capacity']>;
 function CapacityLines({ capacity }: { capacity: Capacity }) {
   const { reconcile } = capacity;
   return html`<p class="small" data-testid="budget-capacity">
-      ${capacity.orders_per_minute !== null && capacity.requests_per_order !== null
-        ? html`carries ≈ <strong>${capacity.orders_per_minute}</strong> orders a minute at ${capacity.requests_per_order} requests an order`
-        : html`<span class="muted">no order in the window: the cost of an order is not known</span>`}
+      ${
+        capacity.orders_per_minute !== null && capacity.requests_per_order !== null
+          ? html`carries ≈ <strong>${capacity.orders_per_minute}</strong> orders a minute at ${capacity.requests_per_order} requests an
+              order`
+          : html`<span class="muted">no order in the window: the cost of an order is not known</span>`
+      }
       <span class="muted"> (${capacity.requests_per_minute} requests a minute in all)</span>
     </p>
     <p class="small" data-testid="budget-reconcile">
@@ -143,7 +159,12 @@ export function DashboardPage() {
     .reverse()
     .map((r) => {
       const ms = durationMs(r.started_at, r.finished_at) ?? 0;
-      return { label: new Date(r.started_at).toTimeString().slice(0, 5), value: ms / 1000, tone: r.status === 'failed' ? 'bad' : 'good', title: `${r.run_id} (${r.mode}, ${r.status}): ${formatDuration(ms)}` };
+      return {
+        label: new Date(r.started_at).toTimeString().slice(0, 5),
+        value: ms / 1000,
+        tone: r.status === 'failed' ? 'bad' : 'good',
+        title: `${r.run_id} (${r.mode}, ${r.status}): ${formatDuration(ms)}`,
+      };
     });
   const totalOrders = counts.data?.reduce((n, [, c]) => n + c, 0);
   const unknown = decision.data?.unknown;
@@ -153,22 +174,59 @@ export function DashboardPage() {
   return html`<div class="page dashboard">
     <h1>Dashboard</h1>
     <div class="grid three">
-      <${Card} title="Upstream wallet" class="stat" >
-        ${wallet.error ? html`<${ErrorBox} error=${wallet.error} />` : !wallet.data ? html`<${Loading} />` : html`
-          <p class="big" data-testid="wallet-balance"><${Money} amount=${wallet.data.balance} currency=${wallet.data.currency} /></p>
-          <p class="muted small">${wallet.data.member_level ? html`member level ${pickText(wallet.data.member_level.name) || wallet.data.member_level.slug} · ` : null}checked <${Time} at=${wallet.data.checked_at} /></p>`}
+      <${Card} title="Upstream wallet" class="stat">
+        ${
+          wallet.error
+            ? html`<${ErrorBox} error=${wallet.error} />`
+            : !wallet.data
+              ? html`<${Loading} />`
+              : html` <p class="big" data-testid="wallet-balance">
+                    <${Money} amount=${wallet.data.balance} currency=${wallet.data.currency} />
+                  </p>
+                  <p class="muted small">
+                    ${wallet.data.member_level ? html`member level ${pickText(wallet.data.member_level.name) || wallet.data.member_level.slug} · ` : null}checked
+                    <${Time} at=${wallet.data.checked_at} />
+                  </p>`
+        }
       <//>
       <${Card} title="Last sync" class="stat">
-        ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : !last ? html`<p class="muted">No sync has run yet. <a href="#/sync">Start one</a>.</p>` : html`
-          <p class="big" data-testid="last-sync"><${Badge} value=${last.status} /> <span class="small">${last.mode}</span></p>
-          <p class="small"><${Time} at=${last.finished_at ?? last.started_at} /> <span class="muted">${ago(last.finished_at ?? last.started_at)} · ${formatDuration(durationMs(last.started_at, last.finished_at))}</span></p>
-          <p class="small" data-testid="last-sync-changes">${last.skus_created} created · ${last.skus_changed} changed · ${last.skus_delisted} delisted · ${last.skus_relisted} relisted</p>
-          ${last.error ? html`<p class="alert small">${last.error}</p>` : null}`}
+        ${
+          runs.error
+            ? html`<${ErrorBox} error=${runs.error} />`
+            : !runs.data
+              ? html`<${Loading} />`
+              : !last
+                ? html`<p class="muted">No sync has run yet. <a href="#/sync">Start one</a>.</p>`
+                : html` <p class="big" data-testid="last-sync"><${Badge} value=${last.status} /> <span class="small">${last.mode}</span></p>
+                    <p class="small">
+                      <${Time} at=${last.finished_at ?? last.started_at} />
+                      <span class="muted"
+                        >${ago(last.finished_at ?? last.started_at)} ·
+                        ${formatDuration(durationMs(last.started_at, last.finished_at))}</span
+                      >
+                    </p>
+                    <p class="small" data-testid="last-sync-changes">
+                      ${last.skus_created} created · ${last.skus_changed} changed · ${last.skus_delisted} delisted · ${last.skus_relisted}
+                      relisted
+                    </p>
+                    ${last.error ? html`<p class="alert small">${last.error}</p>` : null}`
+        }
       <//>
       <${Card} title="Needs a decision" class="stat">
-        ${decision.error ? html`<${ErrorBox} error=${decision.error} />` : !decision.data ? html`<${Loading} />` : html`
-          <p class="big"><a href=${href('/orders', { status: 'submit_unknown' })} data-testid="unknown-count">${unknown?.total ?? 0}</a> <span class="small">submit unknown</span></p>
-          <p class="big"><a href=${href('/orders', { stuck: true })} data-testid="stuck-count">${stuck?.total ?? 0}</a> <span class="small">stuck</span></p>`}
+        ${
+          decision.error
+            ? html`<${ErrorBox} error=${decision.error} />`
+            : !decision.data
+              ? html`<${Loading} />`
+              : html` <p class="big">
+                    <a href=${href('/orders', { status: 'submit_unknown' })} data-testid="unknown-count">${unknown?.total ?? 0}</a>
+                    <span class="small">submit unknown</span>
+                  </p>
+                  <p class="big">
+                    <a href=${href('/orders', { stuck: true })} data-testid="stuck-count">${stuck?.total ?? 0}</a>
+                    <span class="small">stuck</span>
+                  </p>`
+        }
       <//>
     </div>
 
@@ -177,36 +235,69 @@ export function DashboardPage() {
         ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BudgetCard} health=${health.data} />`}
       <//>
       <${Card} title="Queued orders" class="stat">
-        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`
-          <p class="big"><a href=${href('/orders', { status: 'queued' })} data-testid="queued-count">${health.data.queued ?? '—'}</a> <span class="small">queued</span></p>
-          <p class="muted small">Accepted and waiting for the request budget: placed in arrival order as soon as it allows.</p>`}
+        ${
+          health.error
+            ? html`<${ErrorBox} error=${health.error} />`
+            : !health.data
+              ? html`<${Loading} />`
+              : html` <p class="big">
+                    <a href=${href('/orders', { status: 'queued' })} data-testid="queued-count">${health.data.queued ?? '—'}</a>
+                    <span class="small">queued</span>
+                  </p>
+                  <p class="muted small">Accepted and waiting for the request budget: placed in arrival order as soon as it allows.</p>`
+        }
       <//>
     </div>
 
     <${Card} title=${`Orders by status${totalOrders !== undefined ? ` (${totalOrders})` : ''}`}>
-      ${counts.error ? html`<${ErrorBox} error=${counts.error} />` : !counts.data ? html`<${Loading} />` : html`
-        <ul class="status-tiles" data-testid="status-counts">
-          ${counts.data.map(([s, n]) => html`<li class=${n ? '' : 'zero'}><a href=${href('/orders', { status: s })}><${Badge} value=${s} /><strong data-status=${s}>${n}</strong></a></li>`)}
-        </ul>`}
+      ${
+        counts.error
+          ? html`<${ErrorBox} error=${counts.error} />`
+          : !counts.data
+            ? html`<${Loading} />`
+            : html` <ul class="status-tiles" data-testid="status-counts">
+                ${counts.data.map(
+                  ([s, n]) =>
+                    html`<li class=${n ? '' : 'zero'}>
+                      <a href=${href('/orders', { status: s })}><${Badge} value=${s} /><strong data-status=${s}>${n}</strong></a>
+                    </li>`,
+                )}
+              </ul>`
+      }
     <//>
 
-    ${unknown && (unknown.items.length > 0 || stuckOnly.length > 0)
-      ? html`<${Card} title="Orders needing a decision" class="decision">
-          <table class="table" data-testid="decision-table">
-            <thead><tr><th>Order</th><th>Status</th><th>Why</th><th>SKU</th><th>Last change</th></tr></thead>
-            <tbody>
-              <${DecisionRows} orders=${unknown.items} why="outcome unknown: resolve it" />
-              <${DecisionRows} orders=${stuckOnly} why="no progress: refresh or cancel" />
-            </tbody>
-          </table>
-        <//>`
-      : null}
+    ${
+      unknown && (unknown.items.length > 0 || stuckOnly.length > 0)
+        ? html`<${Card} title="Orders needing a decision" class="decision">
+            <table class="table" data-testid="decision-table">
+              <thead>
+                <tr>
+                  <th>Order</th>
+                  <th>Status</th>
+                  <th>Why</th>
+                  <th>SKU</th>
+                  <th>Last change</th>
+                </tr>
+              </thead>
+              <tbody>
+                <${DecisionRows} orders=${unknown.items} why="outcome unknown: resolve it" />
+                <${DecisionRows} orders=${stuckOnly} why="no progress: refresh or cancel" />
+              </tbody>
+            </table>
+          <//>`
+        : null
+    }
 
     <div class="grid two">
       <${Card} title=${`Orders per day (last ${DAYS} days)`}>
-        ${perDay.error ? html`<${ErrorBox} error=${perDay.error} />` : !perDay.data ? html`<${Loading} />` : html`
-          <${BarChart} bars=${perDay.data.bars} label="orders per day" />
-          ${perDay.data.partial ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>` : null}`}
+        ${
+          perDay.error
+            ? html`<${ErrorBox} error=${perDay.error} />`
+            : !perDay.data
+              ? html`<${Loading} />`
+              : html` <${BarChart} bars=${perDay.data.bars} label="orders per day" />
+                  ${perDay.data.partial ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>` : null}`
+        }
       <//>
       <${Card} title="Sync durations (last 20 runs)">
         ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : html`<${BarChart} bars=${durations} label="sync durations" format=${(v: number) => `${Number(v.toFixed(2))} s`} />`}

@@ -26,15 +26,28 @@ export function LoginPage({ onLogin, expired }: { onLogin: (token: string) => vo
   return html`<div class="login-wrap">
     <form class="card login" onSubmit=${submit} aria-label="log in">
       <h1><img src="/console/favicon.svg" alt="" width="28" height="28" /> upstream-relay</h1>
-      <p class="muted">Operator console. Log in with the internal API token (<code>INTERNAL_API_TOKEN</code>; in sandbox mode, the development token printed at start).</p>
+      <p class="muted">
+        Operator console. Log in with the internal API token (<code>INTERNAL_API_TOKEN</code>; in sandbox mode, the development token
+        printed at start).
+      </p>
       ${expired ? html`<div class="alert warn" role="status">The service refused the token: log in again.</div>` : null}
-      <label>Internal API token
-        <input name="token" type="password" autocomplete="current-password" autofocus required value=${token}
-          onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)} />
+      <label
+        >Internal API token
+        <input
+          name="token"
+          type="password"
+          autocomplete="current-password"
+          autofocus
+          required
+          value=${token}
+          onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)}
+        />
       </label>
       <${ErrorBox} error=${error} />
       <button class="btn primary" type="submit" disabled=${busy || !token.trim()}>${busy ? 'Checking…' : 'Log in'}</button>
-      <p class="muted small">The token is kept in this tab's session storage only, and sent to this service's <code>/internal</code> API alone.</p>
+      <p class="muted small">
+        The token is kept in this tab's session storage only, and sent to this service's <code>/internal</code> API alone.
+      </p>
     </form>
   </div>`;
 }

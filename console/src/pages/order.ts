@@ -24,17 +24,27 @@ function Items({ order }: { order: Order }) {
   const items = order.items ?? [];
   const data = order.fulfillment?.delivery_data;
   if (items.length === 0 && !data) {
-    return html`<p class="muted" data-testid="no-items">${order.fulfillment?.status === 'delivered' ? 'Delivered with no item lines.' : 'Nothing delivered yet.'}</p>`;
+    return html`<p class="muted" data-testid="no-items">
+      ${order.fulfillment?.status === 'delivered' ? 'Delivered with no item lines.' : 'Nothing delivered yet.'}
+    </p>`;
   }
   return html`<div class="items">
     <div class="row">
-      <span class="muted small">${items.length} item line${items.length === 1 ? '' : 's'}${order.fulfillment?.delivered_at ? html`, delivered <${Time} at=${order.fulfillment.delivered_at} />` : null}</span>
+      <span class="muted small"
+        >${items.length} item
+        line${items.length === 1 ? '' : 's'}${order.fulfillment?.delivered_at ? html`, delivered <${Time} at=${order.fulfillment.delivered_at} />` : null}</span
+      >
       <button class="btn small" onClick=${() => setShown(!shown)} aria-pressed=${shown}>${shown ? 'Hide items' : 'Reveal items'}</button>
     </div>
     <ol class=${`item-list ${shown ? 'shown' : 'masked'}`} data-testid="items">
       ${items.map((it) => html`<li><code>${shown ? it : mask(it)}</code></li>`)}
     </ol>
-    ${data ? html`<p class="small muted">delivery data</p><pre class="json">${shown ? JSON.stringify(data, null, 2) : '••••••••'}</pre>` : null}
+    ${
+      data
+        ? html`<p class="small muted">delivery data</p>
+            <pre class="json">${shown ? JSON.stringify(data, null, 2) : '••••••••'}</pre>`
+        : null
+    }
   </div>`;
 }
 
@@ -42,15 +52,16 @@ function Timeline({ events }: { events: OrderEvent[] }) {
   if (events.length === 0) return html`<p class="muted">No events recorded.</p>`;
   return html`<ol class="timeline" data-testid="timeline">
     ${events.map(
-      (e) => html`<li data-source=${e.source} data-to=${e.to ?? ''}>
-        <div class="when"><${Time} at=${e.at} /></div>
-        <div class="what">
-          <${Badge} value=${e.source} tone="source" />
-          ${e.kind ? html`<span class="kind">${e.kind.replace(/_/g, ' ')}</span>` : null}
-          ${e.from || e.to ? html`<span class="move">${e.from ? html`<${Badge} value=${e.from} />` : html`<span class="muted">new</span>`} → ${e.to ? html`<${Badge} value=${e.to} />` : html`<span class="muted">unchanged</span>`}</span>` : null}
-          ${e.detail && Object.keys(e.detail).length ? html`<div class="detail small">${Object.entries(e.detail).map(([k, v]) => html`<span><span class="muted">${k}</span> ${typeof v === 'object' ? JSON.stringify(v) : String(v)}</span>`)}</div>` : null}
-        </div>
-      </li>`,
+      (e) =>
+        html`<li data-source=${e.source} data-to=${e.to ?? ''}>
+          <div class="when"><${Time} at=${e.at} /></div>
+          <div class="what">
+            <${Badge} value=${e.source} tone="source" />
+            ${e.kind ? html`<span class="kind">${e.kind.replace(/_/g, ' ')}</span>` : null}
+            ${e.from || e.to ? html`<span class="move">${e.from ? html`<${Badge} value=${e.from} />` : html`<span class="muted">new</span>`} → ${e.to ? html`<${Badge} value=${e.to} />` : html`<span class="muted">unchanged</span>`}</span>` : null}
+            ${e.detail && Object.keys(e.detail).length ? html`<div class="detail small">${Object.entries(e.detail).map(([k, v]) => html`<span><span class="muted">${k}</span> ${typeof v === 'object' ? JSON.stringify(v) : String(v)}</span>`)}</div>` : null}
+          </div>
+        </li>`,
     )}
   </ol>`;
 }
@@ -61,19 +72,59 @@ const adoptable = (o: Order) => o.status === 'rejected' && o.anomaly === 'upstre
 function ResolveForm({ order, value, onChange }: { order: Order; value: ResolveInput; onChange: (v: ResolveInput) => void }) {
   if (adoptable(order)) {
     return html`<div class="resolve-form">
-      <p>The upstream showed an order for an attempt of this order that was closed here (its id is in the anomaly event below). Once you have checked it in the upstream's back office, the order follows it:</p>
-      <input name="upstream_order_id" inputmode="numeric" placeholder="upstream order id" value=${value.upstreamOrderId}
-        onInput=${(e: Event) => onChange({ ...value, kind: 'placed', upstreamOrderId: (e.target as HTMLInputElement).value })} />
+      <p>
+        The upstream showed an order for an attempt of this order that was closed here (its id is in the anomaly event below). Once you have
+        checked it in the upstream's back office, the order follows it:
+      </p>
+      <input
+        name="upstream_order_id"
+        inputmode="numeric"
+        placeholder="upstream order id"
+        value=${value.upstreamOrderId}
+        onInput=${(e: Event) => onChange({ ...value, kind: 'placed', upstreamOrderId: (e.target as HTMLInputElement).value })}
+      />
     </div>`;
   }
   return html`<div class="resolve-form">
-    <p>The outcome of attempt ${order.attempt} (sent as <code>${order.downstream_order_no}</code>) is unknown. Look it up in the upstream's back office, then settle it:</p>
-    <label class="check"><input type="radio" name="resolve-kind" value="placed" checked=${value.kind === 'placed'} onChange=${() => onChange({ ...value, kind: 'placed' })} /> It was placed upstream, as order id</label>
-    <input name="upstream_order_id" inputmode="numeric" placeholder="upstream order id" value=${value.upstreamOrderId} disabled=${value.kind !== 'placed'}
-      onInput=${(e: Event) => onChange({ ...value, upstreamOrderId: (e.target as HTMLInputElement).value })} />
-    <label class="check"><input type="radio" name="resolve-kind" value="not_placed" checked=${value.kind === 'not_placed'} onChange=${() => onChange({ ...value, kind: 'not_placed' })} /> It was not placed (the order becomes <code>rejected</code>, nothing charged)</label>
-    <input name="reason" placeholder="reason" value=${value.reason} disabled=${value.kind !== 'not_placed'}
-      onInput=${(e: Event) => onChange({ ...value, reason: (e.target as HTMLInputElement).value })} />
+    <p>
+      The outcome of attempt ${order.attempt} (sent as <code>${order.downstream_order_no}</code>) is unknown. Look it up in the upstream's
+      back office, then settle it:
+    </p>
+    <label class="check"
+      ><input
+        type="radio"
+        name="resolve-kind"
+        value="placed"
+        checked=${value.kind === 'placed'}
+        onChange=${() => onChange({ ...value, kind: 'placed' })}
+      />
+      It was placed upstream, as order id</label
+    >
+    <input
+      name="upstream_order_id"
+      inputmode="numeric"
+      placeholder="upstream order id"
+      value=${value.upstreamOrderId}
+      disabled=${value.kind !== 'placed'}
+      onInput=${(e: Event) => onChange({ ...value, upstreamOrderId: (e.target as HTMLInputElement).value })}
+    />
+    <label class="check"
+      ><input
+        type="radio"
+        name="resolve-kind"
+        value="not_placed"
+        checked=${value.kind === 'not_placed'}
+        onChange=${() => onChange({ ...value, kind: 'not_placed' })}
+      />
+      It was not placed (the order becomes <code>rejected</code>, nothing charged)</label
+    >
+    <input
+      name="reason"
+      placeholder="reason"
+      value=${value.reason}
+      disabled=${value.kind !== 'not_placed'}
+      onInput=${(e: Event) => onChange({ ...value, reason: (e.target as HTMLInputElement).value })}
+    />
   </div>`;
 }
 
@@ -99,10 +150,13 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
 
   const o = order.data;
   // An order on its way is re-read every few seconds (only from the local API).
-  useInterval(() => {
-    void order.reload();
-    void events.reload();
-  }, o && !FINISHED.has(o.status) ? 5000 : null);
+  useInterval(
+    () => {
+      void order.reload();
+      void events.reload();
+    },
+    o && !FINISHED.has(o.status) ? 5000 : null,
+  );
 
   const apply = (next: Order, message: string) => {
     order.set(next);
@@ -126,7 +180,11 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
   };
 
   if (order.error && !o) {
-    return html`<div class="page"><p class="back"><a href="#/orders">‹ Orders</a></p><h1>Order ${shopOrderNo}</h1><${ErrorBox} error=${order.error} /></div>`;
+    return html`<div class="page">
+      <p class="back"><a href="#/orders">‹ Orders</a></p>
+      <h1>Order ${shopOrderNo}</h1>
+      <${ErrorBox} error=${order.error} />
+    </div>`;
   }
   if (!o) return html`<div class="page"><${Loading} what="the order" /></div>`;
 
@@ -153,36 +211,62 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
 
     <div class="grid two">
       <${Card} title="Order">
-        <${Facts} rows=${[
-          ['SKU', html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}><code>${o.sku_code}</code></a>`, 'sku_code'],
-          ['Quantity', String(o.quantity), 'quantity'],
-          ['Amount', html`<${Money} amount=${o.amount} currency=${o.currency} />`, 'amount'],
-          ['Refund', html`<${Badge} value=${o.refund_state} />${o.refundable_amount ? html` <${Money} amount=${o.refundable_amount} currency=${o.currency} />` : null}`, 'refund_state'],
-          ...(o.refunded_amount ? ([['Refunded by upstream', html`<${Money} amount=${o.refunded_amount} currency=${o.currency} />`, 'refunded_amount']] as Array<[string, unknown, string]>) : []),
-          ...(o.refund_records.length
-            ? ([
-                [
-                  'Upstream refunds',
-                  html`${o.refund_records.map(
-                    (r) => html`<div><${Money} amount=${r.amount} currency=${r.currency ?? o.currency} /> <span class="muted small">${r.type ?? ''} ${r.created_at ? html`<${Time} at=${r.created_at} />` : ''} ${r.remark ?? ''}</span></div>`,
-                  )}`,
-                  'refund_records',
-                ],
-              ] as Array<[string, unknown, string]>)
-            : []),
-          ['Created', html`<${Time} at=${o.created_at} />`],
-          ['Updated', html`<${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span>`],
-          ...(o.trace_id ? ([['Trace id', html`<code>${o.trace_id}</code>`]] as Array<[string, unknown]>) : []),
-        ]} />
+        <${Facts}
+          rows=${[
+            [
+              'SKU',
+              html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}
+                ><code>${o.sku_code}</code></a
+              >`,
+              'sku_code',
+            ],
+            ['Quantity', String(o.quantity), 'quantity'],
+            ['Amount', html`<${Money} amount=${o.amount} currency=${o.currency} />`, 'amount'],
+            [
+              'Refund',
+              html`<${Badge}
+                  value=${o.refund_state}
+                />${o.refundable_amount ? html` <${Money} amount=${o.refundable_amount} currency=${o.currency} />` : null}`,
+              'refund_state',
+            ],
+            ...(o.refunded_amount
+              ? ([
+                  ['Refunded by upstream', html`<${Money} amount=${o.refunded_amount} currency=${o.currency} />`, 'refunded_amount'],
+                ] as Array<[string, unknown, string]>)
+              : []),
+            ...(o.refund_records.length
+              ? ([
+                  [
+                    'Upstream refunds',
+                    html`${o.refund_records.map(
+                      (r) =>
+                        html`<div>
+                          <${Money} amount=${r.amount} currency=${r.currency ?? o.currency} />
+                          <span class="muted small"
+                            >${r.type ?? ''} ${r.created_at ? html`<${Time} at=${r.created_at} />` : ''} ${r.remark ?? ''}</span
+                          >
+                        </div>`,
+                    )}`,
+                    'refund_records',
+                  ],
+                ] as Array<[string, unknown, string]>)
+              : []),
+            ['Created', html`<${Time} at=${o.created_at} />`],
+            ['Updated', html`<${Time} at=${o.updated_at} /> <span class="muted small">${ago(o.updated_at)}</span>`],
+            ...(o.trace_id ? ([['Trace id', html`<code>${o.trace_id}</code>`]] as Array<[string, unknown]>) : []),
+          ]}
+        />
       <//>
       <${Card} title="Upstream">
-        <${Facts} rows=${[
-          ['Attempt', String(o.attempt), 'attempt'],
-          ['Sent as (downstream_order_no)', html`<code>${o.downstream_order_no}</code>`, 'downstream_order_no'],
-          ['Upstream order id', o.upstream_order_id !== null ? html`<code>${o.upstream_order_id}</code>` : null, 'upstream_order_id'],
-          ['Upstream order no', o.upstream_order_no ? html`<code>${o.upstream_order_no}</code>` : null, 'upstream_order_no'],
-          ['Fulfillment', html`${o.fulfillment?.type ?? '—'} · ${o.fulfillment?.status ?? '—'}`],
-        ]} />
+        <${Facts}
+          rows=${[
+            ['Attempt', String(o.attempt), 'attempt'],
+            ['Sent as (downstream_order_no)', html`<code>${o.downstream_order_no}</code>`, 'downstream_order_no'],
+            ['Upstream order id', o.upstream_order_id !== null ? html`<code>${o.upstream_order_id}</code>` : null, 'upstream_order_id'],
+            ['Upstream order no', o.upstream_order_no ? html`<code>${o.upstream_order_no}</code>` : null, 'upstream_order_no'],
+            ['Fulfillment', html`${o.fulfillment?.type ?? '—'} · ${o.fulfillment?.status ?? '—'}`],
+          ]}
+        />
       <//>
     </div>
 
@@ -195,29 +279,57 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
       ${events.data ? html`<${Timeline} events=${events.data} />` : events.error ? null : html`<${Loading} />`}
     <//>
 
-    ${action === 'cancel'
-      ? html`<${Confirm} title=${`Cancel order ${o.shop_order_no}?`} confirmLabel="Cancel the order" danger onClose=${() => setAction(null)}
-          onConfirm=${async () => apply(await post('cancel'), 'Canceled: the upstream agreed.')}>
-          <p>The upstream is asked first; only its yes cancels the order here, and makes it refundable.</p>
-        <//>`
-      : null}
-    ${action === 'refund'
-      ? html`<${Confirm} title=${`Refund order ${o.shop_order_no}?`} confirmLabel="Record the refund" danger onClose=${() => setAction(null)}
-          onConfirm=${async () => apply(await post('refund'), 'Refund recorded.')}>
-          <p>${o.refund_state === 'refundable'
-            ? html`Records the refund of <${Money} amount=${o.refundable_amount} currency=${o.currency} /> to the shop.`
-            : 'The order is first canceled upstream (the upstream must agree), then the refund is recorded.'}</p>
-        <//>`
-      : null}
-    ${action === 'resolve'
-      ? html`<${Confirm} title=${`Resolve order ${o.shop_order_no}`} confirmLabel="Resolve" onClose=${() => setAction(null)} canConfirm=${resolveReady(resolve)}
-          onConfirm=${async () => {
-            const body = resolve.kind === 'placed' ? { upstream_order_id: Number(resolve.upstreamOrderId.trim()) } : { not_placed: true, reason: resolve.reason.trim() };
-            const next = await post('resolve', body);
-            apply(next, `Resolved: ${next.status}.`);
-          }}>
-          <${ResolveForm} order=${o} value=${resolve} onChange=${setResolve} />
-        <//>`
-      : null}
+    ${
+      action === 'cancel'
+        ? html`<${Confirm}
+            title=${`Cancel order ${o.shop_order_no}?`}
+            confirmLabel="Cancel the order"
+            danger
+            onClose=${() => setAction(null)}
+            onConfirm=${async () => apply(await post('cancel'), 'Canceled: the upstream agreed.')}
+          >
+            <p>The upstream is asked first; only its yes cancels the order here, and makes it refundable.</p>
+          <//>`
+        : null
+    }
+    ${
+      action === 'refund'
+        ? html`<${Confirm}
+            title=${`Refund order ${o.shop_order_no}?`}
+            confirmLabel="Record the refund"
+            danger
+            onClose=${() => setAction(null)}
+            onConfirm=${async () => apply(await post('refund'), 'Refund recorded.')}
+          >
+            <p>
+              ${
+                o.refund_state === 'refundable'
+                  ? html`Records the refund of <${Money} amount=${o.refundable_amount} currency=${o.currency} /> to the shop.`
+                  : 'The order is first canceled upstream (the upstream must agree), then the refund is recorded.'
+              }
+            </p>
+          <//>`
+        : null
+    }
+    ${
+      action === 'resolve'
+        ? html`<${Confirm}
+            title=${`Resolve order ${o.shop_order_no}`}
+            confirmLabel="Resolve"
+            onClose=${() => setAction(null)}
+            canConfirm=${resolveReady(resolve)}
+            onConfirm=${async () => {
+              const body =
+                resolve.kind === 'placed'
+                  ? { upstream_order_id: Number(resolve.upstreamOrderId.trim()) }
+                  : { not_placed: true, reason: resolve.reason.trim() };
+              const next = await post('resolve', body);
+              apply(next, `Resolved: ${next.status}.`);
+            }}
+          >
+            <${ResolveForm} order=${o} value=${resolve} onChange=${setResolve} />
+          <//>`
+        : null
+    }
   </div>`;
 }

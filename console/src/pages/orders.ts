@@ -18,25 +18,49 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
     [status, stuck, page],
   );
   const go = (next: { status?: string; stuck?: boolean; page?: number }) =>
-    navigate(href('/orders', { status: next.status ?? status, stuck: next.stuck ?? stuck, page: next.page && next.page > 1 ? next.page : undefined }));
+    navigate(
+      href('/orders', {
+        status: next.status ?? status,
+        stuck: next.stuck ?? stuck,
+        page: next.page && next.page > 1 ? next.page : undefined,
+      }),
+    );
 
   return html`<div class="page orders">
     <h1>Orders</h1>
     <${Card}>
-      <form class="filters" onSubmit=${(e: Event) => {
-        e.preventDefault();
-        if (jump.trim()) navigate(href(`/orders/${encodeURIComponent(jump.trim())}`));
-      }}>
-        <label>Status
+      <form
+        class="filters"
+        onSubmit=${(e: Event) => {
+          e.preventDefault();
+          if (jump.trim()) navigate(href(`/orders/${encodeURIComponent(jump.trim())}`));
+        }}
+      >
+        <label
+          >Status
           <select name="status" value=${status} onChange=${(e: Event) => go({ status: (e.target as HTMLSelectElement).value, page: 1 })}>
             <option value="">any</option>
             ${ORDER_STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}
           </select>
         </label>
-        <label class="check"><input type="checkbox" name="stuck" checked=${stuck} onChange=${(e: Event) => go({ stuck: (e.target as HTMLInputElement).checked, page: 1 })} /> stuck only</label>
+        <label class="check"
+          ><input
+            type="checkbox"
+            name="stuck"
+            checked=${stuck}
+            onChange=${(e: Event) => go({ stuck: (e.target as HTMLInputElement).checked, page: 1 })}
+          />
+          stuck only</label
+        >
         <span class="spacer"></span>
-        <label>Open order
-          <input name="jump" placeholder="shop_order_no" value=${jump} onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)} />
+        <label
+          >Open order
+          <input
+            name="jump"
+            placeholder="shop_order_no"
+            value=${jump}
+            onInput=${(e: Event) => setJump((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button class="btn" type="submit">Open</button>
         <button class="btn" type="button" onClick=${() => void list.reload()} disabled=${list.loading}>Reload</button>
@@ -45,26 +69,62 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
     <${Card}>
       <${ErrorBox} error=${list.error} />
       ${!list.data && !list.error ? html`<${Loading} what="orders" />` : null}
-      ${list.data
-        ? html`<table class="table" data-testid="orders-table">
-            <thead><tr><th>Order</th><th>Status</th><th>SKU × qty</th><th class="num">Amount</th><th>Refund</th><th>Created</th><th>Updated</th></tr></thead>
-            <tbody>
-              ${list.data.items.length === 0 ? html`<tr><td colspan="7" class="muted">No orders${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.</td></tr>` : null}
-              ${list.data.items.map(
-                (o) => html`<tr data-order=${o.shop_order_no}>
-                  <td><a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a>${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}</td>
-                  <td><${Badge} value=${o.status} /></td>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}><code>${o.sku_code}</code></a> × ${o.quantity}</td>
-                  <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
-                  <td>${o.refund_state === 'not_refundable' ? html`<span class="muted">—</span>` : html`<${Badge} value=${o.refund_state} />`}</td>
-                  <td><${Time} at=${o.created_at} /></td>
-                  <td><span title=${o.updated_at}>${ago(o.updated_at)}</span></td>
-                </tr>`,
-              )}
-            </tbody>
-          </table>
-          <${Pager} page=${list.data.page} pageSize=${list.data.page_size} total=${list.data.total} onPage=${(p: number) => go({ page: p })} />`
-        : null}
+      ${
+        list.data
+          ? html`<table class="table" data-testid="orders-table">
+                <thead>
+                  <tr>
+                    <th>Order</th>
+                    <th>Status</th>
+                    <th>SKU × qty</th>
+                    <th class="num">Amount</th>
+                    <th>Refund</th>
+                    <th>Created</th>
+                    <th>Updated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${
+                    list.data.items.length === 0
+                      ? html`<tr>
+                          <td colspan="7" class="muted">
+                            No orders${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.
+                          </td>
+                        </tr>`
+                      : null
+                  }
+                  ${list.data.items.map(
+                    (o) =>
+                      html`<tr data-order=${o.shop_order_no}>
+                        <td>
+                          <a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a
+                          >${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}
+                        </td>
+                        <td><${Badge} value=${o.status} /></td>
+                        <td>
+                          <a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}
+                            ><code>${o.sku_code}</code></a
+                          >
+                          × ${o.quantity}
+                        </td>
+                        <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
+                        <td>
+                          ${o.refund_state === 'not_refundable' ? html`<span class="muted">—</span>` : html`<${Badge} value=${o.refund_state} />`}
+                        </td>
+                        <td><${Time} at=${o.created_at} /></td>
+                        <td><span title=${o.updated_at}>${ago(o.updated_at)}</span></td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+              <${Pager}
+                page=${list.data.page}
+                pageSize=${list.data.page_size}
+                total=${list.data.total}
+                onPage=${(p: number) => go({ page: p })}
+              />`
+          : null
+      }
     <//>
   </div>`;
 }

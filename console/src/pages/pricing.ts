@@ -43,8 +43,14 @@ function toDraft(r: PricingRule): DraftRule {
 }
 
 function toBody(d: DraftRule): PricingRuleBody {
-  const markup = { markup_percent: d.markup_percent.trim(), markup_fixed: d.markup_fixed.trim(), rounding: d.rounding.trim() === '' ? null : d.rounding.trim() };
-  return d.scope === 'category' ? { scope: 'category', category_id: Number(d.category_id), ...markup } : { scope: 'sku', sku_code: skuRef(d), ...markup };
+  const markup = {
+    markup_percent: d.markup_percent.trim(),
+    markup_fixed: d.markup_fixed.trim(),
+    rounding: d.rounding.trim() === '' ? null : d.rounding.trim(),
+  };
+  return d.scope === 'category'
+    ? { scope: 'category', category_id: Number(d.category_id), ...markup }
+    : { scope: 'sku', sku_code: skuRef(d), ...markup };
 }
 
 function problems(d: DraftRule): string[] {
@@ -54,7 +60,8 @@ function problems(d: DraftRule): string[] {
   if (!isDecimal(d.markup_percent)) out.push('markup % must be a decimal');
   else if (compareDec(d.markup_percent, '-100') < 0) out.push('markup % must not be below -100');
   if (!isDecimal(d.markup_fixed)) out.push('fixed must be a decimal');
-  if (d.rounding.trim() !== '' && (!isDecimal(d.rounding) || compareDec(d.rounding, '0') <= 0)) out.push('rounding must be a decimal above 0');
+  if (d.rounding.trim() !== '' && (!isDecimal(d.rounding) || compareDec(d.rounding, '0') <= 0))
+    out.push('rounding must be a decimal above 0');
   return out;
 }
 
@@ -68,7 +75,8 @@ const ruleText = (d: DraftRule) => `${d.markup_percent}|${d.markup_fixed}|${d.ro
 /** The rule the service would pick: the SKU's (by key, or by its code), then the SKU's category, then its parent, then the defaults. */
 function ruleFor(sku: Sku, rules: DraftRule[], parents: Map<number, number>, defaults: Markup): { markup: Markup; source: string } {
   const bySku =
-    rules.find((r) => r.scope === 'sku' && skuRef(r) === sku.sku_key) ?? rules.find((r) => r.scope === 'sku' && !r.sku_key && r.sku_code.trim() === sku.sku_code);
+    rules.find((r) => r.scope === 'sku' && skuRef(r) === sku.sku_key) ??
+    rules.find((r) => r.scope === 'sku' && !r.sku_key && r.sku_code.trim() === sku.sku_code);
   if (bySku) return { markup: bySku, source: 'SKU rule' };
   const cat = Number(sku.category_id);
   const byCat = rules.find((r) => r.scope === 'category' && Number(r.category_id) === cat);
@@ -100,18 +108,47 @@ async function loadTargets(targets: string[]): Promise<Sku[]> {
   return [...found.values()].sort((a, b) => a.sku_code.localeCompare(b.sku_code) || a.sku_key.localeCompare(b.sku_key));
 }
 
-function RuleRow({ rule, categories, onChange, onRemove }: { rule: DraftRule; categories: FlatCategory[]; onChange: (r: DraftRule) => void; onRemove: () => void }) {
-  const field = (name: keyof DraftRule, placeholder: string, cls = 'dec') => html`<input class=${cls} name=${name} placeholder=${placeholder} value=${rule[name]}
-    onInput=${(e: Event) => onChange({ ...rule, [name]: (e.target as HTMLInputElement).value, ...(name === 'sku_code' ? { sku_key: '' } : {}) })} />`;
+function RuleRow({
+  rule,
+  categories,
+  onChange,
+  onRemove,
+}: {
+  rule: DraftRule;
+  categories: FlatCategory[];
+  onChange: (r: DraftRule) => void;
+  onRemove: () => void;
+}) {
+  const field = (name: keyof DraftRule, placeholder: string, cls = 'dec') =>
+    html`<input
+      class=${cls}
+      name=${name}
+      placeholder=${placeholder}
+      value=${rule[name]}
+      onInput=${(e: Event) => onChange({ ...rule, [name]: (e.target as HTMLInputElement).value, ...(name === 'sku_code' ? { sku_key: '' } : {}) })}
+    />`;
   const issues = problems(rule);
-  return html`<tr data-rule=${rowKey(rule)} data-sku-key=${rule.scope === 'sku' ? rule.sku_key : undefined} title=${rule.sku_key || undefined} class=${issues.length ? 'invalid' : ''}>
+  return html`<tr
+    data-rule=${rowKey(rule)}
+    data-sku-key=${rule.scope === 'sku' ? rule.sku_key : undefined}
+    title=${rule.sku_key || undefined}
+    class=${issues.length ? 'invalid' : ''}
+  >
     <td>${rule.scope === 'category' ? 'category' : 'SKU'}</td>
-    <td>${rule.scope === 'category'
-      ? html`<select name="category_id" value=${rule.category_id} onChange=${(e: Event) => onChange({ ...rule, category_id: (e.target as HTMLSelectElement).value })}>
-          <option value="">choose…</option>
-          ${categories.map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name} (#${c.id})</option>`)}
-        </select>`
-      : field('sku_code', 'sku_code', 'code')}</td>
+    <td>
+      ${
+        rule.scope === 'category'
+          ? html`<select
+              name="category_id"
+              value=${rule.category_id}
+              onChange=${(e: Event) => onChange({ ...rule, category_id: (e.target as HTMLSelectElement).value })}
+            >
+              <option value="">choose…</option>
+              ${categories.map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name} (#${c.id})</option>`)}
+            </select>`
+          : field('sku_code', 'sku_code', 'code')
+      }
+    </td>
     <td>${field('markup_percent', '0')}</td>
     <td>${field('markup_fixed', '0')}</td>
     <td>${field('rounding', 'default')}</td>
@@ -138,7 +175,16 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
     setSavedRules(rules);
     const next = rules.map((r) => ({ ...r }));
     if (focusSku && !next.some((r) => r.scope === 'sku' && (focusKey ? r.sku_key === focusKey : r.sku_code === focusSku))) {
-      next.push({ key: nextKey++, scope: 'sku', category_id: '', sku_code: focusSku, sku_key: focusKey, markup_percent: saved.data.defaults.markup_percent, markup_fixed: saved.data.defaults.markup_fixed, rounding: '' });
+      next.push({
+        key: nextKey++,
+        scope: 'sku',
+        category_id: '',
+        sku_code: focusSku,
+        sku_key: focusKey,
+        markup_percent: saved.data.defaults.markup_percent,
+        markup_fixed: saved.data.defaults.markup_fixed,
+        rounding: '',
+      });
     }
     setDraft(next);
   }, [saved.data]);
@@ -151,12 +197,20 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
   const savedByTarget = new Map(savedRules.map((r) => [targetKey(r), r]));
   const draftByTarget = new Map(rules.map((r) => [targetKey(r), r]));
   const changedTargets = [
-    ...rules.filter((r) => !problems(r).length && ruleText(r) !== (savedByTarget.get(targetKey(r)) ? ruleText(savedByTarget.get(targetKey(r))!) : '')).map(targetKey),
+    ...rules
+      .filter(
+        (r) => !problems(r).length && ruleText(r) !== (savedByTarget.get(targetKey(r)) ? ruleText(savedByTarget.get(targetKey(r))!) : ''),
+      )
+      .map(targetKey),
     ...savedRules.filter((r) => !draftByTarget.has(targetKey(r))).map(targetKey),
     ...(focusSku ? [`s:${focusSku}`] : []),
   ];
   const targetsText = [...new Set(changedTargets)].sort().join(',');
-  const norm = (rs: DraftRule[]) => rs.map((r) => `${targetKey(r)}=${ruleText(r)}`).sort().join('\n');
+  const norm = (rs: DraftRule[]) =>
+    rs
+      .map((r) => `${targetKey(r)}=${ruleText(r)}`)
+      .sort()
+      .join('\n');
   const dirty = draft !== null && norm(rules) !== norm(savedRules);
   const invalid = rules.some((r) => problems(r).length > 0);
   const duplicate = draftByTarget.size !== rules.length;
@@ -179,72 +233,146 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
     };
   }, [targetsText, version]);
 
-  if (saved.error && !saved.data) return html`<div class="page"><h1>Pricing rules</h1><${ErrorBox} error=${saved.error} /></div>`;
-  if (!saved.data || !defaults || draft === null) return html`<div class="page"><h1>Pricing rules</h1><${Loading} /></div>`;
+  if (saved.error && !saved.data)
+    return html`<div class="page">
+      <h1>Pricing rules</h1>
+      <${ErrorBox} error=${saved.error} />
+    </div>`;
+  if (!saved.data || !defaults || draft === null)
+    return html`<div class="page">
+      <h1>Pricing rules</h1>
+      <${Loading} />
+    </div>`;
 
   const update = (key: number, next: DraftRule) => setDraft(rules.map((r) => (r.key === key ? next : r)));
   const add = (scope: 'category' | 'sku') =>
-    setDraft([...rules, { key: nextKey++, scope, category_id: '', sku_code: '', sku_key: '', markup_percent: defaults.markup_percent, markup_fixed: defaults.markup_fixed, rounding: '' }]);
+    setDraft([
+      ...rules,
+      {
+        key: nextKey++,
+        scope,
+        category_id: '',
+        sku_code: '',
+        sku_key: '',
+        markup_percent: defaults.markup_percent,
+        markup_fixed: defaults.markup_fixed,
+        rounding: '',
+      },
+    ]);
   const validRules = rules.filter((r) => problems(r).length === 0);
 
   return html`<div class="page pricing">
     <h1>Pricing rules</h1>
-    <p class="muted">Sale price = cost × (1 + markup %/100) + fixed, never below cost, rounded up to the step. A SKU rule beats its category's rule, which beats the parent category's, which beats the defaults.</p>
+    <p class="muted">
+      Sale price = cost × (1 + markup %/100) + fixed, never below cost, rounded up to the step. A SKU rule beats its category's rule, which
+      beats the parent category's, which beats the defaults.
+    </p>
     ${notice ? html`<div class="alert ok" role="status">${notice}</div>` : null}
     <${Card} title="Defaults">
-      <p data-testid="pricing-defaults">markup <strong>${defaults.markup_percent} %</strong> + <strong>${defaults.markup_fixed}</strong>, rounded up to <strong>${defaults.rounding}</strong>
-        <span class="muted small"> — set by PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED and PRICE_ROUNDING at start.</span></p>
+      <p data-testid="pricing-defaults">
+        markup <strong>${defaults.markup_percent} %</strong> + <strong>${defaults.markup_fixed}</strong>, rounded up to
+        <strong>${defaults.rounding}</strong>
+        <span class="muted small"> — set by PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED and PRICE_ROUNDING at start.</span>
+      </p>
     <//>
-    <${Card} title="Rules" actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button><button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}>
+    <${Card}
+      title="Rules"
+      actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button><button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}
+    >
       <table class="table rules" data-testid="rules-table">
-        <thead><tr><th>Scope</th><th>Applies to</th><th>Markup %</th><th>Fixed</th><th>Rounding step</th><th></th><th></th></tr></thead>
+        <thead>
+          <tr>
+            <th>Scope</th>
+            <th>Applies to</th>
+            <th>Markup %</th>
+            <th>Fixed</th>
+            <th>Rounding step</th>
+            <th></th>
+            <th></th>
+          </tr>
+        </thead>
         <tbody>
-          ${rules.length === 0 ? html`<tr><td colspan="7" class="muted">No rules: every SKU is priced by the defaults.</td></tr>` : null}
+          ${
+            rules.length === 0
+              ? html`<tr>
+                  <td colspan="7" class="muted">No rules: every SKU is priced by the defaults.</td>
+                </tr>`
+              : null
+          }
           ${rules.map((r) => html`<${RuleRow} key=${r.key} rule=${r} categories=${categories.data ?? []} onChange=${(n: DraftRule) => update(r.key, n)} onRemove=${() => setDraft(rules.filter((x) => x.key !== r.key))} />`)}
         </tbody>
       </table>
       ${duplicate ? html`<p class="alert">Two rules apply to the same category or SKU: keep one.</p>` : null}
       <div class="row end">
-        <button class="btn" type="button" disabled=${!dirty} onClick=${() => setDraft(savedRules.map((r) => ({ ...r })))}>Discard changes</button>
-        <button class="btn primary" type="button" disabled=${!dirty || invalid || duplicate} onClick=${() => setConfirming(true)}>Save rules…</button>
+        <button class="btn" type="button" disabled=${!dirty} onClick=${() => setDraft(savedRules.map((r) => ({ ...r })))}>
+          Discard changes
+        </button>
+        <button class="btn primary" type="button" disabled=${!dirty || invalid || duplicate} onClick=${() => setConfirming(true)}>
+          Save rules…
+        </button>
       </div>
     <//>
     <${Card} title="Preview" class="preview">
       ${!targetsText ? html`<p class="muted">Edit a rule to see the prices it gives.</p>` : null}
       <${ErrorBox} error=${preview.error} />
       ${preview.loading && preview.skus.length === 0 ? html`<${Loading} what="the SKUs" />` : null}
-      ${preview.skus.length
-        ? html`<table class="table" data-testid="pricing-preview">
-            <thead><tr><th>SKU</th><th>Product</th><th>Rule</th><th class="num">Cost</th><th class="num">Price now</th><th class="num">Price with the draft</th><th class="num">Margin</th></tr></thead>
-            <tbody>
-              ${preview.skus.map((s) => {
-                const { markup, source } = ruleFor(s, validRules, parents, defaults);
-                const next = previewSalePrice(s.cost_price, markup, defaults.rounding);
-                const moved = next !== null && compareDec(next, s.sale_price) !== 0;
-                return html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key} class=${moved ? 'moved' : ''}>
-                  <td><a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a></td>
-                  <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
-                  <td>${source}</td>
-                  <td class="num"><${Money} amount=${s.cost_price} /></td>
-                  <td class="num"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
-                  <td class="num" data-field="preview_price"><strong><${Money} amount=${next} currency=${s.currency} /></strong>${moved ? html` <span class=${compareDec(next!, s.sale_price) > 0 ? 'up' : 'down'}>${compareDec(next!, s.sale_price) > 0 ? '▲' : '▼'}</span>` : null}</td>
-                  <td class="num">${next ? html`<${Margin} cost=${s.cost_price} sale=${next} />` : null}</td>
-                </tr>`;
-              })}
-            </tbody>
-          </table>`
-        : null}
+      ${
+        preview.skus.length
+          ? html`<table class="table" data-testid="pricing-preview">
+              <thead>
+                <tr>
+                  <th>SKU</th>
+                  <th>Product</th>
+                  <th>Rule</th>
+                  <th class="num">Cost</th>
+                  <th class="num">Price now</th>
+                  <th class="num">Price with the draft</th>
+                  <th class="num">Margin</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${preview.skus.map((s) => {
+                  const { markup, source } = ruleFor(s, validRules, parents, defaults);
+                  const next = previewSalePrice(s.cost_price, markup, defaults.rounding);
+                  const moved = next !== null && compareDec(next, s.sale_price) !== 0;
+                  return html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key} class=${moved ? 'moved' : ''}>
+                    <td>
+                      <a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a>
+                    </td>
+                    <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
+                    <td>${source}</td>
+                    <td class="num"><${Money} amount=${s.cost_price} /></td>
+                    <td class="num"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
+                    <td class="num" data-field="preview_price">
+                      <strong><${Money} amount=${next} currency=${s.currency} /></strong
+                      >${moved ? html` <span class=${compareDec(next!, s.sale_price) > 0 ? 'up' : 'down'}>${compareDec(next!, s.sale_price) > 0 ? '▲' : '▼'}</span>` : null}
+                    </td>
+                    <td class="num">${next ? html`<${Margin} cost=${s.cost_price} sale=${next} />` : null}</td>
+                  </tr>`;
+                })}
+              </tbody>
+            </table>`
+          : null
+      }
     <//>
-    ${confirming
-      ? html`<${Confirm} title="Save the pricing rules?" confirmLabel="Save and reprice" onClose=${() => setConfirming(false)}
-          onConfirm=${async () => {
-            const body = await api.put<PutPricingRulesAnswer>('/internal/pricing/rules', { rules: rules.map(toBody) });
-            saved.set(body);
-            setVersion((v) => v + 1);
-            setNotice(`Rules saved; ${body.repriced ?? 0} sale price${body.repriced === 1 ? '' : 's'} changed.`);
-          }}>
-          <p>The ${rules.length} rule${rules.length === 1 ? '' : 's'} replace the saved ones, and the whole catalog is repriced at once.</p>
-        <//>`
-      : null}
+    ${
+      confirming
+        ? html`<${Confirm}
+            title="Save the pricing rules?"
+            confirmLabel="Save and reprice"
+            onClose=${() => setConfirming(false)}
+            onConfirm=${async () => {
+              const body = await api.put<PutPricingRulesAnswer>('/internal/pricing/rules', { rules: rules.map(toBody) });
+              saved.set(body);
+              setVersion((v) => v + 1);
+              setNotice(`Rules saved; ${body.repriced ?? 0} sale price${body.repriced === 1 ? '' : 's'} changed.`);
+            }}
+          >
+            <p>
+              The ${rules.length} rule${rules.length === 1 ? '' : 's'} replace the saved ones, and the whole catalog is repriced at once.
+            </p>
+          <//>`
+        : null
+    }
   </div>`;
 }

@@ -59,7 +59,14 @@ function percent(run: ReconciliationRun): number {
 
 function Bar({ run }: { run: ReconciliationRun }) {
   const pct = percent(run);
-  return html`<div class="progress" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=${pct} title=${`${run.orders_done} of ${run.orders_total} orders`}>
+  return html`<div
+    class="progress"
+    role="progressbar"
+    aria-valuemin="0"
+    aria-valuemax="100"
+    aria-valuenow=${pct}
+    title=${`${run.orders_done} of ${run.orders_total} orders`}
+  >
     <div class=${`fill ${run.status}`} style=${`width:${pct}%`}></div>
   </div>`;
 }
@@ -75,11 +82,13 @@ function Progress({ run }: { run: ReconciliationRun }) {
       <span class="small">${formatDuration(elapsed)}</span>
     </div>
     <${Bar} run=${run} />
-    <p class="small">${[
-      html`orders <strong data-field="orders_done">${run.orders_done}</strong> / ${run.orders_total}`,
-      html`<strong data-field="differences">${run.differences}</strong> difference${run.differences === 1 ? '' : 's'}`,
-      html`<strong data-field="orders_failed">${run.orders_failed}</strong> failed`,
-    ].flatMap((part, i) => (i ? [' · ', part] : [part]))}</p>
+    <p class="small">
+      ${[
+        html`orders <strong data-field="orders_done">${run.orders_done}</strong> / ${run.orders_total}`,
+        html`<strong data-field="differences">${run.differences}</strong> difference${run.differences === 1 ? '' : 's'}`,
+        html`<strong data-field="orders_failed">${run.orders_failed}</strong> failed`,
+      ].flatMap((part, i) => (i ? [' · ', part] : [part]))}
+    </p>
     ${run.error ? html`<p class="alert small">${run.error}</p>` : null}
   </div>`;
 }
@@ -95,39 +104,72 @@ function Value({ field, value }: { field: string; value: string | null }) {
 
 function ItemRows({ items, showOrder, onRun }: { items: ReconciliationItem[]; showOrder: boolean; onRun?: (runId: string) => void }) {
   return items.map(
-    (i) => html`<tr data-item=${i.id} data-order=${i.shop_order_no} data-field=${i.field}>
-      ${showOrder ? html`<td><a href=${href(`/orders/${encodeURIComponent(i.shop_order_no)}`)}>${i.shop_order_no}</a></td>` : null}
-      <td><code>${i.field}</code></td>
-      <td class="nowrap"><span data-value="local"><${Value} field=${i.field} value=${i.local} /></span> → <span data-value="upstream"><${Value} field=${i.field} value=${i.upstream} /></span></td>
-      <td data-value="applied">${i.applied ? html`<${Badge} value="yes" tone="good" />` : html`<span title="a report that would move the order back is not applied"><${Badge} value="no" tone="warn" /></span>`}</td>
-      <td>${i.run_id
-        ? onRun
-          ? html`<button class="btn link small" onClick=${() => onRun(i.run_id!)} title="only this run's differences"><code>${i.run_id}</code></button>`
-          : html`<a href=${href('/reconciliation', { run: i.run_id })}><code>${i.run_id}</code></a>`
-        : html`<span class="muted">schedule</span>`}</td>
-      <td><${Time} at=${i.detected_at} /><br /><span class="muted small">${ago(i.detected_at)}</span></td>
-    </tr>`,
+    (i) =>
+      html`<tr data-item=${i.id} data-order=${i.shop_order_no} data-field=${i.field}>
+        ${showOrder ? html`<td><a href=${href(`/orders/${encodeURIComponent(i.shop_order_no)}`)}>${i.shop_order_no}</a></td>` : null}
+        <td><code>${i.field}</code></td>
+        <td class="nowrap">
+          <span data-value="local"><${Value} field=${i.field} value=${i.local} /></span> →
+          <span data-value="upstream"><${Value} field=${i.field} value=${i.upstream} /></span>
+        </td>
+        <td data-value="applied">
+          ${i.applied ? html`<${Badge} value="yes" tone="good" />` : html`<span title="a report that would move the order back is not applied"><${Badge} value="no" tone="warn" /></span>`}
+        </td>
+        <td>
+          ${
+            i.run_id
+              ? onRun
+                ? html`<button class="btn link small" onClick=${() => onRun(i.run_id!)} title="only this run's differences">
+                    <code>${i.run_id}</code>
+                  </button>`
+                : html`<a href=${href('/reconciliation', { run: i.run_id })}><code>${i.run_id}</code></a>`
+              : html`<span class="muted">schedule</span>`
+          }
+        </td>
+        <td><${Time} at=${i.detected_at} /><br /><span class="muted small">${ago(i.detected_at)}</span></td>
+      </tr>`,
   );
 }
 
 const ITEM_HEAD = (showOrder: boolean) =>
-  html`<thead><tr>${showOrder ? html`<th>Order</th>` : null}<th>Field</th><th>Local → upstream</th><th>Applied</th><th>Found by</th><th>Detected</th></tr></thead>`;
+  html`<thead>
+    <tr>
+      ${showOrder ? html`<th>Order</th>` : null}
+      <th>Field</th>
+      <th>Local → upstream</th>
+      <th>Applied</th>
+      <th>Found by</th>
+      <th>Detected</th>
+    </tr>
+  </thead>`;
 
 /** An order's differences found by reconciliation (the order page's section). */
 export function OrderReconciliation({ shopOrderNo }: { shopOrderNo: string }) {
-  const list = useLoad(() => api.get<ReconciliationItemList>('/internal/reconciliation/items', { shop_order_no: shopOrderNo, page_size: 100 }), [shopOrderNo]);
-  return html`<${Card} title="Reconciliation" actions=${html`<a class="btn small" href=${href('/reconciliation', { order: shopOrderNo })}>All differences</a>`}>
+  const list = useLoad(
+    () => api.get<ReconciliationItemList>('/internal/reconciliation/items', { shop_order_no: shopOrderNo, page_size: 100 }),
+    [shopOrderNo],
+  );
+  return html`<${Card}
+    title="Reconciliation"
+    actions=${html`<a class="btn small" href=${href('/reconciliation', { order: shopOrderNo })}>All differences</a>`}
+  >
     <${ErrorBox} error=${list.error} />
     ${!list.data && !list.error ? html`<${Loading} />` : null}
-    ${list.data
-      ? list.data.items.length === 0
-        ? html`<p class="muted" data-testid="no-reconciliation">The upstream's reads of this order matched it.</p>`
-        : html`<div class="table-wrap"><table class="table" data-testid="order-reconciliation">
-            ${ITEM_HEAD(false)}
-            <tbody><${ItemRows} items=${list.data.items} showOrder=${false} /></tbody>
-          </table></div>
-          ${list.data.total > list.data.items.length ? html`<p class="small muted">${list.data.items.length} of ${list.data.total}: see all differences.</p>` : null}`
-      : null}
+    ${
+      list.data
+        ? list.data.items.length === 0
+          ? html`<p class="muted" data-testid="no-reconciliation">The upstream's reads of this order matched it.</p>`
+          : html`<div class="table-wrap">
+                <table class="table" data-testid="order-reconciliation">
+                  ${ITEM_HEAD(false)}
+                  <tbody>
+                    <${ItemRows} items=${list.data.items} showOrder=${false} />
+                  </tbody>
+                </table>
+              </div>
+              ${list.data.total > list.data.items.length ? html`<p class="small muted">${list.data.items.length} of ${list.data.total}: see all differences.</p>` : null}`
+        : null
+    }
   <//>`;
 }
 
@@ -138,10 +180,19 @@ export function ReconciliationPage({ query }: { query: URLSearchParams }) {
   const runFilter = query.get('run') ?? '';
   const page = Math.max(1, Number(query.get('page') ?? '1') || 1);
   const go = (next: { order?: string; run?: string; page?: number }) =>
-    navigate(href('/reconciliation', { order: next.order ?? orderFilter, run: next.run ?? runFilter, page: next.page && next.page > 1 ? next.page : undefined }));
+    navigate(
+      href('/reconciliation', {
+        order: next.order ?? orderFilter,
+        run: next.run ?? runFilter,
+        page: next.page && next.page > 1 ? next.page : undefined,
+      }),
+    );
 
   const [runsPage, setRunsPage] = useState(1);
-  const runs = useLoad(() => api.get<ReconciliationRunList>('/internal/reconciliation/runs', { page: runsPage, page_size: RUNS_PAGE_SIZE }), [runsPage]);
+  const runs = useLoad(
+    () => api.get<ReconciliationRunList>('/internal/reconciliation/runs', { page: runsPage, page_size: RUNS_PAGE_SIZE }),
+    [runsPage],
+  );
   const items = useLoad(
     () =>
       api.get<ReconciliationItemList>('/internal/reconciliation/items', {
@@ -220,17 +271,34 @@ export function ReconciliationPage({ query }: { query: URLSearchParams }) {
   const filtered = orderFilter !== '' || runFilter !== '';
   return html`<div class="page reconciliation">
     <h1>Reconciliation</h1>
-    <p class="muted">Finished orders are read again from the upstream (on a schedule that thins out with age, or here for a range of creation times); each difference in status, amount or refunded amount is applied by the rules of a poll, listed below and sent to the shop.</p>
+    <p class="muted">
+      Finished orders are read again from the upstream (on a schedule that thins out with age, or here for a range of creation times); each
+      difference in status, amount or refunded amount is applied by the rules of a poll, listed below and sent to the shop.
+    </p>
     <${Card} title="Reconcile a range">
       <form class="filters" onSubmit=${start} data-testid="reconciliation-form">
-        <label>Orders created from
-          <input type="datetime-local" name="from" value=${range.from} onInput=${(e: Event) => setRange({ ...range, from: (e.target as HTMLInputElement).value })} />
+        <label
+          >Orders created from
+          <input
+            type="datetime-local"
+            name="from"
+            value=${range.from}
+            onInput=${(e: Event) => setRange({ ...range, from: (e.target as HTMLInputElement).value })}
+          />
         </label>
-        <label>to
-          <input type="datetime-local" name="to" value=${range.to} onInput=${(e: Event) => setRange({ ...range, to: (e.target as HTMLInputElement).value })} />
+        <label
+          >to
+          <input
+            type="datetime-local"
+            name="to"
+            value=${range.to}
+            onInput=${(e: Event) => setRange({ ...range, to: (e.target as HTMLInputElement).value })}
+          />
         </label>
         <button class="btn" type="button" onClick=${() => setRange(lastDay())}>Last 24 h</button>
-        <button class="btn primary" type="submit" disabled=${starting || rangeProblem !== null || watched?.status === 'running'}>${starting ? 'Starting…' : 'Start reconciliation'}</button>
+        <button class="btn primary" type="submit" disabled=${starting || rangeProblem !== null || watched?.status === 'running'}>
+          ${starting ? 'Starting…' : 'Start reconciliation'}
+        </button>
         ${rangeProblem ? html`<span class="small muted">${rangeProblem}</span>` : null}
       </form>
       <${ErrorBox} error=${startError} />
@@ -240,40 +308,94 @@ export function ReconciliationPage({ query }: { query: URLSearchParams }) {
     <${Card} title="Runs">
       <${ErrorBox} error=${runs.error} />
       ${!runs.data && !runs.error ? html`<${Loading} what="the runs" />` : null}
-      ${runs.data
-        ? html`<div class="table-wrap"><table class="table" data-testid="reconciliation-runs">
-            <thead><tr><th>Run</th><th>Status</th><th>Orders created</th><th>Started</th><th class="num">Duration</th><th>Progress</th><th class="num">Differences</th><th class="num">Failed</th>${anyError ? html`<th>Error</th>` : null}</tr></thead>
-            <tbody>
-              ${runs.data.items.length === 0 ? html`<tr><td colspan="8" class="muted">No reconciliation run yet.</td></tr>` : null}
-              ${runs.data.items.map(
-                (r) => html`<tr data-run=${r.run_id} data-status=${r.status} class=${r.run_id === watchId ? 'watched' : ''}>
-                  <td><button class="btn link small" onClick=${() => { setWatched(null); setWatchId(r.run_id); }} title="show progress"><code>${r.run_id}</code></button></td>
-                  <td><${Badge} value=${r.status} /></td>
-                  <td class="small"><${Time} at=${r.from} /> →<br /><${Time} at=${r.to} /></td>
-                  <td><${Time} at=${r.started_at} /><br /><span class="muted small">${ago(r.started_at)}</span></td>
-                  <td class="num">${formatDuration(durationMs(r.started_at, r.finished_at))}</td>
-                  <td style="min-width:140px"><${Bar} run=${r} /><span class="small">${r.orders_done} / ${r.orders_total}</span></td>
-                  <td class="num">${r.differences > 0 ? html`<a href=${href('/reconciliation', { run: r.run_id })} title="this run's differences">${r.differences}</a>` : '0'}</td>
-                  <td class="num">${r.orders_failed > 0 ? html`<strong class="bad">${r.orders_failed}</strong>` : '0'}</td>
-                  ${anyError ? html`<td class="error-cell">${r.error ?? ''}</td>` : null}
-                </tr>`,
-              )}
-            </tbody>
-          </table></div>
-          <${Pager} page=${runs.data.page} pageSize=${runs.data.page_size} total=${runs.data.total} onPage=${setRunsPage} />`
-        : null}
+      ${
+        runs.data
+          ? html`<div class="table-wrap">
+                <table class="table" data-testid="reconciliation-runs">
+                  <thead>
+                    <tr>
+                      <th>Run</th>
+                      <th>Status</th>
+                      <th>Orders created</th>
+                      <th>Started</th>
+                      <th class="num">Duration</th>
+                      <th>Progress</th>
+                      <th class="num">Differences</th>
+                      <th class="num">Failed</th>
+                      ${anyError ? html`<th>Error</th>` : null}
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${
+                      runs.data.items.length === 0
+                        ? html`<tr>
+                            <td colspan="8" class="muted">No reconciliation run yet.</td>
+                          </tr>`
+                        : null
+                    }
+                    ${runs.data.items.map(
+                      (r) =>
+                        html`<tr data-run=${r.run_id} data-status=${r.status} class=${r.run_id === watchId ? 'watched' : ''}>
+                          <td>
+                            <button
+                              class="btn link small"
+                              onClick=${() => {
+                                setWatched(null);
+                                setWatchId(r.run_id);
+                              }}
+                              title="show progress"
+                            >
+                              <code>${r.run_id}</code>
+                            </button>
+                          </td>
+                          <td><${Badge} value=${r.status} /></td>
+                          <td class="small"><${Time} at=${r.from} /> →<br /><${Time} at=${r.to} /></td>
+                          <td><${Time} at=${r.started_at} /><br /><span class="muted small">${ago(r.started_at)}</span></td>
+                          <td class="num">${formatDuration(durationMs(r.started_at, r.finished_at))}</td>
+                          <td style="min-width:140px">
+                            <${Bar} run=${r} /><span class="small">${r.orders_done} / ${r.orders_total}</span>
+                          </td>
+                          <td class="num">
+                            ${r.differences > 0 ? html`<a href=${href('/reconciliation', { run: r.run_id })} title="this run's differences">${r.differences}</a>` : '0'}
+                          </td>
+                          <td class="num">${r.orders_failed > 0 ? html`<strong class="bad">${r.orders_failed}</strong>` : '0'}</td>
+                          ${anyError ? html`<td class="error-cell">${r.error ?? ''}</td>` : null}
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>
+              <${Pager} page=${runs.data.page} pageSize=${runs.data.page_size} total=${runs.data.total} onPage=${setRunsPage} />`
+          : null
+      }
     <//>
 
     <${Card} title="Differences">
-      <form class="filters" onSubmit=${(e: Event) => {
-        e.preventDefault();
-        go({ order: orderInput.trim(), run: runInput.trim(), page: 1 });
-      }}>
-        <label>Order
-          <input name="order" placeholder="shop_order_no" value=${orderInput} onInput=${(e: Event) => setOrderInput((e.target as HTMLInputElement).value)} />
+      <form
+        class="filters"
+        onSubmit=${(e: Event) => {
+          e.preventDefault();
+          go({ order: orderInput.trim(), run: runInput.trim(), page: 1 });
+        }}
+      >
+        <label
+          >Order
+          <input
+            name="order"
+            placeholder="shop_order_no"
+            value=${orderInput}
+            onInput=${(e: Event) => setOrderInput((e.target as HTMLInputElement).value)}
+          />
         </label>
-        <label>Run
-          <input name="run" placeholder="run_id" size="30" value=${runInput} onInput=${(e: Event) => setRunInput((e.target as HTMLInputElement).value)} />
+        <label
+          >Run
+          <input
+            name="run"
+            placeholder="run_id"
+            size="30"
+            value=${runInput}
+            onInput=${(e: Event) => setRunInput((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button class="btn" type="submit">Filter</button>
         ${filtered ? html`<button class="btn" type="button" onClick=${() => go({ order: '', run: '', page: 1 })}>Clear</button>` : null}
@@ -282,18 +404,34 @@ export function ReconciliationPage({ query }: { query: URLSearchParams }) {
       </form>
       <${ErrorBox} error=${items.error} />
       ${!items.data && !items.error ? html`<${Loading} what="the differences" />` : null}
-      ${items.data
-        ? html`<div class="table-wrap"><table class="table" data-testid="reconciliation-items">
-            ${ITEM_HEAD(true)}
-            <tbody>
-              ${items.data.items.length === 0
-                ? html`<tr><td colspan="6" class="muted">No differences${orderFilter ? ` for order ${orderFilter}` : ''}${runFilter ? ` found by run ${runFilter}` : ''}.</td></tr>`
-                : null}
-              <${ItemRows} items=${items.data.items} showOrder=${true} onRun=${(run: string) => go({ run, page: 1 })} />
-            </tbody>
-          </table></div>
-          <${Pager} page=${items.data.page} pageSize=${items.data.page_size} total=${items.data.total} onPage=${(p: number) => go({ page: p })} />`
-        : null}
+      ${
+        items.data
+          ? html`<div class="table-wrap">
+                <table class="table" data-testid="reconciliation-items">
+                  ${ITEM_HEAD(true)}
+                  <tbody>
+                    ${
+                      items.data.items.length === 0
+                        ? html`<tr>
+                            <td colspan="6" class="muted">
+                              No
+                              differences${orderFilter ? ` for order ${orderFilter}` : ''}${runFilter ? ` found by run ${runFilter}` : ''}.
+                            </td>
+                          </tr>`
+                        : null
+                    }
+                    <${ItemRows} items=${items.data.items} showOrder=${true} onRun=${(run: string) => go({ run, page: 1 })} />
+                  </tbody>
+                </table>
+              </div>
+              <${Pager}
+                page=${items.data.page}
+                pageSize=${items.data.page_size}
+                total=${items.data.total}
+                onPage=${(p: number) => go({ page: p })}
+              />`
+          : null
+      }
     <//>
   </div>`;
 }
