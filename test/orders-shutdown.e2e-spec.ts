@@ -77,8 +77,9 @@ describe('orders: shutdown during a poll', () => {
     const placed = await app.http.post('/internal/orders', { shop_order_no: 'SD-CALLBACK', sku_code: 'SD-1', quantity: 1 });
     expect(placed.status).toBe(201);
     const upstreamId = (placed.data as { order: { upstream_order_id: number } }).order.upstream_order_id;
-    // a final state: its callback is read at once (one claiming paid or fulfilling only brings the poll closer)
-    sandbox.setOrderStatus(upstreamId, 'canceled');
+    // a delivering state without its fulfillment: its callback is read at once (under
+    // CALLBACK_TRUST=verified every other claim here would be applied with no read)
+    sandbox.setOrderStatus(upstreamId, 'delivered');
 
     let readsSeen = 0;
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
@@ -86,9 +87,9 @@ describe('orders: shutdown during a poll', () => {
     });
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hang_before' }] });
     const body = JSON.stringify({
-      event: 'order.status_changed',
+      event: 'order.fulfilled',
       order_id: upstreamId,
-      status: 'canceled',
+      status: 'delivered',
       timestamp: Math.floor(Date.now() / 1000),
     });
     const cb = await app.http.post('/callbacks/upstream', body, { headers: callbackHeaders(body), transformRequest: [(d: unknown) => d] });
@@ -113,6 +114,6 @@ describe('orders: shutdown during a poll', () => {
     app = await startTestApp(db, sandbox, env);
     await waitFor(inbox, (rows) => rows[0]?.state === 'applied', 'the callback applied after the restart');
     const [again] = await db.query<{ status: string }>("SELECT status FROM orders WHERE shop_order_no = 'SD-CALLBACK'");
-    expect(again.status).toBe('canceled');
+    expect(again.status).toBe('delivered');
   });
 });
