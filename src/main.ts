@@ -38,6 +38,26 @@ async function main(): Promise<void> {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }
   const relay = await createRelayApp(config, { logger, pino });
+  // The signals are handled before the banner says the service is ready: a supervisor may stop it
+  // as soon as it reads that line.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    pino.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    relay
+      .close()
+      .then(() => process.exit(0))
+      .catch((e: unknown) => {
+        pino.error({ err: e }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
   // The banner: one record that says the service is ready and where everything is (pretty-log.ts
   // prints it as a block). URLs from the environment are logged without credentials or
   // secret-looking parameters. The development token is in it only when the service generated it
@@ -66,24 +86,6 @@ async function main(): Promise<void> {
     pino.fatal({ exit_code: code }, 'the embedded database ended unexpectedly: exiting so that the service is restarted');
     process.exit(1);
   });
-
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    pino.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 30_000);
-    force.unref();
-    relay
-      .close()
-      .then(() => process.exit(0))
-      .catch((e: unknown) => {
-        pino.error({ err: e }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((e: unknown) => {
