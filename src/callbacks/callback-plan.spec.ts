@@ -1,4 +1,4 @@
-import { planCallback, planCallbacks, type CallbackClaim, type CallbackOrderFacts } from './callback-plan.js';
+import { planCallback, planCallbacks, readShows, type CallbackClaim, type CallbackOrderFacts } from './callback-plan.js';
 
 const FULFILLMENT = {
   type: 'auto',
@@ -160,5 +160,20 @@ describe('planCallbacks: the callbacks of one order claimed together', () => {
       kind: 'wait',
       reason: 'operation_in_progress',
     });
+  });
+});
+
+describe('readShows: a read that answers a callback claimed before it', () => {
+  it('shows the same status, or a later one the claim does not contradict, with the items of a delivered state', () => {
+    expect(readShows({ status: 'paid', deliveredAt: null }, 'paid')).toBe(true);
+    expect(readShows({ status: 'delivered', deliveredAt: new Date() }, 'paid')).toBe(true);
+    // a delivered state without its items shows nothing
+    expect(readShows({ status: 'delivered', deliveredAt: null }, 'paid')).toBe(false);
+    // a partial state may come again with more: never shown by an earlier read of it
+    expect(readShows({ status: 'partially_delivered', deliveredAt: new Date() }, 'partially_delivered')).toBe(false);
+    // an earlier status does not show a later claim; a claim the current status contradicts is not shown
+    expect(readShows({ status: 'paid', deliveredAt: null }, 'delivered')).toBe(false);
+    expect(readShows({ status: 'canceled', deliveredAt: null }, 'delivered')).toBe(false);
+    expect(readShows({ status: 'paid', deliveredAt: null }, 'no_such_status')).toBe(false);
   });
 });

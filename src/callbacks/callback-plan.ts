@@ -25,7 +25,7 @@
  * The order's state machine applies every move (never back), so duplicates, late and out-of-order
  * callbacks are harmless.
  */
-import { ITEMS_DELIVERED, isUpstreamStatus, type OrderStatus, type UpstreamStatus } from '../orders/order-state.js';
+import { ANOMALIES, ITEMS_DELIVERED, RANK, isUpstreamStatus, type OrderStatus, type UpstreamStatus } from '../orders/order-state.js';
 import type { AttemptStatus } from '../orders/order.records.js';
 import type { UpstreamReport } from '../orders/report-plan.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
@@ -115,4 +115,20 @@ export function planCallbacks(claims: readonly CallbackClaim[], order: CallbackO
   if (plans.every((p) => p.kind === 'apply'))
     return { kind: 'apply', reports: plans.flatMap((p) => (p.kind === 'apply' ? p.reports : [])) };
   return plans[0];
+}
+
+/** Partial states: reported again with more items or a larger refund, so never taken as shown by an earlier read of the same state. */
+const PARTIAL: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'partially_refunded']);
+
+/**
+ * Whether an order as a read left it shows what `claimed` says (a callback answered by that read): the
+ * same status, or a later one that the claim does not contradict (ANOMALIES), with its items stored
+ * where it is a delivered state.
+ */
+export function readShows(order: { status: string; deliveredAt: unknown }, claimed: string): boolean {
+  if (!isUpstreamStatus(claimed) || !isUpstreamStatus(order.status)) return false;
+  if (ITEMS_DELIVERED.has(order.status) && order.deliveredAt === null) return false;
+  if (order.status === claimed) return !PARTIAL.has(claimed);
+  const current = order.status;
+  return RANK[current] > RANK[claimed] && !ANOMALIES.some((a) => a.to === claimed && a.from.has(current));
 }

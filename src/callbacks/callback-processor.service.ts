@@ -53,11 +53,11 @@ import { OrderPoller } from '../orders/order-poller.service.js';
 import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { OrderSignals } from '../orders/order-signals.service.js';
-import { ANOMALIES, ITEMS_DELIVERED, RANK, isUpstreamStatus, type UpstreamStatus } from '../orders/order-state.js';
+import { ITEMS_DELIVERED, RANK, isUpstreamStatus } from '../orders/order-state.js';
 import type { OrderTx } from '../orders/order-tx.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
 import { CallbackInboxRepository, type CallbackSummary, type InboxRow, type StoredRow } from './callback-inbox.repository.js';
-import { planCallbacks, type CallbackClaim, type CallbackOrderFacts, type CallbackPlan } from './callback-plan.js';
+import { planCallbacks, readShows, type CallbackClaim, type CallbackOrderFacts, type CallbackPlan } from './callback-plan.js';
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamFulfillment, UpstreamOrder } from '../upstream/upstream.types.js';
@@ -85,30 +85,14 @@ const READS_PER_GROUP = 2;
  */
 const MAX_RESOLVE_TRIES = 8;
 
-/** Claims read at once in the budget's `deliver` class: their read can hand items to the shop. */
-const DELIVERING: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'delivered', 'completed']);
 /** How long after a confirming read ended a callback received may still be answered by it. */
 const SHARE_MS = 1000;
 /** How long an ended read is kept for callbacks received before its end that are claimed later. */
 const KEEP_READS_MS = 60_000;
-/** Partial states: reported again with more items or a larger refund, so never taken as shown by an earlier read of the same state. */
-const PARTIAL: ReadonlySet<string> = new Set<UpstreamStatus>(['partially_delivered', 'partially_refunded']);
 
 /** The budget class of a group's confirming read: `deliver` when one of its callbacks claims a delivering state. */
 function readOptions(group: readonly InboxRow[]): UpstreamCallOptions {
-  return group.some((row) => DELIVERING.has(row.status)) ? { priority: 'deliver' } : {};
-}
-
-/**
- * Whether an order as a read left it shows what `claimed` says: the same status, or a later one that the
- * claim does not contradict (ANOMALIES), with its items stored where it is a delivered state.
- */
-function shows(order: OrderRecord, claimed: string): boolean {
-  if (!isUpstreamStatus(claimed) || !isUpstreamStatus(order.status)) return false;
-  if (ITEMS_DELIVERED.has(order.status) && order.deliveredAt === null) return false;
-  if (order.status === claimed) return !PARTIAL.has(claimed);
-  const current = order.status;
-  return RANK[current] > RANK[claimed] && !ANOMALIES.some((a) => a.to === claimed && a.from.has(current));
+  return group.some((row) => isUpstreamStatus(row.status) && ITEMS_DELIVERED.has(row.status)) ? { priority: 'deliver' } : {};
 }
 
 /** A confirming read of one order made here: in flight while `doneAt` is null. */
@@ -498,7 +482,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const received = Math.max(...group.map((row) => row.receivedAt.getTime()));
     if (recent && (recent.doneAt === null || received <= recent.doneAt + SHARE_MS)) {
       const result = await recent.result;
-      if (result.kind === 'applied' && group.every((row) => shows(result.order, row.status))) return { result, shared: true };
+      if (result.kind === 'applied' && group.every((row) => readShows(result.order, row.status))) return { result, shared: true };
     }
     const read = this.remember(orderId, this.follow.refresh(orderId, 'callback', this.shutdown.signal, readOptions(group)));
     try {
