@@ -46,7 +46,7 @@ import { SandboxOrders } from './sandbox-orders.js';
 import { rateLimitedBody, RateLimiter, validRateLimit, type RateLimitKeyState } from './sandbox-rate-limit.js';
 import { signatureHeaderNames } from '../signing/signing.js';
 import {
-  SANDBOX_OPERATIONS,
+  emptySandboxStats,
   type SandboxOperation,
   type SandboxRateLimit,
   type SandboxRateLimitEntry,
@@ -121,7 +121,7 @@ export class SandboxServer {
     this.events.setMaxListeners(0);
     this.clock = options.clock ?? Date.now;
     this.catalog = new SandboxCatalog(cfg.catalogProducts, cfg.catalogSeed, this.clock, cfg.servesInactiveSkus);
-    this.stats = SandboxServer.emptyStats();
+    this.stats = emptySandboxStats();
     this.limiter = cfg.rateLimit ? new RateLimiter(cfg.rateLimit) : null;
     this.world = new SandboxOrders({
       config: cfg,
@@ -164,25 +164,6 @@ export class SandboxServer {
         }, ms);
         this.controlTimers.add(t);
       },
-    };
-  }
-
-  private static emptyStats(): SandboxStats {
-    const requests = { unknown: 0 } as Record<SandboxOperation | 'unknown', number>;
-    const rateLimited = {} as Record<SandboxOperation, number>;
-    for (const op of SANDBOX_OPERATIONS) requests[op] = rateLimited[op] = 0;
-    return {
-      requests,
-      rateLimited,
-      rateLimitBlocks: 0,
-      totalRequests: 0,
-      createsReceived: 0,
-      createsExecuted: 0,
-      cancelsExecuted: 0,
-      faultsApplied: 0,
-      callbacksAttempted: 0,
-      callbacksSucceeded: 0,
-      callbacksDropped: 0,
     };
   }
 
@@ -278,7 +259,7 @@ export class SandboxServer {
   }
 
   resetStats(): void {
-    const fresh = SandboxServer.emptyStats();
+    const fresh = emptySandboxStats();
     Object.assign(this.stats.requests, fresh.requests);
     Object.assign(this.stats.rateLimited, fresh.rateLimited);
     const { requests: _requests, rateLimited: _rateLimited, ...counters } = fresh;

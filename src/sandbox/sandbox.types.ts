@@ -470,3 +470,23 @@ export interface SandboxOrderEvent {
   to: SandboxOrderStatus;
   order: SandboxOrderView;
 }
+
+/** Every counter of the sandbox's stats at 0 (each operation's too). */
+export function emptySandboxStats(): SandboxStats {
+  const requests = { unknown: 0 } as Record<SandboxOperation | 'unknown', number>;
+  const rateLimited = {} as Record<SandboxOperation, number>;
+  for (const op of SANDBOX_OPERATIONS) requests[op] = rateLimited[op] = 0;
+  return {
+    requests,
+    rateLimited,
+    rateLimitBlocks: 0,
+    totalRequests: 0,
+    createsReceived: 0,
+    createsExecuted: 0,
+    cancelsExecuted: 0,
+    faultsApplied: 0,
+    callbacksAttempted: 0,
+    callbacksSucceeded: 0,
+    callbacksDropped: 0,
+  };
+}
