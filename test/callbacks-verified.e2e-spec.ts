@@ -153,6 +153,26 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
     expect(await h.followed(o.shop_order_no)).toBeNull();
   });
 
+  it('a canceled callback costs 0 reads: the order is canceled and refundable for its whole amount', async () => {
+    t.sandbox.faults.set({ callbacks: 'drop' });
+    t.sandbox.setTimetable({ paidMs: null });
+    try {
+      const o = await h.place('CANCELED');
+      expect(o.status).toBe('pending_payment');
+      expect(o.amount).toMatch(/^\d+(\.\d+)?$/);
+      const up = t.sandbox.setOrderStatus(o.upstream_order_id!, 'canceled');
+      const before = h.reads();
+      await h.callBack(up.id, o.downstream_order_no, 'canceled');
+      const [row] = await h.processed(up.id, 1);
+      expect(row).toMatchObject({ reported_status: 'canceled', state: 'applied' });
+      const done = (await getOrder(t.app.http, o.shop_order_no))!;
+      expect(done).toMatchObject({ status: 'canceled', refund_state: 'refundable', refundable_amount: o.amount });
+      expect(h.reads() - before).toBe(0);
+    } finally {
+      t.sandbox.setTimetable({ paidMs: 30 });
+    }
+  });
+
   it('a delivered callback without its fulfillment costs 1 read: the order keeps its status until the read brings the items', async () => {
     t.sandbox.faults.set({ callbacks: 'drop' });
     const o = await h.place('BARE');
