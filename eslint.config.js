@@ -2,9 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /** Every Prometheus metric is declared in ops/metrics.service.ts (docs/architecture.md, `ops/`). */
-const ONLY_METRICS_SERVICE = { name: 'prom-client', message: 'Declare the metric in src/ops/metrics.service.ts and use it through Metrics.' };
+const ONLY_METRICS_SERVICE = {
+  name: 'prom-client',
+  message: 'Declare the metric in src/ops/metrics.service.ts and use it through Metrics.',
+};
 
-/** Stored items are decrypted only by the presenter (the API answer) and the updater (the item merge). */
+/**
+ * Stored items are decrypted only by the presenter (the API answer) and the updater (the item merge);
+ * the supplier repository uses the same AES-GCM for the suppliers' API secrets (under their own
+ * associated data, so it cannot open an item).
+ */
 const ONLY_PRESENTER_AND_UPDATER_DECRYPT = {
   regex: '(^|/)payload-(cipher\\.service|crypto)\\.js$',
   allowTypeImports: true,
@@ -18,7 +25,10 @@ export default tseslint.config(
   {
     languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'off',
       'no-restricted-syntax': [
         'error',
@@ -27,7 +37,8 @@ export default tseslint.config(
           message: 'Read configuration through AppConfig (src/config) only.',
         },
         {
-          selector: "MemberExpression[object.name='process'][property.value='env'], VariableDeclarator[init.name='process'] > ObjectPattern > Property[key.name='env']",
+          selector:
+            "MemberExpression[object.name='process'][property.value='env'], VariableDeclarator[init.name='process'] > ObjectPattern > Property[key.name='env']",
           message: 'Read configuration through AppConfig (src/config) only.',
         },
       ],
@@ -41,14 +52,25 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     ignores: ['**/*.spec.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: [ONLY_METRICS_SERVICE], patterns: [ONLY_PRESENTER_AND_UPDATER_DECRYPT] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [ONLY_METRICS_SERVICE], patterns: [ONLY_PRESENTER_AND_UPDATER_DECRYPT] },
+      ],
+    },
   },
   {
     files: ['src/ops/metrics.service.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [ONLY_PRESENTER_AND_UPDATER_DECRYPT] }] },
   },
   {
-    files: ['src/orders/order-presenter.service.ts', 'src/orders/order-updater.service.ts', 'src/orders/orders.module.ts', 'src/orders/payload-cipher.service.ts'],
+    files: [
+      'src/orders/order-presenter.service.ts',
+      'src/orders/order-updater.service.ts',
+      'src/orders/orders.module.ts',
+      'src/orders/payload-cipher.service.ts',
+      'src/suppliers/supplier.repository.ts',
+    ],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: [ONLY_METRICS_SERVICE] }] },
   },
   {
@@ -58,7 +80,13 @@ export default tseslint.config(
         'error',
         {
           paths: [ONLY_METRICS_SERVICE],
-          patterns: [{ regex: '^\\.\\./(?!signing/)', message: 'The sandbox imports nothing from the service but src/signing/ (docs/architecture.md): declare what it needs in the sandbox.' }],
+          patterns: [
+            {
+              regex: '^\\.\\./(?!signing/)',
+              message:
+                'The sandbox imports nothing from the service but src/signing/ (docs/architecture.md): declare what it needs in the sandbox.',
+            },
+          ],
         },
       ],
     },

@@ -9,6 +9,7 @@ import { BudgetWaitAborted, BudgetWaitExceeded } from '../src/budget/budget.erro
 import { PACED_CLASSES, type BudgetClass } from '../src/budget/request-budget.js';
 import { UpstreamBudgetRepository } from '../src/budget/upstream-budget.repository.js';
 import { UpstreamBudgetService } from '../src/budget/upstream-budget.service.js';
+import { budgetSettings, envSupplier } from '../src/suppliers/supplier-config.js';
 import { SystemClock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { Metrics } from '../src/ops/metrics.service.js';
@@ -49,7 +50,7 @@ describe('upstream request budget (service and ledger)', () => {
     });
     const repo = new UpstreamBudgetRepository(ds);
     const metrics = new Metrics();
-    const budget = new UpstreamBudgetService(config, new SystemClock(), repo, metrics);
+    const budget = new UpstreamBudgetService(budgetSettings(envSupplier(config), config.budget), new SystemClock(), repo, metrics);
     services.push(budget);
     return { budget, repo, metrics };
   }

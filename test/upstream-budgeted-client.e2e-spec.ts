@@ -9,6 +9,7 @@ import { DataSource } from 'typeorm';
 import { BudgetWaitExceeded } from '../src/budget/budget.errors.js';
 import { UpstreamBudgetRepository } from '../src/budget/upstream-budget.repository.js';
 import { UpstreamBudgetService } from '../src/budget/upstream-budget.service.js';
+import { budgetSettings, envSupplier } from '../src/suppliers/supplier-config.js';
 import { SystemClock } from '../src/common/clock.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { Metrics } from '../src/ops/metrics.service.js';
@@ -77,7 +78,12 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
       ...env,
     });
     const metrics = new Metrics();
-    const budget = new UpstreamBudgetService(config, new SystemClock(), new UpstreamBudgetRepository(ds), metrics);
+    const budget = new UpstreamBudgetService(
+      budgetSettings(envSupplier(config), config.budget),
+      new SystemClock(),
+      new UpstreamBudgetRepository(ds),
+      metrics,
+    );
     const http = new UpstreamHttpClient({
       baseUrl,
       apiKey: config.upstream.apiKey,

@@ -30,14 +30,31 @@
  */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { Clock } from '../common/clock.js';
-import { AppConfig } from '../config/app-config.js';
-import { Metrics } from '../ops/metrics.service.js';
+import { Logger } from '@nestjs/common';
+import type { Clock } from '../common/clock.js';
+import type { RateLimitSetting } from '../config/app-config.js';
+import type { Metrics } from '../ops/metrics.service.js';
 import { BudgetUnavailable, BudgetWaitAborted, BudgetWaitExceeded } from './budget.errors.js';
 import { keyCapacity, type KeyCapacity } from './key-capacity.js';
 import { budgetRule, classRank, decideGrant, type BudgetClass, type BudgetDecision, type BudgetRule } from './request-budget.js';
-import { UpstreamBudgetRepository } from './upstream-budget.repository.js';
+import type { UpstreamBudgetRepository } from './upstream-budget.repository.js';
+
+/** What one supplier's budget is made of (its settings, CONTRACT §3 and §10). */
+export interface BudgetSettings {
+  /** The supplier's name: the `supplier` label of the budget's metrics and its log lines. */
+  supplier: string;
+  /** The key's limit (UPSTREAM_RATE_LIMIT or the supplier's); null: off. */
+  rateLimit: RateLimitSetting | null;
+  /** A block after a 429 without `Retry-After`, in milliseconds. */
+  blockMs: number;
+  /** SYNC_BUDGET_SHARE */
+  syncShare: number;
+  /** RECONCILE_BUDGET_SHARE */
+  reconcileShare: number;
+  /** The key and base URL, hashed into the ledger's key (never stored as they are). */
+  apiKey: string;
+  baseUrl: string;
+}
 
 export interface TakeOptions {
   /** Aborting it ends the wait at once (BudgetWaitAborted); nothing is sent. */
@@ -76,9 +93,8 @@ interface Waiter {
 
 type Outcome = (BudgetDecision & { nowMs: number; blockedUntilMs: number | null; demandUntilMs: number | null }) | { ledgerError: unknown };
 
-@Injectable()
-export class UpstreamBudgetService implements OnApplicationShutdown {
-  private readonly logger = new Logger('upstream-budget');
+export class UpstreamBudgetService {
+  private readonly logger: Logger;
   /** The rule held; null when the budget is off. */
   readonly rule: BudgetRule | null;
   private keyIdValue: string | undefined;
@@ -99,13 +115,19 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   private readonly blockWaits = new Set<() => void>();
 
   constructor(
-    private readonly config: AppConfig,
+    readonly settings: BudgetSettings,
     private readonly clock: Clock,
     private readonly repo: UpstreamBudgetRepository,
     private readonly metrics: Metrics,
   ) {
-    const limit = config.budget.rateLimit;
-    this.rule = limit ? budgetRule(limit, config.budget.syncShare, config.budget.reconcileShare) : null;
+    const limit = settings.rateLimit;
+    this.rule = limit ? budgetRule(limit, settings.syncShare, settings.reconcileShare) : null;
+    this.logger = new Logger('upstream-budget');
+  }
+
+  /** The supplier whose key this budget is. */
+  get supplier(): string {
+    return this.settings.supplier;
   }
 
   /** Whether a budget is held (UPSTREAM_RATE_LIMIT is not `off`). */
@@ -118,10 +140,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
    * services on one database with different keys or upstreams keep budgets apart.
    */
   get keyId(): string {
-    this.keyIdValue ??= createHash('sha256')
-      .update(`${this.config.upstream.baseUrl ?? ''}\n${this.config.upstream.apiKey}`)
-      .digest('hex')
-      .slice(0, 32);
+    this.keyIdValue ??= createHash('sha256').update(`${this.settings.baseUrl}\n${this.settings.apiKey}`).digest('hex').slice(0, 32);
     return this.keyIdValue;
   }
 
@@ -132,7 +151,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       // no budget: granted at once, unless a 429 blocked the key in this process
       const startedAt = performance.now();
       return this.untilUnblocked(cls, opts).then(() => {
-        this.metrics.budgetGrants.inc({ class: cls });
+        this.metrics.budgetGrants.inc({ class: cls, supplier: this.supplier });
         return { cls, waitedMs: performance.now() - startedAt };
       });
     }
@@ -176,14 +195,14 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
    * budget is off: nothing is recorded). Never throws: a ledger failure is logged.
    */
   async noteRateLimited(retryAfterMs: number | null, operation = 'unknown'): Promise<Date | null> {
-    this.metrics.upstreamRateLimited.inc({ operation });
-    const blockMs = retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : this.config.budget.blockMs;
+    this.metrics.upstreamRateLimited.inc({ operation, supplier: this.supplier });
+    const blockMs = retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : this.settings.blockMs;
     if (this.rule === null) return this.blockLocally(blockMs, operation);
     try {
       const { blockedUntilMs, started } = await this.repo.block(this.keyId, blockMs);
       const until = new Date(blockedUntilMs);
       if (started) {
-        this.metrics.upstreamBlocks.inc();
+        this.metrics.upstreamBlocks.inc({ supplier: this.supplier });
         this.logger.warn({
           msg: `upstream answered 429 (rate limited) to ${operation}: every request of this key waits until ${until.toISOString()}`,
           operation,
@@ -243,7 +262,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     const operation = opts.operation ?? 'budget';
     if (opts.signal?.aborted) return Promise.reject(new BudgetWaitAborted(operation));
     if (this.closed || (opts.maxWaitMs !== undefined && opts.maxWaitMs < waitMs)) {
-      this.metrics.budgetWaitExceeded.inc({ class: cls });
+      this.metrics.budgetWaitExceeded.inc({ class: cls, supplier: this.supplier });
       return Promise.reject(new BudgetWaitExceeded(operation, cls, 0, new Date(until as number)));
     }
     const deadline = opts.maxWaitMs === undefined ? undefined : Date.now() + opts.maxWaitMs;
@@ -265,7 +284,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
         const now = Date.now();
         if (blockEnd <= now) return end();
         if (deadline !== undefined && blockEnd > deadline) {
-          this.metrics.budgetWaitExceeded.inc({ class: cls });
+          this.metrics.budgetWaitExceeded.inc({ class: cls, supplier: this.supplier });
           return end(exceeded());
         }
         timer = setTimeout(arm, Math.min(Math.ceil(blockEnd - now), 2_147_483_647));
@@ -283,7 +302,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
     const until = Math.max(before ?? 0, now + blockMs);
     this.localBlockUntilMs = until;
     if (before === null || before <= now) {
-      this.metrics.upstreamBlocks.inc();
+      this.metrics.upstreamBlocks.inc({ supplier: this.supplier });
       this.logger.warn({
         msg: `upstream answered 429 (rate limited) to ${operation}: this process sends nothing until ${new Date(until).toISOString()}`,
         operation,
@@ -317,9 +336,6 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
    * HTTP server answers its requests in flight (the sync and the poller end their waits with their
    * signals), and closes only after them.
    */
-  async onApplicationShutdown(): Promise<void> {
-    await this.close();
-  }
 
   /**
    * Stops: every waiter is refused with BudgetWaitExceeded (nothing was sent; an order create stays to
@@ -343,7 +359,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
   }
 
   private exceed(w: Waiter, blockedUntilMs: number | null): void {
-    this.metrics.budgetWaitExceeded.inc({ class: w.cls });
+    this.metrics.budgetWaitExceeded.inc({ class: w.cls, supplier: this.supplier });
     this.settle(
       w,
       new BudgetWaitExceeded(
@@ -368,8 +384,8 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
       return;
     }
     const waitedMs = performance.now() - w.startedAt;
-    this.metrics.budgetGrants.inc({ class: w.cls });
-    this.metrics.budgetWait.observe({ class: w.cls }, waitedMs / 1000);
+    this.metrics.budgetGrants.inc({ class: w.cls, supplier: this.supplier });
+    this.metrics.budgetWait.observe({ class: w.cls, supplier: this.supplier }, waitedMs / 1000);
     w.resolve({ cls: w.cls, waitedMs });
   }
 
@@ -423,7 +439,7 @@ export class UpstreamBudgetService implements OnApplicationShutdown {
         for (const w of [...this.waiters]) this.settle(w, new BudgetUnavailable(w.operation, outcome.ledgerError));
         return;
       }
-      this.metrics.budgetTokensLeft.set(outcome.tokensLeft);
+      this.metrics.budgetTokensLeft.set({ supplier: this.supplier }, outcome.tokensLeft);
 
       if (outcome.grant) {
         // The token goes to the waiter it was asked for; if that one left meanwhile (its signal, its

@@ -14,11 +14,18 @@ import type { ActiveRun } from './sync-run-state.js';
 
 const WAIT_SUM = 'relay_upstream_budget_wait_seconds_sum';
 
-/** Milliseconds the `sync` requests of this process have waited for the budget since it started. */
-export async function syncBudgetWaitedMs(metrics: Metrics): Promise<number> {
+/**
+ * Milliseconds the `sync` requests of this process have waited for the budget since it started: of
+ * one supplier's key when `supplier` is given, else of every key.
+ */
+export async function syncBudgetWaitedMs(metrics: Metrics, supplier?: string): Promise<number> {
   const { values } = await metrics.budgetWait.get();
-  const sum = values.find((v) => v.metricName === WAIT_SUM && v.labels.class === 'sync');
-  return (sum?.value ?? 0) * 1000;
+  let seconds = 0;
+  for (const v of values) {
+    if (v.metricName === WAIT_SUM && v.labels.class === 'sync' && (supplier === undefined || v.labels.supplier === supplier))
+      seconds += v.value;
+  }
+  return seconds * 1000;
 }
 
 /** Sets the run's `budgetWaitMs` counter to what its requests have waited so far. */

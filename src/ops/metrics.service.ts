@@ -13,13 +13,13 @@ export class Metrics {
   readonly upstreamCalls = new Counter({
     name: 'relay_upstream_calls_total',
     help: 'Upstream API calls by operation and outcome class (ok, definitive, retryable, unknown).',
-    labelNames: ['operation', 'outcome'] as const,
+    labelNames: ['operation', 'outcome', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly upstreamLatency = new Histogram({
     name: 'relay_upstream_call_duration_seconds',
     help: 'Upstream API call latency by operation.',
-    labelNames: ['operation'] as const,
+    labelNames: ['operation', 'supplier'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
@@ -28,36 +28,38 @@ export class Metrics {
   readonly budgetTokensLeft = new Gauge({
     name: 'relay_upstream_budget_tokens_left',
     help: 'Upstream requests the budget still allows in the window ending at its last decision (all replicas together).',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
   readonly budgetGrants = new Counter({
     name: 'relay_upstream_budget_grants_total',
     help: 'Upstream requests granted by the budget, by class (create, deliver, price, poll, sync, reconcile).',
-    labelNames: ['class'] as const,
+    labelNames: ['class', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly budgetWait = new Histogram({
     name: 'relay_upstream_budget_wait_seconds',
     help: 'Time an upstream request waited for the budget before it was granted, by class.',
-    labelNames: ['class'] as const,
+    labelNames: ['class', 'supplier'] as const,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers: [this.registry],
   });
   readonly budgetWaitExceeded = new Counter({
     name: 'relay_upstream_budget_wait_exceeded_total',
     help: 'Upstream requests not sent because their wait for the budget passed its limit, by class.',
-    labelNames: ['class'] as const,
+    labelNames: ['class', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly upstreamRateLimited = new Counter({
     name: 'relay_upstream_rate_limited_total',
     help: 'Upstream answers HTTP 429 (rate limited), by operation.',
-    labelNames: ['operation'] as const,
+    labelNames: ['operation', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly upstreamBlocks = new Counter({
     name: 'relay_upstream_blocks_total',
     help: 'Blocks of the upstream key started after a 429 (every replica stops sending until it ends).',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
 

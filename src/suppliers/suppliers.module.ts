@@ -1,0 +1,22 @@
+import { Global, Module } from '@nestjs/common';
+import { BudgetModule } from '../budget/budget.module.js';
+import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
+import { SupplierRegistry } from './supplier-registry.service.js';
+import { SupplierRepository } from './supplier.repository.js';
+
+/**
+ * The suppliers (CONTRACT §10): the registry of each one's configuration, budget and upstream client,
+ * and their table. Global: every module that reaches an upstream asks the registry for the supplier's
+ * parts. `UpstreamBudgetService` is bound to the env supplier's budget.
+ */
+@Global()
+@Module({
+  imports: [BudgetModule],
+  providers: [
+    SupplierRepository,
+    SupplierRegistry,
+    { provide: UpstreamBudgetService, inject: [SupplierRegistry], useFactory: (registry: SupplierRegistry) => registry.env.budget },
+  ],
+  exports: [SupplierRepository, SupplierRegistry, UpstreamBudgetService],
+})
+export class SuppliersModule {}
