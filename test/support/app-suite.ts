@@ -6,6 +6,7 @@
  */
 import type { SandboxServer } from '../../src/sandbox/sandbox.server.js';
 import { seedCatalog } from './child-app.js';
+import { addTestSupplier, type TestSupplierOptions } from './suppliers.js';
 import { openTestDatabase, startSandbox, startTestApp, type StartSandboxOptions, type TestApp, type TestDatabase } from './test-app.js';
 
 export interface AppSuite {
@@ -15,6 +16,8 @@ export interface AppSuite {
   readonly app: TestApp;
   /** Every instance, in the order they were asked for. */
   readonly apps: readonly TestApp[];
+  /** The sandbox of a supplier added with `suppliers` (the env supplier's is `sandbox`). */
+  supplier(name: string): SandboxServer;
 }
 
 export interface AppSuiteOptions {
@@ -31,12 +34,18 @@ export interface AppSuiteOptions {
   logs?: boolean;
   /** false: no background work (poller, inbox, sync schedule): the tests drive it themselves. */
   workers?: boolean;
+  /**
+   * More suppliers, each with a sandbox of its own (test/support/suppliers.ts), added once the
+   * instances run and before `seed`; the env supplier stays `UPSTREAM_NAME` (default `main`).
+   */
+  suppliers?: Record<string, TestSupplierOptions>;
 }
 
 export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
   let db: TestDatabase | undefined;
   let sandbox: SandboxServer | undefined;
   let apps: TestApp[] = [];
+  const others = new Map<string, SandboxServer>();
   const opened = <T>(value: T | undefined, what: string): T => {
     if (value === undefined) throw new Error(`the suite's ${what} is not open (used outside its describe block's tests?)`);
     return value;
@@ -52,14 +61,17 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
         startTestApp(db!, sandbox!, env, { logs: options.logs, workers: options.workers }),
       ),
     );
+    for (const [name, supplier] of Object.entries(options.suppliers ?? {})) others.set(name, await addTestSupplier(apps, name, supplier));
     if (options.seed) await seedCatalog(apps[0].http);
   });
   afterEach(() => {
     sandbox?.faults.reset();
+    for (const other of others.values()) other.faults.reset();
   });
   afterAll(async () => {
     for (const app of apps) await app.close();
     await sandbox?.stop();
+    for (const other of others.values()) await other.stop();
     await db?.close();
   });
 
@@ -75,6 +87,9 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
     },
     get apps() {
       return apps;
+    },
+    supplier(name: string) {
+      return opened(others.get(name), `supplier "${name}"`);
     },
   };
 }
