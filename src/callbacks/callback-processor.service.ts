@@ -125,14 +125,14 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     private readonly updater: OrderUpdater,
     private readonly events: DomainEvents,
   ) {
-    this.unsubscribe = events.subscribe('order_settled', this.releaseWaitingCallbacks);
+    this.unsubscribe = events.subscribe('order_settled', this.releaseWaitingCallbacks.bind(this));
   }
 
   /**
    * `order_settled`: the callbacks this instance left waiting for the order's attempt or cancel are
    * due at once and the inbox is drained; those another replica left wait for its next retry.
    */
-  private readonly releaseWaitingCallbacks = ({ orderId }: OrderSettled): void => {
+  private releaseWaitingCallbacks({ orderId }: OrderSettled): void {
     if (!this.deferred.delete(orderId)) return;
     void this.inbox
       .release(orderId, this.clock.now())
@@ -140,7 +140,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         if (n > 0) this.kick();
       })
       .catch(() => undefined);
-  };
+  }
 
   /** Drains of the inbox begun and ended since the start: for tests and tools (see LoopProgress). */
   get drains(): LoopProgressView {

@@ -69,6 +69,18 @@ describe('DomainEvents', () => {
     expect(errors).toEqual([{ error: boom, event: { type: 'order_settled', orderId: 'o1' }, handler: 'releaseWaitingCallbacks' }]);
   });
 
+  it('names the handlers of a type, in the order they subscribed', () => {
+    const { events } = bus();
+    const takeUpQueuedOrders = () => undefined;
+    const off = events.subscribe('order_queued', takeUpQueuedOrders);
+    const queue = { readAgain(): void {} };
+    events.subscribe('order_queued', queue.readAgain.bind(queue));
+    expect(events.handlerNames('order_queued')).toEqual(['takeUpQueuedOrders', 'readAgain']);
+    expect(events.handlerNames('order_settled')).toEqual([]);
+    off();
+    expect(events.handlerNames('order_queued')).toEqual(['readAgain']);
+  });
+
   it('counts the events published of each type, handled or not', () => {
     const { events } = bus();
     events.publish({ type: 'order_queued', orderId: 'o1' });

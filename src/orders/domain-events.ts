@@ -43,6 +43,11 @@ export type EventHandler<T extends DomainEventType> = (event: EventOf<T>) => voi
 /** What a handler's failure is reported with: the error, the event, the handler's name. */
 export type HandlerErrorReport = (error: unknown, event: DomainEvent, handler: string) => void;
 
+/** A handler's name, as its method is called (`bind` prefixes `bound `). */
+function handlerName(handler: (event: never) => void): string {
+  return handler.name.replace(/^bound /, '') || 'anonymous';
+}
+
 export class DomainEvents {
   private readonly handlers = new Map<DomainEventType, Array<(event: DomainEvent) => void>>();
   private readonly counts = new Map<DomainEventType, number>();
@@ -57,7 +62,7 @@ export class DomainEvents {
       try {
         handler(event);
       } catch (e) {
-        this.onError(e, event, handler.name || 'anonymous');
+        this.onError(e, event, handlerName(handler));
       }
     }
   }
@@ -72,6 +77,11 @@ export class DomainEvents {
       const at = list.indexOf(each);
       if (at >= 0) list.splice(at, 1);
     };
+  }
+
+  /** The names of the handlers of `type`, in the order they subscribed: for tests and tools. */
+  handlerNames(type: DomainEventType): string[] {
+    return (this.handlers.get(type) ?? []).map(handlerName);
   }
 
   /** How many events of `type` were published since the start: for tests and tools. */

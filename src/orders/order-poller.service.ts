@@ -61,14 +61,16 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   ) {
     // read when the metrics are scraped, on every instance (a count over the whole orders table)
     metrics.onScrape(() => this.refreshStatusGauge());
-    events.subscribe('order_read_due', this.readDueOrdersNow);
+    events.subscribe('order_read_due', this.readDueOrdersNow.bind(this));
   }
 
   /**
    * `order_read_due`: an order was made due now (a delivered state reported without its items, a
    * callback's read failed); a pass comes soon instead of at the next tick.
    */
-  private readonly readDueOrdersNow = (): void => this.wake();
+  private readDueOrdersNow(): void {
+    this.wake();
+  }
 
   /**
    * The orders-by-status gauge (Metrics runs one refresh at a time). The unfinished statuses (a few

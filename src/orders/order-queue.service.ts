@@ -45,7 +45,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     if (!this.config.workers) return;
-    this.unsubscribe = this.events.subscribe('order_queued', this.takeUpQueuedOrders);
+    this.unsubscribe = this.events.subscribe('order_queued', this.takeUpQueuedOrders.bind(this));
     this.loop.start();
   }
 
@@ -62,7 +62,9 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** `order_queued`: an order was queued in this process, the queue takes it up soon. */
-  private readonly takeUpQueuedOrders = (): void => this.wake();
+  private takeUpQueuedOrders(): void {
+    this.wake();
+  }
 
   private get stopped(): boolean {
     return this.loop.stopped;
