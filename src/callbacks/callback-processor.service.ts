@@ -14,8 +14,8 @@
  *     the upstream's read confirms it (stored as `unknown_order` with an `anomaly …` outcome); a
  *     callback naming an earlier attempt of the order it follows is `ignored`;
  *   - `wait` (an attempt still in flight or a cancel in progress): the callback waits in the inbox and
- *     is taken up as soon as the order is settled (the domain event `order_settled`) or at its next retry, none of which
- *     counts as a try of its read;
+ *     is taken up as soon as the order is settled (the domain event `order_settled`) or at its next
+ *     retry, none of which counts as a try of its read;
  *   - `resolve` (the order's attempt is `submit_unknown`): settled at once through the callback's
  *     `downstream_order_no` (the upstream order read must be that attempt's), whatever status it
  *     claims; the read is in the budget's `deliver` class (it can hand items to the shop);
@@ -27,8 +27,9 @@
  *     poller follows, its next poll is brought to ORDER_POLL_BASE_MS from now at the latest (outcome
  *     `poll_sooner …`); an order already at or past the claimed state here is left as it is (`late …`);
  *     an order nothing follows is read as for any other claim (the callback may be its only news);
- *   - a failed read: the order is left to the poller (made due now, `order_read_due`); one that no poll would make (a
- *     submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
+ *   - a failed read: the order is left to the poller (made due now; the domain event `order_read_due`
+ *     wakes it); one that no poll would make (a submit_unknown attempt, an upstream order not
+ *     followed) is tried again, MAX_RESOLVE_TRIES at most.
  *
  * One read for callbacks that arrive close together: the callbacks of one order claimed in one batch
  * are read once; and a confirming read of an order made here (or the read settling its unknown

@@ -7,8 +7,9 @@
  * head: the queue waits a tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
  * sends an order (another one, having read the same head, finds it no longer queued and goes on).
  * With the budget off, orders are queued only by a 429: the queue then runs when woken (an order was
- * queued: the domain event `order_queued`), at start, and at an idle pace of IDLE_MS (orders another replica queued), and a tick after
- * a pass that stopped at an order (its next try waits for the block's end in the budget service).
+ * queued here: the domain event `order_queued`), at start, and at an idle pace of IDLE_MS (orders
+ * another replica queued), and a tick after a pass that stopped at an order (its next try waits for
+ * the block's end in the budget service).
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { WakeLoop } from '../common/wake-loop.js';

@@ -48,6 +48,6 @@ function domainEvents(): DomainEvents {
     OrderQueue,
     WalletService,
   ],
-  exports: [OrderRepository, OrderFollowService, DomainEvents, OrderPoller, OrderUpdater],
+  exports: [OrderRepository, OrderFollowService, DomainEvents, OrderUpdater],
 })
 export class OrdersModule {}
