@@ -6,6 +6,10 @@
  *   sync's re-reads) and never writes them.
  * - Every file the document calls pure exists, imports no framework, database or I/O module, and has
  *   a spec beside it.
+ * - No cycle between services: the value imports of src/ and the constructor dependencies of its
+ *   injectable classes form no loop (news goes back to a service that depends on the sender through
+ *   a domain event, orders/domain-events.ts), and the table of domain events names every publisher and
+ *   handler of each.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
@@ -40,6 +44,70 @@ export function filesCalledPure(doc: string): string[] {
     for (const m of cells[1].matchAll(/`([\w.-]+\.ts)`/g)) names.add(m[1]);
   }
   return [...names];
+}
+
+/** The relative modules `text` imports as values, resolved against `file` (`import type` and all-type braces left out). */
+export function valueImports(file: string, text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/^import\s+(type\s+)?([^;]*?)\s*from\s+'(\.{1,2}\/[^']+)';/gm)) {
+    if (m[1]) continue;
+    const braces = /^\{([^}]*)\}$/.exec(m[2].trim());
+    if (braces && braces[1].split(',').every((s) => s.trim() === '' || /^type\s/.test(s.trim()))) continue;
+    found.push(join(dirname(file), m[3].replace(/\.js$/, '.ts')));
+  }
+  return found;
+}
+
+/** The injectable classes of `text` with the types of their constructors' parameters. */
+export function constructorDependencies(text: string): Map<string, string[]> {
+  const deps = new Map<string, string[]>();
+  for (const m of text.matchAll(/@Injectable\(\)\s*export\s+class\s+(\w+)[^{]*\{/g)) {
+    const body = text.slice(m.index + m[0].length);
+    const next = body.search(/\n@Injectable\(\)|\nexport class /);
+    const cls = next < 0 ? body : body.slice(0, next);
+    const ctor = /\n {2}constructor\(([\s\S]*?)\n? {0,2}\)\s*\{/.exec(cls);
+    deps.set(m[1], ctor ? [...ctor[1].matchAll(/\b\w+\s*:\s*([A-Z]\w*)/g)].map((p) => p[1]) : []);
+  }
+  return deps;
+}
+
+/** One cycle of `graph` (its nodes, the first repeated at the end), or null when it has none. */
+export function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | null {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string[] | null => {
+    if (state.get(node) === 'done') return null;
+    if (state.get(node) === 'open') return [...path.slice(path.indexOf(node)), node];
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      const cycle = visit(next);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    state.set(node, 'done');
+    return null;
+  };
+  for (const node of graph.keys()) {
+    const cycle = visit(node);
+    if (cycle) return cycle;
+  }
+  return null;
+}
+
+/** The rows of docs/architecture.md's table of domain events: event → publishing files and handling files. */
+export function domainEventTable(doc: string): Map<string, { publishers: string[]; handlers: string[] }> {
+  const table = new Map<string, { publishers: string[]; handlers: string[] }>();
+  const section = doc.slice(doc.indexOf('### Domain events'));
+  for (const line of section.slice(0, section.indexOf('\n\n', section.indexOf('|---'))).split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    const event = /^`(\w+)`$/.exec(cells[1] ?? '');
+    if (!event) continue;
+    const files = (cell: string) => [...cell.matchAll(/`([\w.-]+\.ts)`/g)].map((f) => f[1]).sort();
+    table.set(event[1], { publishers: files(cells[2]), handlers: files(cells[3]) });
+  }
+  return table;
 }
 
 /** What a pure file may not import: the framework, the database, the network, the file system. */
@@ -107,5 +175,82 @@ describe('the rules of docs/architecture.md', () => {
     const text =
       "import { Injectable } from '@nestjs/common';\nimport type { X } from './x.js';\nimport { readFileSync } from 'node:fs';\n";
     expect([...text.matchAll(IMPURE_IMPORT)].map((m) => m[1])).toEqual(['@nestjs/common', 'node:fs']);
+  });
+
+  it('has no cycle of value imports between the files of src/', () => {
+    const graph = new Map(files.map((f) => [f, valueImports(f, readFileSync(f, 'utf8'))]));
+    expect(findCycle(graph)?.map((f) => relative(SRC, f)) ?? null).toBeNull();
+  });
+
+  it('has no cycle of constructor dependencies between the injectable classes of src/', () => {
+    const graph = new Map(files.flatMap((f) => [...constructorDependencies(readFileSync(f, 'utf8'))]));
+    expect(graph.get('CallbackProcessor')).toEqual(expect.arrayContaining(['OrderFollowService', 'DomainEvents']));
+    expect(graph.get('OrderQueue')).toEqual(expect.arrayContaining(['OrderRelayService']));
+    expect(findCycle(graph)).toBeNull();
+  });
+
+  it('finds a cycle, reads value imports and constructors', () => {
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c', 'x']],
+          ['c', ['a']],
+        ]),
+      ),
+    ).toEqual(['a', 'b', 'c', 'a']);
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b', 'c']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toBeNull();
+    const text = [
+      "import { Injectable } from '@nestjs/common';",
+      "import type { A } from './a.js';",
+      "import { type B, type C } from '../b.js';",
+      "import { D, type E } from './d.js';",
+      "import {\n  F,\n} from './f.js';",
+      '',
+      '@Injectable()',
+      'export class OrderQueue {',
+      '  private readonly x = 1;',
+      '  constructor(',
+      '    private readonly relay: OrderRelayService,',
+      '    events: DomainEvents,',
+      '  ) {}',
+      '  wake(): void {}',
+      '}',
+      '@Injectable()',
+      'export class Plain {',
+      '  constructor(private readonly config: AppConfig) {}',
+      '}',
+    ].join('\n');
+    expect(valueImports('/s/orders/q.ts', text)).toEqual(['/s/orders/d.ts', '/s/orders/f.ts']);
+    expect(constructorDependencies(text)).toEqual(
+      new Map([
+        ['OrderQueue', ['OrderRelayService', 'DomainEvents']],
+        ['Plain', ['AppConfig']],
+      ]),
+    );
+  });
+
+  it('the table of domain events names every file that publishes or handles each event', () => {
+    const table = domainEventTable(doc);
+    expect([...table.keys()].sort()).toEqual(['order_queued', 'order_read_due', 'order_settled']);
+    const inCode = new Map<string, { publishers: Set<string>; handlers: Set<string> }>();
+    const entry = (event: string) => inCode.get(event) ?? inCode.set(event, { publishers: new Set(), handlers: new Set() }).get(event)!;
+    for (const f of files) {
+      const text = readFileSync(f, 'utf8');
+      for (const m of text.matchAll(/\.publish\(\{\s*type:\s*'(\w+)'/g)) entry(m[1]).publishers.add(basename(f));
+      for (const m of text.matchAll(/\.subscribe\(\s*'(\w+)'/g)) entry(m[1]).handlers.add(basename(f));
+    }
+    const code = new Map(
+      [...inCode].map(([event, e]) => [event, { publishers: [...e.publishers].sort(), handlers: [...e.handlers].sort() }]),
+    );
+    expect(code).toEqual(table);
   });
 });

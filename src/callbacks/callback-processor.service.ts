@@ -14,8 +14,8 @@
  *     the upstream's read confirms it (stored as `unknown_order` with an `anomaly …` outcome); a
  *     callback naming an earlier attempt of the order it follows is `ignored`;
  *   - `wait` (an attempt still in flight or a cancel in progress): the callback waits in the inbox and
- *     is taken up as soon as the order is settled (OrderSignals) or at its next retry, none of which
- *     counts as a try of its read;
+ *     is taken up as soon as the order is settled (the domain event `order_settled`) or at its next
+ *     retry, none of which counts as a try of its read;
  *   - `resolve` (the order's attempt is `submit_unknown`): settled at once through the callback's
  *     `downstream_order_no` (the upstream order read must be that attempt's), whatever status it
  *     claims; the read is in the budget's `deliver` class (it can hand items to the shop);
@@ -27,8 +27,9 @@
  *     poller follows, its next poll is brought to ORDER_POLL_BASE_MS from now at the latest (outcome
  *     `poll_sooner …`); an order already at or past the claimed state here is left as it is (`late …`);
  *     an order nothing follows is read as for any other claim (the callback may be its only news);
- *   - a failed read: the order is left to the poller (made due now); one that no poll would make (a
- *     submit_unknown attempt, an upstream order not followed) is tried again, MAX_RESOLVE_TRIES at most.
+ *   - a failed read: the order is left to the poller (made due now; the domain event `order_read_due`
+ *     wakes it); one that no poll would make (a submit_unknown attempt, an upstream order not
+ *     followed) is tried again, MAX_RESOLVE_TRIES at most.
  *
  * One read for callbacks that arrive close together: the callbacks of one order claimed in one batch
  * are read once; and a confirming read of an order made here (or the read settling its unknown
@@ -48,11 +49,10 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
+import { DomainEvents, type OrderSettled } from '../orders/domain-events.js';
 import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
-import { OrderPoller } from '../orders/order-poller.service.js';
 import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
-import { OrderSignals } from '../orders/order-signals.service.js';
 import { ITEMS_DELIVERED, RANK, isUpstreamStatus } from '../orders/order-state.js';
 import type { OrderTx } from '../orders/order-tx.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
@@ -123,20 +123,24 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     private readonly inbox: CallbackInboxRepository,
     private readonly orders: OrderRepository,
     private readonly follow: OrderFollowService,
-    private readonly poller: OrderPoller,
     private readonly updater: OrderUpdater,
-    signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {
-    this.unsubscribe = signals.onSettled((orderId) => {
-      // callbacks deferred here are taken up at once; those deferred by another replica at its next retry
-      if (!this.deferred.delete(orderId)) return;
-      void this.inbox
-        .release(orderId, this.clock.now())
-        .then((n) => {
-          if (n > 0) this.kick();
-        })
-        .catch(() => undefined);
-    });
+    this.unsubscribe = events.subscribe('order_settled', this.releaseWaitingCallbacks.bind(this));
+  }
+
+  /**
+   * `order_settled`: the callbacks this instance left waiting for the order's attempt or cancel are
+   * due at once and the inbox is drained; those another replica left wait for its next retry.
+   */
+  private releaseWaitingCallbacks({ orderId }: OrderSettled): void {
+    if (!this.deferred.delete(orderId)) return;
+    void this.inbox
+      .release(orderId, this.clock.now())
+      .then((n) => {
+        if (n > 0) this.kick();
+      })
+      .catch(() => undefined);
   }
 
   /** Drains of the inbox begun and ended since the start: for tests and tools (see LoopProgress). */
@@ -424,7 +428,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           return;
         case 'read_failed':
           await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
-          this.poller.wake();
+          // the read made the order due now (OrderFollowService.refresh): the poller reads it soon
+          this.events.publish({ type: 'order_read_due', orderId: order.id, why: 'callback_read_failed' });
           return;
         case 'missing':
           await this.inbox.finish(

@@ -29,7 +29,7 @@
  *
  * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet` (the orders module
  * asks for a ping soon after an order, `UpstreamMonitor.pingSoon`); the orders module calls
- * `orderStuck` for newly stuck orders (in the transaction that flags them, OrderRepository.flagStuck);
+ * `orderStuck` for newly stuck orders (OrderPoller, in the transaction that flags them);
  * the catalog module calls `syncFailed` in the transaction that records a run as failed
  * (CatalogSyncService).
  */

@@ -25,7 +25,7 @@ import { orderRefund } from './order.mapper.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import type { OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderUpdater } from './order-updater.service.js';
 
 type UpstreamCancelAnswer =
@@ -50,7 +50,7 @@ export class OrderCancelService {
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {}
 
   /** How long a cancel may hold its mark: the cancel call and one read, each within the timeout. */
@@ -85,7 +85,7 @@ export class OrderCancelService {
         const answer = await this.askUpstream(order);
         return await this.finish(order, token, answer);
       } finally {
-        this.signals.settled(order.id);
+        this.events.publish({ type: 'order_settled', orderId: order.id });
       }
     }
   }

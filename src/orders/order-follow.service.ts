@@ -18,7 +18,7 @@ import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, upstr
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
 import { OrderRepository, type PollClaim } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { nextPollInterval, pollPace } from './poll-backoff.js';
@@ -64,7 +64,7 @@ export class OrderFollowService {
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly submitter: OrderSubmitter,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {}
 
   /** Lease of one poll's read (the read ends within the timeout); a claimed batch holds one per wave of reads. */
@@ -325,7 +325,7 @@ export class OrderFollowService {
       });
       if (done) {
         swept++;
-        this.signals.settled(s.orderId);
+        this.events.publish({ type: 'order_settled', orderId: s.orderId });
       }
     }
     return swept;

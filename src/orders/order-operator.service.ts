@@ -17,7 +17,7 @@ import { OrderFollowService } from './order-follow.service.js';
 import { UPSTREAM_ORDER_EXISTS, isUpstreamStatus } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 
@@ -32,7 +32,7 @@ export class OrderOperatorService {
     private readonly follow: OrderFollowService,
     private readonly submitter: OrderSubmitter,
     private readonly updater: OrderUpdater,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {}
 
   async refresh(shopOrderNo: string): Promise<OrderRecord> {
@@ -88,7 +88,7 @@ export class OrderOperatorService {
     } finally {
       // only its own lease: one that outlived it may be a re-send's by now
       await this.repo.releaseAttemptLease(attempt.id, lease);
-      this.signals.settled(order.id);
+      this.events.publish({ type: 'order_settled', orderId: order.id });
     }
   }
 
@@ -195,7 +195,7 @@ export class OrderOperatorService {
       // the rest of the upstream's answer (amount, items) as any report of that status
       await this.updater.applyReport(tx, moved, answer, 'operator', { schedule: 'hint', kind: 'read' });
     });
-    this.signals.settled(order.id);
+    this.events.publish({ type: 'order_settled', orderId: order.id });
     return this.mustFind(order.shopOrderNo);
   }
 

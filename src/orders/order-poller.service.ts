@@ -19,10 +19,10 @@ import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AlertService } from '../ops/alert.service.js';
 import { Metrics } from '../ops/metrics.service.js';
+import { DomainEvents } from './domain-events.js';
 import { ITEMS_DELIVERED, ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;
@@ -57,12 +57,19 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly alerts: AlertService,
-    signals: OrderSignals,
+    events: DomainEvents,
   ) {
     // read when the metrics are scraped, on every instance (a count over the whole orders table)
     metrics.onScrape(() => this.refreshStatusGauge());
-    // a delivered state reported without its items: the order is due now, read it at once
-    signals.onItemsDue(() => this.wake());
+    events.subscribe('order_read_due', this.readDueOrdersNow.bind(this));
+  }
+
+  /**
+   * `order_read_due`: an order was made due now (a delivered state reported without its items, a
+   * callback's read failed); a pass comes soon instead of at the next tick.
+   */
+  private readDueOrdersNow(): void {
+    this.wake();
   }
 
   /**
@@ -224,9 +231,16 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   /** Stuck orders flagged with their alert (one transaction; the flagged ones found by a partial index). */
   private async housekeeping(): Promise<void> {
     const now = this.clock.now();
-    const { count } = await this.repo.flagStuck(now, stuckThresholds(now, this.config.orders.stuckAlertS), (s, em, afterCommit) =>
-      this.alerts.orderStuck({ shopOrderNo: s.shopOrderNo, status: s.status, since: s.since, traceId: s.traceId }, em, afterCommit),
-    );
+    const { count } = await this.repo.transaction(async (tx) => {
+      const flagged = await this.repo.flagStuck(tx, now, stuckThresholds(now, this.config.orders.stuckAlertS));
+      for (const s of flagged.newlyStuck)
+        await this.alerts.orderStuck(
+          { shopOrderNo: s.shopOrderNo, status: s.status, since: s.since, traceId: s.traceId },
+          tx.em,
+          (effect) => tx.afterCommit(effect),
+        );
+      return flagged;
+    });
     this.metrics.stuckOrders.set(count);
   }
 }

@@ -7,15 +7,16 @@
  * head: the queue waits a tick before it tries again. Replicas share the queue; the row lock of the attempt decides which one
  * sends an order (another one, having read the same head, finds it no longer queued and goes on).
  * With the budget off, orders are queued only by a 429: the queue then runs when woken (an order was
- * queued), at start, and at an idle pace of IDLE_MS (orders another replica queued), and a tick after
- * a pass that stopped at an order (its next try waits for the block's end in the budget service).
+ * queued here: the domain event `order_queued`), at start, and at an idle pace of IDLE_MS (orders
+ * another replica queued), and a tick after a pass that stopped at an order (its next try waits for
+ * the block's end in the budget service).
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
 
 /** Queued orders read at once from the head. */
 const HEAD = 10;
@@ -40,12 +41,12 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly relay: OrderRelayService,
     private readonly repo: OrderRepository,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.config.workers) return;
-    this.unsubscribe = this.signals.onQueued(() => this.wake());
+    this.unsubscribe = this.events.subscribe('order_queued', this.takeUpQueuedOrders.bind(this));
     this.loop.start();
   }
 
@@ -59,6 +60,11 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   /** Takes the queue up soon (an order was queued). */
   wake(): void {
     this.loop.wake();
+  }
+
+  /** `order_queued`: an order was queued in this process, the queue takes it up soon. */
+  private takeUpQueuedOrders(): void {
+    this.wake();
   }
 
   private get stopped(): boolean {

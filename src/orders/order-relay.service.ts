@@ -39,7 +39,7 @@ import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 
@@ -120,7 +120,7 @@ export class OrderRelayService {
     private readonly submitter: OrderSubmitter,
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
     private readonly budget: UpstreamBudgetService,
   ) {}
 
@@ -262,7 +262,7 @@ export class OrderRelayService {
       trace_id: order.traceId,
       reason,
     });
-    this.signals.queued(order.id);
+    this.events.publish({ type: 'order_queued', orderId: order.id });
   }
 
   /**

@@ -26,7 +26,7 @@ import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
 
 /** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
@@ -71,7 +71,7 @@ export class OrderSubmitter {
     private readonly upstream: UpstreamClient,
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
     private readonly monitor: UpstreamMonitor,
   ) {}
 
@@ -220,7 +220,7 @@ export class OrderSubmitter {
       }
     };
     const recorded = (snapshot ? await this.repo.fromSnapshot(snapshot, work) : null) ?? (await this.repo.transaction(work));
-    this.signals.settled(orderId);
+    this.events.publish({ type: 'order_settled', orderId });
     if (!recorded) throw new Error(`order ${orderId} vanished`);
     return recorded;
   }

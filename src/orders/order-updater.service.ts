@@ -27,7 +27,7 @@ import {
 } from './order-state.js';
 import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
-import { OrderSignals } from './order-signals.service.js';
+import { DomainEvents } from './domain-events.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 import { nextPollInterval, pollPace } from './poll-backoff.js';
 import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } from './report-plan.js';
@@ -77,7 +77,7 @@ export class OrderUpdater {
     private readonly metrics: Metrics,
     private readonly outbox: OutboxWriter,
     private readonly cipher: PayloadCipher,
-    private readonly signals: OrderSignals,
+    private readonly events: DomainEvents,
   ) {}
 
   /**
@@ -165,7 +165,7 @@ export class OrderUpdater {
           reported,
           source,
         });
-        this.signals.itemsDue(order.id);
+        this.events.publish({ type: 'order_read_due', orderId: order.id, why: 'items_due' });
       });
     }
     if (plan.firstDelivery) tx.afterCommit(() => this.metrics.timeToDelivery.observe((now.getTime() - order.createdAt.getTime()) / 1000));

@@ -4,7 +4,7 @@
  * order-tx.ts).
  */
 import { Injectable } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
 import { PROGRESS_WATCHED, type EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
@@ -382,39 +382,32 @@ export class OrderRepository {
   }
 
   /**
-   * Flags newly stuck orders and unflags those that moved on, in one transaction; returns the newly
-   * stuck and the stuck count. `alert` runs in that transaction for each newly stuck order (with the
-   * transaction's manager and its `afterCommit` for log lines and metrics), so that an order is never
-   * flagged without its alert's outbox row: when the alert fails, the flags roll back with it and the
-   * next pass finds those orders newly stuck again.
+   * Flags newly stuck orders and unflags those that moved on, in the caller's transaction `tx`;
+   * returns the newly stuck and the stuck count. The caller raises each newly stuck order's alert in
+   * the same transaction (OrderPoller), so that an order is never flagged without its alert's outbox
+   * row: when the alert fails, the flags roll back with it and the next pass finds those orders newly
+   * stuck again.
    */
-  async flagStuck(
-    now: Date,
-    t: StuckThresholds,
-    alert: (s: StuckOrder, em: EntityManager, afterCommit: (effect: () => void) => void) => Promise<unknown>,
-  ): Promise<{ newlyStuck: StuckOrder[]; count: number }> {
-    return this.transaction(async (tx) => {
-      const newly = await rows<{ shop_order_no: string; status: string; trace_id: string; since: Date }>(
-        tx.em,
-        `UPDATE orders o SET stuck_since = $1 WHERE o.stuck_since IS NULL AND ${stuckCondition(2, 3)}
-         RETURNING o.shop_order_no, o.status, o.trace_id,
-                   CASE WHEN o.status = 'submit_unknown' THEN o.status_changed_at ELSE o.progress_at END AS since`,
-        [now, t.stuckBefore, t.unknownBefore],
-      );
-      const newlyStuck = newly.map((r) => ({
-        shopOrderNo: r.shop_order_no,
-        status: r.status,
-        traceId: r.trace_id,
-        since: new Date(r.since),
-      }));
-      for (const s of newlyStuck) await alert(s, tx.em, (effect) => tx.afterCommit(effect));
-      await tx.em.query(`UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT ${stuckCondition(1, 2)}`, [
-        t.stuckBefore,
-        t.unknownBefore,
-      ]);
-      const [{ n }] = await rows<{ n: number }>(tx.em, 'SELECT count(*)::int AS n FROM orders WHERE stuck_since IS NOT NULL');
-      return { newlyStuck, count: n };
-    });
+  async flagStuck(tx: OrderTx, now: Date, t: StuckThresholds): Promise<{ newlyStuck: StuckOrder[]; count: number }> {
+    const newly = await rows<{ shop_order_no: string; status: string; trace_id: string; since: Date }>(
+      tx.em,
+      `UPDATE orders o SET stuck_since = $1 WHERE o.stuck_since IS NULL AND ${stuckCondition(2, 3)}
+       RETURNING o.shop_order_no, o.status, o.trace_id,
+                 CASE WHEN o.status = 'submit_unknown' THEN o.status_changed_at ELSE o.progress_at END AS since`,
+      [now, t.stuckBefore, t.unknownBefore],
+    );
+    const newlyStuck = newly.map((r) => ({
+      shopOrderNo: r.shop_order_no,
+      status: r.status,
+      traceId: r.trace_id,
+      since: new Date(r.since),
+    }));
+    await tx.em.query(`UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL AND NOT ${stuckCondition(1, 2)}`, [
+      t.stuckBefore,
+      t.unknownBefore,
+    ]);
+    const [{ n }] = await rows<{ n: number }>(tx.em, 'SELECT count(*)::int AS n FROM orders WHERE stuck_since IS NOT NULL');
+    return { newlyStuck, count: n };
   }
 
   /** How many orders are `queued` (accepted, waiting for the request budget; found by the status index). */

@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { CatalogModule } from '../catalog/catalog.module.js';
+import { DomainEvents } from './domain-events.js';
 import { OrderCancelService } from './order-cancel.service.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { OrderOperatorService } from './order-operator.service.js';
@@ -9,12 +10,23 @@ import { OrderQueue } from './order-queue.service.js';
 import { OrderQueryService } from './order-query.service.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderSignals } from './order-signals.service.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { OrdersController } from './orders.controller.js';
 import { PayloadCipher } from './payload-cipher.service.js';
 import { WalletService } from './wallet.service.js';
+
+/** The bus of the orders' domain events (domain-events.ts); a handler's failure is logged. */
+function domainEvents(): DomainEvents {
+  const logger = new Logger('domain-events');
+  return new DomainEvents((error, event, handler) =>
+    logger.error({
+      msg: `${handler} failed on ${event.type} of order ${event.orderId}: ${error instanceof Error ? error.message : String(error)}`,
+      event: event.type,
+      handler,
+    }),
+  );
+}
 
 /** Orders: placing, following (poller), cancel and refund, operator actions, the wallet. */
 @Module({
@@ -23,7 +35,7 @@ import { WalletService } from './wallet.service.js';
   providers: [
     OrderRepository,
     PayloadCipher,
-    OrderSignals,
+    { provide: DomainEvents, useFactory: domainEvents },
     OrderUpdater,
     OrderSubmitter,
     OrderPresenter,
@@ -36,6 +48,6 @@ import { WalletService } from './wallet.service.js';
     OrderQueue,
     WalletService,
   ],
-  exports: [OrderRepository, OrderFollowService, OrderSignals, OrderPoller, OrderUpdater],
+  exports: [OrderRepository, OrderFollowService, DomainEvents, OrderUpdater],
 })
 export class OrdersModule {}
