@@ -1,5 +1,6 @@
 import { PROFILES } from '../config/app-config.js';
-import { formatRateLimit, needsPing, patchedSettings, readSupplierCreate, readSupplierPatch } from './supplier-input.js';
+import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
+import { formatRateLimit, needsPing, pingRefusal, patchedSettings, readSupplierCreate, readSupplierPatch } from './supplier-input.js';
 import { supplierSettings } from './supplier-config.js';
 import type { SupplierConfig } from './supplier.types.js';
 
@@ -32,7 +33,10 @@ describe('supplier input', () => {
       },
     });
     expect(readSupplierCreate(valid)).toMatchObject({ ok: true, value: { profile: 'spec', enabled: true, settings: {} } });
-    expect(readSupplierCreate({ ...valid, settings: { rate_limit: 'off' } })).toMatchObject({ ok: true, value: { settings: { rateLimit: null } } });
+    expect(readSupplierCreate({ ...valid, settings: { rate_limit: 'off' } })).toMatchObject({
+      ok: true,
+      value: { settings: { rateLimit: null } },
+    });
   });
 
   it('names every field at fault, with the variables’ ranges', () => {
@@ -119,6 +123,18 @@ describe('supplier input', () => {
     expect(needsPing(config, { ...config, apiSecret: 't' })).toBe(true);
     expect(needsPing(config, { ...config, baseUrl: 'http://other/api/v1/upstream' })).toBe(true);
     expect(needsPing(config, { ...config, settings: { ...config.settings, headerPrefix: 'X' } })).toBe(true);
+  });
+
+  it('tells refused credentials from an upstream not reached', () => {
+    expect(pingRefusal(new UpstreamDefinitiveError('ping', 'invalid_signature', 401, 'bad'))).toEqual({
+      verdict: 'auth_failed',
+      reason: 'invalid_signature (HTTP 401)',
+    });
+    expect(pingRefusal(new UpstreamDefinitiveError('ping', 'forbidden', 403, 'no')).verdict).toBe('auth_failed');
+    expect(pingRefusal(new UpstreamDefinitiveError('ping', 'not_found', 404, 'no')).verdict).toBe('unavailable');
+    expect(pingRefusal(new UpstreamRetryableError('ping', 'ECONNREFUSED'))).toEqual({ verdict: 'unavailable', reason: 'ECONNREFUSED' });
+    expect(pingRefusal(new UpstreamUnknownError('ping', 'http_502')).verdict).toBe('unavailable');
+    expect(pingRefusal(new Error('x')).verdict).toBe('unavailable');
   });
 
   it('writes a rate limit as the variable does', () => {

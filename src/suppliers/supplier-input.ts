@@ -11,6 +11,7 @@
 import { UPSTREAM_PATH_PREFIX, type RateLimitSetting, type UpstreamProfile } from '../config/app-config.js';
 import { Reader } from '../config/env-reader.js';
 import { SIGNATURE_PLACEHOLDERS, templatePlaceholders } from '../signing/signing.js';
+import { isUpstreamError, UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import { SUPPLIER_NAME_PATTERN, type SupplierConfig, type SupplierSettings } from './supplier.types.js';
 
 export const SUPPLIER_PROFILES: readonly UpstreamProfile[] = ['spec', 'dujiao-next'];
@@ -145,6 +146,20 @@ export function needsPing(before: SupplierConfig, after: SupplierConfig): boolea
   );
 }
 
+/**
+ * What a failed ping of a candidate's credentials says (CONTRACT §10): `auth_failed` when the upstream
+ * refused them (401/403), else `unavailable` (not reached, or no usable answer), with a reason that
+ * names no credential.
+ */
+export function pingRefusal(e: unknown): { verdict: 'auth_failed' | 'unavailable'; reason: string } {
+  if (e instanceof UpstreamDefinitiveError) {
+    const verdict = e.httpStatus === 401 || e.httpStatus === 403 ? 'auth_failed' : 'unavailable';
+    return { verdict, reason: `${e.errorCode} (HTTP ${e.httpStatus})` };
+  }
+  if (isUpstreamError(e)) return { verdict: 'unavailable', reason: (e as { reason?: string }).reason ?? e.name };
+  return { verdict: 'unavailable', reason: 'no usable answer' };
+}
+
 /** A rate limit as UPSTREAM_RATE_LIMIT writes it: `60/60s`, `20/1500ms`, or `off`. */
 export function formatRateLimit(r: RateLimitSetting | null): string {
   if (r === null) return 'off';
@@ -172,8 +187,7 @@ function readBaseUrl(v: unknown, f: Fields): string | undefined {
 }
 
 function readCredential(field: string, v: unknown, f: Fields): string | undefined {
-  if (typeof v !== 'string' || !CREDENTIAL.test(v))
-    return void f.add(field, 'must be 1 to 512 printable characters without white space');
+  if (typeof v !== 'string' || !CREDENTIAL.test(v)) return void f.add(field, 'must be 1 to 512 printable characters without white space');
   return v;
 }
 
@@ -234,7 +248,10 @@ function readSetting(wire: WireSetting, v: unknown): { value: unknown } | string
       return readNumber(wire, v, (r) => r.int(wire, 0, 1, 1000));
     case 'rate_limit_block_s':
       return readNumber(wire, v, (r) =>
-        Math.max(1, Math.round(1000 * r.number(wire, 0, { min: 0, max: 86_400, what: 'a number of seconds greater than 0, at most 86400' }))),
+        Math.max(
+          1,
+          Math.round(1000 * r.number(wire, 0, { min: 0, max: 86_400, what: 'a number of seconds greater than 0, at most 86400' })),
+        ),
       );
     case 'rate_limit': {
       if (typeof v !== 'string') return 'must be <requests>/<window> (60/60s) or off';
@@ -259,7 +276,9 @@ const stripName = (wire: string, problem: string): string => problem.slice(wire.
 
 function readTemplate(v: unknown): { value: string } | string {
   if (typeof v !== 'string' || v.length === 0 || v.length > 1000) return 'must be a template of 1 to 1000 characters';
-  const unknown = [...v.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]).filter((n) => !(SIGNATURE_PLACEHOLDERS as readonly string[]).includes(n));
+  const unknown = [...v.matchAll(/\{([A-Za-z0-9_]+)\}/g)]
+    .map((m) => m[1])
+    .filter((n) => !(SIGNATURE_PLACEHOLDERS as readonly string[]).includes(n));
   if (unknown.length) return `has unknown placeholders ${unknown.map((n) => `{${n}}`).join(', ')}`;
   if (templatePlaceholders(v).length === 0) return 'must contain at least one placeholder ({method}, {path}, {timestamp}, {body_md5}…)';
   return { value: v };
