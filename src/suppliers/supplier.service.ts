@@ -12,7 +12,14 @@ import { AppConfig } from '../config/app-config.js';
 import { redactUrl } from '../config/redact-url.js';
 import type { UpstreamPing } from '../upstream/upstream.types.js';
 import { apiKeyHint } from './supplier-config.js';
-import { needsPing, patchedSettings, pingRefusal, readSupplierCreate, readSupplierPatch } from './supplier-input.js';
+import {
+  needsPing,
+  patchedSettings,
+  pingRefusal,
+  readSupplierCreate,
+  readSupplierPatch,
+  type SupplierCreateInput,
+} from './supplier-input.js';
 import { SupplierRegistry, supplierNotFound, type SupplierRuntime } from './supplier-registry.service.js';
 import { SupplierStatusSource, type SupplierStatus } from './supplier-status.source.js';
 import { SupplierRepository, type StoredSupplier } from './supplier.repository.js';
@@ -112,6 +119,22 @@ export class SupplierService {
     await this.registry.reload();
     this.logger.log({ msg: `supplier ${name} deleted, ${done.unlisted} SKU(s) unlisted`, supplier: name, skus_unlisted: done.unlisted });
     return { name, skus_unlisted: done.unlisted };
+  }
+
+  /**
+   * Stores a built-in sandbox as a supplier at start (`sandbox-2`…, the zero-config start with
+   * several sandboxes): added, or its address and credentials written again (its port may differ
+   * from the last start); no ping (the sandbox runs in this process).
+   */
+  async storeBuiltIn(s: SupplierCreateInput): Promise<void> {
+    const stored = await this.repo.find(s.name);
+    // an operator's later change (disabled, settings) stays
+    const write = stored ? { ...s, enabled: stored.enabled, settings: stored.settings } : s;
+    if (!(await this.repo.insert(write)) && !(await this.repo.update(write))) {
+      throw new Error(`supplier ${s.name} is the UPSTREAM_* supplier: a built-in sandbox cannot take its name`);
+    }
+    await this.registry.reload();
+    this.logger.log({ msg: `built-in sandbox supplier ${s.name} at ${s.baseUrl}`, supplier: s.name, base_url: s.baseUrl });
   }
 
   /**
