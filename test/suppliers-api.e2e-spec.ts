@@ -5,13 +5,20 @@
  * delete refused while an order is unfinished and then done (its SKUs unlisted, its orders kept), no
  * answer or log line carrying a secret, and `relay suppliers` listing them.
  */
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { runCli } from '../src/cli/relay-cli.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
+import type { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { useAppSuite } from './support/app-suite.js';
+import { freePort, nodeEntry } from './support/child-app.js';
 import { supplierCredentials } from './support/suppliers.js';
 import { startSandbox, testEnv } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 const WRONG_SECRET = 'wrong-secret-1f8e2d';
 const THIRD = supplierCredentials('third');
@@ -215,8 +222,51 @@ describe('suppliers API', () => {
     ]);
   });
 
+  it('relay sandbox --port --seed --api-key --api-secret runs another sandbox, added as a supplier', async () => {
+    const port = await freePort();
+    const relay = nodeEntry('cli/relay');
+    const argv = ['sandbox', '--port', String(port), '--seed', '5', '--api-key', 'cli-key', '--api-secret', 'cli-secret-9d2'];
+    const child = spawn(process.execPath, [...relay.nodeArgs, relay.file, ...argv], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...relay.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(
+        () => out,
+        (o) => o.includes('control API:') || child.exitCode !== null,
+        'the sandbox banner',
+        30_000,
+      );
+      expect(out).toContain('API key:           cli-key');
+      const base_url = `http://127.0.0.1:${port}/api/v1/upstream`;
+      const added = await call('post', '/internal/suppliers', { name: 'cli', base_url, api_key: 'cli-key', api_secret: 'cli-secret-9d2' });
+      expect(added.status).toBe(201);
+      // its catalog is seed 5's, not the default seed's (the env supplier's sandbox)
+      const products = async (client: UpstreamClient) => JSON.stringify((await client.listProducts({ page: 1, pageSize: 5 })).items);
+      expect(await products(registry().get('cli').client)).not.toBe(await products(registry().env.client));
+      expect((await call('delete', '/internal/suppliers/cli')).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
   it('answered and logged no secret (only the key’s hint)', () => {
-    const secrets = [THIRD.apiSecret, WRONG_SECRET, supplierCredentials('second').apiSecret, 'sandbox-api-secret', THIRD.apiKey];
+    const secrets = [
+      'cli-secret-9d2',
+      THIRD.apiSecret,
+      WRONG_SECRET,
+      supplierCredentials('second').apiSecret,
+      'sandbox-api-secret',
+      THIRD.apiKey,
+    ];
     const logs = suite.app.logLines().map((l) => JSON.stringify(l));
     expect(logs.some((l) => l.includes('supplier third added'))).toBe(true);
     expect(answers.length).toBeGreaterThan(15);
