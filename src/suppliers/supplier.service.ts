@@ -74,22 +74,25 @@ export class SupplierService {
     if (name === this.registry.envName) throw managedByEnv(name);
     const stored = await this.repo.find(name);
     if (!stored) throw supplierNotFound(name);
-    if (stored.managedByEnv || stored.apiSecret === null) throw managedByEnv(name);
+    if (stored.managedByEnv) throw managedByEnv(name);
     const input = readSupplierPatch(name, body);
     if (!input.ok) throw badInput(input.fields);
     const p = input.value;
+    // a former env supplier (UPSTREAM_NAME changed) has no stored secret: it takes one to be used again
+    const apiSecret = p.apiSecret ?? stored.apiSecret;
+    if (apiSecret === null) throw badInput({ api_secret: ['is required: no secret is stored for this supplier'] });
     const next = {
       ...stored,
-      apiSecret: p.apiSecret ?? stored.apiSecret,
+      apiSecret,
       baseUrl: p.baseUrl ?? stored.baseUrl,
       apiKey: p.apiKey ?? stored.apiKey,
       profile: p.profile ?? stored.profile,
       enabled: p.enabled ?? stored.enabled,
       settings: patchedSettings(stored.settings, p.settings),
     };
-    const before = this.registry.configOf({ ...stored, apiSecret: stored.apiSecret });
     const after = this.registry.configOf(next);
-    const pong = needsPing(before, after) ? await this.ping(after) : undefined;
+    const before = stored.apiSecret === null ? null : this.registry.configOf({ ...stored, apiSecret: stored.apiSecret });
+    const pong = before === null || needsPing(before, after) ? await this.ping(after) : undefined;
     if (!(await this.repo.update(next))) throw supplierNotFound(name);
     await this.registry.reload();
     this.logger.log({
