@@ -215,6 +215,7 @@ describe('suppliers API', () => {
       env: { ...testEnv(suite.sandbox), DATABASE_URL: suite.db.url, DATA_DIR: '/nonexistent-relay-data' },
     });
     expect(code).toBe(0);
+    expect(await runCli(['sync', '--supplier', 'Not-A-Name'], { out: () => undefined })).toBe(2);
     expect(lines[0]).toMatch(/^NAME\s+BASE URL\s+ENABLED\s+HEALTH\s+LAST SYNC$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
       ['main', suite.sandbox.baseUrl, 'enabled'],
