@@ -53,8 +53,9 @@ export class SupplierService {
     const input = readSupplierCreate(body);
     if (!input.ok) throw badInput(input.fields);
     const s = input.value;
-    if (s.name === this.registry.envName || (await this.repo.find(s.name))?.managedByEnv) throw managedByEnv(s.name);
-    if (await this.repo.find(s.name)) throw exists(s.name);
+    const taken = s.name === this.registry.envName ? null : await this.repo.find(s.name);
+    if (s.name === this.registry.envName || taken?.managedByEnv) throw managedByEnv(s.name);
+    if (taken) throw exists(s.name);
     const stored: StoredSupplier & { apiSecret: string } = { ...s, managedByEnv: false, createdAt: new Date(), updatedAt: new Date() };
     const candidate = this.registry.configOf(stored);
     const pong = await this.ping(candidate);
