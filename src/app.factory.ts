@@ -24,6 +24,7 @@ import { createPino } from './ops/json-logger.js';
 import { installRequestLogging, REQUEST_ID_HEADER, requestIdFrom } from './ops/request-logging.js';
 import { trackRoutes, type RegisteredRoute } from './ops/route-registry.js';
 import { SandboxServer } from './sandbox/sandbox.server.js';
+import { SupplierService } from './suppliers/supplier.service.js';
 
 /** Request bodies over this are refused with 413 `payload_too_large` (CONTRACT §5, §6). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -35,6 +36,8 @@ export interface RelayApp {
   url: string;
   /** The in-process sandbox upstream, when the config has no upstream. */
   sandbox: SandboxServer | null;
+  /** The built-in sandboxes of the stored suppliers `sandbox-2`, `sandbox-3`… (`sandboxSuppliers`), in that order. */
+  sandboxSuppliers: SandboxServer[];
   endpoint: DatabaseEndpoint;
   /** Every route the HTTP server registered (method, Fastify path). */
   routes: RegisteredRoute[];
@@ -53,6 +56,13 @@ export interface CreateRelayAppOptions {
   sandboxPort?: number;
   /** A database endpoint already opened by the caller (tests share one between instances). */
   endpoint?: DatabaseEndpoint;
+  /**
+   * In sandbox mode, how many built-in sandboxes in all (default 1): the 2nd, 3rd… run on PORT + 2,
+   * PORT + 3… (any free port when PORT is 0), each with its own key, secret and catalog seed, stored
+   * as the suppliers `sandbox-2`, `sandbox-3`… (`main.ts --sandboxes N`: trying several suppliers
+   * without external servers).
+   */
+  sandboxes?: number;
 }
 
 export async function createRelayApp(config: AppConfig, options: CreateRelayAppOptions = {}): Promise<RelayApp> {
@@ -74,6 +84,24 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       throw e;
     });
     config.upstream.baseUrl = sandbox.baseUrl;
+  }
+  const sandboxSuppliers: SandboxServer[] = [];
+  const stopSandboxes = async () => {
+    await sandbox?.stop().catch(() => undefined);
+    for (const s of sandboxSuppliers) await s.stop().catch(() => undefined);
+  };
+  if (config.sandbox) {
+    try {
+      for (let n = 2; n <= (options.sandboxes ?? 1); n++) {
+        const extra = new SandboxServer({ ...sandboxSupplierCredentials(n), catalog: { seed: n }, allowPrivateCallbackUrls: true });
+        await extra.start(config.port === 0 ? 0 : config.port + n, '127.0.0.1');
+        sandboxSuppliers.push(extra);
+      }
+    } catch (e) {
+      await stopSandboxes();
+      if (ownEndpoint) await endpoint.close().catch(() => undefined);
+      throw e;
+    }
   }
 
   let created: NestFastifyApplication | null = null;
@@ -106,6 +134,16 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       { bodyParser: false, logger: options.logger ?? undefined, bufferLogs: false },
     );
     created = app;
+    for (const [i, extra] of sandboxSuppliers.entries()) {
+      await app.get(SupplierService).storeBuiltIn({
+        name: `sandbox-${i + 2}`,
+        baseUrl: extra.baseUrl,
+        ...sandboxSupplierCredentials(i + 2),
+        profile: 'spec',
+        enabled: true,
+        settings: {},
+      });
+    }
     app.useGlobalPipes(createValidationPipe());
     setupApiDocs(app);
     await app.listen(config.port, config.host);
@@ -118,6 +156,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
       config,
       url,
       sandbox,
+      sandboxSuppliers,
       endpoint,
       routes,
       async close() {
@@ -130,6 +169,7 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
         await app.close();
         if (ownEndpoint) await endpoint.close();
         await sandbox?.stop();
+        for (const extra of sandboxSuppliers) await extra.stop();
       },
     };
   } catch (e) {
@@ -137,10 +177,13 @@ export async function createRelayApp(config: AppConfig, options: CreateRelayAppO
     // is stopped and its claims given back before the database closes, not left to the process's exit.
     await created?.close().catch(() => undefined);
     if (ownEndpoint) await endpoint.close().catch(() => undefined);
-    await sandbox?.stop().catch(() => undefined);
+    await stopSandboxes();
     throw e;
   }
 }
+
+/** The key and secret of the built-in sandbox supplier `sandbox-<n>` (development values, like the first sandbox's). */
+export const sandboxSupplierCredentials = (n: number) => ({ apiKey: `sandbox-${n}-api-key`, apiSecret: `sandbox-${n}-api-secret` });
 
 /** The routes a drain still serves: health (it says so itself) and the callbacks' inbox. */
 const DRAIN_PASSES = ['/health', CALLBACK_ROUTE];

@@ -6,10 +6,27 @@ import { DataDirLockedError } from './database/data-dir-lock.js';
 import { createPino, JsonLogger } from './ops/json-logger.js';
 import { templateWeaknesses } from './signing/signing.js';
 
+/**
+ * `--sandboxes N` (2–9, sandbox mode only): N built-in sandboxes, the 2nd, 3rd… on PORT + 2, PORT + 3…
+ * and stored as the suppliers `sandbox-2`… (to try several suppliers without external servers).
+ */
+function sandboxesFlag(argv: readonly string[]): number {
+  const i = argv.findIndex((a) => a === '--sandboxes' || a.startsWith('--sandboxes='));
+  if (i < 0) return 1;
+  const raw = argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
+  if (raw === undefined || !/^[1-9]$/.test(raw)) throw new ConfigError([`--sandboxes must be a number from 1 to 9, got "${raw ?? ''}"`]);
+  return Number(raw);
+}
+
 async function main(): Promise<void> {
   let config;
+  let sandboxes: number;
   try {
     config = loadProcessConfig();
+    sandboxes = sandboxesFlag(process.argv.slice(2));
+    if (sandboxes > 1 && !config.sandbox) throw new ConfigError(['--sandboxes is for the built-in sandbox: without UPSTREAM_BASE_URL']);
+    if (sandboxes > 1 && config.port + sandboxes > 65535)
+      throw new ConfigError([`--sandboxes ${sandboxes}: PORT + ${sandboxes} is over 65535`]);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`upstream-relay: refusing to start, ${e.message}\n`);
@@ -37,7 +54,7 @@ async function main(): Promise<void> {
   if (config.generated.length) {
     pino.warn({ generated: config.generated, dir: config.dataDir }, `generated development secrets kept under ${config.dataDir}`);
   }
-  const relay = await createRelayApp(config, { logger, pino });
+  const relay = await createRelayApp(config, { logger, pino, sandboxes });
   // The signals are handled before the banner says the service is ready: a supervisor may stop it
   // as soon as it reads that line.
   let stopping = false;
@@ -74,6 +91,9 @@ async function main(): Promise<void> {
       callback_endpoint: config.callbacks.publicUrl !== null ? redactUrl(config.callbacks.publicUrl) : `${base}${CALLBACK_ROUTE}`,
       health: `${base}/health`,
       upstream: config.upstream.baseUrl === null ? null : redactUrl(config.upstream.baseUrl),
+      ...(relay.sandboxSuppliers.length
+        ? { sandbox_suppliers: Object.fromEntries(relay.sandboxSuppliers.map((s, i) => [`sandbox-${i + 2}`, s.baseUrl])) }
+        : {}),
       database: relay.endpoint.describe(),
       ...(devToken !== undefined ? { dev_token: devToken } : {}),
     },

@@ -612,6 +612,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/suppliers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the suppliers
+         * @description Every supplier: the `UPSTREAM_*` one first, then by name, each with its health, wallet and last sync.
+         */
+        get: operations["SuppliersController_list"];
+        put?: never;
+        /**
+         * Add a supplier
+         * @description Its credentials are checked with `POST /ping` first: when the upstream refuses them (502 `upstream_auth_failed`) or cannot be reached (503 `upstream_unavailable`), nothing is saved. The secret is stored encrypted and never answered.
+         */
+        post: operations["SuppliersController_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/suppliers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a supplier
+         * @description One supplier with its settings, health, wallet and last sync.
+         */
+        get: operations["SuppliersController_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a supplier
+         * @description Refused (409 `supplier_busy`) while it has unfinished orders. Removes the supplier and unlists its SKUs; its orders keep their history.
+         */
+        delete: operations["SuppliersController_remove"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a supplier
+         * @description Changes the fields given. New credentials (or a new base URL, profile, header prefix or template) are pinged first, as when adding one. `enabled: false` stops its syncs and new orders to it; its unfinished orders are still followed. The `UPSTREAM_*` supplier is changed through the environment only.
+         */
+        patch: operations["SuppliersController_change"];
+        trace?: never;
+    };
     "/media/{file}": {
         parameters: {
             query?: never;
@@ -759,7 +811,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -777,6 +829,10 @@ export interface components {
             max_unit_cost?: string;
             /** @description with `delivery_pending`: the webhook delivery */
             delivery?: Record<string, never>;
+            /** @description with the `supplier_*` codes and a refused ping of a supplier: its name */
+            supplier?: string;
+            /** @description with `supplier_busy`: how many of its orders are unfinished */
+            unfinished_orders?: number;
         };
     };
     responses: never;
@@ -5668,6 +5724,1116 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SuppliersController_list: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1–500 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the suppliers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "items": [
+                     *         {
+                     *           "name": "main",
+                     *           "base_url": "https://upstream.example/api/v1/upstream",
+                     *           "profile": "dujiao-next",
+                     *           "api_key_hint": "7c21",
+                     *           "enabled": true,
+                     *           "managed_by_env": true,
+                     *           "settings": {
+                     *             "header_prefix": "Dujiao-Next",
+                     *             "signature_template": "{method}\n{path}\n{timestamp}\n{body_md5}",
+                     *             "callback_signature_path": "/api/v1/upstream/callback",
+                     *             "order_no_idempotent": true,
+                     *             "timeout_ms": 10000,
+                     *             "rate_limit": "60/60s",
+                     *             "rate_limit_block_s": 30,
+                     *             "page_size": 50,
+                     *             "list_inactive": true,
+                     *             "sync_mode": "auto"
+                     *           },
+                     *           "callback_url": "https://relay.example/callbacks/upstream",
+                     *           "health": {
+                     *             "upstream": "up",
+                     *             "budget": {
+                     *               "limit": "60/60s",
+                     *               "used": 3,
+                     *               "left": 57,
+                     *               "blocked_until": null
+                     *             },
+                     *             "checked_at": "2026-11-29T10:15:00.000Z"
+                     *           },
+                     *           "wallet": {
+                     *             "balance": "1520.00",
+                     *             "currency": "CNY",
+                     *             "checked_at": "2026-11-29T10:15:00.000Z"
+                     *           },
+                     *           "last_sync": {
+                     *             "run_id": "run_20261129100000_5f1c2a9e",
+                     *             "mode": "incremental",
+                     *             "status": "succeeded",
+                     *             "started_at": "2026-11-29T10:00:00.004Z",
+                     *             "finished_at": "2026-11-29T10:00:03.120Z",
+                     *             "error": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "name": "acme",
+                     *           "base_url": "https://acme.example/api/v1/upstream",
+                     *           "profile": "dujiao-next",
+                     *           "api_key_hint": "f3a9",
+                     *           "enabled": true,
+                     *           "managed_by_env": false,
+                     *           "settings": {
+                     *             "header_prefix": "Dujiao-Next",
+                     *             "signature_template": "{method}\n{path}\n{timestamp}\n{body_md5}",
+                     *             "callback_signature_path": "/api/v1/upstream/callback",
+                     *             "order_no_idempotent": true,
+                     *             "timeout_ms": 10000,
+                     *             "rate_limit": "60/60s",
+                     *             "rate_limit_block_s": 30,
+                     *             "page_size": 50,
+                     *             "list_inactive": true,
+                     *             "sync_mode": "auto"
+                     *           },
+                     *           "callback_url": "https://relay.example/callbacks/upstream/acme",
+                     *           "health": {
+                     *             "upstream": "up",
+                     *             "budget": {
+                     *               "limit": "60/60s",
+                     *               "used": 3,
+                     *               "left": 57,
+                     *               "blocked_until": null
+                     *             },
+                     *             "checked_at": "2026-11-29T10:15:00.000Z"
+                     *           },
+                     *           "wallet": {
+                     *             "balance": "1520.00",
+                     *             "currency": "CNY",
+                     *             "checked_at": "2026-11-29T10:15:00.000Z"
+                     *           },
+                     *           "last_sync": {
+                     *             "run_id": "run_20261129100000_5f1c2a9e",
+                     *             "mode": "incremental",
+                     *             "status": "succeeded",
+                     *             "started_at": "2026-11-29T10:00:00.004Z",
+                     *             "finished_at": "2026-11-29T10:00:03.120Z",
+                     *             "error": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 2,
+                     *       "page": 1,
+                     *       "page_size": 100
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        items: {
+                            /** @description fixed once created */
+                            name: string;
+                            /** @description including `/api/v1/upstream` */
+                            base_url: string;
+                            /** @enum {string} */
+                            profile: "spec" | "dujiao-next";
+                            /** @description the API key's last 4 characters (the secret is never answered) */
+                            api_key_hint: string;
+                            /** @description false: no syncs and no new orders (its unfinished orders are still followed) */
+                            enabled: boolean;
+                            /** @description the `UPSTREAM_*` supplier: changed through the environment only */
+                            managed_by_env: boolean;
+                            /** @description every setting, the profile's preset under what the operator set */
+                            settings: {
+                                /** @description UPSTREAM_HEADER_PREFIX */
+                                header_prefix: string;
+                                /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                                signature_template: string;
+                                /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                                callback_signature_path: string | null;
+                                /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                                order_no_idempotent: boolean;
+                                /** @description UPSTREAM_TIMEOUT_MS */
+                                timeout_ms: number;
+                                /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                                rate_limit: string;
+                                /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                                rate_limit_block_s: number;
+                                /** @description SYNC_PAGE_SIZE */
+                                page_size: number;
+                                /** @description UPSTREAM_LIST_INACTIVE */
+                                list_inactive: boolean;
+                                /**
+                                 * @description SYNC_MODE
+                                 * @enum {string}
+                                 */
+                                sync_mode: "auto" | "full" | "incremental";
+                            };
+                            /** @description where its callbacks go (`CALLBACK_PUBLIC_URL` + `/<name>`); null without CALLBACK_PUBLIC_URL */
+                            callback_url: string | null;
+                            health: {
+                                /** @description `up`, `down`, `auth_failed` or `rate_limited`; null when not known */
+                                upstream: string | null;
+                                budget: {
+                                    /** @description `<requests>/<window>`; null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now */
+                                    used: number | null;
+                                    /** @description requests the window grants still */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of its key’s block after a 429
+                                     */
+                                    blocked_until: string | null;
+                                } | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `upstream` was seen
+                                 */
+                                checked_at: string | null;
+                            };
+                            wallet: {
+                                /** @description from its last ping */
+                                balance: string | null;
+                                /** @description from its last ping */
+                                currency: string | null;
+                                /** Format: date-time */
+                                checked_at: string | null;
+                            };
+                            last_sync: {
+                                run_id: string;
+                                mode: string;
+                                status: string;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                finished_at: string | null;
+                                /** @description why it failed */
+                                error: string | null;
+                            } | null;
+                        }[];
+                        /** @description all matching items */
+                        total: number;
+                        page: number;
+                        page_size: number;
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SuppliersController_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description fixed once created */
+                    name: string;
+                    /** @description an http(s) URL including `/api/v1/upstream` */
+                    base_url: string;
+                    /** @description its API key header value */
+                    api_key: string;
+                    /** @description its HMAC key: stored encrypted, never answered */
+                    api_secret: string;
+                    /**
+                     * @default spec
+                     * @enum {string}
+                     */
+                    profile?: "spec" | "dujiao-next";
+                    /** @default true */
+                    enabled?: boolean;
+                    /** @description any of them; the rest from the profile's preset */
+                    settings?: {
+                        /** @description UPSTREAM_HEADER_PREFIX */
+                        header_prefix?: string;
+                        /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                        signature_template?: string;
+                        /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                        callback_signature_path?: string | null;
+                        /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                        order_no_idempotent?: boolean;
+                        /** @description UPSTREAM_TIMEOUT_MS */
+                        timeout_ms?: number;
+                        /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                        rate_limit?: string;
+                        /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                        rate_limit_block_s?: number;
+                        /** @description SYNC_PAGE_SIZE */
+                        page_size?: number;
+                        /** @description UPSTREAM_LIST_INACTIVE */
+                        list_inactive?: boolean;
+                        /**
+                         * @description SYNC_MODE
+                         * @enum {string}
+                         */
+                        sync_mode?: "auto" | "full" | "incremental";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description added (health and wallet from its ping) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "supplier": {
+                     *         "name": "acme",
+                     *         "base_url": "https://acme.example/api/v1/upstream",
+                     *         "profile": "dujiao-next",
+                     *         "api_key_hint": "f3a9",
+                     *         "enabled": true,
+                     *         "managed_by_env": false,
+                     *         "settings": {
+                     *           "header_prefix": "Dujiao-Next",
+                     *           "signature_template": "{method}\n{path}\n{timestamp}\n{body_md5}",
+                     *           "callback_signature_path": "/api/v1/upstream/callback",
+                     *           "order_no_idempotent": true,
+                     *           "timeout_ms": 10000,
+                     *           "rate_limit": "60/60s",
+                     *           "rate_limit_block_s": 30,
+                     *           "page_size": 50,
+                     *           "list_inactive": true,
+                     *           "sync_mode": "auto"
+                     *         },
+                     *         "callback_url": "https://relay.example/callbacks/upstream/acme",
+                     *         "health": {
+                     *           "upstream": "up",
+                     *           "budget": {
+                     *             "limit": "60/60s",
+                     *             "used": 3,
+                     *             "left": 57,
+                     *             "blocked_until": null
+                     *           },
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "wallet": {
+                     *           "balance": "1520.00",
+                     *           "currency": "CNY",
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "last_sync": {
+                     *           "run_id": "run_20261129100000_5f1c2a9e",
+                     *           "mode": "incremental",
+                     *           "status": "succeeded",
+                     *           "started_at": "2026-11-29T10:00:00.004Z",
+                     *           "finished_at": "2026-11-29T10:00:03.120Z",
+                     *           "error": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description a supplier (CONTRACT §10) */
+                        supplier: {
+                            /** @description fixed once created */
+                            name: string;
+                            /** @description including `/api/v1/upstream` */
+                            base_url: string;
+                            /** @enum {string} */
+                            profile: "spec" | "dujiao-next";
+                            /** @description the API key's last 4 characters (the secret is never answered) */
+                            api_key_hint: string;
+                            /** @description false: no syncs and no new orders (its unfinished orders are still followed) */
+                            enabled: boolean;
+                            /** @description the `UPSTREAM_*` supplier: changed through the environment only */
+                            managed_by_env: boolean;
+                            /** @description every setting, the profile's preset under what the operator set */
+                            settings: {
+                                /** @description UPSTREAM_HEADER_PREFIX */
+                                header_prefix: string;
+                                /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                                signature_template: string;
+                                /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                                callback_signature_path: string | null;
+                                /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                                order_no_idempotent: boolean;
+                                /** @description UPSTREAM_TIMEOUT_MS */
+                                timeout_ms: number;
+                                /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                                rate_limit: string;
+                                /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                                rate_limit_block_s: number;
+                                /** @description SYNC_PAGE_SIZE */
+                                page_size: number;
+                                /** @description UPSTREAM_LIST_INACTIVE */
+                                list_inactive: boolean;
+                                /**
+                                 * @description SYNC_MODE
+                                 * @enum {string}
+                                 */
+                                sync_mode: "auto" | "full" | "incremental";
+                            };
+                            /** @description where its callbacks go (`CALLBACK_PUBLIC_URL` + `/<name>`); null without CALLBACK_PUBLIC_URL */
+                            callback_url: string | null;
+                            health: {
+                                /** @description `up`, `down`, `auth_failed` or `rate_limited`; null when not known */
+                                upstream: string | null;
+                                budget: {
+                                    /** @description `<requests>/<window>`; null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now */
+                                    used: number | null;
+                                    /** @description requests the window grants still */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of its key’s block after a 429
+                                     */
+                                    blocked_until: string | null;
+                                } | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `upstream` was seen
+                                 */
+                                checked_at: string | null;
+                            };
+                            wallet: {
+                                /** @description from its last ping */
+                                balance: string | null;
+                                /** @description from its last ping */
+                                currency: string | null;
+                                /** Format: date-time */
+                                checked_at: string | null;
+                            };
+                            last_sync: {
+                                run_id: string;
+                                mode: string;
+                                status: string;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                finished_at: string | null;
+                                /** @description why it failed */
+                                error: string | null;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description - `supplier_exists`: a supplier with this name exists already
+             *     - `supplier_managed_by_env`: the supplier the `UPSTREAM_*` variables define: change it through the environment, not the API
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_exists" | "supplier_managed_by_env";
+                    };
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `upstream_auth_failed`: the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "upstream_auth_failed";
+                    };
+                };
+            };
+            /** @description - `upstream_unavailable`: the upstream could not be reached (nothing was placed, or the local order is unchanged) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "upstream_unavailable";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SuppliersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the supplier's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the supplier */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "supplier": {
+                     *         "name": "acme",
+                     *         "base_url": "https://acme.example/api/v1/upstream",
+                     *         "profile": "dujiao-next",
+                     *         "api_key_hint": "f3a9",
+                     *         "enabled": true,
+                     *         "managed_by_env": false,
+                     *         "settings": {
+                     *           "header_prefix": "Dujiao-Next",
+                     *           "signature_template": "{method}\n{path}\n{timestamp}\n{body_md5}",
+                     *           "callback_signature_path": "/api/v1/upstream/callback",
+                     *           "order_no_idempotent": true,
+                     *           "timeout_ms": 10000,
+                     *           "rate_limit": "60/60s",
+                     *           "rate_limit_block_s": 30,
+                     *           "page_size": 50,
+                     *           "list_inactive": true,
+                     *           "sync_mode": "auto"
+                     *         },
+                     *         "callback_url": "https://relay.example/callbacks/upstream/acme",
+                     *         "health": {
+                     *           "upstream": "up",
+                     *           "budget": {
+                     *             "limit": "60/60s",
+                     *             "used": 3,
+                     *             "left": 57,
+                     *             "blocked_until": null
+                     *           },
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "wallet": {
+                     *           "balance": "1520.00",
+                     *           "currency": "CNY",
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "last_sync": {
+                     *           "run_id": "run_20261129100000_5f1c2a9e",
+                     *           "mode": "incremental",
+                     *           "status": "succeeded",
+                     *           "started_at": "2026-11-29T10:00:00.004Z",
+                     *           "finished_at": "2026-11-29T10:00:03.120Z",
+                     *           "error": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description a supplier (CONTRACT §10) */
+                        supplier: {
+                            /** @description fixed once created */
+                            name: string;
+                            /** @description including `/api/v1/upstream` */
+                            base_url: string;
+                            /** @enum {string} */
+                            profile: "spec" | "dujiao-next";
+                            /** @description the API key's last 4 characters (the secret is never answered) */
+                            api_key_hint: string;
+                            /** @description false: no syncs and no new orders (its unfinished orders are still followed) */
+                            enabled: boolean;
+                            /** @description the `UPSTREAM_*` supplier: changed through the environment only */
+                            managed_by_env: boolean;
+                            /** @description every setting, the profile's preset under what the operator set */
+                            settings: {
+                                /** @description UPSTREAM_HEADER_PREFIX */
+                                header_prefix: string;
+                                /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                                signature_template: string;
+                                /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                                callback_signature_path: string | null;
+                                /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                                order_no_idempotent: boolean;
+                                /** @description UPSTREAM_TIMEOUT_MS */
+                                timeout_ms: number;
+                                /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                                rate_limit: string;
+                                /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                                rate_limit_block_s: number;
+                                /** @description SYNC_PAGE_SIZE */
+                                page_size: number;
+                                /** @description UPSTREAM_LIST_INACTIVE */
+                                list_inactive: boolean;
+                                /**
+                                 * @description SYNC_MODE
+                                 * @enum {string}
+                                 */
+                                sync_mode: "auto" | "full" | "incremental";
+                            };
+                            /** @description where its callbacks go (`CALLBACK_PUBLIC_URL` + `/<name>`); null without CALLBACK_PUBLIC_URL */
+                            callback_url: string | null;
+                            health: {
+                                /** @description `up`, `down`, `auth_failed` or `rate_limited`; null when not known */
+                                upstream: string | null;
+                                budget: {
+                                    /** @description `<requests>/<window>`; null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now */
+                                    used: number | null;
+                                    /** @description requests the window grants still */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of its key’s block after a 429
+                                     */
+                                    blocked_until: string | null;
+                                } | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `upstream` was seen
+                                 */
+                                checked_at: string | null;
+                            };
+                            wallet: {
+                                /** @description from its last ping */
+                                balance: string | null;
+                                /** @description from its last ping */
+                                currency: string | null;
+                                /** Format: date-time */
+                                checked_at: string | null;
+                            };
+                            last_sync: {
+                                run_id: string;
+                                mode: string;
+                                status: string;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                finished_at: string | null;
+                                /** @description why it failed */
+                                error: string | null;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `supplier_not_found`: no supplier with this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SuppliersController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the supplier's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "name": "acme",
+                     *       "skus_unlisted": 120
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        name: string;
+                        /** @description its SKUs unlisted now */
+                        skus_unlisted: number;
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `supplier_not_found`: no supplier with this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /**
+             * @description - `supplier_managed_by_env`: the supplier the `UPSTREAM_*` variables define: change it through the environment, not the API
+             *     - `supplier_busy`: the supplier has unfinished orders: it cannot be deleted until they end
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_managed_by_env" | "supplier_busy";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SuppliersController_change: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the supplier's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    base_url?: string;
+                    api_key?: string;
+                    api_secret?: string;
+                    /** @enum {string} */
+                    profile?: "spec" | "dujiao-next";
+                    enabled?: boolean;
+                    /** @description the settings to change; null: back to the default */
+                    settings?: {
+                        /** @description UPSTREAM_HEADER_PREFIX */
+                        header_prefix?: string | null;
+                        /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                        signature_template?: string | null;
+                        /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                        callback_signature_path?: string | null;
+                        /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                        order_no_idempotent?: boolean | null;
+                        /** @description UPSTREAM_TIMEOUT_MS */
+                        timeout_ms?: number | null;
+                        /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                        rate_limit?: string | null;
+                        /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                        rate_limit_block_s?: number | null;
+                        /** @description SYNC_PAGE_SIZE */
+                        page_size?: number | null;
+                        /** @description UPSTREAM_LIST_INACTIVE */
+                        list_inactive?: boolean | null;
+                        /**
+                         * @description SYNC_MODE
+                         * @enum {string|null}
+                         */
+                        sync_mode?: "auto" | "full" | "incremental" | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "supplier": {
+                     *         "name": "acme",
+                     *         "base_url": "https://acme.example/api/v1/upstream",
+                     *         "profile": "dujiao-next",
+                     *         "api_key_hint": "f3a9",
+                     *         "enabled": false,
+                     *         "managed_by_env": false,
+                     *         "settings": {
+                     *           "header_prefix": "Dujiao-Next",
+                     *           "signature_template": "{method}\n{path}\n{timestamp}\n{body_md5}",
+                     *           "callback_signature_path": "/api/v1/upstream/callback",
+                     *           "order_no_idempotent": true,
+                     *           "timeout_ms": 10000,
+                     *           "rate_limit": "60/60s",
+                     *           "rate_limit_block_s": 30,
+                     *           "page_size": 50,
+                     *           "list_inactive": true,
+                     *           "sync_mode": "auto"
+                     *         },
+                     *         "callback_url": "https://relay.example/callbacks/upstream/acme",
+                     *         "health": {
+                     *           "upstream": "up",
+                     *           "budget": {
+                     *             "limit": "60/60s",
+                     *             "used": 3,
+                     *             "left": 57,
+                     *             "blocked_until": null
+                     *           },
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "wallet": {
+                     *           "balance": "1520.00",
+                     *           "currency": "CNY",
+                     *           "checked_at": "2026-11-29T10:15:00.000Z"
+                     *         },
+                     *         "last_sync": {
+                     *           "run_id": "run_20261129100000_5f1c2a9e",
+                     *           "mode": "incremental",
+                     *           "status": "succeeded",
+                     *           "started_at": "2026-11-29T10:00:00.004Z",
+                     *           "finished_at": "2026-11-29T10:00:03.120Z",
+                     *           "error": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description a supplier (CONTRACT §10) */
+                        supplier: {
+                            /** @description fixed once created */
+                            name: string;
+                            /** @description including `/api/v1/upstream` */
+                            base_url: string;
+                            /** @enum {string} */
+                            profile: "spec" | "dujiao-next";
+                            /** @description the API key's last 4 characters (the secret is never answered) */
+                            api_key_hint: string;
+                            /** @description false: no syncs and no new orders (its unfinished orders are still followed) */
+                            enabled: boolean;
+                            /** @description the `UPSTREAM_*` supplier: changed through the environment only */
+                            managed_by_env: boolean;
+                            /** @description every setting, the profile's preset under what the operator set */
+                            settings: {
+                                /** @description UPSTREAM_HEADER_PREFIX */
+                                header_prefix: string;
+                                /** @description UPSTREAM_SIGNATURE_TEMPLATE (a real newline, not `\n`) */
+                                signature_template: string;
+                                /** @description CALLBACK_SIGNATURE_PATH; null: the callback URL’s own path */
+                                callback_signature_path: string | null;
+                                /** @description UPSTREAM_ORDER_NO_IDEMPOTENT */
+                                order_no_idempotent: boolean;
+                                /** @description UPSTREAM_TIMEOUT_MS */
+                                timeout_ms: number;
+                                /** @description UPSTREAM_RATE_LIMIT: `<requests>/<window>` (`60/60s`) or `off` */
+                                rate_limit: string;
+                                /** @description UPSTREAM_RATE_LIMIT_BLOCK_S */
+                                rate_limit_block_s: number;
+                                /** @description SYNC_PAGE_SIZE */
+                                page_size: number;
+                                /** @description UPSTREAM_LIST_INACTIVE */
+                                list_inactive: boolean;
+                                /**
+                                 * @description SYNC_MODE
+                                 * @enum {string}
+                                 */
+                                sync_mode: "auto" | "full" | "incremental";
+                            };
+                            /** @description where its callbacks go (`CALLBACK_PUBLIC_URL` + `/<name>`); null without CALLBACK_PUBLIC_URL */
+                            callback_url: string | null;
+                            health: {
+                                /** @description `up`, `down`, `auth_failed` or `rate_limited`; null when not known */
+                                upstream: string | null;
+                                budget: {
+                                    /** @description `<requests>/<window>`; null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now */
+                                    used: number | null;
+                                    /** @description requests the window grants still */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of its key’s block after a 429
+                                     */
+                                    blocked_until: string | null;
+                                } | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `upstream` was seen
+                                 */
+                                checked_at: string | null;
+                            };
+                            wallet: {
+                                /** @description from its last ping */
+                                balance: string | null;
+                                /** @description from its last ping */
+                                currency: string | null;
+                                /** Format: date-time */
+                                checked_at: string | null;
+                            };
+                            last_sync: {
+                                run_id: string;
+                                mode: string;
+                                status: string;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                finished_at: string | null;
+                                /** @description why it failed */
+                                error: string | null;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `supplier_not_found`: no supplier with this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /** @description - `supplier_managed_by_env`: the supplier the `UPSTREAM_*` variables define: change it through the environment, not the API */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_managed_by_env";
+                    };
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `upstream_auth_failed`: the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "upstream_auth_failed";
+                    };
+                };
+            };
+            /** @description - `upstream_unavailable`: the upstream could not be reached (nothing was placed, or the local order is unchanged) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "upstream_unavailable";
+                    };
                 };
             };
             /**

@@ -1,11 +1,12 @@
 /**
  * The `relay` command (CONTRACT §8), with the same configuration as the service:
- *   relay sync [--mode full|incremental]   one catalog sync, with progress
+ *   relay sync [--mode full|incremental] [--supplier NAME]   one catalog sync, with progress
+ *   relay suppliers                        the suppliers: name, base URL, enabled, health
  *   relay wallet                           the upstream wallet (ping)
  *   relay order <shop_order_no>            one order, as the internal API returns it
- *   relay sandbox [--port N] [--products N] [--profile spec|dujiao-next]
+ *   relay sandbox [--port N] [--products N] [--seed N] [--profile spec|dujiao-next] [--api-key K] [--api-secret S]
  *   relay migrate [--down N]               apply pending migrations (or revert the latest N)
- * `sync`, `wallet` and `order` run an instance of the service in this process (no background work)
+ * `sync`, `suppliers`, `wallet` and `order` run an instance of the service in this process (no background work)
  * and use its internal API; with `--url URL` (or RELAY_URL) they use a running service instead
  * (needed when the embedded database is held by a running service).
  * Exit codes: 0 done, 1 failed, 2 usage, 3 configuration, 4 not found. An embedded database held by
@@ -20,15 +21,19 @@ import { redactUrl } from '../config/redact-url.js';
 import { DataDirLockedError } from '../database/data-dir-lock.js';
 import { DatabaseEndpoint } from '../database/database-endpoint.js';
 import { migrateDown, migrateUp } from '../database/migrator.js';
+import { SUPPLIER_NAME_PATTERN } from '../suppliers/supplier.types.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, config: 3, notFound: 4 } as const;
 
 const USAGE = `usage: relay <command> [options]
-  sync [--mode full|incremental] [--url URL]   run one catalog sync and show its progress
+  sync [--mode full|incremental] [--supplier NAME] [--url URL]
+                                               run one catalog sync (of that supplier) and show its progress
+  suppliers [--url URL]                        list the suppliers: name, base URL, enabled, health
   wallet [--url URL]                           show the upstream wallet
   order <shop_order_no> [--url URL]            show one order
-  sandbox [--port N] [--products N] [--profile spec|dujiao-next]
-                                               run the sandbox upstream alone
+  sandbox [--port N] [--products N] [--seed N] [--profile spec|dujiao-next] [--api-key K] [--api-secret S]
+                                               run the sandbox upstream alone (another one for
+                                               trying several suppliers: another port, seed and key)
   migrate [--down N]                           apply pending migrations (or revert the latest N)`;
 
 interface Args {
@@ -78,11 +83,12 @@ class UsageError extends Error {}
  * --dwon 1`) or a stray argument is a usage error (exit 2), never a different action.
  */
 const COMMAND_ARGS: Record<string, { options: string[]; positional: number }> = {
-  sync: { options: ['mode', 'url'], positional: 0 },
+  sync: { options: ['mode', 'supplier', 'url'], positional: 0 },
+  suppliers: { options: ['url'], positional: 0 },
   wallet: { options: ['url'], positional: 0 },
   order: { options: ['url'], positional: 1 },
   migrate: { options: ['down'], positional: 0 },
-  sandbox: { options: ['port', 'products', 'profile', 'host'], positional: 0 },
+  sandbox: { options: ['port', 'products', 'seed', 'profile', 'host', 'api-key', 'api-secret'], positional: 0 },
 };
 
 function checkArgs(args: Args): void {
@@ -148,8 +154,14 @@ function bar(done: number, total: number, width = 30): string {
   return `[${'#'.repeat(n)}${'.'.repeat(width - n)}]`;
 }
 
-async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: string) => void): Promise<number> {
-  const start = await api.http.post('/internal/catalog/sync', mode ? { mode } : {});
+async function sync(
+  api: Api,
+  mode: string | undefined,
+  supplier: string | undefined,
+  out: Out,
+  progress: (s: string) => void,
+): Promise<number> {
+  const start = await api.http.post('/internal/catalog/sync', { ...(mode ? { mode } : {}), ...(supplier ? { supplier } : {}) });
   if (start.status !== 202 && start.status !== 409) return fail(out, start.data, start.status);
   const runId = String(start.data.run_id);
   if (start.status === 409) out(`a sync is already running (${runId}); following it`);
@@ -173,6 +185,37 @@ async function sync(api: Api, mode: string | undefined, out: Out, progress: (s: 
     }
     await new Promise((res) => setTimeout(res, 250));
   }
+}
+
+interface SupplierRow {
+  name: string;
+  base_url: string;
+  enabled: boolean;
+  health?: { upstream?: string | null };
+  last_sync?: { status?: string; finished_at?: string | null } | null;
+}
+
+/** One line a supplier, in columns: name, base URL, enabled, health, last sync. */
+async function suppliers(api: Api, out: Out): Promise<number> {
+  const r = await api.http.get('/internal/suppliers', { params: { page_size: 500 } });
+  if (r.status !== 200) return fail(out, r.data, r.status);
+  const rows = (r.data.items as SupplierRow[]).map((s) => [
+    s.name,
+    s.base_url,
+    s.enabled ? 'enabled' : 'disabled',
+    s.health?.upstream ?? 'unknown',
+    s.last_sync ? `${s.last_sync.status} ${s.last_sync.finished_at ?? ''}`.trim() : 'never synced',
+  ]);
+  const table = [['NAME', 'BASE URL', 'ENABLED', 'HEALTH', 'LAST SYNC'], ...rows];
+  const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
+  for (const row of table)
+    out(
+      row
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    );
+  return EXIT.ok;
 }
 
 export interface CliOptions {
@@ -203,7 +246,9 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
         port: intFlag(args.flags, 'port', 8787),
         host: args.flags.host ?? '127.0.0.1',
         profile,
-        catalog: { products: intFlag(args.flags, 'products', 40) },
+        catalog: { products: intFlag(args.flags, 'products', 40), seed: intFlag(args.flags, 'seed', 1) },
+        ...(args.flags['api-key'] !== undefined ? { apiKey: args.flags['api-key'] } : {}),
+        ...(args.flags['api-secret'] !== undefined ? { apiSecret: args.flags['api-secret'] } : {}),
         log: out,
         env: processEnvironment(options.env),
       });
@@ -214,6 +259,9 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     if (args.command === 'order' && !args.positional[0]) throw new UsageError('relay order needs a shop_order_no');
     const mode = args.flags.mode;
     if (mode !== undefined && mode !== 'full' && mode !== 'incremental') throw new UsageError('--mode must be full or incremental');
+    const supplier = args.flags.supplier;
+    if (supplier !== undefined && !SUPPLIER_NAME_PATTERN.test(supplier))
+      throw new UsageError('--supplier must be a supplier name ([a-z][a-z0-9-]{0,31})');
 
     const config = loadProcessConfig(options.env);
     if (args.command === 'migrate') {
@@ -237,7 +285,8 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     const url = args.flags.url ?? processEnvironment(options.env).RELAY_URL;
     const api = await openApi(config, url);
     try {
-      if (args.command === 'sync') return await sync(api, mode, out, progress);
+      if (args.command === 'sync') return await sync(api, mode, supplier, out, progress);
+      if (args.command === 'suppliers') return await suppliers(api, out);
       const path = args.command === 'wallet' ? '/internal/wallet' : `/internal/orders/${encodeURIComponent(args.positional[0])}`;
       const r = await api.http.get(path);
       if (r.status !== 200) return fail(out, r.data, r.status);

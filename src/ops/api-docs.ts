@@ -77,6 +77,8 @@ const ERROR_SCHEMA = {
     unit_cost: { type: 'string', description: 'with `price_changed`: the fresh upstream unit price (decimal string)' },
     max_unit_cost: { type: 'string', description: 'with `price_changed`: the ceiling it was checked against (decimal string)' },
     delivery: { type: 'object', description: 'with `delivery_pending`: the webhook delivery' },
+    supplier: { type: 'string', description: 'with the `supplier_*` codes and a refused ping of a supplier: its name' },
+    unfinished_orders: { type: 'integer', description: 'with `supplier_busy`: how many of its orders are unfinished' },
   },
   example: { ok: false, error_code: 'order_not_found', error_message: 'no order SO-1001' },
 } as const;

@@ -68,6 +68,9 @@ export class SupplierRegistry implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
+    // Secrets sealed under an older PAYLOAD_ENCRYPTION_KEY move to the first one.
+    const moved = await this.repo.resealAll();
+    if (moved > 0) this.logger.log(`${moved} supplier secret(s) sealed again with the first PAYLOAD_ENCRYPTION_KEY`);
     const env = this.env.config;
     await this.repo.writeEnvSupplier({
       name: env.name,

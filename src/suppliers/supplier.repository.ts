@@ -9,6 +9,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AppConfig, type UpstreamProfile } from '../config/app-config.js';
 import { sqlRows } from '../ops/sql.js';
+import { UNFINISHED } from '../orders/order-state.js';
 import { decryptPayload, encryptPayload, keyId } from '../orders/payload-crypto.js';
 import type { SupplierSettings } from './supplier.types.js';
 
@@ -38,6 +39,16 @@ export interface SupplierWrite {
   profile: UpstreamProfile;
   settings: Partial<SupplierSettings>;
   enabled: boolean;
+}
+
+/** A supplier's latest catalog sync run, as its table holds it. */
+export interface SupplierLastSync {
+  run_id: string;
+  mode: string;
+  status: string;
+  started_at: Date | string;
+  finished_at: Date | string | null;
+  error: string | null;
 }
 
 interface SupplierRow {
@@ -100,6 +111,49 @@ export class SupplierRepository {
   async delete(name: string, db: Db = this.dataSource): Promise<boolean> {
     const rows = await sqlRows<{ name: string }>(db, `DELETE FROM suppliers WHERE name = $1 AND NOT managed_by_env RETURNING name`, [name]);
     return rows.length === 1;
+  }
+
+  /** How many of a supplier's orders are unfinished (order-state's UNFINISHED). */
+  async unfinishedOrders(name: string, db: Db = this.dataSource): Promise<number> {
+    const rows = await sqlRows<{ n: string | number }>(db, `SELECT count(*) AS n FROM orders WHERE supplier = $1 AND status = ANY($2)`, [
+      name,
+      [...UNFINISHED],
+    ]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /**
+   * Deletes a supplier added through the API and unlists its SKUs (they stay, for its orders'
+   * history), in one transaction, unless it has unfinished orders: the supplier's row is locked first,
+   * so a concurrent change waits. `busy` with the count of unfinished orders; null when there is no
+   * such supplier (or it is the env supplier).
+   */
+  async deleteUnlessBusy(name: string): Promise<{ deleted: true; unlisted: number } | { deleted: false; busy: number } | null> {
+    return this.dataSource.transaction(async (m) => {
+      const rows = await sqlRows<{ name: string }>(m, `SELECT name FROM suppliers WHERE name = $1 AND NOT managed_by_env FOR UPDATE`, [
+        name,
+      ]);
+      if (rows.length === 0) return null;
+      const busy = await this.unfinishedOrders(name, m);
+      if (busy > 0) return { deleted: false as const, busy };
+      await m.query(`DELETE FROM suppliers WHERE name = $1`, [name]);
+      const unlisted = await sqlRows<{ sku_code: string }>(
+        m,
+        `UPDATE catalog_skus SET listed = false, updated_at = now() WHERE supplier = $1 AND listed RETURNING sku_code`,
+        [name],
+      );
+      return { deleted: true as const, unlisted: unlisted.length };
+    });
+  }
+
+  /** A supplier's latest catalog sync run; null before any. */
+  async lastSync(name: string, db: Db = this.dataSource): Promise<SupplierLastSync | null> {
+    const rows = await sqlRows<SupplierLastSync>(
+      db,
+      `SELECT run_id, mode, status, started_at, finished_at, error FROM catalog_sync_runs WHERE supplier = $1 ORDER BY started_at DESC LIMIT 1`,
+      [name],
+    );
+    return rows[0] ?? null;
   }
 
   /**
