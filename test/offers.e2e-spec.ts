@@ -10,11 +10,11 @@
  * (incremental ones after the first: a full pass would check the fixtures' products at the env
  * supplier's sandbox).
  */
-import { PricingContextService } from '../src/catalog/pricing-context.service.js';
 import { offerChangedEvent } from '../src/offers/offer-valuation.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitFor as waitForRun } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
+import { SupplierSkuFixtures } from './support/offer-fixtures.js';
 import { waitFor } from './support/wait.js';
 
 interface OfferView {
@@ -86,30 +86,9 @@ describe('offers', () => {
   // The env supplier's SKUs the offers use (listed, in stock, distinct products).
   let mainA: SkuView;
   let mainB: SkuView;
-  let fixtureColumns: string[];
-
-  /** A SKU of supplier `second`: a copy of `from` under product id `productId`, at `cost`, priced by the rules in force. */
-  const secondSku = async (from: SkuView, productId: number, cost: string, stockStatus = 'in_stock'): Promise<string> => {
-    const ctx = await suite.app.relay.app.get(PricingContextService).current();
-    const [row] = await suite.db.query<{ category_id: string }>(`SELECT category_id::text FROM catalog_skus WHERE sku_key = $1`, [
-      from.sku_key,
-    ]);
-    const sale = ctx.price(cost, { skuKey: `${productId}:${from.sku_code}`, skuCode: from.sku_code, categoryId: Number(row.category_id) });
-    const set: Record<string, string> = {
-      supplier: `'second'`,
-      product_id: '$2::bigint',
-      cost_price: '$3::numeric',
-      sale_price: '$4::numeric',
-      stock_status: '$5',
-      stock_quantity: `CASE WHEN $5 = 'out_of_stock' THEN 0 ELSE 100 END`,
-    };
-    await suite.db.query(
-      `INSERT INTO catalog_skus (${fixtureColumns.join(', ')})
-       SELECT ${fixtureColumns.map((c) => set[c] ?? c).join(', ')} FROM catalog_skus WHERE sku_key = $1`,
-      [from.sku_key, productId, cost, sale, stockStatus],
-    );
-    return `${productId}:${from.sku_code}`;
-  };
+  let second: SupplierSkuFixtures;
+  const secondSku = (from: SkuView, productId: number, cost: string, stockStatus?: string) =>
+    second.add(from, productId, cost, stockStatus);
 
   beforeAll(async () => {
     const keys = [
@@ -118,18 +97,8 @@ describe('offers', () => {
     ];
     expect(keys[0].product.id).not.toBe(keys[1].product.id);
     [mainA, mainB] = await Promise.all(keys.map((k) => localSku(`${k.product.id}:${k.sku.sku_code}`)));
-    fixtureColumns = (
-      await suite.db.query<{ column_name: string }>(
-        `SELECT column_name FROM information_schema.columns
-          WHERE table_name = 'catalog_skus' AND table_schema = current_schema() AND is_generated = 'NEVER' ORDER BY ordinal_position`,
-      )
-    ).map((r) => r.column_name);
-    const [{ currency }] = await suite.db.query<{ currency: string }>(
-      `SELECT value->>'currency' AS currency FROM relay_state WHERE key = 'catalog.currency'`,
-    );
-    await suite.db.query(`INSERT INTO relay_state (key, value, updated_at) VALUES ('catalog.currency:second', $1::jsonb, now())`, [
-      JSON.stringify({ currency }),
-    ]);
+    second = new SupplierSkuFixtures(suite.db, suite.app, 'second');
+    await second.setCurrencyAsEnv();
   });
 
   it('creates, reads, lists, replaces and deletes an offer, answering exactly the contract', async () => {
@@ -183,7 +152,7 @@ describe('offers', () => {
   });
 
   it('refuses bad offers with their fields, and stores nothing', async () => {
-    const second = await secondSku(mainB, 900002, '1.00');
+    const other = await secondSku(mainB, 900002, '1.00');
     const good = { routing: 'priority', sources: [{ supplier: 'main', sku_key: mainA.sku_key }] };
     expect((await put('kept', good)).status).toBe(201);
     const kept = await getOffer('kept');
@@ -207,8 +176,8 @@ describe('offers', () => {
         {
           routing: 'priority',
           sources: [
-            { supplier: 'second', sku_key: second },
-            { supplier: 'second', sku_key: second },
+            { supplier: 'second', sku_key: other },
+            { supplier: 'second', sku_key: other },
           ],
         },
         ['sources.1'],
@@ -248,22 +217,20 @@ describe('offers', () => {
     expect(await getOffer('kept')).toEqual(kept);
 
     // sources of different currencies
-    await suite.db.query(`UPDATE relay_state SET value = '{"currency":"USD"}'::jsonb WHERE key = 'catalog.currency:second'`);
+    await second.setCurrency('USD');
     try {
       const r = await put('bad-8', {
         routing: 'priority',
         sources: [
           { supplier: 'main', sku_key: mainA.sku_key },
-          { supplier: 'second', sku_key: second },
+          { supplier: 'second', sku_key: other },
         ],
       });
       expect(r.status).toBe(400);
       expect((r.data as { fields: Record<string, string[]> }).fields).toEqual({ sources: [expect.stringContaining('one currency')] });
       expect((await http().get(`${OFFERS}/bad-8`)).status).toBe(404);
     } finally {
-      await suite.db.query(
-        `UPDATE relay_state SET value = (SELECT value FROM relay_state WHERE key = 'catalog.currency') WHERE key = 'catalog.currency:second'`,
-      );
+      await second.setCurrencyAsEnv();
     }
   });
 
