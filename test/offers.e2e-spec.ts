@@ -262,6 +262,12 @@ describe('offers', () => {
     );
     expect((r.data as { offer: OfferView }).offer).toMatchObject({ sale_price: outSku.sale_price, available: false });
 
+    const bad = await http().get(OFFERS, { params: { changed_since: 'yesterday', available: 'maybe' } });
+    expect({ status: bad.status, fields: Object.keys((bad.data as { fields: object }).fields).sort() }).toEqual({
+      status: 400,
+      fields: ['available', 'changed_since'],
+    });
+
     const avail = await http().get(OFFERS, { params: { available: false } });
     expect((avail.data as { items: OfferView[] }).items.map((o) => o.code)).toEqual(['price-4']);
   });
