@@ -13,6 +13,7 @@ import { DatabaseEndpointModule, DatabaseModule } from './database/database.modu
 import { OutboxWriter } from './notifications/outbox.writer.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { Metrics } from './ops/metrics.service.js';
+import { OffersModule } from './offers/offers.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
@@ -49,6 +50,7 @@ export class AppModule {
         ScheduleModule.forRoot(),
         UpstreamModule,
         CatalogModule,
+        OffersModule,
         OrdersModule,
         CallbacksModule,
         NotificationsModule,

@@ -228,6 +228,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/offers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List offers
+         * @description A page of offers by `code`; with `changed_since`, those whose sale price or availability changed later, by `updated_at`, then `code`.
+         */
+        get: operations["OffersController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/offers/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an offer
+         * @description One offer, with its sources’ live cost and stock.
+         */
+        get: operations["OffersController_get"];
+        /**
+         * Create or replace an offer
+         * @description One shop product bought from 1–10 sources (`{supplier, sku_key}`, no SKU twice, one currency), routed by `priority` or `cheapest`. Without `sale_price`, the offer's is the pricing rules applied to the highest cost among its available sources. Answers 201 when it is created, 200 when it replaced one; nothing is stored when a check fails.
+         */
+        put: operations["OffersController_put"];
+        post?: never;
+        /**
+         * Delete an offer
+         * @description Removes the offer; orders placed through it keep their history.
+         */
+        delete: operations["OffersController_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/orders": {
         parameters: {
             query?: never;
@@ -731,6 +779,34 @@ export interface components {
             /** @description every rule: the rules not listed are removed */
             rules: components["schemas"]["PricingRuleBody"][];
         };
+        OfferSourceBody: {
+            /**
+             * @description a supplier (CONTRACT §10)
+             * @example main
+             */
+            supplier: string;
+            /**
+             * @description a SKU of that supplier's catalog, by its `sku_key` (`<product id>:<sku_code>`)
+             * @example 42:SKU-00042-1
+             */
+            sku_key: string;
+        };
+        PutOfferBody: {
+            /** @description the operator's name for it */
+            title?: string | null;
+            /**
+             * @description `priority`: the sources in their order; `cheapest`: by ascending current cost (ties: their order)
+             * @enum {string}
+             */
+            routing: "priority" | "cheapest";
+            /** @description 1–10 sources, no SKU twice, all of one currency */
+            sources: components["schemas"]["OfferSourceBody"][];
+            /**
+             * @description a decimal string > 0; absent or null: the pricing rules applied to the highest cost among the available sources
+             * @example 55.00
+             */
+            sale_price?: string | null;
+        };
         CreateOrderDto: {
             /**
              * @description the shop's order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, attempt n > 1 as `<shop_order_no>-<n>`
@@ -811,7 +887,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "offer_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -2739,6 +2815,573 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
                         error_code?: "product_not_found";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OffersController_list: {
+        parameters: {
+            query?: {
+                /** @description available = any source available */
+                available?: boolean;
+                /** @description RFC 3339: the offers whose `updated_at` (sale price or availability) is later, ordered by `updated_at`, then `code` */
+                changed_since?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1–500 */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of offers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "items": [
+                     *         {
+                     *           "code": "steam-wallet-50",
+                     *           "title": "Steam wallet 50",
+                     *           "routing": "priority",
+                     *           "sources": [
+                     *             {
+                     *               "supplier": "main",
+                     *               "sku_key": "42:SKU-00042-1",
+                     *               "cost_price": "48.00",
+                     *               "currency": "CNY",
+                     *               "available": true,
+                     *               "stock_status": "in_stock"
+                     *             },
+                     *             {
+                     *               "supplier": "second",
+                     *               "sku_key": "7:STEAM-50",
+                     *               "cost_price": "47.20",
+                     *               "currency": "CNY",
+                     *               "available": false,
+                     *               "stock_status": "out_of_stock"
+                     *             }
+                     *           ],
+                     *           "sale_price": "52.80",
+                     *           "currency": "CNY",
+                     *           "available": true,
+                     *           "updated_at": "2026-11-29T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "page_size": 100
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        items: {
+                            /** @description the pattern of `shop_order_no` */
+                            code: string;
+                            /** @description the operator's name for it */
+                            title: string | null;
+                            /** @enum {string} */
+                            routing: "priority" | "cheapest";
+                            sources: {
+                                /** @description the supplier */
+                                supplier: string;
+                                /** @description the SKU in that supplier's catalog */
+                                sku_key: string;
+                                /** @description its current cost (null: the catalog lacks it) */
+                                cost_price: string | null;
+                                /** @description its supplier's currency */
+                                currency: string | null;
+                                /** @description listed, active and not `out_of_stock` in its catalog */
+                                available: boolean;
+                                /** @description `in_stock`, `low_stock`, `out_of_stock` or `unlimited` */
+                                stock_status: string | null;
+                            }[];
+                            /** @description the operator's, else the pricing rules applied to the highest cost among the available sources (with none available: among all) */
+                            sale_price: string | null;
+                            /** @description the sources' currency */
+                            currency: string | null;
+                            /** @description any source available */
+                            available: boolean;
+                            /**
+                             * Format: date-time
+                             * @description moves when the sale price or the availability changes
+                             */
+                            updated_at: string;
+                        }[];
+                        /** @description all matching items */
+                        total: number;
+                        page: number;
+                        page_size: number;
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OffersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the offer's code (`[A-Za-z0-9._:-]{1,64}`) */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the offer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "offer": {
+                     *         "code": "steam-wallet-50",
+                     *         "title": "Steam wallet 50",
+                     *         "routing": "priority",
+                     *         "sources": [
+                     *           {
+                     *             "supplier": "main",
+                     *             "sku_key": "42:SKU-00042-1",
+                     *             "cost_price": "48.00",
+                     *             "currency": "CNY",
+                     *             "available": true,
+                     *             "stock_status": "in_stock"
+                     *           },
+                     *           {
+                     *             "supplier": "second",
+                     *             "sku_key": "7:STEAM-50",
+                     *             "cost_price": "47.20",
+                     *             "currency": "CNY",
+                     *             "available": false,
+                     *             "stock_status": "out_of_stock"
+                     *           }
+                     *         ],
+                     *         "sale_price": "52.80",
+                     *         "currency": "CNY",
+                     *         "available": true,
+                     *         "updated_at": "2026-11-29T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description an offer (CONTRACT §11) */
+                        offer: {
+                            /** @description the pattern of `shop_order_no` */
+                            code: string;
+                            /** @description the operator's name for it */
+                            title: string | null;
+                            /** @enum {string} */
+                            routing: "priority" | "cheapest";
+                            sources: {
+                                /** @description the supplier */
+                                supplier: string;
+                                /** @description the SKU in that supplier's catalog */
+                                sku_key: string;
+                                /** @description its current cost (null: the catalog lacks it) */
+                                cost_price: string | null;
+                                /** @description its supplier's currency */
+                                currency: string | null;
+                                /** @description listed, active and not `out_of_stock` in its catalog */
+                                available: boolean;
+                                /** @description `in_stock`, `low_stock`, `out_of_stock` or `unlimited` */
+                                stock_status: string | null;
+                            }[];
+                            /** @description the operator's, else the pricing rules applied to the highest cost among the available sources (with none available: among all) */
+                            sale_price: string | null;
+                            /** @description the sources' currency */
+                            currency: string | null;
+                            /** @description any source available */
+                            available: boolean;
+                            /**
+                             * Format: date-time
+                             * @description moves when the sale price or the availability changes
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `offer_not_found`: no offer with this `code` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "offer_not_found";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OffersController_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the offer's code (`[A-Za-z0-9._:-]{1,64}`) */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutOfferBody"];
+            };
+        };
+        responses: {
+            /** @description replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "offer": {
+                     *         "code": "steam-wallet-50",
+                     *         "title": "Steam wallet 50",
+                     *         "routing": "priority",
+                     *         "sources": [
+                     *           {
+                     *             "supplier": "main",
+                     *             "sku_key": "42:SKU-00042-1",
+                     *             "cost_price": "48.00",
+                     *             "currency": "CNY",
+                     *             "available": true,
+                     *             "stock_status": "in_stock"
+                     *           },
+                     *           {
+                     *             "supplier": "second",
+                     *             "sku_key": "7:STEAM-50",
+                     *             "cost_price": "47.20",
+                     *             "currency": "CNY",
+                     *             "available": false,
+                     *             "stock_status": "out_of_stock"
+                     *           }
+                     *         ],
+                     *         "sale_price": "52.80",
+                     *         "currency": "CNY",
+                     *         "available": true,
+                     *         "updated_at": "2026-11-29T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description an offer (CONTRACT §11) */
+                        offer: {
+                            /** @description the pattern of `shop_order_no` */
+                            code: string;
+                            /** @description the operator's name for it */
+                            title: string | null;
+                            /** @enum {string} */
+                            routing: "priority" | "cheapest";
+                            sources: {
+                                /** @description the supplier */
+                                supplier: string;
+                                /** @description the SKU in that supplier's catalog */
+                                sku_key: string;
+                                /** @description its current cost (null: the catalog lacks it) */
+                                cost_price: string | null;
+                                /** @description its supplier's currency */
+                                currency: string | null;
+                                /** @description listed, active and not `out_of_stock` in its catalog */
+                                available: boolean;
+                                /** @description `in_stock`, `low_stock`, `out_of_stock` or `unlimited` */
+                                stock_status: string | null;
+                            }[];
+                            /** @description the operator's, else the pricing rules applied to the highest cost among the available sources (with none available: among all) */
+                            sale_price: string | null;
+                            /** @description the sources' currency */
+                            currency: string | null;
+                            /** @description any source available */
+                            available: boolean;
+                            /**
+                             * Format: date-time
+                             * @description moves when the sale price or the availability changes
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "offer": {
+                     *         "code": "steam-wallet-50",
+                     *         "title": "Steam wallet 50",
+                     *         "routing": "priority",
+                     *         "sources": [
+                     *           {
+                     *             "supplier": "main",
+                     *             "sku_key": "42:SKU-00042-1",
+                     *             "cost_price": "48.00",
+                     *             "currency": "CNY",
+                     *             "available": true,
+                     *             "stock_status": "in_stock"
+                     *           },
+                     *           {
+                     *             "supplier": "second",
+                     *             "sku_key": "7:STEAM-50",
+                     *             "cost_price": "47.20",
+                     *             "currency": "CNY",
+                     *             "available": false,
+                     *             "stock_status": "out_of_stock"
+                     *           }
+                     *         ],
+                     *         "sale_price": "52.80",
+                     *         "currency": "CNY",
+                     *         "available": true,
+                     *         "updated_at": "2026-11-29T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description an offer (CONTRACT §11) */
+                        offer: {
+                            /** @description the pattern of `shop_order_no` */
+                            code: string;
+                            /** @description the operator's name for it */
+                            title: string | null;
+                            /** @enum {string} */
+                            routing: "priority" | "cheapest";
+                            sources: {
+                                /** @description the supplier */
+                                supplier: string;
+                                /** @description the SKU in that supplier's catalog */
+                                sku_key: string;
+                                /** @description its current cost (null: the catalog lacks it) */
+                                cost_price: string | null;
+                                /** @description its supplier's currency */
+                                currency: string | null;
+                                /** @description listed, active and not `out_of_stock` in its catalog */
+                                available: boolean;
+                                /** @description `in_stock`, `low_stock`, `out_of_stock` or `unlimited` */
+                                stock_status: string | null;
+                            }[];
+                            /** @description the operator's, else the pricing rules applied to the highest cost among the available sources (with none available: among all) */
+                            sale_price: string | null;
+                            /** @description the sources' currency */
+                            currency: string | null;
+                            /** @description any source available */
+                            available: boolean;
+                            /**
+                             * Format: date-time
+                             * @description moves when the sale price or the availability changes
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description - `bad_request`: a bad code or routing, 0 or more than 10 sources, a SKU twice, an unknown supplier or SKU, sources of different currencies: `fields` names each */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OffersController_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the offer's code (`[A-Za-z0-9._:-]{1,64}`) */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `offer_not_found`: no offer with this `code` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "offer_not_found";
                     };
                 };
             };

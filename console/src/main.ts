@@ -6,6 +6,7 @@ import { html } from './html.js';
 import { CatalogPage } from './pages/catalog.js';
 import { DashboardPage } from './pages/dashboard.js';
 import { LoginPage } from './pages/login.js';
+import { OfferPage, OffersPage } from './pages/offers.js';
 import { OrderPage } from './pages/order.js';
 import { OrdersPage } from './pages/orders.js';
 import { PricingPage } from './pages/pricing.js';
@@ -18,6 +19,7 @@ const NAV: Array<[string, string, string]> = [
   ['', 'Dashboard', '#/'],
   ['orders', 'Orders', '#/orders'],
   ['catalog', 'Catalog', '#/catalog'],
+  ['offers', 'Offers', '#/offers'],
   ['pricing', 'Pricing rules', '#/pricing'],
   ['sync', 'Sync runs', '#/sync'],
   ['reconciliation', 'Reconciliation', '#/reconciliation'],
@@ -32,6 +34,8 @@ function Page({ route }: { route: Route }) {
       return second ? html`<${OrderPage} key=${second} shopOrderNo=${second} />` : html`<${OrdersPage} query=${route.query} />`;
     case 'catalog':
       return second ? html`<${SkuPage} key=${second} skuCode=${second} />` : html`<${CatalogPage} query=${route.query} />`;
+    case 'offers':
+      return second ? html`<${OfferPage} key=${second} code=${second} />` : html`<${OffersPage} query=${route.query} />`;
     case 'pricing':
       return html`<${PricingPage} query=${route.query} />`;
     case 'sync':

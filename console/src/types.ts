@@ -9,7 +9,7 @@
  */
 import type { components, paths } from './api.generated.js';
 
-type Method = 'get' | 'post' | 'put';
+type Method = 'get' | 'post' | 'put' | 'delete';
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
 
 /** The JSON body `method path` answers with HTTP `status` (200 unless said), as documented. */
@@ -131,3 +131,11 @@ export type Wallet = Omit<Answer<'/internal/wallet', 'get'>, 'member_level'> & {
 
 /** `GET /health` (no token): the database, the upstream, the last sync, the request budget, the queue. */
 export type Health = Answer<'/health', 'get'>;
+
+// --------------------------------------------------------------------------------------- offers
+
+export type OfferList = Answer<'/internal/offers', 'get'>;
+export type Offer = OfferList['items'][number];
+export type OfferSource = Offer['sources'][number];
+export type OfferAnswer = Answer<'/internal/offers/{code}', 'get'>;
+export type PutOfferBody = RequestBody<'/internal/offers/{code}', 'put'>;

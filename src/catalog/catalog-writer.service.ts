@@ -8,6 +8,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sqlState } from '../database/pg-errors.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
+import { OfferValuation } from '../offers/offer-valuation.service.js';
 import { Metrics } from '../ops/metrics.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
@@ -52,6 +53,8 @@ export interface WriteOptions {
   known?: Map<number, string>;
   /** Where the products' fingerprints come from (default: computed; see PageFingerprints). */
   fingerprintOf?: (product: UpstreamProduct) => string;
+  /** The supplier whose catalog is written (default: the `UPSTREAM_*` supplier). */
+  supplier?: string;
 }
 
 export interface WriteResult {
@@ -108,6 +111,7 @@ export class CatalogWriter {
     private readonly commitMode: CommitModeRepository,
     private readonly products: ProductRepository,
     private readonly productMedia: ProductMediaService,
+    private readonly offers: OfferValuation,
   ) {}
 
   /**
@@ -397,6 +401,9 @@ export class CatalogWriter {
       for (const d of diffs) events.push(...eventsForDiff(d.old, d.next, d.diff, currency));
       await this.outbox.append(em as EntityManager, events);
     }
+    // The offers over these SKUs follow their sale price and availability, in this transaction.
+    const keys = diffs.map((d) => d.next.sku_key);
+    await this.offers.refreshForSkus(em as EntityManager, opts.supplier ?? this.offers.envSupplier, keys);
   }
 
   private report(r: WriteResult): void {

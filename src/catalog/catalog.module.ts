@@ -5,6 +5,7 @@
  */
 import { Module } from '@nestjs/common';
 import { MediaModule } from '../media/media.module.js';
+import { OffersModule } from '../offers/offers.module.js';
 import { CatalogController } from './catalog.controller.js';
 import { CatalogReadRepository } from './catalog-read.repository.js';
 import { CatalogRepository } from './catalog.repository.js';
@@ -29,7 +30,7 @@ import { SyncRunLease } from './sync-run-lease.service.js';
 import { SyncRunRepository } from './sync-run.repository.js';
 
 @Module({
-  imports: [MediaModule],
+  imports: [MediaModule, OffersModule],
   controllers: [CatalogController, PricingController, ProductsController],
   providers: [
     ProductRepository,

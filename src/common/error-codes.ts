@@ -46,6 +46,7 @@ const TABLE = [
   { code: 'reconciliation_run_not_found', status: 404, meaning: 'no reconciliation run with this `run_id`' },
   { code: 'supplier_not_found', status: 404, meaning: 'no supplier with this name' },
   { code: 'order_not_found', status: 404, meaning: 'no order with this `shop_order_no`' },
+  { code: 'offer_not_found', status: 404, meaning: 'no offer with this `code`' },
   { code: 'delivery_not_found', status: 404, meaning: 'no shop webhook delivery with this id' },
   { code: 'sync_in_progress', status: 409, meaning: 'a catalog sync is already running; `run_id` names it' },
   { code: 'reconciliation_in_progress', status: 409, meaning: 'a reconciliation run is already running; `run_id` names it' },

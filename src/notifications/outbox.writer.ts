@@ -17,11 +17,12 @@ export type OutboxEventType =
   | 'alert.order_stuck'
   | 'alert.sync_failed'
   | 'alert.wallet_recovered'
-  | 'product.changed';
+  | 'product.changed'
+  | 'offer.changed';
 
 export interface OutboxEvent {
   type: OutboxEventType;
-  /** A shop_order_no, a sku_code, or an alert key. */
+  /** A shop_order_no, a sku_code, an offer's code, or an alert key. */
   subject: string;
   payload: Record<string, unknown>;
 }

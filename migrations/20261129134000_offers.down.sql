@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS offer_sources;
+DROP TABLE IF EXISTS offers;
