@@ -50,10 +50,12 @@ export class SupplierRegistry implements OnModuleInit, OnApplicationShutdown {
   /** Runtimes replaced by a change: closed at shutdown, not while a call may be in flight on them. */
   private readonly retired: SupplierRuntime[] = [];
   private readonly loop = new WakeLoop(
-    () => this.reload().catch((e: unknown) => this.logger.warn(`could not read the suppliers: ${(e as Error).message}`)),
+    () => this.prepare().catch((e: unknown) => this.logger.warn(`could not read the suppliers: ${(e as Error).message}`)),
     () => RELOAD_MS,
   );
   readonly envName: string;
+  /** The start's one-time work (reseal, the env supplier's row) is done. */
+  private prepared = false;
 
   constructor(
     private readonly config: AppConfig,
@@ -67,20 +69,34 @@ export class SupplierRegistry implements OnModuleInit, OnApplicationShutdown {
     this.runtimes.set(env.name, this.open(env));
   }
 
+  /**
+   * At start: the stored secrets moved to the first key, the env supplier's row written, the stored
+   * suppliers read. A database not migrated yet (DB_MIGRATE_ON_START=false, /health/ready names the
+   * pending migrations) or out of reach does not stop the start: the env supplier serves, and the
+   * reload loop tries again.
+   */
   async onModuleInit(): Promise<void> {
-    // Secrets sealed under an older PAYLOAD_ENCRYPTION_KEY move to the first one.
-    const moved = await this.repo.resealAll();
-    if (moved > 0) this.logger.log(`${moved} supplier secret(s) sealed again with the first PAYLOAD_ENCRYPTION_KEY`);
-    const env = this.env.config;
-    await this.repo.writeEnvSupplier({
-      name: env.name,
-      baseUrl: env.baseUrl,
-      apiKey: env.apiKey,
-      profile: env.profile,
-      settings: env.settings,
-    });
-    await this.reload();
+    await this.prepare().catch((e: unknown) => this.logger.warn(`could not read the suppliers yet: ${(e as Error).message}`));
     if (this.config.workers) this.loop.start(RELOAD_MS);
+  }
+
+  /** Once: reseal, write the env supplier; then, each time, read the stored suppliers. */
+  private async prepare(): Promise<void> {
+    if (!this.prepared) {
+      // Secrets sealed under an older PAYLOAD_ENCRYPTION_KEY move to the first one.
+      const moved = await this.repo.resealAll();
+      if (moved > 0) this.logger.log(`${moved} supplier secret(s) sealed again with the first PAYLOAD_ENCRYPTION_KEY`);
+      const env = this.env.config;
+      await this.repo.writeEnvSupplier({
+        name: env.name,
+        baseUrl: env.baseUrl,
+        apiKey: env.apiKey,
+        profile: env.profile,
+        settings: env.settings,
+      });
+      this.prepared = true;
+    }
+    await this.reload();
   }
 
   async onApplicationShutdown(): Promise<void> {
