@@ -93,7 +93,8 @@ function tsType(c, enums) {
     : PG_COLUMN_TYPES[base];
   if (type === undefined) {
     throw new Error(
-      `no TypeScript type for the column ${c.table_name}.${c.column_name} (${sqlType(c)}): add it to src/database/pg-column-types.ts (and a sample to test/db-row-types.e2e-spec.ts)`,
+      `no TypeScript type for the column ${c.table_name}.${c.column_name} (${sqlType(c)}): ` +
+        'add it to src/database/pg-column-types.ts, and a sample to test/db-row-types.e2e-spec.ts',
     );
   }
   if (c.is_array) type = type.includes(' ') ? `Array<${type}>` : `${type}[]`;
