@@ -10,6 +10,10 @@
  *   injectable classes form no loop (news goes back to a service that depends on the sender through
  *   a domain event, orders/domain-events.ts), and the table of domain events names every publisher and
  *   handler of each.
+ * - The orders' tables have one home for their writes: OrderTx (order-tx.ts) inserts and deletes every
+ *   row of them and is the only one to move an order's or an attempt's state; outside it, an update
+ *   sets only the lease, schedule and flag columns ORDERS_WRITES_OUTSIDE_TX lists, and OrderRepository
+ *   runs a statement in a caller's transaction only in `flagStuck`.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
@@ -33,6 +37,46 @@ export function ordersTableUses(file: string, text: string): string[] {
   for (const m of text.matchAll(re)) uses.push(`${file}: ${m[1].toUpperCase().replace(/\s+/, ' ')} ${m[2]}`);
   return uses;
 }
+
+const ORDERS_TABLES = 'orders|order_attempts|order_events|order_refunds';
+
+/**
+ * The writes of `text` on the orders' tables: `file: INSERT INTO t`, `file: DELETE FROM t`, and one
+ * `file: UPDATE t.column` per column an UPDATE sets (a SET list built at run time shows no column).
+ */
+export function ordersWrites(file: string, text: string): string[] {
+  const writes: string[] = [];
+  for (const m of text.matchAll(new RegExp(String.raw`\b(INSERT\s+INTO|DELETE\s+FROM)\s+(${ORDERS_TABLES})\b`, 'gi')))
+    writes.push(`${file}: ${m[1].toUpperCase().replace(/\s+/, ' ')} ${m[2]}`);
+  // UPDATE <table> [[AS] alias] SET <list>, the list ending at WHERE, RETURNING, FROM or the string's end
+  const table = String.raw`\bUPDATE\s+(${ORDERS_TABLES})\b(?:\s+(?:AS\s+)?(?!SET\b)\w+)?`;
+  const update = new RegExp(String.raw`${table}\s+SET\s+([\s\S]*?)(?=\bWHERE\b|\bRETURNING\b|\bFROM\b|` + '`|$)', 'gi');
+  for (const m of text.matchAll(update)) {
+    for (const c of m[2].matchAll(/(?:^|,)\s*(\w+)\s*=/g)) writes.push(`${file}: UPDATE ${m[1]}.${c[1]}`);
+  }
+  return writes;
+}
+
+/**
+ * The columns of the orders' tables written outside OrderTx, by file: leases, schedules and flags,
+ * never a status, an amount, an item or a row of its own. Everything else on those tables is written
+ * by order-tx.ts.
+ */
+const ORDERS_WRITES_OUTSIDE_TX: Record<string, string[]> = {
+  // the poll claim's lease, the poll schedule, the stuck flag; an attempt's sending lease (claims, re-sends)
+  'orders/order.repository.ts': [
+    'orders.poll_lease_until',
+    'orders.next_poll_at',
+    'orders.poll_interval_ms',
+    'orders.stuck_since',
+    'order_attempts.sending_until',
+    'order_attempts.sends',
+  ],
+  // the reconciliation's schedule
+  'reconciliation/reconciliation.repository.ts': ['orders.reconcile_planned_at', 'orders.reconcile_at', 'orders.reconciled_at'],
+  // a callback brings the order's next poll sooner
+  'callbacks/callback-inbox.repository.ts': ['orders.next_poll_at'],
+};
 
 /** The `*.ts` files of the rows of docs/architecture.md's file tables whose description says "pure". */
 export function filesCalledPure(doc: string): string[] {
@@ -142,6 +186,47 @@ describe('the rules of docs/architecture.md', () => {
       'x.ts: DELETE FROM order_refunds',
     ]);
     expect(ordersTableUses('x.ts', 'the orders of a product; orders_poll_due; FROM catalog_orders_view')).toEqual([]);
+  });
+
+  it("writes the orders' tables in OrderTx, and outside it only the leases, schedules and flags listed", () => {
+    const outside = files
+      .filter((f) => !f.endsWith(join('orders', 'order-tx.ts')))
+      .flatMap((f) => ordersWrites(relative(SRC, f), readFileSync(f, 'utf8')));
+    expect(outside).toEqual(expect.arrayContaining(['orders/order.repository.ts: UPDATE orders.poll_lease_until']));
+    const allowed = new Set(Object.entries(ORDERS_WRITES_OUTSIDE_TX).flatMap(([file, cols]) => cols.map((c) => `${file}: UPDATE ${c}`)));
+    expect(outside.filter((w) => !allowed.has(w))).toEqual([]);
+    const inTx = ordersWrites('order-tx.ts', readFileSync(join(SRC, 'orders/order-tx.ts'), 'utf8'));
+    expect(inTx).toEqual(expect.arrayContaining(['order-tx.ts: INSERT INTO orders', 'order-tx.ts: INSERT INTO order_refunds']));
+  });
+
+  it("runs OrderRepository's statements outside a caller's transaction, except flagStuck's", () => {
+    const text = readFileSync(join(SRC, 'orders/order.repository.ts'), 'utf8');
+    const start = text.indexOf('  async flagStuck(');
+    expect(start).toBeGreaterThan(0);
+    const end = text.indexOf('\n  }\n', start);
+    const elsewhere = text.slice(0, start) + text.slice(end);
+    expect(text.slice(start, end)).toMatch(/\btx\.em\b/);
+    expect(elsewhere.match(/\b\w+\.em\b/g) ?? []).toEqual([]);
+  });
+
+  it("reads the writes on the orders' tables and the columns an UPDATE sets", () => {
+    const text = [
+      'UPDATE orders SET next_poll_at = $2, poll_interval_ms = $3 WHERE status = ANY($1)',
+      "UPDATE order_attempts SET sending_until = ${leaseEnd('$2::int')}, sends = sends + 1 WHERE id IN (SELECT 1)",
+      'UPDATE orders o SET stuck_since = NULL WHERE o.stuck_since IS NOT NULL',
+      'WITH o AS (INSERT INTO orders (a) VALUES (1) RETURNING *) DELETE FROM order_refunds; insert into order_events',
+      'UPDATE orders_archive SET x = 1; UPDATE catalog_skus SET listed = false',
+    ].join('\n');
+    expect(ordersWrites('x.ts', text)).toEqual([
+      'x.ts: INSERT INTO orders',
+      'x.ts: DELETE FROM order_refunds',
+      'x.ts: INSERT INTO order_events',
+      'x.ts: UPDATE orders.next_poll_at',
+      'x.ts: UPDATE orders.poll_interval_ms',
+      'x.ts: UPDATE order_attempts.sending_until',
+      'x.ts: UPDATE order_attempts.sends',
+      'x.ts: UPDATE orders.stuck_since',
+    ]);
   });
 
   it('each file it calls pure exists once, imports no framework, database or I/O, and has a spec beside it', () => {

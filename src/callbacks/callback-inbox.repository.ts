@@ -12,6 +12,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { numbered, rows } from '../database/prepared-statements.js';
+import type { CallbackInboxRow } from '../database/rows.generated.js';
 
 export interface CallbackSummary {
   bodySha256: string;
@@ -38,9 +39,9 @@ export interface UnusableCallback {
 
 /** The row `storeWrite` returns. */
 export interface StoredRow {
-  inbox_id: string;
+  inbox_id: CallbackInboxRow['id'];
   /** Times the same body came again (0: stored now). */
-  inbox_duplicates: number;
+  inbox_duplicates: CallbackInboxRow['duplicates'];
 }
 
 export interface InboxRow {
@@ -115,14 +116,13 @@ export class CallbackInboxRepository {
    * claim is not a try (see `tries`).
    */
   async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
-    const claimed = await rows<{
-      id: string;
-      upstream_order_id: string;
-      downstream_order_no: string | null;
-      reported_status: string;
-      tries: number;
-      received_at: Date | string;
-    }>(
+    // a pending callback names its upstream order and status (`store` keeps one without them as ignored)
+    const claimed = await rows<
+      Pick<CallbackInboxRow, 'id' | 'downstream_order_no' | 'tries' | 'received_at'> & {
+        upstream_order_id: NonNullable<CallbackInboxRow['upstream_order_id']>;
+        reported_status: NonNullable<CallbackInboxRow['reported_status']>;
+      }
+    >(
       this.dataSource,
       `UPDATE callback_inbox SET next_try_at = $2
         WHERE id IN (

@@ -1,56 +1,52 @@
 /**
  * The local catalog's records as its repositories return them (plain objects; money stays a string,
- * `numeric::text`), their row mappers, and what the catalog's repositories share: the query helper,
- * the currency's key and the fence of catalog writes.
+ * `numeric::text`), named from the generated row types (src/database/rows.generated.ts), their row
+ * mappers, and what the catalog's repositories share: the query helper, the currency's key and the
+ * fence of catalog writes.
  */
 import type { DataSource, EntityManager } from 'typeorm';
+import type { CatalogCategoriesRow, CatalogSkuChangesRow, CatalogSkuConflictsRow, CatalogSkusRow } from '../database/rows.generated.js';
 import type { ChangeKind, SkuRow } from './sku-diff.js';
 
 /** What a catalog statement runs on: the caller's EntityManager (its transaction) or the data source's. */
 export type Db = Pick<EntityManager, 'query'>;
 
-export interface StoredSku extends SkuRow {
+/** A stored SKU: its upstream columns (SkuRow), whether it can be ordered, and its times. */
+export interface StoredSku extends SkuRow, Pick<CatalogSkusRow, 'created_at' | 'updated_at'> {
   available: boolean;
-  created_at: Date;
-  updated_at: Date;
 }
 
-export interface StoredCategory {
+/** A row of `catalog_categories`, its ids as numbers (category.repository.ts). */
+export interface StoredCategory extends Pick<CatalogCategoriesRow, 'slug' | 'icon' | 'sort_order' | 'listed' | 'updated_at'> {
   id: number;
   parent_id: number;
-  slug: string;
   name: Record<string, string>;
-  icon: string;
-  sort_order: number;
-  listed: boolean;
-  updated_at: Date;
 }
 
-export interface StoredChange {
+/** A row of `catalog_sku_changes`, or the `created` entry read from the SKU's row. */
+export interface StoredChange extends Pick<
+  CatalogSkuChangesRow,
+  'sku_code' | 'field' | 'old_value' | 'new_value' | 'run_id' | 'source' | 'changed_at'
+> {
   /** Null for the `created` entry read from the SKU row. */
   id: string | null;
   sku_key: string;
-  sku_code: string;
-  field: string;
   kind: ChangeKind;
-  old_value: unknown;
-  new_value: unknown;
-  run_id: string | null;
-  source: string;
-  changed_at: Date;
 }
 
-export interface StoredConflict {
-  id: string;
-  sku_code: string;
-  owner_product_id: string;
-  claimant_product_id: string;
-  claimant_sku_id: string | null;
-  run_id: string | null;
-  occurrences: number;
-  first_seen_at: Date;
-  last_seen_at: Date;
-}
+/** A row of `catalog_sku_conflicts` (ids as text, as the driver gives a bigint). */
+export type StoredConflict = Pick<
+  CatalogSkuConflictsRow,
+  | 'id'
+  | 'sku_code'
+  | 'owner_product_id'
+  | 'claimant_product_id'
+  | 'claimant_sku_id'
+  | 'run_id'
+  | 'occurrences'
+  | 'first_seen_at'
+  | 'last_seen_at'
+>;
 
 /** relay_state's key of the catalog currency (the upstream's, from its ping). */
 export const CURRENCY_KEY = 'catalog.currency';

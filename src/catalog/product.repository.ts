@@ -6,6 +6,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { CatalogProductsRow } from '../database/rows.generated.js';
 import { writesFence, type Db } from './catalog.records.js';
 
 /** The images of a product as the shop is shown them. */
@@ -14,45 +15,34 @@ export interface ShownMedia {
   content: Record<string, string> | null;
 }
 
-/** A product as written from an upstream product. */
-export interface ProductRow {
+/** A product as written from an upstream product: the columns of `catalog_products` it sets, ids as numbers. */
+export interface ProductRow extends Pick<
+  CatalogProductsRow,
+  'slug' | 'content' | 'images' | 'tags' | 'seo_meta' | 'is_active' | 'media_pending' | 'media_key'
+> {
   product_id: number;
-  slug: string;
   title: Record<string, string>;
   description: Record<string, string>;
-  content: unknown;
-  images: unknown;
-  tags: unknown;
-  seo_meta: unknown;
   category_id: number;
-  is_active: boolean;
   shown: ShownMedia;
-  media_pending: boolean;
-  media_key: string;
   /** The absolute image URLs it uses. */
   urls: string[];
 }
 
-export interface StoredProduct {
+/** A product as the internal API reads it (PRODUCT_COLUMNS): its row's columns, its SKUs' keys, whether one is listed. */
+export interface StoredProduct extends Pick<CatalogProductsRow, 'slug' | 'tags' | 'seo_meta' | 'updated_at'> {
   product_id: number;
-  slug: string;
   title: Record<string, string>;
   description: Record<string, string>;
-  tags: unknown;
-  seo_meta: unknown;
   category_id: number;
   shown: ShownMedia;
   sku_keys: string[];
   listed: boolean;
-  updated_at: Date;
 }
 
 /** What the media pass renders: the upstream's images and content of a product, at a version. */
-export interface MediaWork {
+export interface MediaWork extends Pick<CatalogProductsRow, 'content' | 'images' | 'media_version'> {
   product_id: number;
-  content: unknown;
-  images: unknown;
-  media_version: number;
 }
 
 export interface ProductFilter {

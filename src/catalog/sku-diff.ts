@@ -12,6 +12,7 @@
  * does not matter), so that this diff and the SQL guard (`IS DISTINCT FROM`) agree.
  */
 import { hash } from 'node:crypto';
+import type { CatalogSkusRow } from '../database/rows.generated.js';
 import type { OutboxEvent } from '../notifications/outbox.writer.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { Money } from './pricing.js';
@@ -19,28 +20,34 @@ import { skuKeyOf } from './sku-key.js';
 
 export type MultiLanguageText = Record<string, string>;
 
-export interface SkuRow {
+/**
+ * The columns of `catalog_skus` (rows.generated.ts) that the catalog sets from the upstream, with the
+ * ids as numbers and the JSON columns' shapes (toSkuRow maps a stored row to it).
+ */
+export interface SkuRow extends Pick<
+  CatalogSkusRow,
+  | 'sku_code'
+  | 'product_slug'
+  | 'cost_price'
+  | 'sale_price'
+  | 'original_price'
+  | 'member_price'
+  | 'stock_status'
+  | 'stock_quantity'
+  | 'sku_active'
+  | 'product_active'
+  | 'fulfillment_type'
+  | 'listed'
+> {
   /** `<product_id>:<sku_code>` (see sku-key.ts). */
   sku_key: string;
-  sku_code: string;
   upstream_sku_id: number;
   product_id: number;
-  product_slug: string;
   product_title: MultiLanguageText;
   product_description: MultiLanguageText;
   category_id: number;
   spec_values: Record<string, unknown>;
-  cost_price: string;
-  sale_price: string;
-  original_price: string | null;
-  member_price: string | null;
-  stock_status: string;
-  stock_quantity: number;
-  sku_active: boolean;
-  product_active: boolean;
-  fulfillment_type: string;
   manual_form_schema: Record<string, unknown> | null;
-  listed: boolean;
 }
 
 export type SkuField = keyof SkuRow;

@@ -14,50 +14,61 @@ import type { SkippedProduct } from '../upstream/upstream.shapes.js';
 import type { ChangeCounts } from './sku-diff.js';
 import type { PassMode } from './sync-plan.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
+import type { CatalogSyncRunsRow } from '../database/rows.generated.js';
 
 type Db = Pick<EntityManager, 'query'>;
 
 export type RunStatus = 'running' | 'succeeded' | 'failed';
 
-export interface SyncRunRecord {
-  run_id: string;
+/**
+ * A run's row (`catalog_sync_runs`, rows.generated.ts): its columns, the text and jsonb ones as the
+ * domain names them. `reread_products`: the ordered products an incremental run re-read on its own
+ * (SYNC_REREAD_ORDERED); `images_fetched`, `image_bytes`, `media_ms`: the images the run's media pass
+ * downloaded, their bytes, and the pass's time.
+ */
+export interface SyncRunRecord extends Pick<
+  CatalogSyncRunsRow,
+  | 'run_id'
+  | 'requested_mode'
+  | 'fallback'
+  | 'trigger'
+  | 'owner'
+  | 'started_at'
+  | 'heartbeat_at'
+  | 'finished_at'
+  | 'updated_after'
+  | 'pages_total'
+  | 'pages_done'
+  | 'products_seen'
+  | 'skus_seen'
+  | 'skus_created'
+  | 'skus_changed'
+  | 'skus_delisted'
+  | 'skus_relisted'
+  | 'conflicts'
+  | 'confirmed_live'
+  | 'unconfirmed'
+  | 'reread_products'
+  | 'images_fetched'
+  | 'media_ms'
+  | 'note'
+  | 'error'
+> {
   mode: PassMode;
   planned_mode: PassMode;
-  requested_mode: string | null;
-  fallback: string | null;
-  trigger: string;
   status: RunStatus;
-  owner: string;
-  started_at: Date;
-  heartbeat_at: Date;
-  finished_at: Date | null;
-  updated_after: Date | null;
-  pages_total: number;
-  pages_done: number;
-  products_seen: number;
-  skus_seen: number;
-  skus_created: number;
-  skus_changed: number;
-  skus_delisted: number;
-  skus_relisted: number;
   changes: Partial<ChangeCounts>;
-  conflicts: number;
-  confirmed_live: number;
-  unconfirmed: number;
-  /** Milliseconds the run's upstream requests waited for the request budget, summed (bigint: a string). */
+  /**
+   * Milliseconds the run's upstream requests waited for the request budget, summed (bigint: text when
+   * read, a number in the record of the run a process is running).
+   */
   budget_wait_ms: number | string;
   /** Products of the listing left out for their shape (at most MAX_SKIPPED_LISTED). */
   skipped_products: SkippedProduct[];
-  /** Ordered products an incremental run re-read on its own (SYNC_REREAD_ORDERED). */
-  reread_products: number;
   /** Images left out of the run's products, with why (at most MAX_SKIPPED_LISTED). */
   skipped_images: SkippedImage[];
-  /** Images the run's media pass downloaded, their bytes, and the pass's time. */
-  images_fetched: number;
+  /** bigint, as budget_wait_ms. */
   image_bytes: number | string;
-  media_ms: number;
-  note: string | null;
-  error: string | null;
 }
 
 export interface RunCounters {

@@ -16,6 +16,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
+import type { OutboxEventsRow } from '../database/rows.generated.js';
 import { sqlRows } from '../ops/sql.js';
 import type { WebhookEventRecord } from './webhook-request.js';
 
@@ -44,22 +45,28 @@ export interface DeliveryRecord {
   deliveredAt: Date | null;
 }
 
-interface Row {
-  id: string;
-  event_type: string;
-  subject: string;
+/**
+ * An event as its statements read it (COLUMNS, and the lease where a claim returns it): the generated
+ * row's columns, its status as the domain names it.
+ */
+type Row = Pick<
+  OutboxEventsRow,
+  | 'id'
+  | 'event_type'
+  | 'subject'
+  | 'attempts'
+  | 'next_attempt_at'
+  | 'last_attempt_at'
+  | 'last_status'
+  | 'last_error'
+  | 'replays'
+  | 'created_at'
+  | 'delivered_at'
+> & {
   payload: Record<string, unknown> | string;
   status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: Date;
-  last_attempt_at: Date | null;
-  last_status: number | null;
-  last_error: string | null;
-  replays: number;
-  created_at: Date;
-  delivered_at: Date | null;
-  lease_token?: string | null;
-}
+  lease_token?: OutboxEventsRow['lease_token'];
+};
 
 const asJson = (v: Record<string, unknown> | string): Record<string, unknown> =>
   typeof v === 'string' ? (JSON.parse(v) as Record<string, unknown>) : v;

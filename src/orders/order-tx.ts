@@ -1,6 +1,17 @@
 /**
  * The unit of work on orders (`OrderTx`): the statements of one transaction, its held writes and its
- * after-commit effects, or one optimistic statement checked against a snapshot of the rows.
+ * after-commit effects, or one optimistic statement checked against a snapshot of the rows. Every
+ * statement on the orders' tables inside a transaction is here (one exception: OrderRepository's
+ * `flagStuck`): the locks, every insert into the orders' tables (orders, attempts, events, refunds)
+ * and every move of an order's or an attempt's state. OrderRepository (order.repository.ts) opens the
+ * unit of work and holds the reads, claims and schedule writes outside it (test/architecture-rules.spec.ts
+ * checks the split).
+ *
+ * The locks of an order: `lockOrder` and `lockOrderByShopNo` (then the refund in a statement of its
+ * own, for deciding on a refund or a new attempt: see refundOf), `lockOrderToApply` and
+ * `lockOrderNamed` (the refund joined in the locking statement, for applying an upstream report),
+ * `lockOrderAndAttempt` (both rows in one statement, then the refund as lockOrder) and `lockAttempt`
+ * (an attempt, after its order).
  *
  * Locking: a transaction that touches an order locks its `orders` row first (then its attempts), so
  * two transactions never wait on each other crosswise. No transaction here ever awaits anything but

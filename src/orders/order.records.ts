@@ -1,9 +1,11 @@
 /**
  * The orders' records and their row mappers: one order row per shop order, one row per attempt, its
- * events, and the columns an update may set. Records (`OrderRecord`, `AttemptRecord`) never leave the
+ * events, and the columns an update may set. The row types are the generated ones
+ * (src/database/rows.generated.ts) with the domain's names for their text and jsonb columns. Records (`OrderRecord`, `AttemptRecord`) never leave the
  * orders module: responses are built by `toOrderResponse()`.
  */
 import type { EventSource, OrderStatus } from './order-state.js';
+import type { OrderAttemptsRow, OrderRefundsRow, OrdersRow } from '../database/rows.generated.js';
 import type { RefundRecord } from './refund-records.js';
 
 export interface OrderRecord {
@@ -91,115 +93,81 @@ export interface OrderEventRecord {
   createdAt: Date;
 }
 
-/** Columns an order update may set. */
-export type OrderPatch = Partial<{
+/**
+ * Columns an order update may set, with the types a statement is given: the `orders` table's own
+ * (rows.generated.ts), but the upstream's ids as numbers and `refund_records` as JSON text.
+ */
+export type OrderPatch = Partial<
+  Pick<
+    OrderRow,
+    | 'status'
+    | 'attempt'
+    | 'downstream_order_no'
+    | 'upstream_order_no'
+    | 'unit_cost'
+    | 'expected_amount'
+    | 'price_ceiling'
+    | 'callbacks_expected'
+    | 'amount'
+    | 'currency'
+    | 'refunded_amount'
+    | 'error_code'
+    | 'error_message'
+    | 'fulfillment_type'
+    | 'delivered_at'
+    | 'delivery_sealed'
+    | 'anomaly'
+    | 'status_changed_at'
+    | 'progress_at'
+    | 'stuck_since'
+    | 'next_poll_at'
+    | 'poll_interval_ms'
+    | 'poll_lease_until'
+    | 'op_kind'
+    | 'op_token'
+    | 'op_until'
+    | 'updated_at'
+  > & {
+    sku_key: string;
+    upstream_order_id: number | null;
+    product_id: number | null;
+    sku_id: number | null;
+    /** JSON text of RefundRecord[] (a jsonb column). */
+    refund_records: string;
+  }
+>;
+
+/** Columns an attempt update may set: the `order_attempts` table's own, the upstream's id as a number. */
+export type AttemptPatch = Partial<
+  Pick<
+    AttemptRow,
+    | 'status'
+    | 'request'
+    | 'sends'
+    | 'sending_until'
+    | 'unknown_since'
+    | 'next_resend_at'
+    | 'http_status'
+    | 'error_code'
+    | 'error_message'
+    | 'finished_at'
+  > & { upstream_order_id: number | null }
+>;
+
+/**
+ * An order as its statements read it: the `orders` row (generated from the schema), its status and
+ * refunds as the domain names them, and, where the statement joins `order_refunds` (ORDER_SELECT,
+ * `refundOf`), the refund's columns.
+ */
+export type OrderRow = Omit<OrdersRow, 'status' | 'refund_records'> & {
   status: OrderStatus;
-  attempt: number;
-  downstream_order_no: string;
-  sku_key: string;
-  upstream_order_id: number | null;
-  upstream_order_no: string | null;
-  product_id: number | null;
-  sku_id: number | null;
-  unit_cost: string | null;
-  expected_amount: string | null;
-  price_ceiling: string | null;
-  callbacks_expected: boolean;
-  amount: string | null;
-  currency: string | null;
-  refunded_amount: string | null;
-  /** JSON text of RefundRecord[] (a jsonb column). */
-  refund_records: string;
-  error_code: string | null;
-  error_message: string | null;
-  fulfillment_type: string | null;
-  delivered_at: Date | null;
-  delivery_sealed: Buffer | null;
-  anomaly: string | null;
-  status_changed_at: Date;
-  progress_at: Date;
-  stuck_since: Date | null;
-  next_poll_at: Date | null;
-  poll_interval_ms: number | null;
-  poll_lease_until: Date | null;
-  op_kind: string | null;
-  op_token: string | null;
-  op_until: Date | null;
-  updated_at: Date;
-}>;
+  refund_records: RefundRecord[] | null;
+  refund_at?: OrderRefundsRow['created_at'] | null;
+  refund_amount?: OrderRefundsRow['amount'];
+};
 
-export type AttemptPatch = Partial<{
-  status: AttemptStatus;
-  request: AttemptRequest;
-  sends: number;
-  sending_until: Date | null;
-  unknown_since: Date | null;
-  next_resend_at: Date | null;
-  upstream_order_id: number | null;
-  http_status: number | null;
-  error_code: string | null;
-  error_message: string | null;
-  finished_at: Date | null;
-}>;
-
-export interface OrderRow {
-  id: string;
-  shop_order_no: string;
-  sku_code: string;
-  sku_key?: string | null;
-  quantity: number;
-  request_fingerprint: string;
-  max_unit_cost: string | null;
-  price_ceiling?: string | null;
-  callbacks_expected?: boolean;
-  trace_id: string;
-  status: OrderStatus;
-  attempt: number;
-  downstream_order_no: string;
-  upstream_order_id: string | null;
-  upstream_order_no: string | null;
-  product_id: string | null;
-  sku_id: string | null;
-  unit_cost: string | null;
-  expected_amount: string | null;
-  amount: string | null;
-  currency: string | null;
-  refunded_amount: string | null;
-  refund_records?: RefundRecord[] | null;
-  error_code: string | null;
-  error_message: string | null;
-  fulfillment_type: string | null;
-  delivered_at: Date | null;
-  delivery_sealed: Buffer | null;
-  anomaly: string | null;
-  status_changed_at: Date;
-  progress_at: Date;
-  stuck_since: Date | null;
-  next_poll_at: Date | null;
-  poll_interval_ms: number | null;
-  poll_lease_until: Date | null;
-  op_kind: string | null;
-  op_token: string | null;
-  op_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  refund_at?: Date | null;
-  refund_amount?: string | null;
-}
-
-export interface AttemptRow {
-  id: string;
-  order_id: string;
-  attempt_no: number;
-  downstream_order_no: string;
-  status: AttemptStatus;
-  request: AttemptRequest;
-  sends: number;
-  sending_until: Date | null;
-  unknown_since: Date | null;
-  next_resend_at: Date | null;
-  upstream_order_id: string | null;
-}
+/** An attempt as its statements read it: the `order_attempts` row, its status and request as the domain names them. */
+export type AttemptRow = Omit<OrderAttemptsRow, 'status' | 'request'> & { status: AttemptStatus; request: AttemptRequest };
 
 const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
 

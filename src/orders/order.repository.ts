@@ -1,7 +1,14 @@
 /**
- * The queries on orders (`OrderRepository`): reads, the poller's and the sweeps' claims, the stuck
- * flags, and the entry points of the unit of work (`transaction`, `fromSnapshot`, `autocommit`: see
- * order-tx.ts).
+ * The statements on orders outside a unit of work (`OrderRepository`): reads; the one-statement claims
+ * and schedule writes, which set only leases, schedules and flags (the poll lease and next poll, an
+ * attempt's sending lease, `stuck_since`); and the entry points of the unit of work (`transaction`,
+ * `pipelinedTransaction`, `fromSnapshot`, `autocommit`), which hand the caller an `OrderTx`.
+ *
+ * The rule of the split: every statement inside one transaction (or the one optimistic statement from a
+ * snapshot) is OrderTx's (order-tx.ts): the locks, every insert into the orders' tables, every move of
+ * an order's or an attempt's state. The one statement here that runs in a caller's transaction is
+ * `flagStuck` (the alerts go in the same transaction as the flags). test/architecture-rules.spec.ts
+ * checks the columns each file's updates set.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';

@@ -11,6 +11,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { isUniqueViolation } from '../database/pg-errors.js';
+import type { ReconciliationItemsRow, ReconciliationRunsRow } from '../database/rows.generated.js';
 import { sqlRows } from '../ops/sql.js';
 import { RANGE_STATUSES, SCHEDULED_STATUSES } from './reconcile-plan.js';
 
@@ -70,21 +71,8 @@ export interface NewItem {
   detectedAt: Date;
 }
 
-interface RunRow {
-  run_id: string;
-  status: ReconciliationRunStatus;
-  from_at: Date;
-  to_at: Date;
-  owner: string;
-  started_at: Date;
-  heartbeat_at: Date;
-  finished_at: Date | null;
-  orders_total: number;
-  orders_done: number;
-  orders_failed: number;
-  differences: number;
-  error: string | null;
-}
+/** A run as its statements read it (`SELECT *`): the generated row, its status as the domain names it. */
+type RunRow = Omit<ReconciliationRunsRow, 'status'> & { status: ReconciliationRunStatus };
 
 const toRun = (r: RunRow): ReconciliationRunRecord => ({
   runId: r.run_id,
@@ -309,17 +297,7 @@ export class ReconciliationRepository {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [{ n }] = await sqlRows<{ n: number }>(this.dataSource, `SELECT count(*)::int AS n FROM reconciliation_items ${clause}`, params);
-    const found = await sqlRows<{
-      id: string;
-      order_id: string;
-      shop_order_no: string;
-      field: string;
-      local_value: string | null;
-      upstream_value: string | null;
-      applied: boolean;
-      run_id: string | null;
-      detected_at: Date;
-    }>(
+    const found = await sqlRows<ReconciliationItemsRow>(
       this.dataSource,
       `SELECT * FROM reconciliation_items ${clause} ORDER BY id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, offset],

@@ -12,6 +12,7 @@ import { sqlRows } from '../ops/sql.js';
 import { UNFINISHED } from '../orders/order-state.js';
 import { decryptPayload, encryptPayload, keyId } from '../orders/payload-crypto.js';
 import type { SupplierSettings } from './supplier.types.js';
+import type { SuppliersRow } from '../database/rows.generated.js';
 
 type Db = Pick<EntityManager, 'query'>;
 
@@ -51,18 +52,11 @@ export interface SupplierLastSync {
   error: string | null;
 }
 
-interface SupplierRow {
-  name: string;
-  base_url: string;
-  api_key: string;
-  api_secret_sealed: Buffer | Uint8Array | null;
+/** A supplier as COLUMNS reads it: the generated row, its profile and settings as the domain names them. */
+type SupplierRow = Omit<SuppliersRow, 'profile' | 'settings'> & {
   profile: UpstreamProfile;
   settings: Partial<SupplierSettings> | string;
-  enabled: boolean;
-  managed_by_env: boolean;
-  created_at: Date | string;
-  updated_at: Date | string;
-}
+};
 
 const COLUMNS = 'name, base_url, api_key, api_secret_sealed, profile, settings, enabled, managed_by_env, created_at, updated_at';
 const aad = (name: string) => `supplier:${name}`;
