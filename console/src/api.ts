@@ -93,6 +93,8 @@ export const api = {
   get: <T>(path: string, query?: Query) => call<T>('GET', withQuery(path, query)),
   post: <T>(path: string, body: unknown = {}) => call<T>('POST', path, body),
   put: <T>(path: string, body: unknown) => call<T>('PUT', path, body),
+  patch: <T>(path: string, body: unknown) => call<T>('PATCH', path, body),
+  del: <T>(path: string) => call<T>('DELETE', path),
   /** Checks a token without keeping it and without the 401 round trip to the login form. */
   async check(token: string): Promise<void> {
     const res = await fetch(withQuery('/internal/orders', { page_size: 1 }), {
