@@ -152,7 +152,7 @@ export interface Supplier {
   settings?: Record<string, unknown>;
   callback_url?: string;
   health?: { upstream?: string; budget?: unknown; checked_at?: string | null };
-  wallet?: { balance: string; currency: string; checked_at?: string } | null;
+  wallet?: { balance: string | null; currency: string | null; checked_at?: string | null } | null;
   last_sync?: unknown;
   managed_by_env?: boolean;
 }

@@ -66,11 +66,12 @@ function LastSyncCell({ h }: { h: SupplierHealth | undefined }) {
 
 /** The form of a new supplier, or of a change (`editing`: the name is fixed, a blank secret stays as it is). */
 function SupplierForm({ editing, onSaved }: { editing?: Supplier; onSaved: (s: Supplier, verdict: string) => void }) {
-  const [body, setBody] = useState<SupplierBody>(
+  const [initial] = useState<SupplierBody>(() =>
     editing
       ? { base_url: editing.base_url, profile: editing.profile ?? 'spec' }
       : { name: '', base_url: '', api_key: '', api_secret: '', profile: 'spec' },
   );
+  const [body, setBody] = useState<SupplierBody>(initial);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const field = (name: keyof SupplierBody, label: string, type = 'text', placeholder = '') =>
@@ -89,14 +90,17 @@ function SupplierForm({ editing, onSaved }: { editing?: Supplier; onSaved: (s: S
     setBusy(true);
     setError(null);
     try {
-      const sent: SupplierBody = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== '' && v !== undefined));
+      // a change sends only what the operator changed (the answered base URL hides any credentials in it)
+      const sent: SupplierBody = Object.fromEntries(
+        Object.entries(body).filter(([k, v]) => v !== '' && v !== undefined && (!editing || v !== initial[k as keyof SupplierBody])),
+      );
       const saved = editing
         ? await api.patch<SupplierAnswer>(`/internal/suppliers/${enc(editing.name)}`, sent)
         : await api.post<SupplierAnswer>('/internal/suppliers', sent);
       const s = saved.supplier;
-      const wallet = s.wallet ? ` · wallet ${s.wallet.balance} ${s.wallet.currency}` : '';
+      const wallet = s.wallet?.balance ? ` · wallet ${s.wallet.balance} ${s.wallet.currency ?? ''}` : '';
       onSaved(s, `the ping reached ${s.name}: credentials accepted${wallet}`);
-      if (!editing) setBody({ name: '', base_url: '', api_key: '', api_secret: '', profile: 'spec' });
+      if (!editing) setBody(initial);
     } catch (e) {
       setError(e);
     } finally {
@@ -171,7 +175,7 @@ export function SuppliersPage() {
                 <tbody>
                   ${rows.map(({ name, s, h }) => {
                     const enabled = s.enabled ?? h?.enabled ?? true;
-                    const wallet = h?.wallet ?? s.wallet ?? null;
+                    const wallet = h?.wallet ?? (s.wallet?.balance ? s.wallet : null);
                     return html`<tr data-supplier=${name} data-upstream=${h?.upstream ?? ''}>
                       <td>
                         <strong>${name}</strong>${isEnv(name) ? html` <${Badge} value="env" tone="info" />` : null}
