@@ -7,6 +7,7 @@
  * the monitor's ticks themselves.
  */
 import axios from 'axios';
+import { MonitorSupplierStatus } from '../src/ops/monitor-supplier-status.js';
 import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { useAppSuite } from './support/app-suite.js';
@@ -89,6 +90,20 @@ describe('operations with several suppliers', () => {
     const everything = JSON.stringify(suite.app.logLines()) + JSON.stringify(body) + text;
     expect(everything).not.toContain(supplierCredentials('bad').apiSecret);
     expect(everything).not.toContain('not-the-stored-one');
+
+    // the suppliers API's view of each (MonitorSupplierStatus): the same state
+    const registry = suite.app.relay.app.get(SupplierRegistry);
+    const status = suite.app.relay.app.get(MonitorSupplierStatus);
+    expect(await status.read(registry.get('bad'))).toMatchObject({
+      health: { upstream: 'auth_failed', checked_at: monitor().current('bad')?.checked_at },
+      wallet: { balance: null, currency: null },
+      last_sync: null,
+    });
+    expect(await status.read(registry.get('second'))).toMatchObject({
+      health: { upstream: 'up' },
+      wallet: { balance: '310.00', currency: 'CNY' },
+    });
+    expect(await status.read(registry.get('main'))).toMatchObject({ last_sync: { status: 'succeeded', mode: 'full' } });
 
     // disabled, it no longer counts in the top-level upstream (and is no longer pinged)
     await suite.db.query(`UPDATE suppliers SET enabled = false WHERE name = 'bad'`);

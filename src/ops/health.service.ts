@@ -51,7 +51,7 @@ import { SupplierRegistry, type SupplierRuntime } from '../suppliers/supplier-re
 import { HealthRepository, type SupplierLastSyncRow } from './health.repository.js';
 import { Metrics } from './metrics.service.js';
 import { backlogAgeSeconds, supplierUpstreamState, worstIndex, type UpstreamState } from './supplier-health.js';
-import { UpstreamMonitor } from './upstream-monitor.service.js';
+import { UpstreamMonitor, type UpstreamSnapshot } from './upstream-monitor.service.js';
 
 /** The longest a `/health` or `/health/ready` call waits for the database, all its checks together. */
 export const HEALTH_DEADLINE_MS = 3_000;
@@ -320,16 +320,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         const budget = budgets[i];
         const due = up && backlog ? (backlog.find((b) => b.supplier === name)?.due ?? 0) : null;
         if (budget.capacity) budget.capacity.reconcile.due = due;
-        suppliers[name] = {
-          enabled: r.config.enabled,
-          upstream: supplierUpstreamState(ping?.status ?? null, budget.blocked_until !== null),
-          checked_at: ping?.checked_at ?? null,
-          latency_ms: ping?.latency_ms ?? null,
-          error: ping?.error ?? null,
-          budget,
-          last_sync: up && lastSyncs ? toLastSync(lastSyncs.get(name)) : null,
-          ...(ping?.wallet ? { wallet: walletHealth(ping.wallet) } : {}),
-        };
+        suppliers[name] = toSupplierHealth(r, ping, budget, up && lastSyncs ? toLastSync(lastSyncs.get(name)) : null);
       });
       const env = suppliers[this.suppliers.envName];
       // The worst of the enabled suppliers (the env supplier's when none is enabled).
@@ -355,6 +346,26 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
       };
       if (env.wallet) body.wallet = env.wallet;
       return body;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * One supplier as `/health` shows it (`suppliers.<name>`), within the same deadline: its last ping
+   * (this process's, else the stored one), its budget and its last sync run. For the suppliers API
+   * (MonitorSupplierStatus).
+   */
+  async supplierHealth(runtime: SupplierRuntime): Promise<SupplierHealth> {
+    const deadline = new Deadline(HEALTH_DEADLINE_MS);
+    try {
+      const name = runtime.config.name;
+      const [ping, lastSyncs, budget] = await Promise.all([
+        this.within(deadline, `ping:${name}`, () => this.monitor.latest(name)),
+        this.within(deadline, `lastSync:${name}`, () => this.repo.lastSyncs([name])),
+        this.budgetHealth(deadline, runtime),
+      ]);
+      return toSupplierHealth(runtime, ping, budget, lastSyncs ? toLastSync(lastSyncs.get(name)) : null);
     } finally {
       deadline.clear();
     }
@@ -509,6 +520,25 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     }
     return p;
   }
+}
+
+/** A supplier in /health from its last ping (null: none), its budget and its last sync run. */
+function toSupplierHealth(
+  r: SupplierRuntime,
+  ping: UpstreamSnapshot | null,
+  budget: BudgetHealth,
+  lastSync: LastSync | null,
+): SupplierHealth {
+  return {
+    enabled: r.config.enabled,
+    upstream: supplierUpstreamState(ping?.status ?? null, budget.blocked_until !== null),
+    checked_at: ping?.checked_at ?? null,
+    latency_ms: ping?.latency_ms ?? null,
+    error: ping?.error ?? null,
+    budget,
+    last_sync: lastSync,
+    ...(ping?.wallet ? { wallet: walletHealth(ping.wallet) } : {}),
+  };
 }
 
 /** A supplier's latest sync run as /health shows it; null before any run. */
