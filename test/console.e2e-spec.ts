@@ -6,58 +6,15 @@
  * 1280×800 screenshot: to docs/screenshots/ for the README with `UPDATE_SCREENSHOTS=1`, else to the
  * test cache (so that a test run leaves the checkout as it was).
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
 import axios from 'axios';
 import playwright from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { compileRule, salePrice } from '../src/catalog/pricing.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { CHROMIUM, CHROMIUM_ARGS, ensureConsoleBuilt, SHOTS } from './support/console-browser.js';
 import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const DIST = `${ROOT}dist/console/`;
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? `${ROOT}docs/screenshots/` : `${ROOT}test/.cache/screenshots/`;
-/** The browser the console's tests drive: Debian's `chromium` package by default (CI installs it). */
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-/** Newest modification time under a path (files only). */
-function newest(path: string): number {
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((n) => newest(`${path}/${n}`)));
-}
-
-/** Builds the console when `dist/console/` is missing or older than its sources. */
-function ensureConsoleBuilt(): void {
-  const sources = ['console/index.html', 'console/src', 'console/public', 'console/vite.config.ts'].map((p) => `${ROOT}${p}`);
-  const shell = `${DIST}index.html`;
-  if (existsSync(shell) && statSync(shell).mtimeMs >= Math.max(...sources.map(newest))) return;
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for vite
-  execFileSync(
-    process.execPath,
-    [`${ROOT}node_modules/vite/bin/vite.js`, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'],
-    {
-      cwd: ROOT,
-      env,
-      stdio: 'pipe',
-      timeout: 120_000,
-    },
-  );
-}
 
 // The few browser globals the page functions below use (this file is type-checked without the DOM lib).
 interface PageElement {

@@ -173,8 +173,8 @@ describe('operations', () => {
       await monitor.pingNow();
       let metrics = (await publicGet(`${app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="wallet_low"}')).toBe(1);
-      expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY"}')).toBe(50);
-      expect(metricValue(metrics, 'relay_upstream_up')).toBe(1);
+      expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY",supplier="main"}')).toBe(50);
+      expect(metricValue(metrics, 'relay_upstream_up{supplier="main"}')).toBe(1);
 
       // An hour later, still low: alerted again.
       clock.advance(3600_000 + 1000);
@@ -188,7 +188,7 @@ describe('operations', () => {
       await monitor.pingNow();
       metrics = (await publicGet(`${app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="wallet_low"}')).toBe(2);
-      expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY"}')).toBe(500);
+      expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY",supplier="main"}')).toBe(500);
       sandbox.setWalletBalance('50.00');
     });
 
@@ -263,7 +263,7 @@ describe('operations', () => {
       ]) {
         expect({ name, declared: text.includes(`# TYPE ${name} `) }).toEqual({ name, declared: true });
       }
-      expect(metricValue(text, 'relay_upstream_calls_total{operation="ping",outcome="ok"}')).toBeGreaterThanOrEqual(1);
+      expect(metricValue(text, 'relay_upstream_calls_total{operation="ping",outcome="ok",supplier="main"}')).toBeGreaterThanOrEqual(1);
       const names = text
         .split('\n')
         .filter((l) => l.startsWith('# TYPE '))
@@ -345,7 +345,7 @@ describe('operations', () => {
       expect(body).toMatchObject({ ok: true, database: 'up', upstream: { status: 'down', error: expect.stringMatching(/^retryable: /) } });
       expect(body).not.toHaveProperty('wallet');
       const metrics = (await publicGet(`${app.url}/metrics`)).data as string;
-      expect(metricValue(metrics, 'relay_upstream_up')).toBe(0);
+      expect(metricValue(metrics, 'relay_upstream_up{supplier="main"}')).toBe(0);
     } finally {
       await app.close();
     }

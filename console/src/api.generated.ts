@@ -429,7 +429,7 @@ export interface paths {
         };
         /**
          * The upstream wallet
-         * @description Balance, currency and member level, from a ping of the upstream.
+         * @description A supplier's balance, currency and member level, from a ping of its upstream (default: the `UPSTREAM_*` supplier).
          */
         get: operations["OrdersController_wallet"];
         put?: never;
@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * Health
-         * @description The database (503 when it is down), the upstream as the last periodic ping saw it (`up`, `down`, `unknown`; pinged every 30 s by instances running background work, never during this request), the latest catalog sync run, and the wallet from the last successful ping, the upstream request budget of the API key (UPSTREAM_RATE_LIMIT; while a 429 keeps the key blocked, `upstream.status` is `rate_limited`) and the number of `queued` orders. `ok` is the database: an unreachable upstream does not make the service unhealthy. Answers within 3 s: a database that did not answer by then without refusing is `up` with `database_detail` (`busy`, `slow`), and a sync run or a count not read by then is `null`.
+         * @description The database (503 when it is down); for every supplier (`suppliers.<name>`) its upstream as its last periodic ping saw it (`up`, `down`, `auth_failed` when it refused our credentials, `unknown`; `rate_limited` while a 429 keeps its key blocked; pinged every 30 s by instances running background work, never during this request), its request budget, its latest catalog sync run and its wallet from its last successful ping. The top-level `upstream` is the worst of the enabled suppliers' (and names it); `budget`, `last_sync` and `wallet` are the `UPSTREAM_*` supplier's. Then the number of `queued` orders and the reconciliation backlog (due reads not made yet, and the age of the oldest). `ok` is the database: an unreachable upstream, or one refusing our credentials, does not make the service unhealthy. Answers within 3 s: a database that did not answer by then without refusing is `up` with `database_detail` (`busy`, `slow`), and a sync run or a count not read by then is `null`.
          */
         get: operations["HealthController_get"];
         put?: never;
@@ -5155,7 +5155,10 @@ export interface operations {
     };
     OrdersController_wallet: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description the supplier (default: the `UPSTREAM_*` one) */
+                supplier?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5210,6 +5213,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `supplier_not_found`: no supplier with this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /** @description - `upstream_auth_failed`: the upstream answered 401/403: check UPSTREAM_API_KEY / UPSTREAM_API_SECRET / the profile */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "upstream_auth_failed";
+                    };
                 };
             };
             /** @description - `upstream_unavailable`: the upstream could not be reached (nothing was placed, or the local order is unchanged) */
@@ -5503,19 +5530,21 @@ export interface operations {
                         status: "ok" | "unavailable";
                         /** @enum {string} */
                         database: "up" | "down";
-                        /** @description the last periodic ping (never a call made for this request) */
+                        /** @description the worst of the enabled suppliers' upstreams as their last periodic pings saw them (never a call made for this request) */
                         upstream: {
                             /**
-                             * @description as the last ping saw it; `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever the ping saw
+                             * @description the worst of the enabled suppliers' (`auth_failed`, `down`, `rate_limited`, `unknown`, `up`)
                              * @enum {string}
                              */
-                            status: "up" | "down" | "unknown" | "rate_limited";
+                            status: "up" | "down" | "unknown" | "rate_limited" | "auth_failed";
                             /** Format: date-time */
                             checked_at: string | null;
                             latency_ms: number | null;
                             error: string | null;
+                            /** @description the supplier whose state this is */
+                            supplier: string | null;
                         };
-                        /** @description the latest catalog sync run */
+                        /** @description the `UPSTREAM_*` supplier's latest catalog sync run */
                         last_sync: {
                             run_id: string | null;
                             mode: string | null;
@@ -5531,7 +5560,7 @@ export interface operations {
                              */
                             last_success_at: string | null;
                         } | null;
-                        /** @description from the last successful ping */
+                        /** @description the `UPSTREAM_*` supplier's wallet, from its last successful ping */
                         wallet?: {
                             /** @description the upstream wallet balance */
                             balance: string;
@@ -5539,7 +5568,7 @@ export interface operations {
                             /** Format: date-time */
                             checked_at: string;
                         };
-                        /** @description the upstream's request budget of this API key, shared by every replica */
+                        /** @description the `UPSTREAM_*` supplier's request budget (as `suppliers.<name>.budget`) */
                         budget: {
                             /** @description UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off */
                             limit: string | null;
@@ -5577,6 +5606,93 @@ export interface operations {
                         };
                         /** @description orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time */
                         queued: number | null;
+                        /** @description every supplier by name (CONTRACT §10) */
+                        suppliers: {
+                            [key: string]: {
+                                /** @description a disabled supplier does not count in the top-level `upstream` */
+                                enabled: boolean;
+                                /**
+                                 * @description as the last ping saw it: `auth_failed` when the upstream refused our credentials (HTTP 401/403); `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever else the ping saw
+                                 * @enum {string}
+                                 */
+                                upstream: "up" | "down" | "unknown" | "rate_limited" | "auth_failed";
+                                /**
+                                 * Format: date-time
+                                 * @description its last ping
+                                 */
+                                checked_at: string | null;
+                                latency_ms: number | null;
+                                /** @description why its last ping failed (never a secret) */
+                                error: string | null;
+                                /** @description the supplier's request budget of its API key, shared by every replica */
+                                budget: {
+                                    /** @description UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now (every replica together); null when not counted */
+                                    used: number | null;
+                                    /** @description requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of the key's block after an HTTP 429 (every replica waits for it); null when not blocked
+                                     */
+                                    blocked_until: string | null;
+                                    /** @description what the key carries at the current mix, from the grants of the window ending now; null when the budget is off */
+                                    capacity: {
+                                        /** @description requests the budget grants a minute (the limit less its safety margin) */
+                                        requests_per_minute: number;
+                                        /** @description requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window */
+                                        requests_per_order: number | null;
+                                        /** @description orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now */
+                                        orders_per_minute: number | null;
+                                        /** @description what reconciliation (re-reads of finished orders and of ordered products, the periodic ping; the lowest class) takes */
+                                        reconcile: {
+                                            /** @description reconciliation's requests in the window ending now */
+                                            last_window: number;
+                                            /** @description the most it takes of any window (RECONCILE_BUDGET_SHARE) */
+                                            limit_per_window: number;
+                                            /** @description that, a minute */
+                                            limit_per_minute: number;
+                                            /** @description finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off */
+                                            orders_per_day_full_schedule: number | null;
+                                            /** @description scheduled reads due and not made yet */
+                                            due: number | null;
+                                        };
+                                    } | null;
+                                };
+                                /** @description the latest catalog sync run */
+                                last_sync: {
+                                    run_id: string | null;
+                                    mode: string | null;
+                                    status: string | null;
+                                    /** Format: date-time */
+                                    started_at: string | null;
+                                    /** Format: date-time */
+                                    finished_at: string | null;
+                                    error: string | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of the latest run that succeeded
+                                     */
+                                    last_success_at: string | null;
+                                } | null;
+                                /** @description from the last successful ping */
+                                wallet?: {
+                                    /** @description the upstream wallet balance */
+                                    balance: string;
+                                    currency: string;
+                                    /** Format: date-time */
+                                    checked_at: string;
+                                };
+                            };
+                        };
+                        /** @description reconciliation's backlog: when it grows or ages, reconciliation falls behind (it takes the lowest budget class) */
+                        reconciliation: {
+                            /** @description scheduled reads of finished orders due and not made yet */
+                            backlog: number | null;
+                            /** @description how long the oldest of them has been due, in seconds; null without one */
+                            oldest_due_s: number | null;
+                        };
                         /**
                          * @description present when the database did not answer within 3000 ms without refusing (it is then reported `up`, not down): `busy` every connection of the service's pool was in use by its own work; `slow` the database did not answer in time
                          * @enum {string}
@@ -5600,7 +5716,8 @@ export interface operations {
                      *         "status": "up",
                      *         "checked_at": "2026-11-22T10:00:00.000Z",
                      *         "latency_ms": 42,
-                     *         "error": null
+                     *         "error": null,
+                     *         "supplier": "main"
                      *       },
                      *       "last_sync": null,
                      *       "wallet": {
@@ -5615,7 +5732,33 @@ export interface operations {
                      *         "blocked_until": null,
                      *         "capacity": null
                      *       },
-                     *       "queued": null
+                     *       "queued": null,
+                     *       "suppliers": {
+                     *         "main": {
+                     *           "enabled": true,
+                     *           "upstream": "up",
+                     *           "checked_at": "2026-11-22T10:00:00.000Z",
+                     *           "latency_ms": 42,
+                     *           "error": null,
+                     *           "budget": {
+                     *             "limit": "60/60s",
+                     *             "used": null,
+                     *             "left": null,
+                     *             "blocked_until": null,
+                     *             "capacity": null
+                     *           },
+                     *           "last_sync": null,
+                     *           "wallet": {
+                     *             "balance": "1520.00",
+                     *             "currency": "CNY",
+                     *             "checked_at": "2026-11-22T10:00:00.000Z"
+                     *           }
+                     *         }
+                     *       },
+                     *       "reconciliation": {
+                     *         "backlog": null,
+                     *         "oldest_due_s": null
+                     *       }
                      *     }
                      */
                     "application/json": {
@@ -5625,19 +5768,21 @@ export interface operations {
                         status: "ok" | "unavailable";
                         /** @enum {string} */
                         database: "up" | "down";
-                        /** @description the last periodic ping (never a call made for this request) */
+                        /** @description the worst of the enabled suppliers' upstreams as their last periodic pings saw them (never a call made for this request) */
                         upstream: {
                             /**
-                             * @description as the last ping saw it; `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever the ping saw
+                             * @description the worst of the enabled suppliers' (`auth_failed`, `down`, `rate_limited`, `unknown`, `up`)
                              * @enum {string}
                              */
-                            status: "up" | "down" | "unknown" | "rate_limited";
+                            status: "up" | "down" | "unknown" | "rate_limited" | "auth_failed";
                             /** Format: date-time */
                             checked_at: string | null;
                             latency_ms: number | null;
                             error: string | null;
+                            /** @description the supplier whose state this is */
+                            supplier: string | null;
                         };
-                        /** @description the latest catalog sync run */
+                        /** @description the `UPSTREAM_*` supplier's latest catalog sync run */
                         last_sync: {
                             run_id: string | null;
                             mode: string | null;
@@ -5653,7 +5798,7 @@ export interface operations {
                              */
                             last_success_at: string | null;
                         } | null;
-                        /** @description from the last successful ping */
+                        /** @description the `UPSTREAM_*` supplier's wallet, from its last successful ping */
                         wallet?: {
                             /** @description the upstream wallet balance */
                             balance: string;
@@ -5661,7 +5806,7 @@ export interface operations {
                             /** Format: date-time */
                             checked_at: string;
                         };
-                        /** @description the upstream's request budget of this API key, shared by every replica */
+                        /** @description the `UPSTREAM_*` supplier's request budget (as `suppliers.<name>.budget`) */
                         budget: {
                             /** @description UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off */
                             limit: string | null;
@@ -5699,6 +5844,93 @@ export interface operations {
                         };
                         /** @description orders accepted and waiting for the request budget (status `queued`); null when the database did not tell in time */
                         queued: number | null;
+                        /** @description every supplier by name (CONTRACT §10) */
+                        suppliers: {
+                            [key: string]: {
+                                /** @description a disabled supplier does not count in the top-level `upstream` */
+                                enabled: boolean;
+                                /**
+                                 * @description as the last ping saw it: `auth_failed` when the upstream refused our credentials (HTTP 401/403); `rate_limited` while the key is blocked after a 429 (`budget.blocked_until`), whatever else the ping saw
+                                 * @enum {string}
+                                 */
+                                upstream: "up" | "down" | "unknown" | "rate_limited" | "auth_failed";
+                                /**
+                                 * Format: date-time
+                                 * @description its last ping
+                                 */
+                                checked_at: string | null;
+                                latency_ms: number | null;
+                                /** @description why its last ping failed (never a secret) */
+                                error: string | null;
+                                /** @description the supplier's request budget of its API key, shared by every replica */
+                                budget: {
+                                    /** @description UPSTREAM_RATE_LIMIT as configured, `<requests>/<window>` (`60/60s`); null when the budget is off */
+                                    limit: string | null;
+                                    /** @description requests granted in the window ending now (every replica together); null when not counted */
+                                    used: number | null;
+                                    /** @description requests the budget still grants in that window (its own limit is the configured one less a safety margin); null when not counted */
+                                    left: number | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of the key's block after an HTTP 429 (every replica waits for it); null when not blocked
+                                     */
+                                    blocked_until: string | null;
+                                    /** @description what the key carries at the current mix, from the grants of the window ending now; null when the budget is off */
+                                    capacity: {
+                                        /** @description requests the budget grants a minute (the limit less its safety margin) */
+                                        requests_per_minute: number;
+                                        /** @description requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window */
+                                        requests_per_order: number | null;
+                                        /** @description orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now */
+                                        orders_per_minute: number | null;
+                                        /** @description what reconciliation (re-reads of finished orders and of ordered products, the periodic ping; the lowest class) takes */
+                                        reconcile: {
+                                            /** @description reconciliation's requests in the window ending now */
+                                            last_window: number;
+                                            /** @description the most it takes of any window (RECONCILE_BUDGET_SHARE) */
+                                            limit_per_window: number;
+                                            /** @description that, a minute */
+                                            limit_per_minute: number;
+                                            /** @description finished orders a day whose every scheduled read (RECONCILE_AFTER) fits in that share; null when the schedule is off */
+                                            orders_per_day_full_schedule: number | null;
+                                            /** @description scheduled reads due and not made yet */
+                                            due: number | null;
+                                        };
+                                    } | null;
+                                };
+                                /** @description the latest catalog sync run */
+                                last_sync: {
+                                    run_id: string | null;
+                                    mode: string | null;
+                                    status: string | null;
+                                    /** Format: date-time */
+                                    started_at: string | null;
+                                    /** Format: date-time */
+                                    finished_at: string | null;
+                                    error: string | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description the end of the latest run that succeeded
+                                     */
+                                    last_success_at: string | null;
+                                } | null;
+                                /** @description from the last successful ping */
+                                wallet?: {
+                                    /** @description the upstream wallet balance */
+                                    balance: string;
+                                    currency: string;
+                                    /** Format: date-time */
+                                    checked_at: string;
+                                };
+                            };
+                        };
+                        /** @description reconciliation's backlog: when it grows or ages, reconciliation falls behind (it takes the lowest budget class) */
+                        reconciliation: {
+                            /** @description scheduled reads of finished orders due and not made yet */
+                            backlog: number | null;
+                            /** @description how long the oldest of them has been due, in seconds; null without one */
+                            oldest_due_s: number | null;
+                        };
                         /**
                          * @description present when the database did not answer within 3000 ms without refusing (it is then reported `up`, not down): `busy` every connection of the service's pool was in use by its own work; `slow` the database did not answer in time
                          * @enum {string}
@@ -5874,10 +6106,14 @@ export interface operations {
                     /**
                      * @example # HELP relay_order_placements_total Order placement attempts by outcome (accepted, rejected, unavailable, unknown, deduplicated).
                      *     # TYPE relay_order_placements_total counter
-                     *     relay_order_placements_total{outcome="accepted"} 1287
-                     *     # HELP relay_upstream_up Whether the last periodic ping reached the upstream (1) or not (0).
+                     *     relay_order_placements_total{outcome="accepted",supplier="main"} 1287
+                     *     # HELP relay_upstream_up Whether a supplier's last ping reached it with our credentials accepted (1) or not (0: down or auth_failed).
                      *     # TYPE relay_upstream_up gauge
-                     *     relay_upstream_up 1
+                     *     relay_upstream_up{supplier="main"} 1
+                     *     relay_upstream_up{supplier="second"} 0
+                     *     # HELP relay_reconcile_backlog Finished orders whose scheduled reconciliation read is due and not made yet, by the order's supplier (read on scrape).
+                     *     # TYPE relay_reconcile_backlog gauge
+                     *     relay_reconcile_backlog{supplier="main"} 0
                      *     # HELP relay_outbox_backlog Shop notifications waiting for delivery.
                      *     # TYPE relay_outbox_backlog gauge
                      *     relay_outbox_backlog 0

@@ -94,6 +94,7 @@ export const api = {
   post: <T>(path: string, body: unknown = {}) => call<T>('POST', path, body),
   put: <T>(path: string, body: unknown) => call<T>('PUT', path, body),
   delete: <T>(path: string) => call<T>('DELETE', path),
+  patch: <T>(path: string, body: unknown) => call<T>('PATCH', path, body),
   /** Checks a token without keeping it and without the 401 round trip to the login form. */
   async check(token: string): Promise<void> {
     const res = await fetch(withQuery('/internal/orders', { page_size: 1 }), {

@@ -12,11 +12,13 @@ import { OrdersPage } from './pages/orders.js';
 import { PricingPage } from './pages/pricing.js';
 import { ReconciliationPage } from './pages/reconciliation.js';
 import { SkuPage } from './pages/sku.js';
+import { SuppliersPage } from './pages/suppliers.js';
 import { SyncPage } from './pages/sync.js';
 import { useRoute, type Route } from './router.js';
 
 const NAV: Array<[string, string, string]> = [
   ['', 'Dashboard', '#/'],
+  ['suppliers', 'Suppliers', '#/suppliers'],
   ['orders', 'Orders', '#/orders'],
   ['catalog', 'Catalog', '#/catalog'],
   ['offers', 'Offers', '#/offers'],
@@ -38,6 +40,8 @@ function Page({ route }: { route: Route }) {
       return second ? html`<${OfferPage} key=${second} code=${second} />` : html`<${OffersPage} query=${route.query} />`;
     case 'pricing':
       return html`<${PricingPage} query=${route.query} />`;
+    case 'suppliers':
+      return html`<${SuppliersPage} />`;
     case 'sync':
       return html`<${SyncPage} />`;
     case 'reconciliation':

@@ -139,3 +139,53 @@ export type Offer = OfferList['items'][number];
 export type OfferSource = Offer['sources'][number];
 export type OfferAnswer = Answer<'/internal/offers/{code}', 'get'>;
 export type PutOfferBody = RequestBody<'/internal/offers/{code}', 'put'>;
+
+/** One supplier in `/health` (`suppliers.<name>`): its upstream, budget, last sync and wallet. */
+export type SupplierHealth = Health['suppliers'][string];
+/** A supplier's upstream as `/health` names it (`auth_failed`: it refuses our credentials). */
+export type UpstreamState = SupplierHealth['upstream'];
+
+// -------------------------------------------------------------------------------------- suppliers
+
+/**
+ * A supplier as `GET /internal/suppliers` answers it (CONTRACT §10). Written by hand from the
+ * contract: the console reads only these fields, and every one of them may be missing from an older
+ * service (the page then shows what `/health` tells).
+ */
+export interface Supplier {
+  name: string;
+  base_url?: string;
+  profile?: string;
+  api_key_hint?: string;
+  enabled?: boolean;
+  settings?: Record<string, unknown>;
+  callback_url?: string;
+  health?: { upstream?: string; budget?: unknown; checked_at?: string | null };
+  wallet?: { balance: string | null; currency: string | null; checked_at?: string | null } | null;
+  last_sync?: unknown;
+  managed_by_env?: boolean;
+}
+export interface SupplierList {
+  ok: true;
+  items?: Supplier[];
+  suppliers?: Supplier[];
+}
+export interface SupplierAnswer {
+  ok: true;
+  supplier: Supplier;
+}
+/** What `POST /internal/suppliers` takes (`PATCH` takes any of it but the name). */
+export interface SupplierBody {
+  name?: string;
+  base_url?: string;
+  api_key?: string;
+  api_secret?: string;
+  profile?: string;
+  enabled?: boolean;
+}
+
+/** The supplier of a SKU or an order: the field the service adds with several suppliers (absent from an older one). */
+export const supplierOf = (x: object): string | null => {
+  const s = (x as { supplier?: unknown }).supplier;
+  return typeof s === 'string' ? s : null;
+};

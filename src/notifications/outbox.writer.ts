@@ -17,6 +17,7 @@ export type OutboxEventType =
   | 'alert.order_stuck'
   | 'alert.sync_failed'
   | 'alert.wallet_recovered'
+  | 'alert.upstream_auth_failed'
   | 'product.changed'
   | 'offer.changed';
 

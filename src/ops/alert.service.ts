@@ -1,10 +1,11 @@
 /**
- * Operator alerts: a wallet below WALLET_LOW_BALANCE, a stuck order, a failed catalog sync. Each
- * alert is a log line (level warn, `alert` field), a count in `relay_alerts_total{kind}` and a shop
- * notification (`alert.wallet_low`, `alert.order_stuck`, `alert.sync_failed`, through the outbox).
+ * Operator alerts: a supplier's wallet below WALLET_LOW_BALANCE, a stuck order, a failed catalog sync,
+ * a supplier refusing our credentials. Each alert is a log line (level warn, `alert` field), a count in
+ * `relay_alerts_total{kind}` and a shop notification (`alert.wallet_low`, `alert.order_stuck`,
+ * `alert.sync_failed`, `alert.upstream_auth_failed`, through the outbox).
  *
- * Deduplicated across replicas and restarts: one alert per condition (the wallet; an order; a sync
- * run) per ALERT_REPEAT_MS, kept as `alert:<kind>:<subject>` in `relay_state` and claimed with one
+ * Deduplicated across replicas and restarts: one alert per condition (a supplier's wallet; an order; a
+ * sync run; a supplier's credentials) per ALERT_REPEAT_MS, kept as `alert:<kind>:<subject>` in `relay_state` and claimed with one
  * conditional upsert, in the same transaction as the outbox row. The caller may hand its own
  * transaction (`manager`) so that the alert commits with the change it reports, and then must hand its
  * `afterCommit` too (both or neither; a manager alone is refused) so that the log line and the metric
@@ -27,7 +28,12 @@
  * fields; `sync_failed` also has `failed_at` (the end of the run), as the catalog wrote it before it
  * went through here.
  *
- * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkWallet` (the orders module
+ * The wallet's subject is `wallet` for the `UPSTREAM_*` supplier and `wallet:<supplier>` for another
+ * one; its payloads name the `supplier`. `upstream_auth_failed` (subject the supplier's name) says that
+ * a supplier answered 401/403 to our ping: a wrong key or secret, a disabled API user.
+ *
+ * Callers: the periodic ping (ops/upstream-monitor.service.ts) calls `checkSupplierWallet` and
+ * `upstreamAuthFailed` for each supplier (the orders module
  * asks for a ping soon after an order, `UpstreamMonitor.pingSoon`); the orders module calls
  * `orderStuck` for newly stuck orders (OrderPoller, in the transaction that flags them);
  * the catalog module calls `syncFailed` in the transaction that records a run as failed
@@ -39,16 +45,27 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter, type OutboxEventType } from '../notifications/outbox.writer.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { Metrics } from './metrics.service.js';
 import { OpsStateRepository } from './ops-state.repository.js';
 
-export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed';
+export type AlertKind = 'wallet_low' | 'order_stuck' | 'sync_failed' | 'upstream_auth_failed';
 
 /** The same condition alerts again after this long at the earliest. */
 export const ALERT_REPEAT_MS = 3_600_000;
 
-/** The `relay_state` key of the wallet alert while it is active. */
+/** The `relay_state` key of the `UPSTREAM_*` supplier's wallet alert while it is active. */
 export const WALLET_LOW_KEY = 'alert:wallet_low:wallet';
+
+/** The subject of a supplier's wallet alert: `wallet` for the `UPSTREAM_*` supplier, `wallet:<name>` for another. */
+const walletSubject = (supplier: string, envName: string): string => (supplier === envName ? 'wallet' : `wallet:${supplier}`);
+
+export interface UpstreamAuthFailedAlert {
+  supplier: string;
+  /** What the upstream answered (a class, a code and the HTTP status; never a secret). */
+  error: string | null;
+  httpStatus: number | null;
+}
 
 export interface WalletLowAlert {
   balance: string;
@@ -95,6 +112,7 @@ export class AlertService {
     private readonly outbox: OutboxWriter,
     private readonly dataSource: DataSource,
     private readonly state: OpsStateRepository,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
   /**
@@ -103,9 +121,18 @@ export class AlertService {
    * sets the `relay_wallet_balance` gauge either way. Returns whether an alert was raised now (false
    * when below but already raised within the hour).
    */
-  async checkWallet(balance: string, currency: string, ...tx: InTransaction): Promise<boolean> {
+  checkWallet(balance: string, currency: string, ...tx: InTransaction): Promise<boolean> {
+    return this.checkWalletOf(this.suppliers.envName, balance, currency, tx);
+  }
+
+  /** `checkWallet` for a supplier's wallet (its gauge labelled, its alert of its own). */
+  checkSupplierWallet(supplier: string, balance: string, currency: string): Promise<boolean> {
+    return this.checkWalletOf(supplier, balance, currency, []);
+  }
+
+  private async checkWalletOf(supplier: string, balance: string, currency: string, tx: InTransaction): Promise<boolean> {
     const value = Number(balance);
-    if (Number.isFinite(value)) this.metrics.walletBalance.set({ currency }, value);
+    if (Number.isFinite(value)) this.metrics.walletBalance.set({ currency, supplier }, value);
     const threshold = this.config.walletLowBalance;
     if (threshold === null) return false;
     let low: boolean;
@@ -114,19 +141,37 @@ export class AlertService {
     } catch {
       return false;
     }
-    if (low) return this.walletLow({ balance, currency, threshold }, ...tx);
-    await this.walletRecovered({ balance, currency, threshold }, tx);
+    if (low) return this.walletLowOf(supplier, { balance, currency, threshold }, tx);
+    await this.walletRecovered(supplier, { balance, currency, threshold }, tx);
     return false;
   }
 
+  /** The `UPSTREAM_*` supplier's wallet is low. */
   walletLow(a: WalletLowAlert, ...tx: InTransaction): Promise<boolean> {
+    return this.walletLowOf(this.suppliers.envName, a, tx);
+  }
+
+  private walletLowOf(supplier: string, a: WalletLowAlert, tx: InTransaction): Promise<boolean> {
     const threshold = a.threshold ?? this.config.walletLowBalance;
     return this.raise(
       'wallet_low',
-      'wallet',
-      { balance: a.balance, currency: a.currency, threshold },
-      `upstream wallet balance ${a.balance} ${a.currency} is below WALLET_LOW_BALANCE ${threshold ?? '?'}`,
-      { balance: a.balance, currency: a.currency, threshold },
+      walletSubject(supplier, this.suppliers.envName),
+      { supplier, balance: a.balance, currency: a.currency, threshold },
+      `supplier ${supplier}: upstream wallet balance ${a.balance} ${a.currency} is below WALLET_LOW_BALANCE ${threshold ?? '?'}`,
+      { supplier, balance: a.balance, currency: a.currency, threshold },
+      tx,
+    );
+  }
+
+  /** A supplier refused our credentials (HTTP 401/403 to a ping). */
+  upstreamAuthFailed(a: UpstreamAuthFailedAlert, ...tx: InTransaction): Promise<boolean> {
+    const error = a.error ? a.error.slice(0, 500) : null;
+    return this.raise(
+      'upstream_auth_failed',
+      a.supplier,
+      { supplier: a.supplier, http_status: a.httpStatus, error },
+      `supplier ${a.supplier} refuses our credentials (check its API key and secret)${error ? `: ${error}` : ''}`,
+      { supplier: a.supplier, http_status: a.httpStatus, error },
       tx,
     );
   }
@@ -161,30 +206,39 @@ export class AlertService {
    * written in one transaction, by the one caller whose DELETE found the key. Returns whether it
    * cleared it.
    */
-  private walletRecovered(a: Required<WalletLowAlert>, tx: InTransaction): Promise<boolean> {
+  private walletRecovered(supplier: string, a: Required<WalletLowAlert>, tx: InTransaction): Promise<boolean> {
     const now = this.clock.now();
+    const subject = walletSubject(supplier, this.suppliers.envName);
     const clear = async (em: EntityManager): Promise<boolean> => {
       // The key stays (with its time, so a new drop within the hour of the alert stays quiet: a balance
       // going back and forth across the threshold alerts and recovers at most once an hour); only an
       // active alert clears, and only once. Keys written before alerts cleared have no `active`: never
       // "recovered" for an alert that ended long ago.
-      if (!(await this.state.clearAlert(em, WALLET_LOW_KEY, now))) return false;
+      if (!(await this.state.clearAlert(em, `alert:wallet_low:${subject}`, now))) return false;
       await this.outbox.append(em, [
         {
           type: 'alert.wallet_recovered',
-          subject: 'wallet_low:wallet',
-          payload: { kind: 'wallet_recovered', balance: a.balance, currency: a.currency, threshold: a.threshold, at: now.toISOString() },
+          subject: `wallet_low:${subject}`,
+          payload: {
+            kind: 'wallet_recovered',
+            supplier,
+            balance: a.balance,
+            currency: a.currency,
+            threshold: a.threshold,
+            at: now.toISOString(),
+          },
         },
       ]);
       return true;
     };
     return this.commitThenReport(tx, clear, () =>
       this.logger.log({
+        supplier,
         balance: a.balance,
         currency: a.currency,
         threshold: a.threshold,
         alert: 'wallet_recovered',
-        msg: `alert wallet_low cleared: upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
+        msg: `alert wallet_low cleared: supplier ${supplier}'s upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
       }),
     );
   }

@@ -3,6 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ty
 import type { FastifyReply } from 'fastify';
 import { HEALTH_DEADLINE_MS, HealthService } from './health.service.js';
 import {
+  HEALTH_AUTH_FAILED_EXAMPLE,
   HEALTH_DOWN_EXAMPLE,
   HEALTH_EXAMPLE,
   HEALTH_RATE_LIMITED_EXAMPLE,
@@ -28,7 +29,8 @@ const withDatabaseDetail = (schema: SchemaObject): SchemaObject => ({
 });
 
 /**
- * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?, budget, queued}`,
+ * `GET /health` (no token): `{ok, status, database, database_detail?, upstream, last_sync, wallet?, budget, queued, suppliers,
+ * reconciliation}`,
  * 503 when the database is down (refused or failed, not merely slow); `GET /health/live` and
  * `GET /health/ready` for an orchestrator. Each answers within HEALTH_DEADLINE_MS (about 3 s).
  */
@@ -41,11 +43,13 @@ export class HealthController {
   @ApiOperation({
     summary: 'Health',
     description:
-      'The database (503 when it is down), the upstream as the last periodic ping saw it (`up`, `down`, `unknown`; pinged ' +
-      'every 30 s by instances running background work, never during this request), the latest catalog sync run, and the ' +
-      'wallet from the last successful ping, the upstream request budget of the API key (UPSTREAM_RATE_LIMIT; while a 429 ' +
-      'keeps the key blocked, `upstream.status` is `rate_limited`) and the number of `queued` orders. ' +
-      '`ok` is the database: an unreachable upstream does not make the service unhealthy. ' +
+      'The database (503 when it is down); for every supplier (`suppliers.<name>`) its upstream as its last periodic ping saw ' +
+      'it (`up`, `down`, `auth_failed` when it refused our credentials, `unknown`; `rate_limited` while a 429 keeps its key ' +
+      'blocked; pinged every 30 s by instances running background work, never during this request), its request budget, its ' +
+      'latest catalog sync run and its wallet from its last successful ping. The top-level `upstream` is the worst of the ' +
+      "enabled suppliers' (and names it); `budget`, `last_sync` and `wallet` are the `UPSTREAM_*` supplier's. Then the number " +
+      'of `queued` orders and the reconciliation backlog (due reads not made yet, and the age of the oldest). ' +
+      '`ok` is the database: an unreachable upstream, or one refusing our credentials, does not make the service unhealthy. ' +
       `Answers within ${HEALTH_DEADLINE_MS / 1000} s: a database that did not answer by then without refusing is \`up\` with ` +
       '`database_detail` (`busy`, `slow`), and a sync run or a count not read by then is `null`.',
   })
@@ -53,7 +57,8 @@ export class HealthController {
     description: 'the database answers (or is busy)',
     schema: withDatabaseDetail(HEALTH_SCHEMA),
     examples: {
-      ok: { summary: 'the database and the upstream answer', value: HEALTH_EXAMPLE },
+      ok: { summary: 'the database and the upstreams answer', value: HEALTH_EXAMPLE },
+      auth_failed: { summary: 'a supplier refuses our credentials (a wrong key or secret)', value: HEALTH_AUTH_FAILED_EXAMPLE },
       rate_limited: {
         summary: 'the key blocked after a 429: upstream requests wait, new orders are queued',
         value: HEALTH_RATE_LIMITED_EXAMPLE,

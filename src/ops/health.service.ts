@@ -1,9 +1,12 @@
 /**
- * What `/health`, `/health/live` and `/health/ready` answer (CONTRACT §5):
- * - health: the database (a `SELECT 1`), the last known upstream ping (never a call to the
- *   upstream; `rate_limited` while the upstream's request budget holds the key blocked), the last
- *   catalog sync run, the wallet from the ping, the request budget (UpstreamBudgetService) and the
- *   number of `queued` orders; 503 only when the database is down;
+ * What `/health`, `/health/live` and `/health/ready` answer (CONTRACT §5, §10):
+ * - health: the database (a `SELECT 1`); for every supplier (`suppliers`) its upstream as its last
+ *   ping saw it (never a call to the upstream; `auth_failed` when it refused our credentials,
+ *   `rate_limited` while its key is blocked), its request budget, its last sync run and its wallet;
+ *   the top-level `upstream` is the worst of the enabled suppliers' (the rules in supplier-health.ts),
+ *   and `budget`, `last_sync` and `wallet` are the `UPSTREAM_*` supplier's; the number of `queued`
+ *   orders; the reconciliation's backlog (due reads not made yet, and how long the oldest has been
+ *   due); 503 only when the database is down;
  * - live: the process answers;
  * - ready: the database answers and every migration of this build is applied, and the process is
  *   not shutting down; 503 otherwise.
@@ -39,11 +42,15 @@ import { Injectable, type BeforeApplicationShutdown, type OnModuleDestroy } from
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import type { KeyCapacity } from '../budget/key-capacity.js';
-import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
-import { SyncRunRepository } from '../catalog/sync-run.repository.js';
+import { Clock } from '../common/clock.js';
 import { AppConfig, type RateLimitSetting } from '../config/app-config.js';
 import { SchemaMigrationsRepository } from '../database/schema-migrations.repository.js';
 import { OrderRepository } from '../orders/order.repository.js';
+import { ReconciliationRepository } from '../reconciliation/reconciliation.repository.js';
+import { SupplierRegistry, type SupplierRuntime } from '../suppliers/supplier-registry.service.js';
+import { HealthRepository, type SupplierLastSyncRow } from './health.repository.js';
+import { Metrics } from './metrics.service.js';
+import { backlogAgeSeconds, supplierUpstreamState, worstIndex, type UpstreamState } from './supplier-health.js';
 import { UpstreamMonitor, type UpstreamSnapshot } from './upstream-monitor.service.js';
 
 /** The longest a `/health` or `/health/ready` call waits for the database, all its checks together. */
@@ -110,23 +117,52 @@ export interface CapacityHealth {
 /** Why a database reported `up` did not answer in time (absent when it answered). */
 export type DatabaseDetail = 'busy' | 'slow';
 
+export interface WalletHealth {
+  balance: string;
+  currency: string;
+  checked_at: string;
+}
+
+/** One supplier in `/health` (`suppliers.<name>`). */
+export interface SupplierHealth {
+  enabled: boolean;
+  /** Its upstream as its last ping saw it, or `rate_limited` while its key is blocked (supplier-health.ts). */
+  upstream: UpstreamState;
+  checked_at: string | null;
+  latency_ms: number | null;
+  /** Why its last ping failed (never a secret). */
+  error: string | null;
+  budget: BudgetHealth;
+  last_sync: LastSync | null;
+  wallet?: WalletHealth;
+}
+
 export interface HealthBody {
   ok: boolean;
   status: 'ok' | 'unavailable';
   database: 'up' | 'down';
   database_detail?: DatabaseDetail;
+  /** The worst of the enabled suppliers' upstreams, and which one it is. */
   upstream: {
-    status: 'up' | 'down' | 'unknown' | 'rate_limited';
+    status: UpstreamState;
     checked_at: string | null;
     latency_ms: number | null;
     error: string | null;
+    supplier: string | null;
   };
+  /** The `UPSTREAM_*` supplier's. */
   last_sync: LastSync | null;
-  wallet?: { balance: string; currency: string; checked_at: string };
+  wallet?: WalletHealth;
   budget: BudgetHealth;
   /** Orders accepted and waiting for the budget (`queued`); null when the database did not tell in time. */
   queued: number | null;
+  suppliers: Record<string, SupplierHealth>;
+  /** Scheduled reconciliation reads due and not made yet, and how long the oldest has been due; null when not told in time. */
+  reconciliation: { backlog: number | null; oldest_due_s: number | null };
 }
+
+/** The reconciliation's backlog as /health and the metrics read it (ReconciliationRepository.backlog). */
+type Backlog = Array<{ supplier: string; due: number; oldestDueAt: Date }>;
 
 function toCapacityHealth(c: KeyCapacity, due: number | null): CapacityHealth {
   return {
@@ -213,12 +249,17 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
   constructor(
     private readonly dataSource: DataSource,
     private readonly monitor: UpstreamMonitor,
-    private readonly budget: UpstreamBudgetService,
+    private readonly suppliers: SupplierRegistry,
     private readonly config: AppConfig,
+    private readonly clock: Clock,
     private readonly migrations: SchemaMigrationsRepository,
     private readonly orders: OrderRepository,
-    private readonly syncRuns: SyncRunRepository,
-  ) {}
+    private readonly reconciliation: ReconciliationRepository,
+    private readonly repo: HealthRepository,
+    private readonly metrics: Metrics,
+  ) {
+    metrics.onScrape(() => this.refreshBacklogMetrics());
+  }
 
   /** From now on the instance reports itself not ready (RelayApp.close calls it first thing). */
   beginShutdown(): void {
@@ -260,50 +301,113 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
   async health(): Promise<HealthBody> {
     const deadline = new Deadline(HEALTH_DEADLINE_MS);
     try {
-      const current = this.monitor.current();
-      const [db, stored, lastSync, blockedUntil, queued, usage, capacity, reconcileDue] = await Promise.all([
+      const runtimes = this.suppliers.list();
+      const names = runtimes.map((r) => r.config.name);
+      const [db, pings, lastSyncs, queued, backlog, budgets] = await Promise.all([
         this.checkDatabase(deadline),
-        current ? Promise.resolve(null) : this.within(deadline, 'ping', () => this.monitor.latest()),
-        this.within(deadline, 'lastSync', () => this.lastSync()),
-        // with the budget off, the block this process met (no database read)
-        this.budget.enabled
-          ? this.within(deadline, 'blockedUntil', () => this.budget.blockedUntil())
-          : Promise.resolve(this.budget.localBlockUntil()),
+        this.within(deadline, 'pings', () => this.monitor.latestAll()),
+        this.within(deadline, 'lastSyncs', () => this.repo.lastSyncs(names)),
         this.within(deadline, 'queued', () => this.orders.countQueued()),
-        this.budget.enabled ? this.within(deadline, 'budgetUsage', () => this.budget.usage()) : Promise.resolve(null),
-        this.budget.enabled
-          ? this.within(deadline, 'budgetCapacity', () => this.budget.capacity(this.config.reconcile.afterMs?.length ?? null))
-          : Promise.resolve(null),
-        this.budget.enabled ? this.within(deadline, 'reconcileDue', () => this.orders.countReconcileDue()) : Promise.resolve(null),
+        this.within(deadline, 'backlog', () => this.reconciliation.backlog(this.clock.now())),
+        Promise.all(runtimes.map((r) => this.budgetHealth(deadline, r))),
       ]);
       const up = db.database === 'up';
-      const ping: UpstreamSnapshot | null = current ?? (up ? stored : null);
-      const upstream: HealthBody['upstream'] = ping
-        ? { status: ping.status, checked_at: ping.checked_at, latency_ms: ping.latency_ms, error: ping.error }
-        : { status: 'unknown', checked_at: null, latency_ms: null, error: null };
-      // While the key is blocked every upstream request waits, whatever the last ping saw.
-      if (blockedUntil) upstream.status = 'rate_limited';
-      const limit = this.config.budget.rateLimit;
+      const suppliers: Record<string, SupplierHealth> = {};
+      runtimes.forEach((r, i) => {
+        const name = r.config.name;
+        // without the database, only what this process saw itself
+        const ping = this.monitor.current(name) ?? (up ? (pings?.get(name) ?? null) : null);
+        const budget = budgets[i];
+        const due = up && backlog ? (backlog.find((b) => b.supplier === name)?.due ?? 0) : null;
+        if (budget.capacity) budget.capacity.reconcile.due = due;
+        suppliers[name] = toSupplierHealth(r, ping, budget, up && lastSyncs ? toLastSync(lastSyncs.get(name)) : null);
+      });
+      const env = suppliers[this.suppliers.envName];
+      // The worst of the enabled suppliers (the env supplier's when none is enabled).
+      const counted = runtimes.filter((r) => r.config.enabled).map((r) => r.config.name);
+      const candidates = counted.length > 0 ? counted : [this.suppliers.envName];
+      const worst = candidates[worstIndex(candidates.map((n) => suppliers[n].upstream))];
+      const w = suppliers[worst];
+      const oldest = up && backlog && backlog.length > 0 ? new Date(Math.min(...backlog.map((b) => b.oldestDueAt.getTime()))) : null;
       const body: HealthBody = {
         ok: up,
         status: up ? 'ok' : 'unavailable',
         database: db.database,
         ...(db.database === 'up' && db.detail ? { database_detail: db.detail } : {}),
-        upstream,
-        last_sync: up ? lastSync : null,
-        budget: {
-          limit: limit ? formatRateLimit(limit) : null,
-          used: usage?.used ?? null,
-          left: usage?.left ?? null,
-          blocked_until: blockedUntil ? blockedUntil.toISOString() : null,
-          capacity: capacity ? toCapacityHealth(capacity, up ? reconcileDue : null) : null,
-        },
+        upstream: { status: w.upstream, checked_at: w.checked_at, latency_ms: w.latency_ms, error: w.error, supplier: worst },
+        last_sync: env.last_sync,
+        budget: env.budget,
         queued: up ? queued : null,
+        suppliers,
+        reconciliation: {
+          backlog: up && backlog ? backlog.reduce((n, b) => n + b.due, 0) : null,
+          oldest_due_s: backlogAgeSeconds(oldest, this.clock.now()),
+        },
       };
-      if (ping?.wallet) body.wallet = { balance: ping.wallet.balance, currency: ping.wallet.currency, checked_at: ping.wallet.checked_at };
+      if (env.wallet) body.wallet = env.wallet;
       return body;
     } finally {
       deadline.clear();
+    }
+  }
+
+  /**
+   * One supplier as `/health` shows it (`suppliers.<name>`), within the same deadline: its last ping
+   * (this process's, else the stored one), its budget and its last sync run. For the suppliers API
+   * (MonitorSupplierStatus).
+   */
+  async supplierHealth(runtime: SupplierRuntime): Promise<SupplierHealth> {
+    const deadline = new Deadline(HEALTH_DEADLINE_MS);
+    try {
+      const name = runtime.config.name;
+      const [ping, lastSyncs, budget] = await Promise.all([
+        this.within(deadline, `ping:${name}`, () => this.monitor.latest(name)),
+        this.within(deadline, `lastSync:${name}`, () => this.repo.lastSyncs([name])),
+        this.budgetHealth(deadline, runtime),
+      ]);
+      return toSupplierHealth(runtime, ping, budget, lastSyncs ? toLastSync(lastSyncs.get(name)) : null);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /** A supplier's request budget as /health shows it (its key's, every replica's); `capacity.reconcile.due` is set by the caller. */
+  private async budgetHealth(deadline: Deadline, runtime: SupplierRuntime): Promise<BudgetHealth> {
+    const { budget } = runtime;
+    const name = runtime.config.name;
+    const [blockedUntil, usage, capacity] = await Promise.all([
+      // with the budget off, the block this process met (no database read)
+      budget.enabled
+        ? this.within(deadline, `blockedUntil:${name}`, () => budget.blockedUntil())
+        : Promise.resolve(budget.localBlockUntil()),
+      budget.enabled ? this.within(deadline, `budgetUsage:${name}`, () => budget.usage()) : Promise.resolve(null),
+      budget.enabled
+        ? this.within(deadline, `budgetCapacity:${name}`, () => budget.capacity(this.config.reconcile.afterMs?.length ?? null))
+        : Promise.resolve(null),
+    ]);
+    const limit = runtime.config.settings.rateLimit;
+    return {
+      limit: limit ? formatRateLimit(limit) : null,
+      used: usage?.used ?? null,
+      left: usage?.left ?? null,
+      blocked_until: blockedUntil ? blockedUntil.toISOString() : null,
+      capacity: capacity ? toCapacityHealth(capacity, null) : null,
+    };
+  }
+
+  /**
+   * Refreshes the reconciliation's backlog gauges (run on a metrics scrape): every supplier's series,
+   * 0 for one without a due read.
+   */
+  async refreshBacklogMetrics(): Promise<void> {
+    const now = this.clock.now();
+    const backlog: Backlog = await this.reconciliation.backlog(now);
+    const metrics = this.metrics;
+    const names = new Set([...this.suppliers.list().map((r) => r.config.name), ...backlog.map((b) => b.supplier)]);
+    for (const supplier of names) {
+      const b = backlog.find((x) => x.supplier === supplier);
+      metrics.reconcileBacklog.set({ supplier }, b?.due ?? 0);
+      metrics.reconcileBacklogAge.set({ supplier }, b ? (backlogAgeSeconds(b.oldestDueAt, now) ?? 0) : 0);
     }
   }
 
@@ -416,20 +520,39 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     }
     return p;
   }
-
-  /** The latest catalog sync run; null before any run (and before the catalog's table exists: an error, unknown). */
-  private async lastSync(): Promise<LastSync | null> {
-    const latest = await this.syncRuns.latestWithLastSuccess();
-    if (!latest) return null;
-    const r = latest.run;
-    return {
-      run_id: strOrNull(r.run_id),
-      mode: strOrNull(r.mode),
-      status: strOrNull(r.status),
-      started_at: isoOrNull(r.started_at),
-      finished_at: isoOrNull(r.finished_at),
-      error: strOrNull(r.error),
-      last_success_at: isoOrNull(latest.lastSuccessAt),
-    };
-  }
 }
+
+/** A supplier in /health from its last ping (null: none), its budget and its last sync run. */
+function toSupplierHealth(
+  r: SupplierRuntime,
+  ping: UpstreamSnapshot | null,
+  budget: BudgetHealth,
+  lastSync: LastSync | null,
+): SupplierHealth {
+  return {
+    enabled: r.config.enabled,
+    upstream: supplierUpstreamState(ping?.status ?? null, budget.blocked_until !== null),
+    checked_at: ping?.checked_at ?? null,
+    latency_ms: ping?.latency_ms ?? null,
+    error: ping?.error ?? null,
+    budget,
+    last_sync: lastSync,
+    ...(ping?.wallet ? { wallet: walletHealth(ping.wallet) } : {}),
+  };
+}
+
+/** A supplier's latest sync run as /health shows it; null before any run. */
+function toLastSync(r: SupplierLastSyncRow | undefined): LastSync | null {
+  if (!r || r.run_id === null) return null;
+  return {
+    run_id: strOrNull(r.run_id),
+    mode: strOrNull(r.mode),
+    status: strOrNull(r.status),
+    started_at: isoOrNull(r.started_at),
+    finished_at: isoOrNull(r.finished_at),
+    error: strOrNull(r.error),
+    last_success_at: isoOrNull(r.last_success_at),
+  };
+}
+
+const walletHealth = (w: WalletHealth): WalletHealth => ({ balance: w.balance, currency: w.currency, checked_at: w.checked_at });

@@ -67,36 +67,38 @@ export class Metrics {
   readonly syncRuns = new Counter({
     name: 'relay_sync_runs_total',
     help: 'Catalog sync runs by mode and final status.',
-    labelNames: ['mode', 'status'] as const,
+    labelNames: ['mode', 'status', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly syncDuration = new Histogram({
     name: 'relay_sync_duration_seconds',
     help: 'Catalog sync run duration.',
-    labelNames: ['mode'] as const,
+    labelNames: ['mode', 'supplier'] as const,
     buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800],
     registers: [this.registry],
   });
   readonly syncPages = new Counter({
     name: 'relay_sync_pages_total',
     help: 'Product pages fetched by catalog syncs.',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
   readonly syncChanges = new Counter({
     name: 'relay_sync_changes_total',
     help: 'SKU changes applied by catalog syncs, by kind (created, price, stock, sku_id, listing, other).',
-    labelNames: ['kind'] as const,
+    labelNames: ['kind', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly syncProductsSkipped = new Counter({
     name: 'relay_sync_products_skipped_total',
     help: 'Products of a sync listing left out because their shape is wrong (the rest of their page is stored).',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
   readonly syncRereads = new Counter({
     name: 'relay_sync_rereads_total',
     help: 'Ordered products an incremental sync re-read on their own (GET /products/{id}), by outcome (ok, gone, failed).',
-    labelNames: ['outcome'] as const,
+    labelNames: ['outcome', 'supplier'] as const,
     registers: [this.registry],
   });
 
@@ -110,18 +112,20 @@ export class Metrics {
   readonly placements = new Counter({
     name: 'relay_order_placements_total',
     help: 'Order placement attempts by outcome (accepted, rejected, unavailable, unknown, deduplicated).',
-    labelNames: ['outcome'] as const,
+    labelNames: ['outcome', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly timeToDelivery = new Histogram({
     name: 'relay_order_time_to_delivery_seconds',
     help: 'Time from order creation to delivered items.',
     buckets: [1, 5, 15, 30, 60, 300, 900, 3600, 21600, 86400],
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
   readonly overcharges = new Counter({
     name: 'relay_order_overcharge_total',
     help: 'Orders the upstream charged above quantity × the checked unit price.',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
   readonly itemsRequeued = new Counter({
@@ -143,7 +147,7 @@ export class Metrics {
   readonly reconciliationDifferences = new Counter({
     name: 'relay_reconciliation_differences_total',
     help: "Differences between a finished order and the upstream's read found by reconciliation, by field (status, amount, refunded_amount).",
-    labelNames: ['field'] as const,
+    labelNames: ['field', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly stuckOrders = new Gauge({
@@ -152,36 +156,51 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly reconcileBacklog = new Gauge({
+    name: 'relay_reconcile_backlog',
+    help: "Finished orders whose scheduled reconciliation read is due and not made yet, by the order's supplier (read on scrape).",
+    labelNames: ['supplier'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileBacklogAge = new Gauge({
+    name: 'relay_reconcile_backlog_age_seconds',
+    help: 'How long the oldest due reconciliation read has been due, by supplier (0 without a backlog; read on scrape).',
+    labelNames: ['supplier'] as const,
+    registers: [this.registry],
+  });
+
   // Callbacks
   readonly callbacksReceived = new Counter({
     name: 'relay_callbacks_received_total',
     help: 'Verified upstream callbacks received.',
-    labelNames: ['event'] as const,
+    labelNames: ['event', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly callbacksRejected = new Counter({
     name: 'relay_callbacks_rejected_total',
     help: 'Upstream callbacks refused, by reason.',
-    labelNames: ['reason'] as const,
+    labelNames: ['reason', 'supplier'] as const,
     registers: [this.registry],
   });
   readonly callbackDuplicates = new Counter({
     name: 'relay_callbacks_duplicate_total',
     help: 'Verified callbacks already in the inbox.',
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
 
   // Wallet
   readonly walletBalance = new Gauge({
     name: 'relay_wallet_balance',
-    help: 'Upstream wallet balance at the last ping.',
-    labelNames: ['currency'] as const,
+    help: "A supplier's upstream wallet balance at its last ping.",
+    labelNames: ['currency', 'supplier'] as const,
     registers: [this.registry],
   });
 
   readonly upstreamUp = new Gauge({
     name: 'relay_upstream_up',
-    help: 'Whether the last periodic ping reached the upstream (1) or not (0).',
+    help: "Whether a supplier's last ping reached it with our credentials accepted (1) or not (0: down or auth_failed).",
+    labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
 
@@ -206,7 +225,7 @@ export class Metrics {
   // Alerts
   readonly alerts = new Counter({
     name: 'relay_alerts_total',
-    help: 'Alerts raised, by kind (wallet_low, order_stuck, sync_failed).',
+    help: 'Alerts raised, by kind (wallet_low, order_stuck, sync_failed, upstream_auth_failed).',
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });

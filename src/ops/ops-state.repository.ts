@@ -1,5 +1,5 @@
 /**
- * The rows of `relay_state` that operations own: the last upstream ping any replica stored, and the
+ * The rows of `relay_state` that operations own: each supplier's last upstream ping any replica stored, and the
  * alerts' keys (`alert:<kind>:<subject>`, each claimed by the one replica that raises it). Alerts write
  * in the caller's transaction (the outbox row goes with the claim), so their statements take its
  * EntityManager.
@@ -8,28 +8,41 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sqlRows } from './sql.js';
 
-/** `relay_state`'s key of the last upstream ping (see UpstreamMonitor). */
-export const UPSTREAM_PING_STATE_KEY = 'upstream_ping';
+/** `relay_state`'s key of a supplier's last upstream ping (see UpstreamMonitor). */
+export const pingStateKey = (supplier: string): string => `upstream_ping:${supplier}`;
+
+const parsed = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
 
 @Injectable()
 export class OpsStateRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** The last upstream ping any replica stored (its JSON), or null. */
-  async readPing<T>(): Promise<T | null> {
-    const rows = await sqlRows<{ value: T | string }>(this.dataSource, 'SELECT value FROM relay_state WHERE key = $1', [
-      UPSTREAM_PING_STATE_KEY,
-    ]);
-    if (!rows[0]) return null;
-    const v = rows[0].value;
-    return typeof v === 'string' ? (JSON.parse(v) as T) : v;
+  /** A supplier's last upstream ping any replica stored (its JSON), or null. */
+  async readPing<T>(supplier: string): Promise<T | null> {
+    return (await this.readPings<T>([supplier])).get(supplier) ?? null;
   }
 
-  async storePing(snapshot: unknown, at: Date): Promise<void> {
+  /** The last upstream pings any replica stored of these suppliers, by supplier (those without one left out). */
+  async readPings<T>(suppliers: readonly string[]): Promise<Map<string, T>> {
+    const rows = await sqlRows<{ key: string; value: T | string }>(
+      this.dataSource,
+      'SELECT key, value FROM relay_state WHERE key = ANY($1::text[])',
+      [suppliers.map(pingStateKey)],
+    );
+    const byKey = new Map(rows.map((r) => [r.key, parsed(r.value)]));
+    const found = new Map<string, T>();
+    for (const s of suppliers) {
+      const v = byKey.get(pingStateKey(s));
+      if (v !== undefined) found.set(s, v);
+    }
+    return found;
+  }
+
+  async storePing(supplier: string, snapshot: unknown, at: Date): Promise<void> {
     await this.dataSource.query(
       `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, $3)
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
-      [UPSTREAM_PING_STATE_KEY, JSON.stringify(snapshot), at],
+      [pingStateKey(supplier), JSON.stringify(snapshot), at],
     );
   }
 

@@ -1,25 +1,37 @@
 import { Global, Module } from '@nestjs/common';
-import { CatalogModule } from '../catalog/catalog.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
+import { ReconciliationRepository } from '../reconciliation/reconciliation.repository.js';
 import { AlertService } from './alert.service.js';
 import { HealthController } from './health.controller.js';
 import { HealthService } from './health.service.js';
 import { MetricsController } from './metrics.controller.js';
+import { MonitorSupplierStatus } from './monitor-supplier-status.js';
+import { HealthRepository } from './health.repository.js';
 import { OpsStateRepository } from './ops-state.repository.js';
 import { UpstreamMonitor } from './upstream-monitor.service.js';
 
 /**
  * Operations: health, metrics, the periodic upstream ping and alerts. Global so that the other
- * modules may inject `AlertService` (and `UpstreamMonitor` for the last ping) without importing it.
- * It imports the orders and the catalog for what /health reads of them (the queued orders, the last
- * sync run), through their repositories.
+ * modules may inject `AlertService` (and `UpstreamMonitor` for the last ping, `MonitorSupplierStatus` for
+ * a supplier's state as the suppliers API shows it) without importing it.
+ * It imports the orders for what /health reads of them (the queued orders) through their repository,
+ * reads each supplier's last sync run itself (HealthRepository) and the reconciliation's backlog
+ * through the reconciliation's repository (a provider of its own here: it holds no state).
  */
 @Global()
 @Module({
-  imports: [NotificationsModule, OrdersModule, CatalogModule],
+  imports: [NotificationsModule, OrdersModule],
   controllers: [HealthController, MetricsController],
-  providers: [AlertService, UpstreamMonitor, HealthService, OpsStateRepository],
-  exports: [AlertService, UpstreamMonitor],
+  providers: [
+    AlertService,
+    UpstreamMonitor,
+    HealthService,
+    OpsStateRepository,
+    HealthRepository,
+    ReconciliationRepository,
+    MonitorSupplierStatus,
+  ],
+  exports: [AlertService, UpstreamMonitor, MonitorSupplierStatus],
 })
 export class OpsModule {}

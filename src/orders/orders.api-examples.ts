@@ -418,4 +418,8 @@ export const LIST_ORDERS_ERRORS = [
   }),
 ];
 
-export const WALLET_ERRORS = [apiError(503, 'upstream_unavailable', 'the upstream wallet could not be read: ECONNREFUSED')];
+export const WALLET_ERRORS = [
+  apiError(404, 'supplier_not_found', 'no supplier named "nobody"'),
+  apiError(502, 'upstream_auth_failed', 'the upstream refused our credentials: definitive: invalid_signature (HTTP 401)'),
+  apiError(503, 'upstream_unavailable', 'the upstream wallet could not be read: ECONNREFUSED'),
+];

@@ -1,6 +1,16 @@
 /** The orders' internal API (CONTRACT §5). Bearer token checked by the global InternalAuthGuard. */
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiExtraModels,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../common/app-error.js';
 import { pathKey } from '../common/validation.js';
@@ -215,10 +225,14 @@ export class OrdersController {
   }
 
   @Get('wallet')
-  @ApiOperation({ summary: 'The upstream wallet', description: 'Balance, currency and member level, from a ping of the upstream.' })
+  @ApiOperation({
+    summary: 'The upstream wallet',
+    description: "A supplier's balance, currency and member level, from a ping of its upstream (default: the `UPSTREAM_*` supplier).",
+  })
+  @ApiQuery({ name: 'supplier', required: false, description: 'the supplier (default: the `UPSTREAM_*` one)', example: 'main' })
   @ApiResponse({ status: 200, description: 'the wallet', schema: WALLET_SCHEMA, example: WALLET_EXAMPLE })
   @ApiErrors(...WALLET_ERRORS)
-  wallet() {
-    return this.walletService.wallet();
+  wallet(@Query('supplier') supplier?: string) {
+    return this.walletService.wallet(typeof supplier === 'string' && supplier !== '' ? supplier : undefined);
   }
 }

@@ -1,10 +1,12 @@
 /**
- * The upstream wallet as ping reports it (`GET /internal/wallet`). The ping goes through the
- * upstream monitor, which keeps the balance gauge, the health snapshot and the low-balance alert.
+ * A supplier's upstream wallet as its ping reports it (`GET /internal/wallet?supplier=`, default the
+ * `UPSTREAM_*` supplier; 404 `supplier_not_found`). The ping goes through the upstream monitor, which
+ * keeps the balance gauge, the health snapshot and the low-balance alert.
  */
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error.js';
 import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import type { UpstreamMemberLevel } from '../upstream/upstream.types.js';
 
 export interface WalletResponse {
@@ -17,10 +19,14 @@ export interface WalletResponse {
 
 @Injectable()
 export class WalletService {
-  constructor(private readonly monitor: UpstreamMonitor) {}
+  constructor(
+    private readonly monitor: UpstreamMonitor,
+    private readonly suppliers: SupplierRegistry,
+  ) {}
 
-  async wallet(): Promise<WalletResponse> {
-    const snapshot = await this.monitor.pingNow();
+  async wallet(supplier?: string): Promise<WalletResponse> {
+    const name = supplier === undefined ? this.suppliers.envName : (await this.suppliers.resolve(supplier)).config.name;
+    const snapshot = await this.monitor.pingNow(name);
     if (snapshot.http_status === 401 || snapshot.http_status === 403) {
       // the upstream refused our credentials (a wrong secret, a disabled API user): as orders answer it
       throw new AppError('upstream_auth_failed', `the upstream refused our credentials: ${snapshot.error ?? 'no answer'}`);

@@ -141,6 +141,20 @@ export class ReconciliationRepository {
     }));
   }
 
+  /**
+   * The backlog of scheduled reads (read by operations for `/health` and the metrics): by supplier, the
+   * reads due at `now` and not made yet (a claimed read's `reconcile_at` is its lease, in the future)
+   * and the oldest due time. One statement over the rows `orders_reconcile_due` holds.
+   */
+  async backlog(now: Date): Promise<Array<{ supplier: string; due: number; oldestDueAt: Date }>> {
+    const rows = await sqlRows<{ supplier: string; n: number; oldest: Date | string }>(
+      this.dataSource,
+      `SELECT supplier, count(*)::int AS n, min(reconcile_at) AS oldest FROM orders WHERE reconcile_at <= $1 GROUP BY supplier`,
+      [now],
+    );
+    return rows.map((r) => ({ supplier: r.supplier, due: Number(r.n), oldestDueAt: new Date(r.oldest) }));
+  }
+
   /** Sets the order's next scheduled read (null: none). */
   async reschedule(orderId: string, at: Date | null): Promise<void> {
     await this.dataSource.query('UPDATE orders SET reconcile_at = $2 WHERE id = $1', [orderId, at]);

@@ -42,16 +42,6 @@ export interface SupplierWrite {
   enabled: boolean;
 }
 
-/** A supplier's latest catalog sync run, as its table holds it. */
-export interface SupplierLastSync {
-  run_id: string;
-  mode: string;
-  status: string;
-  started_at: Date | string;
-  finished_at: Date | string | null;
-  error: string | null;
-}
-
 /** A supplier as COLUMNS reads it: the generated row, its profile and settings as the domain names them. */
 type SupplierRow = Omit<SuppliersRow, 'profile' | 'settings'> & {
   profile: UpstreamProfile;
@@ -138,16 +128,6 @@ export class SupplierRepository {
       );
       return { deleted: true as const, unlisted: unlisted.length };
     });
-  }
-
-  /** A supplier's latest catalog sync run; null before any. */
-  async lastSync(name: string, db: Db = this.dataSource): Promise<SupplierLastSync | null> {
-    const rows = await sqlRows<SupplierLastSync>(
-      db,
-      `SELECT run_id, mode, status, started_at, finished_at, error FROM catalog_sync_runs WHERE supplier = $1 ORDER BY started_at DESC LIMIT 1`,
-      [name],
-    );
-    return rows[0] ?? null;
   }
 
   /**

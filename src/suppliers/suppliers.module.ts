@@ -2,7 +2,8 @@ import { Global, Module } from '@nestjs/common';
 import { BudgetModule } from '../budget/budget.module.js';
 import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { SupplierRegistry } from './supplier-registry.service.js';
-import { BudgetSupplierStatus, SupplierStatusSource } from './supplier-status.source.js';
+import { MonitorSupplierStatus } from '../ops/monitor-supplier-status.js';
+import { SupplierStatusSource } from './supplier-status.source.js';
 import { SupplierRepository } from './supplier.repository.js';
 import { SupplierService } from './supplier.service.js';
 import { SuppliersController } from './suppliers.controller.js';
@@ -21,7 +22,8 @@ import { SuppliersController } from './suppliers.controller.js';
     SupplierRepository,
     SupplierRegistry,
     SupplierService,
-    { provide: SupplierStatusSource, useClass: BudgetSupplierStatus },
+    // (the operations module is global: its state of each supplier)
+    { provide: SupplierStatusSource, useExisting: MonitorSupplierStatus },
     { provide: UpstreamBudgetService, inject: [SupplierRegistry], useFactory: (registry: SupplierRegistry) => registry.env.budget },
   ],
   exports: [SupplierRepository, SupplierRegistry, UpstreamBudgetService],

@@ -12,6 +12,8 @@ import { TEST_TOKEN } from './test-app.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIST = `${ROOT}dist/console/`;
+/** Where the console tests' screenshots go (`UPDATE_SCREENSHOTS=1`: the docs' own). */
+export const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? `${ROOT}docs/screenshots/` : `${ROOT}test/.cache/screenshots/`;
 /** The browser: Debian's `chromium` package by default (CI installs it). */
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
@@ -29,6 +31,7 @@ const TOKEN_KEY = 'upstream-relay.console.token';
 // The one browser global used here (this file is type-checked without the DOM lib).
 declare const sessionStorage: { setItem(k: string, v: string): void };
 
+/** Newest modification time under a path (files only). */
 function newest(path: string): number {
   const st = statSync(path);
   if (!st.isDirectory()) return st.mtimeMs;

@@ -1,15 +1,18 @@
-/** Catalog: SKUs with cost, sale price, margin, stock and availability, filtered like the API. */
+/** Catalog: SKUs with their supplier, cost, sale price, margin, stock and availability, filtered like the API. */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { loadCategories, Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
-import type { SkuList } from '../types.js';
+import { supplierOf, type SkuList } from '../types.js';
 import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, useLoad } from '../ui.js';
+import { SupplierFilter, useSupplierNames } from './supplier-filter.js';
 
 const PAGE_SIZE = 100;
 
 export function CatalogPage({ query }: { query: URLSearchParams }) {
+  const supplier = query.get('supplier') ?? '';
+  const suppliers = useSupplierNames();
   const categoryId = query.get('category_id') ?? '';
   const listed = query.get('listed') ?? '';
   const available = query.get('available') ?? '';
@@ -20,6 +23,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
   const list = useLoad(
     () =>
       api.get<SkuList>('/internal/catalog/skus', {
+        supplier: supplier || undefined,
         category_id: categoryId || undefined,
         listed: listed || undefined,
         available: available || undefined,
@@ -27,10 +31,17 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
         page,
         page_size: PAGE_SIZE,
       }),
-    [categoryId, listed, available, changedSince, page],
+    [supplier, categoryId, listed, available, changedSince, page],
   );
   const names = new Map((categories.data ?? []).map((c) => [c.id, c.name]));
-  const state = { category_id: categoryId, listed, available, changed_since: changedSince, page: undefined as number | undefined };
+  const state = {
+    supplier,
+    category_id: categoryId,
+    listed,
+    available,
+    changed_since: changedSince,
+    page: undefined as number | undefined,
+  };
   const go = (patch: Partial<typeof state>) => navigate(href('/catalog', { ...state, ...patch }));
   const select = (name: string, value: string, label: string) =>
     html`<label
@@ -52,6 +63,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
           if (jump.trim()) navigate(href(`/catalog/${encodeURIComponent(jump.trim())}`));
         }}
       >
+        <${SupplierFilter} names=${suppliers} value=${supplier} onChange=${(v: string) => go({ supplier: v })} />
         <label
           >Category
           <select
@@ -95,6 +107,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
                   <thead>
                     <tr>
                       <th>SKU</th>
+                      <th>Supplier</th>
                       <th>Product</th>
                       <th>Category</th>
                       <th class="num">Cost</th>
@@ -109,7 +122,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
                     ${
                       list.data.items.length === 0
                         ? html`<tr>
-                            <td colspan="9" class="muted">No SKUs match.</td>
+                            <td colspan="10" class="muted">No SKUs match.</td>
                           </tr>`
                         : null
                     }
@@ -119,6 +132,7 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
                           <td>
                             <a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a>
                           </td>
+                          <td data-field="supplier">${supplierOf(s) ?? html`<span class="muted">—</span>`}</td>
                           <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
                           <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>
                             ${names.get(Number(s.category_id)) ?? s.category_id}

@@ -1,7 +1,9 @@
 /**
- * Dashboard: the wallet, the last sync, the orders needing a decision (`submit_unknown` and stuck),
- * the upstream's request budget with what the key carries and what reconciliation takes of it, and
- * the queued orders (from `GET /health`), orders by status, orders per day and sync durations.
+ * Dashboard: a red banner naming every supplier that refuses our credentials, the wallet, the last
+ * sync, the orders needing a decision (`submit_unknown` and stuck), the upstream's request budget with
+ * what the key carries and what reconciliation takes of it, the queued orders and the reconciliation
+ * backlog (from `GET /health`), each supplier's state, orders by status, orders per day and sync
+ * durations.
  */
 import { api } from '../api.js';
 import { BarChart, type Bar } from '../charts.js';
@@ -9,6 +11,7 @@ import { html } from '../html.js';
 import { href } from '../router.js';
 import { ORDER_STATUSES, type Health, type Order, type OrderList, type SyncRunList, type Wallet } from '../types.js';
 import { ago, Badge, Card, durationMs, ErrorBox, formatDuration, Loading, Money, pickText, Time, useInterval, useLoad } from '../ui.js';
+import { AuthFailedBanner } from './suppliers.js';
 
 const DAYS = 14;
 const MAX_ORDER_PAGES = 4;
@@ -135,6 +138,42 @@ function CapacityLines({ capacity }: { capacity: Capacity }) {
     </p>`;
 }
 
+/** `95` → `1 min 35 s`. */
+function age(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+/** Reconciliation's backlog: due reads not made yet and the age of the oldest (it falls behind when these grow). */
+function BacklogCard({ health }: { health: Health }) {
+  const { backlog, oldest_due_s: oldest } = health.reconciliation;
+  return html`<p class="big">
+      <a href=${href('/reconciliation')} data-testid="reconcile-backlog">${backlog ?? '—'}</a>
+      <span class="small">reads due</span>
+    </p>
+    <p class=${`small ${oldest !== null && oldest > 300 ? 'alert warn' : 'muted'}`} data-testid="reconcile-backlog-age">
+      ${oldest === null ? 'none waiting' : html`the oldest due for ${age(oldest)}`}
+    </p>
+    <p class="muted small">
+      Finished orders read again from their supplier at the lowest priority: a growing backlog means it falls behind.
+    </p>`;
+}
+
+/** Each supplier's upstream and wallet in one line (the Suppliers page has the rest). */
+function SupplierLines({ health }: { health: Health }) {
+  return html`<ul class="supplier-lines" data-testid="supplier-states">
+    ${Object.entries(health.suppliers).map(
+      ([name, s]) =>
+        html`<li data-supplier=${name}>
+          <a href=${href('/suppliers')}><strong>${name}</strong></a>
+          <${Badge} value=${s.upstream} />${s.enabled ? null : html` <${Badge} value="disabled" />`}
+          ${s.wallet ? html` <span class="small"><${Money} amount=${s.wallet.balance} currency=${s.wallet.currency} /></span>` : null}
+        </li>`,
+    )}
+  </ul>`;
+}
+
 export function DashboardPage() {
   const health = useLoad(() => api.get<Health>('/health'), []);
   const wallet = useLoad(() => api.get<Wallet>('/internal/wallet'), []);
@@ -173,6 +212,7 @@ export function DashboardPage() {
 
   return html`<div class="page dashboard">
     <h1>Dashboard</h1>
+    <${AuthFailedBanner} health=${health.data} />
     <div class="grid three">
       <${Card} title="Upstream wallet" class="stat">
         ${
@@ -233,6 +273,12 @@ export function DashboardPage() {
     <div class="grid two">
       <${Card} title="Upstream budget" class="stat">
         ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BudgetCard} health=${health.data} />`}
+      <//>
+      <${Card} title="Suppliers" class="stat">
+        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${SupplierLines} health=${health.data} />`}
+      <//>
+      <${Card} title="Reconciliation backlog" class="stat">
+        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BacklogCard} health=${health.data} />`}
       <//>
       <${Card} title="Queued orders" class="stat">
         ${

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, enc } from '../api.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import type { Order, OrderActionAnswer, OrderAnswer, OrderEvent, OrderEvents } from '../types.js';
+import { supplierOf, type Order, type OrderActionAnswer, type OrderAnswer, type OrderEvent, type OrderEvents } from '../types.js';
 import { ago, Badge, Card, Confirm, ErrorBox, Facts, Loading, Money, Time, useInterval, useLoad } from '../ui.js';
 import { OrderReconciliation } from './reconciliation.js';
 
@@ -213,6 +213,11 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
       <${Card} title="Order">
         <${Facts}
           rows=${[
+            [
+              'Supplier',
+              supplierOf(o) ? html`<a href=${href('/orders', { supplier: supplierOf(o) })}>${supplierOf(o)}</a>` : null,
+              'supplier',
+            ],
             [
               'SKU',
               html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}

@@ -1,25 +1,36 @@
-/** Orders: a list filtered by status and stuck, newest first, and a jump to one order. */
+/** Orders: a list filtered by supplier, status and stuck, newest first, and a jump to one order. */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
-import { ORDER_STATUSES, type OrderList } from '../types.js';
+import { ORDER_STATUSES, supplierOf, type OrderList } from '../types.js';
 import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, Time, useLoad } from '../ui.js';
+import { SupplierFilter, useSupplierNames } from './supplier-filter.js';
 
 const PAGE_SIZE = 50;
 
 export function OrdersPage({ query }: { query: URLSearchParams }) {
   const status = query.get('status') ?? '';
   const stuck = query.get('stuck') === 'true';
+  const supplier = query.get('supplier') ?? '';
+  const suppliers = useSupplierNames();
   const page = Math.max(1, Number(query.get('page') ?? '1') || 1);
   const [jump, setJump] = useState('');
   const list = useLoad(
-    () => api.get<OrderList>('/internal/orders', { status: status || undefined, stuck: stuck || undefined, page, page_size: PAGE_SIZE }),
-    [status, stuck, page],
+    () =>
+      api.get<OrderList>('/internal/orders', {
+        supplier: supplier || undefined,
+        status: status || undefined,
+        stuck: stuck || undefined,
+        page,
+        page_size: PAGE_SIZE,
+      }),
+    [supplier, status, stuck, page],
   );
-  const go = (next: { status?: string; stuck?: boolean; page?: number }) =>
+  const go = (next: { supplier?: string; status?: string; stuck?: boolean; page?: number }) =>
     navigate(
       href('/orders', {
+        supplier: next.supplier ?? supplier,
         status: next.status ?? status,
         stuck: next.stuck ?? stuck,
         page: next.page && next.page > 1 ? next.page : undefined,
@@ -36,6 +47,7 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
           if (jump.trim()) navigate(href(`/orders/${encodeURIComponent(jump.trim())}`));
         }}
       >
+        <${SupplierFilter} names=${suppliers} value=${supplier} onChange=${(v: string) => go({ supplier: v, page: 1 })} />
         <label
           >Status
           <select name="status" value=${status} onChange=${(e: Event) => go({ status: (e.target as HTMLSelectElement).value, page: 1 })}>
@@ -75,6 +87,7 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                 <thead>
                   <tr>
                     <th>Order</th>
+                    <th>Supplier</th>
                     <th>Status</th>
                     <th>SKU × qty</th>
                     <th class="num">Amount</th>
@@ -87,8 +100,9 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                   ${
                     list.data.items.length === 0
                       ? html`<tr>
-                          <td colspan="7" class="muted">
-                            No orders${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.
+                          <td colspan="8" class="muted">
+                            No
+                            orders${supplier ? ` at ${supplier}` : ''}${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.
                           </td>
                         </tr>`
                       : null
@@ -100,6 +114,7 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                           <a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a
                           >${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}
                         </td>
+                        <td data-field="supplier">${supplierOf(o) ?? html`<span class="muted">—</span>`}</td>
                         <td><${Badge} value=${o.status} /></td>
                         <td>
                           <a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}

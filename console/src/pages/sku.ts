@@ -4,7 +4,7 @@ import { Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
 import { sanitizeHtml } from '../sanitize.js';
-import type { Product, ProductAnswer, SkuAnswer, SkuChangeList } from '../types.js';
+import { supplierOf, type Product, type ProductAnswer, type SkuAnswer, type SkuChangeList } from '../types.js';
 import { Badge, Card, ErrorBox, Facts, Loading, Money, pickText, Time, useLoad } from '../ui.js';
 
 function show(v: unknown): string {
@@ -72,6 +72,11 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
             <${Card} title="Upstream">
               <${Facts}
                 rows=${[
+                  [
+                    'Supplier',
+                    supplierOf(s) ? html`<a href=${href('/catalog', { supplier: supplierOf(s) })}>${supplierOf(s)}</a>` : null,
+                    'supplier',
+                  ],
                   ['Product id', String(s.product_id)],
                   ['SKU id', String(s.upstream_sku_id)],
                   ['Category', html`<a href=${href('/catalog', { category_id: String(s.category_id) })}>${String(s.category_id)}</a>`],
