@@ -58,7 +58,7 @@ import pg from 'pg';
 import { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
 import { UpstreamHttpClient } from '../src/upstream/upstream-http.adapter.js';
-import { cpuSnapshot, medianBy, printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
+import { cpuSnapshot, databaseBackendsCpuMs, medianBy, printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const args = process.argv.slice(2);
@@ -282,6 +282,8 @@ const summary: BenchRow[] = [];
 async function run(kind: 'pglite' | 'postgres'): Promise<void> {
   let dropDb: (() => Promise<void>) | null = null;
   let databaseUrl = 'pglite://memory';
+  /** PostgreSQL: the service's database (its backends' CPU time is shown apart). */
+  let databaseName: string | null = null;
   if (kind === 'postgres') {
     const fresh = await freshPostgres();
     if (!fresh) {
@@ -289,6 +291,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       return;
     }
     databaseUrl = fresh.url;
+    databaseName = new URL(fresh.url).pathname.slice(1);
     dropDb = fresh.drop;
   }
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -370,6 +373,8 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       floor: Figures;
       orders: Figures;
       cpu: Record<string, number>;
+      /** PostgreSQL: the CPU time an order cost the backends of the service's database (part of `cpu.postgres`). */
+      databaseCpu: number | null;
       floorCpu: Record<string, number>;
       /** Orders of the round delivered with their item, and those that were not (in time, or without it). */
       delivered: number;
@@ -413,6 +418,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       });
       loadAfterFloor = loadavg()[0];
       const cpu0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
+      const databaseCpu0 = databaseName ? databaseBackendsCpuMs(databaseName) : 0;
       const floorCpu = cpuPerOrder(floorCpu0, cpu0, n);
       const requests0 = await sandboxRequests();
       const mine: string[] = [];
@@ -427,6 +433,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         return r.status === 201;
       });
       const cpu = cpuPerOrder(cpu0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), n);
+      const databaseCpu = databaseName ? (databaseBackendsCpuMs(databaseName) - databaseCpu0) / n : null;
       // followed to delivery: the callbacks (and, when they fail, the poller) deliver every order
       const deadline = Date.now() + 60_000;
       while ((await deliveredCount()) - delivered0 < mine.length && Date.now() < deadline) await sleep(200);
@@ -447,6 +454,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
         orders,
         floorCpu,
         cpu,
+        databaseCpu,
         delivered,
         undelivered: mine.length - delivered,
         upstreamByOp,
@@ -519,7 +527,7 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     }
     const rounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) rounds.push(await round(String(i), ORDERS));
-    const { floor, orders, cpu, floorCpu, ...perOrder } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
+    const { floor, orders, cpu, databaseCpu, floorCpu, ...perOrder } = medianBy(rounds, (r) => r.orders.perSecond / r.floor.perSecond);
     const loadAfterRelay = loadavg()[0];
     // callbacks: status snapshots of the placed orders, every body distinct, signed as the upstream does
     const statuses = ['paid', 'fulfilling', 'delivered', 'completed'];
@@ -589,6 +597,10 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       `  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version})`,
     );
     console.log(`  CPU time an order through the relay, median round (ms): ${cpuText(cpu)}; in all ${cpuTotal(cpu).toFixed(2)}`);
+    if (databaseCpu !== null)
+      console.log(
+        `  of postgres, the backends of the service's database: ${databaseCpu.toFixed(2)} ms an order (the rest: the server's own processes, and other databases' work on a shared machine)`,
+      );
     // What the machine allows at that CPU time an order: every core busy all the time, nothing else.
     const ceiling = (cpus().length * 1000) / cpuTotal(cpu);
     console.log(

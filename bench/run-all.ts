@@ -54,6 +54,24 @@ export function cpuSnapshot(pids: Record<string, number>): Record<string, number
   return { ...out, postgres, load: (self.user + self.system) / 1000 };
 }
 
+/**
+ * CPU time so far (ms) of the PostgreSQL backends serving `database` (their process title names it): the
+ * part of `postgres` that is the service's own work when other databases of the server are busy too.
+ */
+export function databaseBackendsCpuMs(database: string): number {
+  let ms = 0;
+  for (const d of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(d)) continue;
+    try {
+      if (!readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('postgres')) continue;
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(` ${database} `)) ms += procCpuMs(d);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ms;
+}
+
 /** The middle item of `items` ordered by `key` (the upper one of an even count): a run that happened. */
 export function medianBy<T>(items: T[], key: (item: T) => number): T {
   return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)];

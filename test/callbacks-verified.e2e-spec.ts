@@ -138,6 +138,31 @@ describe('callbacks under CALLBACK_TRUST=verified (the default): counted in upst
     expect(await h.followed(o.shop_order_no)).not.toBeNull();
   });
 
+  it("a callback right behind another of the same state is recorded as applied and writes nothing of the order's row", async () => {
+    t.sandbox.faults.set({ callbacks: 'drop' });
+    const o = await h.place('PAID-TWICE');
+    const ts = Math.floor(Date.now() / 1000);
+    await h.callBack(o.upstream_order_id!, o.downstream_order_no, 'paid', { ts });
+    await h.processed(o.upstream_order_id!, 1);
+    const version = () =>
+      t.db.query<{ xmin: string; next_poll_at: Date | null }>(
+        'SELECT xmin::text AS xmin, next_poll_at FROM orders WHERE shop_order_no = $1',
+        [o.shop_order_no],
+      );
+    const [before] = await version();
+    expect(before.next_poll_at).not.toBeNull();
+    // the same claim again (another body: another second), as the upstream's second callback of one change
+    await h.callBack(o.upstream_order_id!, o.downstream_order_no, 'paid', { ts: ts + 1 });
+    const rows = await h.processed(o.upstream_order_id!, 2);
+    expect(rows.map((r) => [r.reported_status, r.state])).toEqual([
+      ['paid', 'applied'],
+      ['paid', 'applied'],
+    ]);
+    // its next poll was already a wait away: the order's row is the same version
+    expect(await version()).toEqual([before]);
+    expect((await getOrder(t.app.http, o.shop_order_no))!.status).toBe('paid');
+  });
+
   it('a delivered callback with its fulfillment costs 0 reads: delivered with exactly the upstream items, followed no more', async () => {
     t.sandbox.faults.set({ callbacks: 'drop' });
     const o = await h.place('FULL');

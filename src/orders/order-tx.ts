@@ -471,13 +471,11 @@ export class OrderTx {
     return toAttempt(row);
   }
 
-  /** Updates the order (locked by this transaction) and returns it as it now is; held writes go with it. */
+  /** Updates the order (locked by this transaction) and returns it as it now is; held writes go with it (an empty patch sends nothing). */
   async updateOrder(order: OrderRecord, patch: OrderPatch): Promise<OrderRecord> {
     const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-    if (entries.length === 0) {
-      await this.flush();
-      return order;
-    }
+    // nothing to write: the held writes stay held for the transaction's next statement or its commit
+    if (entries.length === 0) return order;
     const sets = entries.map(([k], i) => `${k} = $${i + 2}`);
     const params: unknown[] = [order.id, ...entries.map(([, v]) => v)];
     let check = '';

@@ -29,7 +29,7 @@ import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js'
 import type { OrderTx } from './order-tx.js';
 import { DomainEvents } from './domain-events.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
-import { nextPollInterval, pollPace } from './poll-backoff.js';
+import { callbackNextPoll, nextPollInterval, pollPace } from './poll-backoff.js';
 import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } from './report-plan.js';
 
 export type { UpstreamReport } from './report-plan.js';
@@ -306,7 +306,8 @@ export class OrderUpdater {
    * Polling of a followed order: backoff from ORDER_POLL_BASE_MS to ORDER_POLL_MAX_MS, reset by progress.
    * A callback applied as the upstream's word moves the next poll later: to the base from now after
    * progress, else to the current wait from now (so that an order whose callbacks keep arriving is not
-   * polled on top of them, and one whose callbacks stop is polled as before).
+   * polled on top of them, and one whose callbacks stop is polled as before); a next poll already close
+   * to that stays (`callbackNextPoll`).
    */
   private schedule(
     order: OrderRecord,
@@ -330,8 +331,8 @@ export class OrderUpdater {
     }
     if (mode === 'callback') {
       const interval = progressed ? pollBaseMs : Math.max(pollBaseMs, order.pollIntervalMs ?? pollBaseMs);
-      const at = new Date(now.getTime() + interval);
-      return order.nextPollAt !== null && order.nextPollAt >= at ? {} : { next_poll_at: at, poll_interval_ms: interval };
+      const at = callbackNextPoll(order.nextPollAt, now, interval);
+      return at === null ? {} : { next_poll_at: at, poll_interval_ms: interval };
     }
     if (progressed || order.nextPollAt === null)
       return { next_poll_at: new Date(now.getTime() + pollBaseMs), poll_interval_ms: pollBaseMs };

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config/app-config.js';
-import { CALLBACK_POLL_FACTOR, nextPollInterval, pollPace } from './poll-backoff.js';
+import { CALLBACK_MOVE_SLACK, CALLBACK_POLL_FACTOR, callbackNextPoll, nextPollInterval, pollPace } from './poll-backoff.js';
 
 /** The waits of `polls` polls in a row, each with the given progress, starting from no wait. */
 function waits(progress: boolean[], orders: { pollBaseMs: number; pollMaxMs: number }): number[] {
@@ -47,5 +47,24 @@ describe('the poll pace of an order that expects callbacks', () => {
     expect(pace).toEqual({ pollBaseMs: 5000 * CALLBACK_POLL_FACTOR.base, pollMaxMs: 600_000 * CALLBACK_POLL_FACTOR.max });
     expect(nextPollInterval(null, true, pace)).toBeGreaterThan(nextPollInterval(null, true, orders));
     expect(nextPollInterval(10 ** 9, false, pace)).toBeGreaterThan(nextPollInterval(10 ** 9, false, orders));
+  });
+});
+
+describe('the next poll after a callback applied as the upstream word', () => {
+  const now = new Date('2026-01-01T00:00:00.000Z');
+  const wait = 30_000;
+  const at = (ms: number) => new Date(now.getTime() + ms);
+
+  it('moves to the wait from now when none is set or it comes sooner than the slack allows', () => {
+    expect(callbackNextPoll(null, now, wait)).toEqual(at(wait));
+    expect(callbackNextPoll(at(0), now, wait)).toEqual(at(wait));
+    expect(callbackNextPoll(at(wait * (1 - CALLBACK_MOVE_SLACK) - 1), now, wait)).toEqual(at(wait));
+  });
+
+  it('stays where it is (nothing to write) when it is already within the slack of that, or later', () => {
+    expect(callbackNextPoll(at(wait * (1 - CALLBACK_MOVE_SLACK)), now, wait)).toBeNull();
+    // a callback right behind the create's answer, which set the next poll a wait away
+    expect(callbackNextPoll(at(wait - 15), now, wait)).toBeNull();
+    expect(callbackNextPoll(at(wait * 4), now, wait)).toBeNull();
   });
 });

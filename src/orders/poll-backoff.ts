@@ -23,3 +23,21 @@ export function nextPollInterval(lastMs: number | null, progressed: boolean, ord
   if (progressed) return orders.pollBaseMs;
   return Math.min(orders.pollMaxMs, Math.max(orders.pollBaseMs, (lastMs ?? orders.pollBaseMs) * 2));
 }
+
+/**
+ * The share of the wait within which a callback leaves the next poll where it is (see `callbackNextPoll`).
+ */
+export const CALLBACK_MOVE_SLACK = 1 / 8;
+
+/**
+ * The next poll after a callback applied as the upstream's word: `intervalMs` from `now`, so that an
+ * order whose callbacks keep arriving is not polled on top of them. A next poll already at most
+ * CALLBACK_MOVE_SLACK of the wait short of that is left as it is (null: nothing to write), so that a
+ * callback right behind the last move (e.g. `paid` just after the create's answer said `paid`) costs
+ * no write of the order's row for a move the poller would not notice.
+ */
+export function callbackNextPoll(current: Date | null, now: Date, intervalMs: number): Date | null {
+  const at = now.getTime() + intervalMs;
+  if (current !== null && current.getTime() >= at - intervalMs * CALLBACK_MOVE_SLACK) return null;
+  return new Date(at);
+}
