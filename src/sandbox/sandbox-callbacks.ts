@@ -134,6 +134,14 @@ export class CallbackDispatcher {
   private readonly chains = new Map<number, Promise<void>>();
   private closed = false;
   private generation = 0;
+  /**
+   * Callbacks go out over kept-alive connections, as Dujiao-Next's one `http.Client` sends them; an
+   * idle one is closed after 4 s, before Node's 5 s server default would close it under a request.
+   */
+  private readonly agents = {
+    http: new http.Agent({ keepAlive: true, timeout: 4000 }),
+    https: new https.Agent({ keepAlive: true, timeout: 4000 }),
+  };
 
   constructor(
     private readonly config: CallbackConfig,
@@ -214,6 +222,8 @@ export class CallbackDispatcher {
   stop(): void {
     this.closed = true;
     this.cancelAll();
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
 
   private cancelAll(): void {
@@ -316,9 +326,10 @@ export class CallbackDispatcher {
         finish(null, null, 'invalid url');
         return;
       }
-      const request = (url.protocol === 'https:' ? https : http).request(
+      const tls = url.protocol === 'https:';
+      const request = (tls ? https : http).request(
         url,
-        { method: 'POST', headers, agent: false, timeout: c.timeoutMs },
+        { method: 'POST', headers, agent: tls ? this.agents.https : this.agents.http, timeout: c.timeoutMs },
         (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
