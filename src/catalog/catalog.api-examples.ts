@@ -18,6 +18,7 @@ const nullableString = (description?: string): SchemaObject => ({
 const count = (description?: string): SchemaObject => ({ type: 'integer', minimum: 0, ...(description ? { description } : {}) });
 
 const SKU_PROPERTIES: Record<string, SchemaObject> = {
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   sku_key: {
     type: 'string',
     description:
@@ -57,6 +58,7 @@ export const SKU_DETAIL_SCHEMA: SchemaObject = objectSchema(
 );
 
 const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   id: { type: 'integer', description: 'upstream id' },
   parent_id: { type: 'integer', description: '0 for a top-level category' },
   slug: { type: 'string' },
@@ -82,6 +84,7 @@ const MODES = ['full', 'incremental'];
 export const RUN_SCHEMA: SchemaObject = objectSchema(
   {
     run_id: { type: 'string', description: 'opaque' },
+    supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
     mode: { type: 'string', enum: MODES, description: 'the mode the run ran in' },
     status: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
     started_at: dateTimeSchema(),
@@ -162,6 +165,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
 
 export const CHANGE_SCHEMA: SchemaObject = objectSchema({
   id: nullableString('null for the `created` entry, which is kept on the SKU row'),
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   sku_key: { type: 'string' },
   sku_code: { type: 'string' },
   field: { type: 'string', description: 'the SKU field, or `created`' },
@@ -198,7 +202,8 @@ export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
     rules: {
       type: 'array',
       items: objectSchema({
-        scope: { type: 'string', enum: ['category', 'sku'] },
+        scope: { type: 'string', enum: ['supplier', 'category', 'sku'] },
+        supplier: nullableString('the supplier the rule is about; null for a SKU rule by a code alone (any supplier)'),
         category_id: { type: 'integer', nullable: true },
         sku_code: nullableString("scope `sku`: the SKU's code"),
         sku_key: nullableString(
@@ -218,6 +223,7 @@ export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
 // --------------------------------------------------------------------------------- examples
 
 export const SKU_EXAMPLE = {
+  supplier: 'main',
   sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   upstream_sku_id: 1042,
@@ -276,6 +282,7 @@ export const CATEGORIES_EXAMPLE = {
   ok: true,
   categories: [
     {
+      supplier: 'main',
       id: 1,
       parent_id: 0,
       slug: 'games',
@@ -285,6 +292,7 @@ export const CATEGORIES_EXAMPLE = {
       listed: true,
       children: [
         {
+          supplier: 'main',
           id: 101,
           parent_id: 1,
           slug: 'games-steam-keys',
@@ -295,6 +303,7 @@ export const CATEGORIES_EXAMPLE = {
           children: [],
         },
         {
+          supplier: 'main',
           id: 102,
           parent_id: 1,
           slug: 'games-mobile-topup',
@@ -307,6 +316,7 @@ export const CATEGORIES_EXAMPLE = {
       ],
     },
     {
+      supplier: 'main',
       id: 2,
       parent_id: 0,
       slug: 'streaming',
@@ -316,6 +326,7 @@ export const CATEGORIES_EXAMPLE = {
       listed: true,
       children: [
         {
+          supplier: 'main',
           id: 201,
           parent_id: 2,
           slug: 'streaming-video',
@@ -331,6 +342,7 @@ export const CATEGORIES_EXAMPLE = {
 };
 
 export const RUN_EXAMPLE = {
+  supplier: 'main',
   run_id: 'run_20261122094500_1d51e096',
   mode: 'full',
   status: 'succeeded',
@@ -396,6 +408,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
   [
     {
       id: '9127',
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'sale_price',
@@ -408,6 +421,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
     },
     {
       id: '9126',
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'cost_price',
@@ -420,6 +434,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
     },
     {
       id: null,
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'created',
@@ -472,6 +487,7 @@ export const RULES_EXAMPLE = {
   rules: [
     {
       scope: 'category',
+      supplier: 'main',
       category_id: 1,
       sku_code: null,
       sku_key: null,
@@ -482,6 +498,7 @@ export const RULES_EXAMPLE = {
     },
     {
       scope: 'sku',
+      supplier: 'main',
       category_id: null,
       sku_code: 'SKU-00042-1',
       sku_key: '42:SKU-00042-1',
@@ -537,6 +554,8 @@ export const SKU_LIST_ERRORS = [
   ),
 ];
 export const START_SYNC_ERRORS = [
+  apiError(404, 'supplier_not_found', 'no supplier named "second"', {}, 'the `supplier` named is not one of the suppliers'),
+  apiError(409, 'supplier_disabled', 'supplier second is disabled: its catalog is not synced', {}, 'the supplier is disabled'),
   apiError(400, 'bad_request', 'invalid request: mode', {
     fields: { mode: ['mode must be one of the following values: full, incremental'] },
   }),

@@ -10,12 +10,15 @@ import type { ChangeKind, SkuRow } from './sku-diff.js';
 export type Db = Pick<EntityManager, 'query'>;
 
 export interface StoredSku extends SkuRow {
+  /** The supplier whose catalog holds it (CONTRACT §10). */
+  supplier: string;
   available: boolean;
   created_at: Date;
   updated_at: Date;
 }
 
 export interface StoredCategory {
+  supplier: string;
   id: number;
   parent_id: number;
   slug: string;
@@ -27,6 +30,7 @@ export interface StoredCategory {
 }
 
 export interface StoredChange {
+  supplier: string;
   /** Null for the `created` entry read from the SKU row. */
   id: string | null;
   sku_key: string;
@@ -52,8 +56,16 @@ export interface StoredConflict {
   last_seen_at: Date;
 }
 
-/** relay_state's key of the catalog currency (the upstream's, from its ping). */
+/**
+ * The prefix of relay_state's keys of the catalog currency (each supplier's, from its ping): a
+ * supplier's key is `<prefix>:<supplier>` (currencyKey); statements that read a SKU's take the prefix
+ * and join its supplier.
+ */
 export const CURRENCY_KEY = 'catalog.currency';
+
+export function currencyKey(supplier: string): string {
+  return `${CURRENCY_KEY}:${supplier}`;
+}
 
 export function toSkuRow(raw: Record<string, unknown>): SkuRow {
   return {
@@ -65,7 +77,7 @@ export function toSkuRow(raw: Record<string, unknown>): SkuRow {
 }
 
 export function toStoredSku(raw: Record<string, unknown>): StoredSku {
-  return { ...toSkuRow(raw), available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
+  return { ...toSkuRow(raw), supplier: raw.supplier as string, available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
 }
 
 /** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */
