@@ -207,6 +207,7 @@ describe('catalog sync', () => {
     const first = [...runs.items].sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at))[0];
     expect(items[items.length - 1]).toEqual({
       id: null,
+      supplier: 'main',
       sku_key: `${sandbox.catalog.getSku(a.sku_code)!.product.id}:${a.sku_code}`,
       sku_code: a.sku_code,
       field: 'created',
