@@ -122,6 +122,18 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
         },
       }),
     },
+    skipped_categories: {
+      type: 'array',
+      description:
+        'categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted',
+      items: objectSchema({
+        category_id: { type: 'integer', nullable: true, description: 'the upstream category id; null when the item has no usable id' },
+        reason: {
+          type: 'string',
+          description: 'which field was wrong and how, e.g. `name: expected an object of texts by language, got null`',
+        },
+      }),
+    },
     reread_products: count(
       'ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED)',
     ),
@@ -368,6 +380,7 @@ export const RUN_EXAMPLE = {
   unconfirmed: 0,
   budget_wait_ms: 31250,
   skipped_products: [{ product_id: 317, reason: 'title: expected an object of texts by language, got null' }],
+  skipped_categories: [],
   reread_products: 0,
   skipped_images: [],
   images_fetched: 0,
@@ -398,6 +411,7 @@ export const RUNNING_RUN_EXAMPLE = {
   skus_seen: 0,
   changes: { created: 0, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 },
   skipped_products: [],
+  skipped_categories: [],
   note: 'incremental pass requested',
   heartbeat_at: '2026-11-22T10:15:00.004Z',
 };

@@ -128,6 +128,7 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     unconfirmed: r.unconfirmed,
     budget_wait_ms: Number(r.budget_wait_ms),
     skipped_products: (r.skipped_products ?? []).map((x) => ({ product_id: x.product_id, reason: x.reason })),
+    skipped_categories: (r.skipped_categories ?? []).map((x) => ({ category_id: x.category_id, reason: x.reason })),
     reread_products: r.reread_products ?? 0,
     skipped_images: (r.skipped_images ?? []).map((x) => ({
       product_id: x.product_id,
