@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * The category tree
-         * @description Every category the upstream lists, as a tree (upstream ids), each level ordered by `sort_order` descending.
+         * @description Every category the suppliers list, as a tree per supplier (upstream ids, each category naming its `supplier`), each level ordered by `sort_order` descending; `?supplier=` for one supplier's.
          */
         get: operations["CatalogController_categories"];
         put?: never;
@@ -115,7 +115,7 @@ export interface paths {
         put?: never;
         /**
          * Start a catalog sync
-         * @description Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.
+         * @description Starts a run of a supplier's catalog (`supplier`, default the `UPSTREAM_*` supplier) in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time per supplier across replicas; several suppliers' runs go on at once.
          */
         post: operations["CatalogController_startSync"];
         delete?: never;
@@ -133,7 +133,7 @@ export interface paths {
         };
         /**
          * List sync runs
-         * @description Catalog sync runs, newest first.
+         * @description Catalog sync runs, newest first (`?supplier=`: one supplier's).
          */
         get: operations["CatalogController_runs"];
         put?: never;
@@ -173,7 +173,7 @@ export interface paths {
         };
         /**
          * The pricing rules
-         * @description The markup rules by category and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
+         * @description The markup rules by supplier, by category (of a supplier) and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
          */
         get: operations["PricingController_rules"];
         /**
@@ -642,13 +642,23 @@ export interface components {
              * @enum {string}
              */
             mode?: "full" | "incremental";
+            /**
+             * @description the supplier whose catalog is synced (default: the `UPSTREAM_*` supplier)
+             * @example main
+             */
+            supplier?: string;
         };
         PricingRuleBody: {
             /**
-             * @description a rule for a category (and its children) or for one sku_code
+             * @description a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)
              * @enum {string}
              */
-            scope: "category" | "sku";
+            scope: "supplier" | "category" | "sku";
+            /**
+             * @description the supplier: required with `scope: supplier`; with `scope: category` the category is that supplier’s (default: the `UPSTREAM_*` supplier); with `scope: sku` the SKU is looked for at that supplier only (default: every supplier; a code or key several suppliers carry is 409 `sku_ambiguous`)
+             * @example main
+             */
+            supplier?: string;
             /**
              * @description with `scope: category`: the upstream category id
              * @example 1
@@ -759,7 +769,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -789,7 +799,10 @@ export type $defs = Record<string, never>;
 export interface operations {
     CatalogController_categories: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this supplier’s catalog (absent: every supplier’s) */
+                supplier?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -807,6 +820,7 @@ export interface operations {
                      *       "ok": true,
                      *       "categories": [
                      *         {
+                     *           "supplier": "main",
                      *           "id": 1,
                      *           "parent_id": 0,
                      *           "slug": "games",
@@ -819,6 +833,7 @@ export interface operations {
                      *           "listed": true,
                      *           "children": [
                      *             {
+                     *               "supplier": "main",
                      *               "id": 101,
                      *               "parent_id": 1,
                      *               "slug": "games-steam-keys",
@@ -832,6 +847,7 @@ export interface operations {
                      *               "children": []
                      *             },
                      *             {
+                     *               "supplier": "main",
                      *               "id": 102,
                      *               "parent_id": 1,
                      *               "slug": "games-mobile-topup",
@@ -847,6 +863,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "id": 2,
                      *           "parent_id": 0,
                      *           "slug": "streaming",
@@ -859,6 +876,7 @@ export interface operations {
                      *           "listed": true,
                      *           "children": [
                      *             {
+                     *               "supplier": "main",
                      *               "id": 201,
                      *               "parent_id": 2,
                      *               "slug": "streaming-video",
@@ -880,6 +898,8 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         categories: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description upstream id */
                             id: number;
                             /** @description 0 for a top-level category */
@@ -895,6 +915,8 @@ export interface operations {
                             sort_order: number;
                             listed: boolean;
                             children: {
+                                /** @description the supplier's name (CONTRACT §10) */
+                                supplier: string;
                                 /** @description upstream id */
                                 id: number;
                                 /** @description 0 for a top-level category */
@@ -947,6 +969,8 @@ export interface operations {
     CatalogController_skus: {
         parameters: {
             query?: {
+                /** @description only this supplier's SKUs (absent: every supplier's) */
+                supplier?: string;
                 /** @description an upstream category id (a top-level one includes its children) */
                 category_id?: number;
                 /** @description `true`: listed SKUs only, `false`: unlisted only; absent: both */
@@ -959,6 +983,8 @@ export interface operations {
                 after_sku_code?: string;
                 /** @description only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). Follow with the last item's `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart. */
                 after_sku_key?: string;
+                /** @description only with `after_sku_key`: the `supplier` of the last item read (the order's last column, after `product_id`); several suppliers' SKUs of one key changed in the same millisecond are told apart */
+                after_supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -981,6 +1007,7 @@ export interface operations {
                      *       "ok": true,
                      *       "items": [
                      *         {
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "upstream_sku_id": 1042,
@@ -1009,6 +1036,7 @@ export interface operations {
                      *           "updated_at": "2026-11-22T09:45:11.204Z"
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "sku_key": "57:SKU-00057-1",
                      *           "sku_code": "SKU-00057-1",
                      *           "upstream_sku_id": 1057,
@@ -1059,6 +1087,8 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         items: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
                             sku_key: string;
                             /** @description the upstream's code, unique only within the product */
@@ -1156,10 +1186,13 @@ export interface operations {
     };
     CatalogController_sku: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this supplier’s catalog (absent: every supplier’s) */
+                supplier?: string;
+            };
             header?: never;
             path: {
-                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1176,6 +1209,7 @@ export interface operations {
                      * @example {
                      *       "ok": true,
                      *       "sku": {
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "upstream_sku_id": 1042,
@@ -1215,6 +1249,8 @@ export interface operations {
                         ok: true;
                         /** @description a SKU with its product's slug and description */
                         sku: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
                             sku_key: string;
                             /** @description the upstream's code, unique only within the product */
@@ -1326,6 +1362,8 @@ export interface operations {
     CatalogController_skuChanges: {
         parameters: {
             query?: {
+                /** @description only this supplier's (absent: every supplier's) */
+                supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -1333,7 +1371,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1352,6 +1390,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "9127",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "sale_price",
@@ -1364,6 +1403,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "9126",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "cost_price",
@@ -1376,6 +1416,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": null,
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "created",
@@ -1398,6 +1439,8 @@ export interface operations {
                         items: {
                             /** @description null for the `created` entry, which is kept on the SKU row */
                             id: string | null;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             sku_key: string;
                             sku_code: string;
                             /** @description the SKU field, or `created` */
@@ -1651,7 +1694,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description - `sync_in_progress`: a run is running on some replica: `run_id` names it */
+            /** @description - `supplier_not_found`: the `supplier` named is not one of the suppliers */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /**
+             * @description - `supplier_disabled`: the supplier is disabled
+             *     - `sync_in_progress`: a run is running on some replica: `run_id` names it
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1659,7 +1717,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sync_in_progress";
+                        error_code?: "supplier_disabled" | "sync_in_progress";
                     };
                 };
             };
@@ -1706,6 +1764,8 @@ export interface operations {
     CatalogController_runs: {
         parameters: {
             query?: {
+                /** @description only this supplier's (absent: every supplier's) */
+                supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -1728,6 +1788,7 @@ export interface operations {
                      *       "ok": true,
                      *       "items": [
                      *         {
+                     *           "supplier": "main",
                      *           "run_id": "run_20261122101500_7506e4e6",
                      *           "mode": "incremental",
                      *           "status": "running",
@@ -1760,6 +1821,7 @@ export interface operations {
                      *           "unconfirmed": 0,
                      *           "budget_wait_ms": 31250,
                      *           "skipped_products": [],
+                     *           "skipped_categories": [],
                      *           "reread_products": 0,
                      *           "skipped_images": [],
                      *           "images_fetched": 0,
@@ -1769,6 +1831,7 @@ export interface operations {
                      *           "heartbeat_at": "2026-11-22T10:15:00.004Z"
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "run_id": "run_20261122094500_1d51e096",
                      *           "mode": "full",
                      *           "status": "succeeded",
@@ -1806,6 +1869,7 @@ export interface operations {
                      *               "reason": "title: expected an object of texts by language, got null"
                      *             }
                      *           ],
+                     *           "skipped_categories": [],
                      *           "reread_products": 0,
                      *           "skipped_images": [],
                      *           "images_fetched": 0,
@@ -1826,6 +1890,8 @@ export interface operations {
                         items: {
                             /** @description opaque */
                             run_id: string;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /**
                              * @description the mode the run ran in
                              * @enum {string}
@@ -1879,6 +1945,13 @@ export interface operations {
                                 /** @description the upstream product id; null when the item has no usable id */
                                 product_id: number | null;
                                 /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted */
+                            skipped_categories: {
+                                /** @description the upstream category id; null when the item has no usable id */
+                                category_id: number | null;
+                                /** @description which field was wrong and how, e.g. `name: expected an object of texts by language, got null` */
                                 reason: string;
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
@@ -1973,6 +2046,7 @@ export interface operations {
                      * @example {
                      *       "ok": true,
                      *       "run": {
+                     *         "supplier": "main",
                      *         "run_id": "run_20261122094500_1d51e096",
                      *         "mode": "full",
                      *         "status": "succeeded",
@@ -2010,6 +2084,7 @@ export interface operations {
                      *             "reason": "title: expected an object of texts by language, got null"
                      *           }
                      *         ],
+                     *         "skipped_categories": [],
                      *         "reread_products": 0,
                      *         "skipped_images": [],
                      *         "images_fetched": 0,
@@ -2027,6 +2102,8 @@ export interface operations {
                         run: {
                             /** @description opaque */
                             run_id: string;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /**
                              * @description the mode the run ran in
                              * @enum {string}
@@ -2080,6 +2157,13 @@ export interface operations {
                                 /** @description the upstream product id; null when the item has no usable id */
                                 product_id: number | null;
                                 /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted */
+                            skipped_categories: {
+                                /** @description the upstream category id; null when the item has no usable id */
+                                category_id: number | null;
+                                /** @description which field was wrong and how, e.g. `name: expected an object of texts by language, got null` */
                                 reason: string;
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
@@ -2174,6 +2258,7 @@ export interface operations {
                      *       "rules": [
                      *         {
                      *           "scope": "category",
+                     *           "supplier": "main",
                      *           "category_id": 1,
                      *           "sku_code": null,
                      *           "sku_key": null,
@@ -2184,6 +2269,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "scope": "sku",
+                     *           "supplier": "main",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
                      *           "sku_key": "42:SKU-00042-1",
@@ -2210,7 +2296,9 @@ export interface operations {
                         };
                         rules: {
                             /** @enum {string} */
-                            scope: "category" | "sku";
+                            scope: "supplier" | "category" | "sku";
+                            /** @description the supplier the rule is about; null for a SKU rule by a code alone (any supplier) */
+                            supplier: string | null;
                             category_id: number | null;
                             /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
@@ -2290,6 +2378,7 @@ export interface operations {
                      *       "rules": [
                      *         {
                      *           "scope": "category",
+                     *           "supplier": "main",
                      *           "category_id": 1,
                      *           "sku_code": null,
                      *           "sku_key": null,
@@ -2300,6 +2389,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "scope": "sku",
+                     *           "supplier": "main",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
                      *           "sku_key": "42:SKU-00042-1",
@@ -2327,7 +2417,9 @@ export interface operations {
                         };
                         rules: {
                             /** @enum {string} */
-                            scope: "category" | "sku";
+                            scope: "supplier" | "category" | "sku";
+                            /** @description the supplier the rule is about; null for a SKU rule by a code alone (any supplier) */
+                            supplier: string | null;
                             category_id: number | null;
                             /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
@@ -2488,7 +2580,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         items: {
-                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            /** @description the supplier's name (CONTRACT §10; the `UPSTREAM_*` supplier's is UPSTREAM_NAME) */
                             supplier: string;
                             /** @description upstream product id */
                             product_id: number;
@@ -2624,7 +2716,7 @@ export interface operations {
                         ok: true;
                         /** @description a product with everything a storefront shows (CONTRACT §5) */
                         product: {
-                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            /** @description the supplier's name (CONTRACT §10; the `UPSTREAM_*` supplier's is UPSTREAM_NAME) */
                             supplier: string;
                             /** @description upstream product id */
                             product_id: number;
