@@ -1,4 +1,4 @@
-/** `GET/PUT /internal/pricing/rules`: markup rules by category and by SKU (sku_key or sku_code) over the defaults of §3. */
+/** `GET/PUT /internal/pricing/rules`: markup rules by supplier, by category and by SKU (sku_key or sku_code) over the defaults of §3. */
 import { Body, Controller, Get, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { ApiErrors } from '../ops/api-docs.js';
@@ -8,7 +8,7 @@ import {
   PUT_RULES_ERRORS,
   PUT_RULES_EXAMPLE,
   RULES_EXAMPLE,
-} from './catalog.api-examples.js';
+} from './pricing.api-examples.js';
 import { PutPricingRulesBody } from './catalog.dto.js';
 import { toPricingRulesResponse } from './catalog.responses.js';
 import { PricingService } from './pricing.service.js';
