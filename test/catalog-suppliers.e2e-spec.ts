@@ -255,3 +255,26 @@ describe('a supplier that fails never holds another one’s sync', () => {
     }
   });
 });
+
+describe('the schedule syncs every enabled supplier, each in its own slot', () => {
+  const suite = useAppSuite({
+    suppliers: { second: {}, off: { enabled: false } },
+    env: { SYNC_CRON: '* * * * * *' },
+  });
+
+  it('starts a run of main and of second on its ticks, none of a disabled supplier', async () => {
+    const runs = async () =>
+      ((await suite.app.http.get('/internal/catalog/sync-runs', { params: { page_size: 500 } })).data.items as SyncRunView[]).filter(
+        (r) => r.trigger === 'schedule',
+      );
+    const seen = await waitFor(
+      runs,
+      (rs) =>
+        rs.some((r) => r.supplier === 'main' && r.status === 'succeeded') &&
+        rs.some((r) => r.supplier === 'second' && r.status === 'succeeded'),
+      'a scheduled run of each enabled supplier',
+      50_000,
+    );
+    expect(seen.filter((r) => r.supplier === 'off')).toEqual([]);
+  });
+});
