@@ -351,7 +351,8 @@ describe('catalog sync', () => {
     let fresh: Promise<unknown> | null = null;
     sandbox.faults.set({ latencyMs: 30 });
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
-      if (e.operation === 'products' && !fresh) fresh = writer.applyFreshProduct(asRead, { supplier: 'main', runId: null, source: 'refresh' });
+      if (e.operation === 'products' && !fresh)
+        fresh = writer.applyFreshProduct(asRead, { supplier: 'main', runId: null, source: 'refresh' });
     });
     const run = await sync(app);
     await fresh;

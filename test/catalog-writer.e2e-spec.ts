@@ -126,7 +126,12 @@ describe('catalog writer: a page of new rows (insert)', () => {
     const fresh = [product('NEW', 2), product('NEW', 2)];
     const other = product('CLM', 2);
     other.skus[1].sku_code = owner.skus[0].sku_code;
-    const r = await writer().applyProducts([...fresh, other], { supplier: 'main', runId: 'run-insert', source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([...fresh, other], {
+      supplier: 'main',
+      runId: 'run-insert',
+      source: 'sync',
+      strategy: 'insert',
+    });
     if (t.db.kind === 'postgres') {
       expect(copies).toHaveBeenCalledTimes(1);
       await expect(copies.mock.results[0].value).resolves.toMatchObject({ stalePricing: null });

@@ -205,7 +205,8 @@ export class CatalogReadRepository {
       where.push(`s.updated_at < ${p(fence)}::timestamptz`);
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const order = f.changedSince !== undefined ? 's.updated_at, s.sku_code, s.product_id, s.supplier' : 's.sku_code, s.product_id, s.supplier';
+    const order =
+      f.changedSince !== undefined ? 's.updated_at, s.sku_code, s.product_id, s.supplier' : 's.sku_code, s.product_id, s.supplier';
     const [{ n }] = await select<{ n: number }>(this.db(), `SELECT count(*)::int AS n FROM catalog_skus s ${clause}`, params);
     const rows = await select<Record<string, unknown>>(
       this.db(),

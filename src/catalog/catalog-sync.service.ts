@@ -313,7 +313,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     // is not unlisted either (the upstream still lists it).
     const skipped = categories.skipped ?? [];
     noteSkippedCategories(run, skipped);
-    if (skipped.length > 0) this.logger.warn(`sync run ${run.runId} of ${run.supplier}: ${skipped.length} categories left out for their shape`);
+    if (skipped.length > 0)
+      this.logger.warn(`sync run ${run.runId} of ${run.supplier}: ${skipped.length} categories left out for their shape`);
     const keep = skipped.flatMap((c) => (c.category_id === null ? [] : [c.category_id]));
     const now = this.clock.now();
     const r = await this.dataSource.transaction((em) => this.categoryRepo.syncCategories(em, run.supplier, categories, now, keep));

@@ -167,7 +167,12 @@ export class CatalogWriter {
     const unchanged =
       (knownFingerprint !== null && knownFingerprint === f.fingerprint && opts.runId === null) ||
       !(
-        await this.repo.checkProducts(this.dataSource.manager, opts.supplier, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)
+        await this.repo.checkProducts(
+          this.dataSource.manager,
+          opts.supplier,
+          [{ productId: product.id, fingerprint: f.fingerprint }],
+          opts.runId,
+        )
       ).has(product.id);
     if (unchanged) return { ...emptyResult(), skus: product.skus.length };
     const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) }, false);

@@ -205,7 +205,11 @@ export class StartSyncBody {
   @IsIn(['full', 'incremental'])
   mode?: 'full' | 'incremental';
 
-  @ApiPropertyOptional({ type: String, description: 'the supplier whose catalog is synced (default: the `UPSTREAM_*` supplier)', example: 'main' })
+  @ApiPropertyOptional({
+    type: String,
+    description: 'the supplier whose catalog is synced (default: the `UPSTREAM_*` supplier)',
+    example: 'main',
+  })
   @IsOptional()
   @IsString()
   @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
@@ -224,7 +228,8 @@ export class SupplierQuery {
 export class PricingRuleBody {
   @ApiProperty({
     enum: ['supplier', 'category', 'sku'],
-    description: "a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)",
+    description:
+      'a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)',
   })
   @IsIn(['supplier', 'category', 'sku'])
   scope!: 'supplier' | 'category' | 'sku';

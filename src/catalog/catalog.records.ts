@@ -77,7 +77,13 @@ export function toSkuRow(raw: Record<string, unknown>): SkuRow {
 }
 
 export function toStoredSku(raw: Record<string, unknown>): StoredSku {
-  return { ...toSkuRow(raw), supplier: raw.supplier as string, available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
+  return {
+    ...toSkuRow(raw),
+    supplier: raw.supplier as string,
+    available: Boolean(raw.available),
+    created_at: raw.created_at as Date,
+    updated_at: raw.updated_at as Date,
+  };
 }
 
 /** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */

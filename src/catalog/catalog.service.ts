@@ -416,7 +416,9 @@ export class CatalogService {
     const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref, supplier));
     if (r.kind === 'found') return this.repo.skuChanges(r.found.sku.supplier, r.found.sku.sku_key, offset, limit);
     const byKey =
-      r.kind === 'not_found' && parseSkuKey(ref) ? await this.repo.skuChanges(supplier ?? this.suppliers.envName, ref, offset, limit) : null;
+      r.kind === 'not_found' && parseSkuKey(ref)
+        ? await this.repo.skuChanges(supplier ?? this.suppliers.envName, ref, offset, limit)
+        : null;
     if (byKey && byKey.total > 0) return byKey;
     throw skuRefError(ref, r);
   }

@@ -120,7 +120,12 @@ export class DelistingChecks {
     if (product.is_active) run.counters.confirmedLive++;
     countWrite(
       run,
-      await this.writer.unlistProduct(productId, { supplier: run.supplier, runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }),
+      await this.writer.unlistProduct(productId, {
+        supplier: run.supplier,
+        runId: run.runId,
+        source: 'confirm',
+        keep: product.skus.map((s) => s.sku_code),
+      }),
     );
     countWrite(run, await this.writer.applyProducts([product], { supplier: run.supplier, runId: run.runId, source: 'confirm' }));
     run.emit();

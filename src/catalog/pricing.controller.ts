@@ -49,7 +49,12 @@ export class PricingController {
   async replace(@Body() body: PutPricingRulesBody) {
     const change = await this.pricing.replaceRules(
       body.rules.map((r) => {
-        const markup = { supplier: r.supplier ?? null, markupPercent: r.markup_percent, markupFixed: r.markup_fixed, rounding: r.rounding ?? null };
+        const markup = {
+          supplier: r.supplier ?? null,
+          markupPercent: r.markup_percent,
+          markupFixed: r.markup_fixed,
+          rounding: r.rounding ?? null,
+        };
         if (r.scope === 'supplier') return { scope: 'supplier' as const, ...markup };
         if (r.scope === 'category') return { scope: 'category' as const, categoryId: r.category_id!, ...markup };
         return { scope: 'sku' as const, skuCode: r.sku_code!, ...markup };

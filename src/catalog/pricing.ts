@@ -211,7 +211,8 @@ export class PricingRuleSet {
   /** The rule that applies: sku_key, then sku_code, then category, then parent category, then supplier, then the defaults. */
   ruleFor(subject: PricingSubject): CompiledRule {
     const supplier = subject.supplier ?? '';
-    const sku = (subject.skuKey !== undefined ? this.bySku.get(`${supplier}/${subject.skuKey}`) : undefined) ?? this.byCode.get(subject.skuCode);
+    const sku =
+      (subject.skuKey !== undefined ? this.bySku.get(`${supplier}/${subject.skuKey}`) : undefined) ?? this.byCode.get(subject.skuCode);
     if (sku) return sku;
     const category = this.byCategory.get(`${supplier}/${subject.categoryId}`);
     if (category) return category;

@@ -228,7 +228,9 @@ export class ProductRepository {
     }
     if (f.listed !== undefined) {
       params.push(f.listed);
-      where.push(`EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) = $${params.length}`);
+      where.push(
+        `EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) = $${params.length}`,
+      );
     }
     if (f.changedSince !== undefined) {
       // The fence of the SKU list (CatalogReadRepository.listSkus): only rows every write that began

@@ -231,11 +231,7 @@ export class ProductsPass {
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
         if (!memo) return upstream.listProducts({ ...q, ...inactive }, signal);
-        const r = await upstream.listProductsRecognizing(
-          { ...q, ...inactive },
-          (digest) => memo.unchangedPage(digest, startIndex),
-          signal,
-        );
+        const r = await upstream.listProductsRecognizing({ ...q, ...inactive }, (digest) => memo.unchangedPage(digest, startIndex), signal);
         if (r.kind === 'recognized') return r.known;
         memo.addPage(r.page, r.digest);
         return r.page;

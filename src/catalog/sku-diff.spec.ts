@@ -133,7 +133,9 @@ describe('eventsForDiff', () => {
       currency: 'CNY',
     });
     expect(events[1].payload).toMatchObject({ stock_status: 'out_of_stock', old_stock_status: 'in_stock', available: false });
-    expect(eventsForDiff(old, row({ product_title: { en: 'x' } }), diffSku(old, row({ product_title: { en: 'x' } })), 'CNY', 'main')).toEqual([]);
+    expect(
+      eventsForDiff(old, row({ product_title: { en: 'x' } }), diffSku(old, row({ product_title: { en: 'x' } })), 'CNY', 'main'),
+    ).toEqual([]);
   });
 
   it('a created SKU and a delisting are listing changes', () => {
@@ -141,7 +143,13 @@ describe('eventsForDiff', () => {
     expect(created).toEqual([expect.objectContaining({ type: 'sku.listing_changed', subject: 'SKU-1' })]);
     expect(created[0].payload).toMatchObject({ created: true, listed: true, available: true });
     const delisted = eventsForDiff(row(), row({ listed: false }), diffSku(row(), row({ listed: false })), null, 'second');
-    expect(delisted[0].payload).toMatchObject({ supplier: 'second', listed: false, available: false, old_listed: true, old_available: true });
+    expect(delisted[0].payload).toMatchObject({
+      supplier: 'second',
+      listed: false,
+      available: false,
+      old_listed: true,
+      old_available: true,
+    });
   });
 });
 

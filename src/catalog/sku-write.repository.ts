@@ -260,7 +260,12 @@ export class SkuWriteRepository {
     // parameter at a few rows and looks each product up by key, where json_to_recordset (estimated at
     // 100 rows) would have it scan every stored fingerprint for every page, a cost that grows with the
     // catalog.
-    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [ids, seenBy, fingerprints, supplier]);
+    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [
+      ids,
+      seenBy,
+      fingerprints,
+      supplier,
+    ]);
     return new Set(rows.map((r) => Number(r.product_id)));
   }
 
@@ -268,7 +273,12 @@ export class SkuWriteRepository {
    * Fingerprints of products written in full; marks them seen by run `seenBy` (when given). Returns
    * the products whose fingerprint was not kept.
    */
-  async writeFingerprints(em: Db, supplier: string, items: FingerprintInput[], opts: { seenBy: string | null; now: Date }): Promise<number[]> {
+  async writeFingerprints(
+    em: Db,
+    supplier: string,
+    items: FingerprintInput[],
+    opts: { seenBy: string | null; now: Date },
+  ): Promise<number[]> {
     if (items.length === 0) return [];
     const unique = new Map(items.map((i) => [i.productId, i]));
     const rows = await this.prepared<{ product_id: string }>(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
@@ -285,7 +295,12 @@ export class SkuWriteRepository {
    * SKUs `keys` and those product `listedOf` lists now (to be unlisted). A catalog write takes them
    * before its first statement that reads or writes SKU rows. Returns the pricing version held.
    */
-  async lockSkuCodes(em: Db, supplier: string, keys: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
+  async lockSkuCodes(
+    em: Db,
+    supplier: string,
+    keys: string[],
+    opts: { listedOf?: number | null } = {},
+  ): Promise<{ version: number; now: Date }> {
     const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [
       keys,
       opts.listedOf ?? null,

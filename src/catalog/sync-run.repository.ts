@@ -278,7 +278,11 @@ export class SyncRunRepository {
   }
 
   /** Runs, newest first: of one status and of one supplier when given. */
-  async list(offset: number, limit: number, filter: { status?: RunStatus; supplier?: string } = {}): Promise<{ items: SyncRunRecord[]; total: number }> {
+  async list(
+    offset: number,
+    limit: number,
+    filter: { status?: RunStatus; supplier?: string } = {},
+  ): Promise<{ items: SyncRunRecord[]; total: number }> {
     const where = `WHERE ($1::text IS NULL OR status = $1::text) AND ($2::text IS NULL OR supplier = $2::text)`;
     const params: unknown[] = [filter.status ?? null, filter.supplier ?? null];
     const items = (await this.db.query(
