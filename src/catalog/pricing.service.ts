@@ -139,13 +139,15 @@ export class PricingService implements OnApplicationBootstrap {
         if (e instanceof PricingError) (fields[e.field] ??= []).push(e.message);
         else throw e;
       }
+      // what the rule is for, as the message names it: `category 1`, `sku 42:A of second`, `supplier second`
+      const at = r.scope !== 'supplier' && r.supplier ? ` of ${r.supplier}` : '';
       const key =
         r.scope === 'supplier'
-          ? `supplier:${r.supplier}`
+          ? `supplier ${r.supplier}`
           : r.scope === 'category'
-            ? `category:${r.supplier ?? ''}/${r.categoryId}`
-            : `sku:${r.supplier ?? ''}/${r.skuKey ?? r.skuCode}`;
-      if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key.replace(':', ' ')}`);
+            ? `category ${r.categoryId}${at}`
+            : `sku ${r.skuKey ?? r.skuCode}${at}`;
+      if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key}`);
       seen.add(key);
     });
     if (Object.keys(fields).length > 0) {
