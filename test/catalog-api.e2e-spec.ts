@@ -18,6 +18,7 @@ type Sku = Record<string, unknown> & {
 };
 
 const SKU_KEYS = [
+  'supplier',
   'sku_key',
   'sku_code',
   'upstream_sku_id',
@@ -136,7 +137,7 @@ describe('catalog internal API', () => {
     const tops = upstream.filter((c) => c.parent_id === 0).sort((x, y) => y.sort_order - x.sort_order);
     expect(categories.map((c) => c.id)).toEqual(tops.map((c) => c.id));
     for (const node of categories) {
-      expect(Object.keys(node).sort()).toEqual(['children', 'icon', 'id', 'listed', 'name', 'parent_id', 'slug', 'sort_order']);
+      expect(Object.keys(node).sort()).toEqual(['children', 'icon', 'id', 'listed', 'name', 'parent_id', 'slug', 'sort_order', 'supplier']);
       const up = upstream.find((c) => c.id === node.id)!;
       // an icon is shown by the relay's copy once mirrored (the sync's media pass), '' when there is none
       expect(node).toMatchObject({

@@ -322,7 +322,7 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     const reads: Array<{ fingerprints: Map<number, string | undefined>; fence: Date }> = [];
     const reader = async () => {
       while (writing) {
-        const r = await repo.fingerprintIndex(1_000_000);
+        const r = await repo.fingerprintIndex('main', 1_000_000);
         reads.push({ fingerprints: new Map(products.map((p) => [p, r!.fingerprints.get(p)])), fence: r!.fence });
       }
     };
@@ -333,11 +333,11 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     await Promise.all(readers);
     expect(reads.length).toBeGreaterThan(3);
 
-    const now = (await repo.fingerprintIndex(1_000_000))!.fingerprints;
+    const now = (await repo.fingerprintIndex('main', 1_000_000))!.fingerprints;
     let unseenChecked = 0;
     const missed: Array<{ read: number; product: number }> = [];
     for (const [i, read] of reads.entries()) {
-      const writtenSince = new Set(await repo.productsWrittenSince(read.fence));
+      const writtenSince = new Set(await repo.productsWrittenSince('main', read.fence));
       for (const p of products) {
         if (read.fingerprints.get(p) === now.get(p)) continue; // the read saw its write (each product is written once)
         unseenChecked++;

@@ -144,7 +144,7 @@ describe('catalog writes at once on one sku_code', () => {
       'SELECT sku_key AS key FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
       [code, productId ?? null],
     );
-    return (await reads().skuChanges(key, 0, 500)).items.reverse();
+    return (await reads().skuChanges('main', key, 0, 500)).items.reverse();
   }
 
   /**
@@ -182,9 +182,9 @@ describe('catalog writes at once on one sku_code', () => {
       b.skus[0].sku_code = code;
       const held = holdAfter(repo(), 'writeFingerprints');
       const [ra, rb] = await overlap(
-        () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: first }),
+        () => writer().applyProducts([a], { supplier: 'main', runId: null, source: 'sync', strategy: first }),
         held,
-        () => writer().applyProducts([b], { runId: null, source: 'sync', strategy: second }),
+        () => writer().applyProducts([b], { supplier: 'main', runId: null, source: 'sync', strategy: second }),
       );
       expect(ra).toMatchObject({ created: 2 });
       expect(rb).toMatchObject({ skus: 2, created: 2, changed: 0 });
@@ -205,9 +205,9 @@ describe('catalog writes at once on one sku_code', () => {
     const held = holdAfter(repo(), 'writeFingerprints');
     const [r1, r2] = await interleave(
       t.db,
-      () => writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' }),
+      () => writer().applyProducts([p], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' }),
       held,
-      () => writer().applyProducts([moved], { runId: null, source: 'sync', strategy: 'write' }),
+      () => writer().applyProducts([moved], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' }),
     );
     expect(r1).toMatchObject({ created: 2, changed: 0 });
     expect(r2).toMatchObject({ written: 1, created: 0, changed: 1 });
@@ -231,9 +231,9 @@ describe('catalog writes at once on one sku_code', () => {
     b.skus[1].sku_code = code;
     const held = holdAfter(repo(), 'writeFingerprints');
     const [, rb] = await overlap(
-      () => writer().applyProducts([a], { runId: null, source: 'sync', strategy: 'write' }),
+      () => writer().applyProducts([a], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' }),
       held,
-      () => writer().applyFreshProduct(b, { runId: null, source: 'refresh' }),
+      () => writer().applyFreshProduct(b, { supplier: 'main', runId: null, source: 'refresh' }),
     );
     expect(rb).toMatchObject({ created: 2, changed: 0, unfingerprinted: [] });
     expect(await stored(code, a.id)).toMatchObject({ product_id: String(a.id), upstream_sku_id: String(a.skus[0].id) });
@@ -244,14 +244,14 @@ describe('catalog writes at once on one sku_code', () => {
 
   it("an order's fresh read that unlists a SKU while a rule change reprices it: both done, in turn (no deadlock)", async () => {
     const p = product('UNLIST');
-    await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' });
+    await writer().applyProducts([p], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     const fresh: UpstreamProduct = structuredClone(p);
     const gone = fresh.skus.pop()!;
     const held = holdAfter(repo(), 'unlistProductSkus');
     try {
       const [r, change] = await interleave(
         t.db,
-        () => writer().applyFreshProduct(fresh, { runId: null, source: 'refresh' }),
+        () => writer().applyFreshProduct(fresh, { supplier: 'main', runId: null, source: 'refresh' }),
         held,
         () => pricing().replaceRules([{ scope: 'sku', skuCode: gone.sku_code, markupPercent: '10', markupFixed: '0' }]),
       );
@@ -274,7 +274,7 @@ describe('catalog writes at once on one sku_code', () => {
   ])('%s', async (_name, n, modes) => {
     const codes = Array.from({ length: n }, (_, i) => `LOCKS-${n}-${i}`);
     const held = await t.app.relay.app.get(DataSource).transaction(async (em) => {
-      await repo().lockSkuCodes(em, codes);
+      await repo().lockSkuCodes(em, 'main', codes);
       return em.query<Array<{ mode: string; n: number }>>(
         "SELECT mode, count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() GROUP BY mode",
       );
@@ -292,12 +292,12 @@ describe('catalog writes at once on one sku_code', () => {
     const a = product('FENCE-A');
     const b = product('FENCE-B');
     const held = holdAfter(repo(), 'writeFingerprints');
-    const first = writer().applyProducts([a], { runId: null, source: 'sync', strategy: 'write' });
+    const first = writer().applyProducts([a], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     await held.reached;
     if (t.db.kind === 'postgres') {
       // B's write begins after A's and commits before it (PGlite runs one transaction at a time: there
       // B, and the list, simply wait for A)
-      await writer().applyProducts([b], { runId: null, source: 'sync', strategy: 'write' });
+      await writer().applyProducts([b], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
       const seen = await listed();
       expect(seen.filter((i) => i.sku_code.startsWith('FENCE-'))).toEqual([]);
       held.release();
@@ -305,7 +305,7 @@ describe('catalog writes at once on one sku_code', () => {
     } else {
       held.release();
       await first;
-      await writer().applyProducts([b], { runId: null, source: 'sync', strategy: 'write' });
+      await writer().applyProducts([b], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     }
     const after = (await listed()).filter((i) => i.sku_code.startsWith('FENCE-'));
     // A's rows first: stamped with its transaction's start, before B's

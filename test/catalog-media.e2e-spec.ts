@@ -438,8 +438,8 @@ describe('catalog: no response the shop receives names the supplier (links, styl
     await a.connect();
     await a.startTransaction();
     try {
-      await repo.touch(a.manager, 1, await repo.transactionNow(a.manager));
-      await ds.transaction(async (em) => repo.touch(em, 2, await repo.transactionNow(em)));
+      await repo.touch(a.manager, 'main', 1, await repo.transactionNow(a.manager));
+      await ds.transaction(async (em) => repo.touch(em, 'main', 2, await repo.transactionNow(em)));
       // B is stamped after A's start: not shown while A is open (a follower would move past A's stamp)
       expect(await changed(cursor)).toEqual([]);
       await a.commitTransaction();

@@ -47,8 +47,8 @@ describe.each([
     const real = repo.fingerprintIndex.bind(repo);
     let read!: () => void;
     const fingerprintsRead = new Promise<void>((r) => (read = r));
-    const watch = jest.spyOn(repo, 'fingerprintIndex').mockImplementationOnce(async (limit: number) => {
-      const index = await real(limit);
+    const watch = jest.spyOn(repo, 'fingerprintIndex').mockImplementationOnce(async (supplier: string, limit: number) => {
+      const index = await real(supplier, limit);
       read();
       return index;
     });

@@ -207,6 +207,7 @@ describe('catalog sync', () => {
     const first = [...runs.items].sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at))[0];
     expect(items[items.length - 1]).toEqual({
       id: null,
+      supplier: 'main',
       sku_key: `${sandbox.catalog.getSku(a.sku_code)!.product.id}:${a.sku_code}`,
       sku_code: a.sku_code,
       field: 'created',
@@ -321,19 +322,19 @@ describe('catalog sync', () => {
     const writer = app.relay.app.get(CatalogWriter);
     const upstream = app.relay.app.get(UpstreamClient);
     const [a, b] = sandbox.catalog.listedProducts().slice(40, 42);
-    const known = (await app.relay.app.get(CatalogRepository).fingerprintIndex(1000))!.fingerprints;
+    const known = (await app.relay.app.get(CatalogRepository).fingerprintIndex('main', 1000))!.fingerprints;
     expect(known.size).toBe(sandbox.catalog.listedProducts().length);
     // the page as listed at the start of the pass
     const page = [await upstream.getProduct(a.id), await upstream.getProduct(b.id)];
     // meanwhile an order's fresh read found b gone: its SKUs unlisted, its fingerprint dropped
-    await writer.unlistProduct(b.id, { runId: null, source: 'refresh' });
+    await writer.unlistProduct(b.id, { supplier: 'main', runId: null, source: 'refresh' });
 
-    const r = await writer.applyProducts(page, { runId: null, source: 'sync', known });
+    const r = await writer.applyProducts(page, { supplier: 'main', runId: null, source: 'sync', known });
     expect(r).toMatchObject({ skus: a.skus.length + b.skus.length, written: 0, relisted: 0 });
     for (const s of b.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: false });
 
     // without them, the page is compared with the database: b differs (no fingerprint) and is written
-    const checked = await writer.applyProducts(page, { runId: null, source: 'sync' });
+    const checked = await writer.applyProducts(page, { supplier: 'main', runId: null, source: 'sync' });
     expect(checked).toMatchObject({ written: b.skus.length, relisted: b.skus.length });
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
   });
@@ -350,7 +351,8 @@ describe('catalog sync', () => {
     let fresh: Promise<unknown> | null = null;
     sandbox.faults.set({ latencyMs: 30 });
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
-      if (e.operation === 'products' && !fresh) fresh = writer.applyFreshProduct(asRead, { runId: null, source: 'refresh' });
+      if (e.operation === 'products' && !fresh)
+        fresh = writer.applyFreshProduct(asRead, { supplier: 'main', runId: null, source: 'refresh' });
     });
     const run = await sync(app);
     await fresh;

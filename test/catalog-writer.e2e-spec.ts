@@ -90,8 +90,8 @@ describe('catalog writer: a page of new rows (insert)', () => {
     const copies = jest.spyOn(repo(), 'insertNewSkus');
     const inserted = AWKWARD.map((t) => product('INS', 3, t));
     const upserted = AWKWARD.map((t) => product('UPS', 3, t));
-    const a = await writer().applyProducts(inserted, { runId: null, source: 'sync', strategy: 'insert' });
-    const b = await writer().applyProducts(upserted, { runId: null, source: 'sync', strategy: 'write' });
+    const a = await writer().applyProducts(inserted, { supplier: 'main', runId: null, source: 'sync', strategy: 'insert' });
+    const b = await writer().applyProducts(upserted, { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     // (more than once when the pricing version moved since the app loaded it: priced again, sent again)
     if (t.db.kind === 'postgres') {
       expect(copies).toHaveBeenCalled();
@@ -116,17 +116,22 @@ describe('catalog writer: a page of new rows (insert)', () => {
     const codes = inserted.flatMap((p) => p.skus.map((s) => s.sku_code));
     expect(await createdHistory(t.db, codes)).toBe(codes.length);
     // their fingerprints are kept as after any write: the same page again writes nothing
-    expect(await writer().applyProducts(inserted, { runId: null, source: 'sync' })).toMatchObject({ written: 0 });
+    expect(await writer().applyProducts(inserted, { supplier: 'main', runId: null, source: 'sync' })).toMatchObject({ written: 0 });
   });
 
   it('a code another product carries: a SKU of its own, sent as new (by COPY on PostgreSQL), every SKU created once', async () => {
     const owner = product('OWN', 2);
-    await writer().applyProducts([owner], { runId: null, source: 'sync', strategy: 'write' });
+    await writer().applyProducts([owner], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     const copies = jest.spyOn(repo(), 'insertNewSkus');
     const fresh = [product('NEW', 2), product('NEW', 2)];
     const other = product('CLM', 2);
     other.skus[1].sku_code = owner.skus[0].sku_code;
-    const r = await writer().applyProducts([...fresh, other], { runId: 'run-insert', source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([...fresh, other], {
+      supplier: 'main',
+      runId: 'run-insert',
+      source: 'sync',
+      strategy: 'insert',
+    });
     if (t.db.kind === 'postgres') {
       expect(copies).toHaveBeenCalledTimes(1);
       await expect(copies.mock.results[0].value).resolves.toMatchObject({ stalePricing: null });
@@ -144,9 +149,9 @@ describe('catalog writer: a page of new rows (insert)', () => {
 
   it('a stored product sent again with a new price is counted as a price change, not created', async () => {
     const p = product('CHG', 2);
-    await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'write' });
+    await writer().applyProducts([p], { supplier: 'main', runId: null, source: 'sync', strategy: 'write' });
     p.skus[0].price_amount = '99.00';
-    const r = await writer().applyProducts([p, product('CHG', 1)], { runId: null, source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([p, product('CHG', 1)], { supplier: 'main', runId: null, source: 'sync', strategy: 'insert' });
     expect(r).toMatchObject({ skus: 3, written: 2, created: 1, changed: 1 });
     expect(r.counts).toMatchObject({ created: 1, price: 1 });
     const [{ cost }] = await t.db.query<{ cost: string }>('SELECT cost_price::text AS cost FROM catalog_skus WHERE sku_code = $1', [
@@ -158,7 +163,7 @@ describe('catalog writer: a page of new rows (insert)', () => {
   it('a pricing version that moved since the prices were computed: repriced with the rules in force, then inserted', async () => {
     await t.db.query('UPDATE catalog_pricing_state SET version = version + 1 WHERE id = 1');
     const p = product('VER', 2);
-    const r = await writer().applyProducts([p], { runId: null, source: 'sync', strategy: 'insert' });
+    const r = await writer().applyProducts([p], { supplier: 'main', runId: null, source: 'sync', strategy: 'insert' });
     expect(r).toMatchObject({ created: 2 });
     const rows = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_skus WHERE product_id = $1', [p.id]);
     expect(rows[0].n).toBe(2);

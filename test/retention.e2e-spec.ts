@@ -268,7 +268,7 @@ describe('the retention job', () => {
 
     const runsRepo = a.relay.app.get(SyncRunRepository);
     const health = async () => ((await a.http.get('/health')).data as { last_sync: unknown }).last_sync;
-    const before = { planning: await runsRepo.planningFacts(), lastFinished: await runsRepo.lastFinished(), health: await health() };
+    const before = { planning: await runsRepo.planningFacts('main'), lastFinished: await runsRepo.lastFinished(), health: await health() };
 
     const linesBefore = retentionLines().length;
     const report = await a.retention.runOnce();
@@ -302,7 +302,7 @@ describe('the retention job', () => {
     expect(money).toEqual({ orders: 1, attempts: 1, events: 1, refunds: 1 });
 
     // What incremental planning and /health read did not move.
-    expect(await runsRepo.planningFacts()).toEqual(before.planning);
+    expect(await runsRepo.planningFacts('main')).toEqual(before.planning);
     expect(await runsRepo.lastFinished()).toEqual(before.lastFinished);
     expect(await health()).toEqual(before.health);
 

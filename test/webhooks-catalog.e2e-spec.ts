@@ -100,6 +100,7 @@ describe('catalog changes as shop webhooks', () => {
     expect(body).toMatchObject({ id: stock!.id, event: 'sku.stock_changed', subject: sku.sku_code });
     expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
     expect(body.data).toEqual({
+      supplier: 'main',
       sku_code: sku.sku_code,
       upstream_sku_id: sku.id,
       product_id: product.id,

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * The category tree
-         * @description Every category the upstream lists, as a tree (upstream ids), each level ordered by `sort_order` descending.
+         * @description Every category the suppliers list, as a tree per supplier (upstream ids, each category naming its `supplier`), each level ordered by `sort_order` descending; `?supplier=` for one supplier's.
          */
         get: operations["CatalogController_categories"];
         put?: never;
@@ -115,7 +115,7 @@ export interface paths {
         put?: never;
         /**
          * Start a catalog sync
-         * @description Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.
+         * @description Starts a run of a supplier's catalog (`supplier`, default the `UPSTREAM_*` supplier) in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time per supplier across replicas; several suppliers' runs go on at once.
          */
         post: operations["CatalogController_startSync"];
         delete?: never;
@@ -133,7 +133,7 @@ export interface paths {
         };
         /**
          * List sync runs
-         * @description Catalog sync runs, newest first.
+         * @description Catalog sync runs, newest first (`?supplier=`: one supplier's).
          */
         get: operations["CatalogController_runs"];
         put?: never;
@@ -173,7 +173,7 @@ export interface paths {
         };
         /**
          * The pricing rules
-         * @description The markup rules by category and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
+         * @description The markup rules by supplier, by category (of a supplier) and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).
          */
         get: operations["PricingController_rules"];
         /**
@@ -742,13 +742,23 @@ export interface components {
              * @enum {string}
              */
             mode?: "full" | "incremental";
+            /**
+             * @description the supplier whose catalog is synced (default: the `UPSTREAM_*` supplier)
+             * @example main
+             */
+            supplier?: string;
         };
         PricingRuleBody: {
             /**
-             * @description a rule for a category (and its children) or for one sku_code
+             * @description a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)
              * @enum {string}
              */
-            scope: "category" | "sku";
+            scope: "supplier" | "category" | "sku";
+            /**
+             * @description the supplier: required with `scope: supplier`; with `scope: category` the category is that supplier’s (default: the `UPSTREAM_*` supplier); with `scope: sku` the SKU is looked for at that supplier only (default: every supplier; a code or key several suppliers carry is 409 `sku_ambiguous`)
+             * @example main
+             */
+            supplier?: string;
             /**
              * @description with `scope: category`: the upstream category id
              * @example 1
@@ -921,7 +931,10 @@ export type $defs = Record<string, never>;
 export interface operations {
     CatalogController_categories: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this supplier’s catalog (absent: every supplier’s) */
+                supplier?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -939,6 +952,7 @@ export interface operations {
                      *       "ok": true,
                      *       "categories": [
                      *         {
+                     *           "supplier": "main",
                      *           "id": 1,
                      *           "parent_id": 0,
                      *           "slug": "games",
@@ -951,6 +965,7 @@ export interface operations {
                      *           "listed": true,
                      *           "children": [
                      *             {
+                     *               "supplier": "main",
                      *               "id": 101,
                      *               "parent_id": 1,
                      *               "slug": "games-steam-keys",
@@ -964,6 +979,7 @@ export interface operations {
                      *               "children": []
                      *             },
                      *             {
+                     *               "supplier": "main",
                      *               "id": 102,
                      *               "parent_id": 1,
                      *               "slug": "games-mobile-topup",
@@ -979,6 +995,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "id": 2,
                      *           "parent_id": 0,
                      *           "slug": "streaming",
@@ -991,6 +1008,7 @@ export interface operations {
                      *           "listed": true,
                      *           "children": [
                      *             {
+                     *               "supplier": "main",
                      *               "id": 201,
                      *               "parent_id": 2,
                      *               "slug": "streaming-video",
@@ -1012,6 +1030,8 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         categories: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description upstream id */
                             id: number;
                             /** @description 0 for a top-level category */
@@ -1027,6 +1047,8 @@ export interface operations {
                             sort_order: number;
                             listed: boolean;
                             children: {
+                                /** @description the supplier's name (CONTRACT §10) */
+                                supplier: string;
                                 /** @description upstream id */
                                 id: number;
                                 /** @description 0 for a top-level category */
@@ -1079,6 +1101,8 @@ export interface operations {
     CatalogController_skus: {
         parameters: {
             query?: {
+                /** @description only this supplier's SKUs (absent: every supplier's) */
+                supplier?: string;
                 /** @description an upstream category id (a top-level one includes its children) */
                 category_id?: number;
                 /** @description `true`: listed SKUs only, `false`: unlisted only; absent: both */
@@ -1091,6 +1115,8 @@ export interface operations {
                 after_sku_code?: string;
                 /** @description only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). Follow with the last item's `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart. */
                 after_sku_key?: string;
+                /** @description only with `after_sku_key`: the `supplier` of the last item read (the order's last column, after `product_id`); several suppliers' SKUs of one key changed in the same millisecond are told apart */
+                after_supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -1113,6 +1139,7 @@ export interface operations {
                      *       "ok": true,
                      *       "items": [
                      *         {
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "upstream_sku_id": 1042,
@@ -1141,6 +1168,7 @@ export interface operations {
                      *           "updated_at": "2026-11-22T09:45:11.204Z"
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "sku_key": "57:SKU-00057-1",
                      *           "sku_code": "SKU-00057-1",
                      *           "upstream_sku_id": 1057,
@@ -1191,6 +1219,8 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         items: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
                             sku_key: string;
                             /** @description the upstream's code, unique only within the product */
@@ -1288,10 +1318,13 @@ export interface operations {
     };
     CatalogController_sku: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this supplier’s catalog (absent: every supplier’s) */
+                supplier?: string;
+            };
             header?: never;
             path: {
-                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1308,6 +1341,7 @@ export interface operations {
                      * @example {
                      *       "ok": true,
                      *       "sku": {
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "upstream_sku_id": 1042,
@@ -1347,6 +1381,8 @@ export interface operations {
                         ok: true;
                         /** @description a SKU with its product's slug and description */
                         sku: {
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /** @description `<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`) */
                             sku_key: string;
                             /** @description the upstream's code, unique only within the product */
@@ -1458,6 +1494,8 @@ export interface operations {
     CatalogController_skuChanges: {
         parameters: {
             query?: {
+                /** @description only this supplier's (absent: every supplier's) */
+                supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -1465,7 +1503,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones) */
+                /** @description the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`) */
                 sku_code: string;
             };
             cookie?: never;
@@ -1484,6 +1522,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "9127",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "sale_price",
@@ -1496,6 +1535,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "9126",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "cost_price",
@@ -1508,6 +1548,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": null,
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "field": "created",
@@ -1530,6 +1571,8 @@ export interface operations {
                         items: {
                             /** @description null for the `created` entry, which is kept on the SKU row */
                             id: string | null;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             sku_key: string;
                             sku_code: string;
                             /** @description the SKU field, or `created` */
@@ -1783,7 +1826,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description - `sync_in_progress`: a run is running on some replica: `run_id` names it */
+            /** @description - `supplier_not_found`: the `supplier` named is not one of the suppliers */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "supplier_not_found";
+                    };
+                };
+            };
+            /**
+             * @description - `supplier_disabled`: the supplier is disabled
+             *     - `sync_in_progress`: a run is running on some replica: `run_id` names it
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1791,7 +1849,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sync_in_progress";
+                        error_code?: "supplier_disabled" | "sync_in_progress";
                     };
                 };
             };
@@ -1838,6 +1896,8 @@ export interface operations {
     CatalogController_runs: {
         parameters: {
             query?: {
+                /** @description only this supplier's (absent: every supplier's) */
+                supplier?: string;
                 /** @description page number, from 1 */
                 page?: number;
                 /** @description items per page, 1–500 */
@@ -1860,6 +1920,7 @@ export interface operations {
                      *       "ok": true,
                      *       "items": [
                      *         {
+                     *           "supplier": "main",
                      *           "run_id": "run_20261122101500_7506e4e6",
                      *           "mode": "incremental",
                      *           "status": "running",
@@ -1892,6 +1953,7 @@ export interface operations {
                      *           "unconfirmed": 0,
                      *           "budget_wait_ms": 31250,
                      *           "skipped_products": [],
+                     *           "skipped_categories": [],
                      *           "reread_products": 0,
                      *           "skipped_images": [],
                      *           "images_fetched": 0,
@@ -1901,6 +1963,7 @@ export interface operations {
                      *           "heartbeat_at": "2026-11-22T10:15:00.004Z"
                      *         },
                      *         {
+                     *           "supplier": "main",
                      *           "run_id": "run_20261122094500_1d51e096",
                      *           "mode": "full",
                      *           "status": "succeeded",
@@ -1938,6 +2001,7 @@ export interface operations {
                      *               "reason": "title: expected an object of texts by language, got null"
                      *             }
                      *           ],
+                     *           "skipped_categories": [],
                      *           "reread_products": 0,
                      *           "skipped_images": [],
                      *           "images_fetched": 0,
@@ -1958,6 +2022,8 @@ export interface operations {
                         items: {
                             /** @description opaque */
                             run_id: string;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /**
                              * @description the mode the run ran in
                              * @enum {string}
@@ -2011,6 +2077,13 @@ export interface operations {
                                 /** @description the upstream product id; null when the item has no usable id */
                                 product_id: number | null;
                                 /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted */
+                            skipped_categories: {
+                                /** @description the upstream category id; null when the item has no usable id */
+                                category_id: number | null;
+                                /** @description which field was wrong and how, e.g. `name: expected an object of texts by language, got null` */
                                 reason: string;
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
@@ -2105,6 +2178,7 @@ export interface operations {
                      * @example {
                      *       "ok": true,
                      *       "run": {
+                     *         "supplier": "main",
                      *         "run_id": "run_20261122094500_1d51e096",
                      *         "mode": "full",
                      *         "status": "succeeded",
@@ -2142,6 +2216,7 @@ export interface operations {
                      *             "reason": "title: expected an object of texts by language, got null"
                      *           }
                      *         ],
+                     *         "skipped_categories": [],
                      *         "reread_products": 0,
                      *         "skipped_images": [],
                      *         "images_fetched": 0,
@@ -2159,6 +2234,8 @@ export interface operations {
                         run: {
                             /** @description opaque */
                             run_id: string;
+                            /** @description the supplier's name (CONTRACT §10) */
+                            supplier: string;
                             /**
                              * @description the mode the run ran in
                              * @enum {string}
@@ -2212,6 +2289,13 @@ export interface operations {
                                 /** @description the upstream product id; null when the item has no usable id */
                                 product_id: number | null;
                                 /** @description which field was wrong and how, e.g. `title: expected an object of texts by language, got null` */
+                                reason: string;
+                            }[];
+                            /** @description categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted */
+                            skipped_categories: {
+                                /** @description the upstream category id; null when the item has no usable id */
+                                category_id: number | null;
+                                /** @description which field was wrong and how, e.g. `name: expected an object of texts by language, got null` */
                                 reason: string;
                             }[];
                             /** @description ordered products an incremental run re-read on their own after its pages (`GET /products/{id}`, SYNC_REREAD_ORDERED) */
@@ -2306,6 +2390,7 @@ export interface operations {
                      *       "rules": [
                      *         {
                      *           "scope": "category",
+                     *           "supplier": "main",
                      *           "category_id": 1,
                      *           "sku_code": null,
                      *           "sku_key": null,
@@ -2316,6 +2401,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "scope": "sku",
+                     *           "supplier": "main",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
                      *           "sku_key": "42:SKU-00042-1",
@@ -2342,7 +2428,9 @@ export interface operations {
                         };
                         rules: {
                             /** @enum {string} */
-                            scope: "category" | "sku";
+                            scope: "supplier" | "category" | "sku";
+                            /** @description the supplier the rule is about; null for a SKU rule by a code alone (any supplier) */
+                            supplier: string | null;
                             category_id: number | null;
                             /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
@@ -2422,6 +2510,7 @@ export interface operations {
                      *       "rules": [
                      *         {
                      *           "scope": "category",
+                     *           "supplier": "main",
                      *           "category_id": 1,
                      *           "sku_code": null,
                      *           "sku_key": null,
@@ -2432,6 +2521,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "scope": "sku",
+                     *           "supplier": "main",
                      *           "category_id": null,
                      *           "sku_code": "SKU-00042-1",
                      *           "sku_key": "42:SKU-00042-1",
@@ -2459,7 +2549,9 @@ export interface operations {
                         };
                         rules: {
                             /** @enum {string} */
-                            scope: "category" | "sku";
+                            scope: "supplier" | "category" | "sku";
+                            /** @description the supplier the rule is about; null for a SKU rule by a code alone (any supplier) */
+                            supplier: string | null;
                             category_id: number | null;
                             /** @description scope `sku`: the SKU's code */
                             sku_code: string | null;
@@ -2620,7 +2712,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         items: {
-                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            /** @description the supplier's name (CONTRACT §10; the `UPSTREAM_*` supplier's is UPSTREAM_NAME) */
                             supplier: string;
                             /** @description upstream product id */
                             product_id: number;
@@ -2756,7 +2848,7 @@ export interface operations {
                         ok: true;
                         /** @description a product with everything a storefront shows (CONTRACT §5) */
                         product: {
-                            /** @description the supplier's name (UPSTREAM_NAME) */
+                            /** @description the supplier's name (CONTRACT §10; the `UPSTREAM_*` supplier's is UPSTREAM_NAME) */
                             supplier: string;
                             /** @description upstream product id */
                             product_id: number;

@@ -1,6 +1,9 @@
 /**
- * Catalog sync runs: one at a time across replicas, started by the API, the schedule, the start of the
- * service or the CLI, and run in the background of this process.
+ * Catalog sync runs: one at a time per supplier across replicas (several suppliers' runs at once),
+ * started by the API, the schedule, the start of the service or the CLI, and run in the background of
+ * this process. A run syncs one supplier's catalog with that supplier's own upstream client (its own
+ * request budget and sockets, SupplierRegistry) and settings (page size, list-inactive, sync mode):
+ * two suppliers' runs share no lock, timer or queue, so a blocked or failing one never delays another.
  *
  * A run: ping (the catalog currency) → categories → the products pass (full or incremental, see
  * sync-plan.ts and ProductsPass), every page written as it arrives → after a complete full pass only,
@@ -23,7 +26,7 @@ import { heapPolicy } from '../common/heap-policy.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CategoryRepository } from './category.repository.js';
 import { DelistingChecks } from './delisting-checks.service.js';
@@ -36,7 +39,7 @@ import { ProductsPass } from './products-pass.service.js';
 import { AbortedError, DEFAULT_RETRY_POLICY, PageFailure, RetriesExhausted, withRetries, type RetryPolicy } from './product-pager.js';
 import { planPass, type PassMode } from './sync-plan.js';
 import { SyncRunLease, type RunEnd } from './sync-run-lease.service.js';
-import { emptyCounters, message, newRunId, type ActiveRun, type SyncProgress } from './sync-run-state.js';
+import { emptyCounters, message, newRunId, noteSkippedCategories, type ActiveRun, type SyncProgress } from './sync-run-state.js';
 import { SyncRunRepository, type SyncRunRecord } from './sync-run.repository.js';
 import { syncBudgetWaitedMs, updateBudgetWait } from './sync-budget-wait.js';
 
@@ -44,8 +47,10 @@ export type { SyncPhase, SyncProgress } from './sync-run-state.js';
 export type SyncTrigger = 'api' | 'schedule' | 'start' | 'cli';
 
 export interface StartSyncOptions {
-  /** Default: SYNC_MODE (auto decides between full and incremental). */
+  /** Default: the supplier's sync mode (SYNC_MODE for the `UPSTREAM_*` one; auto decides between full and incremental). */
   mode?: PassMode;
+  /** The supplier whose catalog is synced (default: the `UPSTREAM_*` supplier). */
+  supplier?: string;
   trigger?: SyncTrigger;
   /** Progress of this run only (see also `onProgress()`). */
   onProgress?: (p: SyncProgress) => void;
@@ -53,6 +58,7 @@ export interface StartSyncOptions {
 
 export interface StartedSync {
   runId: string;
+  supplier: string;
   mode: PassMode;
   /** Resolves with the finished run (succeeded or failed); never rejects. */
   done: Promise<SyncRunRecord>;
@@ -64,14 +70,15 @@ export class CatalogSyncService implements OnModuleDestroy {
   /** Retries of upstream reads during a run (a run keeps the policy in force at its start). */
   retryPolicy: RetryPolicy = DEFAULT_RETRY_POLICY;
   private readonly listeners = new Set<(p: SyncProgress) => void>();
-  private active: { run: ActiveRun; done: Promise<SyncRunRecord> } | null = null;
+  /** The runs this process executes, by supplier. */
+  private readonly active = new Map<string, { run: ActiveRun; done: Promise<SyncRunRecord> }>();
   private closing = false;
 
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly dataSource: DataSource,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly runs: SyncRunRepository,
     private readonly catalog: CatalogRepository,
     private readonly categoryRepo: CategoryRepository,
@@ -119,22 +126,29 @@ export class CatalogSyncService implements OnModuleDestroy {
     return () => this.listeners.delete(listener);
   }
 
-  /** The run this process is executing, if any. */
-  get activeRunId(): string | null {
-    return this.active?.run.runId ?? null;
+  /** The run this process is executing for a supplier (default: the `UPSTREAM_*` one), if any. */
+  activeRunId(supplier: string = this.suppliers.envName): string | null {
+    return this.active.get(supplier)?.run.runId ?? null;
   }
 
   /**
-   * Starts a run in the background. Throws AppError 409 `sync_in_progress` (with `run_id`) when a run
-   * is running anywhere.
+   * Starts a run of a supplier's catalog in the background. Throws AppError 404 `supplier_not_found`,
+   * 409 `supplier_disabled`, or 409 `sync_in_progress` (with `run_id`) when a run of that supplier is
+   * running anywhere.
    */
   async start(options: StartSyncOptions = {}): Promise<StartedSync> {
     if (this.closing) throw new AppError('service_unavailable', 'the service is shutting down');
+    const supplier = options.supplier ?? this.suppliers.envName;
+    const runtime = await this.suppliers.resolve(supplier);
+    if (!runtime.config.enabled) {
+      throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: its catalog is not synced`, { supplier });
+    }
+    const settings = runtime.config.settings;
     const now = this.clock.now();
-    const facts = await this.runs.planningFacts();
+    const facts = await this.runs.planningFacts(supplier);
     const plan = planPass({
       requested: options.mode,
-      configured: this.config.sync.mode,
+      configured: settings.syncMode,
       now,
       fullEveryMs: this.config.sync.fullEveryMs,
       ...facts,
@@ -146,6 +160,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const claim = await this.lease.claim(
       {
         runId,
+        supplier,
         mode: plan.mode,
         requestedMode: options.mode ?? null,
         trigger,
@@ -153,12 +168,15 @@ export class CatalogSyncService implements OnModuleDestroy {
         updatedAfter: plan.updatedAfter,
         note: plan.reason,
       },
-      this.activeRunId,
+      this.activeRunId(supplier),
       { abort, counters },
     );
 
     const run: ActiveRun = {
       runId,
+      supplier,
+      client: runtime.client,
+      settings,
       plan,
       mode: plan.mode,
       fallback: null,
@@ -167,8 +185,8 @@ export class CatalogSyncService implements OnModuleDestroy {
       abort,
       claim,
       // Under the request budget, a 429 or a wait for the budget paces the run and never fails it.
-      retry: { ...this.retryPolicy, budgeted: this.config.budget.rateLimit !== null },
-      budgetWaitFromMs: await syncBudgetWaitedMs(this.metrics),
+      retry: { ...this.retryPolicy, budgeted: settings.rateLimit !== null },
+      budgetWaitFromMs: await syncBudgetWaitedMs(this.metrics, supplier),
       onProgress: options.onProgress,
       emit: () => this.emit(run),
       phase: 'starting',
@@ -178,11 +196,11 @@ export class CatalogSyncService implements OnModuleDestroy {
       seen: null,
     };
     const done = this.execute(run).finally(() => {
-      if (this.active?.run === run) this.active = null;
+      if (this.active.get(supplier)?.run === run) this.active.delete(supplier);
     });
-    this.active = { run, done };
-    this.logger.log(`sync run ${runId} started (${plan.mode}: ${plan.reason}; trigger ${trigger})`);
-    return { runId, mode: plan.mode, done };
+    this.active.set(supplier, { run, done });
+    this.logger.log(`sync run ${runId} of ${supplier} started (${plan.mode}: ${plan.reason}; trigger ${trigger})`);
+    return { runId, supplier, mode: plan.mode, done };
   }
 
   /** Starts a run and waits for its end (the `relay sync` command). */
@@ -197,21 +215,20 @@ export class CatalogSyncService implements OnModuleDestroy {
     return run;
   }
 
-  listRuns(offset: number, limit: number): Promise<{ items: SyncRunRecord[]; total: number }> {
-    return this.runs.list(offset, limit);
+  listRuns(offset: number, limit: number, supplier?: string): Promise<{ items: SyncRunRecord[]; total: number }> {
+    return this.runs.list(offset, limit, { supplier });
   }
 
-  lastFinishedRun(): Promise<SyncRunRecord | null> {
-    return this.runs.lastFinished();
+  lastFinishedRun(supplier?: string): Promise<SyncRunRecord | null> {
+    return this.runs.lastFinished(supplier);
   }
 
-  /** Stops this process's run (it is recorded as failed) before the database goes away. */
+  /** Stops this process's runs (they are recorded as failed) before the database goes away. */
   async onModuleDestroy(): Promise<void> {
     this.closing = true;
-    const active = this.active;
-    if (!active) return;
-    active.run.abort.abort();
-    await active.done.catch(() => undefined);
+    const active = [...this.active.values()];
+    for (const a of active) a.run.abort.abort();
+    await Promise.all(active.map((a) => a.done.catch(() => undefined)));
   }
 
   // --------------------------------------------------------------------------------- the run
@@ -247,7 +264,7 @@ export class CatalogSyncService implements OnModuleDestroy {
               ? `${e.message}; nothing was unlisted`
               : message(e);
       if (run.claim.lost === null && !(e instanceof PageFailure) && !(e instanceof AbortedError) && !(e instanceof RetriesExhausted)) {
-        this.logger.error(`sync run ${run.runId} failed: ${(e as Error)?.stack ?? String(e)}`);
+        this.logger.error(`sync run ${run.runId} of ${run.supplier} failed: ${(e as Error)?.stack ?? String(e)}`);
       }
     } finally {
       stopHeartbeat();
@@ -261,11 +278,11 @@ export class CatalogSyncService implements OnModuleDestroy {
     const c = run.counters;
     const summary =
       `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
-      `, ${c.skippedProducts.length} products left out for their shape, ${c.rereadProducts} ordered products re-read` +
+      `, ${c.skippedProducts.length} products and ${c.skippedCategories.length} categories left out for their shape, ${c.rereadProducts} ordered products re-read` +
       `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget` +
       `, ${c.imagesFetched} images fetched (${c.imageBytes} bytes, ${Math.round(c.mediaMs)} ms), ${c.skippedImages.length} left out`;
-    if (status === 'succeeded') this.logger.log(`sync run ${run.runId} succeeded (${run.mode}): ${summary}`);
-    else this.logger.warn(`sync run ${run.runId} failed (${run.mode}): ${error}; ${summary}`);
+    if (status === 'succeeded') this.logger.log(`sync run ${run.runId} of ${run.supplier} succeeded (${run.mode}): ${summary}`);
+    else this.logger.warn(`sync run ${run.runId} of ${run.supplier} failed (${run.mode}): ${error}; ${summary}`);
     run.phase = 'finished';
     this.emit(run, { status, error });
     const record = await this.runs.get(run.runId).catch(() => null);
@@ -274,8 +291,8 @@ export class CatalogSyncService implements OnModuleDestroy {
 
   private async readCurrency(run: ActiveRun): Promise<void> {
     try {
-      const ping = await this.upstream.ping(run.abort.signal, { priority: 'sync' });
-      await this.catalog.setCurrency(ping.currency);
+      const ping = await run.client.ping(run.abort.signal, { priority: 'sync' });
+      await this.catalog.setCurrency(run.supplier, ping.currency);
     } catch (e) {
       if (run.abort.signal.aborted) throw new AbortedError();
       this.logger.warn(`ping failed, the catalog currency is not refreshed: ${message(e)}`);
@@ -287,13 +304,20 @@ export class CatalogSyncService implements OnModuleDestroy {
     this.emit(run);
     let categories;
     try {
-      categories = await withRetries(() => this.upstream.listCategories(run.abort.signal), { policy: run.retry, signal: run.abort.signal });
+      categories = await withRetries(() => run.client.listCategories(run.abort.signal), { policy: run.retry, signal: run.abort.signal });
     } catch (e) {
       if (e instanceof AbortedError) throw e;
       throw new Error(`categories: ${message(e)}; nothing was unlisted`, { cause: e });
     }
+    // A category whose shape is wrong (a null name) is left out and reported, the others stored; it
+    // is not unlisted either (the upstream still lists it).
+    const skipped = categories.skipped ?? [];
+    noteSkippedCategories(run, skipped);
+    if (skipped.length > 0)
+      this.logger.warn(`sync run ${run.runId} of ${run.supplier}: ${skipped.length} categories left out for their shape`);
+    const keep = skipped.flatMap((c) => (c.category_id === null ? [] : [c.category_id]));
     const now = this.clock.now();
-    const r = await this.dataSource.transaction((em) => this.categoryRepo.syncCategories(em, categories, now));
+    const r = await this.dataSource.transaction((em) => this.categoryRepo.syncCategories(em, run.supplier, categories, now, keep));
     if (r.unlisted > 0) run.notes.push(`${r.unlisted} categories unlisted`);
     // The category tree feeds the pricing rules (a parent's rule applies to its children): a category
     // that moved may move sale prices, whose SKUs' upstream data did not change.
@@ -309,6 +333,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const c = run.counters;
     const p: SyncProgress = {
       runId: run.runId,
+      supplier: run.supplier,
       mode: run.mode,
       phase: run.phase,
       pagesDone: c.pagesDone,
@@ -335,6 +360,7 @@ export class CatalogSyncService implements OnModuleDestroy {
     const c = run.counters;
     return {
       run_id: run.runId,
+      supplier: run.supplier,
       mode: run.mode,
       planned_mode: run.plan.mode,
       requested_mode: null,
@@ -360,6 +386,7 @@ export class CatalogSyncService implements OnModuleDestroy {
       unconfirmed: c.unconfirmed,
       budget_wait_ms: Math.round(c.budgetWaitMs),
       skipped_products: c.skippedProducts,
+      skipped_categories: c.skippedCategories,
       reread_products: c.rereadProducts,
       skipped_images: c.skippedImages,
       images_fetched: c.imagesFetched,

@@ -24,15 +24,18 @@ import {
   productFingerprint,
   skuRowsFromProduct,
   type ChangeCounts,
+  type SalePriceFn,
   type SkuDiff,
   type SkuRow,
 } from './sku-diff.js';
 import { skuKeyOf } from './sku-key.js';
 import { SkuWriteRepository, type HistoryInput } from './sku-write.repository.js';
 
-export type ChangeSource = 'sync' | 'confirm' | 'refresh' | 'pricing';
+export type ChangeSource = 'sync' | 'confirm' | 'refresh' | 'pricing' | 'supplier';
 
 export interface WriteOptions {
+  /** The supplier whose catalog is written (every statement names it). */
+  supplier: string;
   /** The run the change belongs to (null outside a run). */
   runId: string | null;
   source: ChangeSource;
@@ -53,8 +56,6 @@ export interface WriteOptions {
   known?: Map<number, string>;
   /** Where the products' fingerprints come from (default: computed; see PageFingerprints). */
   fingerprintOf?: (product: UpstreamProduct) => string;
-  /** The supplier whose catalog is written (default: the `UPSTREAM_*` supplier). */
-  supplier?: string;
 }
 
 export interface WriteResult {
@@ -139,6 +140,7 @@ export class CatalogWriter {
       // Outside any transaction: for a re-sync, this one look is all a page costs.
       const changed = await this.repo.checkProducts(
         this.dataSource.manager,
+        opts.supplier,
         todo.map((f) => ({ productId: f.product.id, fingerprint: f.fingerprint })),
         seenBy(opts),
       );
@@ -166,9 +168,14 @@ export class CatalogWriter {
     // `knownFingerprint` was read just before: equal means nothing to write, without asking again
     const unchanged =
       (knownFingerprint !== null && knownFingerprint === f.fingerprint && opts.runId === null) ||
-      !(await this.repo.checkProducts(this.dataSource.manager, [{ productId: product.id, fingerprint: f.fingerprint }], opts.runId)).has(
-        product.id,
-      );
+      !(
+        await this.repo.checkProducts(
+          this.dataSource.manager,
+          opts.supplier,
+          [{ productId: product.id, fingerprint: f.fingerprint }],
+          opts.runId,
+        )
+      ).has(product.id);
     if (unchanged) return { ...emptyResult(), skus: product.skus.length };
     const result = await this.write([f], opts, { productId: product.id, keep: product.skus.map((s) => s.sku_code) }, false);
     this.report(result);
@@ -202,12 +209,12 @@ export class CatalogWriter {
     const products = todo.map((f) => f.product);
     // The products' own rows (content, images, tags, SEO), their images shown from what is known of
     // their URLs: read before the transaction too.
-    const productRows = await this.productMedia.prepare(products);
+    const productRows = await this.productMedia.prepare(opts.supplier, products);
     const keys = products.flatMap((p) => p.skus.map((s) => skuKeyOf(p.id, s.sku_code)));
     return this.retryOnDeadlock(() =>
       this.dataSource.transaction(async (em) => {
         let ctx = initial;
-        let rounds = this.rounds(products, ctx);
+        let rounds = this.rounds(opts.supplier, products, ctx);
         // A SKU twice in the input (a product on two pages of one batch: rounds > 1) is upserted twice.
         const byCopy = copy && rounds.length === 1;
         // First the pricing version, then the SKUs (and those the unlisting may touch), then rows: the
@@ -217,17 +224,17 @@ export class CatalogWriter {
         // transaction's start on the database's clock (see transactionNow).
         const now = byCopy
           ? await this.repo.transactionNow(em)
-          : (await this.repo.lockSkuCodes(em, keys, { listedOf: unlist?.productId })).now;
-        const unlisted = unlist ? await this.repo.unlistProductSkus(em, unlist.productId, { now, keep: unlist.keep }) : [];
-        if (unlist && unlisted.length > 0) await this.products.touch(em, unlist.productId, now);
+          : (await this.repo.lockSkuCodes(em, opts.supplier, keys, { listedOf: unlist?.productId })).now;
+        const unlisted = unlist ? await this.repo.unlistProductSkus(em, opts.supplier, unlist.productId, { now, keep: unlist.keep }) : [];
+        if (unlist && unlisted.length > 0) await this.products.touch(em, opts.supplier, unlist.productId, now);
         for (let attempt = 0; ; attempt++) {
-          if (attempt > 0) rounds = this.rounds(products, ctx);
+          if (attempt > 0) rounds = this.rounds(opts.supplier, products, ctx);
           const out = emptyResult();
           const pairs: Array<{ old: SkuRow | null; next: SkuRow }> = [];
           let stale = false;
           for (const round of rounds) {
             const byKey = new Map(round.map((r) => [r.sku_key, r]));
-            const write = { now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source };
+            const write = { supplier: opts.supplier, now, runId: opts.runId, pricingVersion: ctx.version, source: opts.source };
             const outcome = byCopy ? await this.repo.insertNewSkus(em, round, write) : await this.repo.upsertSkus(em, round, write);
             if (outcome.stalePricing !== null) {
               stale = true;
@@ -256,12 +263,15 @@ export class CatalogWriter {
             await this.commitMode.commitDurably(em);
           }
           await this.record(em, pairs, out, opts, now);
-          const moved = await this.products.upsert(em, productRows, now);
-          const changedProducts = moved.filter((m) => !m.created).map((m) => ({ product_id: m.product_id, updated_at: now }));
+          const moved = await this.products.upsert(em, opts.supplier, productRows, now);
+          const changedProducts = moved
+            .filter((m) => !m.created)
+            .map((m) => ({ supplier: opts.supplier, product_id: m.product_id, updated_at: now }));
           if (this.outbox.enabled && changedProducts.length > 0)
             await this.outbox.append(em as EntityManager, this.productMedia.events(changedProducts));
           out.unfingerprinted = await this.repo.writeFingerprints(
             em,
+            opts.supplier,
             todo.map((f) => ({
               productId: f.product.id,
               fingerprint: f.fingerprint,
@@ -297,10 +307,10 @@ export class CatalogWriter {
     const result = await this.dataSource.transaction(async (em) => {
       // The SKUs' locks as every catalog write (see write): an upsert of one of these SKUs waits, and
       // then sees it unlisted (and records the relisting), rather than relisting it from a stale read.
-      const { now } = await this.repo.lockSkuCodes(em, [], { listedOf: productId });
-      const olds = await this.repo.unlistProductSkus(em, productId, { now, keep: opts.keep });
+      const { now } = await this.repo.lockSkuCodes(em, opts.supplier, [], { listedOf: productId });
+      const olds = await this.repo.unlistProductSkus(em, opts.supplier, productId, { now, keep: opts.keep });
       // the product's `listed` follows its SKUs'
-      if (olds.length > 0) await this.products.touch(em, productId, now);
+      if (olds.length > 0) await this.products.touch(em, opts.supplier, productId, now);
       const out = emptyResult();
       await this.record(
         em,
@@ -316,49 +326,79 @@ export class CatalogWriter {
   }
 
   /**
+   * Unlists every listed SKU of a supplier (it was deleted: CONTRACT §10), its products and categories
+   * with them, in one transaction recorded as any unlisting (history, shop notifications naming the
+   * supplier). Its orders are not touched. Returns what changed.
+   */
+  async unlistSupplier(supplier: string): Promise<WriteResult> {
+    const result = await this.dataSource.transaction(async (em) => {
+      const now = await this.repo.lockAllSkus(em);
+      const olds = await this.repo.unlistSupplierSkus(em, supplier, now);
+      await this.products.unlistSupplier(em, supplier, now);
+      const out = emptyResult();
+      await this.record(
+        em,
+        olds.map((old) => ({ old, next: { ...old, listed: false } })),
+        out,
+        { supplier, runId: null, source: 'supplier' },
+        now,
+      );
+      await this.commitMode.commitDurably(em);
+      return out;
+    });
+    this.report(result);
+    return result;
+  }
+
+  /**
    * Reprices every SKU with `ctx` inside the caller's transaction (a rule change), batch by batch.
    * Returns what changed.
    */
   async repriceAll(em: EntityManager, ctx: PricingContext, batchSize = 1000): Promise<WriteResult> {
     const now = await this.repo.transactionNow(em);
     const out = emptyResult();
-    let after = '';
+    let after = { supplier: '', skuKey: '' };
     for (;;) {
       const batch = await this.repo.skuBatch(em, after, batchSize);
       if (batch.length === 0) break;
-      after = batch[batch.length - 1].sku_key;
-      const pairs: Array<{ old: SkuRow; next: SkuRow }> = [];
-      for (const old of batch) {
-        const sale = ctx.price(old.cost_price, { skuKey: old.sku_key, skuCode: old.sku_code, categoryId: old.category_id });
+      const last = batch[batch.length - 1];
+      after = { supplier: last.supplier, skuKey: last.sku_key };
+      const pairs: Array<{ supplier: string; old: SkuRow; next: SkuRow }> = [];
+      for (const { supplier, ...old } of batch) {
+        const sale = ctx.price(old.cost_price, { supplier, skuKey: old.sku_key, skuCode: old.sku_code, categoryId: old.category_id });
         const next = { ...old, sale_price: sale };
-        if (diffSku(old, next).changes.length > 0) pairs.push({ old, next });
+        if (diffSku(old, next).changes.length > 0) pairs.push({ supplier, old, next });
       }
       const written = new Set(
         await this.repo.setSalePrices(
           em,
-          pairs.map((p) => ({ sku_key: p.next.sku_key, sale_price: p.next.sale_price })),
+          pairs.map((p) => ({ supplier: p.supplier, sku_key: p.next.sku_key, sale_price: p.next.sale_price })),
           now,
         ),
       );
       out.skus += batch.length;
-      await this.record(
-        em,
-        pairs.filter((p) => written.has(p.next.sku_key)),
-        out,
-        { runId: null, source: 'pricing' },
-        now,
-      );
+      // recorded supplier by supplier (the history and events name theirs)
+      for (const supplier of new Set(pairs.map((p) => p.supplier))) {
+        await this.record(
+          em,
+          pairs.filter((p) => p.supplier === supplier && written.has(`${supplier}/${p.next.sku_key}`)),
+          out,
+          { supplier, runId: null, source: 'pricing' },
+          now,
+        );
+      }
     }
     this.report(out);
     return out;
   }
 
   /** Rows of the products, split in rounds so that one statement never holds a SKU twice. */
-  private rounds(products: UpstreamProduct[], ctx: PricingContext): SkuRow[][] {
+  private rounds(supplier: string, products: UpstreamProduct[], ctx: PricingContext): SkuRow[][] {
     const rounds: SkuRow[][] = [];
     const claims = new Map<string, number>();
+    const price: SalePriceFn = (cost, subject) => ctx.price(cost, { ...subject, supplier });
     for (const p of products) {
-      const { rows, duplicates } = skuRowsFromProduct(p, ctx.price);
+      const { rows, duplicates } = skuRowsFromProduct(p, price);
       if (duplicates.length) this.logger.warn(`product ${p.id} lists sku_code ${duplicates.join(', ')} more than once; the first is kept`);
       for (const row of rows) {
         const n = claims.get(row.sku_key) ?? 0;
@@ -395,15 +435,15 @@ export class CatalogWriter {
       diffs.push({ old, next, diff });
     }
     if (diffs.length === 0) return;
-    await this.repo.appendHistory(em, history, { runId: opts.runId, source: opts.source, now });
+    await this.repo.appendHistory(em, history, { supplier: opts.supplier, runId: opts.runId, source: opts.source, now });
     if (this.outbox.enabled) {
-      const currency = diffs.some((d) => d.diff.kinds.includes('price')) ? await this.reads.currency(em) : null;
-      for (const d of diffs) events.push(...eventsForDiff(d.old, d.next, d.diff, currency));
+      const currency = diffs.some((d) => d.diff.kinds.includes('price')) ? await this.reads.currency(opts.supplier, em) : null;
+      for (const d of diffs) events.push(...eventsForDiff(d.old, d.next, d.diff, currency, opts.supplier));
       await this.outbox.append(em as EntityManager, events);
     }
     // The offers over these SKUs follow their sale price and availability, in this transaction.
     const keys = diffs.map((d) => d.next.sku_key);
-    await this.offers.refreshForSkus(em as EntityManager, opts.supplier ?? this.offers.envSupplier, keys);
+    await this.offers.refreshForSkus(em as EntityManager, opts.supplier, keys);
   }
 
   private report(r: WriteResult): void {

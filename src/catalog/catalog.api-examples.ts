@@ -1,10 +1,10 @@
 /**
- * OpenAPI schemas and examples of the catalog's and the pricing rules' internal API (CONTRACT §5),
- * exactly as `catalog.responses.ts` and the controllers answer: field names as they are, money as
- * decimal strings, upstream ids. test/ops-docs-examples.e2e-spec.ts checks them against real answers.
+ * OpenAPI schemas and examples of the catalog's internal API (CONTRACT §5; the pricing rules' are in
+ * pricing.api-examples.ts), exactly as `catalog.responses.ts` and the controllers answer: field names
+ * as they are, money as decimal strings, upstream ids. test/ops-docs-examples.e2e-spec.ts checks them against real answers.
  */
 import type { SchemaObject } from '@nestjs/swagger';
-import { apiError, dateTimeSchema, decimalSchema, listExample, objectSchema, okSchema } from '../ops/api-docs.js';
+import { apiError, dateTimeSchema, decimalSchema, listExample, objectSchema } from '../ops/api-docs.js';
 import { CHANGE_KINDS } from './sku-diff.js';
 
 // ---------------------------------------------------------------------------------- schemas
@@ -18,6 +18,7 @@ const nullableString = (description?: string): SchemaObject => ({
 const count = (description?: string): SchemaObject => ({ type: 'integer', minimum: 0, ...(description ? { description } : {}) });
 
 const SKU_PROPERTIES: Record<string, SchemaObject> = {
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   sku_key: {
     type: 'string',
     description:
@@ -57,6 +58,7 @@ export const SKU_DETAIL_SCHEMA: SchemaObject = objectSchema(
 );
 
 const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   id: { type: 'integer', description: 'upstream id' },
   parent_id: { type: 'integer', description: '0 for a top-level category' },
   slug: { type: 'string' },
@@ -82,6 +84,7 @@ const MODES = ['full', 'incremental'];
 export const RUN_SCHEMA: SchemaObject = objectSchema(
   {
     run_id: { type: 'string', description: 'opaque' },
+    supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
     mode: { type: 'string', enum: MODES, description: 'the mode the run ran in' },
     status: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
     started_at: dateTimeSchema(),
@@ -116,6 +119,18 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
         reason: {
           type: 'string',
           description: 'which field was wrong and how, e.g. `title: expected an object of texts by language, got null`',
+        },
+      }),
+    },
+    skipped_categories: {
+      type: 'array',
+      description:
+        'categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted',
+      items: objectSchema({
+        category_id: { type: 'integer', nullable: true, description: 'the upstream category id; null when the item has no usable id' },
+        reason: {
+          type: 'string',
+          description: 'which field was wrong and how, e.g. `name: expected an object of texts by language, got null`',
         },
       }),
     },
@@ -162,6 +177,7 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
 
 export const CHANGE_SCHEMA: SchemaObject = objectSchema({
   id: nullableString('null for the `created` entry, which is kept on the SKU row'),
+  supplier: { type: 'string', description: "the supplier's name (CONTRACT §10)" },
   sku_key: { type: 'string' },
   sku_code: { type: 'string' },
   field: { type: 'string', description: 'the SKU field, or `created`' },
@@ -184,40 +200,10 @@ export const CONFLICT_SCHEMA: SchemaObject = objectSchema({
   last_seen_at: dateTimeSchema(),
 });
 
-const MARKUPS: Record<string, SchemaObject> = {
-  markup_percent: decimalSchema('percent added to the cost'),
-  markup_fixed: decimalSchema('amount added after the percent'),
-};
-export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
-  {
-    defaults: objectSchema(
-      { ...MARKUPS, rounding: decimalSchema('rounding step (PRICE_ROUNDING)') },
-      [],
-      'PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING',
-    ),
-    rules: {
-      type: 'array',
-      items: objectSchema({
-        scope: { type: 'string', enum: ['category', 'sku'] },
-        category_id: { type: 'integer', nullable: true },
-        sku_code: nullableString("scope `sku`: the SKU's code"),
-        sku_key: nullableString(
-          "scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code)",
-        ),
-        ...MARKUPS,
-        rounding: decimalSchema('rounding step; null: the default', true),
-        updated_at: dateTimeSchema(undefined, true),
-      }),
-    },
-    version: { type: 'integer', description: 'bumped by every change of the rules' },
-    repriced: count('PUT only: the SKUs whose sale price changed'),
-  },
-  ['repriced'],
-);
-
 // --------------------------------------------------------------------------------- examples
 
 export const SKU_EXAMPLE = {
+  supplier: 'main',
   sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   upstream_sku_id: 1042,
@@ -276,6 +262,7 @@ export const CATEGORIES_EXAMPLE = {
   ok: true,
   categories: [
     {
+      supplier: 'main',
       id: 1,
       parent_id: 0,
       slug: 'games',
@@ -285,6 +272,7 @@ export const CATEGORIES_EXAMPLE = {
       listed: true,
       children: [
         {
+          supplier: 'main',
           id: 101,
           parent_id: 1,
           slug: 'games-steam-keys',
@@ -295,6 +283,7 @@ export const CATEGORIES_EXAMPLE = {
           children: [],
         },
         {
+          supplier: 'main',
           id: 102,
           parent_id: 1,
           slug: 'games-mobile-topup',
@@ -307,6 +296,7 @@ export const CATEGORIES_EXAMPLE = {
       ],
     },
     {
+      supplier: 'main',
       id: 2,
       parent_id: 0,
       slug: 'streaming',
@@ -316,6 +306,7 @@ export const CATEGORIES_EXAMPLE = {
       listed: true,
       children: [
         {
+          supplier: 'main',
           id: 201,
           parent_id: 2,
           slug: 'streaming-video',
@@ -331,6 +322,7 @@ export const CATEGORIES_EXAMPLE = {
 };
 
 export const RUN_EXAMPLE = {
+  supplier: 'main',
   run_id: 'run_20261122094500_1d51e096',
   mode: 'full',
   status: 'succeeded',
@@ -356,6 +348,7 @@ export const RUN_EXAMPLE = {
   unconfirmed: 0,
   budget_wait_ms: 31250,
   skipped_products: [{ product_id: 317, reason: 'title: expected an object of texts by language, got null' }],
+  skipped_categories: [],
   reread_products: 0,
   skipped_images: [],
   images_fetched: 0,
@@ -386,6 +379,7 @@ export const RUNNING_RUN_EXAMPLE = {
   skus_seen: 0,
   changes: { created: 0, price: 0, stock: 0, sku_id: 0, listing: 0, other: 0 },
   skipped_products: [],
+  skipped_categories: [],
   note: 'incremental pass requested',
   heartbeat_at: '2026-11-22T10:15:00.004Z',
 };
@@ -396,6 +390,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
   [
     {
       id: '9127',
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'sale_price',
@@ -408,6 +403,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
     },
     {
       id: '9126',
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'cost_price',
@@ -420,6 +416,7 @@ export const CHANGE_LIST_EXAMPLE = listExample(
     },
     {
       id: null,
+      supplier: 'main',
       sku_key: '42:SKU-00042-1',
       sku_code: 'SKU-00042-1',
       field: 'created',
@@ -456,48 +453,6 @@ export const START_SYNC_EXAMPLES = {
   },
   full: { summary: 'every product', value: { mode: 'full' } },
   default: { summary: 'the mode of SYNC_MODE and the schedule of full passes', value: {} },
-};
-
-export const PUT_RULES_EXAMPLE = {
-  rules: [
-    { scope: 'category', category_id: 1, markup_percent: '12.5', markup_fixed: '0.50', rounding: '0.1' },
-    { scope: 'sku', sku_code: '42:SKU-00042-1', markup_percent: '0', markup_fixed: '2.80' },
-  ],
-};
-
-const RULES_DEFAULTS = { markup_percent: '10', markup_fixed: '0', rounding: '0.01' };
-export const RULES_EXAMPLE = {
-  ok: true,
-  defaults: RULES_DEFAULTS,
-  rules: [
-    {
-      scope: 'category',
-      category_id: 1,
-      sku_code: null,
-      sku_key: null,
-      markup_percent: '12.5',
-      markup_fixed: '0.50',
-      rounding: '0.1',
-      updated_at: '2026-11-20T08:00:00.000Z',
-    },
-    {
-      scope: 'sku',
-      category_id: null,
-      sku_code: 'SKU-00042-1',
-      sku_key: '42:SKU-00042-1',
-      markup_percent: '0',
-      markup_fixed: '2.80',
-      rounding: null,
-      updated_at: '2026-11-20T08:00:00.000Z',
-    },
-  ],
-  version: 7,
-};
-export const PUT_RULES_ANSWER_EXAMPLE = {
-  ...RULES_EXAMPLE,
-  rules: RULES_EXAMPLE.rules.map((r) => ({ ...r, updated_at: '2026-11-22T10:30:00.000Z' })),
-  version: 8,
-  repriced: 412,
 };
 
 // ----------------------------------------------------------------------------------- errors
@@ -537,6 +492,8 @@ export const SKU_LIST_ERRORS = [
   ),
 ];
 export const START_SYNC_ERRORS = [
+  apiError(404, 'supplier_not_found', 'no supplier named "second"', {}, 'the `supplier` named is not one of the suppliers'),
+  apiError(409, 'supplier_disabled', 'supplier second is disabled: its catalog is not synced', {}, 'the supplier is disabled'),
   apiError(400, 'bad_request', 'invalid request: mode', {
     fields: { mode: ['mode must be one of the following values: full, incremental'] },
   }),
@@ -548,27 +505,4 @@ export const START_SYNC_ERRORS = [
     'a run is running on some replica: `run_id` names it',
   ),
   apiError(503, 'service_unavailable', 'the service is shutting down', {}, 'this instance is shutting down: try another replica'),
-];
-export const PUT_RULES_ERRORS = [
-  apiError(
-    400,
-    'bad_request',
-    'invalid request: rules.0.markup_percent',
-    {
-      fields: { 'rules.0.markup_percent': ['markup_percent must be a decimal such as 12.5'] },
-    },
-    'an invalid member; nothing changed',
-    'invalid_member',
-  ),
-  apiError(
-    400,
-    'bad_request',
-    'invalid request: rules.1, rules.2.rounding',
-    {
-      fields: { 'rules.1': ['a second rule for category 1'], 'rules.2.rounding': ['rules.2.rounding must be greater than 0'] },
-    },
-    'two rules for one category or SKU, a rounding step of 0, a percent below -100; nothing changed',
-    'invalid_rules',
-  ),
-  SKU_AMBIGUOUS,
 ];

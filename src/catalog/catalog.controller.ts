@@ -29,7 +29,7 @@ import {
 } from './catalog.api-examples.js';
 import { CatalogService } from './catalog.service.js';
 import { CatalogSyncService } from './catalog-sync.service.js';
-import { ListQuery, parseRfc3339, SkuListQuery, StartSyncBody } from './catalog.dto.js';
+import { ListQuery, parseRfc3339, SkuListQuery, StartSyncBody, SupplierPageQuery, SupplierQuery } from './catalog.dto.js';
 import {
   toCategoryTreeResponse,
   toConflictResponse,
@@ -46,7 +46,7 @@ const SkuCodeParam = () =>
   ApiParam({
     name: 'sku_code',
     description:
-      "the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones)",
+      "the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`)",
     example: '42:SKU-00042-1',
   });
 
@@ -63,7 +63,8 @@ export class CatalogController {
   @Get('categories')
   @ApiOperation({
     summary: 'The category tree',
-    description: 'Every category the upstream lists, as a tree (upstream ids), each level ordered by `sort_order` descending.',
+    description:
+      "Every category the suppliers list, as a tree per supplier (upstream ids, each category naming its `supplier`), each level ordered by `sort_order` descending; `?supplier=` for one supplier's.",
   })
   @ApiResponse({
     status: 200,
@@ -71,8 +72,8 @@ export class CatalogController {
     schema: okSchema({ categories: { type: 'array', items: CATEGORY_SCHEMA } }),
     example: CATEGORIES_EXAMPLE,
   })
-  async categories() {
-    return { ok: true, categories: toCategoryTreeResponse(await this.catalog.categoryTree()) };
+  async categories(@Query() q: SupplierQuery) {
+    return { ok: true, categories: toCategoryTreeResponse(await this.catalog.categoryTree(q.supplier)) };
   }
 
   @Get('skus')
@@ -92,7 +93,8 @@ export class CatalogController {
   async skus(@Query() q: SkuListQuery) {
     const page = pageRequest(q);
     const since = q.changed_since === undefined ? null : parseRfc3339(q.changed_since);
-    const { items, total, currency } = await this.catalog.listSkus({
+    const { items, total, currencies } = await this.catalog.listSkus({
+      supplier: q.supplier,
       categoryId: q.category_id,
       listed: q.listed,
       available: q.available,
@@ -102,11 +104,12 @@ export class CatalogController {
       // `updated_at > date` (the millisecond) already says.
       afterSkuCode: since && !since.subMillisecond ? q.after_sku_code : undefined,
       afterSkuKey: since && !since.subMillisecond ? q.after_sku_key : undefined,
+      afterSupplier: since && !since.subMillisecond ? q.after_supplier : undefined,
       offset: page.offset,
       limit: page.pageSize,
     });
     return listResponse(
-      items.map((s) => toSkuResponse(s, currency)),
+      items.map((s) => toSkuResponse(s, currencies.get(s.supplier) ?? null)),
       total,
       page,
     );
@@ -122,8 +125,8 @@ export class CatalogController {
     example: { ok: true, sku: SKU_DETAIL_EXAMPLE },
   })
   @ApiErrors(SKU_NOT_FOUND, SKU_AMBIGUOUS)
-  async sku(@Param('sku_code', SkuCode) skuCode: string) {
-    const { sku, currency } = await this.catalog.findSku(skuCode);
+  async sku(@Param('sku_code', SkuCode) skuCode: string, @Query() q: SupplierQuery) {
+    const { sku, currency } = await this.catalog.findSku(skuCode, q.supplier);
     return { ok: true, sku: toSkuDetailResponse(sku, currency) };
   }
 
@@ -137,9 +140,9 @@ export class CatalogController {
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of changes', schema: listSchema(CHANGE_SCHEMA), example: CHANGE_LIST_EXAMPLE })
   @ApiErrors(SKU_NOT_FOUND, SKU_AMBIGUOUS, ...PAGE_ERRORS)
-  async skuChanges(@Param('sku_code', SkuCode) skuCode: string, @Query() q: ListQuery) {
+  async skuChanges(@Param('sku_code', SkuCode) skuCode: string, @Query() q: SupplierPageQuery) {
     const page = pageRequest(q);
-    const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize);
+    const { items, total } = await this.catalog.skuChanges(skuCode, page.offset, page.pageSize, q.supplier);
     return listResponse(items.map(toSkuChangeResponse), total, page);
   }
 
@@ -165,7 +168,7 @@ export class CatalogController {
   @ApiOperation({
     summary: 'Start a catalog sync',
     description:
-      'Starts a run in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time across replicas.',
+      "Starts a run of a supplier's catalog (`supplier`, default the `UPSTREAM_*` supplier) in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time per supplier across replicas; several suppliers' runs go on at once.",
   })
   @ApiBody({ schema: { $ref: getSchemaPath(StartSyncBody) }, required: false, examples: START_SYNC_EXAMPLES })
   @ApiResponse({
@@ -179,18 +182,18 @@ export class CatalogController {
   })
   @ApiErrors(...START_SYNC_ERRORS)
   async startSync(@Body() body: StartSyncBody) {
-    const started = await this.sync.start({ mode: body?.mode, trigger: 'api' });
+    const started = await this.sync.start({ mode: body?.mode, supplier: body?.supplier, trigger: 'api' });
     return { ok: true, run_id: started.runId, mode: started.mode };
   }
 
   @Get('sync-runs')
-  @ApiOperation({ summary: 'List sync runs', description: 'Catalog sync runs, newest first.' })
+  @ApiOperation({ summary: 'List sync runs', description: "Catalog sync runs, newest first (`?supplier=`: one supplier's)." })
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of runs', schema: listSchema(RUN_SCHEMA), example: RUN_LIST_EXAMPLE })
   @ApiErrors(...PAGE_ERRORS)
-  async runs(@Query() q: ListQuery) {
+  async runs(@Query() q: SupplierPageQuery) {
     const page = pageRequest(q);
-    const { items, total } = await this.sync.listRuns(page.offset, page.pageSize);
+    const { items, total } = await this.sync.listRuns(page.offset, page.pageSize, q.supplier);
     return listResponse(items.map(toSyncRunResponse), total, page);
   }
 

@@ -23,6 +23,10 @@ import {
 import { PageQuery } from '../common/pagination.js';
 import { MAX_ID, NotWith, OnlyWith } from '../common/validation.js';
 
+/** A supplier's name in a query or body (CONTRACT §10). */
+const SUPPLIER_RE = /^[a-z][a-z0-9-]{0,31}$/;
+const SUPPLIER_MESSAGE = 'supplier must be a supplier name ([a-z][a-z0-9-]{0,31})';
+
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
 /** Markups are decimal strings; a JSON number is taken as its decimal text. */
 const toDecimalText = ({ value }: { value: unknown }) => (typeof value === 'number' && Number.isFinite(value) ? String(value) : value);
@@ -80,6 +84,12 @@ function IsRfc3339Instant(): PropertyDecorator {
 }
 
 export class SkuListQuery extends PageQuery {
+  @ApiPropertyOptional({ type: String, description: "only this supplier's SKUs (absent: every supplier's)", example: 'main' })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  supplier?: string;
+
   /** A category (a top-level one includes its children). */
   @ApiPropertyOptional({
     type: 'integer',
@@ -160,21 +170,81 @@ export class SkuListQuery extends PageQuery {
   @OnlyWith('changed_since', 'after_sku_key goes with changed_since (the updated_at of the row it names)')
   @NotWith('after_sku_code', 'after_sku_key and after_sku_code are exclusive')
   after_sku_key?: string;
+
+  /**
+   * With after_sku_key: the supplier of that SKU, the list's last order column (several suppliers may
+   * carry one sku_key changed in one millisecond).
+   */
+  @ApiPropertyOptional({
+    type: String,
+    description:
+      "only with `after_sku_key`: the `supplier` of the last item read (the order's last column, after `product_id`); several suppliers' SKUs of one key changed in the same millisecond are told apart",
+    example: 'main',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  @OnlyWith('after_sku_key', 'after_supplier goes with after_sku_key (the supplier of the row it names)')
+  after_supplier?: string;
 }
 
 export class ListQuery extends PageQuery {}
+
+/** A page of one supplier's rows, or every supplier's (a SKU's changes, the sync runs). */
+export class SupplierPageQuery extends PageQuery {
+  @ApiPropertyOptional({ type: String, description: "only this supplier's (absent: every supplier's)", example: 'main' })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  supplier?: string;
+}
 
 export class StartSyncBody {
   @ApiPropertyOptional({ enum: ['full', 'incremental'], description: 'absent: SYNC_MODE and the schedule of full passes decide' })
   @IsOptional()
   @IsIn(['full', 'incremental'])
   mode?: 'full' | 'incremental';
+
+  @ApiPropertyOptional({
+    type: String,
+    description: 'the supplier whose catalog is synced (default: the `UPSTREAM_*` supplier)',
+    example: 'main',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  supplier?: string;
+}
+
+/** `?supplier=` of the catalog's lists and look-ups. */
+export class SupplierQuery {
+  @ApiPropertyOptional({ type: String, description: 'only this supplier’s catalog (absent: every supplier’s)', example: 'main' })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  supplier?: string;
 }
 
 export class PricingRuleBody {
-  @ApiProperty({ enum: ['category', 'sku'], description: 'a rule for a category (and its children) or for one sku_code' })
-  @IsIn(['category', 'sku'])
-  scope!: 'category' | 'sku';
+  @ApiProperty({
+    enum: ['supplier', 'category', 'sku'],
+    description:
+      'a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)',
+  })
+  @IsIn(['supplier', 'category', 'sku'])
+  scope!: 'supplier' | 'category' | 'sku';
+
+  @ApiPropertyOptional({
+    type: String,
+    description:
+      'the supplier: required with `scope: supplier`; with `scope: category` the category is that supplier’s (default: the `UPSTREAM_*` supplier); ' +
+      'with `scope: sku` the SKU is looked for at that supplier only (default: every supplier; a code or key several suppliers carry is 409 `sku_ambiguous`)',
+    example: 'main',
+  })
+  @ValidateIf((o: PricingRuleBody) => o.scope === 'supplier' || o.supplier !== undefined)
+  @IsString()
+  @Matches(SUPPLIER_RE, { message: SUPPLIER_MESSAGE })
+  supplier?: string;
 
   @ApiPropertyOptional({
     type: 'integer',

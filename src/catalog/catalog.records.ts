@@ -13,11 +13,14 @@ export type Db = Pick<EntityManager, 'query'>;
 
 /** A stored SKU: its upstream columns (SkuRow), whether it can be ordered, and its times. */
 export interface StoredSku extends SkuRow, Pick<CatalogSkusRow, 'created_at' | 'updated_at'> {
+  /** The supplier whose catalog holds it (CONTRACT §10). */
+  supplier: string;
   available: boolean;
 }
 
 /** A row of `catalog_categories`, its ids as numbers (category.repository.ts). */
 export interface StoredCategory extends Pick<CatalogCategoriesRow, 'slug' | 'icon' | 'sort_order' | 'listed' | 'updated_at'> {
+  supplier: string;
   id: number;
   parent_id: number;
   name: Record<string, string>;
@@ -28,6 +31,7 @@ export interface StoredChange extends Pick<
   CatalogSkuChangesRow,
   'sku_code' | 'field' | 'old_value' | 'new_value' | 'run_id' | 'source' | 'changed_at'
 > {
+  supplier: string;
   /** Null for the `created` entry read from the SKU row. */
   id: string | null;
   sku_key: string;
@@ -48,8 +52,16 @@ export type StoredConflict = Pick<
   | 'last_seen_at'
 >;
 
-/** relay_state's key of the catalog currency (the upstream's, from its ping). */
+/**
+ * The prefix of relay_state's keys of the catalog currency (each supplier's, from its ping): a
+ * supplier's key is `<prefix>:<supplier>` (currencyKey); statements that read a SKU's take the prefix
+ * and join its supplier.
+ */
 export const CURRENCY_KEY = 'catalog.currency';
+
+export function currencyKey(supplier: string): string {
+  return `${CURRENCY_KEY}:${supplier}`;
+}
 
 export function toSkuRow(raw: Record<string, unknown>): SkuRow {
   return {
@@ -61,7 +73,13 @@ export function toSkuRow(raw: Record<string, unknown>): SkuRow {
 }
 
 export function toStoredSku(raw: Record<string, unknown>): StoredSku {
-  return { ...toSkuRow(raw), available: Boolean(raw.available), created_at: raw.created_at as Date, updated_at: raw.updated_at as Date };
+  return {
+    ...toSkuRow(raw),
+    supplier: raw.supplier as string,
+    available: Boolean(raw.available),
+    created_at: raw.created_at as Date,
+    updated_at: raw.updated_at as Date,
+  };
 }
 
 /** Rows of a query whose top-level command is a SELECT (UPDATE … RETURNING goes through a CTE). */

@@ -2,13 +2,13 @@
  * The local catalog's sync state, as the sync's passes read and keep it: the per-run "seen" set, the
  * stored product fingerprints a full pass compares its pages with (and the fence of that read), the
  * reads that find the products to confirm delisted, the ordered products an incremental run re-reads,
- * and the catalog currency the sync's ping sets.
+ * and the catalog currency the sync's ping sets. Each of a supplier's catalog: every read names it.
  * The SKU writes are SkuWriteRepository's, the reads for the API CatalogReadRepository's, the
  * categories CategoryRepository's.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { CURRENCY_KEY, select, writesFence, type Db } from './catalog.records.js';
+import { currencyKey, select, writesFence, type Db } from './catalog.records.js';
 
 /** The fingerprints stored at a full pass's start (CatalogRepository.fingerprintIndex). */
 export interface FingerprintIndex {
@@ -33,16 +33,16 @@ export class CatalogRepository {
    * sku-write.repository.ts). In id order after `afterId`. (A SKU
    * created during the run was seen live by then.)
    */
-  async unseenProducts(runId: string, runStartedAt: Date, afterId: number, limit: number): Promise<number[]> {
+  async unseenProducts(supplier: string, runId: string, runStartedAt: Date, afterId: number, limit: number): Promise<number[]> {
     const rows = await select<{ product_id: string }>(
       this.db(),
       `SELECT product_id FROM (
-         SELECT s.product_id FROM catalog_skus s WHERE s.listed AND s.product_id > $2 AND s.created_at < $4
+         SELECT s.product_id FROM catalog_skus s WHERE s.supplier = $5 AND s.listed AND s.product_id > $2 AND s.created_at < $4
          EXCEPT
-         SELECT x.product_id FROM catalog_sync_seen x JOIN catalog_product_fingerprints f ON f.product_id = x.product_id
+         SELECT x.product_id FROM catalog_sync_seen x JOIN catalog_product_fingerprints f ON f.supplier = $5 AND f.product_id = x.product_id
           WHERE x.run_id = $1 AND x.product_id > $2
        ) c ORDER BY product_id LIMIT $3`,
-      [runId, afterId, limit, runStartedAt],
+      [runId, afterId, limit, runStartedAt, supplier],
     );
     return rows.map((r) => Number(r.product_id));
   }
@@ -54,14 +54,14 @@ export class CatalogRepository {
    * transaction's start; the fence is the earliest start of the service's transactions open at the
    * read, or the read's own time, as for changed_since), so productsWrittenSince(fence) finds them.
    */
-  async fingerprintIndex(limit: number): Promise<FingerprintIndex | null> {
+  async fingerprintIndex(supplier: string, limit: number): Promise<FingerprintIndex | null> {
     // The fence first, in a statement of its own (see WRITES_FENCE_SQL in catalog.records.ts): the
     // fingerprints' statement, later, sees every write the fence does not count as open.
     const fence = await writesFence(this.dataSource);
     const rows = await select<{ id: string; fp: string }>(
       this.db(),
-      'SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints LIMIT $1',
-      [limit + 1],
+      'SELECT product_id::text AS id, fingerprint AS fp FROM catalog_product_fingerprints WHERE supplier = $2 LIMIT $1',
+      [limit + 1, supplier],
     );
     if (rows.length > limit) return null;
     const fingerprints = new Map<number, string>();
@@ -74,11 +74,13 @@ export class CatalogRepository {
    * products with a listed SKU and no fingerprint (they still have SKUs they no longer list, or were
    * unlisted: see WRITE_FINGERPRINTS_SQL in sku-write.repository.ts).
    */
-  async unfingerprintedProducts(): Promise<number[]> {
+  async unfingerprintedProducts(supplier: string): Promise<number[]> {
     const rows = await select<{ id: string }>(
       this.db(),
       `SELECT DISTINCT s.product_id::text AS id FROM catalog_skus s
-        WHERE s.listed AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = s.product_id)`,
+        WHERE s.supplier = $1 AND s.listed
+          AND NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.supplier = $1 AND f.product_id = s.product_id)`,
+      [supplier],
     );
     return rows.map((r) => Number(r.id));
   }
@@ -88,13 +90,13 @@ export class CatalogRepository {
    * fingerprint is no longer that one: dropped (e.g. an order's fresh read unlisted the product) or
    * written anew since.
    */
-  async fingerprintsMoved(expected: Map<number, string>): Promise<number[]> {
+  async fingerprintsMoved(supplier: string, expected: Map<number, string>): Promise<number[]> {
     if (expected.size === 0) return [];
     const rows = await select<{ id: string }>(
       this.db(),
       `SELECT k.id::text AS id FROM unnest($1::bigint[], $2::text[]) AS k(id, fp)
-        WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.product_id = k.id AND f.fingerprint = k.fp)`,
-      [[...expected.keys()], [...expected.values()]],
+        WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.supplier = $3 AND f.product_id = k.id AND f.fingerprint = k.fp)`,
+      [[...expected.keys()], [...expected.values()], supplier],
     );
     return rows.map((r) => Number(r.id));
   }
@@ -103,22 +105,22 @@ export class CatalogRepository {
    * The products written since `since`: a SKU row of theirs changed (an unlisting included) or their
    * fingerprint written anew. By index, a few rows when little changed.
    */
-  async productsWrittenSince(since: Date): Promise<number[]> {
+  async productsWrittenSince(supplier: string, since: Date): Promise<number[]> {
     const rows = await select<{ id: string }>(
       this.db(),
-      `SELECT s.product_id::text AS id FROM catalog_skus s WHERE s.updated_at >= $1
-        UNION SELECT f.product_id::text FROM catalog_product_fingerprints f WHERE f.updated_at >= $1`,
-      [since],
+      `SELECT s.product_id::text AS id FROM catalog_skus s WHERE s.updated_at >= $1 AND s.supplier = $2
+        UNION SELECT f.product_id::text FROM catalog_product_fingerprints f WHERE f.updated_at >= $1 AND f.supplier = $2`,
+      [since, supplier],
     );
     return rows.map((r) => Number(r.id));
   }
 
   /** The products fingerprinted anew since `since` (a fingerprint's updated_at moves whenever it is written anew). */
-  async fingerprintedSince(since: Date): Promise<number[]> {
+  async fingerprintedSince(supplier: string, since: Date): Promise<number[]> {
     const rows = await select<{ id: string }>(
       this.db(),
-      'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1',
-      [since],
+      'SELECT product_id::text AS id FROM catalog_product_fingerprints WHERE updated_at >= $1 AND supplier = $2',
+      [since, supplier],
     );
     return rows.map((r) => Number(r.id));
   }
@@ -156,39 +158,40 @@ export class CatalogRepository {
    * not seen, those read fresh longest ago first: a product's last fresh read is the later of its last
    * order (the price guard read it then) and its last re-read by a sync (catalog_product_rereads).
    */
-  async orderedProductsToReread(since: Date, limit: number, runId: string): Promise<number[]> {
+  async orderedProductsToReread(supplier: string, since: Date, limit: number, runId: string): Promise<number[]> {
     const rows = await select<{ id: string }>(
       this.db(),
       `SELECT o.product_id::text AS id
          FROM orders o
-         LEFT JOIN catalog_product_rereads r ON r.product_id = o.product_id
-        WHERE o.created_at >= $1 AND o.product_id IS NOT NULL
-          AND EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = o.product_id AND s.listed)
+         LEFT JOIN catalog_product_rereads r ON r.supplier = o.supplier AND r.product_id = o.product_id
+        WHERE o.created_at >= $1 AND o.product_id IS NOT NULL AND o.supplier = $4
+          AND EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = o.supplier AND s.product_id = o.product_id AND s.listed)
           AND NOT EXISTS (SELECT 1 FROM catalog_sync_seen x WHERE x.run_id = $3 AND x.product_id = o.product_id)
         GROUP BY o.product_id, r.read_at
         ORDER BY greatest(max(o.created_at), r.read_at), o.product_id
         LIMIT $2`,
-      [since, limit, runId],
+      [since, limit, runId, supplier],
     );
     return rows.map((r) => Number(r.id));
   }
 
   /** Records a sync's re-read of a product (tried, whatever its answer: the next products go first). */
-  async markReread(productId: number, at: Date): Promise<void> {
+  async markReread(supplier: string, productId: number, at: Date): Promise<void> {
     await this.db().query(
-      `INSERT INTO catalog_product_rereads (product_id, read_at) VALUES ($1, $2)
-       ON CONFLICT (product_id) DO UPDATE SET read_at = EXCLUDED.read_at`,
-      [productId, at],
+      `INSERT INTO catalog_product_rereads (supplier, product_id, read_at) VALUES ($3, $1, $2)
+       ON CONFLICT (supplier, product_id) DO UPDATE SET read_at = EXCLUDED.read_at`,
+      [productId, at, supplier],
     );
   }
 
   // -------------------------------------------------------------------------------- currency
 
-  async setCurrency(currency: string): Promise<void> {
+  /** A supplier's catalog currency (its ping's). */
+  async setCurrency(supplier: string, currency: string): Promise<void> {
     await this.db().query(
       `INSERT INTO relay_state AS r (key, value, updated_at) VALUES ($1, $2::jsonb, now())
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now() WHERE r.value IS DISTINCT FROM EXCLUDED.value`,
-      [CURRENCY_KEY, JSON.stringify({ currency })],
+      [currencyKey(supplier), JSON.stringify({ currency })],
     );
   }
 }

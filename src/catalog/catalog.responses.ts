@@ -12,7 +12,9 @@ function iso(d: Date | null | undefined): string | null {
 }
 
 export interface SkuResponse {
-  /** `<product_id>:<sku_code>`: the SKU (sku_code is unique only within its product). */
+  /** The supplier whose SKU it is (CONTRACT §10). */
+  supplier: string;
+  /** `<product_id>:<sku_code>`: the SKU within its supplier (sku_code is unique only within its product). */
   sku_key: string;
   sku_code: string;
   upstream_sku_id: number;
@@ -38,6 +40,7 @@ export interface SkuResponse {
 
 export function toSkuResponse(s: StoredSku, currency: string | null): SkuResponse {
   return {
+    supplier: s.supplier,
     sku_key: s.sku_key,
     sku_code: s.sku_code,
     upstream_sku_id: s.upstream_sku_id,
@@ -74,6 +77,7 @@ export interface CategoryResponse extends Omit<StoredCategory, 'updated_at' | 'i
 
 function toCategory(c: CategoryNode['category'], children: CategoryResponse[]): CategoryResponse {
   return {
+    supplier: c.supplier,
     id: c.id,
     parent_id: c.parent_id,
     slug: c.slug,
@@ -98,6 +102,7 @@ function counts(c: Partial<ChangeCounts> | null | undefined): ChangeCounts {
 export function toSyncRunResponse(r: SyncRunRecord) {
   return {
     run_id: r.run_id,
+    supplier: r.supplier,
     mode: r.mode,
     status: r.status,
     started_at: iso(r.started_at),
@@ -123,6 +128,7 @@ export function toSyncRunResponse(r: SyncRunRecord) {
     unconfirmed: r.unconfirmed,
     budget_wait_ms: Number(r.budget_wait_ms),
     skipped_products: (r.skipped_products ?? []).map((x) => ({ product_id: x.product_id, reason: x.reason })),
+    skipped_categories: (r.skipped_categories ?? []).map((x) => ({ category_id: x.category_id, reason: x.reason })),
     reread_products: r.reread_products ?? 0,
     skipped_images: (r.skipped_images ?? []).map((x) => ({
       product_id: x.product_id,
@@ -141,6 +147,7 @@ export function toSyncRunResponse(r: SyncRunRecord) {
 export function toSkuChangeResponse(c: StoredChange) {
   return {
     id: c.id,
+    supplier: c.supplier,
     sku_key: c.sku_key,
     sku_code: c.sku_code,
     field: c.field,
@@ -172,6 +179,7 @@ export function toPricingRulesResponse(v: PricingRulesView | RulesChange) {
     defaults: { markup_percent: v.defaults.markupPercent, markup_fixed: v.defaults.markupFixed, rounding: v.defaults.rounding },
     rules: v.rules.map((r) => ({
       scope: r.scope,
+      supplier: r.supplier ?? null,
       category_id: r.scope === 'category' ? (r.categoryId ?? null) : null,
       sku_code: r.scope === 'sku' ? (r.skuCode ?? null) : null,
       sku_key: r.scope === 'sku' ? (r.skuKey ?? null) : null,

@@ -1,7 +1,10 @@
 /**
  * Scheduled syncs: `SYNC_CRON` (a runtime expression, so a `cron` CronJob registered in the
  * SchedulerRegistry; `off` = none) and `SYNC_ON_START` (one run once the HTTP server listens, never
- * delaying startup). A tick while a run is running anywhere is skipped.
+ * delaying startup). Each tick starts a run of every enabled supplier, each in its own slot: a
+ * supplier whose run is still running anywhere is skipped, and no supplier's start waits for another's
+ * (they are started one after the other without waiting for the runs, and a failure to start one is
+ * logged and does not stop the others).
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
@@ -9,6 +12,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { AppError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { CatalogSyncService, type SyncTrigger } from './catalog-sync.service.js';
 
 export const SYNC_CRON_JOB = 'catalog-sync';
@@ -25,6 +29,7 @@ export class CatalogScheduler implements OnApplicationBootstrap, OnModuleDestroy
     private readonly registry: SchedulerRegistry,
     private readonly sync: CatalogSyncService,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -61,11 +66,15 @@ export class CatalogScheduler implements OnApplicationBootstrap, OnModuleDestroy
 
   private trigger(trigger: SyncTrigger): void {
     if (this.stopped) return;
-    this.sync.start({ trigger }).catch((e: unknown) => {
+    for (const { config } of this.suppliers.enabled()) this.triggerOne(trigger, config.name);
+  }
+
+  private triggerOne(trigger: SyncTrigger, supplier: string): void {
+    this.sync.start({ trigger, supplier }).catch((e: unknown) => {
       if (e instanceof AppError && e.code === 'sync_in_progress') {
-        this.logger.debug(`${trigger} sync skipped: run ${String(e.extra.run_id)} is running`);
+        this.logger.debug(`${trigger} sync of ${supplier} skipped: run ${String(e.extra.run_id)} is running`);
       } else {
-        this.logger.warn(`${trigger} sync could not start: ${e instanceof Error ? e.message : String(e)}`);
+        this.logger.warn(`${trigger} sync of ${supplier} could not start: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
   }

@@ -16,6 +16,10 @@
  * - `confirmCost` / `confirmedCost`: a create answered with a charge of exactly quantity × the checked
  *   cost confirms that SKU's cost for ORDER_PRICE_FRESH_S (price-freshness.ts); a charge above it
  *   forgets the product's read, a lower one (a member price) changes nothing.
+ *
+ * Each takes the supplier it is about (CONTRACT §10; absent: the `UPSTREAM_*` supplier for the product
+ * reads, every supplier for a SKU reference): a product is read with that supplier's own upstream
+ * client, and reads and confirmations are kept per (supplier, product).
  */
 import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
@@ -25,7 +29,7 @@ import { AppConfig } from '../config/app-config.js';
 import { MediaRepository } from '../media/media.repository.js';
 import { mediaSettings } from '../media/media-settings.js';
 import { iconUrl, shownIcon } from '../media/product-media.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import {
   CatalogReadRepository,
@@ -41,11 +45,13 @@ import { CatalogWriter } from './catalog-writer.service.js';
 import { chargeVerdict, confirmationServes, isFresh, type CostConfirmation } from './price-freshness.js';
 import { isProductGone } from './product-gone.js';
 import type { MultiLanguageText } from './sku-diff.js';
-import { parseSkuKey } from './sku-key.js';
+import { candidateText, parseSkuKey } from './sku-key.js';
 
 /** A local SKU, for the orders engine. Money as decimal strings. */
 export interface CatalogSku {
-  /** `<product_id>:<sku_code>`: the SKU (see sku-key.ts). */
+  /** The supplier whose SKU it is. */
+  supplier: string;
+  /** `<product_id>:<sku_code>`: the SKU within its supplier (see sku-key.ts). */
   skuKey: string;
   skuCode: string;
   /** The `sku_id` to order with. */
@@ -86,6 +92,7 @@ export interface CategoryNode {
 
 export function toCatalogSku(s: StoredSku, currency: string | null, productFingerprint: string | null): CatalogSku {
   return {
+    supplier: s.supplier,
     skuKey: s.sku_key,
     skuCode: s.sku_code,
     upstreamSkuId: s.upstream_sku_id,
@@ -115,7 +122,8 @@ export function skuRefError(ref: string, r: Exclude<FoundResolution, { kind: 'fo
   if (r.kind === 'not_found') return new AppError('sku_not_found', `no SKU ${ref}`);
   return new AppError(
     'sku_ambiguous',
-    `sku_code ${ref} is carried by ${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key`,
+    `sku_code ${ref} is carried by ${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key` +
+      (r.candidates.some((c) => typeof c !== 'string') ? ' and its supplier (?supplier=)' : ''),
     { candidates: r.candidates },
   );
 }
@@ -137,6 +145,8 @@ export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) 
 
 /** How a product read for an order waits for the request budget. */
 export interface ProductReadOptions {
+  /** The supplier whose product it is (default: the `UPSTREAM_*` supplier). */
+  supplier?: string;
   signal?: AbortSignal;
   /** The longest wait for the budget; past it the read rejects with BudgetWaitExceeded. */
   maxWaitMs?: number;
@@ -144,12 +154,15 @@ export interface ProductReadOptions {
 
 /** The product an order's SKU reference named (`CatalogService.productHint`). */
 export interface ProductHint {
+  supplier: string;
   productId: number;
   skuCode: string;
 }
 
 /** A create sent for a SKU the price guard checked (`CatalogService.confirmCost`). */
 export interface CheckedCreate {
+  /** The supplier it was sent to (default: the `UPSTREAM_*` supplier). */
+  supplier?: string;
   productId: number;
   skuCode: string;
   /** The sku_id the create was sent with. */
@@ -172,10 +185,10 @@ export class CatalogService {
    * The last successful read of each product with when it settled (the clock's ms; kept
    * ORDER_PRICE_FRESH_S), and the reads in flight.
    */
-  private readonly freshReads = new Map<number, { answer: ProductAnswer; readAt: number }>();
-  private readonly readsInFlight = new Map<number, Promise<ProductAnswer>>();
-  /** Product id → SKU code → the last create that confirmed that SKU's cost (kept ORDER_PRICE_FRESH_S). */
-  private readonly confirmedCosts = new Map<number, Map<string, CostConfirmation>>();
+  private readonly freshReads = new Map<string, { answer: ProductAnswer; readAt: number }>();
+  private readonly readsInFlight = new Map<string, Promise<ProductAnswer>>();
+  /** Product (productKey) → SKU code → the last create that confirmed that SKU's cost (kept ORDER_PRICE_FRESH_S). */
+  private readonly confirmedCosts = new Map<string, Map<string, CostConfirmation>>();
 
   constructor(
     private readonly config: AppConfig,
@@ -183,15 +196,23 @@ export class CatalogService {
     private readonly repo: CatalogReadRepository,
     private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly media: MediaRepository,
   ) {}
 
+  /** The key of a supplier's product in this process's maps (reads, confirmations). */
+  private productKey(supplier: string | undefined, productId: number): string {
+    return `${supplier ?? this.suppliers.envName}/${productId}`;
+  }
+
   // ---------------------------------------------------------------------- for the orders engine
 
-  /** The local SKU a reference (a sku_key or a sku_code) names, or null when it names none or several. */
-  async getSku(ref: string): Promise<CatalogSku | null> {
-    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
+  /**
+   * The local SKU a reference (a sku_key or a sku_code) names at `supplier` (absent: at any supplier),
+   * or null when it names none or several.
+   */
+  async getSku(ref: string, supplier?: string): Promise<CatalogSku | null> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref, supplier));
     return r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
   }
 
@@ -200,20 +221,24 @@ export class CatalogService {
    * with whether its `shopOrderNo` is recorded, in one statement), with the refusal of a reference
    * that names several; remembers an available SKU's product for `productHint`.
    */
-  skuForOrder(ref: string, found: readonly FoundSku[]): SkuForOrder {
-    const r = resolveFound(ref, found);
+  skuForOrder(ref: string, found: readonly FoundSku[], supplier?: string): SkuForOrder {
+    const r = resolveFound(ref, supplier === undefined ? found : found.filter((f) => f.sku.supplier === supplier));
     const sku = r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
+    const hintKey = `${supplier ?? ''}|${ref}`;
     if (sku?.available) {
-      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(ref)) this.productOfSku.clear();
-      this.productOfSku.set(ref, { productId: sku.productId, skuCode: sku.skuCode });
+      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(hintKey)) this.productOfSku.clear();
+      this.productOfSku.set(hintKey, { supplier: sku.supplier, productId: sku.productId, skuCode: sku.skuCode });
     } else {
-      this.productOfSku.delete(ref);
+      this.productOfSku.delete(hintKey);
     }
     let refused: AppError | null = null;
     if (r.kind === 'ambiguous') {
       refused = r.listed
         ? skuRefError(ref, r)
-        : new AppError('sku_unavailable', `SKU ${ref} is not available: every SKU carrying it is unlisted (${r.candidates.join(', ')})`);
+        : new AppError(
+            'sku_unavailable',
+            `SKU ${ref} is not available: every SKU carrying it is unlisted (${r.candidates.map(candidateText).join(', ')})`,
+          );
     }
     return { sku, refused };
   }
@@ -224,8 +249,8 @@ export class CatalogService {
    * reads the SKU locally. A SKU read unavailable or missing has none, so that requests for it make no
    * upstream call.
    */
-  productHint(ref: string): ProductHint | undefined {
-    return this.productOfSku.get(ref);
+  productHint(ref: string, supplier?: string): ProductHint | undefined {
+    return this.productOfSku.get(`${supplier ?? ''}|${ref}`);
   }
 
   private get freshMs(): number {
@@ -235,28 +260,35 @@ export class CatalogService {
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
   readProduct(productId: number, opts: ProductReadOptions = {}): Promise<ProductAnswer> {
     const freshMs = this.freshMs;
+    const key = this.productKey(opts.supplier, productId);
     if (freshMs > 0) {
-      const last = this.freshReads.get(productId);
+      const last = this.freshReads.get(key);
       if (last && isFresh(last.readAt, this.clock.nowMs(), freshMs)) return Promise.resolve(last.answer);
-      const running = this.readsInFlight.get(productId);
+      const running = this.readsInFlight.get(key);
       if (running) return running;
     }
-    const read = this.upstream.getProduct(productId, opts.signal, { priority: 'price', maxWaitMs: opts.maxWaitMs }).then(
+    let upstream;
+    try {
+      upstream = this.suppliers.get(opts.supplier ?? this.suppliers.envName).client;
+    } catch (error) {
+      return Promise.resolve({ error, settledAt: performance.now() });
+    }
+    const read = upstream.getProduct(productId, opts.signal, { priority: 'price', maxWaitMs: opts.maxWaitMs }).then(
       (product): ProductAnswer => {
         const answer = { product, settledAt: performance.now() };
         if (freshMs > 0) {
           if (this.freshReads.size >= PRODUCT_HINTS) this.freshReads.clear();
-          this.freshReads.set(productId, { answer, readAt: this.clock.nowMs() });
+          this.freshReads.set(key, { answer, readAt: this.clock.nowMs() });
           // the read is newer than any create's confirmation and serves every SKU of the product
-          this.confirmedCosts.delete(productId);
+          this.confirmedCosts.delete(key);
         }
         return answer;
       },
       (error: unknown): ProductAnswer => ({ error, settledAt: performance.now() }),
     );
     if (freshMs > 0) {
-      this.readsInFlight.set(productId, read);
-      void read.then(() => this.readsInFlight.delete(productId));
+      this.readsInFlight.set(key, read);
+      void read.then(() => this.readsInFlight.delete(key));
     }
     return read;
   }
@@ -265,9 +297,10 @@ export class CatalogService {
    * Forgets the product's last read and its SKUs' confirmations (the upstream refused an order for it,
    * or charged another price than the one checked: the next order reads it again).
    */
-  forgetRead(productId: number): void {
-    this.freshReads.delete(productId);
-    this.confirmedCosts.delete(productId);
+  forgetRead(productId: number, supplier?: string): void {
+    const key = this.productKey(supplier, productId);
+    this.freshReads.delete(key);
+    this.confirmedCosts.delete(key);
   }
 
   /**
@@ -280,15 +313,16 @@ export class CatalogService {
   confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, answeredAt: number): boolean {
     const verdict = chargeVerdict(charged, c);
     if (verdict !== 'confirms') {
-      if (verdict === 'differs') this.forgetRead(c.productId);
+      if (verdict === 'differs') this.forgetRead(c.productId, c.supplier);
       return false;
     }
     if (this.freshMs <= 0) return true;
-    let skus = this.confirmedCosts.get(c.productId);
+    const key = this.productKey(c.supplier, c.productId);
+    let skus = this.confirmedCosts.get(key);
     if (!skus) {
       if (this.confirmedCosts.size >= PRODUCT_HINTS) this.confirmedCosts.clear();
       skus = new Map();
-      this.confirmedCosts.set(c.productId, skus);
+      this.confirmedCosts.set(key, skus);
     }
     const last = skus.get(c.skuCode);
     if (!last || last.at <= answeredAt) skus.set(c.skuCode, { skuId: c.skuId, unitCost: c.unitCost, at: answeredAt });
@@ -296,8 +330,8 @@ export class CatalogService {
   }
 
   /** Whether a create confirmed the SKU's cost within ORDER_PRICE_FRESH_S (whatever the local catalog now says). */
-  costConfirmedLately(productId: number, skuCode: string): boolean {
-    const c = this.confirmedCosts.get(productId)?.get(skuCode);
+  costConfirmedLately(productId: number, skuCode: string, supplier?: string): boolean {
+    const c = this.confirmedCosts.get(this.productKey(supplier, productId))?.get(skuCode);
     return c !== undefined && isFresh(c.at, this.clock.nowMs(), this.freshMs);
   }
 
@@ -305,8 +339,10 @@ export class CatalogService {
    * The confirmation that lets the price guard skip the product's read for this local SKU: a create
    * for it confirmed, within ORDER_PRICE_FRESH_S, the sku_id and the cost the local catalog holds.
    */
-  confirmedCost(sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>): CostConfirmation | null {
-    const c = this.confirmedCosts.get(sku.productId)?.get(sku.skuCode);
+  confirmedCost(
+    sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'> & { supplier?: string },
+  ): CostConfirmation | null {
+    const c = this.confirmedCosts.get(this.productKey(sku.supplier, sku.productId))?.get(sku.skuCode);
     return confirmationServes(c, sku, this.clock.nowMs(), this.freshMs) ? c : null;
   }
 
@@ -322,9 +358,10 @@ export class CatalogService {
     opts: ProductReadOptions = {},
   ): Promise<UpstreamProduct | null> {
     const answer = read ?? (await this.readProduct(productId, opts));
+    const supplier = opts.supplier ?? this.suppliers.envName;
     if ('error' in answer) {
       if (isProductGone(answer.error)) {
-        await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });
+        await this.writer.unlistProduct(productId, { supplier, runId: null, source: 'refresh' });
         return null;
       }
       throw answer.error;
@@ -333,22 +370,41 @@ export class CatalogService {
     // Its SKUs no longer in it are unlisted and the others written, in one transaction; nothing at all
     // when its fingerprint did not move (compared with `knownFingerprint`, read with the SKU just
     // before, without another query).
-    await this.writer.applyFreshProduct(product, { runId: null, source: 'refresh' }, knownFingerprint);
+    await this.writer.applyFreshProduct(product, { supplier, runId: null, source: 'refresh' }, knownFingerprint);
     return product;
   }
 
   // ------------------------------------------------------------------------ for the internal API
 
   /** The SKU a reference names: 404 `sku_not_found` for none, 409 `sku_ambiguous` for several (see sku-key.ts). */
-  async findSku(ref: string): Promise<{ sku: StoredSku; currency: string | null }> {
-    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
+  async findSku(ref: string, supplier?: string): Promise<{ sku: StoredSku; currency: string | null }> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref, supplier));
     if (r.kind !== 'found') throw skuRefError(ref, r);
     return { sku: r.found.sku, currency: r.found.currency };
   }
 
-  async listSkus(filter: SkuListFilter): Promise<{ items: StoredSku[]; total: number; currency: string | null }> {
+  /** A page of SKUs, with each of their suppliers' currency. */
+  async listSkus(filter: SkuListFilter): Promise<{ items: StoredSku[]; total: number; currencies: Map<string, string | null> }> {
     const { items, total } = await this.repo.listSkus(filter);
-    return { items, total, currency: await this.repo.currency() };
+    const currencies = new Map<string, string | null>();
+    for (const supplier of new Set(items.map((s) => s.supplier))) currencies.set(supplier, await this.repo.currency(supplier));
+    return { items, total, currencies };
+  }
+
+  /**
+   * Unlists every SKU of a supplier (it was deleted: CONTRACT §10), its products and categories with
+   * them; its orders keep their history. Returns the SKUs unlisted.
+   */
+  async unlistSupplier(supplier: string): Promise<number> {
+    for (const key of [...this.freshReads.keys(), ...this.confirmedCosts.keys()]) {
+      if (key.startsWith(`${supplier}/`)) {
+        this.freshReads.delete(key);
+        this.confirmedCosts.delete(key);
+      }
+    }
+    for (const [key, hint] of this.productOfSku) if (hint.supplier === supplier) this.productOfSku.delete(key);
+    const r = await this.writer.unlistSupplier(supplier);
+    return r.delisted;
   }
 
   /**
@@ -356,10 +412,13 @@ export class CatalogService {
    * history (recorded while its code belonged to that product, before SKUs were keyed by product)
    * lists that history.
    */
-  async skuChanges(ref: string, offset: number, limit: number): Promise<{ items: StoredChange[]; total: number }> {
-    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref));
-    if (r.kind === 'found') return this.repo.skuChanges(r.found.sku.sku_key, offset, limit);
-    const byKey = r.kind === 'not_found' && parseSkuKey(ref) ? await this.repo.skuChanges(ref, offset, limit) : null;
+  async skuChanges(ref: string, offset: number, limit: number, supplier?: string): Promise<{ items: StoredChange[]; total: number }> {
+    const r = resolveFound(ref, await this.repo.findSkusWithCurrency(ref, supplier));
+    if (r.kind === 'found') return this.repo.skuChanges(r.found.sku.supplier, r.found.sku.sku_key, offset, limit);
+    const byKey =
+      r.kind === 'not_found' && parseSkuKey(ref)
+        ? await this.repo.skuChanges(supplier ?? this.suppliers.envName, ref, offset, limit)
+        : null;
     if (byKey && byKey.total > 0) return byKey;
     throw skuRefError(ref, r);
   }
@@ -372,17 +431,28 @@ export class CatalogService {
    * The category tree, each level by sort_order descending (a child whose parent is unknown is a root).
    * Icons are shown as the shop may see them: the relay's copy once mirrored, else null (shownIcon).
    */
-  async categoryTree(): Promise<CategoryNode[]> {
-    const s = mediaSettings(this.config);
-    const stored = await this.categoryRepo.categories();
-    const urls = s.mirror ? stored.map((c) => iconUrl(c.icon, s.origin)).filter((u): u is string => u !== null) : [];
+  async categoryTree(supplier?: string): Promise<CategoryNode[]> {
+    const stored = await this.categoryRepo.categories(supplier);
+    // each supplier's icons resolved against its own origin
+    const settings = new Map(
+      [...new Set(stored.map((c) => c.supplier))].map((name) => [
+        name,
+        mediaSettings(this.config, this.suppliers.find(name)?.config.baseUrl ?? this.config.upstream.baseUrl),
+      ]),
+    );
+    const urls = stored.flatMap((c) => {
+      const s = settings.get(c.supplier)!;
+      const url = s.mirror ? iconUrl(c.icon, s.origin) : null;
+      return url === null ? [] : [url];
+    });
     const known = await this.media.sources(urls, this.clock.now());
-    const all = stored.map((c) => ({ ...c, icon: shownIcon(c.icon, (u) => known.get(u), s) }));
-    const nodes = new Map<number, CategoryNode>(all.map((c) => [c.id, { category: c, children: [] }]));
+    const all = stored.map((c) => ({ ...c, icon: shownIcon(c.icon, (u) => known.get(u), settings.get(c.supplier)!) }));
+    const id = (supplier: string, category: number) => `${supplier}/${category}`;
+    const nodes = new Map<string, CategoryNode>(all.map((c) => [id(c.supplier, c.id), { category: c, children: [] }]));
     const roots: CategoryNode[] = [];
     for (const c of all) {
-      const node = nodes.get(c.id)!;
-      const parent = c.parent_id !== 0 && c.parent_id !== c.id ? nodes.get(c.parent_id) : undefined;
+      const node = nodes.get(id(c.supplier, c.id))!;
+      const parent = c.parent_id !== 0 && c.parent_id !== c.id ? nodes.get(id(c.supplier, c.parent_id)) : undefined;
       (parent ? parent.children : roots).push(node);
     }
     return roots;

@@ -10,7 +10,7 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
+import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
@@ -40,7 +40,6 @@ export class DelistingChecks {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly upstream: UpstreamClient,
     private readonly catalog: CatalogRepository,
     private readonly writer: CatalogWriter,
     private readonly lease: SyncRunLease,
@@ -58,7 +57,7 @@ export class DelistingChecks {
     if (seen) {
       // What the pass saw is in memory, with what was fingerprinted and what was not at its start. The
       // products fingerprinted since (by the pass, or e.g. by an order's fresh read) are read now.
-      const since = new Set(await this.catalog.fingerprintedSince(run.startedAt));
+      const since = new Set(await this.catalog.fingerprintedSince(run.supplier, run.startedAt));
       const ids = new Set(seen.unfingerprinted);
       // Without a fingerprint at the start: unless the pass saw it and fingerprinted it.
       for (const id of seen.unfingerprintedAtStart) if (!(since.has(id) && seen.ids.has(id))) ids.add(id);
@@ -71,11 +70,11 @@ export class DelistingChecks {
       // or after the read's fence), a few in a re-sync.
       if (seen.unchanged.size > 0) {
         const expected = new Map<number, string>();
-        for (const id of await this.catalog.productsWrittenSince(seen.fence)) {
+        for (const id of await this.catalog.productsWrittenSince(run.supplier, seen.fence)) {
           const fp = seen.unchanged.has(id) ? seen.fingerprintedAtStart.get(id) : undefined;
           if (fp !== undefined) expected.set(id, fp);
         }
-        for (const id of await this.catalog.fingerprintsMoved(expected)) ids.add(id);
+        for (const id of await this.catalog.fingerprintsMoved(run.supplier, expected)) ids.add(id);
       }
       const sorted = [...ids].sort((a, b) => a - b);
       for (let i = 0; i < sorted.length; i += CONFIRM_BATCH) {
@@ -88,7 +87,7 @@ export class DelistingChecks {
     let after = 0;
     for (;;) {
       if (run.abort.signal.aborted) throw new AbortedError();
-      const ids = await this.catalog.unseenProducts(run.runId, run.startedAt, after, CONFIRM_BATCH);
+      const ids = await this.catalog.unseenProducts(run.supplier, run.runId, run.startedAt, after, CONFIRM_BATCH);
       if (ids.length === 0) return;
       after = ids[ids.length - 1];
       await this.lease.hold(run.claim);
@@ -99,7 +98,7 @@ export class DelistingChecks {
   private async confirmProduct(run: ActiveRun, productId: number): Promise<void> {
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, SYNC_READ), {
+      product = await withRetries(() => run.client.getProduct(productId, run.abort.signal, SYNC_READ), {
         policy: run.retry,
         signal: run.abort.signal,
       });
@@ -107,7 +106,7 @@ export class DelistingChecks {
       if (e instanceof AbortedError) throw e;
       const cause = e instanceof RetriesExhausted ? e.cause : e;
       if (isProductGone(cause)) {
-        countWrite(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm' }));
+        countWrite(run, await this.writer.unlistProduct(productId, { supplier: run.supplier, runId: run.runId, source: 'confirm' }));
         run.emit();
         return;
       }
@@ -121,9 +120,14 @@ export class DelistingChecks {
     if (product.is_active) run.counters.confirmedLive++;
     countWrite(
       run,
-      await this.writer.unlistProduct(productId, { runId: run.runId, source: 'confirm', keep: product.skus.map((s) => s.sku_code) }),
+      await this.writer.unlistProduct(productId, {
+        supplier: run.supplier,
+        runId: run.runId,
+        source: 'confirm',
+        keep: product.skus.map((s) => s.sku_code),
+      }),
     );
-    countWrite(run, await this.writer.applyProducts([product], { runId: run.runId, source: 'confirm' }));
+    countWrite(run, await this.writer.applyProducts([product], { supplier: run.supplier, runId: run.runId, source: 'confirm' }));
     run.emit();
   }
 }

@@ -16,7 +16,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
-import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
+import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
 import { CatalogWriter } from './catalog-writer.service.js';
@@ -41,7 +41,6 @@ export class OrderedRereads {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly upstream: UpstreamClient,
     private readonly catalog: CatalogRepository,
     private readonly writer: CatalogWriter,
     private readonly lease: SyncRunLease,
@@ -53,7 +52,7 @@ export class OrderedRereads {
     const limit = this.config.sync.rereadOrdered;
     if (limit === 0 || run.mode !== 'incremental') return;
     const since = new Date(this.clock.now().getTime() - REREAD_ORDERED_WITHIN_MS);
-    const ids = await this.catalog.orderedProductsToReread(since, limit, run.runId);
+    const ids = await this.catalog.orderedProductsToReread(run.supplier, since, limit, run.runId);
     if (ids.length === 0) return;
     run.phase = 'rereading';
     run.emit();
@@ -69,17 +68,17 @@ export class OrderedRereads {
     run.counters.rereadProducts++;
     let product: UpstreamProduct;
     try {
-      product = await withRetries(() => this.upstream.getProduct(productId, run.abort.signal, REREAD), {
+      product = await withRetries(() => run.client.getProduct(productId, run.abort.signal, REREAD), {
         policy: run.retry,
         signal: run.abort.signal,
       });
     } catch (e) {
       if (e instanceof AbortedError || run.abort.signal.aborted) throw e instanceof AbortedError ? e : new AbortedError();
       const cause = e instanceof RetriesExhausted ? e.cause : e;
-      await this.catalog.markReread(productId, this.clock.now());
+      await this.catalog.markReread(run.supplier, productId, this.clock.now());
       if (isProductGone(cause)) {
         this.metrics.syncRereads.inc({ outcome: 'gone' });
-        countWrite(run, await this.writer.unlistProduct(productId, { runId: run.runId, source: 'refresh' }));
+        countWrite(run, await this.writer.unlistProduct(productId, { supplier: run.supplier, runId: run.runId, source: 'refresh' }));
       } else {
         this.metrics.syncRereads.inc({ outcome: 'failed' });
         this.logger.warn(
@@ -89,8 +88,8 @@ export class OrderedRereads {
       run.emit();
       return;
     }
-    countWrite(run, await this.writer.applyFreshProduct(product, { runId: run.runId, source: 'refresh' }));
-    await this.catalog.markReread(productId, this.clock.now());
+    countWrite(run, await this.writer.applyFreshProduct(product, { supplier: run.supplier, runId: run.runId, source: 'refresh' }));
+    await this.catalog.markReread(run.supplier, productId, this.clock.now());
     this.metrics.syncRereads.inc({ outcome: 'ok' });
     run.emit();
   }

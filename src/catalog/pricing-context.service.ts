@@ -19,15 +19,16 @@ export class PricingContext {
   constructor(
     readonly version: number,
     readonly rules: PricingRuleSet,
-    /** category id → parent id (0: top level). */
-    readonly parents: ReadonlyMap<number, number>,
+    /** `<supplier>/<category id>` → parent id (0: top level). */
+    readonly parents: ReadonlyMap<string, number>,
   ) {
     this.price = (cost, subject) =>
       rules.priceOf(cost, {
+        supplier: subject.supplier,
         skuKey: subject.skuKey,
         skuCode: subject.skuCode,
         categoryId: subject.categoryId,
-        parentCategoryId: parents.get(subject.categoryId) ?? null,
+        parentCategoryId: parents.get(`${subject.supplier ?? ''}/${subject.categoryId}`) ?? null,
       });
   }
 }
@@ -63,8 +64,8 @@ export class PricingContextService {
   async load(em?: Db, version?: number): Promise<PricingContext> {
     const state = version === undefined ? await this.pricingRepo.state(em) : { version };
     const rules = await this.pricingRepo.rules(em);
-    const categories = await this.catalogRepo.categories(em);
-    const parents = new Map<number, number>(categories.map((c) => [c.id, c.parent_id]));
+    const categories = await this.catalogRepo.categories(undefined, em);
+    const parents = new Map<string, number>(categories.map((c) => [`${c.supplier}/${c.id}`, c.parent_id]));
     return new PricingContext(state.version, new PricingRuleSet(this.defaults, rules, this.memo), parents);
   }
 

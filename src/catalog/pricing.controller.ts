@@ -1,4 +1,4 @@
-/** `GET/PUT /internal/pricing/rules`: markup rules by category and by SKU (sku_key or sku_code) over the defaults of §3. */
+/** `GET/PUT /internal/pricing/rules`: markup rules by supplier, by category and by SKU (sku_key or sku_code) over the defaults of §3. */
 import { Body, Controller, Get, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { ApiErrors } from '../ops/api-docs.js';
@@ -8,7 +8,7 @@ import {
   PUT_RULES_ERRORS,
   PUT_RULES_EXAMPLE,
   RULES_EXAMPLE,
-} from './catalog.api-examples.js';
+} from './pricing.api-examples.js';
 import { PutPricingRulesBody } from './catalog.dto.js';
 import { toPricingRulesResponse } from './catalog.responses.js';
 import { PricingService } from './pricing.service.js';
@@ -24,7 +24,7 @@ export class PricingController {
   @ApiOperation({
     summary: 'The pricing rules',
     description:
-      "The markup rules by category and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), " +
+      "The markup rules by supplier, by category (of a supplier) and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), " +
       'over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).',
   })
   @ApiResponse({ status: 200, description: 'the rules', schema: PRICING_RULES_SCHEMA, example: RULES_EXAMPLE })
@@ -48,23 +48,17 @@ export class PricingController {
   @ApiErrors(...PUT_RULES_ERRORS)
   async replace(@Body() body: PutPricingRulesBody) {
     const change = await this.pricing.replaceRules(
-      body.rules.map((r) =>
-        r.scope === 'category'
-          ? {
-              scope: 'category' as const,
-              categoryId: r.category_id!,
-              markupPercent: r.markup_percent,
-              markupFixed: r.markup_fixed,
-              rounding: r.rounding ?? null,
-            }
-          : {
-              scope: 'sku' as const,
-              skuCode: r.sku_code!,
-              markupPercent: r.markup_percent,
-              markupFixed: r.markup_fixed,
-              rounding: r.rounding ?? null,
-            },
-      ),
+      body.rules.map((r) => {
+        const markup = {
+          supplier: r.supplier ?? null,
+          markupPercent: r.markup_percent,
+          markupFixed: r.markup_fixed,
+          rounding: r.rounding ?? null,
+        };
+        if (r.scope === 'supplier') return { scope: 'supplier' as const, ...markup };
+        if (r.scope === 'category') return { scope: 'category' as const, categoryId: r.category_id!, ...markup };
+        return { scope: 'sku' as const, skuCode: r.sku_code!, ...markup };
+      }),
     );
     return toPricingRulesResponse(change);
   }

@@ -40,11 +40,12 @@ export class PricingRepository {
 
   async rules(em?: Db): Promise<StoredPricingRule[]> {
     const rows = (await this.db(em).query(
-      `SELECT scope, category_id::text AS category_id, sku_code, sku_key, markup_percent::text AS markup_percent,
+      `SELECT scope, supplier, category_id::text AS category_id, sku_code, sku_key, markup_percent::text AS markup_percent,
               markup_fixed::text AS markup_fixed, rounding::text AS rounding, updated_at
-         FROM catalog_pricing_rules ORDER BY scope, category_id NULLS LAST, sku_code NULLS LAST, sku_key NULLS FIRST`,
+         FROM catalog_pricing_rules ORDER BY scope, supplier NULLS FIRST, category_id NULLS LAST, sku_code NULLS LAST, sku_key NULLS FIRST`,
     )) as Array<{
-      scope: 'category' | 'sku';
+      scope: 'supplier' | 'category' | 'sku';
+      supplier: string | null;
       category_id: string | null;
       sku_code: string | null;
       sku_key: string | null;
@@ -55,6 +56,7 @@ export class PricingRepository {
     }>;
     return rows.map((r) => ({
       scope: r.scope,
+      supplier: r.supplier,
       categoryId: r.category_id === null ? null : Number(r.category_id),
       skuCode: r.sku_code,
       skuKey: r.sku_key,
@@ -69,6 +71,7 @@ export class PricingRepository {
   async replaceRules(em: Db, rules: PricingRule[], now: Date): Promise<void> {
     const payload = rules.map((r) => ({
       scope: r.scope,
+      supplier: r.supplier ?? null,
       category_id: r.scope === 'category' ? r.categoryId : null,
       sku_code: r.scope === 'sku' ? r.skuCode : null,
       sku_key: r.scope === 'sku' ? (r.skuKey ?? null) : null,
@@ -79,10 +82,10 @@ export class PricingRepository {
     await em.query(
       `WITH input AS (
          SELECT * FROM json_to_recordset($1::json)
-           AS t(scope text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)),
+           AS t(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)),
        del AS (
          DELETE FROM catalog_pricing_rules r WHERE NOT EXISTS (
-           SELECT 1 FROM input i WHERE i.scope = r.scope AND i.category_id IS NOT DISTINCT FROM r.category_id
+           SELECT 1 FROM input i WHERE i.scope = r.scope AND i.supplier IS NOT DISTINCT FROM r.supplier AND i.category_id IS NOT DISTINCT FROM r.category_id
              AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key AND i.markup_percent = r.markup_percent
              AND i.markup_fixed = r.markup_fixed AND i.rounding IS NOT DISTINCT FROM r.rounding)
          RETURNING 1)
@@ -90,13 +93,13 @@ export class PricingRepository {
       [JSON.stringify(payload)],
     );
     await em.query(
-      `INSERT INTO catalog_pricing_rules (scope, category_id, sku_code, sku_key, markup_percent, markup_fixed, rounding, updated_at)
-       SELECT i.scope, i.category_id, i.sku_code, i.sku_key, i.markup_percent, i.markup_fixed, i.rounding, $2
+      `INSERT INTO catalog_pricing_rules (scope, supplier, category_id, sku_code, sku_key, markup_percent, markup_fixed, rounding, updated_at)
+       SELECT i.scope, i.supplier, i.category_id, i.sku_code, i.sku_key, i.markup_percent, i.markup_fixed, i.rounding, $2
          FROM json_to_recordset($1::json)
-           AS i(scope text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)
+           AS i(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)
         WHERE NOT EXISTS (
-           SELECT 1 FROM catalog_pricing_rules r WHERE i.scope = r.scope AND i.category_id IS NOT DISTINCT FROM r.category_id
-             AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key)`,
+           SELECT 1 FROM catalog_pricing_rules r WHERE i.scope = r.scope AND i.supplier IS NOT DISTINCT FROM r.supplier
+             AND i.category_id IS NOT DISTINCT FROM r.category_id AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key)`,
       [JSON.stringify(payload), now],
     );
   }

@@ -8,6 +8,12 @@
  * is 409 `sku_ambiguous`, nothing changed. A key no SKU has yet is stored as given (the rule applies
  * once that SKU appears); a plain code no SKU carries yet is stored by code alone (it applies to the
  * SKUs that come to carry it).
+ *
+ * Rules are per supplier (category ids and sku_keys are a supplier's own): a supplier rule names it, a
+ * category rule names it or is the `UPSTREAM_*` supplier's, a SKU rule is looked for at the supplier it
+ * names or at every supplier (a reference several suppliers carry is 409 `sku_ambiguous`, with
+ * `{supplier, sku_key}` candidates) and stored with the supplier of the SKU it found (a key no SKU has
+ * yet: the named supplier, else the `UPSTREAM_*` one). Precedence: SKU > category > supplier > defaults.
  */
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -20,6 +26,7 @@ import { parseSkuKey, resolveSkuRef } from './sku-key.js';
 import { PricingError, validateMarkupInput, type PricingDefaults, type PricingRule } from './pricing.js';
 import { PricingContextService, type PricingContext } from './pricing-context.service.js';
 import { PricingRepository, type StoredPricingRule } from './pricing.repository.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 
 export interface PricingRulesView {
   defaults: PricingDefaults;
@@ -47,6 +54,7 @@ export class PricingService implements OnApplicationBootstrap {
     private readonly writer: CatalogWriter,
     private readonly clock: Clock,
     private readonly reads: CatalogReadRepository,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -104,17 +112,20 @@ export class PricingService implements OnApplicationBootstrap {
   private async resolveSkus(rules: PricingRule[]): Promise<PricingRule[]> {
     const refs = rules.flatMap((r) => (r.scope === 'sku' && r.skuCode ? [r.skuCode] : []));
     const found = await this.reads.skusByRefs(undefined, refs);
+    const env = this.suppliers.envName;
     return rules.map((r, i) => {
+      if (r.scope === 'category') return { ...r, supplier: r.supplier ?? env };
       if (r.scope !== 'sku' || !r.skuCode) return r;
       const ref = r.skuCode;
-      const hit = resolveSkuRef(ref, found.get(ref) ?? []);
-      if (hit.kind === 'found') return { ...r, skuKey: hit.sku.sku_key, skuCode: hit.sku.sku_code };
+      const candidates = (found.get(ref) ?? []).filter((c) => !r.supplier || c.supplier === r.supplier);
+      const hit = resolveSkuRef(ref, candidates);
+      if (hit.kind === 'found') return { ...r, supplier: hit.sku.supplier, skuKey: hit.sku.sku_key, skuCode: hit.sku.sku_code };
       if (hit.kind === 'ambiguous') {
         const e = skuRefError(ref, hit);
         throw e.withMessage(`rules.${i}: ${e.message}`);
       }
       const key = parseSkuKey(ref);
-      return key ? { ...r, skuKey: ref, skuCode: key.skuCode } : { ...r, skuKey: null };
+      return key ? { ...r, supplier: r.supplier ?? env, skuKey: ref, skuCode: key.skuCode } : { ...r, supplier: null, skuKey: null };
     });
   }
 
@@ -128,8 +139,15 @@ export class PricingService implements OnApplicationBootstrap {
         if (e instanceof PricingError) (fields[e.field] ??= []).push(e.message);
         else throw e;
       }
-      const key = r.scope === 'category' ? `category:${r.categoryId}` : `sku:${r.skuKey ?? r.skuCode}`;
-      if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key.replace(':', ' ')}`);
+      // what the rule is for, as the message names it: `category 1`, `sku 42:A of second`, `supplier second`
+      const at = r.scope !== 'supplier' && r.supplier ? ` of ${r.supplier}` : '';
+      const key =
+        r.scope === 'supplier'
+          ? `supplier ${r.supplier}`
+          : r.scope === 'category'
+            ? `category ${r.categoryId}${at}`
+            : `sku ${r.skuKey ?? r.skuCode}${at}`;
+      if (seen.has(key)) (fields[`rules.${i}`] ??= []).push(`a second rule for ${key}`);
       seen.add(key);
     });
     if (Object.keys(fields).length > 0) {

@@ -135,6 +135,23 @@ describe('PricingRuleSet', () => {
     expect(keyed.priceOf('10.00', { skuKey: '4:SKU-A', skuCode: 'SKU-A', categoryId: 101 })).toBe('10.50');
   });
 
+  it('rules are per supplier: SKU > category > supplier > default', () => {
+    const scoped = new PricingRuleSet(defaults, [
+      { scope: 'supplier', supplier: 'second', markupPercent: '50', markupFixed: '0' },
+      { scope: 'category', supplier: 'second', categoryId: 1, markupPercent: '20', markupFixed: '0' },
+      { scope: 'category', supplier: 'main', categoryId: 1, markupPercent: '30', markupFixed: '0' },
+      { scope: 'sku', supplier: 'second', skuCode: 'DEFAULT', skuKey: '1:DEFAULT', markupPercent: '0', markupFixed: '1' },
+    ]);
+    const sku = { skuKey: '1:DEFAULT', skuCode: 'DEFAULT', categoryId: 1 };
+    expect(scoped.priceOf('10.00', { ...sku, supplier: 'second' })).toBe('11.00');
+    expect(scoped.ruleFor({ ...sku, supplier: 'main' }).source).toBe('category');
+    expect(scoped.priceOf('10.00', { ...sku, supplier: 'main' })).toBe('13.00');
+    expect(scoped.priceOf('10.00', { ...sku, skuKey: '2:DEFAULT', supplier: 'second' })).toBe('12.00');
+    expect(scoped.ruleFor({ ...sku, skuKey: '2:DEFAULT', categoryId: 5, supplier: 'second' }).source).toBe('supplier');
+    expect(scoped.priceOf('10.00', { ...sku, skuKey: '2:DEFAULT', categoryId: 5, supplier: 'second' })).toBe('15.00');
+    expect(scoped.ruleFor({ ...sku, skuKey: '2:DEFAULT', categoryId: 5, supplier: 'main' }).source).toBe('default');
+  });
+
   it('a rule without rounding uses the default step', () => {
     expect(set.priceOf('10.01', { skuCode: 'X', categoryId: 1, parentCategoryId: 0 })).toBe('12.02'); // 12.012 up
   });

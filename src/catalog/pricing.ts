@@ -9,9 +9,11 @@
  * gives `12.00`, not `12`).
  *
  * Rules: a SKU rule beats a rule on the SKU's own (leaf) category, which beats a rule on its parent
- * category, which beats the defaults (PRICE_MARKUP_PERCENT / PRICE_MARKUP_FIXED / PRICE_ROUNDING). A
- * SKU rule names its SKU by `sku_key`; one set by a plain `sku_code` that no SKU carried then has no
- * key and applies to the SKUs carrying that code (a SKU's own rule by key beats it).
+ * category, which beats a rule on its supplier, which beats the defaults (PRICE_MARKUP_PERCENT /
+ * PRICE_MARKUP_FIXED / PRICE_ROUNDING). Category ids and sku_keys are a supplier's own: a category
+ * rule and a SKU rule by key name their supplier. A SKU rule set by a plain `sku_code` that no SKU
+ * carried then has no key (nor supplier) and applies to the SKUs carrying that code at any supplier (a
+ * SKU's own rule by key beats it).
  * A rule without its own rounding uses the default step.
  */
 import { Decimal } from 'decimal.js';
@@ -37,10 +39,12 @@ export interface PricingDefaults {
   rounding: string;
 }
 
-export type PricingRuleScope = 'category' | 'sku';
+export type PricingRuleScope = 'supplier' | 'category' | 'sku';
 
 export interface PricingRule extends MarkupInput {
   scope: PricingRuleScope;
+  /** The supplier the rule is about (scope `supplier`, `category`, and `sku` by key; null for a rule by code alone). */
+  supplier?: string | null;
   /** Upstream category id (scope `category`). */
   categoryId?: number | null;
   /** scope `sku`: the SKU's code. */
@@ -51,6 +55,8 @@ export interface PricingRule extends MarkupInput {
 
 /** Where a SKU sits, for choosing its rule. */
 export interface PricingSubject {
+  /** The supplier whose SKU it is. */
+  supplier?: string;
   /** The SKU's key (absent: only rules by code can apply). */
   skuKey?: string;
   skuCode: string;
@@ -63,7 +69,7 @@ export interface PricingSubject {
 export interface CompiledRule {
   /** Stable text of the rule, e.g. for caches: `p=12.5;f=0.3;r=0.01`. */
   readonly key: string;
-  readonly source: 'default' | 'category' | 'parent_category' | 'sku';
+  readonly source: 'default' | 'supplier' | 'category' | 'parent_category' | 'sku';
   readonly factor: Money;
   readonly fixed: Money;
   readonly step: Money;
@@ -175,8 +181,11 @@ export function salePrice(cost: string, rule: CompiledRule): string {
  */
 export class PricingRuleSet {
   readonly defaultRule: CompiledRule;
-  private readonly byCategory = new Map<number, CompiledRule>();
+  /** By `<supplier>/<category id>`. */
+  private readonly byCategory = new Map<string, CompiledRule>();
+  /** By `<supplier>/<sku_key>`. */
   private readonly bySku = new Map<string, CompiledRule>();
+  private readonly bySupplier = new Map<string, CompiledRule>();
   private readonly byCode = new Map<string, CompiledRule>();
   constructor(
     readonly defaults: PricingDefaults,
@@ -187,27 +196,31 @@ export class PricingRuleSet {
   ) {
     this.defaultRule = compileRule(defaults, defaults.rounding, 'default');
     for (const r of rules) {
-      if (r.scope === 'category' && r.categoryId != null) {
-        this.byCategory.set(r.categoryId, compileRule(r, defaults.rounding, 'category'));
+      if (r.scope === 'supplier' && r.supplier) {
+        this.bySupplier.set(r.supplier, compileRule(r, defaults.rounding, 'supplier'));
+      } else if (r.scope === 'category' && r.categoryId != null) {
+        this.byCategory.set(`${r.supplier ?? ''}/${r.categoryId}`, compileRule(r, defaults.rounding, 'category'));
       } else if (r.scope === 'sku' && r.skuKey) {
-        this.bySku.set(r.skuKey, compileRule(r, defaults.rounding, 'sku'));
+        this.bySku.set(`${r.supplier ?? ''}/${r.skuKey}`, compileRule(r, defaults.rounding, 'sku'));
       } else if (r.scope === 'sku' && r.skuCode) {
         this.byCode.set(r.skuCode, compileRule(r, defaults.rounding, 'sku'));
       }
     }
   }
 
-  /** The rule that applies: sku_key, then sku_code, then category, then parent category, then the defaults. */
+  /** The rule that applies: sku_key, then sku_code, then category, then parent category, then supplier, then the defaults. */
   ruleFor(subject: PricingSubject): CompiledRule {
-    const sku = (subject.skuKey !== undefined ? this.bySku.get(subject.skuKey) : undefined) ?? this.byCode.get(subject.skuCode);
+    const supplier = subject.supplier ?? '';
+    const sku =
+      (subject.skuKey !== undefined ? this.bySku.get(`${supplier}/${subject.skuKey}`) : undefined) ?? this.byCode.get(subject.skuCode);
     if (sku) return sku;
-    const category = this.byCategory.get(subject.categoryId);
+    const category = this.byCategory.get(`${supplier}/${subject.categoryId}`);
     if (category) return category;
     if (subject.parentCategoryId) {
-      const parent = this.byCategory.get(subject.parentCategoryId);
+      const parent = this.byCategory.get(`${supplier}/${subject.parentCategoryId}`);
       if (parent) return { ...parent, source: 'parent_category' };
     }
-    return this.defaultRule;
+    return this.bySupplier.get(supplier) ?? this.defaultRule;
   }
 
   priceOf(cost: string, subject: PricingSubject): string {

@@ -6,6 +6,9 @@
  * recorded as refused, and the products using it are rendered again; then the categories' icons are
  * mirrored the same way (their shown URL is made when the categories are read: CatalogService).
  *
+ * Each supplier's images are resolved against its own origin (its base URL), and its pass renders its
+ * own products and categories only.
+ *
  * The pass never fails a run: what goes wrong is logged, noted in the run, and left for the next one
  * (the products stay pending). It never touches an order: it uses neither the upstream client nor
  * its budget.
@@ -19,6 +22,7 @@ import { MediaRepository, type MediaOutcome } from '../media/media.repository.js
 import { mediaSettings } from '../media/media-settings.js';
 import { mediaKey, renderProductMedia, resolveImageUrl, type MediaSettings, type SourceState } from '../media/product-media.js';
 import { OutboxWriter, type OutboxEvent } from '../notifications/outbox.writer.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { CategoryRepository } from './category.repository.js';
 import { ProductRepository, type ProductRow } from './product.repository.js';
@@ -70,15 +74,17 @@ export class ProductMediaService {
     private readonly media: MediaRepository,
     private readonly fetcher: MediaFetcher,
     private readonly outbox: OutboxWriter,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
-  settings(): MediaSettings {
-    return mediaSettings(this.config);
+  /** The media settings of a supplier's products (its origin; the env supplier's when it is unknown here). */
+  settings(supplier: string): MediaSettings {
+    return mediaSettings(this.config, this.suppliers.find(supplier)?.config.baseUrl ?? this.config.upstream.baseUrl);
   }
 
-  /** The product rows of upstream products, their images shown from what is known of their URLs. */
-  async prepare(products: UpstreamProduct[]): Promise<ProductRow[]> {
-    const s = this.settings();
+  /** The product rows of a supplier's upstream products, their images shown from what is known of their URLs. */
+  async prepare(supplier: string, products: UpstreamProduct[]): Promise<ProductRow[]> {
+    const s = this.settings(supplier);
     let known = new Map<string, SourceState>();
     if (s.mirror) {
       const urls = new Set<string>();
@@ -109,8 +115,8 @@ export class ProductMediaService {
   }
 
   /** The notifications of products whose shown fields changed. */
-  events(moved: Array<{ product_id: number; updated_at: Date }>): OutboxEvent[] {
-    return moved.map((m) => productChangedEvent(this.config.upstream.name, m.product_id, m.updated_at));
+  events(moved: Array<{ supplier: string; product_id: number; updated_at: Date }>): OutboxEvent[] {
+    return moved.map((m) => productChangedEvent(m.supplier, m.product_id, m.updated_at));
   }
 
   /** The media pass of a run (after its pages): see the top of this file. */
@@ -130,7 +136,7 @@ export class ProductMediaService {
   }
 
   private async pass(run: ActiveRun): Promise<void> {
-    const s = this.settings();
+    const s = this.settings(run.supplier);
     const key = mediaKey(s);
     const supplier = new URL(s.origin);
     const c = run.counters;
@@ -138,7 +144,7 @@ export class ProductMediaService {
     for (;;) {
       if (run.abort.signal.aborted) return;
       const now = this.clock.now();
-      const work = await this.products.mediaWork(after, key, now, PASS_BATCH);
+      const work = await this.products.mediaWork(run.supplier, after, key, now, PASS_BATCH);
       if (work.length === 0) break;
       after = work[work.length - 1].product_id;
       const urls = new Set<string>();
@@ -187,10 +193,10 @@ export class ProductMediaService {
       await this.dataSource.transaction(async (em) => {
         // stamped with the transaction's start, as every catalog write (the changed_since fence)
         const stamp = await this.products.transactionNow(em);
-        const moved = await this.products.storeRenders(em, renders, stamp);
+        const moved = await this.products.storeRenders(em, run.supplier, renders, stamp);
         // A product is announced when its images change once it was complete; the render that
         // completes a new or edited product is not announced again (its write was).
-        await this.outbox.append(em, this.events(moved.filter((m) => !m.was_pending)));
+        await this.outbox.append(em, this.events(moved.filter((m) => !m.was_pending).map((m) => ({ ...m, supplier: run.supplier }))));
       });
       run.emit();
     }
@@ -203,7 +209,7 @@ export class ProductMediaService {
     const r = await this.fetcher.fetch(url, {
       supplier,
       maxBytes: this.config.media.maxBytes,
-      timeoutMs: this.config.upstream.timeoutMs,
+      timeoutMs: run.settings.timeoutMs,
       signal: run.abort.signal,
     });
     if (run.abort.signal.aborted) return null;
@@ -229,7 +235,7 @@ export class ProductMediaService {
       if (c.skippedImages.length < MAX_SKIPPED_LISTED) c.skippedImages.push({ product_id: null, category_id: categoryId, url, reason });
     };
     const users = new Map<string, number[]>();
-    for (const cat of await this.categories.categories()) {
+    for (const cat of await this.categories.categories(run.supplier)) {
       if (cat.icon.trim() === '') continue;
       const r = resolveImageUrl(cat.icon, s.origin);
       if ('refused' in r) {

@@ -2,7 +2,7 @@
  * The catalog's products (catalog_products: the upstream's fields as received and their images as
  * shown, see src/media/product-media.ts) and the image URLs each uses (catalog_product_media). Written
  * by CatalogWriter with the product's SKUs, re-rendered by the media pass of a sync (ProductMediaService),
- * read by the internal API.
+ * read by the internal API. A product is (supplier, product_id): two suppliers may both have product 1.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -31,6 +31,7 @@ export interface ProductRow extends Pick<
 
 /** A product as the internal API reads it (PRODUCT_COLUMNS): its row's columns, its SKUs' keys, whether one is listed. */
 export interface StoredProduct extends Pick<CatalogProductsRow, 'slug' | 'tags' | 'seo_meta' | 'updated_at'> {
+  supplier: string;
   product_id: number;
   title: Record<string, string>;
   description: Record<string, string>;
@@ -42,19 +43,21 @@ export interface StoredProduct extends Pick<CatalogProductsRow, 'slug' | 'tags' 
 
 /** What the media pass renders: the upstream's images and content of a product, at a version. */
 export interface MediaWork extends Pick<CatalogProductsRow, 'content' | 'images' | 'media_version'> {
+  supplier: string;
   product_id: number;
 }
 
 export interface ProductFilter {
+  supplier?: string;
   listed?: boolean;
   changedSince?: Date;
   offset: number;
   limit: number;
 }
 
-const PRODUCT_COLUMNS = `p.product_id, p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.shown, p.updated_at,
-  coalesce((SELECT array_agg(s.sku_key ORDER BY s.sku_code) FROM catalog_skus s WHERE s.product_id = p.product_id), '{}'::text[]) AS sku_keys,
-  EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) AS listed`;
+const PRODUCT_COLUMNS = `p.supplier, p.product_id, p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.shown, p.updated_at,
+  coalesce((SELECT array_agg(s.sku_key ORDER BY s.sku_code) FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id), '{}'::text[]) AS sku_keys,
+  EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) AS listed`;
 
 function toStoredProduct(raw: Record<string, unknown>): StoredProduct {
   return {
@@ -74,7 +77,7 @@ export class ProductRepository {
    * when what the shop sees of the product changed (its media version when the upstream's images or
    * content did). Returns the products whose `updated_at` moved, and whether each is new.
    */
-  async upsert(em: Db, rows: ProductRow[], now: Date): Promise<Array<{ product_id: number; created: boolean }>> {
+  async upsert(em: Db, supplier: string, rows: ProductRow[], now: Date): Promise<Array<{ product_id: number; created: boolean }>> {
     if (rows.length === 0) return [];
     // one row per product (a product on two pages of one batch: the last wins)
     const byId = new Map<number, ProductRow>();
@@ -86,11 +89,11 @@ export class ProductRepository {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, slug text, title jsonb, description jsonb, content jsonb, images jsonb,
            tags jsonb, seo_meta jsonb, category_id bigint, is_active boolean, shown jsonb, media_pending boolean, media_key text)
        ), u AS (
-         INSERT INTO catalog_products AS p (product_id, slug, title, description, content, images, tags, seo_meta, category_id, is_active, shown,
+         INSERT INTO catalog_products AS p (supplier, product_id, slug, title, description, content, images, tags, seo_meta, category_id, is_active, shown,
            media_pending, media_key, created_at, updated_at)
-         SELECT product_id, slug, title, description, content, coalesce(images, '[]'::jsonb), coalesce(tags, '[]'::jsonb), seo_meta, category_id, is_active, shown,
+         SELECT $3::text, product_id, slug, title, description, content, coalesce(images, '[]'::jsonb), coalesce(tags, '[]'::jsonb), seo_meta, category_id, is_active, shown,
            media_pending, media_key, $2, $2 FROM x
-         ON CONFLICT (product_id) DO UPDATE SET
+         ON CONFLICT (supplier, product_id) DO UPDATE SET
            slug = EXCLUDED.slug, title = EXCLUDED.title, description = EXCLUDED.description, content = EXCLUDED.content, images = EXCLUDED.images,
            tags = EXCLUDED.tags, seo_meta = EXCLUDED.seo_meta, category_id = EXCLUDED.category_id, is_active = EXCLUDED.is_active, shown = EXCLUDED.shown,
            media_pending = EXCLUDED.media_pending, media_key = EXCLUDED.media_key,
@@ -104,50 +107,58 @@ export class ProductRepository {
          RETURNING p.product_id, p.created_at = $2 AS created, p.updated_at = $2 AS moved
        )
        SELECT product_id, created FROM u WHERE moved`,
-      [json, now],
+      [json, now, supplier],
     )) as Array<{ product_id: string | number; created: boolean }>;
     await this.replaceMedia(
       em,
+      supplier,
       list.map((r) => ({ productId: r.product_id, urls: r.urls })),
     );
     return out.map((r) => ({ product_id: Number(r.product_id), created: Boolean(r.created) }));
   }
 
   /** The image URLs of these products, in place of those they had. */
-  private async replaceMedia(em: Db, entries: Array<{ productId: number; urls: string[] }>): Promise<void> {
+  private async replaceMedia(em: Db, supplier: string, entries: Array<{ productId: number; urls: string[] }>): Promise<void> {
     if (entries.length === 0) return;
     const pairs = entries.flatMap((e) => [...new Set(e.urls)].map((url) => ({ product_id: e.productId, url })));
     await em.query(
       `WITH d AS (
-         DELETE FROM catalog_product_media pm WHERE pm.product_id = ANY($1::bigint[])
+         DELETE FROM catalog_product_media pm WHERE pm.supplier = $3 AND pm.product_id = ANY($1::bigint[])
            AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text) WHERE x.product_id = pm.product_id AND x.url = pm.url)
        )
-       INSERT INTO catalog_product_media (product_id, url)
-       SELECT product_id, url FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text)
+       INSERT INTO catalog_product_media (supplier, product_id, url)
+       SELECT $3, product_id, url FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text)
        ON CONFLICT DO NOTHING`,
-      [entries.map((e) => e.productId), JSON.stringify(pairs)],
+      [entries.map((e) => e.productId), JSON.stringify(pairs), supplier],
     );
   }
 
   /** A product's SKUs were unlisted: its `listed` moved, so does its `updated_at`. */
-  async touch(em: Db, productId: number, now: Date): Promise<void> {
-    await em.query(`UPDATE catalog_products SET updated_at = $2 WHERE product_id = $1`, [productId, now]);
+  async touch(em: Db, supplier: string, productId: number, now: Date): Promise<void> {
+    await em.query(`UPDATE catalog_products SET updated_at = $2 WHERE supplier = $3 AND product_id = $1`, [productId, now, supplier]);
+  }
+
+  /** A supplier's SKUs were all unlisted (it was deleted): its products' `listed` moved, and its categories are unlisted. */
+  async unlistSupplier(em: Db, supplier: string, now: Date): Promise<void> {
+    await em.query(`UPDATE catalog_products SET updated_at = $2 WHERE supplier = $1`, [supplier, now]);
+    await em.query(`UPDATE catalog_categories SET listed = false, updated_at = $2 WHERE supplier = $1 AND listed`, [supplier, now]);
   }
 
   /**
    * Products whose images are to be rendered (again) by the media pass, after `afterId`: pending ones,
    * those rendered with other media settings, and those using a refused URL due to be tried again.
    */
-  async mediaWork(afterId: number, key: string, now: Date, limit: number): Promise<MediaWork[]> {
+  async mediaWork(supplier: string, afterId: number, key: string, now: Date, limit: number): Promise<MediaWork[]> {
     const rows = (await this.dataSource.query(
       `SELECT p.product_id, p.content, p.images, p.media_version FROM catalog_products p
-        WHERE p.product_id > $1 AND (p.media_pending OR p.media_key <> $2 OR EXISTS (
+        WHERE p.supplier = $5 AND p.product_id > $1 AND (p.media_pending OR p.media_key <> $2 OR EXISTS (
           SELECT 1 FROM catalog_product_media pm JOIN media_sources s ON s.url = pm.url
-           WHERE pm.product_id = p.product_id AND s.sha256 IS NULL AND s.retry_at <= $3))
+           WHERE pm.supplier = p.supplier AND pm.product_id = p.product_id AND s.sha256 IS NULL AND s.retry_at <= $3))
         ORDER BY p.product_id LIMIT $4`,
-      [afterId, key, now, limit],
+      [afterId, key, now, limit, supplier],
     )) as Array<Record<string, unknown>>;
     return rows.map((r) => ({
+      supplier,
       product_id: Number(r.product_id),
       content: r.content,
       images: r.images,
@@ -162,6 +173,7 @@ export class ProductRepository {
    */
   async storeRenders(
     em: Db,
+    supplier: string,
     renders: Array<{
       product_id: number;
       media_version: number;
@@ -177,18 +189,19 @@ export class ProductRepository {
       `WITH x AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, media_version integer, shown jsonb, media_pending boolean, media_key text)
        ), o AS (
-         SELECT c.product_id, c.media_pending AS was_pending FROM catalog_products c JOIN x ON x.product_id = c.product_id
+         SELECT c.product_id, c.media_pending AS was_pending FROM catalog_products c JOIN x ON c.supplier = $3 AND x.product_id = c.product_id
        )
        UPDATE catalog_products p SET shown = x.shown, media_pending = x.media_pending, media_key = x.media_key,
          updated_at = CASE WHEN p.shown IS DISTINCT FROM x.shown THEN $2 ELSE p.updated_at END
          FROM x JOIN o ON o.product_id = x.product_id
-        WHERE p.product_id = x.product_id AND p.media_version = x.media_version
+        WHERE p.supplier = $3 AND p.product_id = x.product_id AND p.media_version = x.media_version
        RETURNING p.product_id, p.updated_at, o.was_pending`,
-      [JSON.stringify(renders.map(({ urls: _urls, ...r }) => r)), now],
+      [JSON.stringify(renders.map(({ urls: _urls, ...r }) => r)), now, supplier],
     )) as Array<{ product_id: string | number; updated_at: Date; was_pending: boolean }>;
     const stored = new Set(rows.map((r) => Number(r.product_id)));
     await this.replaceMedia(
       em,
+      supplier,
       renders.filter((r) => stored.has(r.product_id)).map((r) => ({ productId: r.product_id, urls: r.urls })),
     );
     return rows
@@ -199,9 +212,15 @@ export class ProductRepository {
   async list(f: ProductFilter): Promise<{ items: StoredProduct[]; total: number }> {
     const where: string[] = [];
     const params: unknown[] = [];
+    if (f.supplier !== undefined) {
+      params.push(f.supplier);
+      where.push(`p.supplier = $${params.length}`);
+    }
     if (f.listed !== undefined) {
       params.push(f.listed);
-      where.push(`EXISTS (SELECT 1 FROM catalog_skus s WHERE s.product_id = p.product_id AND s.listed) = $${params.length}`);
+      where.push(
+        `EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) = $${params.length}`,
+      );
     }
     if (f.changedSince !== undefined) {
       // The fence of the SKU list (CatalogReadRepository.listSkus): only rows every write that began
@@ -215,7 +234,7 @@ export class ProductRepository {
       where.push(`p.updated_at < $${params.length}::timestamptz`);
     }
     const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const order = f.changedSince !== undefined ? 'p.updated_at, p.product_id' : 'p.product_id';
+    const order = f.changedSince !== undefined ? 'p.updated_at, p.product_id, p.supplier' : 'p.product_id, p.supplier';
     const [{ n }] = (await this.dataSource.query(`SELECT count(*)::int AS n FROM catalog_products p ${cond}`, params)) as Array<{
       n: number;
     }>;
@@ -232,10 +251,13 @@ export class ProductRepository {
     return row.now;
   }
 
-  async get(productId: number): Promise<StoredProduct | null> {
-    const rows = (await this.dataSource.query(`SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1`, [
-      productId,
-    ])) as Array<Record<string, unknown>>;
-    return rows[0] ? toStoredProduct(rows[0]) : null;
+  /** The products of that id (of that supplier only, when given; else every supplier's, by supplier). */
+  async get(productId: number, supplier?: string): Promise<StoredProduct[]> {
+    const rows = (await this.dataSource.query(
+      `SELECT ${PRODUCT_COLUMNS} FROM catalog_products p WHERE p.product_id = $1 AND ($2::text IS NULL OR p.supplier = $2::text)
+        ORDER BY p.supplier LIMIT 10`,
+      [productId, supplier ?? null],
+    )) as Array<Record<string, unknown>>;
+    return rows.map(toStoredProduct);
   }
 }

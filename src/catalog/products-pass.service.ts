@@ -10,7 +10,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { ProductPageQuery, UpstreamProduct } from '../upstream/upstream.types.js';
 import { CatalogRepository } from './catalog.repository.js';
@@ -75,13 +75,16 @@ export class ProductsPass {
   private readonly logger = new Logger('catalog-sync');
   /** See MAX_KNOWN_FINGERPRINTS (a test sets 0 to take the database's way). */
   knownFingerprintsLimit = MAX_KNOWN_FINGERPRINTS;
-  /** The fingerprints of the last complete full pass's pages, by page content (see PageFingerprints). */
-  readonly pageFingerprints = new PageFingerprints(MAX_KNOWN_FINGERPRINTS);
+  /**
+   * The fingerprints of each supplier's last complete full pass's pages, by page content (see
+   * PageFingerprints): one supplier's page is never recognised as another's.
+   */
+  private readonly pageMemos = new Map<string, PageFingerprints>();
 
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly catalog: CatalogRepository,
     private readonly writer: CatalogWriter,
     private readonly lease: SyncRunLease,
@@ -102,6 +105,21 @@ export class ProductsPass {
    * nothing is remembered across runs (leaving the window where it was would need the run row to say
    * so), and the incremental listing is short.
    */
+  /** A supplier's page fingerprints (default: the `UPSTREAM_*` supplier's). */
+  pageFingerprintsOf(supplier: string = this.suppliers.envName): PageFingerprints {
+    let memo = this.pageMemos.get(supplier);
+    if (!memo) {
+      memo = new PageFingerprints(MAX_KNOWN_FINGERPRINTS);
+      this.pageMemos.set(supplier, memo);
+    }
+    return memo;
+  }
+
+  /** The `UPSTREAM_*` supplier's page fingerprints. */
+  get pageFingerprints(): PageFingerprints {
+    return this.pageFingerprintsOf();
+  }
+
   async run(run: ActiveRun): Promise<void> {
     run.phase = 'products';
     let updatedAfter = run.plan.updatedAfter ?? undefined;
@@ -186,11 +204,11 @@ export class ProductsPass {
     // A full pass over a stored catalog compares its pages with the fingerprints stored at its start
     // (read while the first pages are fetched): its unchanged products (most of a re-sync) cost no
     // query, and what it saw is kept in memory.
-    const read = updatedAfter ? null : this.catalog.fingerprintIndex(this.knownFingerprintsLimit);
+    const read = updatedAfter ? null : this.catalog.fingerprintIndex(run.supplier, this.knownFingerprintsLimit);
     const index = read?.then((r) => r?.fingerprints ?? null) ?? null;
     index?.catch(() => undefined); // awaited with the first page; a pass that fails before it ends here
     // Read while the pass runs too, for the confirmation after it (see DelistingChecks.confirmUnseen).
-    const unfingerprinted = index?.then((fps) => (fps ? this.catalog.unfingerprintedProducts() : null)) ?? null;
+    const unfingerprinted = index?.then((fps) => (fps ? this.catalog.unfingerprintedProducts(run.supplier) : null)) ?? null;
     unfingerprinted?.catch(() => undefined);
     const seen = new Set<number>();
     const droppedFingerprints = new Set<number>();
@@ -198,7 +216,7 @@ export class ProductsPass {
     // A full pass recognises the pages whose bodies the previous complete pass received (see
     // PageFingerprints): unchanged since the start of the pass, they are not parsed; else their
     // fingerprints come from memory.
-    const memo = updatedAfter ? null : this.pageFingerprints;
+    const memo = updatedAfter ? null : this.pageFingerprintsOf(run.supplier);
     memo?.startPass();
     let startIndex: Map<number, string> | null = null;
     void index?.then(
@@ -208,20 +226,17 @@ export class ProductsPass {
     // Where the upstream lists inactive products on request (UPSTREAM_LIST_INACTIVE), they come with
     // `is_active: false` and are unlisted as they are written: a withdrawn product costs no read of
     // its own. Only a product missing from a complete pass is read (DelistingChecks).
-    const inactive: Pick<ProductPageQuery, 'includeInactive'> = this.config.sync.listInactive ? { includeInactive: true } : {};
+    const inactive: Pick<ProductPageQuery, 'includeInactive'> = run.settings.listInactive ? { includeInactive: true } : {};
+    const upstream = run.client;
     const listing = await fetchAllPages({
       fetchPage: async (q, signal) => {
-        if (!memo) return this.upstream.listProducts({ ...q, ...inactive }, signal);
-        const r = await this.upstream.listProductsRecognizing(
-          { ...q, ...inactive },
-          (digest) => memo.unchangedPage(digest, startIndex),
-          signal,
-        );
+        if (!memo) return upstream.listProducts({ ...q, ...inactive }, signal);
+        const r = await upstream.listProductsRecognizing({ ...q, ...inactive }, (digest) => memo.unchangedPage(digest, startIndex), signal);
         if (r.kind === 'recognized') return r.known;
         memo.addPage(r.page, r.digest);
         return r.page;
       },
-      requestedPageSize: this.config.sync.pageSize,
+      requestedPageSize: run.settings.pageSize,
       concurrency: this.config.sync.concurrency,
       writeConcurrency: Math.min(PAGE_WRITERS, this.config.sync.concurrency),
       writeBatch: PAGE_BATCH,
@@ -243,6 +258,7 @@ export class ProductsPass {
         const fingerprints = await index;
         const known = fingerprints ?? undefined;
         const r = await this.writer.applyProducts(page.items, {
+          supplier: run.supplier,
           runId: run.runId,
           source: 'sync',
           strategy: run.strategy,

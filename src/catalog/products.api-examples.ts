@@ -6,7 +6,7 @@ const text = (description: string): SchemaObject => ({ type: 'object', additiona
 
 export const PRODUCT_SCHEMA: SchemaObject = objectSchema(
   {
-    supplier: { type: 'string', description: "the supplier's name (UPSTREAM_NAME)" },
+    supplier: { type: 'string', description: "the supplier's name (CONTRACT §10; the `UPSTREAM_*` supplier's is UPSTREAM_NAME)" },
     product_id: { type: 'integer', description: 'upstream product id' },
     slug: { type: 'string' },
     title: text('by language'),

@@ -1,21 +1,22 @@
 /**
  * The products of the internal API (CONTRACT §5, "A product"): every field of the upstream product,
  * its images named by the relay's own URLs (src/media/), its SKUs' keys, `listed` and `updated_at`.
- * `?supplier=` is the one supplier's name (UPSTREAM_NAME): another name lists nothing.
+ * A product is a supplier's (two suppliers may both have product 1): `?supplier=` lists or looks up
+ * that supplier's only; without it, every supplier's are listed, and a look-up of an id several
+ * suppliers have is 409 `sku_ambiguous` naming them (`{supplier, product_id}`).
  */
 import { Controller, Get, Param, ParseIntPipe, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AppError } from '../common/app-error.js';
 import { listResponse, pageRequest } from '../common/pagination.js';
-import { AppConfig } from '../config/app-config.js';
 import { ApiErrors, ApiPageQuery, listSchema, okSchema } from '../ops/api-docs.js';
 import { parseRfc3339, ProductListQuery, ProductQuery } from './catalog.dto.js';
 import { ProductRepository, type StoredProduct } from './product.repository.js';
 import { PRODUCT_EXAMPLE, PRODUCT_LIST_EXAMPLE, PRODUCT_NOT_FOUND, PRODUCT_SCHEMA } from './products.api-examples.js';
 
-export function toProductResponse(p: StoredProduct, supplier: string) {
+export function toProductResponse(p: StoredProduct) {
   return {
-    supplier,
+    supplier: p.supplier,
     product_id: p.product_id,
     slug: p.slug,
     title: p.title,
@@ -35,15 +36,7 @@ export function toProductResponse(p: StoredProduct, supplier: string) {
 @ApiBearerAuth()
 @Controller('internal/catalog/products')
 export class ProductsController {
-  constructor(
-    private readonly config: AppConfig,
-    private readonly products: ProductRepository,
-  ) {}
-
-  /** The one supplier's name (CONTRACT §3 UPSTREAM_NAME). */
-  private get supplier(): string {
-    return this.config.upstream.name;
-  }
+  constructor(private readonly products: ProductRepository) {}
 
   @Get()
   @ApiOperation({
@@ -56,11 +49,16 @@ export class ProductsController {
   @ApiResponse({ status: 200, description: 'a page of products', schema: listSchema(PRODUCT_SCHEMA), example: PRODUCT_LIST_EXAMPLE })
   async list(@Query() q: ProductListQuery) {
     const page = pageRequest(q);
-    if (q.supplier !== undefined && q.supplier !== this.supplier) return listResponse([], 0, page);
     const since = q.changed_since === undefined ? undefined : parseRfc3339(q.changed_since)?.date;
-    const { items, total } = await this.products.list({ listed: q.listed, changedSince: since, offset: page.offset, limit: page.pageSize });
+    const { items, total } = await this.products.list({
+      supplier: q.supplier,
+      listed: q.listed,
+      changedSince: since,
+      offset: page.offset,
+      limit: page.pageSize,
+    });
     return listResponse(
-      items.map((p) => toProductResponse(p, this.supplier)),
+      items.map((p) => toProductResponse(p)),
       total,
       page,
     );
@@ -81,8 +79,15 @@ export class ProductsController {
     productId: number,
     @Query() q: ProductQuery,
   ) {
-    const p = q.supplier === undefined || q.supplier === this.supplier ? await this.products.get(productId) : null;
-    if (!p) throw new AppError('product_not_found', `no product ${productId} of supplier ${q.supplier ?? this.supplier}`);
-    return { ok: true, product: toProductResponse(p, this.supplier) };
+    const found = await this.products.get(productId, q.supplier);
+    if (found.length === 0) {
+      throw new AppError('product_not_found', `no product ${productId}${q.supplier === undefined ? '' : ` of supplier ${q.supplier}`}`);
+    }
+    if (found.length > 1) {
+      throw new AppError('sku_ambiguous', `product ${productId} exists at several suppliers: name one with ?supplier=`, {
+        candidates: found.map((p) => ({ supplier: p.supplier, product_id: p.product_id })),
+      });
+    }
+    return { ok: true, product: toProductResponse(found[0]) };
   }
 }

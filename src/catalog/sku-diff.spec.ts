@@ -122,9 +122,10 @@ describe('eventsForDiff', () => {
       stock_quantity: 0,
       product_title: { en: 'x' },
     });
-    const events = eventsForDiff(old, next, diffSku(old, next), 'CNY');
+    const events = eventsForDiff(old, next, diffSku(old, next), 'CNY', 'main');
     expect(events.map((e) => e.type)).toEqual(['sku.price_changed', 'sku.stock_changed']);
     expect(events[0].payload).toMatchObject({
+      supplier: 'main',
       sku_code: 'SKU-1',
       cost_price: '12.00',
       sale_price: '13.20',
@@ -132,15 +133,23 @@ describe('eventsForDiff', () => {
       currency: 'CNY',
     });
     expect(events[1].payload).toMatchObject({ stock_status: 'out_of_stock', old_stock_status: 'in_stock', available: false });
-    expect(eventsForDiff(old, row({ product_title: { en: 'x' } }), diffSku(old, row({ product_title: { en: 'x' } })), 'CNY')).toEqual([]);
+    expect(
+      eventsForDiff(old, row({ product_title: { en: 'x' } }), diffSku(old, row({ product_title: { en: 'x' } })), 'CNY', 'main'),
+    ).toEqual([]);
   });
 
   it('a created SKU and a delisting are listing changes', () => {
-    const created = eventsForDiff(null, row(), diffSku(null, row()), null);
+    const created = eventsForDiff(null, row(), diffSku(null, row()), null, 'main');
     expect(created).toEqual([expect.objectContaining({ type: 'sku.listing_changed', subject: 'SKU-1' })]);
     expect(created[0].payload).toMatchObject({ created: true, listed: true, available: true });
-    const delisted = eventsForDiff(row(), row({ listed: false }), diffSku(row(), row({ listed: false })), null);
-    expect(delisted[0].payload).toMatchObject({ listed: false, available: false, old_listed: true, old_available: true });
+    const delisted = eventsForDiff(row(), row({ listed: false }), diffSku(row(), row({ listed: false })), null, 'second');
+    expect(delisted[0].payload).toMatchObject({
+      supplier: 'second',
+      listed: false,
+      available: false,
+      old_listed: true,
+      old_available: true,
+    });
   });
 });
 

@@ -227,13 +227,13 @@ export function isAvailable(row: Pick<SkuRow, 'listed' | 'sku_active' | 'product
   return row.listed && row.sku_active && row.product_active && row.stock_status !== 'out_of_stock';
 }
 
-/** The shop notifications (CONTRACT §7) of one SKU's diff: price, stock and listing changes. */
-export function eventsForDiff(old: SkuRow | null, next: SkuRow, diff: SkuDiff, currency: string | null): OutboxEvent[] {
+/** The shop notifications (CONTRACT §7) of one SKU's diff, naming its supplier: price, stock and listing changes. */
+export function eventsForDiff(old: SkuRow | null, next: SkuRow, diff: SkuDiff, currency: string | null, supplier: string): OutboxEvent[] {
   const events: OutboxEvent[] = [];
-  // The SKU is (product_id, sku_code), both in the payload. The subject (the outbox keeps a subject's
-  // events in order) stays the code: SKUs sharing a code share an order, which only orders more.
+  // The SKU is (supplier, product_id, sku_code), all in the payload. The subject (the outbox keeps a
+  // subject's events in order) stays the code: SKUs sharing a code share an order, which only orders more.
   const subject = next.sku_code;
-  const base = { sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
+  const base = { supplier, sku_code: subject, upstream_sku_id: next.upstream_sku_id, product_id: next.product_id };
   if (diff.created) {
     if (next.listed) {
       events.push({
@@ -305,7 +305,7 @@ function text(v: unknown): MultiLanguageText {
 }
 
 /** Prices a SKU: `(cost, which SKU and where it sits) → sale price`. */
-export type SalePriceFn = (cost: string, subject: { skuKey: string; skuCode: string; categoryId: number }) => string;
+export type SalePriceFn = (cost: string, subject: { supplier?: string; skuKey: string; skuCode: string; categoryId: number }) => string;
 
 /**
  * The rows of an upstream product as seen live (in a listing page or a detail read): `listed` is

@@ -51,4 +51,31 @@ describe('sku-key', () => {
     expect(resolveSkuRef('7:X', rows)).toMatchObject({ kind: 'found', sku: { sku_key: '7:X' } });
     expect(resolveSkuRef('5:7:X', rows)).toMatchObject({ kind: 'found', sku: { sku_key: '5:7:X' } });
   });
+
+  describe('several suppliers', () => {
+    const at = (supplier: string, productId: number, code: string, listed = true) => ({ ...sku(productId, code, listed), supplier });
+
+    it('a key or code several suppliers carry is ambiguous, the candidates named {supplier, sku_key}', () => {
+      const rows = [at('second', 1, 'DEFAULT'), at('main', 1, 'DEFAULT')];
+      const ambiguous = {
+        kind: 'ambiguous',
+        candidates: [
+          { supplier: 'main', sku_key: '1:DEFAULT' },
+          { supplier: 'second', sku_key: '1:DEFAULT' },
+        ],
+        listed: true,
+      };
+      expect(resolveSkuRef('1:DEFAULT', rows)).toEqual(ambiguous);
+      expect(resolveSkuRef('DEFAULT', rows)).toEqual(ambiguous);
+    });
+
+    it("one supplier's rows alone resolve as before; an unlisted one (a deleted supplier's) does not count", () => {
+      const rows = [at('main', 1, 'DEFAULT'), at('second', 1, 'DEFAULT', false)];
+      expect(resolveSkuRef('1:DEFAULT', rows)).toEqual({ kind: 'found', sku: rows[0] });
+      expect(resolveSkuRef('1:DEFAULT', [rows[1]])).toEqual({ kind: 'found', sku: rows[1] });
+      expect(resolveSkuRef('DEFAULT', [at('main', 1, 'DEFAULT'), at('main', 2, 'DEFAULT')])).toMatchObject({
+        candidates: ['1:DEFAULT', '2:DEFAULT'],
+      });
+    });
+  });
 });

@@ -3,7 +3,8 @@
  * by COPY, the SKU locks every catalog write takes first, product fingerprints and the run's "seen"
  * marks as pages are checked and written, unlisting, repricing and the change history. A SKU is the
  * pair (product_id, sku_code), named by its sku_key (see sku-key.ts): two products carrying one code
- * are two SKUs. Every write takes the caller's EntityManager so that it joins the caller's transaction.
+ * are two SKUs, within one supplier (CONTRACT §10: every statement names the supplier whose catalog it
+ * writes). Every write takes the caller's EntityManager so that it joins the caller's transaction.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -74,7 +75,7 @@ seen AS (
   ON CONFLICT DO NOTHING
 )
 SELECT i.product_id::text AS product_id FROM input i
-  LEFT JOIN catalog_product_fingerprints f ON f.product_id = i.product_id
+  LEFT JOIN catalog_product_fingerprints f ON f.supplier = $4::text AND f.product_id = i.product_id
  WHERE f.fingerprint IS DISTINCT FROM i.fingerprint`;
 
 /**
@@ -94,12 +95,12 @@ WITH input AS (
 ),
 ver AS (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
 ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, ${ASYNC_COMMIT}),
-old AS (SELECT x.* FROM input i JOIN catalog_skus x ON x.product_id = i.product_id AND x.sku_code = i.sku_code),
+old AS (SELECT x.* FROM input i JOIN catalog_skus x ON x.supplier = $7::text AND x.product_id = i.product_id AND x.sku_code = i.sku_code),
 up AS (
-  INSERT INTO catalog_skus AS s (sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
-  SELECT i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz, $3::text, $6::text
+  INSERT INTO catalog_skus AS s (supplier, sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
+  SELECT $7::text, i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz, $3::text, $6::text
     FROM input i WHERE (SELECT fresh FROM ok)
-  ON CONFLICT (product_id, sku_code) DO UPDATE SET ${UPDATE_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
+  ON CONFLICT (supplier, product_id, sku_code) DO UPDATE SET ${UPDATE_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
   WHERE (${UPDATE_COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${UPDATE_COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
   RETURNING s.sku_key
 )
@@ -120,7 +121,7 @@ WITH given AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint,
 input AS (
   SELECT g.product_id, g.fingerprint, g.sku_codes,
          NOT EXISTS (SELECT 1 FROM catalog_skus s
-                                 WHERE s.product_id = g.product_id AND s.listed AND NOT (s.sku_code = ANY(g.sku_codes))) AS keep
+                      WHERE s.supplier = $4::text AND s.product_id = g.product_id AND s.listed AND NOT (s.sku_code = ANY(g.sku_codes))) AS keep
     FROM given g
 ),
 seen AS (
@@ -129,12 +130,12 @@ seen AS (
   ON CONFLICT DO NOTHING
 ),
 dropped AS (
-  DELETE FROM catalog_product_fingerprints f USING input i WHERE f.product_id = i.product_id AND NOT i.keep
+  DELETE FROM catalog_product_fingerprints f USING input i WHERE f.supplier = $4::text AND f.product_id = i.product_id AND NOT i.keep
 ),
 kept AS (
-  INSERT INTO catalog_product_fingerprints AS f (product_id, fingerprint, sku_codes, updated_at)
-  SELECT product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
-  ON CONFLICT (product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
+  INSERT INTO catalog_product_fingerprints AS f (supplier, product_id, fingerprint, sku_codes, updated_at)
+  SELECT $4::text, product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
+  ON CONFLICT (supplier, product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
   WHERE (f.fingerprint, f.sku_codes) IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.sku_codes)
 )
 SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
@@ -155,7 +156,7 @@ const MAX_CODE_LOCKS = 2000;
  * write takes them (so that none waits for another in a circle): the pricing version FOR SHARE (a
  * reprice holds it exclusively while it rewrites sale prices), then ALL_SKU_CODES_LOCK (shared; or
  * exclusive, and nothing more, for a write of more than MAX_CODE_LOCKS SKUs), then a
- * transaction-scoped advisory lock per sku_key ($1, and those product $2 lists now, when given) in the
+ * transaction-scoped advisory lock per SKU of supplier $3 ($1's keys, and those product $2 lists now, when given) in the
  * order of their hashes, then rows (the statements that follow). Returns the version held.
  * Why: in READ COMMITTED, UPSERT_SKUS_SQL reads `old` with its statement's snapshot. A SKU that a
  * concurrent writer inserted but has not committed is not in it, and ON CONFLICT, once that writer
@@ -169,9 +170,9 @@ function lockSkuCodesSql(asyncCommit: boolean): string {
   return `
 WITH ver AS MATERIALIZED (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE),
 keys AS MATERIALIZED (
-  SELECT DISTINCT hashtext(sku_key) AS key
+  SELECT DISTINCT hashtext($3::text || '/' || sku_key) AS key
     FROM (SELECT unnest($1::text[]) AS sku_key
-          UNION ALL SELECT s.sku_key FROM catalog_skus s WHERE s.product_id = $2::bigint AND s.listed) skus
+          UNION ALL SELECT s.sku_key FROM catalog_skus s WHERE s.supplier = $3::text AND s.product_id = $2::bigint AND s.listed) skus
    WHERE (SELECT count(*) FROM ver) >= 0),
 mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys),
 whole AS MATERIALIZED (
@@ -189,7 +190,7 @@ const LOCK_NEW_SKU_CODES_SQL = lockSkuCodesSql(true);
 /** catalog_skus's columns in the order insertNewSkus sends them: the product's, then the SKU's own. */
 const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMNS.has(c))] as const satisfies ReadonlyArray<keyof SkuRow>;
 const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
-const COPY_SKUS_SQL = `COPY catalog_skus (${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
+const COPY_SKUS_SQL = `COPY catalog_skus (supplier, ${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
 
 export interface FingerprintInput {
   productId: number;
@@ -241,7 +242,12 @@ export class SkuWriteRepository {
    * First look at products seen live, by fingerprint: marks them seen by run `seenBy` (when given) and
    * returns the ids of those that must be looked at in full.
    */
-  async checkProducts(em: Db, items: Array<{ productId: number; fingerprint: string }>, seenBy: string | null): Promise<Set<number>> {
+  async checkProducts(
+    em: Db,
+    supplier: string,
+    items: Array<{ productId: number; fingerprint: string }>,
+    seenBy: string | null,
+  ): Promise<Set<number>> {
     if (items.length === 0) return new Set();
     const unique = new Map(items.map((i) => [i.productId, i]));
     const ids: number[] = [];
@@ -254,7 +260,12 @@ export class SkuWriteRepository {
     // parameter at a few rows and looks each product up by key, where json_to_recordset (estimated at
     // 100 rows) would have it scan every stored fingerprint for every page, a cost that grows with the
     // catalog.
-    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [ids, seenBy, fingerprints]);
+    const rows = await this.prepared<{ product_id: string }>(em, 'check_products', CHECK_PRODUCTS_SQL, [
+      ids,
+      seenBy,
+      fingerprints,
+      supplier,
+    ]);
     return new Set(rows.map((r) => Number(r.product_id)));
   }
 
@@ -262,13 +273,19 @@ export class SkuWriteRepository {
    * Fingerprints of products written in full; marks them seen by run `seenBy` (when given). Returns
    * the products whose fingerprint was not kept.
    */
-  async writeFingerprints(em: Db, items: FingerprintInput[], opts: { seenBy: string | null; now: Date }): Promise<number[]> {
+  async writeFingerprints(
+    em: Db,
+    supplier: string,
+    items: FingerprintInput[],
+    opts: { seenBy: string | null; now: Date },
+  ): Promise<number[]> {
     if (items.length === 0) return [];
     const unique = new Map(items.map((i) => [i.productId, i]));
     const rows = await this.prepared<{ product_id: string }>(em, 'write_fingerprints', WRITE_FINGERPRINTS_SQL, [
       JSON.stringify([...unique.values()].map((i) => ({ product_id: i.productId, fingerprint: i.fingerprint, sku_codes: i.skuCodes }))),
       opts.seenBy,
       opts.now,
+      supplier,
     ]);
     return rows.map((r) => Number(r.product_id));
   }
@@ -278,10 +295,16 @@ export class SkuWriteRepository {
    * SKUs `keys` and those product `listedOf` lists now (to be unlisted). A catalog write takes them
    * before its first statement that reads or writes SKU rows. Returns the pricing version held.
    */
-  async lockSkuCodes(em: Db, keys: string[], opts: { listedOf?: number | null } = {}): Promise<{ version: number; now: Date }> {
+  async lockSkuCodes(
+    em: Db,
+    supplier: string,
+    keys: string[],
+    opts: { listedOf?: number | null } = {},
+  ): Promise<{ version: number; now: Date }> {
     const [row] = await this.prepared<{ version: string; now: Date }>(em, 'lock_sku_codes', LOCK_SKU_CODES_SQL, [
       keys,
       opts.listedOf ?? null,
+      supplier,
     ]);
     return { version: Number(row?.version), now: row.now };
   }
@@ -311,7 +334,7 @@ export class SkuWriteRepository {
   async upsertSkus(
     em: Db,
     rows: SkuRow[],
-    opts: { now: Date; runId: string | null; pricingVersion: number; source: string },
+    opts: { supplier: string; now: Date; runId: string | null; pricingVersion: number; source: string },
   ): Promise<UpsertOutcome> {
     const out: UpsertOutcome = { written: [], stalePricing: null };
     if (rows.length === 0) return out;
@@ -356,6 +379,7 @@ export class SkuWriteRepository {
       opts.pricingVersion,
       JSON.stringify([...products.values()]),
       opts.source,
+      opts.supplier,
     ]);
     for (const r of result) {
       if (r.what === 'changed') out.written.push({ skuKey: r.sku_key!, old: r.old ? toSkuRow(r.old) : null });
@@ -376,7 +400,7 @@ export class SkuWriteRepository {
   async insertNewSkus(
     em: EntityManager,
     rows: SkuRow[],
-    opts: { now: Date; runId: string | null; pricingVersion: number; source: string },
+    opts: { supplier: string; now: Date; runId: string | null; pricingVersion: number; source: string },
   ): Promise<UpsertOutcome> {
     const out: UpsertOutcome = { written: [], stalePricing: null };
     if (rows.length === 0) return out;
@@ -385,11 +409,13 @@ export class SkuWriteRepository {
     const [state] = await this.prepared<{ version: string }>(em, 'lock_new_sku_codes', LOCK_NEW_SKU_CODES_SQL, [
       rows.map((r) => r.sku_key),
       null,
+      opts.supplier,
     ]);
     const version = Number(state?.version);
     if (version !== opts.pricingVersion) return { ...out, stalePricing: version };
     // A product's columns are formatted once for all its SKUs (a product's rows are consecutive).
     const tail = `\t${copyField(opts.now)}\t${copyField(opts.now)}\t${copyField(opts.runId)}\t${copyField(opts.source)}\n`;
+    const supplier = copyField(opts.supplier) + '\t';
     let skus = '';
     let product: SkuRow | null = null;
     let productText = '';
@@ -399,7 +425,7 @@ export class SkuWriteRepository {
         productText = COPY_PRODUCT_COLUMNS.map((c) => copyField(r[c])).join('\t');
       }
       const code = copyField(r.sku_code);
-      skus += productText + '\t' + code;
+      skus += supplier + productText + '\t' + code;
       for (const c of COPY_SKU_COLUMNS) skus += '\t' + copyField(r[c]);
       skus += '\t' + copyField(r.listed) + tail;
       out.written.push({ skuKey: r.sku_key, old: null });
@@ -413,48 +439,81 @@ export class SkuWriteRepository {
    * Unlists the listed SKUs of a product (all of them, or those not in `keep`). Returns their rows
    * as they were before.
    */
-  async unlistProductSkus(em: Db, productId: number, opts: { now: Date; keep?: string[] }): Promise<SkuRow[]> {
+  async unlistProductSkus(em: Db, supplier: string, productId: number, opts: { now: Date; keep?: string[] }): Promise<SkuRow[]> {
     const rows = await select<{ row: Record<string, unknown> }>(
       em,
       `WITH u AS (
          UPDATE catalog_skus s SET listed = false, updated_at = $2
-          WHERE s.product_id = $1 AND s.listed AND ($3::text[] IS NULL OR NOT (s.sku_code = ANY($3::text[])))
+          WHERE s.supplier = $4 AND s.product_id = $1 AND s.listed AND ($3::text[] IS NULL OR NOT (s.sku_code = ANY($3::text[])))
           RETURNING ${rowJson('s')} AS row),
        -- Looked at in full the next time it is seen (e.g. relisted with the very same data).
-       f AS (DELETE FROM catalog_product_fingerprints WHERE product_id = $1 AND EXISTS (SELECT 1 FROM u))
+       f AS (DELETE FROM catalog_product_fingerprints WHERE supplier = $4 AND product_id = $1 AND EXISTS (SELECT 1 FROM u))
        SELECT row FROM u`,
-      [productId, opts.now, opts.keep ?? null],
+      [productId, opts.now, opts.keep ?? null, supplier],
     );
     return rows.map((r) => ({ ...toSkuRow(r.row), listed: true }));
   }
 
-  /** Sets new sale prices, only where different. Returns the sku_keys written. */
-  async setSalePrices(em: Db, prices: Array<{ sku_key: string; sale_price: string }>, now: Date): Promise<string[]> {
+  /**
+   * The locks of a write of every SKU (a supplier's whole catalog unlisted): the pricing version FOR
+   * SHARE, then ALL_SKU_CODES_LOCK exclusively (every other catalog write waits). Returns the stamp.
+   */
+  async lockAllSkus(em: Db): Promise<Date> {
+    const [row] = await select<{ now: Date }>(
+      em,
+      `WITH ver AS MATERIALIZED (SELECT version FROM catalog_pricing_state WHERE id = 1 FOR SHARE)
+       SELECT date_trunc('milliseconds', transaction_timestamp()) AS now, pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) AS held
+         FROM ver`,
+    );
+    return row.now;
+  }
+
+  /** Unlists every listed SKU of a supplier and drops its fingerprints. Returns the rows as they were. */
+  async unlistSupplierSkus(em: Db, supplier: string, now: Date): Promise<SkuRow[]> {
+    const rows = await select<{ row: Record<string, unknown> }>(
+      em,
+      `WITH u AS (
+         UPDATE catalog_skus s SET listed = false, updated_at = $2 WHERE s.supplier = $1 AND s.listed
+          RETURNING ${rowJson('s')} AS row),
+       f AS (DELETE FROM catalog_product_fingerprints WHERE supplier = $1)
+       SELECT row FROM u`,
+      [supplier, now],
+    );
+    return rows.map((r) => ({ ...toSkuRow(r.row), listed: true }));
+  }
+
+  /** Sets new sale prices, only where different. Returns the SKUs written, as `<supplier>/<sku_key>`. */
+  async setSalePrices(em: Db, prices: Array<{ supplier: string; sku_key: string; sale_price: string }>, now: Date): Promise<string[]> {
     if (prices.length === 0) return [];
-    const rows = await select<{ sku_key: string }>(
+    const rows = await select<{ id: string }>(
       em,
       `WITH u AS (
          UPDATE catalog_skus s SET sale_price = v.sale_price, updated_at = $2
-           FROM json_to_recordset($1::json) AS v(sku_key text, sale_price numeric)
-          WHERE s.sku_key = v.sku_key AND s.sale_price IS DISTINCT FROM v.sale_price
-          RETURNING s.sku_key)
-       SELECT sku_key FROM u`,
+           FROM json_to_recordset($1::json) AS v(supplier text, sku_key text, sale_price numeric)
+          WHERE s.supplier = v.supplier AND s.sku_key = v.sku_key AND s.sale_price IS DISTINCT FROM v.sale_price
+          RETURNING s.supplier || '/' || s.sku_key AS id)
+       SELECT id FROM u`,
       [JSON.stringify(prices), now],
     );
-    return rows.map((r) => r.sku_key);
+    return rows.map((r) => r.id);
   }
 
-  /** A batch of SKUs in sku_key order after `afterKey`, for repricing. */
-  async skuBatch(em: Db, afterKey: string, limit: number): Promise<SkuRow[]> {
-    const rows = await select<{ row: Record<string, unknown> }>(
+  /** A batch of SKUs (every supplier's) in (supplier, sku_key) order after `after`, for repricing. */
+  async skuBatch(em: Db, after: { supplier: string; skuKey: string }, limit: number): Promise<Array<SkuRow & { supplier: string }>> {
+    const rows = await select<{ supplier: string; row: Record<string, unknown> }>(
       em,
-      `SELECT ${rowJson('s')} AS row FROM catalog_skus s WHERE s.sku_key > $1 ORDER BY s.sku_key LIMIT $2`,
-      [afterKey, limit],
+      `SELECT s.supplier, ${rowJson('s')} AS row FROM catalog_skus s WHERE (s.supplier, s.sku_key) > ($1::text, $2::text)
+        ORDER BY s.supplier, s.sku_key LIMIT $3`,
+      [after.supplier, after.skuKey, limit],
     );
-    return rows.map((r) => toSkuRow(r.row));
+    return rows.map((r) => ({ ...toSkuRow(r.row), supplier: r.supplier }));
   }
 
-  async appendHistory(em: Db, entries: HistoryInput[], opts: { runId: string | null; source: string; now: Date }): Promise<void> {
+  async appendHistory(
+    em: Db,
+    entries: HistoryInput[],
+    opts: { supplier: string; runId: string | null; source: string; now: Date },
+  ): Promise<void> {
     if (entries.length === 0) return;
     const payload = entries.map((e) => ({
       sku_key: e.skuKey,
@@ -465,10 +524,10 @@ export class SkuWriteRepository {
       new_value: e.change.new ?? null,
     }));
     await em.query(
-      `INSERT INTO catalog_sku_changes (sku_key, sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
-       SELECT sku_key, sku_code, field, kind, old_value, new_value, $2, $3, $4
+      `INSERT INTO catalog_sku_changes (supplier, sku_key, sku_code, field, kind, old_value, new_value, run_id, source, changed_at)
+       SELECT $5, sku_key, sku_code, field, kind, old_value, new_value, $2, $3, $4
          FROM json_to_recordset($1::json) AS t(sku_key text, sku_code text, field text, kind text, old_value jsonb, new_value jsonb)`,
-      [JSON.stringify(payload), opts.runId, opts.source, opts.now],
+      [JSON.stringify(payload), opts.runId, opts.source, opts.now, opts.supplier],
     );
   }
 }

@@ -3,8 +3,8 @@
  *
  * The budgeted upstream client takes a token for every request and the budget service records each
  * grant's wait in the `relay_upstream_budget_wait_seconds` histogram, by class. Every request of class
- * `sync` in a process is a sync run's (its pages, its categories, its ping and its own product reads),
- * and a process runs one sync at a time: the growth of that histogram's sum over the run is the
+ * `sync` of a supplier's key in a process is a sync run's (its pages, its categories, its ping and its
+ * own product reads), and a process runs one sync of a supplier at a time: the growth of that histogram's sum over the run is the
  * total its requests waited, waits through a 429 block included (the token after a 429 waits for the
  * block's end). Summed over the requests: pages fetched at once that wait together each count.
  * With the budget off no token is taken and the total stays 0.
@@ -30,5 +30,5 @@ export async function syncBudgetWaitedMs(metrics: Metrics, supplier?: string): P
 
 /** Sets the run's `budgetWaitMs` counter to what its requests have waited so far. */
 export async function updateBudgetWait(run: ActiveRun, metrics: Metrics): Promise<void> {
-  run.counters.budgetWaitMs = Math.max(0, (await syncBudgetWaitedMs(metrics)) - run.budgetWaitFromMs);
+  run.counters.budgetWaitMs = Math.max(0, (await syncBudgetWaitedMs(metrics, run.supplier)) - run.budgetWaitFromMs);
 }

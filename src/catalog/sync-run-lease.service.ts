@@ -1,5 +1,6 @@
 /**
- * This process's claim on a catalog sync run, one run at a time across replicas. The run row is the
+ * This process's claim on a catalog sync run, one run at a time per supplier across replicas (runs of
+ * two suppliers share nothing: no lock, no timer). The run row is the
  * claim: it is taken by inserting it as running (after failing an abandoned one, see SyncRunRepository),
  * renewed by a heartbeat (the database's clock) and by every write of the run's counters, and the
  * run's end is recorded on it as its owner.
@@ -67,21 +68,24 @@ export class SyncRunLease {
   /**
    * Takes the run: inserts its row as running, owned by this process. A running row whose heartbeat
    * stopped is failed first (never `own`, the run this process is executing, however late its
-   * heartbeat). Throws AppError 409 `sync_in_progress` (with `run_id`) when a run is running anywhere.
+   * heartbeat). Throws AppError 409 `sync_in_progress` (with `run_id`) when a run of the same supplier
+   * is running anywhere.
    */
   async claim(row: Omit<NewRun, 'owner'>, own: string | null, run: { abort: AbortController; counters: RunCounters }): Promise<RunClaim> {
     for (let attempt = 0; ; attempt++) {
       if (await this.runs.tryInsertRunning({ ...row, owner: this.instanceId })) break;
-      const recovered = await this.recoverAbandoned(row.startedAt, own);
+      const recovered = await this.recoverAbandoned(row.supplier, row.startedAt, own);
       if (recovered) {
         this.logger.warn(`sync run ${recovered} was abandoned (no heartbeat for ${STALE_RUN_MS / 1000} s): marked failed`);
         continue;
       }
-      const running = await this.runs.running();
+      const running = await this.runs.running(row.supplier);
       if (running) {
-        throw new AppError('sync_in_progress', `a catalog sync is already running (${running.run_id})`, { run_id: running.run_id });
+        throw new AppError('sync_in_progress', `a catalog sync of ${row.supplier} is already running (${running.run_id})`, {
+          run_id: running.run_id,
+        });
       }
-      if (attempt >= 3) throw new AppError('sync_in_progress', 'a catalog sync is already running', { run_id: null });
+      if (attempt >= 3) throw new AppError('sync_in_progress', `a catalog sync of ${row.supplier} is already running`, { run_id: null });
     }
     return { runId: row.runId, abort: run.abort, counters: run.counters, lost: null, heldAt: performance.now(), beating: false };
   }
@@ -180,9 +184,9 @@ export class SyncRunLease {
    * `sync_failed` for it in the same transaction (log line and metric after the commit), as for a run
    * that fails by itself. Returns its id, if there was one.
    */
-  private async recoverAbandoned(now: Date, own: string | null): Promise<string | null> {
+  private async recoverAbandoned(supplier: string, now: Date, own: string | null): Promise<string | null> {
     const recovered = await this.withAfterCommit(async (em, afterCommit) => {
-      const run = await this.runs.recoverStale(STALE_RUN_MS, now, own, em);
+      const run = await this.runs.recoverStale(supplier, STALE_RUN_MS, now, own, em);
       if (run) await this.alerts.syncFailed({ runId: run.runId, mode: run.mode, error: run.error, failedAt: now }, em, afterCommit);
       return run;
     });

@@ -4,7 +4,10 @@
  * (ProductsPass) and the delisting checks after it (DelistingChecks) share it.
  */
 import { randomBytes } from 'node:crypto';
+import type { SupplierSettings } from '../suppliers/supplier.types.js';
+import type { UpstreamClient } from '../upstream/upstream.client.js';
 import type { SkippedProduct } from '../upstream/upstream.shapes.js';
+import type { SkippedCategory } from '../upstream/upstream.types.js';
 import type { WriteOptions, WriteResult } from './catalog-writer.service.js';
 import type { RetryPolicy } from './product-pager.js';
 import { emptyCounts } from './sku-diff.js';
@@ -20,6 +23,7 @@ export interface SyncProgress extends Pick<
   'pagesDone' | 'pagesTotal' | 'productsSeen' | 'skusSeen' | 'skusCreated' | 'skusChanged' | 'skusDelisted' | 'skusRelisted' | 'conflicts'
 > {
   runId: string;
+  supplier: string;
   mode: PassMode;
   phase: SyncPhase;
   /** Set in the `finished` event. */
@@ -31,6 +35,12 @@ export type WriteStrategy = NonNullable<WriteOptions['strategy']>;
 
 export interface ActiveRun {
   runId: string;
+  /** The supplier whose catalog the run syncs: every write names it. */
+  supplier: string;
+  /** That supplier's upstream port (its own request budget). */
+  client: UpstreamClient;
+  /** That supplier's settings (page size, list-inactive, timeout…). */
+  settings: SupplierSettings;
   plan: PassPlan;
   mode: PassMode;
   fallback: string | null;
@@ -97,6 +107,7 @@ export function emptyCounters(): RunCounters {
     unconfirmed: 0,
     budgetWaitMs: 0,
     skippedProducts: [],
+    skippedCategories: [],
     rereadProducts: 0,
     skippedImages: [],
     imagesFetched: 0,
@@ -115,6 +126,15 @@ export function noteSkipped(run: ActiveRun, skipped: readonly SkippedProduct[]):
     if (list.length >= MAX_SKIPPED_LISTED) return;
     if (s.product_id !== null && list.some((x) => x.product_id === s.product_id)) continue;
     list.push({ product_id: s.product_id, reason: s.reason });
+  }
+}
+
+/** Records categories left out for their shape in the run, up to MAX_SKIPPED_LISTED. */
+export function noteSkippedCategories(run: ActiveRun, skipped: readonly SkippedCategory[]): void {
+  const list = run.counters.skippedCategories;
+  for (const s of skipped) {
+    if (list.length >= MAX_SKIPPED_LISTED) return;
+    list.push({ category_id: s.category_id, reason: s.reason });
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * Sync runs. "One run at a time across replicas" is the partial unique index on `status = 'running'`
+ * Sync runs, each of one supplier's catalog. "One run at a time per supplier across replicas" is the
+ * partial unique index on `supplier` where `status = 'running'`
  * (advisory and row locks exclude nothing on the embedded database's single session); a running row
  * whose heartbeat stopped is recovered as failed.
  *
@@ -11,6 +12,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { SkippedProduct } from '../upstream/upstream.shapes.js';
+import type { SkippedCategory } from '../upstream/upstream.types.js';
 import type { ChangeCounts } from './sku-diff.js';
 import type { PassMode } from './sync-plan.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
@@ -54,6 +56,8 @@ export interface SyncRunRecord extends Pick<
   | 'note'
   | 'error'
 > {
+  /** The supplier whose catalog the run syncs. */
+  supplier: string;
   mode: PassMode;
   planned_mode: PassMode;
   status: RunStatus;
@@ -65,6 +69,8 @@ export interface SyncRunRecord extends Pick<
   budget_wait_ms: number | string;
   /** Products of the listing left out for their shape (at most MAX_SKIPPED_LISTED). */
   skipped_products: SkippedProduct[];
+  /** Categories of the listing left out for their shape (at most MAX_SKIPPED_LISTED). */
+  skipped_categories: SkippedCategory[];
   /** Images left out of the run's products, with why (at most MAX_SKIPPED_LISTED). */
   skipped_images: SkippedImage[];
   /** bigint, as budget_wait_ms. */
@@ -88,6 +94,8 @@ export interface RunCounters {
   budgetWaitMs: number;
   /** Products of the listing left out for their shape, by id (null: no usable id), at most MAX_SKIPPED_LISTED. */
   skippedProducts: SkippedProduct[];
+  /** Categories left out for their shape (at most MAX_SKIPPED_LISTED). */
+  skippedCategories: SkippedCategory[];
   /** Ordered products re-read after an incremental pass (`GET /products/{id}` requests made). */
   rereadProducts: number;
   /** Images left out (refused), with their product and why, at most MAX_SKIPPED_LISTED. */
@@ -113,6 +121,7 @@ export const MAX_SKIPPED_LISTED = 100;
 
 export interface NewRun {
   runId: string;
+  supplier: string;
   mode: PassMode;
   requestedMode: string | null;
   trigger: string;
@@ -125,7 +134,7 @@ export interface NewRun {
 const COUNTER_SET = `pages_total = $2, pages_done = $3, products_seen = $4, skus_seen = $5, skus_created = $6,
   skus_changed = $7, skus_delisted = $8, skus_relisted = $9, changes = $10::jsonb, conflicts = $11,
   confirmed_live = $12, unconfirmed = $13, budget_wait_ms = $14, skipped_products = $15::jsonb, reread_products = $16,
-  skipped_images = $17::jsonb, images_fetched = $18, image_bytes = $19, media_ms = $20`;
+  skipped_images = $17::jsonb, images_fetched = $18, image_bytes = $19, media_ms = $20, skipped_categories = $21::jsonb`;
 
 function counterParams(c: RunCounters): unknown[] {
   return [
@@ -148,6 +157,7 @@ function counterParams(c: RunCounters): unknown[] {
     c.imagesFetched,
     c.imageBytes,
     Math.max(0, Math.round(c.mediaMs)),
+    JSON.stringify(c.skippedCategories),
   ];
 }
 
@@ -163,9 +173,9 @@ export class SyncRunRepository {
   async tryInsertRunning(run: NewRun): Promise<boolean> {
     try {
       await this.db.query(
-        `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, requested_mode, trigger, status, owner, started_at, heartbeat_at, updated_after, note)
-         VALUES ($1, $2, $2, $3, $4, 'running', $5, $6, clock_timestamp(), $7, $8)`,
-        [run.runId, run.mode, run.requestedMode, run.trigger, run.owner, run.startedAt, run.updatedAfter, run.note],
+        `INSERT INTO catalog_sync_runs (run_id, supplier, mode, planned_mode, requested_mode, trigger, status, owner, started_at, heartbeat_at, updated_after, note)
+         VALUES ($1, $9, $2, $2, $3, $4, 'running', $5, $6, clock_timestamp(), $7, $8)`,
+        [run.runId, run.mode, run.requestedMode, run.trigger, run.owner, run.startedAt, run.updatedAfter, run.note, run.supplier],
       );
       return true;
     } catch (e) {
@@ -174,8 +184,11 @@ export class SyncRunRepository {
     }
   }
 
-  async running(): Promise<SyncRunRecord | null> {
-    const rows = (await this.db.query(`SELECT * FROM catalog_sync_runs WHERE status = 'running' LIMIT 1`)) as SyncRunRecord[];
+  /** The running run of a supplier. */
+  async running(supplier: string): Promise<SyncRunRecord | null> {
+    const rows = (await this.db.query(`SELECT * FROM catalog_sync_runs WHERE status = 'running' AND supplier = $1 LIMIT 1`, [
+      supplier,
+    ])) as SyncRunRecord[];
     return rows[0] ?? null;
   }
 
@@ -185,6 +198,7 @@ export class SyncRunRepository {
    * when given. Returns the run (id, mode, the error recorded), if any.
    */
   async recoverStale(
+    supplier: string,
     staleMs: number,
     now: Date,
     exceptRunId: string | null,
@@ -194,11 +208,11 @@ export class SyncRunRepository {
       `WITH u AS (
          UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
                 error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' (the process running it stopped)'
-          WHERE status = 'running' AND heartbeat_at < clock_timestamp() - $1::int * interval '1 millisecond'
+          WHERE status = 'running' AND supplier = $4 AND heartbeat_at < clock_timestamp() - $1::int * interval '1 millisecond'
             AND ($3::text IS NULL OR run_id <> $3::text)
           RETURNING run_id, mode, error)
        SELECT run_id, mode, error FROM u`,
-      [Math.round(staleMs), now, exceptRunId],
+      [Math.round(staleMs), now, exceptRunId, supplier],
     )) as Array<{ run_id: string; mode: string; error: string }>;
     const [row] = rows;
     return row ? { runId: row.run_id, mode: row.mode, error: row.error } : null;
@@ -213,7 +227,7 @@ export class SyncRunRepository {
     return this.count(
       this.db,
       `UPDATE catalog_sync_runs SET ${COUNTER_SET}, heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $21 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $22 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(c), owner],
     );
   }
@@ -236,9 +250,9 @@ export class SyncRunRepository {
   ): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $21, error = $22, note = coalesce($23, note), finished_at = $24,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, status = $22, error = $23, note = coalesce($24, note), finished_at = $25,
               heartbeat_at = clock_timestamp()
-        WHERE run_id = $1 AND owner = $25 AND status = 'running' RETURNING 1`,
+        WHERE run_id = $1 AND owner = $26 AND status = 'running' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.status, r.error, r.note, r.now, owner],
     );
   }
@@ -256,9 +270,9 @@ export class SyncRunRepository {
   ): Promise<number> {
     return this.count(
       em,
-      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($22, note),
-              error = $21 || coalesce(' (recorded by the other process: ' || error || ')', '')
-        WHERE run_id = $1 AND owner = $23 AND status = 'failed' RETURNING 1`,
+      `UPDATE catalog_sync_runs SET ${COUNTER_SET}, note = coalesce($23, note),
+              error = $22 || coalesce(' (recorded by the other process: ' || error || ')', '')
+        WHERE run_id = $1 AND owner = $24 AND status = 'failed' RETURNING 1`,
       [runId, ...counterParams(r.counters), r.error, r.note, owner],
     );
   }
@@ -274,17 +288,19 @@ export class SyncRunRepository {
     return rows[0] ?? null;
   }
 
-  async list(offset: number, limit: number, status?: RunStatus): Promise<{ items: SyncRunRecord[]; total: number }> {
-    const where = status ? 'WHERE status = $3' : '';
-    const params: unknown[] = [limit, offset, ...(status ? [status] : [])];
+  /** Runs, newest first: of one status and of one supplier when given. */
+  async list(
+    offset: number,
+    limit: number,
+    filter: { status?: RunStatus; supplier?: string } = {},
+  ): Promise<{ items: SyncRunRecord[]; total: number }> {
+    const where = `WHERE ($1::text IS NULL OR status = $1::text) AND ($2::text IS NULL OR supplier = $2::text)`;
+    const params: unknown[] = [filter.status ?? null, filter.supplier ?? null];
     const items = (await this.db.query(
-      `SELECT * FROM catalog_sync_runs ${where} ORDER BY started_at DESC, run_id DESC LIMIT $1 OFFSET $2`,
-      params,
+      `SELECT * FROM catalog_sync_runs ${where} ORDER BY started_at DESC, run_id DESC LIMIT $3 OFFSET $4`,
+      [...params, limit, offset],
     )) as SyncRunRecord[];
-    const [{ n }] = (await this.db.query(
-      `SELECT count(*)::int AS n FROM catalog_sync_runs ${status ? 'WHERE status = $1' : ''}`,
-      status ? [status] : [],
-    )) as Array<{ n: number }>;
+    const [{ n }] = (await this.db.query(`SELECT count(*)::int AS n FROM catalog_sync_runs ${where}`, params)) as Array<{ n: number }>;
     return { items, total: n };
   }
 
@@ -292,14 +308,15 @@ export class SyncRunRepository {
    * What planning needs: the last complete run, the last complete full pass, and, when the last run that
    * tried the filter (planned incremental) found it refused, when that run started.
    */
-  async planningFacts(): Promise<{ lastCompleteAt: Date | null; lastFullAt: Date | null; filterRefusedAt: Date | null }> {
+  async planningFacts(supplier: string): Promise<{ lastCompleteAt: Date | null; lastFullAt: Date | null; filterRefusedAt: Date | null }> {
     const [row] = (await this.db.query(
       `SELECT
-         (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded') AS last_complete,
-         (SELECT max(started_at) FROM catalog_sync_runs WHERE status = 'succeeded' AND mode = 'full') AS last_full,
+         (SELECT max(started_at) FROM catalog_sync_runs WHERE supplier = $1 AND status = 'succeeded') AS last_complete,
+         (SELECT max(started_at) FROM catalog_sync_runs WHERE supplier = $1 AND status = 'succeeded' AND mode = 'full') AS last_full,
          (SELECT CASE WHEN fallback = 'filter_refused' THEN started_at END FROM catalog_sync_runs
-           WHERE planned_mode = 'incremental' AND status <> 'running'
+           WHERE supplier = $1 AND planned_mode = 'incremental' AND status <> 'running'
            ORDER BY started_at DESC LIMIT 1) AS refused_at`,
+      [supplier],
     )) as Array<{ last_complete: Date | null; last_full: Date | null; refused_at: Date | null }>;
     return {
       lastCompleteAt: row.last_complete,
@@ -314,10 +331,12 @@ export class SyncRunRepository {
    * the same run, found by the started_at index instead of scanning every run, so that the read costs
    * the same however many runs are kept.
    */
-  async latestWithLastSuccess(): Promise<{ run: SyncRunRecord; lastSuccessAt: Date | null } | null> {
+  async latestWithLastSuccess(supplier?: string): Promise<{ run: SyncRunRecord; lastSuccessAt: Date | null } | null> {
     const rows = (await this.dataSource.query(
-      `SELECT r.*, (SELECT s.finished_at FROM catalog_sync_runs s WHERE s.status = 'succeeded' ORDER BY s.started_at DESC LIMIT 1) AS relay_last_success_at
-         FROM catalog_sync_runs r ORDER BY r.started_at DESC LIMIT 1`,
+      `SELECT r.*, (SELECT s.finished_at FROM catalog_sync_runs s WHERE s.status = 'succeeded' AND ($1::text IS NULL OR s.supplier = $1::text)
+                     ORDER BY s.started_at DESC LIMIT 1) AS relay_last_success_at
+         FROM catalog_sync_runs r WHERE $1::text IS NULL OR r.supplier = $1::text ORDER BY r.started_at DESC LIMIT 1`,
+      [supplier ?? null],
     )) as Array<SyncRunRecord & { relay_last_success_at: Date | null }>;
     const row = rows[0];
     if (!row) return null;
@@ -325,9 +344,10 @@ export class SyncRunRepository {
     return { run, lastSuccessAt };
   }
 
-  async lastFinished(): Promise<SyncRunRecord | null> {
+  async lastFinished(supplier?: string): Promise<SyncRunRecord | null> {
     const rows = (await this.db.query(
-      `SELECT * FROM catalog_sync_runs WHERE status <> 'running' ORDER BY started_at DESC LIMIT 1`,
+      `SELECT * FROM catalog_sync_runs WHERE status <> 'running' AND ($1::text IS NULL OR supplier = $1::text) ORDER BY started_at DESC LIMIT 1`,
+      [supplier ?? null],
     )) as SyncRunRecord[];
     return rows[0] ?? null;
   }

@@ -5,8 +5,9 @@ import type { MediaSettings } from './product-media.js';
 /** The relative path mirrored images are served at (MEDIA_PUBLIC_URL replaces it in their URLs). */
 export const MEDIA_PATH = '/media';
 
-export function mediaSettings(config: AppConfig): MediaSettings {
-  const base = config.upstream.baseUrl;
+/** `baseUrl`: the supplier's whose images are shown (default: the `UPSTREAM_*` supplier's). */
+export function mediaSettings(config: AppConfig, baseUrl: string | null = config.upstream.baseUrl): MediaSettings {
+  const base = baseUrl;
   return {
     mirror: config.media.mirror,
     publicBase: config.media.publicUrl ?? MEDIA_PATH,

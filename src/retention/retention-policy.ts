@@ -5,7 +5,7 @@
  * | table | final (deletable) | its age is measured from | never deleted |
  * |---|---|---|---|
  * | `catalog_sku_changes` | every row (history only: `GET /internal/catalog/skus/{code}/changes` and the console show it; `changed_since` reads the SKU rows' own `updated_at`) | `changed_at` | a SKU's `created` entry, kept on the SKU row since migration 20261122008000 |
- * | `catalog_sync_runs` | `succeeded`, `failed` | `finished_at` | `running`; the four runs that planning and `/health` read (RetentionRepository) |
+ * | `catalog_sync_runs` | `succeeded`, `failed` | `finished_at` | `running`; the four runs that planning and `/health` read, per supplier (RetentionRepository) |
  * | `callback_inbox` | `applied`, `unknown_order`, `read_failed`, `ignored` | `processed_at` (else `received_at`) | `pending` (waiting for its order: an attempt in flight, a cancel, a retry); any callback of an order whose attempt is still `submitting` or `submit_unknown` (it may be the only record of its upstream order) |
  * | `outbox_events` | `delivered`, `dead` | the last attempt (else `delivered_at`, else `created_at`) | `pending` (a replayed event is pending again) |
  * | `relay_state` | the alert keys of stuck orders and failed syncs (`alert:order_stuck:…`, `alert:sync_failed:…`: one per order or run, deduplicating an alert for an hour) | `updated_at` | every other key (the wallet alert's key says that alert is active; claims, snapshots) |

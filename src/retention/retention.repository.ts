@@ -51,17 +51,19 @@ const DELETE_SQL: Record<RetentionTable, string> = {
   // - the newest succeeded full run: when a full pass is due (SYNC_FULL_EVERY);
   // - the newest finished run: /health's and the console's last sync (lastFinished);
   // - the newest finished run planned incremental: whether the upstream refused updated_after last time.
-  // "Newest" is by started_at as those readers order them; a run sharing that start is kept too.
+  // "Newest" is by started_at as those readers order them; a run sharing that start is kept too. Each
+  // supplier's runs are planned on their own: those four are kept per supplier.
   catalog_sync_runs: deletePicked(
     'catalog_sync_runs',
     'run_id',
     `WITH kept AS (
-       SELECT max(started_at) FILTER (WHERE status = 'succeeded') AS succeeded,
+       SELECT supplier,
+              max(started_at) FILTER (WHERE status = 'succeeded') AS succeeded,
               max(started_at) FILTER (WHERE status = 'succeeded' AND mode = 'full') AS succeeded_full,
               max(started_at) FILTER (WHERE status <> 'running') AS finished,
               max(started_at) FILTER (WHERE status <> 'running' AND planned_mode = 'incremental') AS tried_incremental
-         FROM catalog_sync_runs)
-     SELECT r.run_id FROM catalog_sync_runs r, kept k
+         FROM catalog_sync_runs GROUP BY supplier)
+     SELECT r.run_id FROM catalog_sync_runs r JOIN kept k ON k.supplier = r.supplier
       WHERE r.status IN (${quoted(FINAL_STATES.catalog_sync_runs)}) AND coalesce(r.finished_at, r.started_at) < $1
         AND r.started_at IS DISTINCT FROM k.succeeded AND r.started_at IS DISTINCT FROM k.succeeded_full
         AND r.started_at IS DISTINCT FROM k.finished AND r.started_at IS DISTINCT FROM k.tried_incremental

@@ -29,7 +29,7 @@ import {
 import type {
   ProductPageQuery,
   UpstreamCanceledOrder,
-  UpstreamCategory,
+  UpstreamCategoryList,
   UpstreamCreateOrderRequest,
   UpstreamCreatedOrder,
   UpstreamOrder,
@@ -60,7 +60,7 @@ export class BudgetedUpstreamClient extends UpstreamClient {
     return this.call('ping', signal, opts, () => this.inner.ping(signal));
   }
 
-  override listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategory[]> {
+  override listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategoryList> {
     return this.call('listCategories', signal, opts, () => this.inner.listCategories(signal));
   }
 

@@ -30,7 +30,7 @@ import { UpstreamUnknownError, isUpstreamError, type UpstreamError } from './ups
 import { classifyHttpAnswer, transportFailure, type HttpAnswer, type TransportState } from './upstream-http.classification.js';
 import {
   isUpstreamCanceledOrder,
-  isUpstreamCategory,
+  splitCategories,
   isUpstreamCreatedOrder,
   isUpstreamOrder,
   isUpstreamPing,
@@ -41,7 +41,7 @@ import {
 import type {
   ProductPageQuery,
   UpstreamCanceledOrder,
-  UpstreamCategory,
+  UpstreamCategoryList,
   UpstreamCreateOrderRequest,
   UpstreamCreatedOrder,
   UpstreamOrder,
@@ -415,13 +415,13 @@ export class UpstreamHttpClient extends UpstreamClient {
     return this.call({ operation: 'ping', method: 'POST', path: '/ping', body: EMPTY_BODY, signal }, isUpstreamPing);
   }
 
-  override async listCategories(signal?: AbortSignal): Promise<UpstreamCategory[]> {
+  override async listCategories(signal?: AbortSignal): Promise<UpstreamCategoryList> {
+    // The envelope must be right; a category whose shape is wrong is left out and reported in `skipped`.
     const answer = await this.call(
       { operation: 'listCategories', method: 'GET', path: '/categories', signal },
-      (v): v is { ok: true; categories: UpstreamCategory[] } =>
-        Array.isArray((v as { categories?: unknown }).categories) && (v as { categories: unknown[] }).categories.every(isUpstreamCategory),
+      (v): v is { ok: true; categories: unknown[] } => Array.isArray((v as { categories?: unknown }).categories),
     );
-    return answer.categories;
+    return splitCategories(answer.categories);
   }
 
   override async listProducts(query: ProductPageQuery, signal?: AbortSignal): Promise<UpstreamProductPage> {

@@ -21,7 +21,7 @@ import type { BudgetClass } from '../budget/request-budget.js';
 import type {
   ProductPageQuery,
   UpstreamCanceledOrder,
-  UpstreamCategory,
+  UpstreamCategoryList,
   UpstreamCreateOrderRequest,
   UpstreamCreatedOrder,
   UpstreamOrder,
@@ -79,7 +79,7 @@ export abstract class UpstreamClient {
    * budget). Writes (create, cancel) never do: once sent, they run to their answer or their timeout.
    */
   abstract ping(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamPing>;
-  abstract listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategory[]>;
+  abstract listCategories(signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamCategoryList>;
   abstract listProducts(query: ProductPageQuery, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<UpstreamProductPage>;
   /**
    * `listProducts` (the same request, budget class and errors), offering the body of a 200 answer to

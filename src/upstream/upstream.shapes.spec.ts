@@ -6,6 +6,7 @@ import {
   isUpstreamProductPage,
   isUpstreamProductPageEnvelope,
   productShapeProblem,
+  splitCategories,
   splitProductPage,
 } from './upstream.shapes.js';
 
@@ -130,5 +131,23 @@ describe('upstream answer shapes', () => {
     expect(isUpstreamOrder({ ...order, amount: '-19.80' })).toBe(false);
     expect(isUpstreamOrder({ ...order, refunded_amount: '-1.00' })).toBe(false);
     expect(isUpstreamCreatedOrder({ ...created, amount: '0.00' })).toBe(true);
+  });
+});
+
+describe('splitCategories', () => {
+  const category = { id: 1, parent_id: 0, slug: 'games', name: { en: 'Games' }, icon: '', sort_order: 3 };
+
+  it('keeps the usable categories and reports the others with their id and why (a null name)', () => {
+    const list = splitCategories([category, { ...category, id: 2, name: null }, 'x', { ...category, id: 0, slug: 5 }]);
+    expect([...list]).toEqual([category]);
+    expect(list.skipped).toEqual([
+      { category_id: 2, reason: 'name: expected an object of texts by language, got null' },
+      { category_id: null, reason: 'expected a category object, got "x"' },
+      { category_id: null, reason: 'slug: expected a string, got a number' },
+    ]);
+  });
+
+  it('sets no `skipped` when every category is usable', () => {
+    expect(splitCategories([category]).skipped).toBeUndefined();
   });
 });

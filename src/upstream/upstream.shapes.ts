@@ -9,6 +9,7 @@
 import type {
   UpstreamCanceledOrder,
   UpstreamCategory,
+  UpstreamCategoryList,
   UpstreamCreatedOrder,
   UpstreamOrder,
   UpstreamPing,
@@ -47,6 +48,33 @@ export function isUpstreamPing(v: unknown): v is UpstreamPing {
 
 export function isUpstreamCategory(v: unknown): v is UpstreamCategory {
   return isRecord(v) && isInt(v.id) && isInt(v.parent_id) && isStr(v.slug) && isRecord(v.name) && isInt(v.sort_order);
+}
+
+const CATEGORY_CHECKS: readonly FieldCheck[] = [
+  ['id', isInt, 'an integer'],
+  ['parent_id', isInt, 'an integer'],
+  ['slug', isStr, 'a string'],
+  ['name', isRecord, 'an object of texts by language'],
+  ['sort_order', isInt, 'an integer'],
+];
+
+/**
+ * The categories of a `GET /categories` answer, checked one by one: the usable ones, and each other
+ * one in `skipped` with its id (when usable) and which field was wrong (as products are, see
+ * splitProductPage).
+ */
+export function splitCategories(items: unknown[]): UpstreamCategoryList {
+  const list: UpstreamCategoryList = [];
+  for (const item of items) {
+    const problem = isRecord(item) ? firstProblem(item, CATEGORY_CHECKS) : `expected a category object, got ${describe(item)}`;
+    if (problem === null) {
+      list.push(item as unknown as UpstreamCategory);
+      continue;
+    }
+    const id = isRecord(item) ? item.id : undefined;
+    (list.skipped ??= []).push({ category_id: isId(id) ? id : null, reason: problem });
+  }
+  return list;
 }
 
 /** What a value is, for a reason: `null`, `a number`, `an array`… */

@@ -30,6 +30,18 @@ export interface UpstreamCategory {
   sort_order: number;
 }
 
+/** A category of `GET /categories` left out because its shape is wrong: its id when usable, and why. */
+export interface SkippedCategory {
+  category_id: number | null;
+  reason: string;
+}
+
+/**
+ * The usable categories of `GET /categories`; `skipped` (set only when some were left out) names the
+ * others: one badly shaped category (a null name) does not make the whole tree unusable.
+ */
+export type UpstreamCategoryList = UpstreamCategory[] & { skipped?: SkippedCategory[] };
+
 export type StockStatus = 'unlimited' | 'in_stock' | 'low_stock' | 'out_of_stock';
 export type FulfillmentType = 'auto' | 'manual';
 

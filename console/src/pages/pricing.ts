@@ -4,6 +4,9 @@
  * shows the SKU's code and names the SKU by its `sku_key` (a code is unique only within its product);
  * a code typed in names the one listed SKU carrying it (the service refuses one several carry). The
  * preview shows, for the SKUs the draft touches, the price now and the price the draft gives.
+ * Rules name their supplier (a rule for every SKU of a supplier, a supplier's category, a supplier's
+ * SKU): the page keeps each rule's supplier when it saves (a new category rule is the `UPSTREAM_*`
+ * supplier's).
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, enc } from '../api.js';
@@ -16,7 +19,9 @@ import { Card, Confirm, ErrorBox, Loading, Money, useLoad } from '../ui.js';
 
 interface DraftRule {
   key: number;
-  scope: 'category' | 'sku';
+  scope: 'supplier' | 'category' | 'sku';
+  /** The supplier the rule names ('' for none: a new category rule is the `UPSTREAM_*` supplier's, a SKU rule looks at every supplier). */
+  supplier: string;
   category_id: string;
   /** What the row shows and the operator types: the SKU's code (or a key). */
   sku_code: string;
@@ -33,6 +38,7 @@ function toDraft(r: PricingRule): DraftRule {
   return {
     key: nextKey++,
     scope: r.scope,
+    supplier: r.supplier ?? '',
     category_id: r.category_id != null ? String(r.category_id) : '',
     sku_code: r.sku_code ?? '',
     sku_key: r.sku_key ?? '',
@@ -48,9 +54,11 @@ function toBody(d: DraftRule): PricingRuleBody {
     markup_fixed: d.markup_fixed.trim(),
     rounding: d.rounding.trim() === '' ? null : d.rounding.trim(),
   };
+  const supplier = d.supplier ? { supplier: d.supplier } : {};
+  if (d.scope === 'supplier') return { scope: 'supplier', supplier: d.supplier, ...markup };
   return d.scope === 'category'
-    ? { scope: 'category', category_id: Number(d.category_id), ...markup }
-    : { scope: 'sku', sku_code: skuRef(d), ...markup };
+    ? { scope: 'category', ...supplier, category_id: Number(d.category_id), ...markup }
+    : { scope: 'sku', ...supplier, sku_code: skuRef(d), ...markup };
 }
 
 function problems(d: DraftRule): string[] {
@@ -67,23 +75,29 @@ function problems(d: DraftRule): string[] {
 
 /** What a SKU rule names: its SKU's key, or the code typed in. */
 const skuRef = (d: DraftRule) => d.sku_key || d.sku_code.trim();
-const targetKey = (d: DraftRule) => (d.scope === 'category' ? `c:${d.category_id}` : `s:${skuRef(d)}`);
+const targetKey = (d: DraftRule) =>
+  d.scope === 'supplier' ? `p:${d.supplier}` : d.scope === 'category' ? `c:${d.supplier}/${d.category_id}` : `s:${d.supplier}/${skuRef(d)}`;
 /** The row's handle in the page: the category, or the code the row shows. */
-const rowKey = (d: DraftRule) => (d.scope === 'category' ? `c:${d.category_id}` : `s:${d.sku_code.trim()}`);
+const rowKey = (d: DraftRule) =>
+  d.scope === 'supplier' ? `p:${d.supplier}` : d.scope === 'category' ? `c:${d.category_id}` : `s:${d.sku_code.trim()}`;
+/** Whether a rule's supplier covers the SKU's (a rule without one: any, as far as the preview knows). */
+const atSupplier = (r: DraftRule, sku: Sku) => !r.supplier || r.supplier === sku.supplier;
 const ruleText = (d: DraftRule) => `${d.markup_percent}|${d.markup_fixed}|${d.rounding}`;
 
 /** The rule the service would pick: the SKU's (by key, or by its code), then the SKU's category, then its parent, then the defaults. */
 function ruleFor(sku: Sku, rules: DraftRule[], parents: Map<number, number>, defaults: Markup): { markup: Markup; source: string } {
   const bySku =
-    rules.find((r) => r.scope === 'sku' && skuRef(r) === sku.sku_key) ??
+    rules.find((r) => r.scope === 'sku' && atSupplier(r, sku) && skuRef(r) === sku.sku_key) ??
     rules.find((r) => r.scope === 'sku' && !r.sku_key && r.sku_code.trim() === sku.sku_code);
   if (bySku) return { markup: bySku, source: 'SKU rule' };
   const cat = Number(sku.category_id);
-  const byCat = rules.find((r) => r.scope === 'category' && Number(r.category_id) === cat);
+  const byCat = rules.find((r) => r.scope === 'category' && atSupplier(r, sku) && Number(r.category_id) === cat);
   if (byCat) return { markup: byCat, source: 'category rule' };
   const parent = parents.get(cat);
-  const byParent = parent ? rules.find((r) => r.scope === 'category' && Number(r.category_id) === parent) : undefined;
+  const byParent = parent ? rules.find((r) => r.scope === 'category' && atSupplier(r, sku) && Number(r.category_id) === parent) : undefined;
   if (byParent) return { markup: byParent, source: 'parent category rule' };
+  const bySupplier = rules.find((r) => r.scope === 'supplier' && r.supplier === sku.supplier);
+  if (bySupplier) return { markup: bySupplier, source: 'supplier rule' };
   return { markup: defaults, source: 'defaults' };
 }
 
@@ -134,19 +148,23 @@ function RuleRow({
     title=${rule.sku_key || undefined}
     class=${issues.length ? 'invalid' : ''}
   >
-    <td>${rule.scope === 'category' ? 'category' : 'SKU'}</td>
+    <td>
+      ${rule.scope === 'supplier' ? 'supplier' : rule.scope === 'category' ? 'category' : 'SKU'}${rule.supplier && rule.scope !== 'supplier' ? html` <span class="small">(${rule.supplier})</span>` : null}
+    </td>
     <td>
       ${
-        rule.scope === 'category'
-          ? html`<select
-              name="category_id"
-              value=${rule.category_id}
-              onChange=${(e: Event) => onChange({ ...rule, category_id: (e.target as HTMLSelectElement).value })}
-            >
-              <option value="">choose…</option>
-              ${categories.map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name} (#${c.id})</option>`)}
-            </select>`
-          : field('sku_code', 'sku_code', 'code')
+        rule.scope === 'supplier'
+          ? rule.supplier
+          : rule.scope === 'category'
+            ? html`<select
+                name="category_id"
+                value=${rule.category_id}
+                onChange=${(e: Event) => onChange({ ...rule, category_id: (e.target as HTMLSelectElement).value })}
+              >
+                <option value="">choose…</option>
+                ${categories.map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name} (#${c.id})</option>`)}
+              </select>`
+            : field('sku_code', 'sku_code', 'code')
       }
     </td>
     <td>${field('markup_percent', '0')}</td>
@@ -178,6 +196,7 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
       next.push({
         key: nextKey++,
         scope: 'sku',
+        supplier: query.get('supplier') ?? '',
         category_id: '',
         sku_code: focusSku,
         sku_key: focusKey,
@@ -251,6 +270,7 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
       {
         key: nextKey++,
         scope,
+        supplier: '',
         category_id: '',
         sku_code: '',
         sku_key: '',
