@@ -57,6 +57,7 @@ export interface CatalogPricingRulesRow {
   rounding: string | null; // numeric
   updated_at: Date; // timestamptz, default
   sku_key: string | null; // text
+  supplier: string | null; // text
 }
 
 /** The `catalog_pricing_state` table. */
@@ -73,18 +74,21 @@ export interface CatalogProductFingerprintsRow {
   fingerprint: string; // text
   sku_codes: string[]; // text[]
   updated_at: Date; // timestamptz
+  supplier: string; // text, default
 }
 
 /** The `catalog_product_media` table. */
 export interface CatalogProductMediaRow {
   product_id: PgInt8; // bigint
   url: string; // text
+  supplier: string; // text, default
 }
 
 /** The `catalog_product_rereads` table. */
 export interface CatalogProductRereadsRow {
   product_id: PgInt8; // bigint
   read_at: Date; // timestamptz
+  supplier: string; // text, default
 }
 
 /** The `catalog_products` table. */
@@ -202,6 +206,7 @@ export interface CatalogSyncRunsRow {
   image_bytes: PgInt8; // bigint, default
   media_ms: number; // integer, default
   supplier: string; // text, default
+  skipped_categories: unknown; // jsonb, default
 }
 
 /** The `catalog_sync_seen` table. */
@@ -228,6 +233,27 @@ export interface MediaSourcesRow {
   reason: string | null; // text
   retry_at: Date | null; // timestamptz
   fetched_at: Date; // timestamptz
+}
+
+/** The `offer_sources` table. */
+export interface OfferSourcesRow {
+  offer_code: string; // text
+  position: number; // integer
+  supplier: string; // text
+  sku_key: string; // text
+}
+
+/** The `offers` table. */
+export interface OffersRow {
+  code: string; // text
+  title: string | null; // text
+  routing: string; // text
+  operator_sale_price: string | null; // numeric
+  sale_price: string | null; // numeric
+  currency: string | null; // text
+  available: boolean; // boolean
+  created_at: Date; // timestamptz
+  updated_at: Date; // timestamptz
 }
 
 /** The `order_attempts` table. */
@@ -426,6 +452,8 @@ export interface DbTables {
   catalog_sync_seen: CatalogSyncSeenRow;
   media_files: MediaFilesRow;
   media_sources: MediaSourcesRow;
+  offer_sources: OfferSourcesRow;
+  offers: OffersRow;
   order_attempts: OrderAttemptsRow;
   order_events: OrderEventsRow;
   order_refunds: OrderRefundsRow;
