@@ -25,17 +25,18 @@ export class SupplierSkuFixtures {
   /** Gives the supplier the env supplier's catalog currency. */
   async setCurrencyAsEnv(): Promise<void> {
     await this.db.query(
-      `INSERT INTO relay_state (key, value, updated_at) SELECT $1, value, now() FROM relay_state WHERE key = 'catalog.currency'
+      `INSERT INTO relay_state (key, value, updated_at)
+       SELECT $1, value, now() FROM relay_state WHERE key IN ($2, 'catalog.currency') ORDER BY key DESC LIMIT 1
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-      [supplierCurrencyKey(this.supplier)],
+      [supplierCurrencyKey(this.supplier), supplierCurrencyKey('main')],
     );
   }
 
   async setCurrency(currency: string): Promise<void> {
-    await this.db.query(`UPDATE relay_state SET value = $2::jsonb WHERE key = $1`, [
-      supplierCurrencyKey(this.supplier),
-      JSON.stringify({ currency }),
-    ]);
+    await this.db.query(
+      `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+      [supplierCurrencyKey(this.supplier), JSON.stringify({ currency })],
+    );
   }
 
   /** A SKU of the supplier copied from `from` under `productId`, at `cost`; returns its sku_key. */
