@@ -25,7 +25,7 @@ import { AppConfig } from '../config/app-config.js';
 import { MediaRepository } from '../media/media.repository.js';
 import { mediaSettings } from '../media/media-settings.js';
 import { iconUrl, shownIcon } from '../media/product-media.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import {
   CatalogReadRepository,
@@ -135,8 +135,10 @@ export interface SkuForOrder {
 /** A product's fresh read (`CatalogService.readProduct`), settled: its answer or its error, and when (performance.now()). */
 export type ProductAnswer = ({ product: UpstreamProduct } | { error: unknown }) & { settledAt: number };
 
-/** How a product read for an order waits for the request budget. */
+/** How a product read for an order waits for the request budget, and at which supplier. */
 export interface ProductReadOptions {
+  /** The supplier whose product it is (CONTRACT §10), read with its client; default: the `UPSTREAM_*` supplier. */
+  supplier?: string;
   signal?: AbortSignal;
   /** The longest wait for the budget; past it the read rejects with BudgetWaitExceeded. */
   maxWaitMs?: number;
@@ -144,12 +146,15 @@ export interface ProductReadOptions {
 
 /** The product an order's SKU reference named (`CatalogService.productHint`). */
 export interface ProductHint {
+  supplier: string;
   productId: number;
   skuCode: string;
 }
 
 /** A create sent for a SKU the price guard checked (`CatalogService.confirmCost`). */
 export interface CheckedCreate {
+  /** Default: the `UPSTREAM_*` supplier. */
+  supplier?: string;
   productId: number;
   skuCode: string;
   /** The sku_id the create was sent with. */
@@ -172,10 +177,10 @@ export class CatalogService {
    * The last successful read of each product with when it settled (the clock's ms; kept
    * ORDER_PRICE_FRESH_S), and the reads in flight.
    */
-  private readonly freshReads = new Map<number, { answer: ProductAnswer; readAt: number }>();
-  private readonly readsInFlight = new Map<number, Promise<ProductAnswer>>();
-  /** Product id → SKU code → the last create that confirmed that SKU's cost (kept ORDER_PRICE_FRESH_S). */
-  private readonly confirmedCosts = new Map<number, Map<string, CostConfirmation>>();
+  private readonly freshReads = new Map<string, { answer: ProductAnswer; readAt: number }>();
+  private readonly readsInFlight = new Map<string, Promise<ProductAnswer>>();
+  /** Product (productKey) → SKU code → the last create that confirmed that SKU's cost (kept ORDER_PRICE_FRESH_S). */
+  private readonly confirmedCosts = new Map<string, Map<string, CostConfirmation>>();
 
   constructor(
     private readonly config: AppConfig,
@@ -183,9 +188,14 @@ export class CatalogService {
     private readonly repo: CatalogReadRepository,
     private readonly categoryRepo: CategoryRepository,
     private readonly writer: CatalogWriter,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly media: MediaRepository,
   ) {}
+
+  /** A product's key in the caches: product ids are each supplier's own. */
+  private productKey(productId: number, supplier: string | undefined): string {
+    return `${supplier ?? this.suppliers.envName}:${productId}`;
+  }
 
   // ---------------------------------------------------------------------- for the orders engine
 
@@ -200,14 +210,14 @@ export class CatalogService {
    * with whether its `shopOrderNo` is recorded, in one statement), with the refusal of a reference
    * that names several; remembers an available SKU's product for `productHint`.
    */
-  skuForOrder(ref: string, found: readonly FoundSku[]): SkuForOrder {
+  skuForOrder(ref: string, found: readonly FoundSku[], supplier: string = this.suppliers.envName, hintKey: string = ref): SkuForOrder {
     const r = resolveFound(ref, found);
     const sku = r.kind === 'found' ? toCatalogSku(r.found.sku, r.found.currency, r.found.productFingerprint) : null;
     if (sku?.available) {
-      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(ref)) this.productOfSku.clear();
-      this.productOfSku.set(ref, { productId: sku.productId, skuCode: sku.skuCode });
+      if (this.productOfSku.size >= PRODUCT_HINTS && !this.productOfSku.has(hintKey)) this.productOfSku.clear();
+      this.productOfSku.set(hintKey, { supplier, productId: sku.productId, skuCode: sku.skuCode });
     } else {
-      this.productOfSku.delete(ref);
+      this.productOfSku.delete(hintKey);
     }
     let refused: AppError | null = null;
     if (r.kind === 'ambiguous') {
@@ -235,28 +245,30 @@ export class CatalogService {
   /** `GET /products/{id}`, settled either way (the caller may never look at it), with when it settled (performance.now()). */
   readProduct(productId: number, opts: ProductReadOptions = {}): Promise<ProductAnswer> {
     const freshMs = this.freshMs;
+    const key = this.productKey(productId, opts.supplier);
     if (freshMs > 0) {
-      const last = this.freshReads.get(productId);
+      const last = this.freshReads.get(key);
       if (last && isFresh(last.readAt, this.clock.nowMs(), freshMs)) return Promise.resolve(last.answer);
-      const running = this.readsInFlight.get(productId);
+      const running = this.readsInFlight.get(key);
       if (running) return running;
     }
-    const read = this.upstream.getProduct(productId, opts.signal, { priority: 'price', maxWaitMs: opts.maxWaitMs }).then(
+    const client = this.suppliers.get(opts.supplier ?? this.suppliers.envName).client;
+    const read = client.getProduct(productId, opts.signal, { priority: 'price', maxWaitMs: opts.maxWaitMs }).then(
       (product): ProductAnswer => {
         const answer = { product, settledAt: performance.now() };
         if (freshMs > 0) {
           if (this.freshReads.size >= PRODUCT_HINTS) this.freshReads.clear();
-          this.freshReads.set(productId, { answer, readAt: this.clock.nowMs() });
+          this.freshReads.set(key, { answer, readAt: this.clock.nowMs() });
           // the read is newer than any create's confirmation and serves every SKU of the product
-          this.confirmedCosts.delete(productId);
+          this.confirmedCosts.delete(key);
         }
         return answer;
       },
       (error: unknown): ProductAnswer => ({ error, settledAt: performance.now() }),
     );
     if (freshMs > 0) {
-      this.readsInFlight.set(productId, read);
-      void read.then(() => this.readsInFlight.delete(productId));
+      this.readsInFlight.set(key, read);
+      void read.then(() => this.readsInFlight.delete(key));
     }
     return read;
   }
@@ -265,9 +277,10 @@ export class CatalogService {
    * Forgets the product's last read and its SKUs' confirmations (the upstream refused an order for it,
    * or charged another price than the one checked: the next order reads it again).
    */
-  forgetRead(productId: number): void {
-    this.freshReads.delete(productId);
-    this.confirmedCosts.delete(productId);
+  forgetRead(productId: number, supplier?: string): void {
+    const key = this.productKey(productId, supplier);
+    this.freshReads.delete(key);
+    this.confirmedCosts.delete(key);
   }
 
   /**
@@ -280,15 +293,16 @@ export class CatalogService {
   confirmCost(c: CheckedCreate, charged: { amount?: string | null; currency?: string | null }, answeredAt: number): boolean {
     const verdict = chargeVerdict(charged, c);
     if (verdict !== 'confirms') {
-      if (verdict === 'differs') this.forgetRead(c.productId);
+      if (verdict === 'differs') this.forgetRead(c.productId, c.supplier);
       return false;
     }
     if (this.freshMs <= 0) return true;
-    let skus = this.confirmedCosts.get(c.productId);
+    const key = this.productKey(c.productId, c.supplier);
+    let skus = this.confirmedCosts.get(key);
     if (!skus) {
       if (this.confirmedCosts.size >= PRODUCT_HINTS) this.confirmedCosts.clear();
       skus = new Map();
-      this.confirmedCosts.set(c.productId, skus);
+      this.confirmedCosts.set(key, skus);
     }
     const last = skus.get(c.skuCode);
     if (!last || last.at <= answeredAt) skus.set(c.skuCode, { skuId: c.skuId, unitCost: c.unitCost, at: answeredAt });
@@ -296,8 +310,8 @@ export class CatalogService {
   }
 
   /** Whether a create confirmed the SKU's cost within ORDER_PRICE_FRESH_S (whatever the local catalog now says). */
-  costConfirmedLately(productId: number, skuCode: string): boolean {
-    const c = this.confirmedCosts.get(productId)?.get(skuCode);
+  costConfirmedLately(productId: number, skuCode: string, supplier?: string): boolean {
+    const c = this.confirmedCosts.get(this.productKey(productId, supplier))?.get(skuCode);
     return c !== undefined && isFresh(c.at, this.clock.nowMs(), this.freshMs);
   }
 
@@ -305,8 +319,8 @@ export class CatalogService {
    * The confirmation that lets the price guard skip the product's read for this local SKU: a create
    * for it confirmed, within ORDER_PRICE_FRESH_S, the sku_id and the cost the local catalog holds.
    */
-  confirmedCost(sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>): CostConfirmation | null {
-    const c = this.confirmedCosts.get(sku.productId)?.get(sku.skuCode);
+  confirmedCost(sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>, supplier?: string): CostConfirmation | null {
+    const c = this.confirmedCosts.get(this.productKey(sku.productId, supplier))?.get(sku.skuCode);
     return confirmationServes(c, sku, this.clock.nowMs(), this.freshMs) ? c : null;
   }
 
@@ -322,14 +336,18 @@ export class CatalogService {
     opts: ProductReadOptions = {},
   ): Promise<UpstreamProduct | null> {
     const answer = read ?? (await this.readProduct(productId, opts));
+    // The write path below stores the env supplier's products only: another supplier's fresh read
+    // serves its order's price guard without a local write.
+    const local = (opts.supplier ?? this.suppliers.envName) === this.suppliers.envName;
     if ('error' in answer) {
       if (isProductGone(answer.error)) {
-        await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });
+        if (local) await this.writer.unlistProduct(productId, { runId: null, source: 'refresh' });
         return null;
       }
       throw answer.error;
     }
     const { product } = answer;
+    if (!local) return product;
     // Its SKUs no longer in it are unlisted and the others written, in one transaction; nothing at all
     // when its fingerprint did not move (compared with `knownFingerprint`, read with the SKU just
     // before, without another query).
