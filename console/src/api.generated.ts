@@ -412,6 +412,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/callbacks/upstream/{supplier}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Order callback from one supplier, at that supplier's own URL
+         * @description As `POST /callbacks/upstream`, verified with the key, secret and profile of the supplier the path names (CONTRACT §10): a callback signed by another supplier's secret, or for an unknown supplier, is 401 `invalid_signature` and stored nowhere; it applies only to that supplier's orders.
+         */
+        post: operations["CallbacksController_receiveAt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -691,6 +711,11 @@ export interface components {
              */
             sku_code: string;
             /**
+             * @description the supplier to buy from (CONTRACT §10): the SKU is looked up within it (404 `supplier_not_found`, 409 `supplier_disabled`). Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` with the candidates as `{supplier, sku_key}`
+             * @example main
+             */
+            supplier?: string;
+            /**
              * @description 1 to ORDER_MAX_QUANTITY (default 1000)
              * @example 2
              */
@@ -759,7 +784,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -2707,6 +2732,8 @@ export interface operations {
             query?: {
                 /** @description only orders in this status */
                 status?: "queued" | "submitting" | "submit_unknown" | "rejected" | "pending_payment" | "paid" | "fulfilling" | "partially_delivered" | "delivered" | "completed" | "canceled" | "partially_refunded" | "refunded";
+                /** @description only orders at this supplier */
+                supplier?: string;
                 /** @description `true`: only stuck orders (unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes) */
                 stuck?: boolean;
                 /** @description page number, from 1 */
@@ -2732,6 +2759,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "shop_order_no": "SO-20261122-0001",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "quantity": 2,
@@ -2776,6 +2804,8 @@ export interface operations {
                         items: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -2911,6 +2941,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -2952,6 +2983,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3030,6 +3063,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3068,6 +3102,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3146,6 +3182,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0004",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 1,
@@ -3184,6 +3221,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3397,6 +3436,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3438,6 +3478,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3687,6 +3729,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3725,6 +3768,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3897,6 +3942,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3935,6 +3981,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4107,6 +4155,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -4148,6 +4197,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4296,6 +4347,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4591,6 +4644,125 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                     };
+                };
+            };
+            /** @description - `invalid_signature`: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "invalid_signature";
+                    };
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `internal_error`: the callback could not be stored: the upstream tries again */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "internal_error";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CallbacksController_receiveAt: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description our UPSTREAM_API_KEY (the prefix is UPSTREAM_HEADER_PREFIX: `Service`, or `Dujiao-Next` with that profile) */
+                "Service-Api-Key": string;
+                /** @description Unix seconds, within ±CALLBACK_TOLERANCE_S (default 60) of now */
+                "Service-Timestamp": string;
+                /** @description lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body) */
+                "Service-Signature": string;
+            };
+            path: {
+                /** @description the supplier whose callback URL this is */
+                supplier: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description `order.status_changed` or `order.fulfilled` */
+                    event?: string;
+                    order_id: number;
+                    order_no?: string;
+                    /** @description the number the relay sent (`shop_order_no`, or `<shop_order_no>-<n>`) */
+                    downstream_order_no?: string;
+                    /** @description an upstream order state */
+                    status: string;
+                    /** @description never stored from the callback: the items are taken from `GET /orders/{id}` */
+                    fulfillment?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Unix time */
+                    timestamp?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description stored (or a duplicate): acknowledged */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            /**
+             * @description the body is not JSON:
+             *     - `bad_request`: a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse (`fields.body` says which)
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description - `invalid_signature`: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched */

@@ -364,7 +364,15 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         case 'store': {
           // an upstream order for an attempt closed here, or besides the one the order follows: the upstream confirms it exists
           if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
-            const r = await this.follow.checkUntracked(supplier, order.id, attempt, upstreamOrderId, 'callback', this.shutdown.signal, answer);
+            const r = await this.follow.checkUntracked(
+              supplier,
+              order.id,
+              attempt,
+              upstreamOrderId,
+              'callback',
+              this.shutdown.signal,
+              answer,
+            );
             if (r.kind === 'followed' && pass === 0) continue;
             return this.untracked(group, order, attempt, r);
           }

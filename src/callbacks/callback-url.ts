@@ -16,12 +16,7 @@ export function callbackUrlFor(publicUrl: string, supplier: string, envSupplier:
  * The path a supplier's callbacks are signed over: the one its settings name (its profile's, or the
  * operator's), else its callback URL's own path (the `spec` profile), else the route's path.
  */
-export function callbackSignaturePath(
-  configured: string | null,
-  publicUrl: string | null,
-  supplier: string,
-  envSupplier: string,
-): string {
+export function callbackSignaturePath(configured: string | null, publicUrl: string | null, supplier: string, envSupplier: string): string {
   if (configured !== null) return configured;
   if (publicUrl !== null) return new URL(callbackUrlFor(publicUrl, supplier, envSupplier)).pathname;
   return supplier === envSupplier ? CALLBACK_ROUTE : `${CALLBACK_ROUTE}/${supplier}`;

@@ -29,7 +29,12 @@ export class CallbackVerifier {
 
   /** The path `supplier`'s callbacks are signed over (default: the `UPSTREAM_*` supplier's). */
   signaturePath(supplier: SupplierConfig = this.suppliers.env.config): string {
-    return callbackSignaturePath(supplier.settings.callbackSignaturePath, this.config.callbacks.publicUrl, supplier.name, this.suppliers.envName);
+    return callbackSignaturePath(
+      supplier.settings.callbackSignaturePath,
+      this.config.callbacks.publicUrl,
+      supplier.name,
+      this.suppliers.envName,
+    );
   }
 
   /** Verifies a callback that reached `supplier`'s URL (the bare URL: the `UPSTREAM_*` supplier). */

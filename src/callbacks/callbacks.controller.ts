@@ -160,7 +160,13 @@ export class CallbacksController {
     const verdict = this.verifier.verify(req.headers, raw, supplier);
     if (!verdict.ok) {
       this.metrics.callbacksRejected.inc({ reason: verdict.reason });
-      this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, supplier: supplier.slice(0, 64), ip: req.ip, ...requestFields(req) });
+      this.logger.warn({
+        msg: `callback refused: ${verdict.reason}`,
+        reason: verdict.reason,
+        supplier: supplier.slice(0, 64),
+        ip: req.ip,
+        ...requestFields(req),
+      });
       throw new AppError('invalid_signature', 'callback signature verification failed');
     }
     const read = readCallback(raw, supplier);

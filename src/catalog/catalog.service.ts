@@ -319,7 +319,10 @@ export class CatalogService {
    * The confirmation that lets the price guard skip the product's read for this local SKU: a create
    * for it confirmed, within ORDER_PRICE_FRESH_S, the sku_id and the cost the local catalog holds.
    */
-  confirmedCost(sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>, supplier?: string): CostConfirmation | null {
+  confirmedCost(
+    sku: Pick<CatalogSku, 'productId' | 'skuCode' | 'upstreamSkuId' | 'costPrice'>,
+    supplier?: string,
+  ): CostConfirmation | null {
     const c = this.confirmedCosts.get(this.productKey(sku.productId, supplier))?.get(sku.skuCode);
     return confirmationServes(c, sku, this.clock.nowMs(), this.freshMs) ? c : null;
   }

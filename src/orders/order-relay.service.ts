@@ -376,7 +376,13 @@ export class OrderRelayService {
       );
     });
     if (!started) return true;
-    const outcome = await this.submitter.send(supplier, attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { granted: true });
+    const outcome = await this.submitter.send(
+      supplier,
+      attempt.downstreamOrderNo,
+      request,
+      { shop_order_no: order.shopOrderNo },
+      { granted: true },
+    );
     this.notePriceOutcome(supplier, sku, order.quantity, outcome);
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
     return recorded.status !== 'queued';

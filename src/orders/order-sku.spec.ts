@@ -12,7 +12,7 @@ const sku = (supplier: string, key: string, listed = true): SupplierSku => {
 };
 
 describe('pickSupplier', () => {
-  it("takes the one supplier whose SKUs were read (or none), with its rows", () => {
+  it('takes the one supplier whose SKUs were read (or none), with its rows', () => {
     const rows = [sku('main', '1:A'), sku('main', '2:A')];
     expect(pickSupplier('A', rows)).toEqual({ kind: 'supplier', supplier: 'main', found: rows });
     expect(pickSupplier('A', [])).toEqual({ kind: 'supplier', supplier: null, found: [] });

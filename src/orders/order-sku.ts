@@ -30,7 +30,13 @@ export function pickSupplier(ref: string, found: readonly SupplierSku[]): Suppli
     return { kind: 'supplier', supplier: only ?? null, found: [...found] };
   }
   const answering = (rows: readonly SupplierSku[]) => rows.filter((r) => r.sku.sku_key === ref || r.sku.sku_code === ref);
-  const naming = [...bySupplier.entries()].filter(([, rows]) => resolveSkuRef(ref, rows.map((r) => r.sku)).kind !== 'not_found');
+  const naming = [...bySupplier.entries()].filter(
+    ([, rows]) =>
+      resolveSkuRef(
+        ref,
+        rows.map((r) => r.sku),
+      ).kind !== 'not_found',
+  );
   const listed = naming.filter(([, rows]) => answering(rows).some((r) => r.sku.listed));
   const among = listed.length > 0 ? listed : naming;
   if (among.length === 0) return { kind: 'supplier', supplier: null, found: [] };

@@ -18,6 +18,10 @@ const nullableString = (description?: string): SchemaObject => ({
 export const ORDER_SCHEMA: SchemaObject = objectSchema(
   {
     shop_order_no: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: "the shop's order number (the idempotency key)" },
+    supplier: {
+      type: 'string',
+      description: 'the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it',
+    },
     sku_key: nullableString(
       'the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)',
     ),
@@ -117,6 +121,10 @@ export const CREATE_ORDER_EXAMPLES = {
       "a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products' SKUs carrying one code, such as `DEFAULT`",
     value: { shop_order_no: 'SO-20261122-0005', sku_code: '42:SKU-00042-1', quantity: 1 },
   },
+  at_supplier: {
+    summary: 'at a named supplier (CONTRACT §10): the SKU is looked up within it; the way to order a code several suppliers carry',
+    value: { shop_order_no: 'SO-20261122-0006', supplier: 'second', sku_code: 'SKU-00042-1', quantity: 1 },
+  },
   manual: {
     summary: 'a manual SKU: `manual_form_data` answers its `manual_form_schema`',
     value: {
@@ -143,6 +151,7 @@ export const RESOLVE_EXAMPLES = {
 
 export const ORDER_DELIVERED = {
   shop_order_no: 'SO-20261122-0001',
+  supplier: 'main',
   sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   quantity: 2,

@@ -141,7 +141,12 @@ export class ListOrdersQuery extends PageQuery {
   @IsIn(ORDER_STATUSES)
   status?: string;
 
-  @ApiPropertyOptional({ type: String, pattern: SUPPLIER_NAME_PATTERN.source, description: 'only orders at this supplier', example: 'main' })
+  @ApiPropertyOptional({
+    type: String,
+    pattern: SUPPLIER_NAME_PATTERN.source,
+    description: 'only orders at this supplier',
+    example: 'main',
+  })
   @IsOptional()
   @IsString()
   @Matches(SUPPLIER_NAME_PATTERN, { message: 'supplier must match [a-z][a-z0-9-]{0,31}' })
