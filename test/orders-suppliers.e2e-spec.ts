@@ -13,7 +13,9 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { SupplierRepository } from '../src/suppliers/supplier.repository.js';
 import { useAppSuite, type AppSuite } from './support/app-suite.js';
+import { OrderRepository } from '../src/orders/order.repository.js';
 import { callbackHeaders, freePort, getOrder, waitForOrder, type OrderView } from './support/child-app.js';
+import { waitFor } from './support/wait.js';
 import { supplierCredentials } from './support/suppliers.js';
 
 const TIMETABLE = { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null };
@@ -45,6 +47,9 @@ describe('orders at several suppliers', () => {
       return {
         PORT: String(port),
         CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}/callbacks/upstream`,
+        // the shop's notifications are written (to the outbox) and never delivered: read there
+        SHOP_WEBHOOK_URL: 'http://127.0.0.1:9/shop-hook',
+        SHOP_WEBHOOK_SECRET: 'shop-secret',
         // polling is slow: callbacks deliver the orders
         ORDER_POLL_BASE_MS: '5000',
         ORDER_POLL_MAX_MS: '10000',
@@ -92,6 +97,15 @@ describe('orders at several suppliers', () => {
       [ob.shop_order_no],
     );
     expect(inbox).toEqual([{ supplier: 'second', state: 'applied' }]);
+    // every shop notification of an order names its supplier
+    const notified = await t.db.query<{ subject: string; supplier: string }>(
+      "SELECT DISTINCT subject, payload->>'supplier' AS supplier FROM outbox_events WHERE subject = ANY($1::text[]) ORDER BY subject",
+      [[oa.shop_order_no, ob.shop_order_no]],
+    );
+    expect(notified).toEqual([
+      { subject: oa.shop_order_no, supplier: 'main' },
+      { subject: ob.shop_order_no, supplier: 'second' },
+    ]);
     const listed = await t.app.http.get('/internal/orders', { params: { supplier: 'second' } });
     expect((listed.data as { items: OrderView[] }).items.map((o) => o.supplier)).toEqual(
       (listed.data as { items: OrderView[] }).items.map(() => 'second'),
@@ -182,7 +196,15 @@ describe('orders at several suppliers', () => {
       expect([refused.status, (refused.data as { error_code: string }).error_code]).toEqual([409, 'supplier_disabled']);
       expect(creates()).toEqual(before);
       expect(await getOrder(t.app.http, refusedNo)).toBeNull();
+      // (the suppliers API's DELETE is 409 supplier_busy while this counts any)
+      const orders = t.app.relay.app.get(OrderRepository);
+      expect(await orders.countUnfinished('second')).toBeGreaterThanOrEqual(1);
       await waitForOrder(t.app.http, (pending.data as { order: OrderView }).order.shop_order_no, (x) => x.status === 'delivered');
+      await waitFor(
+        () => orders.countUnfinished('second'),
+        (count) => count === 0,
+        "the second supplier's unfinished orders",
+      );
     } finally {
       await setEnabled(true);
       second.setTimetable(TIMETABLE);

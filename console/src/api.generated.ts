@@ -3332,7 +3332,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code` */
+            /**
+             * @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code`
+             *     - `supplier_not_found`: the body names a supplier there is none of
+             */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3340,12 +3343,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_not_found";
+                        error_code?: "sku_not_found" | "supplier_not_found";
                     };
                 };
             };
             /**
-             * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess
+             * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`
+             *     - `supplier_disabled`: the supplier is disabled (CONTRACT §10): nothing recorded, nothing sent; its unfinished orders are still followed
              *     - `sku_unavailable`: unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded
              *     - `price_changed`: the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded
              *     - `idempotency_conflict`: this `shop_order_no` was used with another body
@@ -3357,7 +3361,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_ambiguous" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
+                        error_code?: "sku_ambiguous" | "supplier_disabled" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
                     };
                 };
             };

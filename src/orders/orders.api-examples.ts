@@ -297,12 +297,21 @@ export const CREATE_ORDER_ERRORS = [
     fields: { 'manual_form_data.account': ['required'] },
   }),
   apiError(404, 'sku_not_found', 'no SKU SKU-99999-1'),
+  apiError(404, 'supplier_not_found', 'no supplier named "third"', { supplier: 'third' }, 'the body names a supplier there is none of'),
   apiError(
     409,
     'sku_ambiguous',
     'sku_code DEFAULT is carried by 2 listed SKUs (products): name one by its sku_key',
     { candidates: ['113:DEFAULT', '57:DEFAULT'] },
-    'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess',
+    'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. ' +
+      'A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`',
+  ),
+  apiError(
+    409,
+    'supplier_disabled',
+    'supplier second is disabled: it takes no new orders',
+    { supplier: 'second' },
+    'the supplier is disabled (CONTRACT §10): nothing recorded, nothing sent; its unfinished orders are still followed',
   ),
   apiError(
     409,

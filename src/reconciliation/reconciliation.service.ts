@@ -151,6 +151,7 @@ export class ReconciliationService implements OnModuleDestroy {
             subject: order.shopOrderNo,
             payload: {
               shop_order_no: order.shopOrderNo,
+              supplier: order.supplier,
               status: updated.status,
               previous_status: order.status,
               refunded_amount: updated.refundedAmount,
