@@ -794,6 +794,8 @@ export interface components {
             order?: Record<string, never>;
             /** @description with `sync_in_progress`: the running sync */
             run_id?: string | null;
+            /** @description with `supplier_not_found`, `supplier_disabled` and the other `supplier_*` codes: the supplier named */
+            supplier?: string;
             /** @description with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100) */
             candidates?: string[];
             /** @description with `price_changed`: the fresh upstream unit price (decimal string) */

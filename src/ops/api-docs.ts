@@ -69,6 +69,10 @@ const ERROR_SCHEMA = {
     },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
+    supplier: {
+      type: 'string',
+      description: 'with `supplier_not_found`, `supplier_disabled` and the other `supplier_*` codes: the supplier named',
+    },
     candidates: {
       type: 'array',
       items: { type: 'string' },
