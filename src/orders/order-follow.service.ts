@@ -91,7 +91,10 @@ export class OrderFollowService {
     try {
       // a delivered order whose items no report has brought is read as a delivery (it hands items to the shop)
       const priority = ITEMS_DELIVERED.has(claim.snapshot.order.status) ? 'deliver' : 'poll';
-      answer = await this.upstream(claim.snapshot.order.supplier).getOrder(claim.upstreamOrderId, signal, { priority });
+      // The wait for the budget is bounded (a timeout's length): a key blocked for longer fails the read
+      // at once (the order backs off), so that a blocked supplier never holds the poller's pass.
+      const { client, config } = this.suppliers.get(claim.snapshot.order.supplier);
+      answer = await client.getOrder(claim.upstreamOrderId, signal, { priority, maxWaitMs: config.settings.timeoutMs });
     } catch (e) {
       if (signal?.aborted) {
         // ended by the shutdown, not by the upstream: the claim is given back as it was (due, no backoff)
