@@ -251,7 +251,7 @@ const nulRefused = (at: string): AppError => badRequest(`invalid request: ${at}`
 /**
  * Request bodies (CONTRACT §5, §6), read whatever their content type up to BODY_LIMIT_BYTES (413
  * `payload_too_large` beyond, before anything else is decided), then:
- * - `POST /callbacks/upstream`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
+ * - `POST /callbacks/upstream` and `POST /callbacks/upstream/{supplier}`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
  *   on them before anything else (an unsigned one is 401 whatever it carries), and read once verified;
  * - a route that does not exist: not parsed (its answer is 404, or 401 on an internal path);
  * - any other: `application/json` (parameters aside) is parsed as JSON, prototype poisoning refused;
@@ -261,7 +261,9 @@ const nulRefused = (at: string): AppError => badRequest(`invalid request: ${at}`
  */
 function installBodyParsing(fastify: FastifyInstance): void {
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
-  const isCallback = (req: FastifyRequest) => req.method === 'POST' && req.routeOptions.url === CALLBACK_ROUTE;
+  // the bare route (the `UPSTREAM_*` supplier's) and each supplier's own, `/callbacks/upstream/{supplier}`
+  const callbackRoutes = new Set([CALLBACK_ROUTE, `${CALLBACK_ROUTE}/:supplier`]);
+  const isCallback = (req: FastifyRequest) => req.method === 'POST' && callbackRoutes.has(req.routeOptions.url ?? '');
   // A content-type header Fastify cannot read is refused (415) before the body is: not these ones'.
   fastify.addHook('onRequest', (req, _reply, done) => {
     // (Fastify lays an assigned object over the raw headers: only the content type is replaced)

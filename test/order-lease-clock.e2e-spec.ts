@@ -67,9 +67,9 @@ describe('attempt leases on the database clock', () => {
       [a.attemptId],
     );
     await db.query("UPDATE orders SET status = 'submit_unknown' WHERE id = $1", [a.orderId]);
-    expect((await repo.claimResends(ahead.now(), 30_000, 10)).map((c) => c.id)).not.toContain(a.attemptId);
+    expect((await repo.claimResends(ahead.now(), 30_000, 10, ['main'])).map((c) => c.id)).not.toContain(a.attemptId);
     expect(await repo.claimUnknownAttempt(a.attemptId, 30_000)).toBeNull();
     await db.query("UPDATE order_attempts SET sending_until = now() - interval '1 second' WHERE id = $1", [a.attemptId]);
-    expect((await repo.claimResends(ahead.now(), 30_000, 10)).map((c) => c.id)).toContain(a.attemptId);
+    expect((await repo.claimResends(ahead.now(), 30_000, 10, ['main'])).map((c) => c.id)).toContain(a.attemptId);
   });
 });

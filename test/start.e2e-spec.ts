@@ -58,8 +58,8 @@ describe('starting the service', () => {
 
       // A first catalog sync runs at start (against the in-process sandbox's 40 products): logged, and
       // visible through the internal API with the logged dev token and in /health.
-      const synced = await first.waitForLog((l) => typeof l.msg === 'string' && /^sync run \S+ succeeded/.test(l.msg));
-      const runId = /^sync run (\S+) succeeded/.exec(String(synced.msg))![1];
+      const synced = await first.waitForLog((l) => typeof l.msg === 'string' && /^sync run \S+ of \S+ succeeded/.test(l.msg));
+      const runId = /^sync run (\S+) of \S+ succeeded/.exec(String(synced.msg))![1];
       const auth = { headers: { authorization: `Bearer ${String(tokenLine.dev_token)}` } };
       const runs = await axios.get(`${url}/internal/catalog/sync-runs`, auth);
       expect(runs.status).toBe(200);

@@ -53,7 +53,7 @@ describe('order status changes as shop webhooks', () => {
     expect(mine().map((h) => [h.parsed.data.previous_status, h.parsed.data.status, h.parsed.data.source])).toEqual(
       changes.map((e) => [e.from, e.to, e.source]),
     );
-    expect(mine()[0].parsed.data).toMatchObject({ previous_status: null, status: 'submitting', source: 'api' });
+    expect(mine()[0].parsed.data).toMatchObject({ previous_status: null, status: 'submitting', source: 'api', supplier: 'main' });
     expect(mine()[1].parsed.data).toMatchObject({ previous_status: 'submitting', source: 'api' }); // the create answer
     expect(mine().at(-1)!.parsed.data.status).toBe('delivered');
 

@@ -460,6 +460,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/callbacks/upstream/{supplier}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Order callback from one supplier, at that supplier's own URL
+         * @description As `POST /callbacks/upstream`, verified with the key, secret and profile of the supplier the path names (CONTRACT §10): a callback signed by another supplier's secret, or for an unknown supplier, is 401 `invalid_signature` and stored nowhere; it applies only to that supplier's orders.
+         */
+        post: operations["CallbacksController_receiveAt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -829,6 +849,11 @@ export interface components {
              */
             sku_code: string;
             /**
+             * @description the supplier to buy from (CONTRACT §10): the SKU is looked up within it (404 `supplier_not_found`, 409 `supplier_disabled`). Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` with the candidates as `{supplier, sku_key}`
+             * @example main
+             */
+            supplier?: string;
+            /**
              * @description 1 to ORDER_MAX_QUANTITY (default 1000)
              * @example 2
              */
@@ -907,6 +932,8 @@ export interface components {
             order?: Record<string, never>;
             /** @description with `sync_in_progress`: the running sync */
             run_id?: string | null;
+            /** @description with `supplier_not_found`, `supplier_disabled` and the other `supplier_*` codes: the supplier named */
+            supplier?: string;
             /** @description with `sku_ambiguous`: the `sku_key`s of the SKUs carrying the code (at most 100) */
             candidates?: string[];
             /** @description with `price_changed`: the fresh upstream unit price (decimal string) */
@@ -915,8 +942,6 @@ export interface components {
             max_unit_cost?: string;
             /** @description with `delivery_pending`: the webhook delivery */
             delivery?: Record<string, never>;
-            /** @description with the `supplier_*` codes and a refused ping of a supplier: its name */
-            supplier?: string;
             /** @description with `supplier_busy`: how many of its orders are unfinished */
             unfinished_orders?: number;
         };
@@ -3498,6 +3523,8 @@ export interface operations {
             query?: {
                 /** @description only orders in this status */
                 status?: "queued" | "submitting" | "submit_unknown" | "rejected" | "pending_payment" | "paid" | "fulfilling" | "partially_delivered" | "delivered" | "completed" | "canceled" | "partially_refunded" | "refunded";
+                /** @description only orders at this supplier */
+                supplier?: string;
                 /** @description `true`: only stuck orders (unfinished without progress for STUCK_ORDER_ALERT_S, or `submit_unknown` for 10 minutes) */
                 stuck?: boolean;
                 /** @description page number, from 1 */
@@ -3523,6 +3550,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "shop_order_no": "SO-20261122-0001",
+                     *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
                      *           "sku_code": "SKU-00042-1",
                      *           "quantity": 2,
@@ -3567,6 +3595,8 @@ export interface operations {
                         items: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3702,6 +3732,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3743,6 +3774,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3821,6 +3854,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -3859,6 +3893,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -3937,6 +3973,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0004",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 1,
@@ -3975,6 +4012,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4084,7 +4123,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code` */
+            /**
+             * @description - `sku_not_found`: no SKU with this `sku_key` or `sku_code`
+             *     - `supplier_not_found`: the body names a supplier there is none of
+             */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4092,12 +4134,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_not_found";
+                        error_code?: "sku_not_found" | "supplier_not_found";
                     };
                 };
             };
             /**
-             * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess
+             * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`
+             *     - `supplier_disabled`: the supplier is disabled (CONTRACT §10): nothing recorded, nothing sent; its unfinished orders are still followed
              *     - `sku_unavailable`: unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded
              *     - `price_changed`: the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded
              *     - `idempotency_conflict`: this `shop_order_no` was used with another body
@@ -4109,7 +4152,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_ambiguous" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
+                        error_code?: "sku_ambiguous" | "supplier_disabled" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
                     };
                 };
             };
@@ -4188,6 +4231,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -4229,6 +4273,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4478,6 +4524,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -4516,6 +4563,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4688,6 +4737,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -4726,6 +4776,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -4898,6 +4950,7 @@ export interface operations {
                      *       "ok": true,
                      *       "order": {
                      *         "shop_order_no": "SO-20261122-0001",
+                     *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
@@ -4939,6 +4992,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -5087,6 +5142,8 @@ export interface operations {
                         order: {
                             /** @description the shop's order number (the idempotency key) */
                             shop_order_no: string;
+                            /** @description the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it */
+                            supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
                             /** @description the SKU's code (the upstream's, unique only within its product) */
@@ -5409,6 +5466,125 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                     };
+                };
+            };
+            /** @description - `invalid_signature`: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "invalid_signature";
+                    };
+                };
+            };
+            /**
+             * @description the body is over 64 KiB:
+             *     - `payload_too_large`: request body over 64 KiB
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description - `internal_error`: the callback could not be stored: the upstream tries again */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "internal_error";
+                    };
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CallbacksController_receiveAt: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description our UPSTREAM_API_KEY (the prefix is UPSTREAM_HEADER_PREFIX: `Service`, or `Dujiao-Next` with that profile) */
+                "Service-Api-Key": string;
+                /** @description Unix seconds, within ±CALLBACK_TOLERANCE_S (default 60) of now */
+                "Service-Timestamp": string;
+                /** @description lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body) */
+                "Service-Signature": string;
+            };
+            path: {
+                /** @description the supplier whose callback URL this is */
+                supplier: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description `order.status_changed` or `order.fulfilled` */
+                    event?: string;
+                    order_id: number;
+                    order_no?: string;
+                    /** @description the number the relay sent (`shop_order_no`, or `<shop_order_no>-<n>`) */
+                    downstream_order_no?: string;
+                    /** @description an upstream order state */
+                    status: string;
+                    /** @description never stored from the callback: the items are taken from `GET /orders/{id}` */
+                    fulfillment?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Unix time */
+                    timestamp?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description stored (or a duplicate): acknowledged */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            /**
+             * @description the body is not JSON:
+             *     - `bad_request`: a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse (`fields.body` says which)
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description - `invalid_signature`: missing header, wrong API key, timestamp outside the tolerance, malformed or wrong signature: nothing is touched */

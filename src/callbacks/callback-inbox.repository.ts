@@ -15,6 +15,8 @@ import { numbered, rows } from '../database/prepared-statements.js';
 import type { CallbackInboxRow } from '../database/rows.generated.js';
 
 export interface CallbackSummary {
+  /** The supplier whose URL it reached (and whose signature it carries). */
+  supplier: string;
   bodySha256: string;
   event: string | null;
   upstreamOrderId: number;
@@ -26,6 +28,7 @@ export interface CallbackSummary {
 
 /** A verified callback that names no usable order or status: what it carried, and why it is not used. */
 export interface UnusableCallback {
+  supplier: string;
   bodySha256: string;
   event: string | null;
   upstreamOrderId: number | null;
@@ -46,6 +49,7 @@ export interface StoredRow {
 
 export interface InboxRow {
   id: string;
+  supplier: string;
   upstreamOrderId: number;
   downstreamOrderNo: string | null;
   status: string;
@@ -90,9 +94,9 @@ export class CallbackInboxRepository {
     const unusable = 'reason' in c;
     return {
       sql: `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
-                                   state, outcome, next_try_at, received_at, processed_at)
-       VALUES ($?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?)
-       ON CONFLICT (body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
+                                   state, outcome, next_try_at, received_at, processed_at, supplier)
+       VALUES ($?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?)
+       ON CONFLICT (supplier, body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
        RETURNING id AS inbox_id, duplicates AS inbox_duplicates`,
       params: [
         c.bodySha256,
@@ -107,6 +111,7 @@ export class CallbackInboxRepository {
         now,
         now,
         unusable ? now : null,
+        c.supplier,
       ],
     };
   }
@@ -118,7 +123,7 @@ export class CallbackInboxRepository {
   async claim(now: Date, leaseUntil: Date, limit: number): Promise<InboxRow[]> {
     // a pending callback names its upstream order and status (`store` keeps one without them as ignored)
     const claimed = await rows<
-      Pick<CallbackInboxRow, 'id' | 'downstream_order_no' | 'tries' | 'received_at'> & {
+      Pick<CallbackInboxRow, 'id' | 'supplier' | 'downstream_order_no' | 'tries' | 'received_at'> & {
         upstream_order_id: NonNullable<CallbackInboxRow['upstream_order_id']>;
         reported_status: NonNullable<CallbackInboxRow['reported_status']>;
       }
@@ -128,12 +133,13 @@ export class CallbackInboxRepository {
         WHERE id IN (
           SELECT id FROM callback_inbox WHERE state = 'pending' AND next_try_at <= $1
            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING id, upstream_order_id, downstream_order_no, reported_status, tries, received_at`,
+        RETURNING id, supplier, upstream_order_id, downstream_order_no, reported_status, tries, received_at`,
       [now, leaseUntil, limit],
     );
     return claimed
       .map((r) => ({
         id: String(r.id),
+        supplier: r.supplier,
         upstreamOrderId: Number(r.upstream_order_id),
         downstreamOrderNo: r.downstream_order_no,
         status: r.reported_status,

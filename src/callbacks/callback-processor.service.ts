@@ -201,7 +201,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         const leaseMs = Math.ceil(BATCH / CONCURRENCY) * READS_PER_GROUP * (this.config.upstream.timeoutMs + 1000);
         const claimed = await this.inbox.claim(now, new Date(now.getTime() + leaseMs), BATCH);
         if (claimed.length === 0) return;
-        await runLimited([...groupBy(claimed, (row) => row.upstreamOrderId).values()], CONCURRENCY, (g) =>
+        await runLimited([...groupBy(claimed, (row) => `${row.supplier}:${row.upstreamOrderId}`).values()], CONCURRENCY, (g) =>
           this.process(g).catch((e: unknown) =>
             this.logger.error({ msg: `callback processing failed: ${(e as Error).message}`, upstream_order_id: g[0].upstreamOrderId }),
           ),
@@ -237,6 +237,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           // the inbox row and the order's lock in one statement (the lock is harmless for a duplicate)
           const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(
             this.inbox.storeWrite(c, now),
+            c.supplier,
             c.downstreamOrderNo,
             c.upstreamOrderId,
           );
@@ -268,11 +269,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private async applyLocked(
     tx: OrderTx,
     ids: string[],
-    number: string | null,
-    upstreamOrderId: number,
+    named: { supplier: string; number: string | null; upstreamOrderId: number },
     claims: CallbackClaim[],
   ): Promise<{ kind: 'applied'; order: OrderRecord } | { kind: 'planned'; plan: CallbackPlan }> {
-    return this.applyFound(tx, await tx.lockOrderNamed(number, upstreamOrderId), ids, claims);
+    return this.applyFound(tx, await tx.lockOrderNamed(named.supplier, named.number, named.upstreamOrderId), ids, claims);
   }
 
   /**
@@ -327,8 +327,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
    */
   private async processClaim(group: InboxRow[]): Promise<void> {
     const ids = group.map((r) => r.id);
-    const upstreamOrderId = group[0].upstreamOrderId;
-    const number = group[0].downstreamOrderNo;
+    const { supplier, upstreamOrderId, downstreamOrderNo: number } = group[0];
     const now = () => this.clock.now();
     const claims: CallbackClaim[] = group.map((row) => ({
       upstreamOrderId,
@@ -341,7 +340,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     let answer: UpstreamOrder | undefined;
     // a second pass when the order was settled while it was looked at (e.g. by an operator)
     for (let pass = 0; ; pass++) {
-      const found = await this.findOrder(upstreamOrderId, number);
+      // only an order of the supplier whose URL the callbacks reached
+      const found = await this.orders.findOrderNamed(supplier, upstreamOrderId, number);
       let plan = planCallbacks(
         claims,
         found ? this.facts(found.order, found.attempt ? { attemptNo: found.attempt.attemptNo, status: found.attempt.status } : null) : null,
@@ -357,7 +357,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       }
       const { order, attempt } = found;
       if (plan.kind === 'apply') {
-        const r = await this.orders.transaction((tx) => this.applyLocked(tx, ids, number, upstreamOrderId, claims));
+        const r = await this.orders.transaction((tx) => this.applyLocked(tx, ids, { supplier, number, upstreamOrderId }, claims));
         if (r.kind === 'applied') return;
         if (pass === 0) continue; // the order moved meanwhile: planned again from what it now is
         plan = r.plan;
@@ -368,7 +368,15 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         case 'store': {
           // an upstream order for an attempt closed here, or besides the one the order follows: the upstream confirms it exists
           if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
-            const r = await this.follow.checkUntracked(order.id, attempt, upstreamOrderId, 'callback', this.shutdown.signal, answer);
+            const r = await this.follow.checkUntracked(
+              supplier,
+              order.id,
+              attempt,
+              upstreamOrderId,
+              'callback',
+              this.shutdown.signal,
+              answer,
+            );
             if (r.kind === 'followed' && pass === 0) continue;
             return this.untracked(group, order, attempt, r);
           }
@@ -391,7 +399,9 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           return;
         case 'resolve': {
           // whatever it claims: the read that settles an unknown attempt can hand items to the shop
-          const r = await this.follow.resolveUnknown(attempt!, upstreamOrderId, 'callback', this.shutdown.signal, { priority: 'deliver' });
+          const r = await this.follow.resolveUnknown(supplier, attempt!, upstreamOrderId, 'callback', this.shutdown.signal, {
+            priority: 'deliver',
+          });
           if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
           switch (r.kind) {
             case 'resolved':
@@ -584,17 +594,5 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private async defer(ids: string[], orderId: string, at: Date, outcome: string): Promise<void> {
     this.deferred.add(orderId);
     await this.inbox.defer(ids, orderId, at, outcome);
-  }
-
-  /** The order of the attempt numbered `number`, else the order that follows `upstreamOrderId`. */
-  private async findOrder(
-    upstreamOrderId: number,
-    number: string | null,
-  ): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
-    const attempt = number === null ? null : await this.orders.findAttemptByDownstreamNo(number);
-    const order = attempt ? await this.orders.findById(attempt.orderId) : null;
-    if (attempt && order) return { order, attempt };
-    const followed = await this.orders.findByUpstreamId(upstreamOrderId);
-    return followed ? { order: followed, attempt: null } : null;
   }
 }

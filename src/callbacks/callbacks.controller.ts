@@ -1,6 +1,8 @@
 /**
- * `POST /callbacks/upstream` (CONTRACT §6, public): verify the raw bytes first, whatever the content
- * type (every failure 401 `invalid_signature`, nothing touched), store the callback in the inbox (a
+ * `POST /callbacks/upstream/{supplier}` and `POST /callbacks/upstream` (the `UPSTREAM_*` supplier's)
+ * (CONTRACT §6, §10, public): verify the raw bytes first with that supplier's key, secret and profile,
+ * whatever the content type (every failure, an unknown supplier included, 401 `invalid_signature`,
+ * nothing touched), store the callback in the inbox (a
  * failure to store is a 5xx, so the upstream tries again), answer 200 `{ok:true}`, and process it after
  * answering. A verified callback the service cannot use (not a JSON object, no `order_id` or
  * `status`) is stored too, as `ignored`, acknowledged (the upstream would only send it again) and
@@ -9,8 +11,8 @@
  * app.factory.ts.
  */
 import { createHash } from 'node:crypto';
-import { Controller, HttpCode, Logger, Post, Req, type RawBodyRequest } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, HttpCode, Logger, Param, Post, Req, type RawBodyRequest } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app-error.js';
 import { Clock } from '../common/clock.js';
@@ -20,6 +22,7 @@ import { CALLBACK_BODY_SCHEMA, CALLBACK_ERRORS, CALLBACK_EXAMPLES, CALLBACK_HEAD
 import { CallbackInboxRepository, type CallbackSummary, type UnusableCallback } from './callback-inbox.repository.js';
 import { CallbackProcessor } from './callback-processor.service.js';
 import { CallbackVerifier } from './callback-verifier.service.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { requestFields } from '../ops/request-context.js';
 import { storableText } from '../common/validation.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
@@ -56,9 +59,10 @@ export function readFulfillment(v: unknown): UpstreamFulfillment | null {
 }
 
 /** The fields of a callback the service keeps (never its fulfillment), and its fulfillment apart. */
-export function readCallback(rawBody: Buffer): ReadCallback {
+export function readCallback(rawBody: Buffer, supplier: string): ReadCallback {
   const bodySha256 = createHash('sha256').update(rawBody).digest('hex');
   const none = {
+    supplier,
     bodySha256,
     event: null,
     upstreamOrderId: null,
@@ -78,6 +82,7 @@ export function readCallback(rawBody: Buffer): ReadCallback {
   const b = parsed as Record<string, unknown>;
   const upstreamOrderId = typeof b.order_id === 'number' && Number.isSafeInteger(b.order_id) && b.order_id >= 1 ? b.order_id : null;
   const kept = {
+    supplier,
     bodySha256,
     event: str(b.event, 64),
     upstreamOrderNo: str(b.order_no, 128),
@@ -106,6 +111,7 @@ export class CallbacksController {
     private readonly processor: CallbackProcessor,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
   @Post('upstream')
@@ -128,14 +134,42 @@ export class CallbacksController {
   @ApiOkResponse({ description: 'stored (or a duplicate): acknowledged', schema: okSchema({}), example: { ok: true } })
   @ApiErrors(...CALLBACK_ERRORS)
   async receive(@Req() req: RawBodyRequest<FastifyRequest>): Promise<{ ok: true }> {
+    return this.receiveFor(req, this.suppliers.envName);
+  }
+
+  @Post('upstream/:supplier')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "Order callback from one supplier, at that supplier's own URL",
+    description:
+      "As `POST /callbacks/upstream`, verified with the key, secret and profile of the supplier the path names (CONTRACT §10): a callback signed by another supplier's secret, or for an unknown supplier, is 401 `invalid_signature` and stored nowhere; it applies only to that supplier's orders.",
+  })
+  @ApiParam({ name: 'supplier', description: 'the supplier whose callback URL this is', example: 'second' })
+  @ApiHeader({ ...CALLBACK_HEADERS[2], required: true })
+  @ApiHeader({ ...CALLBACK_HEADERS[1], required: true })
+  @ApiHeader({ ...CALLBACK_HEADERS[0], required: true })
+  @ApiBody({ schema: CALLBACK_BODY_SCHEMA, examples: CALLBACK_EXAMPLES })
+  @ApiOkResponse({ description: 'stored (or a duplicate): acknowledged', schema: okSchema({}), example: { ok: true } })
+  @ApiErrors(...CALLBACK_ERRORS)
+  async receiveAt(@Req() req: RawBodyRequest<FastifyRequest>, @Param('supplier') supplier: string): Promise<{ ok: true }> {
+    return this.receiveFor(req, supplier);
+  }
+
+  private async receiveFor(req: RawBodyRequest<FastifyRequest>, supplier: string): Promise<{ ok: true }> {
     const raw = req.rawBody ?? Buffer.alloc(0);
-    const verdict = this.verifier.verify(req.headers, raw);
+    const verdict = this.verifier.verify(req.headers, raw, supplier);
     if (!verdict.ok) {
       this.metrics.callbacksRejected.inc({ reason: verdict.reason });
-      this.logger.warn({ msg: `callback refused: ${verdict.reason}`, reason: verdict.reason, ip: req.ip, ...requestFields(req) });
+      this.logger.warn({
+        msg: `callback refused: ${verdict.reason}`,
+        reason: verdict.reason,
+        supplier: supplier.slice(0, 64),
+        ip: req.ip,
+        ...requestFields(req),
+      });
       throw new AppError('invalid_signature', 'callback signature verification failed');
     }
-    const read = readCallback(raw);
+    const read = readCallback(raw, supplier);
     // read once verified: the request's log line names its downstream_order_no, as for any JSON body
     if (read.body) req.body = read.body;
     const c = 'unusable' in read ? read.unusable : read.usable;

@@ -69,6 +69,10 @@ const ERROR_SCHEMA = {
     },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
+    supplier: {
+      type: 'string',
+      description: 'with `supplier_not_found`, `supplier_disabled` and the other `supplier_*` codes: the supplier named',
+    },
     candidates: {
       type: 'array',
       items: { type: 'string' },
@@ -77,7 +81,6 @@ const ERROR_SCHEMA = {
     unit_cost: { type: 'string', description: 'with `price_changed`: the fresh upstream unit price (decimal string)' },
     max_unit_cost: { type: 'string', description: 'with `price_changed`: the ceiling it was checked against (decimal string)' },
     delivery: { type: 'object', description: 'with `delivery_pending`: the webhook delivery' },
-    supplier: { type: 'string', description: 'with the `supplier_*` codes and a refused ping of a supplier: its name' },
     unfinished_orders: { type: 'integer', description: 'with `supplier_busy`: how many of its orders are unfinished' },
   },
   example: { ok: false, error_code: 'order_not_found', error_message: 'no order SO-1001' },

@@ -16,7 +16,7 @@ import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { canceledQueuedAttempt, cancelRoute, planLocalCancel } from './cancel-plan.js';
@@ -46,7 +46,7 @@ export class OrderCancelService {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
@@ -193,16 +193,18 @@ export class OrderCancelService {
 
   private async askUpstream(order: OrderRecord): Promise<UpstreamCancelAnswer> {
     const id = order.upstreamOrderId as number;
+    // the supplier holding the order is asked, enabled or not
+    const upstream = this.suppliers.get(order.supplier).client;
     try {
-      const answer = await this.upstream.cancelOrder(id);
+      const answer = await upstream.cancelOrder(id);
       if (answer.status === 'canceled') return { kind: 'canceled' };
       // an answer that does not say `canceled` is not the yes a refund needs: what the order is now decides
-      return { kind: 'not_allowed', current: await this.upstream.getOrder(id).catch(() => null) };
+      return { kind: 'not_allowed', current: await upstream.getOrder(id).catch(() => null) };
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError) {
         if (e.errorCode !== 'cancel_not_allowed') return { kind: 'error', error: e };
         // refused: it may already be canceled (an earlier cancel whose answer was lost)
-        const current = await this.upstream.getOrder(id).catch(() => null);
+        const current = await upstream.getOrder(id).catch(() => null);
         return { kind: 'not_allowed', current };
       }
       if (e instanceof UpstreamRetryableError) return { kind: 'unreachable', reason: e.reason };

@@ -11,7 +11,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { UpstreamClient, type UpstreamCallOptions } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
+import type { UpstreamCallOptions, UpstreamClient } from '../upstream/upstream.client.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, upstreamKeptNothing, type EventSource } from './order-state.js';
@@ -60,12 +61,20 @@ export class OrderFollowService {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly submitter: OrderSubmitter,
     private readonly events: DomainEvents,
   ) {}
+
+  /**
+   * The client of an order's supplier (CONTRACT §10): every read of the order goes there, whether the
+   * supplier is enabled or not (its unfinished orders are followed to the end).
+   */
+  private upstream(supplier: string): UpstreamClient {
+    return this.suppliers.get(supplier).client;
+  }
 
   /** Lease of one poll's read (the read ends within the timeout); a claimed batch holds one per wave of reads. */
   get pollLeaseMs(): number {
@@ -82,7 +91,10 @@ export class OrderFollowService {
     try {
       // a delivered order whose items no report has brought is read as a delivery (it hands items to the shop)
       const priority = ITEMS_DELIVERED.has(claim.snapshot.order.status) ? 'deliver' : 'poll';
-      answer = await this.upstream.getOrder(claim.upstreamOrderId, signal, { priority });
+      // The wait for the budget is bounded (a timeout's length): a key blocked for longer fails the read
+      // at once (the order backs off), so that a blocked supplier never holds the poller's pass.
+      const { client, config } = this.suppliers.get(claim.snapshot.order.supplier);
+      answer = await client.getOrder(claim.upstreamOrderId, signal, { priority, maxWaitMs: config.settings.timeoutMs });
     } catch (e) {
       if (signal?.aborted) {
         // ended by the shutdown, not by the upstream: the claim is given back as it was (due, no backoff)
@@ -138,7 +150,7 @@ export class OrderFollowService {
     if (this.opInProgress(order)) return { kind: 'deferred' };
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(order.upstreamOrderId, signal, opts);
+      answer = await this.upstream(order.supplier).getOrder(order.upstreamOrderId, signal, opts);
     } catch (e) {
       if (source === 'callback') await this.repo.pollSoon(order.id, this.clock.now());
       return { kind: 'read_failed', error: e as Error };
@@ -163,9 +175,10 @@ export class OrderFollowService {
   /**
    * Settles a `submit_unknown` attempt from an upstream order id (a callback carrying its number, or
    * the operator): the order is read, and its `downstream_order_no` must be the attempt's. `opts` go to
-   * the read (its budget class).
+   * the read (its budget class). `supplier`: the order's.
    */
   async resolveUnknown(
+    supplier: string,
     attempt: AttemptRecord,
     upstreamOrderId: number,
     source: EventSource,
@@ -174,7 +187,7 @@ export class OrderFollowService {
   ): Promise<ResolveResult> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(upstreamOrderId, signal, opts);
+      answer = await this.upstream(supplier).getOrder(upstreamOrderId, signal, opts);
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
         return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
@@ -194,7 +207,7 @@ export class OrderFollowService {
             : `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
       };
     }
-    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
     if (taken && taken.id !== attempt.orderId)
       return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
@@ -221,9 +234,10 @@ export class OrderFollowService {
    * event row, the anomalies metric and an error-level log line (once per upstream order):
    * UPSTREAM_ORDER_EXISTS when the order follows no upstream order (it then waits for an operator: no
    * local cancel, refund or new attempt), DUPLICATE_UPSTREAM_ORDER when it follows another one.
-   * `answer`: the order as already read (by `resolveUnknown`), else it is read here.
+   * `answer`: the order as already read (by `resolveUnknown`), else it is read here. `supplier`: the order's.
    */
   async checkUntracked(
+    supplier: string,
     orderId: string,
     attempt: AttemptRecord,
     upstreamOrderId: number,
@@ -234,7 +248,7 @@ export class OrderFollowService {
     let read = answer;
     if (!read) {
       try {
-        read = await this.upstream.getOrder(upstreamOrderId, signal);
+        read = await this.upstream(supplier).getOrder(upstreamOrderId, signal);
       } catch (e) {
         if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
           return { kind: 'mismatch', reason: `the upstream has no order ${upstreamOrderId}` };
@@ -248,7 +262,7 @@ export class OrderFollowService {
         reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
       };
     }
-    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
     if (taken && taken.id !== orderId)
       return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     if (taken) return { kind: 'followed' };
@@ -336,12 +350,17 @@ export class OrderFollowService {
    * under the same number (one send at a time: the claim takes the attempt's sending lease).
    */
   async resendDue(limit = 10): Promise<number> {
-    if (!this.config.upstream.orderNoIdempotent) return 0;
+    // (per supplier: UPSTREAM_ORDER_NO_IDEMPOTENT is each supplier's setting)
+    const deduplicating = this.suppliers
+      .list()
+      .filter((s) => s.config.settings.orderNoIdempotent)
+      .map((s) => s.config.name);
+    if (deduplicating.length === 0) return 0;
     const now = this.clock.now();
-    const claimed = await this.repo.claimResends(now, this.submitter.sendLeaseMs, limit);
+    const claimed = await this.repo.claimResends(now, this.submitter.sendLeaseMs, limit, deduplicating);
     await Promise.all(
       claimed.map(async (a) => {
-        const outcome = await this.submitter.send(a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });
+        const outcome = await this.submitter.send(a.supplier, a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });
         this.logger.log({
           msg: `re-sent unknown attempt ${a.downstreamOrderNo}: ${outcome.kind}`,
           downstream_order_no: a.downstreamOrderNo,

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { OrderFollowService } from './order-follow.service.js';
@@ -27,7 +27,7 @@ export type ResolveInput = { upstream_order_id: number } | { not_placed: true; r
 export class OrderOperatorService {
   constructor(
     private readonly clock: Clock,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly repo: OrderRepository,
     private readonly follow: OrderFollowService,
     private readonly submitter: OrderSubmitter,
@@ -74,7 +74,7 @@ export class OrderOperatorService {
     const lease = await this.claim(attempt);
     try {
       if ('not_placed' in input) return await this.notPlaced(order, attempt, input.reason);
-      const r = await this.follow.resolveUnknown(attempt, input.upstream_order_id, 'operator');
+      const r = await this.follow.resolveUnknown(order.supplier, attempt, input.upstream_order_id, 'operator');
       switch (r.kind) {
         case 'resolved':
           return r.order;
@@ -142,7 +142,8 @@ export class OrderOperatorService {
   private async adopt(order: OrderRecord, upstreamOrderId: number): Promise<OrderRecord> {
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(upstreamOrderId);
+      // the order's supplier's order (ids are each supplier's own)
+      answer = await this.suppliers.get(order.supplier).client.getOrder(upstreamOrderId);
     } catch (e) {
       if (e instanceof UpstreamDefinitiveError && e.httpStatus === 404)
         throw new AppError('resolve_mismatch', `the upstream has no order ${upstreamOrderId}`);
@@ -158,7 +159,7 @@ export class OrderOperatorService {
         `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`,
       );
     }
-    const taken = await this.repo.findByUpstreamId(upstreamOrderId);
+    const taken = await this.repo.findByUpstreamId(order.supplier, upstreamOrderId);
     if (taken && taken.id !== order.id)
       throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
     const status = answer.status;

@@ -22,7 +22,7 @@ import { Metrics } from '../ops/metrics.service.js';
 import { DomainEvents } from './domain-events.js';
 import { ITEMS_DELIVERED, ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderRepository, type PollClaim } from './order.repository.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;
@@ -198,22 +198,32 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         // that an order of the last wave is still held when its read starts (one poller at a time, §9).
         const leaseMs = Math.ceil(POLL_BATCH / POLL_CONCURRENCY) * this.follow.pollLeaseMs;
         const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + leaseMs), POLL_BATCH);
-        let failed = 0;
-        await runLimited(claims, POLL_CONCURRENCY, async (c) => {
-          try {
-            if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed++;
-          } catch (e) {
-            failed++;
-            this.logger.error({
-              msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`,
-              shop_order_no: c.shopOrderNo,
-              trace_id: c.snapshot.order.traceId,
+        // Each supplier's reads in a pool of their own: one whose key is blocked or whose server does
+        // not answer never holds the reads of another (its reads wait a bounded time: OrderFollowService.pollOne).
+        const bySupplier = new Map<string, PollClaim[]>();
+        for (const c of claims) bySupplier.set(c.snapshot.order.supplier, [...(bySupplier.get(c.snapshot.order.supplier) ?? []), c]);
+        const failing = await Promise.all(
+          [...bySupplier.values()].map(async (group) => {
+            let failed = 0;
+            await runLimited(group, POLL_CONCURRENCY, async (c) => {
+              try {
+                if (!(await this.follow.pollOne(c, this.shutdown.signal))) failed++;
+              } catch (e) {
+                failed++;
+                this.logger.error({
+                  msg: `order ${c.shopOrderNo}: poll failed: ${(e as Error).message}`,
+                  shop_order_no: c.shopOrderNo,
+                  trace_id: c.snapshot.order.traceId,
+                });
+              }
             });
-          }
-        });
+            return failed * 2 >= group.length;
+          }),
+        );
         // An upstream failing most reads (down, rate limiting) is not read faster than a batch a tick
-        // (a few orders it cannot read do not slow the others).
-        this.readsFailing = claims.length > 0 && failed * 2 >= claims.length;
+        // (a few orders it cannot read do not slow the others); with several suppliers, only when every
+        // supplier polled is failing so.
+        this.readsFailing = claims.length > 0 && failing.every(Boolean);
         backlog = claims.length === POLL_BATCH && !this.readsFailing;
         if (!backlog) break;
       }

@@ -31,6 +31,7 @@ export class OrderQueryService {
     const { items, total } = await this.repo.list(
       {
         status: q.status,
+        supplier: q.supplier,
         stuck: q.stuck === true ? stuckThresholds(this.clock.now(), this.config.orders.stuckAlertS) : undefined,
       },
       page,

@@ -21,12 +21,12 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BudgetWaitExceeded } from '../budget/budget.errors.js';
-import { UpstreamBudgetService } from '../budget/upstream-budget.service.js';
 import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { expectedAmount, priceCeiling } from './money-checks.js';
@@ -35,6 +35,7 @@ import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, type Refusal }
 import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
+import { pickSupplier } from './order-sku.js';
 import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
@@ -51,6 +52,7 @@ export interface PlaceResult {
 
 /** A product read started before the local SKU read (see `placeOrReplay`). */
 interface EarlyRead {
+  supplier: string;
   productId: number;
   read: Promise<ProductAnswer>;
 }
@@ -121,11 +123,13 @@ export class OrderRelayService {
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
     private readonly events: DomainEvents,
-    private readonly budget: UpstreamBudgetService,
+    private readonly suppliers: SupplierRegistry,
   ) {}
 
   async place(input: PlaceOrderInput): Promise<PlaceResult> {
     refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
+    // a supplier named must exist (404 supplier_not_found), whatever else the body says
+    if (input.supplier !== undefined) await this.suppliers.resolve(input.supplier);
     const fingerprint = requestFingerprint(input);
     // the price read and the create wait for the request budget (or, with it off, for the end of a
     // block after a 429) this long in all
@@ -159,16 +163,23 @@ export class OrderRelayService {
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
     // replays most likely, get none).
     // None either when a create confirmed the SKU's cost lately: the guard may need no read at all.
-    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code);
+    // (hints are kept per supplier named, or none)
+    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
     const early: EarlyRead | null =
-      hinted === undefined || this.catalog.costConfirmedLately(hinted.productId, hinted.skuCode)
+      hinted === undefined ||
+      !this.suppliers.find(hinted.supplier)?.config.enabled ||
+      this.catalog.costConfirmedLately(hinted.productId, hinted.skuCode, hinted.supplier)
         ? null
-        : { productId: hinted.productId, read: this.catalog.readProduct(hinted.productId, { maxWaitMs: waitLeft(wait) }) };
-    // One statement: the SKU (a new order, the usual case, needs it) and whether the number is
-    // recorded; a replay then reads its order. (An order recorded by another replica after this read
-    // meets the reservation's unique key: `reserve` gives null and `place` looks again.)
-    const { found, orderRecorded } = await this.repo.findSkuForOrder(input.sku_code, input.shop_order_no);
-    const { sku, refused } = this.catalog.skuForOrder(input.sku_code, found);
+        : {
+            supplier: hinted.supplier,
+            productId: hinted.productId,
+            read: this.catalog.readProduct(hinted.productId, { supplier: hinted.supplier, maxWaitMs: waitLeft(wait) }),
+          };
+    // One statement: the SKU (a new order, the usual case, needs it), at the supplier named or at
+    // every supplier, and whether the number is recorded; a replay then reads its order. (An order
+    // recorded by another replica after this read meets the reservation's unique key: `reserve` gives
+    // null and `place` looks again.)
+    const { found, orderRecorded } = await this.repo.findSkuForOrder(input.sku_code, input.shop_order_no, input.supplier ?? null);
     if (orderRecorded) this.remember(input.shop_order_no);
     const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
@@ -178,9 +189,24 @@ export class OrderRelayService {
       if (!canResubmit({ status: existing.status, refundRecorded: existing.refundAt !== null, anomaly: existing.anomaly }))
         return { httpStatus: 200, order: existing };
     }
-    // A code several SKUs carry: refused (nothing recorded) for a new attempt, never a guess.
+    // The supplier: the one named, else a new attempt's order's, else the one whose SKUs the reference
+    // names; a reference SKUs of several suppliers answer to is refused (nothing recorded), never a guess.
+    const pick = pickSupplier(input.sku_code, existing ? found.filter((f) => f.supplier === existing.supplier) : found);
+    if (pick.kind === 'ambiguous') {
+      const suppliers = new Set(pick.candidates.map((c) => c.supplier)).size;
+      throw new AppError('sku_ambiguous', `${input.sku_code} names SKUs of ${suppliers} suppliers: name the supplier (and its sku_key)`, {
+        candidates: pick.candidates,
+      });
+    }
+    const supplier = input.supplier ?? existing?.supplier ?? pick.supplier ?? this.suppliers.envName;
+    const { sku, refused } = this.catalog.skuForOrder(input.sku_code, pick.found, input.supplier);
+    // A code several SKUs of the supplier carry: refused for a new attempt, never a guess.
     if (refused) throw refused;
-    return this.placeAttempt(input, fingerprint, existing, sku, early, wait);
+    // a new attempt goes to an enabled supplier only (its unfinished orders are still followed)
+    if (!this.suppliers.get(supplier).config.enabled) {
+      throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: it takes no new orders`, { supplier });
+    }
+    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait);
   }
 
   /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
@@ -212,6 +238,7 @@ export class OrderRelayService {
   /** Checks, reserves and sends one attempt; null when another request took the key meanwhile. */
   private async placeAttempt(
     input: PlaceOrderInput,
+    supplier: string,
     fingerprint: string,
     rejected: OrderRecord | null,
     local: CatalogSku | null,
@@ -219,7 +246,7 @@ export class OrderRelayService {
     wait: BudgetWait,
   ): Promise<PlaceResult | null> {
     const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
-    const checked = await this.check(input, local, early, ceiling, wait);
+    const checked = await this.check(input, supplier, local, early, ceiling, wait);
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
     const deferred = checked.kind === 'deferred';
     const sku: CheckedSku =
@@ -233,9 +260,19 @@ export class OrderRelayService {
       quantity: input.quantity,
       ...(form !== undefined ? { manual_form_data: form } : {}),
       trace_id: traceId,
-      with_callback: this.submitter.withCallback,
+      with_callback: this.submitter.withCallback(supplier),
     };
-    const reserved = await this.reserve(input, fingerprint, rejected, sku, request, traceId, ceiling, deferred ? 'queued' : 'submitting');
+    const reserved = await this.reserve(
+      input,
+      supplier,
+      fingerprint,
+      rejected,
+      sku,
+      request,
+      traceId,
+      ceiling,
+      deferred ? 'queued' : 'submitting',
+    );
     if (!reserved) return null;
     this.remember(input.shop_order_no);
     const { order, attempt, snapshot } = reserved;
@@ -244,12 +281,13 @@ export class OrderRelayService {
       return { httpStatus: 202, order };
     }
     const outcome = await this.submitter.send(
+      supplier,
       attempt.downstreamOrderNo,
       request,
       { shop_order_no: order.shopOrderNo },
       { maxWaitMs: waitLeft(wait) },
     );
-    this.notePriceOutcome(sku, input.quantity, outcome);
+    this.notePriceOutcome(supplier, sku, input.quantity, outcome);
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
     return this.answer(recorded, outcome);
@@ -279,21 +317,24 @@ export class OrderRelayService {
     const order = await this.repo.findById(orderId);
     const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
+    const { supplier } = order;
     const input: PlaceOrderInput = {
       shop_order_no: order.shopOrderNo,
+      supplier,
       sku_code: order.skuCode,
       quantity: order.quantity,
       ...(attempt.request.manual_form_data !== undefined ? { manual_form_data: attempt.request.manual_form_data } : {}),
       ...(order.maxUnitCost !== null ? { max_unit_cost: order.maxUnitCost } : {}),
     };
-    // the SKU the order resolved to when it was accepted
-    const local = await this.catalog.getSku(order.skuKey ?? order.skuCode);
+    // the SKU the order resolved to when it was accepted, at its supplier
+    const ref = order.skuKey ?? order.skuCode;
+    const { found } = await this.repo.findSkuForOrder(ref, order.shopOrderNo, supplier);
+    const local = this.catalog.skuForOrder(ref, found, supplier).sku;
     let sku: CheckedSku;
     try {
       // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
-      const checked = await this.check(input, local, null, priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice), {
-        signal,
-      });
+      const ceiling = priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice);
+      const checked = await this.check(input, supplier, local, null, ceiling, { signal });
       if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
       sku = checked.sku;
     } catch (e) {
@@ -301,9 +342,10 @@ export class OrderRelayService {
       await this.refuseQueued(order, attempt, e);
       return true;
     }
-    const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback };
+    const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback(supplier) };
     try {
-      await this.budget.take('create', { signal, operation: 'createOrder' });
+      // the order's supplier's own budget: another supplier's queue never waits for it
+      await this.suppliers.get(supplier).budget.take('create', { signal, operation: 'createOrder' });
     } catch {
       return false; // shutdown, or the ledger could not be asked: still queued
     }
@@ -333,8 +375,14 @@ export class OrderRelayService {
       );
     });
     if (!started) return true;
-    const outcome = await this.submitter.send(attempt.downstreamOrderNo, request, { shop_order_no: order.shopOrderNo }, { granted: true });
-    this.notePriceOutcome(sku, order.quantity, outcome);
+    const outcome = await this.submitter.send(
+      supplier,
+      attempt.downstreamOrderNo,
+      request,
+      { shop_order_no: order.shopOrderNo },
+      { granted: true },
+    );
+    this.notePriceOutcome(supplier, sku, order.quantity, outcome);
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
     return recorded.status !== 'queued';
   }
@@ -347,12 +395,12 @@ export class OrderRelayService {
    * (chargeVerdict). The confirmation dates from the answer's arrival, as a read does (the create's
    * wait for its budget token comes before it and says nothing of the price).
    */
-  private notePriceOutcome(sku: CheckedSku, quantity: number, outcome: SendOutcome): void {
-    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId);
+  private notePriceOutcome(supplier: string, sku: CheckedSku, quantity: number, outcome: SendOutcome): void {
+    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId, supplier);
     if (outcome.kind !== 'accepted' || outcome.reportKind !== 'answer') return;
     const { productId, skuCode, unitCost, currency } = sku;
     this.catalog.confirmCost(
-      { productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency },
+      { supplier, productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency },
       outcome.report,
       this.clock.nowMs(),
     );
@@ -395,6 +443,7 @@ export class OrderRelayService {
    */
   private async check(
     input: PlaceOrderInput,
+    supplier: string,
     local: CatalogSku | null,
     early: EarlyRead | null,
     ceiling: string,
@@ -405,14 +454,16 @@ export class OrderRelayService {
     // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
     // catalog holds (it was active and in stock then): the guard judges that cost without a read. A
     // head-start read of the product, when one was started, is used instead.
-    const confirmed = early?.productId === sku.productId ? null : this.catalog.confirmedCost(sku);
+    const own = early?.supplier === supplier ? early : null;
+    const confirmed = own?.productId === sku.productId ? null : this.catalog.confirmedCost({ ...sku, supplier });
     if (confirmed) {
       refuse(checkPrice(confirmed.unitCost, ceiling));
       return { kind: 'checked', sku: localChecked(sku, confirmed.skuId, confirmed.unitCost) };
     }
     let product: UpstreamProduct | null;
     try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(early, sku.productId), {
+      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(own, sku.productId), {
+        supplier,
         signal: wait.signal,
         maxWaitMs: waitLeft(wait),
       });
@@ -453,6 +504,7 @@ export class OrderRelayService {
    */
   private async reserve(
     input: PlaceOrderInput,
+    supplier: string,
     fingerprint: string,
     rejected: OrderRecord | null,
     sku: CheckedSku,
@@ -474,6 +526,7 @@ export class OrderRelayService {
           const created = await tx.insertOrder(
             {
               shopOrderNo: input.shop_order_no,
+              supplier,
               skuCode: input.sku_code,
               skuKey: sku.skuKey,
               quantity: input.quantity,

@@ -12,6 +12,13 @@ describe('order request', () => {
     expect(requestFingerprint({ ...base, max_unit_cost: '1' })).not.toBe(requestFingerprint(base));
   });
 
+  it('fingerprints the supplier when the body names one, and a body without it as it always was', () => {
+    expect(requestFingerprint({ ...base, supplier: 'second' })).not.toBe(requestFingerprint({ ...base, supplier: 'main' }));
+    expect(requestFingerprint({ ...base, supplier: 'main' })).not.toBe(requestFingerprint(base));
+    // the print of orders recorded before suppliers existed
+    expect(requestFingerprint(base)).toBe('a141a670b36aedfba3d788edc7a3f28987eb1bd638be10949d08da91048b0ec8');
+  });
+
   it('numbers attempts: the shop number first, then <no>-<n>', () => {
     expect(downstreamOrderNo('S-1', 1)).toBe('S-1');
     expect(downstreamOrderNo('S-1', 2)).toBe('S-1-2');

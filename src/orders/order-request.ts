@@ -1,13 +1,15 @@
 /**
  * The shop's order request as the idempotency key sees it (pure): two requests with one
  * `shop_order_no` are "the same" when their fingerprints match. `trace_id` is not part of it (a retry
- * may carry a new one).
+ * may carry a new one); `supplier` is, when the request names one.
  */
 import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 
 export interface PlaceOrderInput {
   shop_order_no: string;
+  /** The supplier to buy from (CONTRACT §10); absent: the one supplier whose SKU the reference names. */
+  supplier?: string;
   sku_code: string;
   quantity: number;
   manual_form_data?: Record<string, unknown>;
@@ -33,6 +35,8 @@ export function requestFingerprint(input: PlaceOrderInput): string {
     quantity: input.quantity,
     manual_form_data: canonical(input.manual_form_data ?? null),
     max_unit_cost: input.max_unit_cost === undefined ? null : new Decimal(input.max_unit_cost).toFixed(),
+    // only when named: a body without it keeps the fingerprint it always had
+    ...(input.supplier !== undefined ? { supplier: input.supplier } : {}),
   };
   return createHash('sha256').update(JSON.stringify(normalized)).digest('hex');
 }

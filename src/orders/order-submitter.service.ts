@@ -16,7 +16,8 @@ import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { UpstreamMonitor } from '../ops/upstream-monitor.service.js';
 import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { callbackUrlFor } from '../callbacks/callback-url.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
 import { planOutcome } from './attempt-lifecycle.js';
@@ -61,23 +62,29 @@ function sendFailure(e: unknown): SendFailure {
 @Injectable()
 export class OrderSubmitter {
   private readonly logger = new Logger('orders');
-  /** The upstream refused our callback address once: orders are followed by polling alone. */
-  private callbackRefused = false;
+  /** The suppliers that refused our callback address once: their orders are followed by polling alone. */
+  private readonly callbackRefused = new Set<string>();
 
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly repo: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly events: DomainEvents,
     private readonly monitor: UpstreamMonitor,
   ) {}
 
-  /** Whether new attempts carry our callback_url. */
-  get withCallback(): boolean {
-    return this.config.callbacks.publicUrl !== null && !this.callbackRefused;
+  /** Whether new attempts at `supplier` carry our callback_url. */
+  withCallback(supplier: string): boolean {
+    return this.config.callbacks.publicUrl !== null && !this.callbackRefused.has(supplier);
+  }
+
+  /** The callback_url an order at `supplier` is created with (CONTRACT §10: its own), null without CALLBACK_PUBLIC_URL. */
+  callbackUrl(supplier: string): string | null {
+    const { publicUrl } = this.config.callbacks;
+    return publicUrl === null ? null : callbackUrlFor(publicUrl, supplier, this.suppliers.envName);
   }
 
   /** How long an attempt's sending lease lasts (send-policy.ts `sendLeaseMs`). */
@@ -89,15 +96,19 @@ export class OrderSubmitter {
    * Sends one attempt (outside any transaction). `wait.maxWaitMs`: the longest wait for the request
    * budget's token (or, with the budget off, for the end of a block this process met); without one in
    * time, or on a 429 (with or without a budget), the outcome is `queued` (nothing was sent or
-   * processed). `wait.granted`: the caller took the first send's token already.
+   * processed). `wait.granted`: the caller took the first send's token already. The create goes to
+   * `supplier`, through its client and under its budget.
    */
   async send(
+    supplier: string,
     downstreamOrderNo: string,
     request: AttemptRequest,
     log: { shop_order_no: string },
     wait: { maxWaitMs?: number; granted?: boolean } = {},
   ): Promise<SendOutcome> {
     const started = performance.now();
+    const { client, config } = this.suppliers.get(supplier);
+    const callbackUrl = this.callbackUrl(supplier);
     let req = request;
     for (let tryNo = 0; ; tryNo++) {
       const body: UpstreamCreateOrderRequest = {
@@ -106,23 +117,24 @@ export class OrderSubmitter {
         ...(req.manual_form_data !== undefined ? { manual_form_data: req.manual_form_data } : {}),
         downstream_order_no: downstreamOrderNo,
         trace_id: req.trace_id,
-        ...(req.with_callback && this.config.callbacks.publicUrl ? { callback_url: this.config.callbacks.publicUrl } : {}),
+        ...(req.with_callback && callbackUrl !== null ? { callback_url: callbackUrl } : {}),
       };
       try {
-        const created = await this.upstream.createOrder(body, { maxWaitMs: wait.maxWaitMs, granted: tryNo === 0 && wait.granted === true });
+        const created = await client.createOrder(body, { maxWaitMs: wait.maxWaitMs, granted: tryNo === 0 && wait.granted === true });
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
         // the send-retry policy (send-policy.ts) decides whether it goes again; this carries it out
         const step = planSendFailure(sendFailure(e), {
           tryNo,
           elapsedMs: performance.now() - started,
-          timeoutMs: this.config.upstream.timeoutMs,
+          timeoutMs: config.settings.timeoutMs,
           withCallback: body.callback_url !== undefined,
         });
         if (step.callbackRefused) {
-          this.callbackRefused = true;
+          this.callbackRefused.add(supplier);
           this.logger.warn({
-            msg: 'the upstream refused our callback_url (invalid_callback_url): sending again without it; orders are followed by polling',
+            msg: `supplier ${supplier} refused our callback_url (invalid_callback_url): sending again without it; its orders are followed by polling`,
+            supplier,
             ...log,
             trace_id: req.trace_id,
           });

@@ -236,17 +236,19 @@ export class OrderTx {
   }
 
   /**
-   * Locks the order a callback names, to apply it (as `lockOrderToApply`), in one statement: the order
-   * of the attempt numbered `downstreamOrderNo`, else the order that follows `upstreamOrderId`; with
+   * Locks the order a callback names, to apply it (as `lockOrderToApply`), in one statement: among the
+   * orders of `supplier` (the one whose URL the callback reached), the order of the attempt numbered
+   * `downstreamOrderNo`, else the order that follows `upstreamOrderId`; with
    * the named attempt's number and status. The attempt's status is as the statement began: one that
    * waited for the lock may see it earlier than it now is (`submitting` or `submit_unknown` for an
    * attempt settled meanwhile), never later.
    */
   async lockOrderNamed(
+    supplier: string,
     downstreamOrderNo: string | null,
     upstreamOrderId: number,
   ): Promise<{ order: OrderRecord; named: { attemptNo: number; status: AttemptRecord['status'] } | null } | null> {
-    return (await this.writeAndLockOrderNamed(null, downstreamOrderNo, upstreamOrderId)).found;
+    return (await this.writeAndLockOrderNamed(null, supplier, downstreamOrderNo, upstreamOrderId)).found;
   }
 
   /**
@@ -256,6 +258,7 @@ export class OrderTx {
    */
   async writeAndLockOrderNamed<F extends object>(
     first: { sql: string; params: unknown[] } | null,
+    supplier: string,
     downstreamOrderNo: string | null,
     upstreamOrderId: number,
   ): Promise<{
@@ -268,19 +271,22 @@ export class OrderTx {
               (SELECT attempt_no FROM a) AS named_attempt_no, (SELECT status FROM a) AS named_status
          FROM orders o LEFT JOIN order_refunds r ON r.order_id = o.id
         WHERE o.id = (SELECT id FROM target LIMIT 1) FOR UPDATE OF o`;
-    const ctes = `a AS (SELECT order_id, attempt_no, status FROM order_attempts WHERE downstream_order_no = $1),
+    // only an order of the supplier the callback came from is named (CONTRACT §6)
+    const ctes = `a AS (SELECT t.order_id, t.attempt_no, t.status FROM order_attempts t
+                         WHERE t.downstream_order_no = $1 AND EXISTS (SELECT 1 FROM orders s WHERE s.id = t.order_id AND s.supplier = $3)),
             target AS (SELECT order_id AS id FROM a
                        UNION ALL
-                       SELECT id FROM orders WHERE upstream_order_id = $2 AND NOT EXISTS (SELECT 1 FROM a))`;
+                       SELECT id FROM orders WHERE supplier = $3 AND upstream_order_id = $2 AND NOT EXISTS (SELECT 1 FROM a))`;
     type Row = OrderRow & { named_attempt_no: number | null; named_status: AttemptRecord['status'] | null };
     // the write's row, with the locked order's columns beside it (null when no order is found)
     const [row] = first
-      ? await rows<Row>(this.em, `WITH f AS (${numbered(first.sql, 3)}), ${ctes} SELECT f.*, x.* FROM f LEFT JOIN (${lock}) x ON true`, [
+      ? await rows<Row>(this.em, `WITH f AS (${numbered(first.sql, 4)}), ${ctes} SELECT f.*, x.* FROM f LEFT JOIN (${lock}) x ON true`, [
           downstreamOrderNo,
           upstreamOrderId,
+          supplier,
           ...first.params,
         ])
-      : await rows<Row>(this.em, `WITH ${ctes} ${lock}`, [downstreamOrderNo, upstreamOrderId]);
+      : await rows<Row>(this.em, `WITH ${ctes} ${lock}`, [downstreamOrderNo, upstreamOrderId, supplier]);
     const firstRow = first && row ? (row as unknown as F) : null;
     if (!row || row.id === null || row.id === undefined) return { first: firstRow, found: null };
     return {
@@ -387,8 +393,8 @@ export class OrderTx {
         `WITH o AS (
            INSERT INTO orders (shop_order_no, sku_code, sku_key, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
              downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
-             status_changed_at, progress_at, created_at, updated_at)
-           VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13)
+             status_changed_at, progress_at, created_at, updated_at, supplier)
+           VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13, $19)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
@@ -419,6 +425,7 @@ export class OrderTx {
           status,
           input.priceCeiling,
           input.skuKey,
+          input.supplier,
         ],
       );
     } catch (e) {

@@ -281,6 +281,7 @@ export class OrderUpdater {
         subject: order.shopOrderNo,
         payload: {
           shop_order_no: order.shopOrderNo,
+          supplier: order.supplier,
           status: to,
           previous_status: from,
           source,

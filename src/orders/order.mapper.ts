@@ -9,6 +9,8 @@ import { codeOfKey } from '../catalog/sku-key.js';
 
 export interface OrderResponse {
   shop_order_no: string;
+  /** The supplier the order is placed at (CONTRACT §10). */
+  supplier: string;
   /** The SKU the order resolved to, `<product_id>:<sku_code>` (null for an order recorded without one). */
   sku_key: string | null;
   /** The SKU's code (what the shop sent when it has no key). */
@@ -59,6 +61,7 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
   const refund = orderRefund(o);
   return {
     shop_order_no: o.shopOrderNo,
+    supplier: o.supplier,
     sku_key: o.skuKey,
     sku_code: o.skuKey !== null ? codeOfKey(o.skuKey) : o.skuCode,
     quantity: o.quantity,

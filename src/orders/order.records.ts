@@ -11,6 +11,8 @@ import type { RefundRecord } from './refund-records.js';
 export interface OrderRecord {
   id: string;
   shopOrderNo: string;
+  /** The supplier (CONTRACT §10) the order is placed at: every upstream call of the order goes to it. */
+  supplier: string;
   /** What the shop sent: a sku_code or a sku_key (the idempotency fingerprint is over it). */
   skuCode: string;
   /** The SKU it resolved to, `<product_id>:<sku_code>` (null only for an order recorded without one). */
@@ -175,6 +177,7 @@ export function toOrder(r: OrderRow): OrderRecord {
   return {
     id: String(r.id),
     shopOrderNo: r.shop_order_no,
+    supplier: r.supplier,
     skuCode: r.sku_code,
     skuKey: r.sku_key ?? null,
     quantity: r.quantity,
@@ -236,6 +239,7 @@ export function toAttempt(r: AttemptRow): AttemptRecord {
 
 export interface NewOrderInput {
   shopOrderNo: string;
+  supplier: string;
   skuCode: string;
   /** The SKU it resolved to (null: not known; the order's code then names it). */
   skuKey: string | null;

@@ -13,10 +13,10 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
-import { PROGRESS_WATCHED, type EventSource } from './order-state.js';
+import { PROGRESS_WATCHED, UNFINISHED, type EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
 import { deferBegin, rows, runPrepared, takeDeferredBegin } from '../database/prepared-statements.js';
-import { SKU_WITH_CURRENCY, SKUS_BY_REF, toFoundSku, type FoundSku } from '../catalog/catalog-read.repository.js';
+import { SKU_REF_ROWS, SKU_WITH_CURRENCY, toFoundSku } from '../catalog/catalog-read.repository.js';
 import { CURRENCY_KEY } from '../catalog/catalog.records.js';
 import {
   toAttempt,
@@ -27,6 +27,7 @@ import {
   type OrderRecord,
   type OrderRow,
 } from './order.records.js';
+import type { SupplierSku } from './order-sku.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
 
 const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
@@ -42,15 +43,18 @@ function stuckCondition(stuckParam: number, unknownParam: number): string {
 
 /**
  * An order's first read, in one statement (one round trip less for every order placed): the SKUs the
- * order's reference may name ($1, a sku_key or a sku_code: SKUS_BY_REF, one row for a code carried by
- * one SKU) as the catalog reads them for an order (SKU_WITH_CURRENCY: one row of nulls when there is
- * none) and whether the order's `shop_order_no` is already recorded (a replay: the relay then reads
- * the order). It reads the orders table, so it is the orders' statement; the SKU's columns, their
+ * order's reference may name ($1, a sku_key or a sku_code), at the supplier $4 when the order names
+ * one (else at every supplier: order-sku.ts then refuses a reference several suppliers carry), as the
+ * catalog reads them for an order (SKU_WITH_CURRENCY, with each row's supplier: one row of nulls when
+ * there is none) and whether the order's `shop_order_no` is already recorded (a replay: the relay then
+ * reads the order). It reads the orders table, so it is the orders' statement; the SKU's columns, their
  * mapping and the resolution of the reference are the catalog's.
  */
-const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY},
+const SKUS_FOR_ORDER = `(SELECT x.* FROM catalog_skus x WHERE (x.sku_key = $1 OR x.sku_code = $1) AND ($4::text IS NULL OR x.supplier = $4)
+  ORDER BY x.sku_key = $1 DESC, x.listed DESC, x.sku_key, x.supplier LIMIT ${SKU_REF_ROWS})`;
+const FIND_SKU_FOR_ORDER_SQL = `SELECT ${SKU_WITH_CURRENCY}, s.supplier AS relay_supplier,
   EXISTS (SELECT 1 FROM orders o WHERE o.shop_order_no = $3) AS relay_order_recorded
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL ${SKUS_BY_REF} s ON true`;
+  FROM (SELECT 1) AS one LEFT JOIN LATERAL ${SKUS_FOR_ORDER} s ON true`;
 
 export interface StuckThresholds {
   stuckBefore: Date;
@@ -75,6 +79,7 @@ export interface PollClaim {
 
 export interface OrderListFilter {
   status?: string;
+  supplier?: string;
   stuck?: StuckThresholds;
 }
 
@@ -173,14 +178,21 @@ export class OrderRepository {
    * product's fingerprint (none when the catalog has no such SKU; CatalogService.skuForOrder resolves
    * them), and whether `shopOrderNo` is a recorded order: one prepared statement.
    */
-  async findSkuForOrder(ref: string, shopOrderNo: string): Promise<{ found: FoundSku[]; orderRecorded: boolean }> {
+  async findSkuForOrder(
+    ref: string,
+    shopOrderNo: string,
+    supplier: string | null = null,
+  ): Promise<{ found: SupplierSku[]; orderRecorded: boolean }> {
     const found = await runPrepared<Record<string, unknown>>(
       this.dataSource,
       this.dataSource.manager,
       { key: 'find_sku_for_order', text: FIND_SKU_FOR_ORDER_SQL },
-      [ref, CURRENCY_KEY, shopOrderNo],
+      [ref, CURRENCY_KEY, shopOrderNo, supplier],
     );
-    return { found: found.filter((row) => row.sku_key !== null).map(toFoundSku), orderRecorded: found[0]?.relay_order_recorded === true };
+    return {
+      found: found.filter((row) => row.sku_key !== null).map((row) => ({ ...toFoundSku(row), supplier: row.relay_supplier as string })),
+      orderRecorded: found[0]?.relay_order_recorded === true,
+    };
   }
 
   async findByShopOrderNo(shopOrderNo: string): Promise<OrderRecord | null> {
@@ -193,9 +205,42 @@ export class OrderRepository {
     return row ? toOrder(row) : null;
   }
 
-  async findByUpstreamId(upstreamOrderId: number): Promise<OrderRecord | null> {
-    const [row] = await rows<OrderRow>(this.dataSource, `${ORDER_SELECT} WHERE o.upstream_order_id = $1`, [upstreamOrderId]);
+  /** The order that follows upstream order `upstreamOrderId` of `supplier` (ids are each supplier's own). */
+  async findByUpstreamId(supplier: string, upstreamOrderId: number): Promise<OrderRecord | null> {
+    const [row] = await rows<OrderRow>(this.dataSource, `${ORDER_SELECT} WHERE o.supplier = $1 AND o.upstream_order_id = $2`, [
+      supplier,
+      upstreamOrderId,
+    ]);
     return row ? toOrder(row) : null;
+  }
+
+  /**
+   * The order a callback of `supplier` names: the order of the attempt numbered `number` when it is
+   * that supplier's, else the order of that supplier that follows `upstreamOrderId`.
+   */
+  async findOrderNamed(
+    supplier: string,
+    upstreamOrderId: number,
+    number: string | null,
+  ): Promise<{ order: OrderRecord; attempt: AttemptRecord | null } | null> {
+    const attempt = number === null ? null : await this.findAttemptByDownstreamNo(number);
+    const order = attempt ? await this.findById(attempt.orderId) : null;
+    if (attempt && order?.supplier === supplier) return { order, attempt };
+    const followed = await this.findByUpstreamId(supplier, upstreamOrderId);
+    return followed ? { order: followed, attempt: null } : null;
+  }
+
+  /**
+   * How many orders of `supplier` are unfinished (UNFINISHED) or still followed by the poller (a
+   * delivered order whose items are not read yet): a supplier with any is not deleted (409 `supplier_busy`).
+   */
+  async countUnfinished(supplier: string): Promise<number> {
+    const [{ n }] = await rows<{ n: number }>(
+      this.dataSource,
+      'SELECT count(*)::int AS n FROM orders WHERE supplier = $1 AND (status = ANY($2::text[]) OR next_poll_at IS NOT NULL)',
+      [supplier, [...UNFINISHED]],
+    );
+    return Number(n);
   }
 
   async findAttemptByDownstreamNo(downstreamOrderNo: string): Promise<AttemptRecord | null> {
@@ -219,6 +264,10 @@ export class OrderRepository {
     if (filter.status !== undefined) {
       params.push(filter.status);
       where.push(`o.status = $${params.length}`);
+    }
+    if (filter.supplier !== undefined) {
+      params.push(filter.supplier);
+      where.push(`o.supplier = $${params.length}`);
     }
     if (filter.stuck) {
       params.push(filter.stuck.stuckBefore, filter.stuck.unknownBefore);
@@ -312,8 +361,13 @@ export class OrderRepository {
    * Claims `submit_unknown` attempts due for a re-send under the same number (only where the upstream
    * deduplicates): sets the sending lease, so that one send at a time is ever in flight.
    */
-  async claimResends(now: Date, leaseMs: number, limit: number): Promise<AttemptRecord[]> {
-    const claimed = await rows<AttemptRow>(
+  async claimResends(
+    now: Date,
+    leaseMs: number,
+    limit: number,
+    suppliers: readonly string[],
+  ): Promise<Array<AttemptRecord & { supplier: string }>> {
+    const claimed = await rows<AttemptRow & { supplier: string }>(
       this.dataSource,
       `UPDATE order_attempts SET sending_until = ${leaseEnd('$2::int')}, sends = sends + 1
         WHERE id IN (
@@ -321,13 +375,14 @@ export class OrderRepository {
            WHERE a.status = 'submit_unknown' AND a.next_resend_at <= $1
              AND (a.sending_until IS NULL OR a.sending_until < now())
              AND (o.op_until IS NULL OR o.op_until < $1)
+             AND o.supplier = ANY($4::text[])
            ORDER BY a.next_resend_at
            LIMIT $3
            FOR UPDATE OF a SKIP LOCKED)
-        RETURNING *`,
-      [now, Math.ceil(leaseMs), limit],
+        RETURNING *, (SELECT o.supplier FROM orders o WHERE o.id = order_attempts.order_id) AS supplier`,
+      [now, Math.ceil(leaseMs), limit, suppliers],
     );
-    return claimed.map(toAttempt);
+    return claimed.map((a) => ({ ...toAttempt(a), supplier: a.supplier }));
   }
 
   /** Takes the sending lease of one `submit_unknown` attempt (operator resolve): its end, null when busy. */
@@ -371,12 +426,14 @@ export class OrderRepository {
     return found.map((f) => f.shop_order_no);
   }
 
-  /** The queued attempts (waiting for the request budget), first reserved first. */
-  async queuedHead(limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
+  /** The queued attempts (waiting for the request budget) of orders at `supplier`, first reserved first. */
+  async queuedHead(limit: number, supplier: string): Promise<Array<{ orderId: string; attemptNo: number }>> {
     const found = await rows<{ order_id: string; attempt_no: number }>(
       this.dataSource,
-      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'queued' ORDER BY created_at, id LIMIT $1`,
-      [limit],
+      `SELECT a.order_id, a.attempt_no FROM order_attempts a
+        WHERE a.status = 'queued' AND EXISTS (SELECT 1 FROM orders o WHERE o.id = a.order_id AND o.supplier = $2)
+        ORDER BY a.created_at, a.id LIMIT $1`,
+      [limit, supplier],
     );
     return found.map((f) => ({ orderId: String(f.order_id), attemptNo: f.attempt_no }));
   }

@@ -18,6 +18,10 @@ const nullableString = (description?: string): SchemaObject => ({
 export const ORDER_SCHEMA: SchemaObject = objectSchema(
   {
     shop_order_no: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: "the shop's order number (the idempotency key)" },
+    supplier: {
+      type: 'string',
+      description: 'the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it',
+    },
     sku_key: nullableString(
       'the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)',
     ),
@@ -117,6 +121,10 @@ export const CREATE_ORDER_EXAMPLES = {
       "a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products' SKUs carrying one code, such as `DEFAULT`",
     value: { shop_order_no: 'SO-20261122-0005', sku_code: '42:SKU-00042-1', quantity: 1 },
   },
+  at_supplier: {
+    summary: 'at a named supplier (CONTRACT §10): the SKU is looked up within it; the way to order a code several suppliers carry',
+    value: { shop_order_no: 'SO-20261122-0006', supplier: 'second', sku_code: 'SKU-00042-1', quantity: 1 },
+  },
   manual: {
     summary: 'a manual SKU: `manual_form_data` answers its `manual_form_schema`',
     value: {
@@ -143,6 +151,7 @@ export const RESOLVE_EXAMPLES = {
 
 export const ORDER_DELIVERED = {
   shop_order_no: 'SO-20261122-0001',
+  supplier: 'main',
   sku_key: '42:SKU-00042-1',
   sku_code: 'SKU-00042-1',
   quantity: 2,
@@ -288,12 +297,21 @@ export const CREATE_ORDER_ERRORS = [
     fields: { 'manual_form_data.account': ['required'] },
   }),
   apiError(404, 'sku_not_found', 'no SKU SKU-99999-1'),
+  apiError(404, 'supplier_not_found', 'no supplier named "third"', { supplier: 'third' }, 'the body names a supplier there is none of'),
   apiError(
     409,
     'sku_ambiguous',
     'sku_code DEFAULT is carried by 2 listed SKUs (products): name one by its sku_key',
     { candidates: ['113:DEFAULT', '57:DEFAULT'] },
-    'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess',
+    'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. ' +
+      'A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`',
+  ),
+  apiError(
+    409,
+    'supplier_disabled',
+    'supplier second is disabled: it takes no new orders',
+    { supplier: 'second' },
+    'the supplier is disabled (CONTRACT §10): nothing recorded, nothing sent; its unfinished orders are still followed',
   ),
   apiError(
     409,

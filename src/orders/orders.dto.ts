@@ -18,6 +18,7 @@ import {
 } from 'class-validator';
 import { PageQuery } from '../common/pagination.js';
 import { MAX_ID, NotWith } from '../common/validation.js';
+import { SUPPLIER_NAME_PATTERN } from '../suppliers/supplier.types.js';
 import { ORDER_STATUSES } from './order-state.js';
 
 export const SHOP_ORDER_NO_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -51,6 +52,20 @@ export class CreateOrderDto {
   @IsString()
   @Length(1, 255)
   sku_code!: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    pattern: SUPPLIER_NAME_PATTERN.source,
+    description:
+      'the supplier to buy from (CONTRACT §10): the SKU is looked up within it (404 `supplier_not_found`, 409 `supplier_disabled`). ' +
+      'Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` with the candidates as `{supplier, sku_key}`',
+    example: 'main',
+  })
+  @Transform(nullAsAbsent)
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_NAME_PATTERN, { message: 'supplier must match [a-z][a-z0-9-]{0,31}' })
+  supplier?: string;
 
   @ApiProperty({ type: 'integer', minimum: 1, description: '1 to ORDER_MAX_QUANTITY (default 1000)', example: 2 })
   @IsInt()
@@ -98,7 +113,7 @@ export class CreateOrderDto {
   }
 }
 
-const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'quantity', 'max_unit_cost', 'trace_id']);
+const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'supplier', 'quantity', 'max_unit_cost', 'trace_id']);
 /** A sku_code whose length every count agrees on (class-validator counts some pairs of code units as one): printable ASCII, 1 to 255 characters. */
 const PLAIN_SKU_CODE_RE = /^[\x20-\x7e]{1,255}$/;
 
@@ -113,6 +128,7 @@ export function acceptCreateOrder(body: unknown): CreateOrderDto | null {
   for (const key of Object.keys(b)) if (!CREATE_ORDER_KEYS.has(key)) return null;
   if (typeof b.shop_order_no !== 'string' || !SHOP_ORDER_NO_RE.test(b.shop_order_no)) return null;
   if (typeof b.sku_code !== 'string' || !PLAIN_SKU_CODE_RE.test(b.sku_code)) return null;
+  if ('supplier' in b && (typeof b.supplier !== 'string' || !SUPPLIER_NAME_PATTERN.test(b.supplier))) return null;
   if (typeof b.quantity !== 'number' || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
   if ('max_unit_cost' in b && (typeof b.max_unit_cost !== 'string' || !DECIMAL_RE.test(b.max_unit_cost))) return null;
   if ('trace_id' in b && (typeof b.trace_id !== 'string' || b.trace_id.length > 128)) return null;
@@ -124,6 +140,17 @@ export class ListOrdersQuery extends PageQuery {
   @IsOptional()
   @IsIn(ORDER_STATUSES)
   status?: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    pattern: SUPPLIER_NAME_PATTERN.source,
+    description: 'only orders at this supplier',
+    example: 'main',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(SUPPLIER_NAME_PATTERN, { message: 'supplier must match [a-z][a-z0-9-]{0,31}' })
+  supplier?: string;
 
   @ApiPropertyOptional({
     type: Boolean,

@@ -22,7 +22,7 @@ import { Metrics } from '../ops/metrics.service.js';
 import type { OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
-import { UpstreamClient } from '../upstream/upstream.client.js';
+import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
 import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import {
@@ -70,7 +70,7 @@ export class ReconciliationService implements OnModuleDestroy {
     private readonly clock: Clock,
     private readonly metrics: Metrics,
     private readonly outbox: OutboxWriter,
-    private readonly upstream: UpstreamClient,
+    private readonly suppliers: SupplierRegistry,
     private readonly orders: OrderRepository,
     private readonly updater: OrderUpdater,
     private readonly repo: ReconciliationRepository,
@@ -95,10 +95,12 @@ export class ReconciliationService implements OnModuleDestroy {
     opts: { plannedAt?: Date; signal?: AbortSignal; maxWaitMs?: number },
   ): Promise<ReconcileOutcome> {
     const order = await this.orders.findById(orderId);
-    if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
+    // read at the order's supplier (none: the supplier was deleted, the order keeps its history as it is)
+    const supplier = order && this.suppliers.find(order.supplier);
+    if (!order || order.upstreamOrderId === null || !supplier) return { kind: 'missing' };
     let answer: UpstreamOrder;
     try {
-      answer = await this.upstream.getOrder(order.upstreamOrderId, opts.signal, {
+      answer = await supplier.client.getOrder(order.upstreamOrderId, opts.signal, {
         priority: 'reconcile',
         ...(opts.maxWaitMs !== undefined ? { maxWaitMs: opts.maxWaitMs } : {}),
       });
@@ -149,6 +151,7 @@ export class ReconciliationService implements OnModuleDestroy {
             subject: order.shopOrderNo,
             payload: {
               shop_order_no: order.shopOrderNo,
+              supplier: order.supplier,
               status: updated.status,
               previous_status: order.status,
               refunded_amount: updated.refundedAmount,

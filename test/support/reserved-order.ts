@@ -8,6 +8,7 @@ import type { OrderRepository } from '../../src/orders/order.repository.js';
 
 /** What the order is of, when it matters (a real SKU, the fingerprint of the body the shop would send). */
 export interface ReservedOrderOf {
+  supplier?: string;
   skuCode?: string;
   requestFingerprint?: string;
 }
@@ -23,6 +24,7 @@ export async function reserveOrder(
     tx.insertOrder(
       {
         shopOrderNo,
+        supplier: of.supplier ?? 'main',
         skuCode: of.skuCode ?? 'SKU-1',
         skuKey: null,
         quantity: 1,
