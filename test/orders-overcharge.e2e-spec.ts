@@ -25,7 +25,7 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(r.status).toBe(200);
     const text = r.data as string;
     expect(text).toContain('# TYPE relay_order_overcharge_total counter');
-    const m = /^relay_order_overcharge_total (\S+)$/m.exec(text);
+    const m = /^relay_order_overcharge_total\{supplier="main"\} (\S+)$/m.exec(text);
     expect(m).not.toBeNull();
     return Number(m![1]);
   };

@@ -180,7 +180,7 @@ describe('orders: placing and following', () => {
     const scraped = async (): Promise<number> => {
       const r = await axios.get(`${app.url}/metrics`, { validateStatus: () => true, responseType: 'text' });
       expect(r.status).toBe(200);
-      const m = /^relay_order_overcharge_total (\S+)$/m.exec(r.data as string);
+      const m = /^relay_order_overcharge_total\{supplier="main"\} (\S+)$/m.exec(r.data as string);
       expect(m).not.toBeNull();
       return Number(m![1]);
     };

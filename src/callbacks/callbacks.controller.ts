@@ -158,8 +158,10 @@ export class CallbacksController {
   private async receiveFor(req: RawBodyRequest<FastifyRequest>, supplier: string): Promise<{ ok: true }> {
     const raw = req.rawBody ?? Buffer.alloc(0);
     const verdict = this.verifier.verify(req.headers, raw, supplier);
+    // (a name from the path is a label only when it is a supplier's: no series for whatever a caller sends)
+    const label = this.suppliers.find(supplier) ? supplier : 'unknown';
     if (!verdict.ok) {
-      this.metrics.callbacksRejected.inc({ reason: verdict.reason });
+      this.metrics.callbacksRejected.inc({ reason: verdict.reason, supplier: label });
       this.logger.warn({
         msg: `callback refused: ${verdict.reason}`,
         reason: verdict.reason,
@@ -178,8 +180,8 @@ export class CallbacksController {
       'unusable' in read
         ? await this.inbox.store(read.unusable, this.clock.now())
         : await this.processor.receive(read.usable, read.fulfillment);
-    if (stored.duplicate) this.metrics.callbackDuplicates.inc();
-    else this.metrics.callbacksReceived.inc({ event: 'reason' in c ? 'unusable' : (c.event ?? 'none') });
+    if (stored.duplicate) this.metrics.callbackDuplicates.inc({ supplier: label });
+    else this.metrics.callbacksReceived.inc({ event: 'reason' in c ? 'unusable' : (c.event ?? 'none'), supplier: label });
     if ('reason' in c) {
       // what is wrong and the ids it carries, never the body (it may carry delivered items)
       this.logger.warn({

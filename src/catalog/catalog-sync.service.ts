@@ -273,8 +273,8 @@ export class CatalogSyncService implements OnModuleDestroy {
     await updateBudgetWait(run, this.metrics);
     ({ status, error } = await this.lease.finish(run.claim, { status, error, mode: run.mode, note: run.notes.join('; ') }));
     await this.catalog.clearSeen(run.runId).catch(() => undefined);
-    this.metrics.syncRuns.inc({ mode: run.mode, status });
-    this.metrics.syncDuration.observe({ mode: run.mode }, (performance.now() - started) / 1000);
+    this.metrics.syncRuns.inc({ mode: run.mode, status, supplier: run.supplier });
+    this.metrics.syncDuration.observe({ mode: run.mode, supplier: run.supplier }, (performance.now() - started) / 1000);
     const c = run.counters;
     const summary =
       `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +

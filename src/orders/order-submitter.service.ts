@@ -200,7 +200,7 @@ export class OrderSubmitter {
       );
       await tx.updateAttempt(attempt.id, plan.attempt);
       tx.afterCommit(() => {
-        if (plan.metric) this.metrics.placements.inc({ outcome: plan.metric });
+        if (plan.metric) this.metrics.placements.inc({ outcome: plan.metric, supplier: order.supplier });
         if (plan.log) this.logOutcome(plan.log, order, attempt, outcome);
       });
       switch (plan.order.kind) {
@@ -294,7 +294,7 @@ export class OrderSubmitter {
   private checkCharge(order: OrderRecord, r: AcceptedReport): void {
     const over = overcharge(r.amount, order.unitCost, order.quantity);
     if (over) {
-      this.metrics.overcharges.inc();
+      this.metrics.overcharges.inc({ supplier: order.supplier });
       this.logger.warn({
         msg: `order ${order.shopOrderNo}: the upstream charged ${r.amount}, above ${over.expected} (quantity × checked unit price)`,
         shop_order_no: order.shopOrderNo,

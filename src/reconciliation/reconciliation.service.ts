@@ -163,7 +163,7 @@ export class ReconciliationService implements OnModuleDestroy {
         ]);
         if (event) await tx.write(event.sql, event.params);
         tx.afterCommit(() => {
-          for (const d of differences) this.metrics.reconciliationDifferences.inc({ field: d.field });
+          for (const d of differences) this.metrics.reconciliationDifferences.inc({ field: d.field, supplier: order.supplier });
           this.logger.warn({
             msg: `order ${order.shopOrderNo}: the upstream differs (${differences.map((d) => `${d.field} ${d.local ?? 'none'} → ${d.upstream ?? 'none'}`).join(', ')}); found by ${source}`,
             shop_order_no: order.shopOrderNo,

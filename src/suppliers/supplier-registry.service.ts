@@ -205,6 +205,8 @@ export class SupplierRegistry implements OnModuleInit, OnApplicationShutdown {
         this.metrics.upstreamLatency.observe({ operation: e.operation, supplier: name }, e.durationMs / 1000);
       },
     });
+    // an alarm series is there from the supplier's start (0), not only from its first count
+    this.metrics.overcharges.inc({ supplier: name }, 0);
     const budget = new UpstreamBudgetService(budgetSettings(supplier, this.config.budget), this.clock, this.budgetRepo, this.metrics);
     return { config: supplier, client: new BudgetedUpstreamClient(http, budget), budget, http };
   }
