@@ -12,12 +12,34 @@ const swc = {
   module: { type: 'es6' },
 };
 
+/**
+ * Files of test/ that the PostgreSQL pass does not load: what they run is the same whatever database the
+ * suite is given, so the embedded pass checks it once. Each names why; a file that touches the test
+ * database (openTestDatabase, useAppSuite) belongs here only if none of its SQL depends on it.
+ */
+const DATABASE_INDEPENDENT = {
+  // the embedded database itself, under a scratch DATA_DIR of each process (each file also skips
+  // itself with TEST_DATABASE_URL)
+  'data-dir-lock': 'the lock of an embedded data directory, between real processes',
+  'embedded-postgres': 'the embedded database on disk',
+  'embedded-worker': "the embedded database's worker thread",
+  'test-database': "the embedded pass's worker-shared PGlite",
+  // the service started from nothing: its database is always an embedded one it creates
+  'start-banner': 'the lines of a zero-configuration start, before its banner',
+  // no database at all
+  'cli-args': "the relay command's argument parsing",
+};
+
 export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/src', '<rootDir>/test'],
   // The specs beside the code (src/**/*.spec.ts) use no database: the PostgreSQL pass
-  // (TEST_DATABASE_URL) runs only the tests under test/.
+  // (TEST_DATABASE_URL) runs only the tests under test/, but those above.
   testMatch: process.env.TEST_DATABASE_URL ? ['**/*.e2e-spec.ts'] : ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    ...(process.env.TEST_DATABASE_URL ? Object.keys(DATABASE_INDEPENDENT).map((name) => `/test/${name}\\.e2e-spec\\.ts$`) : []),
+  ],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', swc],
@@ -31,8 +53,9 @@ export default {
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   setupFiles: ['<rootDir>/test/support/setup-env.ts'],
   testTimeout: 60000,
-  // Two workers for two cores; on the PostgreSQL pass the server does part of the work in processes of
-  // its own, where the workers wait on it: a third keeps both cores busy.
-  maxWorkers: process.env.TEST_DATABASE_URL ? 3 : 2,
+  // Three workers for two cores on either pass: a test file spends about half its time waiting (timers,
+  // child processes, the sandbox's pacing, and on the PostgreSQL pass the server's own processes), so
+  // two workers leave the cores half idle; CI runs both passes side by side as well.
+  maxWorkers: 3,
   verbose: false,
 };

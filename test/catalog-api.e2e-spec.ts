@@ -6,7 +6,8 @@ import { Decimal } from 'decimal.js';
 import { CatalogService } from '../src/catalog/catalog.service.js';
 import { UpstreamUnknownError } from '../src/upstream/upstream.errors.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 
 type Sku = Record<string, unknown> & {
   sku_code: string;
@@ -67,7 +68,10 @@ function expectedPrice(cost: string, percent: string, fixed: string, step: strin
 }
 
 describe('catalog internal API', () => {
-  let db: TestDatabase;
+  const suite = useAppSuite({
+    sandbox: { pageSizeCap: 20, catalog: { products: 50, seed: 11 } },
+    env: { PRICE_MARKUP_PERCENT: '10', PRICE_MARKUP_FIXED: '0', PRICE_ROUNDING: '0.1' },
+  });
   let sandbox: SandboxServer;
   let app: TestApp;
 
@@ -79,9 +83,7 @@ describe('catalog internal API', () => {
   };
 
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: 20, catalog: { products: 50, seed: 11 } });
-    app = await startTestApp(db, sandbox, { PRICE_MARKUP_PERCENT: '10', PRICE_MARKUP_FIXED: '0', PRICE_ROUNDING: '0.1' });
+    ({ sandbox, app } = suite);
     const r = await app.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(r.status).toBe(202);
     expect(Object.keys(r.data as object).sort()).toEqual(['mode', 'ok', 'run_id']);
@@ -92,12 +94,6 @@ describe('catalog internal API', () => {
       await new Promise((res) => setTimeout(res, 25));
     }
   });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-  afterEach(() => sandbox.faults.reset());
 
   it('every catalog and pricing call needs the bearer token (401 unauthorized)', async () => {
     const calls: Array<[string, string]> = [

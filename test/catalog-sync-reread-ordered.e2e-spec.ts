@@ -10,11 +10,12 @@ import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { DEFAULT_RETRY_POLICY } from '../src/catalog/product-pager.js';
 import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 import { runSync, type SyncRunView as Run } from './support/sync-run.js';
 
 describe('catalog sync: re-reads of ordered products after an incremental pass', () => {
-  let db: TestDatabase;
+  const suite = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 30, seed: 7 } }, env: { SYNC_REREAD_ORDERED: '10' } });
   let sandbox: SandboxServer;
   let app: TestApp;
 
@@ -43,17 +44,9 @@ describe('catalog sync: re-reads of ordered products after an incremental pass',
   }
 
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: 10, catalog: { products: 30, seed: 7 } });
-    app = await startTestApp(db, sandbox, { SYNC_REREAD_ORDERED: '10' });
+    ({ sandbox, app } = suite);
     expect(await sync('full')).toMatchObject({ status: 'succeeded', products_seen: 30 });
   });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-  afterEach(() => sandbox.faults.reset());
 
   it('an ordered product whose stock changed without moving updated_at is re-read and its local stock moves; others are not read', async () => {
     const ordered = stocked(0);

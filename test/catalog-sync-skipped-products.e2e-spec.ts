@@ -11,14 +11,15 @@ import { DEFAULT_RETRY_POLICY } from '../src/catalog/product-pager.js';
 import { Metrics } from '../src/ops/metrics.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { productShapeProblem } from '../src/upstream/upstream.shapes.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 import { runSync, type SyncRunView as Run } from './support/sync-run.js';
 
 describe.each([
   ['what a full pass saw kept in memory (default)', undefined],
   ['what a full pass saw kept in the database (knownFingerprintsLimit = 0)', 0],
 ])('catalog sync: a product whose shape is wrong — %s', (_name, limit) => {
-  let db: TestDatabase;
+  const suite = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 30, seed: 4 } }, env: { SYNC_CONCURRENCY: '2' } });
   let sandbox: SandboxServer;
   let app: TestApp;
 
@@ -34,18 +35,10 @@ describe.each([
   const skippedCount = async () => (await app.relay.app.get(Metrics).syncProductsSkipped.get()).values[0]?.value ?? 0;
 
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: 10, catalog: { products: 30, seed: 4 } });
-    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: '2' });
+    ({ sandbox, app } = suite);
     if (limit !== undefined) app.relay.app.get(CatalogSyncService).knownFingerprintsLimit = limit;
     expect(await sync('full')).toMatchObject({ status: 'succeeded', products_seen: 30, skipped_products: [] });
   });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-  afterEach(() => sandbox.faults.reset());
 
   it('leaves the product out and reports it, stores the rest of its page, stays complete and unlists nothing; stores it once fixed', async () => {
     const page1 = sandbox.catalog.listedProducts().slice(0, 10);

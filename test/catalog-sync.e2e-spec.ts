@@ -11,7 +11,8 @@ import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp, TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
 
@@ -59,22 +60,18 @@ function rowsWritten(before: Map<string, string>, after: Map<string, string>): n
 }
 
 describe('catalog sync', () => {
+  const suite = useAppSuite({
+    sandbox: { pageSizeCap: CAP, catalog: { products: PRODUCTS, seed: 3 } },
+    env: { SYNC_CONCURRENCY: String(CONCURRENCY) },
+  });
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
 
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: CAP, catalog: { products: PRODUCTS, seed: 3 } });
-    app = await startTestApp(db, sandbox, { SYNC_CONCURRENCY: String(CONCURRENCY) });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  beforeAll(() => {
+    ({ db, sandbox, app } = suite);
   });
   afterEach(() => {
-    sandbox.faults.reset();
     sandbox.events.removeAllListeners('request');
   });
 

@@ -12,8 +12,9 @@ import playwright from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { compileRule, salePrice } from '../src/catalog/pricing.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { CHROMIUM, CHROMIUM_ARGS, ensureConsoleBuilt, SHOTS } from './support/console-browser.js';
-import { openTestDatabase, startSandbox, startTestApp, TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
+import { TEST_TOKEN, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 // The few browser globals the page functions below use (this file is type-checked without the DOM lib).
@@ -46,6 +47,14 @@ interface SkuBody {
 }
 
 describe('operator console (headless Chromium)', () => {
+  // the service serves the console's build: built before the suite starts it
+  beforeAll(() => ensureConsoleBuilt(), 120_000);
+  const suite = useAppSuite({
+    // the operator's resolve by upstream order id is proven by the order's downstream_order_no, which
+    // the real upstream's GET /orders/{id} does not show: an upstream that shows it, for that test
+    sandbox: { catalog: { products: 12 }, orderDetailShowsDownstreamNo: true },
+    env: { ORDER_POLL_BASE_MS: '100', ORDER_POLL_MAX_MS: '500', UPSTREAM_TIMEOUT_MS: '2000', PRICE_MARKUP_PERCENT: '12' },
+  });
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
@@ -76,18 +85,8 @@ describe('operator console (headless Chromium)', () => {
   };
 
   beforeAll(async () => {
-    ensureConsoleBuilt();
     mkdirSync(SHOTS, { recursive: true });
-    db = await openTestDatabase();
-    // the operator's resolve by upstream order id is proven by the order's downstream_order_no, which
-    // the real upstream's GET /orders/{id} does not show: an upstream that shows it, for that test
-    sandbox = await startSandbox({ catalog: { products: 12 }, orderDetailShowsDownstreamNo: true });
-    app = await startTestApp(db, sandbox, {
-      ORDER_POLL_BASE_MS: '100',
-      ORDER_POLL_MAX_MS: '500',
-      UPSTREAM_TIMEOUT_MS: '2000',
-      PRICE_MARKUP_PERCENT: '12',
-    });
+    ({ db, sandbox, app } = suite);
     await syncNow();
     const skus = (await app.http.get('/internal/catalog/skus', { params: { available: true, page_size: 500 } })).data.items as SkuBody[];
     sku =
@@ -133,9 +132,6 @@ describe('operator console (headless Chromium)', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
   });
 
   afterEach(() => {

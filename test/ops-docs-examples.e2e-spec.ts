@@ -13,8 +13,9 @@ import axios from 'axios';
 import { ERROR_CODES } from '../src/common/error-codes.js';
 import { toOpenApiPath } from '../src/ops/route-registry.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { callbackHeaders, seedCatalog, waitFor, waitForOrder } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { callbackHeaders, waitFor, waitForOrder } from './support/child-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 
 interface Schema {
   $ref?: string;
@@ -179,7 +180,32 @@ function shapeDiff(actual: unknown, documented: unknown, path = '$', out: string
 const PUBLIC_PREFIXES = ['/internal/', '/callbacks/', '/health', '/metrics', '/media/'];
 
 describe('API docs: operations, examples and error codes', () => {
-  let db: TestDatabase;
+  const suite = useAppSuite({
+    sandbox: {
+      catalog: { products: 3 },
+      timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null },
+      // the documented resolve_mismatch example is the one of an upstream whose GET /orders/{id} shows
+      // the order's downstream_order_no (the real one does not: test/sandbox-fidelity.e2e-spec.ts)
+      orderDetailShowsDownstreamNo: true,
+    },
+    // the SKUs the documented examples name
+    prepare: (sandbox) => {
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00042-1', price: '25.90' }] });
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00043-1', price: '9.90', isActive: false }] });
+      sandbox.catalog.addProduct({
+        fulfillmentType: 'manual',
+        manualFormSchema: {
+          fields: [
+            { key: 'account', type: 'text', required: true },
+            { key: 'server', type: 'text', required: false },
+          ],
+        },
+        skus: [{ skuCode: 'SKU-00057-1', price: '5.60' }],
+      });
+    },
+    env: { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200', UPSTREAM_TIMEOUT_MS: '800' },
+    seed: true,
+  });
   let sandbox: SandboxServer;
   let app: TestApp;
   let doc: Doc;
@@ -236,40 +262,10 @@ describe('API docs: operations, examples and error codes', () => {
   };
 
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({
-      catalog: { products: 3 },
-      timetable: { paidMs: 30, fulfillingMs: 60, deliveredMs: 100, completedMs: null },
-      // the documented resolve_mismatch example is the one of an upstream whose GET /orders/{id} shows
-      // the order's downstream_order_no (the real one does not: test/sandbox-fidelity.e2e-spec.ts)
-      orderDetailShowsDownstreamNo: true,
-    });
-    // the SKUs the documented examples name
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00042-1', price: '25.90' }] });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'SKU-00043-1', price: '9.90', isActive: false }] });
-    sandbox.catalog.addProduct({
-      fulfillmentType: 'manual',
-      manualFormSchema: {
-        fields: [
-          { key: 'account', type: 'text', required: true },
-          { key: 'server', type: 'text', required: false },
-        ],
-      },
-      skus: [{ skuCode: 'SKU-00057-1', price: '5.60' }],
-    });
-    app = await startTestApp(db, sandbox, { ORDER_POLL_BASE_MS: '50', ORDER_POLL_MAX_MS: '200', UPSTREAM_TIMEOUT_MS: '800' });
+    ({ sandbox, app } = suite);
     const res = await axios.get(`${app.url}/docs-json`);
     expect(res.status).toBe(200);
     doc = res.data as Doc;
-    await seedCatalog(app.http);
-  });
-
-  afterEach(() => sandbox.faults.reset());
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
   });
 
   const registered = () =>

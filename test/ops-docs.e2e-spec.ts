@@ -7,8 +7,8 @@
 import axios from 'axios';
 import { ERROR_CODES } from '../src/common/error-codes.js';
 import { toOpenApiPath } from '../src/ops/route-registry.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 
 /** The error codes CONTRACT.md names (§5, §6), and the generic ones of the exception filter. */
 const CONTRACT_CODES = [
@@ -46,22 +46,14 @@ type Doc = {
 };
 
 describe('API docs', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
+  const suite = useAppSuite();
   let app: TestApp;
   let doc: Doc;
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox();
-    app = await startTestApp(db, sandbox);
+    app = suite.app;
     const res = await axios.get(`${app.url}/docs-json`);
     expect(res.status).toBe(200);
     doc = res.data as Doc;
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox.stop();
-    await db.close();
   });
 
   it('serves the UI at /docs without a token', async () => {

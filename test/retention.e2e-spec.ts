@@ -16,7 +16,7 @@ import { RETENTION_BATCH_SIZE, RETENTION_CLAIM_STALE_MS, RETENTION_FIRST_RUN_DEL
 import { RETENTION_CLAIM_KEY, RetentionRepository } from '../src/retention/retention.repository.js';
 import { RetentionService, type RetentionReport } from '../src/retention/retention.service.js';
 import { openTestDatabase, testEnv, TEST_TOKEN, type TestDatabase } from './support/test-app.js';
-import { sleep } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 interface App {
   relay: RelayApp;
@@ -431,15 +431,28 @@ describe('the retention job', () => {
     await seedSomeOfEach(db);
     const c = await startApp(db);
     let closed = false;
+    // the shutdown's stop of the retention job, as it begins (the real one, watched)
+    const destroy = jest.spyOn(c.retention, 'onModuleDestroy');
     const report = await runHeldAfterFirstBatch(c, async (release) => {
       const closing = c.close().then(() => {
         closed = true;
       });
-      await sleep(300);
-      expect(closed).toBe(false); // the shutdown waits for the run
+      await waitFor(
+        () => destroy.mock.results.length,
+        (n) => n === 1,
+        "the shutdown's stop of the retention job",
+      );
+      const stopping = destroy.mock.results[0].value as Promise<void>;
+      let stopped = false;
+      void stopping.then(() => (stopped = true));
+      // a turn of the event loop: every promise that could settle without the held run has
+      await new Promise((r) => setImmediate(r));
+      expect([stopped, closed]).toEqual([false, false]); // the shutdown waits for the run
       release();
       await closing;
+      expect(stopped).toBe(true);
     });
+    destroy.mockRestore();
     expect(report.outcome).toBe('stopped');
     expect(report.deleted).toEqual({ catalog_sku_changes: 3, catalog_sync_runs: 0, callback_inbox: 0, outbox_events: 0, relay_state: 0 });
     expect(await claimRows(db)).toEqual([]);

@@ -8,23 +8,19 @@ import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { grantsOf, installGrantLog } from './support/budget-ledger.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp, TestDatabase } from './support/test-app.js';
 
 describe('upstream monitor under the request budget', () => {
+  const suite = useAppSuite({ sandbox: { catalog: { products: 3, seed: 5 } }, env: { UPSTREAM_RATE_LIMIT: '100/1s' }, workers: false });
   let db: TestDatabase;
   let sandbox: SandboxServer;
   let app: TestApp;
 
   beforeAll(async () => {
-    db = await openTestDatabase();
+    ({ db, sandbox, app } = suite);
+    // no background work: nothing has asked the budget for a grant yet
     await installGrantLog(db);
-    sandbox = await startSandbox({ catalog: { products: 3, seed: 5 } });
-    app = await startTestApp(db, sandbox, { UPSTREAM_RATE_LIMIT: '100/1s' }, { workers: false });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
   });
 
   it("pings at the lowest class, skips the periodic ping after another request succeeded, and never skips a caller's ping", async () => {

@@ -4,9 +4,10 @@
  * changes nothing sends nothing; a stock change carries the old and new stock.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { seedCatalog } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import type { TestApp, TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 const SECRET = 'catalog-webhook-secret';
@@ -21,17 +22,18 @@ describe('catalog changes as shop webhooks', () => {
   const outboxCount = async () =>
     (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE event_type LIKE 'sku.%'"))[0].n;
 
-  beforeAll(async () => {
-    await shop.start('/shop/hooks');
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 12 } });
-    app = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SECRET });
-    await seedCatalog(app.http);
+  const suite = useAppSuite({
+    sandbox: { catalog: { products: 12 } },
+    env: async () => {
+      await shop.start('/shop/hooks');
+      return { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SECRET };
+    },
+    seed: true,
+  });
+  beforeAll(() => {
+    ({ db, sandbox, app } = suite);
   });
   afterAll(async () => {
-    await app.close();
-    await sandbox.stop();
-    await db.close();
     await shop.stop();
   });
 

@@ -25,7 +25,7 @@ import { useAppSuite } from './support/app-suite.js';
 import { waitForOrder } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
-import { passesRun, sleep, waitFor } from './support/wait.js';
+import { passesRun, waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-delivery';
 
@@ -293,10 +293,14 @@ describe('shop webhook delivery: deadlines and leases', () => {
     try {
       const outbox = app.relay.app.get(OutboxRepository);
       await app.append([orderEvent('SO-LEASE')]);
-      const [first] = await outbox.claimDue(500, 10);
+      const [first] = await outbox.claimDue(60_000, 10);
       expect(first).toMatchObject({ subject: 'SO-LEASE', attempts: 0 });
       expect(await outbox.claimDue(60_000, 10)).toEqual([]); // not before its lease ran out…
-      await sleep(600);
+      // the minute of its lease passes (its end moved back, as the database's clock would reach it)
+      await db.query(
+        `UPDATE outbox_events SET next_attempt_at = next_attempt_at - interval '60 seconds' WHERE subject = 'SO-LEASE' AND lease_token = $1`,
+        [first.leaseToken],
+      );
       const [second] = await outbox.claimDue(60_000, 10); // …then another claim takes it
       expect(second).toMatchObject({ id: first.id });
       expect(second.leaseToken).not.toBe(first.leaseToken);

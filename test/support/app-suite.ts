@@ -63,7 +63,9 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
     );
     for (const [name, supplier] of Object.entries(options.suppliers ?? {})) others.set(name, await addTestSupplier(apps, name, supplier));
     if (options.seed) await seedCatalog(apps[0].http);
-  });
+    // Opening is setup, not what a test checks: beyond Jest's 60 s for a loaded machine (CI runs both
+    // database passes side by side on two cores), where a first migration or a seeding sync waits for CPU.
+  }, 120_000);
   afterEach(() => {
     sandbox?.faults.reset();
     for (const other of others.values()) other.faults.reset();
