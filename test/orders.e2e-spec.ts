@@ -561,7 +561,7 @@ describe('orders: placing and following', () => {
       () => registry.metrics(),
       (text) => /relay_orders_stuck [1-9]/.test(text),
     );
-    expect(metrics).toMatch(/relay_order_placements_total\{outcome="unknown"\} [1-9]/);
+    expect(metrics).toMatch(/relay_order_placements_total\{outcome="unknown",supplier="main"\} [1-9]/);
     const noToken = await app.http.get('/internal/orders', { headers: { authorization: '' } });
     expect(noToken.status).toBe(401);
   });

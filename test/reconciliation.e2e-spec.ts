@@ -109,7 +109,7 @@ describe('scheduled reconciliation', () => {
       .filter((h) => h.parsed.event === 'order.reconciled' && h.parsed.subject === shopOrderNo);
   const metric = async (field: string): Promise<number> => {
     const text = (await axios.get(`${relay.url}/metrics`)).data as string;
-    const line = text.split('\n').find((l) => l.startsWith(`relay_reconciliation_differences_total{field="${field}"}`));
+    const line = text.split('\n').find((l) => l.startsWith(`relay_reconciliation_differences_total{field="${field}",supplier="main"}`));
     return line ? Number(line.split(' ').pop()) : 0;
   };
 
