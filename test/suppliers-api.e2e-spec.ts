@@ -202,6 +202,11 @@ describe('suppliers API', () => {
     const rows = await suite.db.query<{ listed: boolean }>(`SELECT listed FROM catalog_skus WHERE supplier = 'second'`);
     expect(rows.map((r) => r.listed)).toEqual([false, false, false]);
     expect(await countListed()).toBe(listedBefore - 3);
+    // unlisted as every catalog change is: in each SKU's history (and announced, when a shop webhook is set)
+    const history = await suite.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM catalog_sku_changes WHERE supplier = 'second' AND source = 'supplier' AND kind = 'listing'`,
+    );
+    expect(history[0].n).toBe(3);
     const order = await suite.app.http.get('/internal/orders/SUP-DEL-1');
     expect(order.status).toBe(200);
     expect(order.data.order.status).toBe('delivered');

@@ -107,12 +107,12 @@ export class SupplierRepository {
   }
 
   /**
-   * Deletes a supplier added through the API and unlists its SKUs (they stay, for its orders'
-   * history), in one transaction, unless it has unfinished orders: the supplier's row is locked first,
-   * so a concurrent change waits. `busy` with the count of unfinished orders; null when there is no
-   * such supplier (or it is the env supplier).
+   * Deletes a supplier added through the API, in one transaction, unless it has unfinished orders: the
+   * supplier's row is locked first, so a concurrent change waits. `busy` with the count of unfinished
+   * orders; null when there is no such supplier (or it is the env supplier). Its catalog is unlisted
+   * after, through the catalog's write path (SupplierService.remove).
    */
-  async deleteUnlessBusy(name: string): Promise<{ deleted: true; unlisted: number } | { deleted: false; busy: number } | null> {
+  async deleteUnlessBusy(name: string): Promise<{ deleted: true } | { deleted: false; busy: number } | null> {
     return this.dataSource.transaction(async (m) => {
       const rows = await sqlRows<{ name: string }>(m, `SELECT name FROM suppliers WHERE name = $1 AND NOT managed_by_env FOR UPDATE`, [
         name,
@@ -121,12 +121,7 @@ export class SupplierRepository {
       const busy = await this.unfinishedOrders(name, m);
       if (busy > 0) return { deleted: false as const, busy };
       await m.query(`DELETE FROM suppliers WHERE name = $1`, [name]);
-      const unlisted = await sqlRows<{ sku_code: string }>(
-        m,
-        `UPDATE catalog_skus SET listed = false, updated_at = now() WHERE supplier = $1 AND listed RETURNING sku_code`,
-        [name],
-      );
-      return { deleted: true as const, unlisted: unlisted.length };
+      return { deleted: true as const };
     });
   }
 

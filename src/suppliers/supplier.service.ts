@@ -7,6 +7,8 @@
  * RELOAD_MS). Secrets are never answered or logged: the key's hint only.
  */
 import { Injectable, Logger } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { CatalogService } from '../catalog/catalog.service.js';
 import { AppError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { redactUrl } from '../config/redact-url.js';
@@ -38,6 +40,7 @@ export class SupplierService {
     private readonly registry: SupplierRegistry,
     private readonly repo: SupplierRepository,
     private readonly status: SupplierStatusSource,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   async list(): Promise<SupplierResponse[]> {
@@ -121,8 +124,12 @@ export class SupplierService {
       });
     }
     await this.registry.reload();
-    this.logger.log({ msg: `supplier ${name} deleted, ${done.unlisted} SKU(s) unlisted`, supplier: name, skus_unlisted: done.unlisted });
-    return { name, skus_unlisted: done.unlisted };
+    // its SKUs, products and categories unlisted as every catalog change is: recorded in their history,
+    // announced to the shop, the offers over them valued again (the catalog is resolved here, not
+    // injected: the catalog's module depends on this global one)
+    const unlisted = await this.moduleRef.get(CatalogService, { strict: false }).unlistSupplier(name);
+    this.logger.log({ msg: `supplier ${name} deleted, ${unlisted} SKU(s) unlisted`, supplier: name, skus_unlisted: unlisted });
+    return { name, skus_unlisted: unlisted };
   }
 
   /**
