@@ -75,7 +75,8 @@ export function useAppSuite(options: AppSuiteOptions = {}): AppSuite {
     await sandbox?.stop();
     for (const other of others.values()) await other.stop();
     await db?.close();
-  });
+    // (closing is the same: an instance's shutdown lets its work in flight end, on a loaded machine too)
+  }, 120_000);
 
   return {
     get db() {
