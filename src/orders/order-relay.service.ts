@@ -191,7 +191,8 @@ export class OrderRelayService {
     }
     // The supplier: the one named, else a new attempt's order's, else the one whose SKUs the reference
     // names; a reference SKUs of several suppliers answer to is refused (nothing recorded), never a guess.
-    const pick = pickSupplier(input.sku_code, existing ? found.filter((f) => f.supplier === existing.supplier) : found);
+    const within = input.supplier ?? existing?.supplier;
+    const pick = pickSupplier(input.sku_code, within !== undefined ? found.filter((f) => f.supplier === within) : found);
     if (pick.kind === 'ambiguous') {
       const suppliers = new Set(pick.candidates.map((c) => c.supplier)).size;
       throw new AppError('sku_ambiguous', `${input.sku_code} names SKUs of ${suppliers} suppliers: name the supplier (and its sku_key)`, {
@@ -245,7 +246,7 @@ export class OrderRelayService {
     early: EarlyRead | null,
     wait: BudgetWait,
   ): Promise<PlaceResult | null> {
-    const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
+    const ceiling = priceCeiling(input.max_unit_cost ?? input.ceiling, local?.salePrice);
     const checked = await this.check(input, supplier, local, early, ceiling, wait);
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
     const deferred = checked.kind === 'deferred';
@@ -529,6 +530,7 @@ export class OrderRelayService {
               supplier,
               skuCode: input.sku_code,
               skuKey: sku.skuKey,
+              offer: input.offer ?? null,
               quantity: input.quantity,
               requestFingerprint: fingerprint,
               maxUnitCost: input.max_unit_cost ?? null,
@@ -560,8 +562,10 @@ export class OrderRelayService {
         }
         const n = order.attempt + 1;
         const dno = downstreamOrderNo(order.shopOrderNo, n);
-        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs, status);
+        // an offer order's new attempt may go to another source's supplier (CONTRACT §11)
+        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs, status, { supplier, skuKey: sku.skuKey });
         const patch = {
+          supplier,
           attempt: n,
           downstream_order_no: dno,
           sku_key: sku.skuKey,

@@ -308,6 +308,20 @@ export const CREATE_ORDER_ERRORS = [
   ),
   apiError(
     409,
+    'no_source_available',
+    'offer GAME-KEY-50: every source refused the order',
+    {
+      order: { shop_order_no: 'SO-20261122-0009', offer: 'GAME-KEY-50', status: 'rejected', error_code: 'insufficient_stock' },
+      route: [
+        { attempt: 1, supplier: 'main', sku_key: '42:SKU-00042-1', outcome: 'rejected', error_code: 'insufficient_stock' },
+        { attempt: 2, supplier: 'second', sku_key: '42:SKU-00042-1', outcome: 'rejected', error_code: 'insufficient_stock' },
+      ],
+    },
+    'an order through an offer (CONTRACT §11) that every source refused before any charge; a source skipped (disabled, blocked, ' +
+      'unavailable, above the ceiling) got no request. The same body again routes it again from the first source',
+  ),
+  apiError(
+    409,
     'supplier_disabled',
     'supplier second is disabled: it takes no new orders',
     { supplier: 'second' },
