@@ -13,6 +13,7 @@ import { Clock } from '../common/clock.js';
 import { nextOfferStep } from '../offers/offer-failover.js';
 import { planRoute, routeCeiling, type AttemptEnd, type RouteSource, type SupplierState } from '../offers/offer-route.js';
 import { OfferRepository } from '../offers/offer.repository.js';
+import { Metrics } from '../ops/metrics.service.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { OrderRelayService, type PlaceResult } from './order-relay.service.js';
@@ -31,6 +32,7 @@ export class OfferPlacement {
     private readonly relay: OrderRelayService,
     private readonly repo: OrderRepository,
     private readonly presenter: OrderPresenter,
+    private readonly metrics: Metrics,
   ) {}
 
   async place(input: PlaceOrderInput & { offer: string }): Promise<PlaceResult> {
@@ -66,18 +68,21 @@ export class OfferPlacement {
       if (step.kind === 'exhausted') throw await this.noSource(input, offer.code);
       const { source } = step;
       try {
-        return await this.relay.place({
+        const result = await this.relay.place({
           ...input,
           supplier: source.supplier,
           sku_code: source.sku_key,
           ...(ceiling !== null && input.max_unit_cost === undefined ? { ceiling } : {}),
         });
+        if (result.httpStatus !== 200) this.metrics.offerRouted.inc({ supplier: source.supplier });
+        return result;
       } catch (e) {
         if (!(e instanceof AppError)) throw e;
         // an error carrying the order: the attempt was recorded, a create may have gone out
         const sent = e.extra.order !== undefined;
         last = { status: 'rejected', errorCode: e.code, sent };
         lastError = e;
+        if (nextOfferStep(plan.tries, tried + 1, last).kind === 'try') this.metrics.offerFailovers.inc({ reason: e.code });
         this.logger.log({
           msg: `order ${input.shop_order_no}: offer ${offer.code}, source ${source.supplier} ${source.sku_key} refused (${e.code})`,
           shop_order_no: input.shop_order_no,
