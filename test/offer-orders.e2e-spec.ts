@@ -124,6 +124,17 @@ describe('orders through an offer', () => {
     expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
     expect(held(t.sandbox, shopNo)).toHaveLength(0);
     expect(held(second, shopNo).map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
+    // the second attempt was reserved in the transaction that recorded the refusal (queued, then sent)
+    const events = (await http().get(`/internal/orders/${shopNo}/events`)).data as {
+      events: Array<{ from: string | null; to: string | null; detail: Record<string, unknown> | null }>;
+    };
+    expect(events.events).toContainEqual(
+      expect.objectContaining({
+        from: 'rejected',
+        to: 'queued',
+        detail: expect.objectContaining({ attempt: 2, failover_from: 'main', reason: 'insufficient_stock' }),
+      }),
+    );
     // the same body again: the recorded order, nothing sent
     const again = await place({ shop_order_no: shopNo, offer: 'OFF-P' });
     expect([again.status, (again.data as { order: OfferOrder }).order.supplier]).toEqual([200, 'second']);

@@ -1,7 +1,13 @@
 import { nextOfferStep } from './offer-failover.js';
 import type { RouteSource } from './offer-route.js';
 
-const src = (position: number, supplier: string): RouteSource => ({ position, supplier, sku_key: '1:A', cost_price: '1.00', available: true });
+const src = (position: number, supplier: string): RouteSource => ({
+  position,
+  supplier,
+  sku_key: '1:A',
+  cost_price: '1.00',
+  available: true,
+});
 const tries = [src(0, 'main'), src(1, 'second')];
 
 describe('nextOfferStep', () => {

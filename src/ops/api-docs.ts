@@ -71,7 +71,8 @@ const ERROR_SCHEMA = {
     route: {
       type: 'array',
       items: { type: 'object' },
-      description: "with `no_source_available`: the order's attempts at the offer's sources, `{attempt, supplier, sku_key, outcome, error_code}`",
+      description:
+        "with `no_source_available`: the order's attempts at the offer's sources, `{attempt, supplier, sku_key, outcome, error_code}`",
     },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
     supplier: {

@@ -41,7 +41,7 @@ import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
-import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
+import { OrderSubmitter, type RefusalFollowUp, type SendOutcome } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 
 export interface PlaceResult {
@@ -126,7 +126,8 @@ export class OrderRelayService {
     private readonly suppliers: SupplierRegistry,
   ) {}
 
-  async place(input: PlaceOrderInput): Promise<PlaceResult> {
+  /** `onRefused`: what follows a refusal of the create, in the transaction recording it (an offer order's next source). */
+  async place(input: PlaceOrderInput, onRefused?: RefusalFollowUp): Promise<PlaceResult> {
     refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
     // a supplier named must exist (404 supplier_not_found), whatever else the body says
     if (input.supplier !== undefined) await this.suppliers.resolve(input.supplier);
@@ -144,7 +145,7 @@ export class OrderRelayService {
         if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
         continue; // it recorded nothing (a check failed): make our own checks
       }
-      const placing = this.placeOrReplay(input, fingerprint, wait);
+      const placing = this.placeOrReplay(input, fingerprint, wait, onRefused);
       this.inflight.set(input.shop_order_no, placing);
       try {
         const result = await placing;
@@ -157,7 +158,12 @@ export class OrderRelayService {
   }
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
-  private async placeOrReplay(input: PlaceOrderInput, fingerprint: string, wait: BudgetWait): Promise<PlaceResult | null> {
+  private async placeOrReplay(
+    input: PlaceOrderInput,
+    fingerprint: string,
+    wait: BudgetWait,
+    onRefused?: RefusalFollowUp,
+  ): Promise<PlaceResult | null> {
     // The product's fresh read (the price guard's) starts now, beside the local read, when this process
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
@@ -207,7 +213,7 @@ export class OrderRelayService {
     if (!this.suppliers.get(supplier).config.enabled) {
       throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: it takes no new orders`, { supplier });
     }
-    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait);
+    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait, onRefused);
   }
 
   /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
@@ -245,6 +251,7 @@ export class OrderRelayService {
     local: CatalogSku | null,
     early: EarlyRead | null,
     wait: BudgetWait,
+    onRefused?: RefusalFollowUp,
   ): Promise<PlaceResult | null> {
     const ceiling = priceCeiling(input.max_unit_cost ?? input.ceiling, local?.salePrice);
     const checked = await this.check(input, supplier, local, early, ceiling, wait);
@@ -289,7 +296,7 @@ export class OrderRelayService {
       { maxWaitMs: waitLeft(wait) },
     );
     this.notePriceOutcome(supplier, sku, input.quantity, outcome);
-    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
+    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined, onRefused);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
     return this.answer(recorded, outcome);
   }
@@ -314,7 +321,7 @@ export class OrderRelayService {
    * could not be tried now (the product could not be read, or the wait was cut): the queue tries again
    * later.
    */
-  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal): Promise<boolean> {
+  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal, onRefused?: RefusalFollowUp): Promise<boolean> {
     const order = await this.repo.findById(orderId);
     const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
@@ -384,7 +391,7 @@ export class OrderRelayService {
       { granted: true },
     );
     this.notePriceOutcome(supplier, sku, order.quantity, outcome);
-    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
+    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api', undefined, onRefused);
     return recorded.status !== 'queued';
   }
 
