@@ -60,7 +60,8 @@ const TABLE = [
   {
     code: 'no_source_available',
     status: 409,
-    meaning: "every source of the order's offer refused it before any charge (or none could be tried): the `rejected` order and its `route`",
+    meaning:
+      "every source of the order's offer refused it before any charge (or none could be tried): the `rejected` order and its `route`",
   },
   { code: 'supplier_busy', status: 409, meaning: 'the supplier has unfinished orders: it cannot be deleted until they end' },
   { code: 'idempotency_conflict', status: 409, meaning: 'this `shop_order_no` was used with another request body' },

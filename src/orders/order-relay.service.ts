@@ -31,7 +31,7 @@ import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { expectedAmount, priceCeiling } from './money-checks.js';
 import { placeAnswer } from './place-answer.js';
-import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, type Refusal } from './presend-checks.js';
+import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, passed, refuse } from './presend-checks.js';
 import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
@@ -86,17 +86,6 @@ interface BudgetWait {
 /** The wait left before `deadline`, in milliseconds (undefined: no limit). */
 function waitLeft(wait: BudgetWait): number | undefined {
   return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
-}
-
-/** Throws the AppError a pre-send check's refusal names (presend-checks.ts); nothing when it passed. */
-function refuse(refusal: Refusal | null): void {
-  if (refusal) throw new AppError(refusal.code, refusal.message, refusal.extra);
-}
-
-/** The value a pre-send check passed, or the AppError its refusal names thrown. */
-function passed<T extends object>(result: { refusal: Refusal } | T): T {
-  if ('refusal' in result) throw new AppError(result.refusal.code, result.refusal.message, result.refusal.extra);
-  return result;
 }
 
 /** A head-start product read that answered longer ago than this when the checks need it is made again. */
