@@ -43,7 +43,14 @@ describe('orders through an offer', () => {
     suppliers: { second: {} },
     seed: true,
     // a hung create is given up soon, and its attempt re-sent soon after
-    env: { UPSTREAM_TIMEOUT_MS: '2000', SUBMIT_UNKNOWN_RECHECK_S: '1', UPSTREAM_ORDER_NO_IDEMPOTENT: 'true' },
+    env: {
+      UPSTREAM_TIMEOUT_MS: '2000',
+      SUBMIT_UNKNOWN_RECHECK_S: '1',
+      UPSTREAM_ORDER_NO_IDEMPOTENT: 'true',
+      // the shop's notifications are written (to the outbox) and never delivered: read there
+      SHOP_WEBHOOK_URL: 'http://127.0.0.1:9/shop-hook',
+      SHOP_WEBHOOK_SECRET: 'shop-secret',
+    },
   });
   let second: SandboxServer;
   let key = '';
@@ -135,6 +142,13 @@ describe('orders through an offer', () => {
         detail: expect.objectContaining({ attempt: 2, failover_from: 'main', reason: 'insufficient_stock' }),
       }),
     );
+    // the shop's notifications of the order name its offer, and the supplier of each step
+    const notified = await t.db.query<{ offer: string; supplier: string; status: string }>(
+      "SELECT payload->>'offer' AS offer, payload->>'supplier' AS supplier, payload->>'status' AS status FROM outbox_events WHERE subject = $1 ORDER BY id",
+      [shopNo],
+    );
+    expect(notified.map((e) => e.offer)).toEqual(notified.map(() => 'OFF-P'));
+    expect(notified.find((e) => e.status === 'queued')?.supplier).toBe('second');
     // the same body again: the recorded order, nothing sent
     const again = await place({ shop_order_no: shopNo, offer: 'OFF-P' });
     expect([again.status, (again.data as { order: OfferOrder }).order.supplier]).toEqual([200, 'second']);

@@ -184,7 +184,7 @@ export class OfferPlacement {
         error_code: null,
         error_message: null,
       };
-      return this.updater.moveLocal(tx, { ...rejected, attempt: n }, 'resubmit', 'queued', 'api', patch, {
+      return this.updater.moveLocal(tx, { ...rejected, attempt: n, supplier: next.supplier }, 'resubmit', 'queued', 'api', patch, {
         attempt: n,
         downstream_order_no: dno,
         failover_from: rejected.supplier,

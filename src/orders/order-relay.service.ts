@@ -573,7 +573,7 @@ export class OrderRelayService {
           error_code: null,
           error_message: null,
         };
-        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', status, 'api', patch, {
+        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n, supplier }, 'resubmit', status, 'api', patch, {
           attempt: n,
           downstream_order_no: dno,
         });
