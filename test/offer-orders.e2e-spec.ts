@@ -118,6 +118,7 @@ describe('orders through an offer', () => {
 
   it('the first source out of stock at the create: placed at the second as attempt 2, the route shows both', async () => {
     const before = creates();
+    const requests = [t.sandbox.stats.totalRequests, second.stats.totalRequests];
     const shopNo = no('OOS');
     t.sandbox.faults.set({ rules: [{ ...stockRefusal, times: 1 }] });
     const r = await place({ shop_order_no: shopNo, offer: 'OFF-P' });
@@ -129,6 +130,8 @@ describe('orders through an offer', () => {
       { attempt: 2, supplier: 'second', sku_key: key, outcome: 'accepted', error_code: null },
     ]);
     expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
+    // requests spent: at each source the price guard's product read and one create
+    expect([t.sandbox.stats.totalRequests - requests[0], second.stats.totalRequests - requests[1]]).toEqual([2, 2]);
     expect(held(t.sandbox, shopNo)).toHaveLength(0);
     expect(held(second, shopNo).map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
     // the second attempt was reserved in the transaction that recorded the refusal (queued, then sent)
