@@ -222,6 +222,41 @@ describe('orders through an offer', () => {
     expect(held(second, shopNo)).toHaveLength(1);
   });
 
+  it('cheapest: the lower-cost source first', async () => {
+    const sources = [
+      { supplier: 'main', sku_key: key },
+      { supplier: 'second', sku_key: key },
+    ];
+    expect((await http().put('/internal/offers/OFF-C', { routing: 'cheapest', sources })).status).toBeLessThan(300);
+    const before = creates();
+    const r = await place({ shop_order_no: no('CHEAP'), offer: 'OFF-C' });
+    expect(r.status).toBe(201);
+    expect((r.data as { order: OfferOrder }).order).toMatchObject({ supplier: 'second', attempt: 1 });
+    expect(creates()).toEqual([before[0], before[1] + 1]);
+  });
+
+  it('bad bodies: offer with sku_code or supplier is 400 with fields; an unknown offer is 404; nothing sent', async () => {
+    const before = creates();
+    const both = await place({ shop_order_no: no('BAD'), offer: 'OFF-P', sku_code: key });
+    expect([both.status, both.data]).toEqual([
+      400,
+      expect.objectContaining({ error_code: 'bad_request', fields: expect.objectContaining({ offer: expect.any(Array) }) }),
+    ]);
+    const withSupplier = await place({ shop_order_no: no('BAD'), offer: 'OFF-P', supplier: 'main' });
+    expect([withSupplier.status, withSupplier.data]).toEqual([
+      400,
+      expect.objectContaining({ error_code: 'bad_request', fields: expect.objectContaining({ offer: expect.any(Array) }) }),
+    ]);
+    const neither = await place({ shop_order_no: no('BAD') });
+    expect([neither.status, neither.data]).toEqual([
+      400,
+      expect.objectContaining({ error_code: 'bad_request', fields: expect.objectContaining({ sku_code: expect.any(Array) }) }),
+    ]);
+    const unknown = await place({ shop_order_no: no('BAD'), offer: 'NO-SUCH-OFFER' });
+    expect([unknown.status, (unknown.data as { error_code: string }).error_code]).toEqual([404, 'offer_not_found']);
+    expect(creates()).toEqual(before);
+  });
+
   it('20 concurrent orders of one offer across a failover: each placed exactly once at exactly one supplier', async () => {
     // the first source refuses the first 7 creates it gets
     t.sandbox.faults.set({ rules: [{ ...stockRefusal, times: 7 }] });
