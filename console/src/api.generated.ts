@@ -847,7 +847,12 @@ export interface components {
              * @description the SKU to buy: its `sku_key` (`<product id>:<sku_code>`) or a plain `sku_code`, which names the one listed SKU carrying it; a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU's `sku_key` and `sku_code`
              * @example SKU-00042-1
              */
-            sku_code: string;
+            sku_code?: string;
+            /**
+             * @description instead of `sku_code` (and `supplier`): the offer (CONTRACT §11) to buy through; its sources are tried in its routing order, the next only after a definitive refusal before any charge (404 `offer_not_found`; every source refused: 409 `no_source_available`)
+             * @example GAME-KEY-50
+             */
+            offer?: string;
             /**
              * @description the supplier to buy from (CONTRACT §10): the SKU is looked up within it (404 `supplier_not_found`, 409 `supplier_disabled`). Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` with the candidates as `{supplier, sku_key}`
              * @example main
@@ -922,7 +927,7 @@ export interface components {
              * @description see the table in the description; an upstream refusal may carry the upstream's own code
              * @enum {string}
              */
-            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "offer_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
+            error_code: "bad_request" | "manual_form_required" | "unauthorized" | "invalid_signature" | "payment_failed" | "insufficient_balance" | "not_found" | "sku_not_found" | "product_not_found" | "media_not_found" | "sync_run_not_found" | "reconciliation_run_not_found" | "supplier_not_found" | "order_not_found" | "offer_not_found" | "delivery_not_found" | "sync_in_progress" | "reconciliation_in_progress" | "supplier_exists" | "supplier_managed_by_env" | "supplier_disabled" | "no_source_available" | "supplier_busy" | "idempotency_conflict" | "sku_ambiguous" | "sku_unavailable" | "price_changed" | "cancel_not_allowed" | "outcome_unknown" | "resolve_mismatch" | "not_unknown" | "delivery_pending" | "payload_too_large" | "too_many_requests" | "internal_error" | "upstream_auth_failed" | "upstream_error" | "service_unavailable" | "upstream_unavailable";
             error_message: string;
             /** @description with `bad_request`: the fields at fault */
             fields?: {
@@ -930,6 +935,8 @@ export interface components {
             };
             /** @description where an order was recorded (e.g. `rejected`) */
             order?: Record<string, never>;
+            /** @description with `no_source_available`: the order's attempts at the offer's sources, `{attempt, supplier, sku_key, outcome, error_code}` */
+            route?: Record<string, never>[];
             /** @description with `sync_in_progress`: the running sync */
             run_id?: string | null;
             /** @description with `supplier_not_found`, `supplier_disabled` and the other `supplier_*` codes: the supplier named */
@@ -3552,6 +3559,7 @@ export interface operations {
                      *           "shop_order_no": "SO-20261122-0001",
                      *           "supplier": "main",
                      *           "sku_key": "42:SKU-00042-1",
+                     *           "offer": null,
                      *           "sku_code": "SKU-00042-1",
                      *           "quantity": 2,
                      *           "status": "delivered",
@@ -3599,6 +3607,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -3734,6 +3753,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -3778,6 +3798,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -3856,6 +3887,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "pending_payment",
@@ -3897,6 +3929,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -3975,6 +4018,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0004",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 1,
                      *         "status": "submit_unknown",
@@ -4016,6 +4060,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -4140,6 +4195,7 @@ export interface operations {
             };
             /**
              * @description - `sku_ambiguous`: a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`
+             *     - `no_source_available`: an order through an offer (CONTRACT §11) that every source refused before any charge; a source skipped (disabled, blocked, unavailable, above the ceiling) got no request. The same body again routes it again from the first source
              *     - `supplier_disabled`: the supplier is disabled (CONTRACT §10): nothing recorded, nothing sent; its unfinished orders are still followed
              *     - `sku_unavailable`: unlisted, inactive or out of stock, locally or on the fresh read; nothing recorded
              *     - `price_changed`: the fresh upstream price is above `max_unit_cost` (default: the sale price); nothing recorded
@@ -4152,7 +4208,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"] & {
                         /** @enum {string} */
-                        error_code?: "sku_ambiguous" | "supplier_disabled" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
+                        error_code?: "sku_ambiguous" | "no_source_available" | "supplier_disabled" | "sku_unavailable" | "price_changed" | "idempotency_conflict";
                     };
                 };
             };
@@ -4233,6 +4289,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -4277,6 +4334,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -4526,6 +4594,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "canceled",
@@ -4567,6 +4636,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -4739,6 +4819,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "canceled",
@@ -4780,6 +4861,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -4952,6 +5044,7 @@ export interface operations {
                      *         "shop_order_no": "SO-20261122-0001",
                      *         "supplier": "main",
                      *         "sku_key": "42:SKU-00042-1",
+                     *         "offer": null,
                      *         "sku_code": "SKU-00042-1",
                      *         "quantity": 2,
                      *         "status": "delivered",
@@ -4996,6 +5089,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;
@@ -5146,6 +5250,17 @@ export interface operations {
                             supplier: string;
                             /** @description the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown) */
                             sku_key: string | null;
+                            /** @description the offer (CONTRACT §11) the order was placed through; null when placed by SKU */
+                            offer: string | null;
+                            /** @description an offer order's attempts (absent for an order placed by SKU): where each went and how it ended */
+                            route?: {
+                                attempt: number;
+                                supplier: string;
+                                sku_key: string | null;
+                                /** @enum {string} */
+                                outcome: "queued" | "submitting" | "accepted" | "rejected" | "submit_unknown";
+                                error_code: string | null;
+                            }[];
                             /** @description the SKU's code (the upstream's, unique only within its product) */
                             sku_code: string;
                             quantity: number;

@@ -57,6 +57,12 @@ const TABLE = [
     meaning: 'the supplier the `UPSTREAM_*` variables define: change it through the environment, not the API',
   },
   { code: 'supplier_disabled', status: 409, meaning: 'the supplier is disabled: it takes no new orders and no syncs' },
+  {
+    code: 'no_source_available',
+    status: 409,
+    meaning:
+      "every source of the order's offer refused it before any charge (or none could be tried): the `rejected` order and its `route`",
+  },
   { code: 'supplier_busy', status: 409, meaning: 'the supplier has unfinished orders: it cannot be deleted until they end' },
   { code: 'idempotency_conflict', status: 409, meaning: 'this `shop_order_no` was used with another request body' },
   {

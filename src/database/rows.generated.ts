@@ -274,6 +274,8 @@ export interface OrderAttemptsRow {
   error_message: string | null; // text
   created_at: Date; // timestamptz
   finished_at: Date | null; // timestamptz
+  supplier: string | null; // text
+  sku_key: string | null; // text
 }
 
 /** The `order_events` table. */
@@ -342,6 +344,7 @@ export interface OrdersRow {
   sku_key: string | null; // text
   refund_records: unknown | null; // jsonb
   supplier: string; // text, default
+  offer: string | null; // text
 }
 
 /** The `outbox_events` table. */

@@ -68,6 +68,12 @@ const ERROR_SCHEMA = {
       description: 'with `bad_request`: the fields at fault',
     },
     order: { type: 'object', description: 'where an order was recorded (e.g. `rejected`)' },
+    route: {
+      type: 'array',
+      items: { type: 'object' },
+      description:
+        "with `no_source_available`: the order's attempts at the offer's sources, `{attempt, supplier, sku_key, outcome, error_code}`",
+    },
     run_id: { type: 'string', nullable: true, description: 'with `sync_in_progress`: the running sync' },
     supplier: {
       type: 'string',

@@ -64,6 +64,20 @@ export class Metrics {
   });
 
   // Catalog sync
+  readonly offerRouted = new Counter({
+    name: 'relay_offer_orders_routed_total',
+    help: 'Orders placed through an offer (CONTRACT §11) that a source took (placed, unknown or queued), by that source supplier.',
+    labelNames: ['supplier'] as const,
+    registers: [this.registry],
+  });
+
+  readonly offerFailovers = new Counter({
+    name: 'relay_offer_failovers_total',
+    help: 'Offer orders moved on from a source after a definitive refusal before any charge, by the refusal (error code).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly syncRuns = new Counter({
     name: 'relay_sync_runs_total',
     help: 'Catalog sync runs by mode and final status.',

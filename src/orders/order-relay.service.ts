@@ -31,7 +31,7 @@ import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import { expectedAmount, priceCeiling } from './money-checks.js';
 import { placeAnswer } from './place-answer.js';
-import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, type Refusal } from './presend-checks.js';
+import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, passed, refuse } from './presend-checks.js';
 import { priceReadFailureRoute } from './price-read.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
@@ -41,7 +41,7 @@ import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
-import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
+import { OrderSubmitter, type RefusalFollowUp, type SendOutcome } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 
 export interface PlaceResult {
@@ -88,17 +88,6 @@ function waitLeft(wait: BudgetWait): number | undefined {
   return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
 }
 
-/** Throws the AppError a pre-send check's refusal names (presend-checks.ts); nothing when it passed. */
-function refuse(refusal: Refusal | null): void {
-  if (refusal) throw new AppError(refusal.code, refusal.message, refusal.extra);
-}
-
-/** The value a pre-send check passed, or the AppError its refusal names thrown. */
-function passed<T extends object>(result: { refusal: Refusal } | T): T {
-  if ('refusal' in result) throw new AppError(result.refusal.code, result.refusal.message, result.refusal.extra);
-  return result;
-}
-
 /** A head-start product read that answered longer ago than this when the checks need it is made again. */
 const EARLY_READ_MAX_AGE_MS = 250;
 
@@ -126,7 +115,8 @@ export class OrderRelayService {
     private readonly suppliers: SupplierRegistry,
   ) {}
 
-  async place(input: PlaceOrderInput): Promise<PlaceResult> {
+  /** `onRefused`: what follows a refusal of the create, in the transaction recording it (an offer order's next source). */
+  async place(input: PlaceOrderInput, onRefused?: RefusalFollowUp): Promise<PlaceResult> {
     refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
     // a supplier named must exist (404 supplier_not_found), whatever else the body says
     if (input.supplier !== undefined) await this.suppliers.resolve(input.supplier);
@@ -144,7 +134,7 @@ export class OrderRelayService {
         if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
         continue; // it recorded nothing (a check failed): make our own checks
       }
-      const placing = this.placeOrReplay(input, fingerprint, wait);
+      const placing = this.placeOrReplay(input, fingerprint, wait, onRefused);
       this.inflight.set(input.shop_order_no, placing);
       try {
         const result = await placing;
@@ -157,7 +147,12 @@ export class OrderRelayService {
   }
 
   /** The recorded order, a wait for its attempt in flight, or a new attempt (new order, or after `rejected`). */
-  private async placeOrReplay(input: PlaceOrderInput, fingerprint: string, wait: BudgetWait): Promise<PlaceResult | null> {
+  private async placeOrReplay(
+    input: PlaceOrderInput,
+    fingerprint: string,
+    wait: BudgetWait,
+    onRefused?: RefusalFollowUp,
+  ): Promise<PlaceResult | null> {
     // The product's fresh read (the price guard's) starts now, beside the local read, when this process
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
     // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
@@ -191,7 +186,8 @@ export class OrderRelayService {
     }
     // The supplier: the one named, else a new attempt's order's, else the one whose SKUs the reference
     // names; a reference SKUs of several suppliers answer to is refused (nothing recorded), never a guess.
-    const pick = pickSupplier(input.sku_code, existing ? found.filter((f) => f.supplier === existing.supplier) : found);
+    const within = input.supplier ?? existing?.supplier;
+    const pick = pickSupplier(input.sku_code, within !== undefined ? found.filter((f) => f.supplier === within) : found);
     if (pick.kind === 'ambiguous') {
       const suppliers = new Set(pick.candidates.map((c) => c.supplier)).size;
       throw new AppError('sku_ambiguous', `${input.sku_code} names SKUs of ${suppliers} suppliers: name the supplier (and its sku_key)`, {
@@ -206,7 +202,7 @@ export class OrderRelayService {
     if (!this.suppliers.get(supplier).config.enabled) {
       throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: it takes no new orders`, { supplier });
     }
-    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait);
+    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait, onRefused);
   }
 
   /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
@@ -244,8 +240,9 @@ export class OrderRelayService {
     local: CatalogSku | null,
     early: EarlyRead | null,
     wait: BudgetWait,
+    onRefused?: RefusalFollowUp,
   ): Promise<PlaceResult | null> {
-    const ceiling = priceCeiling(input.max_unit_cost, local?.salePrice);
+    const ceiling = priceCeiling(input.max_unit_cost ?? input.ceiling, local?.salePrice);
     const checked = await this.check(input, supplier, local, early, ceiling, wait);
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
     const deferred = checked.kind === 'deferred';
@@ -288,7 +285,7 @@ export class OrderRelayService {
       { maxWaitMs: waitLeft(wait) },
     );
     this.notePriceOutcome(supplier, sku, input.quantity, outcome);
-    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined);
+    const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined, onRefused);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
     return this.answer(recorded, outcome);
   }
@@ -313,7 +310,7 @@ export class OrderRelayService {
    * could not be tried now (the product could not be read, or the wait was cut): the queue tries again
    * later.
    */
-  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal): Promise<boolean> {
+  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal, onRefused?: RefusalFollowUp): Promise<boolean> {
     const order = await this.repo.findById(orderId);
     const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
@@ -383,7 +380,7 @@ export class OrderRelayService {
       { granted: true },
     );
     this.notePriceOutcome(supplier, sku, order.quantity, outcome);
-    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api');
+    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api', undefined, onRefused);
     return recorded.status !== 'queued';
   }
 
@@ -529,6 +526,7 @@ export class OrderRelayService {
               supplier,
               skuCode: input.sku_code,
               skuKey: sku.skuKey,
+              offer: input.offer ?? null,
               quantity: input.quantity,
               requestFingerprint: fingerprint,
               maxUnitCost: input.max_unit_cost ?? null,
@@ -560,8 +558,10 @@ export class OrderRelayService {
         }
         const n = order.attempt + 1;
         const dno = downstreamOrderNo(order.shopOrderNo, n);
-        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs, status);
+        // an offer order's new attempt may go to another source's supplier (CONTRACT §11)
+        const attempt = await tx.insertAttempt(order.id, n, dno, request, now, leaseMs, status, { supplier, skuKey: sku.skuKey });
         const patch = {
+          supplier,
           attempt: n,
           downstream_order_no: dno,
           sku_key: sku.skuKey,
@@ -573,7 +573,7 @@ export class OrderRelayService {
           error_code: null,
           error_message: null,
         };
-        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n }, 'resubmit', status, 'api', patch, {
+        const updated = await this.updater.moveLocal(tx, { ...order, attempt: n, supplier }, 'resubmit', status, 'api', patch, {
           attempt: n,
           downstream_order_no: dno,
         });

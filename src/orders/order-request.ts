@@ -11,6 +11,13 @@ export interface PlaceOrderInput {
   /** The supplier to buy from (CONTRACT §10); absent: the one supplier whose SKU the reference names. */
   supplier?: string;
   sku_code: string;
+  /**
+   * The offer (CONTRACT §11) the order is placed through: the request names it instead of a SKU, and
+   * `supplier`/`sku_code` are the source being tried (not part of the fingerprint).
+   */
+  offer?: string;
+  /** An offer order's price ceiling when the shop gives no max_unit_cost: the offer's sale price (not part of the fingerprint). */
+  ceiling?: string;
   quantity: number;
   manual_form_data?: Record<string, unknown>;
   max_unit_cost?: string;
@@ -30,13 +37,15 @@ function canonical(v: unknown): unknown {
 }
 
 export function requestFingerprint(input: PlaceOrderInput): string {
+  // an offer order: the offer, not the source being tried, is what the shop sent
+  const what = input.offer !== undefined ? { offer: input.offer } : { sku_code: input.sku_code };
   const normalized = {
-    sku_code: input.sku_code,
+    ...what,
     quantity: input.quantity,
     manual_form_data: canonical(input.manual_form_data ?? null),
     max_unit_cost: input.max_unit_cost === undefined ? null : new Decimal(input.max_unit_cost).toFixed(),
     // only when named: a body without it keeps the fingerprint it always had
-    ...(input.supplier !== undefined ? { supplier: input.supplier } : {}),
+    ...(input.supplier !== undefined && input.offer === undefined ? { supplier: input.supplier } : {}),
   };
   return createHash('sha256').update(JSON.stringify(normalized)).digest('hex');
 }

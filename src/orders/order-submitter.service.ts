@@ -59,6 +59,13 @@ function sendFailure(e: unknown): SendFailure {
   return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
 }
 
+/**
+ * What follows a refusal in the transaction that records it: an offer order's next attempt, reserved
+ * there (CONTRACT §11), so that a crash after the commit leaves that attempt for the queue. Returns the
+ * order as it then is, or null when nothing follows.
+ */
+export type RefusalFollowUp = (tx: OrderTx, rejected: OrderRecord) => Promise<OrderRecord | null>;
+
 @Injectable()
 export class OrderSubmitter {
   private readonly logger = new Logger('orders');
@@ -160,8 +167,9 @@ export class OrderSubmitter {
     outcome: SendOutcome,
     source: EventSource,
     snapshot?: OrderSnapshot,
+    onRefused?: RefusalFollowUp,
   ): Promise<OrderRecord> {
-    return (await this.recordOutcome(orderId, attemptNo, outcome, source, snapshot)).order;
+    return (await this.recordOutcome(orderId, attemptNo, outcome, source, onRefused ? undefined : snapshot, onRefused)).order;
   }
 
   /**
@@ -174,6 +182,7 @@ export class OrderSubmitter {
     outcome: SendOutcome,
     source: EventSource,
     snapshot?: OrderSnapshot,
+    onRefused?: RefusalFollowUp,
   ): Promise<{ order: OrderRecord; applied: boolean }> {
     const now = this.clock.now();
     const work = async (tx: OrderTx): Promise<{ order: OrderRecord; applied: boolean } | null> => {
@@ -208,7 +217,10 @@ export class OrderSubmitter {
           return { order, applied: true };
         case 'move': {
           const { trigger, to, patch, detail } = plan.order;
-          return { order: await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail), applied: true };
+          const moved = await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail);
+          // a refusal's follow-up (an offer order's next source) is reserved in this same transaction
+          const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved) : null;
+          return { order: followed ?? moved, applied: true };
         }
         case 'report': {
           if (outcome.kind !== 'accepted') throw new Error(`a ${outcome.kind} outcome has no report`);

@@ -393,14 +393,14 @@ export class OrderTx {
         `WITH o AS (
            INSERT INTO orders (shop_order_no, sku_code, sku_key, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
              downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
-             status_changed_at, progress_at, created_at, updated_at, supplier)
-           VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13, $19)
+             status_changed_at, progress_at, created_at, updated_at, supplier, offer)
+           VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13, $19, $20)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
-           INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
+           INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at, supplier, sku_key)
            SELECT o.id, 1, o.downstream_order_no, $16::text, $14::jsonb, CASE WHEN $16::text = 'queued' THEN 0 ELSE 1 END,
-                  CASE WHEN $16::text = 'queued' THEN NULL ELSE ${leaseEnd('$15::int')} END, $13 FROM o
+                  CASE WHEN $16::text = 'queued' THEN NULL ELSE ${leaseEnd('$15::int')} END, $13, o.supplier, o.sku_key FROM o
            RETURNING id, sending_until),
          e AS (
            INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at)
@@ -426,6 +426,7 @@ export class OrderTx {
           input.priceCeiling,
           input.skuKey,
           input.supplier,
+          input.offer,
         ],
       );
     } catch (e) {
@@ -463,16 +464,17 @@ export class OrderTx {
     now: Date,
     leaseMs: number,
     status: 'submitting' | 'queued' = 'submitting',
+    target: { supplier: string; skuKey: string | null },
   ): Promise<AttemptRecord> {
     this.direct('insertAttempt');
     await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
-      `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at)
-       VALUES ($1, $2, $3, $7::text, $4::jsonb, CASE WHEN $7::text = 'queued' THEN 0 ELSE 1 END, CASE WHEN $7::text = 'queued' THEN NULL ELSE ${leaseEnd('$5::int')} END, $6)
+      `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at, supplier, sku_key)
+       VALUES ($1, $2, $3, $7::text, $4::jsonb, CASE WHEN $7::text = 'queued' THEN 0 ELSE 1 END, CASE WHEN $7::text = 'queued' THEN NULL ELSE ${leaseEnd('$5::int')} END, $6, $8, $9)
        ON CONFLICT (downstream_order_no) DO NOTHING
        RETURNING *`,
-      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now, status],
+      [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now, status, target.supplier, target.skuKey],
     );
     if (!row) throw new DownstreamNumberTaken(downstreamOrderNo);
     return toAttempt(row);

@@ -282,6 +282,8 @@ export class OrderUpdater {
         payload: {
           shop_order_no: order.shopOrderNo,
           supplier: order.supplier,
+          // the offer the order is placed through (CONTRACT §11), null when placed by SKU
+          offer: order.offer ?? null,
           status: to,
           previous_status: from,
           source,

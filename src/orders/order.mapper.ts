@@ -6,6 +6,7 @@ import type { OrderEventRecord, OrderRecord } from './order.records.js';
 import type { DeliveredData } from './payload-cipher.service.js';
 import type { RefundRecord } from './refund-records.js';
 import { codeOfKey } from '../catalog/sku-key.js';
+import type { RouteEntry } from '../offers/offer-failover.js';
 
 export interface OrderResponse {
   shop_order_no: string;
@@ -13,6 +14,10 @@ export interface OrderResponse {
   supplier: string;
   /** The SKU the order resolved to, `<product_id>:<sku_code>` (null for an order recorded without one). */
   sku_key: string | null;
+  /** The offer (CONTRACT §11) the order was placed through, null when placed by SKU. */
+  offer: string | null;
+  /** An offer order's attempts, one entry each (where it went and how it ended); absent for an order placed by SKU. */
+  route?: RouteEntry[];
   /** The SKU's code (what the shop sent when it has no key). */
   sku_code: string;
   quantity: number;
@@ -63,6 +68,7 @@ export function toOrderResponse(o: OrderRecord, delivered: DeliveredData | null,
     shop_order_no: o.shopOrderNo,
     supplier: o.supplier,
     sku_key: o.skuKey,
+    offer: o.offer ?? null,
     sku_code: o.skuKey !== null ? codeOfKey(o.skuKey) : o.skuCode,
     quantity: o.quantity,
     status: o.status,

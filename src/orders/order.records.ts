@@ -17,6 +17,8 @@ export interface OrderRecord {
   skuCode: string;
   /** The SKU it resolved to, `<product_id>:<sku_code>` (null only for an order recorded without one). */
   skuKey: string | null;
+  /** The offer (CONTRACT §11) the order was placed through (null: placed by SKU). */
+  offer: string | null;
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;
@@ -129,6 +131,7 @@ export type OrderPatch = Partial<
     | 'op_token'
     | 'op_until'
     | 'updated_at'
+    | 'supplier'
   > & {
     sku_key: string;
     upstream_order_id: number | null;
@@ -180,6 +183,7 @@ export function toOrder(r: OrderRow): OrderRecord {
     supplier: r.supplier,
     skuCode: r.sku_code,
     skuKey: r.sku_key ?? null,
+    offer: r.offer ?? null,
     quantity: r.quantity,
     requestFingerprint: r.request_fingerprint,
     maxUnitCost: r.max_unit_cost,
@@ -243,6 +247,8 @@ export interface NewOrderInput {
   skuCode: string;
   /** The SKU it resolved to (null: not known; the order's code then names it). */
   skuKey: string | null;
+  /** The offer it is placed through (absent or null: by SKU). */
+  offer?: string | null;
   quantity: number;
   requestFingerprint: string;
   maxUnitCost: string | null;

@@ -28,6 +28,7 @@ import {
   type OrderRow,
 } from './order.records.js';
 import type { SupplierSku } from './order-sku.js';
+import type { RouteEntry } from '../offers/offer-failover.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
 
 const ORDER_SELECT = `SELECT o.*, r.created_at AS refund_at, r.amount AS refund_amount
@@ -256,6 +257,18 @@ export class OrderRepository {
       attemptNo,
     ]);
     return row ? toAttempt(row) : null;
+  }
+
+  /** The order's attempts as its `route` shows them (CONTRACT §11), oldest first; an attempt recorded without its own supplier takes the order's. */
+  async route(orderId: string): Promise<RouteEntry[]> {
+    return rows<RouteEntry>(
+      this.dataSource,
+      `SELECT a.attempt_no AS attempt, coalesce(a.supplier, o.supplier) AS supplier, coalesce(a.sku_key, o.sku_key) AS sku_key,
+              a.status AS outcome, a.error_code
+         FROM order_attempts a JOIN orders o ON o.id = a.order_id
+        WHERE a.order_id = $1 ORDER BY a.attempt_no`,
+      [orderId],
+    );
   }
 
   async list(filter: OrderListFilter, page: PageRequest): Promise<{ items: OrderRecord[]; total: number }> {

@@ -25,6 +25,18 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
     sku_key: nullableString(
       'the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)',
     ),
+    offer: nullableString('the offer (CONTRACT §11) the order was placed through; null when placed by SKU'),
+    route: {
+      type: 'array',
+      description: "an offer order's attempts (absent for an order placed by SKU): where each went and how it ended",
+      items: objectSchema({
+        attempt: { type: 'integer', minimum: 1 },
+        supplier: { type: 'string' },
+        sku_key: nullableString(),
+        outcome: { type: 'string', enum: ['queued', 'submitting', 'accepted', 'rejected', 'submit_unknown'] },
+        error_code: nullableString(),
+      }),
+    },
     sku_code: { type: 'string', description: "the SKU's code (the upstream's, unique only within its product)" },
     quantity: { type: 'integer', minimum: 1 },
     status: {
@@ -77,7 +89,7 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
     created_at: dateTimeSchema(),
     updated_at: dateTimeSchema(),
   },
-  [],
+  ['route'],
   'an order (CONTRACT §5)',
 );
 
@@ -153,6 +165,7 @@ export const ORDER_DELIVERED = {
   shop_order_no: 'SO-20261122-0001',
   supplier: 'main',
   sku_key: '42:SKU-00042-1',
+  offer: null,
   sku_code: 'SKU-00042-1',
   quantity: 2,
   status: 'delivered',
@@ -305,6 +318,20 @@ export const CREATE_ORDER_ERRORS = [
     { candidates: ['113:DEFAULT', '57:DEFAULT'] },
     'a plain `sku_code` that several listed SKUs carry: `candidates` names their `sku_key`s; nothing recorded, never a guess. ' +
       'A code (or key) that SKUs of several suppliers carry, without `supplier`, names them as `{supplier, sku_key}`',
+  ),
+  apiError(
+    409,
+    'no_source_available',
+    'offer GAME-KEY-50: every source refused the order',
+    {
+      order: { shop_order_no: 'SO-20261122-0009', offer: 'GAME-KEY-50', status: 'rejected', error_code: 'insufficient_stock' },
+      route: [
+        { attempt: 1, supplier: 'main', sku_key: '42:SKU-00042-1', outcome: 'rejected', error_code: 'insufficient_stock' },
+        { attempt: 2, supplier: 'second', sku_key: '42:SKU-00042-1', outcome: 'rejected', error_code: 'insufficient_stock' },
+      ],
+    },
+    'an order through an offer (CONTRACT §11) that every source refused before any charge; a source skipped (disabled, blocked, ' +
+      'unavailable, above the ceiling) got no request. The same body again routes it again from the first source',
   ),
   apiError(
     409,

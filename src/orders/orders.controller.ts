@@ -48,6 +48,7 @@ import {
 } from './orders.api-examples.js';
 import { CreateOrderDto, ListOrdersQuery, ResolveOrderDto, SHOP_ORDER_NO_RE } from './orders.dto.js';
 import { WalletService } from './wallet.service.js';
+import { OfferPlacement } from './offer-placement.service.js';
 
 const ShopOrderNoParam = () => ApiParam({ name: 'shop_order_no', description: "the shop's order number", example: 'SO-20261122-0001' });
 
@@ -72,6 +73,7 @@ export class OrdersController {
     private readonly operator: OrderOperatorService,
     private readonly presenter: OrderPresenter,
     private readonly walletService: WalletService,
+    private readonly offerPlacement: OfferPlacement,
   ) {}
 
   @Post('orders')
@@ -101,9 +103,9 @@ export class OrdersController {
   })
   @ApiErrors(...CREATE_ORDER_ERRORS)
   async create(@Body() dto: CreateOrderDto, @Res({ passthrough: true }) reply: FastifyReply) {
-    const result = await this.relay.place(dto);
+    const result = dto.offer !== undefined ? await this.offerPlacement.place({ ...dto, offer: dto.offer }) : await this.relay.place(dto);
     void reply.status(result.httpStatus);
-    return { ok: true, order: this.presenter.present(result.order) };
+    return { ok: true, order: await this.presenter.presentRouted(result.order) };
   }
 
   @Get('orders')
@@ -124,7 +126,7 @@ export class OrdersController {
   @ApiResponse({ status: 200, description: 'the order', schema: ORDER_ANSWER_SCHEMA, example: { ok: true, order: ORDER_DELIVERED } })
   @ApiErrors(ORDER_NOT_FOUND)
   async get(@Param('shop_order_no', KnownShopOrderNo) shopOrderNo: string) {
-    return { ok: true, order: this.presenter.present(await this.query.get(shopOrderNo)) };
+    return { ok: true, order: await this.presenter.presentRouted(await this.query.get(shopOrderNo)) };
   }
 
   @Get('orders/:shop_order_no/events')

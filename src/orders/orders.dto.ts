@@ -48,10 +48,27 @@ export class CreateOrderDto {
       'a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. ' +
       "Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU's `sku_key` and `sku_code`",
     example: 'SKU-00042-1',
+    required: false,
   })
+  @ValidateIf((o: CreateOrderDto) => o.sku_code !== undefined || o.offer === undefined)
   @IsString()
   @Length(1, 255)
   sku_code!: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    pattern: SHOP_ORDER_NO_RE.source,
+    description:
+      'instead of `sku_code` (and `supplier`): the offer (CONTRACT §11) to buy through; its sources are tried in its routing order, ' +
+      'the next only after a definitive refusal before any charge (404 `offer_not_found`; every source refused: 409 `no_source_available`)',
+    example: 'GAME-KEY-50',
+  })
+  @ValidateIf((o: CreateOrderDto) => o.offer !== undefined)
+  @NotWith('sku_code', 'give either offer or sku_code, not both')
+  @NotWith('supplier', 'an offer names its suppliers: give no supplier with it')
+  @IsString()
+  @Matches(SHOP_ORDER_NO_RE, { message: 'offer must match [A-Za-z0-9._:-]{1,64}' })
+  offer?: string;
 
   @ApiPropertyOptional({
     type: String,

@@ -1,5 +1,7 @@
 import { Logger, Module } from '@nestjs/common';
 import { CatalogModule } from '../catalog/catalog.module.js';
+import { OffersModule } from '../offers/offers.module.js';
+import { OfferPlacement } from './offer-placement.service.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderCancelService } from './order-cancel.service.js';
 import { OrderFollowService } from './order-follow.service.js';
@@ -30,7 +32,7 @@ function domainEvents(): DomainEvents {
 
 /** Orders: placing, following (poller), cancel and refund, operator actions, the wallet. */
 @Module({
-  imports: [CatalogModule],
+  imports: [CatalogModule, OffersModule],
   controllers: [OrdersController],
   providers: [
     OrderRepository,
@@ -40,6 +42,7 @@ function domainEvents(): DomainEvents {
     OrderSubmitter,
     OrderPresenter,
     OrderRelayService,
+    OfferPlacement,
     OrderFollowService,
     OrderCancelService,
     OrderOperatorService,

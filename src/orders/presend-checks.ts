@@ -8,6 +8,7 @@
  * (`CatalogService.skuForOrder`, sku-key.ts). `OrderRelayService` throws the AppError a refusal names;
  * nothing is recorded for a refused order.
  */
+import { AppError } from '../common/app-error.js';
 import type { ErrorCode } from '../common/error-codes.js';
 import type { UpstreamProduct, UpstreamSku } from '../upstream/upstream.types.js';
 import { aboveCeiling } from './money-checks.js';
@@ -94,4 +95,15 @@ export function checkPrice(unitCost: string, ceiling: string): Refusal | null {
     message: `the unit price is now ${unitCost}, above ${ceiling}`,
     extra: { unit_cost: unitCost, max_unit_cost: ceiling },
   };
+}
+
+/** Throws the AppError a pre-send check's refusal names; nothing when it passed. */
+export function refuse(refusal: Refusal | null): void {
+  if (refusal) throw new AppError(refusal.code, refusal.message, refusal.extra);
+}
+
+/** The value a pre-send check passed, or the AppError its refusal names thrown. */
+export function passed<T extends object>(result: { refusal: Refusal } | T): T {
+  if ('refusal' in result) throw new AppError(result.refusal.code, result.refusal.message, result.refusal.extra);
+  return result;
 }
