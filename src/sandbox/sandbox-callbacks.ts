@@ -135,12 +135,13 @@ export class CallbackDispatcher {
   private closed = false;
   private generation = 0;
   /**
-   * Callbacks go out over kept-alive connections, as Dujiao-Next's one `http.Client` sends them; an
+   * Callbacks go out as Dujiao-Next's one `http.Client` sends them: over kept-alive connections, at most
+   * two of them kept idle per host (Go's default transport), the others closed after their answer; an
    * idle one is closed after 4 s, before Node's 5 s server default would close it under a request.
    */
   private readonly agents = {
-    http: new http.Agent({ keepAlive: true, timeout: 4000 }),
-    https: new https.Agent({ keepAlive: true, timeout: 4000 }),
+    http: new http.Agent({ keepAlive: true, maxFreeSockets: 2, timeout: 4000 }),
+    https: new https.Agent({ keepAlive: true, maxFreeSockets: 2, timeout: 4000 }),
   };
 
   constructor(
