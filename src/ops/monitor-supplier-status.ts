@@ -2,35 +2,18 @@
  * A supplier's state as `/internal/suppliers` shows it (CONTRACT §10: `health: {upstream, budget,
  * checked_at}`, `wallet`, `last_sync`), from what `/health` knows of it: the upstream monitor's last
  * ping of that supplier (`auth_failed` included), its budget and its last sync run. It has the shape
- * of the suppliers module's status port (`SupplierStatusSource.read`), which binds to it.
+ * of the suppliers module's status port (`SupplierStatusSource`), which binds to it.
  */
 import { Injectable } from '@nestjs/common';
 import type { SupplierRuntime } from '../suppliers/supplier-registry.service.js';
+import type { SupplierStatus, SupplierStatusSource } from '../suppliers/supplier-status.source.js';
 import { HealthService } from './health.service.js';
 
-export interface SupplierStatusView {
-  health: {
-    /** `up`, `down`, `auth_failed`, `rate_limited`; null before any ping. */
-    upstream: string | null;
-    budget: { limit: string | null; used: number | null; left: number | null; blocked_until: string | null } | null;
-    checked_at: string | null;
-  };
-  wallet: { balance: string | null; currency: string | null; checked_at: string | null };
-  last_sync: {
-    run_id: string;
-    mode: string;
-    status: string;
-    started_at: string;
-    finished_at: string | null;
-    error: string | null;
-  } | null;
-}
-
 @Injectable()
-export class MonitorSupplierStatus {
+export class MonitorSupplierStatus implements SupplierStatusSource {
   constructor(private readonly health: HealthService) {}
 
-  async read(supplier: SupplierRuntime): Promise<SupplierStatusView> {
+  async read(supplier: SupplierRuntime): Promise<SupplierStatus> {
     const h = await this.health.supplierHealth(supplier);
     const run = h.last_sync;
     return {
