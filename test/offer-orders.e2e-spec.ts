@@ -158,6 +158,31 @@ describe('orders through an offer', () => {
     expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
   });
 
+  it('the first source refuses our credentials at the create (401): placed at the second, the failover named upstream_auth_failed', async () => {
+    const before = creates();
+    const shopNo = no('AUTH');
+    t.sandbox.faults.set({
+      rules: [{ kind: 'coded_error', operation: 'createOrder', status: 401, errorCode: 'invalid_signature', times: 1 }],
+    });
+    const r = await place({ shop_order_no: shopNo, offer: 'OFF-P' });
+    expect(r.status).toBe(201);
+    const order = (r.data as { order: OfferOrder }).order;
+    expect(order).toMatchObject({ supplier: 'second', attempt: 2 });
+    expect(order.route!.map((e) => [e.supplier, e.outcome])).toEqual([
+      ['main', 'rejected'],
+      ['second', 'accepted'],
+    ]);
+    expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
+    expect(held(t.sandbox, shopNo)).toHaveLength(0);
+    expect(held(second, shopNo)).toHaveLength(1);
+    const events = (await http().get(`/internal/orders/${shopNo}/events`)).data as {
+      events: Array<{ to: string | null; detail: Record<string, unknown> | null }>;
+    };
+    expect(events.events).toContainEqual(
+      expect.objectContaining({ to: 'queued', detail: expect.objectContaining({ failover_from: 'main', reason: 'upstream_auth_failed' }) }),
+    );
+  });
+
   it('the first source hangs after committing: submit_unknown, the second gets no create, the order ends at the first', async () => {
     const before = creates();
     const shopNo = no('HANG');

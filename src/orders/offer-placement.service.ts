@@ -153,8 +153,8 @@ export class OfferPlacement {
     const { found } = await this.repo.findSkuForOrder(next.sku_key, input.shop_order_no, next.supplier);
     const sku = this.catalog.skuForOrder(next.sku_key, found, next.supplier).sku;
     if (!sku) return undefined;
-    return async (tx: OrderTx, rejected: OrderRecord) => {
-      const end: AttemptEnd = { status: 'rejected', errorCode: rejected.errorCode, sent: true };
+    return async (tx: OrderTx, rejected: OrderRecord, code: string | null) => {
+      const end: AttemptEnd = { status: 'rejected', errorCode: code, sent: true };
       if (nextOfferStep(tries, tried + 1, end).kind !== 'try') return null;
       const n = rejected.attempt + 1;
       const dno = downstreamOrderNo(rejected.shopOrderNo, n);
@@ -188,7 +188,7 @@ export class OfferPlacement {
         attempt: n,
         downstream_order_no: dno,
         failover_from: rejected.supplier,
-        reason: rejected.errorCode,
+        reason: code,
       });
     };
   }

@@ -29,6 +29,7 @@ import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
+import { refusalCode } from './place-answer.js';
 
 /** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
 export type AcceptedReport = UpstreamReport & { order_id: number };
@@ -64,7 +65,11 @@ function sendFailure(e: unknown): SendFailure {
  * there (CONTRACT §11), so that a crash after the commit leaves that attempt for the queue. Returns the
  * order as it then is, or null when nothing follows.
  */
-export type RefusalFollowUp = (tx: OrderTx, rejected: OrderRecord) => Promise<OrderRecord | null>;
+/**
+ * What follows a refusal of the create, in the transaction recording it: `code` is the refusal as
+ * CONTRACT §5 names it (`refusalCode`: `upstream_auth_failed` for a 401/403).
+ */
+export type RefusalFollowUp = (tx: OrderTx, rejected: OrderRecord, code: string | null) => Promise<OrderRecord | null>;
 
 @Injectable()
 export class OrderSubmitter {
@@ -219,7 +224,8 @@ export class OrderSubmitter {
           const { trigger, to, patch, detail } = plan.order;
           const moved = await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail);
           // a refusal's follow-up (an offer order's next source) is reserved in this same transaction
-          const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved) : null;
+          const code = outcome.kind === 'rejected' ? refusalCode(outcome) : moved.errorCode;
+          const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved, code) : null;
           return { order: followed ?? moved, applied: true };
         }
         case 'report': {

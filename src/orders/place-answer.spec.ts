@@ -1,4 +1,4 @@
-import { placeAnswer } from './place-answer.js';
+import { placeAnswer, refusalCode } from './place-answer.js';
 
 const order = (status: string, errorMessage: string | null = null) => ({ status, errorMessage });
 const refused = (errorCode: string, httpStatus: number) => ({ kind: 'rejected' as const, errorCode, httpStatus, message: 'no' });
@@ -43,5 +43,14 @@ describe('placeAnswer', () => {
       upstream: false,
     });
     expect(placeAnswer(order('rejected'), { kind: 'unavailable' })).toMatchObject({ message: 'the upstream could not be reached' });
+  });
+});
+
+describe('refusalCode', () => {
+  it('names a 401/403 upstream_auth_failed whatever the upstream called it, else keeps the upstream code', () => {
+    expect(refusalCode({ errorCode: 'invalid_signature', httpStatus: 401 })).toBe('upstream_auth_failed');
+    expect(refusalCode({ errorCode: 'forbidden', httpStatus: 403 })).toBe('upstream_auth_failed');
+    expect(refusalCode({ errorCode: 'insufficient_stock', httpStatus: 409 })).toBe('insufficient_stock');
+    expect(refusalCode({ errorCode: 'payment_failed', httpStatus: 200 })).toBe('payment_failed');
   });
 });

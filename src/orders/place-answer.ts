@@ -26,6 +26,15 @@ export type PlaceAnswer =
   /** the upstream's own code and status, kept as they are (AppError.fromUpstream) */
   | { kind: 'error'; code: string; httpStatus: number; message: string; upstream: true };
 
+/**
+ * The code a refusal of the create is known by (CONTRACT §5, §11): `upstream_auth_failed` for a 401/403
+ * (whatever the upstream named it), else the upstream's own code. An offer order's failover decides
+ * on it, as the answer does.
+ */
+export function refusalCode(outcome: { errorCode: string; httpStatus: number }): string {
+  return outcome.httpStatus === 401 || outcome.httpStatus === 403 ? 'upstream_auth_failed' : outcome.errorCode;
+}
+
 export function placeAnswer(order: { status: OrderStatus | string; errorMessage: string | null }, outcome: AnsweredOutcome): PlaceAnswer {
   switch (order.status) {
     case 'submit_unknown':
@@ -34,7 +43,7 @@ export function placeAnswer(order: { status: OrderStatus | string; errorMessage:
     case 'rejected': {
       if (outcome.kind === 'rejected') {
         const message = `the upstream refused the order: ${outcome.message}`;
-        if (outcome.httpStatus === 401 || outcome.httpStatus === 403)
+        if (refusalCode(outcome) === 'upstream_auth_failed')
           return { kind: 'error', code: 'upstream_auth_failed', httpStatus: 502, message, upstream: false };
         // the upstream's own code, with its status (an `ok: false` answered 200: 402 for `payment_failed`, else 502)
         const status = outcome.httpStatus >= 400 ? outcome.httpStatus : outcome.errorCode === 'payment_failed' ? 402 : 502;
