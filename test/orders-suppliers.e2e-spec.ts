@@ -13,7 +13,6 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { SupplierRepository } from '../src/suppliers/supplier.repository.js';
 import { useAppSuite, type AppSuite } from './support/app-suite.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
 import { callbackHeaders, freePort, getOrder, waitForOrder, type OrderView } from './support/child-app.js';
 import { waitFor } from './support/wait.js';
 import { supplierCredentials } from './support/suppliers.js';
@@ -195,11 +194,10 @@ describe('orders at several suppliers', () => {
       expect(creates()).toEqual(before);
       expect(await getOrder(t.app.http, refusedNo)).toBeNull();
       // (the suppliers API's DELETE is 409 supplier_busy while this counts any)
-      const orders = t.app.relay.app.get(OrderRepository);
-      expect(await orders.countUnfinished('second')).toBeGreaterThanOrEqual(1);
+      expect(await repo.unfinishedOrders('second')).toBeGreaterThanOrEqual(1);
       await waitForOrder(t.app.http, (pending.data as { order: OrderView }).order.shop_order_no, (x) => x.status === 'delivered');
       await waitFor(
-        () => orders.countUnfinished('second'),
+        () => repo.unfinishedOrders('second'),
         (count) => count === 0,
         "the second supplier's unfinished orders",
       );

@@ -13,7 +13,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { PageRequest } from '../common/pagination.js';
-import { PROGRESS_WATCHED, UNFINISHED, type EventSource } from './order-state.js';
+import { PROGRESS_WATCHED, type EventSource } from './order-state.js';
 import { sqlState } from '../database/pg-errors.js';
 import { deferBegin, rows, runPrepared, takeDeferredBegin } from '../database/prepared-statements.js';
 import { SKU_REF_ROWS, SKU_WITH_CURRENCY, toFoundSku } from '../catalog/catalog-read.repository.js';
@@ -229,19 +229,6 @@ export class OrderRepository {
     if (attempt && order?.supplier === supplier) return { order, attempt };
     const followed = await this.findByUpstreamId(supplier, upstreamOrderId);
     return followed ? { order: followed, attempt: null } : null;
-  }
-
-  /**
-   * How many orders of `supplier` are unfinished (UNFINISHED) or still followed by the poller (a
-   * delivered order whose items are not read yet): a supplier with any is not deleted (409 `supplier_busy`).
-   */
-  async countUnfinished(supplier: string): Promise<number> {
-    const [{ n }] = await rows<{ n: number }>(
-      this.dataSource,
-      'SELECT count(*)::int AS n FROM orders WHERE supplier = $1 AND (status = ANY($2::text[]) OR next_poll_at IS NOT NULL)',
-      [supplier, [...UNFINISHED]],
-    );
-    return Number(n);
   }
 
   async findAttemptByDownstreamNo(downstreamOrderNo: string): Promise<AttemptRecord | null> {

@@ -91,13 +91,7 @@ export class SupplierRepository {
     return rows.length === 1;
   }
 
-  /** Deletes a supplier added through the API; false when there was none. */
-  async delete(name: string, db: Db = this.dataSource): Promise<boolean> {
-    const rows = await sqlRows<{ name: string }>(db, `DELETE FROM suppliers WHERE name = $1 AND NOT managed_by_env RETURNING name`, [name]);
-    return rows.length === 1;
-  }
-
-  /** How many of a supplier's orders are unfinished (order-state's UNFINISHED). */
+  /** How many of a supplier's orders are unfinished (order-state's UNFINISHED): a supplier with any is not deleted. */
   async unfinishedOrders(name: string, db: Db = this.dataSource): Promise<number> {
     const rows = await sqlRows<{ n: string | number }>(db, `SELECT count(*) AS n FROM orders WHERE supplier = $1 AND status = ANY($2)`, [
       name,
