@@ -11,7 +11,7 @@
  *
  * Times are milliseconds of the service's clock; a time ahead of now (the clock went back) is not fresh.
  */
-import { expectedAmount, sameAmount } from '../orders/money-checks.js';
+import { expectedAmount, sameAmount } from '../orders/place-plan.js';
 import { Money } from './pricing.js';
 
 /** A create's confirmation of one SKU's cost: the sku_id it was ordered with and the unit cost charged, at `at`. */

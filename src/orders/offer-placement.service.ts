@@ -22,7 +22,7 @@ import { OrderRepository } from './order.repository.js';
 import { CatalogService } from '../catalog/catalog.service.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { expectedAmount, priceCeiling } from './money-checks.js';
+import { expectedAmount, priceCeiling } from './place-plan.js';
 import { downstreamOrderNo } from './order-request.js';
 import type { AttemptRequest, OrderRecord } from './order.records.js';
 import { OrderSubmitter, type RefusalFollowUp } from './order-submitter.service.js';

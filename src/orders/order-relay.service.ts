@@ -29,14 +29,22 @@ import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
 import type { UpstreamProduct } from '../upstream/upstream.types.js';
-import { expectedAmount, priceCeiling } from './money-checks.js';
-import { placeAnswer } from './place-answer.js';
-import { checkFreshSku, checkLocalSku, checkPrice, checkQuantity, passed, refuse } from './presend-checks.js';
-import { priceReadFailureRoute } from './price-read.js';
+import {
+  canResubmit,
+  checkFreshSku,
+  checkLocalSku,
+  checkPrice,
+  checkQuantity,
+  expectedAmount,
+  passed,
+  pickSupplier,
+  placeAnswer,
+  priceCeiling,
+  priceReadFailureRoute,
+  refuse,
+} from './place-plan.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
-import { pickSupplier } from './order-sku.js';
-import { canResubmit } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';

@@ -1,15 +1,11 @@
 import {
-  ANOMALIES,
   FOLLOWED,
   ORDER_STATUSES,
   RANK,
   TRANSITIONS,
   UPSTREAM_STATUSES,
-  canResubmit,
   canTransition,
-  decideReport,
   isStuck,
-  itemsFollowUp,
   refundEligibility,
   type OrderStatus,
 } from './order-state.js';
@@ -24,44 +20,6 @@ describe('order state machine', () => {
     const chain: OrderStatus[] = ['pending_payment', 'paid', 'fulfilling', 'partially_delivered', 'delivered', 'completed'];
     for (let i = 1; i < chain.length; i++) expect(RANK[chain[i]]).toBeGreaterThan(RANK[chain[i - 1]]);
     expect(RANK.refunded).toBeGreaterThan(RANK.partially_refunded);
-  });
-
-  it('applies a report that ranks higher, skipping steps', () => {
-    expect(decideReport('submitting', 'pending_payment')).toEqual({ kind: 'apply', to: 'pending_payment' });
-    expect(decideReport('submit_unknown', 'delivered')).toEqual({ kind: 'apply', to: 'delivered' });
-    expect(decideReport('pending_payment', 'completed')).toEqual({ kind: 'apply', to: 'completed' });
-    expect(decideReport('paid', 'canceled')).toEqual({ kind: 'apply', to: 'canceled' });
-    expect(decideReport('canceled', 'refunded')).toEqual({ kind: 'apply', to: 'refunded' });
-    expect(decideReport('delivered', 'partially_refunded')).toEqual({ kind: 'apply', to: 'partially_refunded' });
-    expect(decideReport('partially_refunded', 'refunded')).toEqual({ kind: 'apply', to: 'refunded' });
-  });
-
-  it('never moves an order back: a lower rank is a regression', () => {
-    expect(decideReport('delivered', 'paid')).toEqual({ kind: 'regression' });
-    expect(decideReport('completed', 'delivered')).toEqual({ kind: 'regression' });
-    expect(decideReport('canceled', 'pending_payment')).toEqual({ kind: 'regression' });
-    expect(decideReport('refunded', 'partially_refunded')).toEqual({ kind: 'regression' });
-    expect(decideReport('refunded', 'canceled')).toEqual({ kind: 'regression' });
-  });
-
-  it('keeps the same status as "same" (data may still change)', () => {
-    expect(decideReport('paid', 'paid')).toEqual({ kind: 'same' });
-    expect(decideReport('partially_refunded', 'partially_refunded')).toEqual({ kind: 'same' });
-  });
-
-  it('keeps contradictions as anomalies: canceled after items were delivered, items delivered after a cancel', () => {
-    expect(ANOMALIES.length).toBeGreaterThan(0);
-    for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
-      expect(decideReport(s, 'canceled')).toEqual({ kind: 'anomaly', reason: 'canceled_after_delivery' });
-    }
-    // and the reverse: items delivered for an order the upstream canceled
-    for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
-      expect(decideReport('canceled', s)).toEqual({ kind: 'anomaly', reason: 'delivered_after_cancel' });
-    }
-    // a refund after a cancel is no contradiction (a regression, as before)
-    expect(decideReport('canceled', 'paid')).toEqual({ kind: 'regression' });
-    expect(decideReport('paid', 'shipped')).toEqual({ kind: 'anomaly', reason: 'unknown_status' });
-    expect(decideReport('rejected', 'paid')).toEqual({ kind: 'anomaly', reason: 'report_for_rejected' });
   });
 
   it('allows local moves only where the table lists them', () => {
@@ -187,41 +145,5 @@ describe('refund eligibility', () => {
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '25.00' }))).toEqual({ state: 'refundable', amount: '20.00' });
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '0.00' }))).toEqual({ state: 'not_refundable', amount: null });
     expect(refundEligibility(facts('partially_refunded', { refundedAmount: '-3.00' }))).toEqual({ state: 'not_refundable', amount: null });
-  });
-});
-
-describe('a delivered status without its fulfillment is not a delivery', () => {
-  const DELIVERING: OrderStatus[] = ['partially_delivered', 'delivered', 'completed'];
-
-  it('an answer that is not a read (a create or cancel answer) names a delivered state without items: read the order now', () => {
-    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'answer')).toBe('read_now');
-  });
-
-  it('a read that names such a state without items keeps the order followed at the poll pace (no read loop)', () => {
-    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'read')).toBe('follow');
-  });
-
-  it('stored items end it: only a report that carries the fulfillment stores them', () => {
-    for (const s of DELIVERING) {
-      expect(itemsFollowUp(s, true, 'answer')).toBe('none');
-      expect(itemsFollowUp(s, true, 'read')).toBe('none');
-    }
-  });
-
-  it('statuses that hand over no items ask for none', () => {
-    for (const s of ORDER_STATUSES.filter((x) => !DELIVERING.includes(x))) {
-      expect(itemsFollowUp(s, false, 'answer')).toBe('none');
-      expect(itemsFollowUp(s, false, 'read')).toBe('none');
-    }
-  });
-});
-
-describe('who may make a new attempt', () => {
-  it('only a rejected order, not once refunded, not while the upstream showed an order for a closed attempt', () => {
-    expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: null })).toBe(true);
-    expect(canResubmit({ status: 'rejected', refundRecorded: true, anomaly: null })).toBe(false);
-    expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: 'upstream_order_exists' })).toBe(false);
-    for (const s of ORDER_STATUSES.filter((x) => x !== 'rejected'))
-      expect(canResubmit({ status: s, refundRecorded: false, anomaly: null })).toBe(false);
   });
 });

@@ -1,12 +1,14 @@
 /**
- * The order lifecycle (CONTRACT §5), pure: statuses with their ranks, the table of allowed moves,
- * and the decision for every status report, whatever its source. No Nest, no I/O.
+ * The order lifecycle's tables (CONTRACT §5), pure: the statuses with their ranks, the contradictions
+ * (ANOMALIES), the table of allowed local moves, the status sets (followed, unfinished, …), refund
+ * eligibility and the stuck rule. No Nest, no I/O.
  *
  * Two kinds of move:
- * - a report of the upstream's state (`report`): applied only when it ranks above the current status
- *   (a later status never moves an order back); a lower or equal rank is ignored (a regression is
- *   counted); a contradiction listed in ANOMALIES (e.g. `canceled` after items were delivered) is kept
- *   as an anomaly and not applied;
+ * - a report of the upstream's state: applied only when it ranks above the current status (a later
+ *   status never moves an order back); a lower or equal rank is ignored (a regression is counted); a
+ *   contradiction listed in ANOMALIES (e.g. `canceled` after items were delivered) is kept as an
+ *   anomaly and not applied. The verdict is `decideReport` (report-plan.ts), which reads RANK and
+ *   ANOMALIES;
  * - a local move with a named trigger (`submit`, `submit_outcome`, `resubmit`, `local_cancel`,
  *   `not_placed`, `adopt`, `sweep`): allowed only where TRANSITIONS lists it.
  */
@@ -152,60 +154,12 @@ export const UNFINISHED: ReadonlySet<OrderStatus> = new Set([...FOLLOWED, ...OUT
  */
 export type ReportKind = 'read' | 'answer';
 
-/**
- * After a report, what the order's items still need:
- * - `none`: nothing (no items are due in this status, or they are stored);
- * - `follow`: a read named a delivering or delivered state without the fulfillment: the order stays
- *   followed at the poll's pace until a read brings the items;
- * - `read_now`: an answer that is not a read named such a state: the order stays followed and is read
- *   at once, not at the next poll.
- * A status without its fulfillment is not a delivery: only a report that carries the fulfillment stores
- * items, and only stored items end the following of a delivered order.
- */
-export type ItemsFollowUp = 'none' | 'follow' | 'read_now';
-
-export function itemsFollowUp(status: OrderStatus, itemsStored: boolean, kind: ReportKind): ItemsFollowUp {
-  if (!ITEMS_DELIVERED.has(status) || itemsStored) return 'none';
-  return kind === 'answer' ? 'read_now' : 'follow';
-}
-
 export function isUpstreamStatus(s: string): s is UpstreamStatus {
   return (UPSTREAM_STATUSES as readonly string[]).includes(s);
 }
 
 export function isOrderStatus(s: string): s is OrderStatus {
   return (ORDER_STATUSES as readonly string[]).includes(s);
-}
-
-export type ReportDecision =
-  | { kind: 'apply'; to: UpstreamStatus }
-  /** same status: nothing to record (data such as items or refunded_amount may still be taken) */
-  | { kind: 'same' }
-  /** ranks below (or beside) the current status: ignored and counted */
-  | { kind: 'regression' }
-  | { kind: 'anomaly'; reason: string };
-
-/** What to do with a report of the upstream's state `reported` for an order in `current`. */
-export function decideReport(current: OrderStatus, reported: string): ReportDecision {
-  if (!isUpstreamStatus(reported)) return { kind: 'anomaly', reason: 'unknown_status' };
-  if (current === 'rejected') {
-    // nothing exists upstream for a rejected attempt: a report for it contradicts what we know
-    return { kind: 'anomaly', reason: 'report_for_rejected' };
-  }
-  if (reported === current) return { kind: 'same' };
-  const anomaly = ANOMALIES.find((a) => a.to === reported && a.from.has(current));
-  if (anomaly) return { kind: 'anomaly', reason: anomaly.reason };
-  if (RANK[reported] > RANK[current]) return { kind: 'apply', to: reported };
-  return { kind: 'regression' };
-}
-
-/**
- * Whether a shop's repeated request may make a new attempt of an order: only a `rejected` one (the
- * upstream has nothing of it), not once refunded, and not while the upstream showed an order placed
- * for an attempt closed here (UPSTREAM_ORDER_EXISTS: an operator settles it).
- */
-export function canResubmit(o: { status: OrderStatus; refundRecorded: boolean; anomaly: string | null }): boolean {
-  return o.status === 'rejected' && !o.refundRecorded && o.anomaly !== UPSTREAM_ORDER_EXISTS;
 }
 
 // ------------------------------------------------------------------------------------------ refunds

@@ -20,16 +20,14 @@ import { callbackUrlFor } from '../callbacks/callback-url.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError, UpstreamRetryableError, UpstreamUnknownError } from '../upstream/upstream.errors.js';
 import type { UpstreamCreateOrderRequest } from '../upstream/upstream.types.js';
-import { planOutcome } from './attempt-lifecycle.js';
-import { overcharge } from './money-checks.js';
-import { planSendFailure, sendLeaseMs, type FailedSend, type SendFailure } from './send-policy.js';
+import { planOutcome, planSendFailure, sendLeaseMs, type FailedSend, type SendFailure } from './attempt-plan.js';
+import { overcharge, refusalCode } from './place-plan.js';
 import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
-import { refusalCode } from './place-answer.js';
 
 /** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
 export type AcceptedReport = UpstreamReport & { order_id: number };

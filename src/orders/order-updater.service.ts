@@ -12,17 +12,14 @@ import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.service.js';
 import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 import { parseDeliveryPayload } from './delivery-payload.js';
-import { mergeItems } from './item-merge.js';
 import {
   DUPLICATE_UPSTREAM_ORDER,
   FOLLOWED,
   UPSTREAM_ORDER_EXISTS,
   canTransition,
-  decideReport,
   type EventSource,
   type LocalTrigger,
   type OrderStatus,
-  type ReportDecision,
   type ReportKind,
 } from './order-state.js';
 import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
@@ -30,7 +27,15 @@ import type { OrderTx } from './order-tx.js';
 import { DomainEvents } from './domain-events.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 import { callbackNextPoll, nextPollInterval, pollPace } from './poll-backoff.js';
-import { planReport, reportTakesItems, type ReportPlan, type UpstreamReport } from './report-plan.js';
+import {
+  decideReport,
+  mergeItems,
+  planReport,
+  reportTakesItems,
+  type ReportDecision,
+  type ReportPlan,
+  type UpstreamReport,
+} from './report-plan.js';
 
 export type { UpstreamReport } from './report-plan.js';
 

@@ -27,7 +27,7 @@ import {
   type OrderRecord,
   type OrderRow,
 } from './order.records.js';
-import type { SupplierSku } from './order-sku.js';
+import type { SupplierSku } from './place-plan.js';
 import type { RouteEntry } from '../offers/offer-failover.js';
 import { LAZY_COMMIT, leaseEnd, OrderTx, ROW_CHANGED, SnapshotUnusable, type RowSnapshot } from './order-tx.js';
 

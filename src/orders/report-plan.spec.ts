@@ -1,6 +1,17 @@
-import { CANCELED_AFTER_DELIVERY, DELIVERED_AFTER_CANCEL, decideReport, itemsFollowUp, type OrderStatus } from './order-state.js';
+import { ANOMALIES, CANCELED_AFTER_DELIVERY, DELIVERED_AFTER_CANCEL, ORDER_STATUSES, type OrderStatus } from './order-state.js';
 import type { OrderPatch } from './order.records.js';
-import { planReport, reportTakesItems, type ReportedOrder, type ReportPlanInput, type UpstreamReport } from './report-plan.js';
+import {
+  decideReport,
+  itemsFollowUp,
+  mergeItems,
+  planReport,
+  reportTakesItems,
+  withoutItems,
+  type DeliveredItems,
+  type ReportedOrder,
+  type ReportPlanInput,
+  type UpstreamReport,
+} from './report-plan.js';
 
 const NOW = new Date('2026-12-01T10:00:00Z');
 const DELIVERED_AT = new Date('2026-12-01T09:59:00Z');
@@ -25,6 +36,72 @@ const sealed: OrderPatch = { delivery_sealed: Buffer.from('sealed'), delivered_a
 
 const plan = (o: ReportedOrder, report: UpstreamReport, input: Partial<ReportPlanInput> = {}) =>
   planReport(o, report, decideReport(o.status, report.status), { kind: 'read', delivery: null, now: NOW, ...input });
+
+describe('decideReport: the verdict on a reported status', () => {
+  it('applies a report that ranks higher, skipping steps', () => {
+    expect(decideReport('submitting', 'pending_payment')).toEqual({ kind: 'apply', to: 'pending_payment' });
+    expect(decideReport('submit_unknown', 'delivered')).toEqual({ kind: 'apply', to: 'delivered' });
+    expect(decideReport('pending_payment', 'completed')).toEqual({ kind: 'apply', to: 'completed' });
+    expect(decideReport('paid', 'canceled')).toEqual({ kind: 'apply', to: 'canceled' });
+    expect(decideReport('canceled', 'refunded')).toEqual({ kind: 'apply', to: 'refunded' });
+    expect(decideReport('delivered', 'partially_refunded')).toEqual({ kind: 'apply', to: 'partially_refunded' });
+    expect(decideReport('partially_refunded', 'refunded')).toEqual({ kind: 'apply', to: 'refunded' });
+  });
+
+  it('never moves an order back: a lower rank is a regression', () => {
+    expect(decideReport('delivered', 'paid')).toEqual({ kind: 'regression' });
+    expect(decideReport('completed', 'delivered')).toEqual({ kind: 'regression' });
+    expect(decideReport('canceled', 'pending_payment')).toEqual({ kind: 'regression' });
+    expect(decideReport('refunded', 'partially_refunded')).toEqual({ kind: 'regression' });
+    expect(decideReport('refunded', 'canceled')).toEqual({ kind: 'regression' });
+  });
+
+  it('keeps the same status as "same" (data may still change)', () => {
+    expect(decideReport('paid', 'paid')).toEqual({ kind: 'same' });
+    expect(decideReport('partially_refunded', 'partially_refunded')).toEqual({ kind: 'same' });
+  });
+
+  it('keeps contradictions as anomalies: canceled after items were delivered, items delivered after a cancel', () => {
+    expect(ANOMALIES.length).toBeGreaterThan(0);
+    for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
+      expect(decideReport(s, 'canceled')).toEqual({ kind: 'anomaly', reason: 'canceled_after_delivery' });
+    }
+    // and the reverse: items delivered for an order the upstream canceled
+    for (const s of ['partially_delivered', 'delivered', 'completed'] as const) {
+      expect(decideReport('canceled', s)).toEqual({ kind: 'anomaly', reason: 'delivered_after_cancel' });
+    }
+    // a refund after a cancel is no contradiction (a regression, as before)
+    expect(decideReport('canceled', 'paid')).toEqual({ kind: 'regression' });
+    expect(decideReport('paid', 'shipped')).toEqual({ kind: 'anomaly', reason: 'unknown_status' });
+    expect(decideReport('rejected', 'paid')).toEqual({ kind: 'anomaly', reason: 'report_for_rejected' });
+  });
+});
+
+describe('a delivered status without its fulfillment is not a delivery', () => {
+  const DELIVERING: OrderStatus[] = ['partially_delivered', 'delivered', 'completed'];
+
+  it('an answer that is not a read (a create or cancel answer) names a delivered state without items: read the order now', () => {
+    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'answer')).toBe('read_now');
+  });
+
+  it('a read that names such a state without items keeps the order followed at the poll pace (no read loop)', () => {
+    for (const s of DELIVERING) expect(itemsFollowUp(s, false, 'read')).toBe('follow');
+  });
+
+  it('stored items end it: only a report that carries the fulfillment stores them', () => {
+    for (const s of DELIVERING) {
+      expect(itemsFollowUp(s, true, 'answer')).toBe('none');
+      expect(itemsFollowUp(s, true, 'read')).toBe('none');
+    }
+  });
+
+  it('statuses that hand over no items ask for none', () => {
+    for (const s of ORDER_STATUSES.filter((x) => !DELIVERING.includes(x))) {
+      expect(itemsFollowUp(s, false, 'answer')).toBe('none');
+      expect(itemsFollowUp(s, false, 'read')).toBe('none');
+    }
+  });
+});
 
 describe('planReport: the status move', () => {
   it('applies a higher status: the status, its time, the progress marks, a status event', () => {
@@ -204,5 +281,49 @@ describe('planReport: a status we do not know', () => {
       expect(plan(order({ status, upstreamOrderId: null }), { status: 'on_hold' }, { patch: { upstream_order_id: 9 } }).follow).toBe(true);
     }
     expect(plan(order(), { status: 'on_hold' }).event).toEqual({ kind: 'anomaly', reason: 'unknown_status', reported: 'on_hold' });
+  });
+});
+
+const d = (items: string[], delivery_data: Record<string, unknown> | null = null): DeliveredItems => ({ items, delivery_data });
+
+describe('withoutItems', () => {
+  it('is a multiset difference: an item missing twice is listed twice', () => {
+    expect(withoutItems(['a', 'b', 'a', 'c'], ['a', 'c'])).toEqual(['b', 'a']);
+    expect(withoutItems(['a'], ['a', 'a'])).toEqual([]);
+  });
+});
+
+describe('mergeItems', () => {
+  it('stores the report as it is when nothing is stored (or the stored items cannot be opened)', () => {
+    expect(mergeItems(null, d(['a']))).toEqual({ kind: 'store', data: d(['a']), kept: 0, storedCount: 0 });
+    expect(mergeItems(null, d([]))).toEqual({ kind: 'store', data: d([]), kept: 0, storedCount: 0 });
+  });
+
+  it('takes a report that has every stored item as it is', () => {
+    expect(mergeItems(d(['a']), d(['a', 'b'], { k: 1 }))).toEqual({
+      kind: 'store',
+      data: d(['a', 'b'], { k: 1 }),
+      kept: 0,
+      storedCount: 1,
+    });
+  });
+
+  it('keeps the stored items a report lacks and adds its new ones after them', () => {
+    expect(mergeItems(d(['a', 'b']), d(['b', 'c']))).toEqual({ kind: 'store', data: d(['a', 'b', 'c']), kept: 1, storedCount: 2 });
+    // duplicates count: two stored `a`, one reported, one kept
+    expect(mergeItems(d(['a', 'a']), d(['a', 'z']))).toEqual({ kind: 'store', data: d(['a', 'a', 'z']), kept: 1, storedCount: 2 });
+  });
+
+  it("keeps the stored delivery data when a report lacking items brings none, and takes the report's when it does", () => {
+    expect(mergeItems(d(['a'], { code: 'x' }), d(['b']))).toMatchObject({ kind: 'store', data: d(['a', 'b'], { code: 'x' }) });
+    expect(mergeItems(d(['a'], { code: 'x' }), d(['b'], { code: 'y' }))).toMatchObject({
+      kind: 'store',
+      data: d(['a', 'b'], { code: 'y' }),
+    });
+  });
+
+  it('writes nothing when the merge equals what is stored, still counting what a stale report lacked', () => {
+    expect(mergeItems(d(['a', 'b']), d(['a', 'b']))).toEqual({ kind: 'unchanged', kept: 0, storedCount: 2 });
+    expect(mergeItems(d(['a', 'b'], { code: 'x' }), d([]))).toEqual({ kind: 'unchanged', kept: 2, storedCount: 2 });
   });
 });
