@@ -82,7 +82,7 @@ function localChecked(local: CatalogSku, skuId: number, unitCost: string): Check
   return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
-/** The checks passed (`checked`), or the price read is left for when the queued order is sent (price-read.ts `defer`). */
+/** The checks passed (`checked`), or the price read is left for when the queued order is sent (place-plan.ts `priceReadFailureRoute`: `defer`). */
 type PriceCheck = { kind: 'checked'; sku: CheckedSku } | { kind: 'deferred'; local: CatalogSku };
 
 /** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
@@ -454,7 +454,7 @@ export class OrderRelayService {
     ceiling: string,
     wait: BudgetWait,
   ): Promise<PriceCheck> {
-    // the local checks (presend-checks.ts): the SKU exists and is available, a manual SKU's form is complete
+    // the local checks (place-plan.ts): the SKU exists and is available, a manual SKU's form is complete
     const { sku } = passed(checkLocalSku(input.sku_code, local, input.manual_form_data));
     // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
     // catalog holds (it was active and in stock then): the guard judges that cost without a read. A
@@ -595,7 +595,7 @@ export class OrderRelayService {
     }
   }
 
-  /** The answer of the request that made the attempt (place-answer.ts); an error carries the order. */
+  /** The answer of the request that made the attempt (place-plan.ts `placeAnswer`); an error carries the order. */
   private answer(order: OrderRecord, outcome: SendOutcome): PlaceResult {
     const a = placeAnswer(order, outcome);
     if (a.kind === 'ok') return { httpStatus: a.httpStatus, order };

@@ -6,7 +6,7 @@
  * Outcome classes (CONTRACT §5): accepted; a definitive refusal (`rejected`, the upstream's code);
  * nothing reached the upstream after a few quick tries (`rejected`, `upstream_unavailable`); unknown
  * (`submit_unknown`); held back by the request budget (`queued`). What each does to the attempt and
- * its order is the table of attempt-lifecycle.ts. `invalid_callback_url` is not a refusal of the
+ * its order is the table of attempt-plan.ts. `invalid_callback_url` is not a refusal of the
  * order: the same attempt goes again at once without the callback address.
  */
 import { Injectable, Logger } from '@nestjs/common';
@@ -38,7 +38,7 @@ export type SendOutcome =
   /**
    * rejected (`upstreamOrderId`: the order the refusal names, `payment_failed`: the one the upstream
    * created and canceled), unavailable, unknown, or queued (not sent for the request budget: no token
-   * in time, or a 429, the upstream processed nothing; it waits in the queue). See send-policy.ts.
+   * in time, or a 429, the upstream processed nothing; it waits in the queue). See attempt-plan.ts.
    */
   | FailedSend;
 
@@ -97,7 +97,7 @@ export class OrderSubmitter {
     return publicUrl === null ? null : callbackUrlFor(publicUrl, supplier, this.suppliers.envName);
   }
 
-  /** How long an attempt's sending lease lasts (send-policy.ts `sendLeaseMs`). */
+  /** How long an attempt's sending lease lasts (attempt-plan.ts `sendLeaseMs`). */
   get sendLeaseMs(): number {
     return sendLeaseMs(this.config.upstream.timeoutMs);
   }
@@ -133,7 +133,7 @@ export class OrderSubmitter {
         const created = await client.createOrder(body, { maxWaitMs: wait.maxWaitMs, granted: tryNo === 0 && wait.granted === true });
         return { kind: 'accepted', report: created, request: req, reportKind: 'answer' };
       } catch (e) {
-        // the send-retry policy (send-policy.ts) decides whether it goes again; this carries it out
+        // the send-retry policy (attempt-plan.ts) decides whether it goes again; this carries it out
         const step = planSendFailure(sendFailure(e), {
           tryNo,
           elapsedMs: performance.now() - started,
@@ -198,7 +198,7 @@ export class OrderSubmitter {
           return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: false };
         return { order, applied: false };
       }
-      // the attempt lifecycle (attempt-lifecycle.ts) decides everything the outcome does; this carries it out
+      // the attempt lifecycle (attempt-plan.ts) decides everything the outcome does; this carries it out
       const plan = planOutcome(
         outcome.kind === 'accepted'
           ? {
@@ -306,7 +306,7 @@ export class OrderSubmitter {
     return new Date(now.getTime() + this.config.upstream.submitUnknownRecheckS * 1000);
   }
 
-  /** A charge above quantity × the checked unit price (money-checks `overcharge`) is counted and logged. */
+  /** A charge above quantity × the checked unit price (place-plan.ts `overcharge`) is counted and logged. */
   private checkCharge(order: OrderRecord, r: AcceptedReport): void {
     const over = overcharge(r.amount, order.unitCost, order.quantity);
     if (over) {

@@ -349,7 +349,7 @@ export class OrderUpdater {
 
   /**
    * The sealed items when the report brings new ones; null when there are none or they are unchanged.
-   * Never loses an item: the stored items are opened here and merged as `mergeItems` (item-merge.ts)
+   * Never loses an item: the stored items are opened here and merged as `mergeItems` (report-plan.ts)
    * decides.
    */
   private delivery(tx: OrderTx, order: OrderRecord, f: UpstreamFulfillment | null | undefined, now: Date): OrderPatch | null {

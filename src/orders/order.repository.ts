@@ -45,7 +45,7 @@ function stuckCondition(stuckParam: number, unknownParam: number): string {
 /**
  * An order's first read, in one statement (one round trip less for every order placed): the SKUs the
  * order's reference may name ($1, a sku_key or a sku_code), at the supplier $4 when the order names
- * one (else at every supplier: order-sku.ts then refuses a reference several suppliers carry), as the
+ * one (else at every supplier: place-plan.ts `pickSupplier` then refuses a reference several suppliers carry), as the
  * catalog reads them for an order (SKU_WITH_CURRENCY, with each row's supplier: one row of nulls when
  * there is none) and whether the order's `shop_order_no` is already recorded (a replay: the relay then
  * reads the order). It reads the orders table, so it is the orders' statement; the SKU's columns, their
