@@ -35,10 +35,13 @@
  * | order after the send                 | answer                                                              |
  * |--------------------------------------|---------------------------------------------------------------------|
  * | `submit_unknown`, `queued`           | 202                                                                 |
- * | `rejected`, the upstream refused     | its code: 502 `upstream_auth_failed` for a 401/403; else its status, or, for an `ok: false` answered 200, 402 `payment_failed` / 502 |
+ * | `rejected`, the upstream refused     | its code and status (below)                                         |
  * | `rejected`, nothing reached it       | 503 `upstream_unavailable`                                          |
  * | `submitting` (a status not known)    | 201 when the upstream accepted it, else 202                         |
  * | any upstream state                   | 201                                                                 |
+ *
+ * A refusal: 502 `upstream_auth_failed` for a 401/403 (`refusalCode`); else the upstream's code with
+ * its status, or, for an `ok: false` answered 200, 402 `payment_failed` / 502.
  */
 import { AppError } from '../common/app-error.js';
 import type { ErrorCode } from '../common/error-codes.js';
