@@ -503,6 +503,19 @@ describe('orders: placing and following', () => {
         const r = await place({ shop_order_no: shopNo, sku_code: 'T-AUTO', quantity: 1 });
         expect(r.status).toBe(201);
         const id = (r.data as { order: OrderView }).order.upstream_order_id as number;
+        // the change reaches the relay by the operator's refresh only: its callback is dropped, and the
+        // order's next poll is moved out of the way once no poll holds it (either would race the refresh)
+        sandbox.faults.set({ callbacks: 'drop' });
+        await waitFor(
+          () =>
+            db.query<{ id: string }>(
+              `UPDATE orders SET next_poll_at = now() + interval '1 hour'
+                WHERE shop_order_no = $1 AND (poll_lease_until IS NULL OR poll_lease_until < now()) RETURNING id`,
+              [shopNo],
+            ),
+          (rows) => rows.length === 1,
+          'the order out of the poller',
+        );
         sandbox.setOrderStatus(id, 'paid');
         const refreshed = await app.http.post(`/internal/orders/${shopNo}/refresh`);
         expect(refreshed.status).toBe(200);
@@ -515,6 +528,7 @@ describe('orders: placing and following', () => {
           expect.objectContaining({ kind: 'refresh', from: 'pending_payment', to: 'paid' }),
         ]);
       } finally {
+        sandbox.faults.set({ callbacks: 'normal' });
         sandbox.setTimetable({ paidMs: 30 });
       }
       const wallet = await app.http.get('/internal/wallet');
