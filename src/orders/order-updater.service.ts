@@ -187,7 +187,11 @@ export class OrderUpdater {
     }
     const now = this.clock.now();
     // announced with the supplier and SKU the move leaves the order at (a new attempt may change them)
-    const moved = { ...order, supplier: patch.supplier ?? order.supplier, skuKey: patch.sku_key !== undefined ? patch.sku_key : order.skuKey };
+    const moved = {
+      ...order,
+      supplier: patch.supplier ?? order.supplier,
+      skuKey: patch.sku_key !== undefined ? patch.sku_key : order.skuKey,
+    };
     await this.recordChange(tx, moved, to, source, now, { trigger, ...detail });
     return tx.updateOrder(order, {
       ...patch,
