@@ -28,7 +28,8 @@ export interface OutboxEvent {
   payload: Record<string, unknown>;
   /**
    * Members of the payload computed by the statement that writes the row: a jsonb SQL expression each
-   * (no parameter of its own), by member name (e.g. an offer order's `route`, ORDER_ROUTE in order-tx.ts).
+   * (no parameter of its own), by member name. The caller sends the insert where the expressions mean
+   * something: an offer order's `route` is ORDER_ROUTE, which only `OrderTx.writeWithRoute` fills in.
    */
   computed?: Record<string, string>;
 }
