@@ -600,6 +600,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/offer-failovers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Failovers by reason
+         * @description The offer orders moved to their next source after a refusal (CONTRACT §11), counted by the refusal, from `since` (default: the last 14 days) to now. Read from the database: the same on every instance, and kept across restarts.
+         */
+        get: operations["FailoversController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/reconciliation": {
         parameters: {
             query?: never;
@@ -6502,6 +6522,100 @@ export interface operations {
                      *     relay_outbox_backlog 0
                      */
                     "text/plain": string;
+                };
+            };
+            /**
+             * @description error envelope (see the error codes); besides the codes listed for this operation, any call may get:
+             *     - `internal_error`: unexpected error (logged)
+             *     - `too_many_requests`: too many requests
+             *     - `not_found`: no such route (a mistyped path, or a method the path does not take)
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    FailoversController_get: {
+        parameters: {
+            query?: {
+                /** @description RFC 3339: count the failovers from this instant on (default: the last 14 days) */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the failovers by reason */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "since": "2026-11-22T00:00:00.000Z",
+                     *       "total": 5,
+                     *       "reasons": [
+                     *         {
+                     *           "reason": "insufficient_stock",
+                     *           "count": 4
+                     *         },
+                     *         {
+                     *           "reason": "price_changed",
+                     *           "count": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /**
+                         * Format: date-time
+                         * @description the start of the window counted
+                         */
+                        since: string;
+                        /** @description every failover in the window */
+                        total: number;
+                        /** @description the failovers by the refusal that moved the order to its next source, the most frequent first */
+                        reasons: {
+                            /** @description the refusal: `insufficient_stock`, `sku_unavailable`, `price_changed`, … (`unknown` when none was recorded) */
+                            reason: string;
+                            count: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description - `bad_request`: invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"] & {
+                        /** @enum {string} */
+                        error_code?: "bad_request";
+                    };
+                };
+            };
+            /**
+             * @description the bearer token is missing or wrong:
+             *     - `unauthorized`: missing or wrong `Authorization: Bearer <INTERNAL_API_TOKEN>`
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /**

@@ -26,7 +26,15 @@ export interface OutboxEvent {
   /** A shop_order_no, a sku_code, an offer's code, or an alert key. */
   subject: string;
   payload: Record<string, unknown>;
+  /**
+   * Members of the payload computed by the statement that writes the row: a jsonb SQL expression each
+   * (no parameter of its own), by member name. The caller sends the insert where the expressions mean
+   * something: an offer order's `route` is ORDER_ROUTE, which only `OrderTx.writeWithRoute` fills in.
+   */
+  computed?: Record<string, string>;
 }
+
+const MEMBER_NAME = /^[a-z][a-z0-9_]*$/;
 
 @Injectable()
 export class OutboxWriter {
@@ -52,8 +60,16 @@ export class OutboxWriter {
     const params: unknown[] = [];
     for (const e of events) params.push(e.type, e.subject, JSON.stringify({ event: e.type, ...e.payload }));
     return {
-      sql: `INSERT INTO outbox_events (event_type, subject, payload) VALUES ${events.map(() => '($?, $?, $?::jsonb)').join(', ')}`,
+      sql: `INSERT INTO outbox_events (event_type, subject, payload) VALUES ${events.map((e) => `($?, $?, ${payloadSql(e)})`).join(', ')}`,
       params,
     };
   }
+}
+
+/** The payload's SQL: its JSON parameter, with the computed members added by the statement. */
+function payloadSql(e: OutboxEvent): string {
+  const computed = Object.entries(e.computed ?? {});
+  if (computed.length === 0) return '$?::jsonb';
+  for (const [name] of computed) if (!MEMBER_NAME.test(name)) throw new Error(`outbox: bad computed member name ${name}`);
+  return `($?::jsonb || jsonb_build_object(${computed.map(([name, sql]) => `'${name}', ${sql}`).join(', ')}))`;
 }

@@ -3,6 +3,8 @@ import { NotificationsModule } from '../notifications/notifications.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { ReconciliationRepository } from '../reconciliation/reconciliation.repository.js';
 import { AlertService } from './alert.service.js';
+import { FailoversController } from './failovers.controller.js';
+import { FailoversRepository } from './failovers.repository.js';
 import { HealthController } from './health.controller.js';
 import { HealthService } from './health.service.js';
 import { MetricsController } from './metrics.controller.js';
@@ -17,12 +19,14 @@ import { UpstreamMonitor } from './upstream-monitor.service.js';
  * a supplier's state as the suppliers API shows it) without importing it.
  * It imports the orders for what /health reads of them (the queued orders) through their repository,
  * reads each supplier's last sync run itself (HealthRepository) and the reconciliation's backlog
- * through the reconciliation's repository (a provider of its own here: it holds no state).
+ * through the reconciliation's repository (a provider of its own here: it holds no state). The offer
+ * orders' failovers by reason (`GET /internal/offer-failovers`, for the dashboard) are read from their
+ * events (FailoversRepository).
  */
 @Global()
 @Module({
   imports: [NotificationsModule, OrdersModule],
-  controllers: [HealthController, MetricsController],
+  controllers: [HealthController, MetricsController, FailoversController],
   providers: [
     AlertService,
     UpstreamMonitor,
@@ -31,6 +35,7 @@ import { UpstreamMonitor } from './upstream-monitor.service.js';
     HealthRepository,
     ReconciliationRepository,
     MonitorSupplierStatus,
+    FailoversRepository,
   ],
   exports: [AlertService, UpstreamMonitor, MonitorSupplierStatus],
 })

@@ -40,6 +40,34 @@ interface HeldWrite {
   params: unknown[];
   /** The attempt it updates (a row is never updated twice in one statement). */
   attemptId?: string;
+  /** The order whose route ORDER_ROUTE stands for in `sql` (`writeWithRoute`). */
+  routeOf?: string;
+}
+
+/**
+ * In the SQL of `OrderTx.writeWithRoute`: the order's route (CONTRACT §11) as a jsonb array, one
+ * `{attempt, supplier, sku_key, outcome, error_code}` per attempt, oldest first, as `OrderRepository.route`
+ * reads it.
+ */
+export const ORDER_ROUTE = '{{order_route}}';
+
+const ROUTE_COLUMNS = 'id, order_id, attempt_no, supplier, sku_key, status, error_code';
+
+/**
+ * The route of the order whose id is parameter `orderParam`, as one jsonb expression. The attempt
+ * updates sent in the same statement (`updated`: their CTEs, which return ROUTE_COLUMNS) are not
+ * visible to the statement's reads of `order_attempts`, so their rows stand in for the stored ones.
+ */
+function routeExpression(orderParam: string, updated: string[]): string {
+  const attempts =
+    updated.length === 0
+      ? 'order_attempts'
+      : `(${updated.map((u) => `SELECT ${ROUTE_COLUMNS} FROM ${u}`).join(' UNION ALL ')}
+          UNION ALL SELECT ${ROUTE_COLUMNS} FROM order_attempts
+           WHERE id NOT IN (${updated.map((u) => `SELECT id FROM ${u}`).join(' UNION ALL ')}))`;
+  return `(SELECT coalesce(jsonb_agg(jsonb_build_object('attempt', a.attempt_no, 'supplier', coalesce(a.supplier, o.supplier),
+                 'sku_key', coalesce(a.sku_key, o.sku_key), 'outcome', a.status, 'error_code', a.error_code) ORDER BY a.attempt_no), '[]'::jsonb)
+             FROM ${attempts} a JOIN orders o ON o.id = a.order_id WHERE a.order_id = ${orderParam})`;
 }
 
 /**
@@ -187,26 +215,53 @@ export class OrderTx {
     await commitWith(runner, statementFor(`WITH ${ctes} SELECT 1`), params);
   }
 
-  /** The held writes as CTEs whose parameters start at `$first`. */
+  /**
+   * The held writes as CTEs whose parameters start at `$first`. When one of them shows a route, the
+   * attempt updates among them return their rows, for its route to show them as they are left.
+   */
   private withHeld(held: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
     const params: unknown[] = [];
+    const showsRoute = held.some((h) => h.routeOf !== undefined);
+    const updated = showsRoute ? held.flatMap((h, i) => (h.attemptId !== undefined ? [`held_${i}`] : [])) : [];
     const ctes = held.map((h, i) => {
-      const sql = numbered(h.sql, first + params.length);
-      params.push(...h.params);
-      return `held_${i} AS (${sql})`;
+      const sql = this.render(h, first, params, updated);
+      return `held_${i} AS (${h.attemptId !== undefined && showsRoute ? `${sql} RETURNING ${ROUTE_COLUMNS}` : sql})`;
     });
     return { ctes: ctes.join(', '), params };
+  }
+
+  /** `w`'s SQL numbered from `$first` after `params` (its parameters appended to them), its route in place. */
+  private render(w: HeldWrite, first: number, params: unknown[], updated: string[]): string {
+    let sql = numbered(w.sql, first + params.length);
+    params.push(...w.params);
+    if (w.routeOf !== undefined) {
+      params.push(w.routeOf);
+      sql = sql.replaceAll(ORDER_ROUTE, routeExpression(`$${first + params.length - 1}`, updated));
+    }
+    return sql;
   }
 
   /** Holds `w` for the transaction's next statement, or sends it at once outside a transaction. */
   private async holdOrSend(w: HeldWrite): Promise<void> {
     if (this.holdWrites) this.held.push(w);
-    else await rows(this.em, numbered(w.sql, 1), w.params);
+    else {
+      const params: unknown[] = [];
+      await rows(this.em, this.render(w, 1, params, []), params);
+    }
   }
 
   /** A write of another module in this transaction (`$?` placeholders): held like the others. */
   write(sql: string, params: unknown[]): Promise<void> {
     return this.holdOrSend({ sql, params });
+  }
+
+  /**
+   * `write`, where ORDER_ROUTE in `sql` shows order `orderId`'s route as this transaction leaves it:
+   * the attempts written before, and the attempt updates held with it, which go in the same statement
+   * (e.g. an offer order's shop notification: no statement of its own).
+   */
+  writeWithRoute(orderId: string, sql: string, params: unknown[]): Promise<void> {
+    return this.holdOrSend({ sql, params, routeOf: orderId });
   }
 
   async lockOrder(id: string, skipLocked = false): Promise<OrderRecord | null> {

@@ -23,7 +23,7 @@ import {
   type ReportKind,
 } from './order-state.js';
 import type { AttemptRecord, OrderPatch, OrderRecord } from './order.records.js';
-import type { OrderTx } from './order-tx.js';
+import { ORDER_ROUTE, type OrderTx } from './order-tx.js';
 import { DomainEvents } from './domain-events.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 import { callbackNextPoll, nextPollInterval, pollPace } from './poll-backoff.js';
@@ -191,7 +191,13 @@ export class OrderUpdater {
       throw new Error(`order ${order.shopOrderNo}: ${trigger} does not allow ${order.status} → ${to}`);
     }
     const now = this.clock.now();
-    await this.recordChange(tx, order, to, source, now, { trigger, ...detail });
+    // announced with the supplier and SKU the move leaves the order at (a new attempt may change them)
+    const moved = {
+      ...order,
+      supplier: patch.supplier ?? order.supplier,
+      skuKey: patch.sku_key !== undefined ? patch.sku_key : order.skuKey,
+    };
+    await this.recordChange(tx, moved, to, source, now, { trigger, ...detail });
     return tx.updateOrder(order, {
       ...patch,
       status: to,
@@ -280,6 +286,8 @@ export class OrderUpdater {
     source: EventSource,
     now: Date,
   ): Promise<void> {
+    // the offer the order is placed through (CONTRACT §11), null when placed by SKU
+    const offer = order.offer ?? null;
     const insert = this.outbox.insert([
       {
         type: 'order.status_changed',
@@ -287,17 +295,20 @@ export class OrderUpdater {
         payload: {
           shop_order_no: order.shopOrderNo,
           supplier: order.supplier,
-          // the offer the order is placed through (CONTRACT §11), null when placed by SKU
-          offer: order.offer ?? null,
+          offer,
+          // an offer order's SKU at its current source, and its route (computed in the same statement)
+          ...(offer !== null ? { sku_key: order.skuKey } : {}),
           status: to,
           previous_status: from,
           source,
           attempt: order.attempt,
           at: now.toISOString(),
         },
+        ...(offer !== null ? { computed: { route: ORDER_ROUTE } } : {}),
       },
     ]);
-    if (insert) await tx.write(insert.sql, insert.params);
+    if (insert && offer !== null) await tx.writeWithRoute(order.id, insert.sql, insert.params);
+    else if (insert) await tx.write(insert.sql, insert.params);
     tx.afterCommit(() =>
       this.logger.log({
         msg: `order ${order.shopOrderNo}: ${from ?? 'new'} → ${to}`,

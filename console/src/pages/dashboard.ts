@@ -2,26 +2,65 @@
  * Dashboard: a red banner naming every supplier that refuses our credentials, the wallet, the last
  * sync, the orders needing a decision (`submit_unknown` and stuck), the upstream's request budget with
  * what the key carries and what reconciliation takes of it, the queued orders and the reconciliation
- * backlog (from `GET /health`), each supplier's state, orders by status, orders per day and sync
- * durations.
+ * backlog (from `GET /health`), each supplier's state, orders by status, orders per day, the offer
+ * orders' failovers by reason over the same days (`GET /internal/offer-failovers`) and sync durations.
  */
 import { api } from '../api.js';
 import { BarChart, type Bar } from '../charts.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
-import { ORDER_STATUSES, type Health, type Order, type OrderList, type SyncRunList, type Wallet } from '../types.js';
+import { ORDER_STATUSES, type Answer, type Health, type Order, type OrderList, type SyncRunList, type Wallet } from '../types.js';
 import { ago, Badge, Card, durationMs, ErrorBox, formatDuration, Loading, Money, pickText, Time, useInterval, useLoad } from '../ui.js';
 import { AuthFailedBanner } from './suppliers.js';
 
 const DAYS = 14;
 const MAX_ORDER_PAGES = 4;
 
-const dayKey = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+type Failovers = Answer<'/internal/offer-failovers', 'get'>;
 
-async function ordersPerDay(): Promise<{ bars: Bar[]; partial: boolean }> {
+/** The first day of the dashboard's window (local midnight, DAYS − 1 days ago). */
+function windowStart(): Date {
   const since = new Date();
   since.setHours(0, 0, 0, 0);
   since.setDate(since.getDate() - (DAYS - 1));
+  return since;
+}
+
+/** The offer orders' failovers by reason over the window, as the database recorded them. */
+const failoversByReason = () => api.get<Failovers>('/internal/offer-failovers', { since: windowStart().toISOString() });
+
+function FailoverCard({ failovers }: { failovers: Failovers }) {
+  return html`<p class="big"><span data-testid="failover-total">${failovers.total}</span> <span class="small">failovers</span></p>
+    ${
+      failovers.reasons.length === 0
+        ? html`<p class="muted small">No offer order moved to another source in the window.</p>`
+        : html`<table class="table" data-testid="failover-reasons">
+            <thead>
+              <tr>
+                <th>Reason</th>
+                <th>Failovers</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${failovers.reasons.map(
+                (r) =>
+                  html`<tr data-reason=${r.reason}>
+                    <td><code>${r.reason}</code></td>
+                    <td data-field="count">${r.count}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
+    <p class="muted small">
+      Offer orders moved to their next source after a refusal before any charge, since <${Time} at=${failovers.since} />.
+    </p>`;
+}
+
+const dayKey = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+
+async function ordersPerDay(): Promise<{ bars: Bar[]; partial: boolean }> {
+  const since = windowStart();
   const counts = new Map<string, number>();
   let partial = false;
   for (let page = 1; page <= MAX_ORDER_PAGES; page++) {
@@ -181,7 +220,9 @@ export function DashboardPage() {
   const counts = useLoad(statusCounts, []);
   const decision = useLoad(needingDecision, []);
   const perDay = useLoad(ordersPerDay, []);
+  const failovers = useLoad(failoversByReason, []);
   useInterval(() => {
+    void failovers.reload();
     void wallet.reload();
     void runs.reload();
     void counts.reload();
@@ -344,6 +385,9 @@ export function DashboardPage() {
               : html` <${BarChart} bars=${perDay.data.bars} label="orders per day" />
                   ${perDay.data.partial ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>` : null}`
         }
+      <//>
+      <${Card} title=${`Failovers by reason (last ${DAYS} days)`}>
+        ${failovers.error ? html`<${ErrorBox} error=${failovers.error} />` : !failovers.data ? html`<${Loading} />` : html`<${FailoverCard} failovers=${failovers.data} />`}
       <//>
       <${Card} title="Sync durations (last 20 runs)">
         ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : html`<${BarChart} bars=${durations} label="sync durations" format=${(v: number) => `${Number(v.toFixed(2))} s`} />`}

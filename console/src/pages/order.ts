@@ -1,5 +1,6 @@
 /**
- * One order: its facts, upstream ids and amounts, the delivered items (masked until revealed), its
+ * One order: its facts, upstream ids and amounts, an offer order's offer and route (one row per
+ * attempt: supplier, SKU, outcome, error code), the delivered items (masked until revealed), its
  * timeline, and the operator's actions (refresh, resolve, cancel, refund) behind confirmations.
  */
 import { useState } from 'preact/hooks';
@@ -64,6 +65,47 @@ function Timeline({ events }: { events: OrderEvent[] }) {
         </li>`,
     )}
   </ol>`;
+}
+
+type RouteEntry = NonNullable<Order['route']>[number];
+
+/** How an attempt ended, as a badge tone: `accepted` is the source that took the order. */
+const OUTCOME_TONE: Record<string, string> = {
+  accepted: 'good',
+  rejected: 'bad',
+  submit_unknown: 'warn',
+  queued: 'warn',
+  submitting: 'info',
+};
+
+/** An offer order's route: one row per attempt, where it went (supplier, SKU) and how it ended. */
+function RouteTable({ route }: { route: RouteEntry[] }) {
+  if (route.length === 0) return html`<p class="muted">No attempt recorded.</p>`;
+  return html`<table class="table" data-testid="order-route">
+    <thead>
+      <tr>
+        <th>Attempt</th>
+        <th>Supplier</th>
+        <th>SKU</th>
+        <th>Outcome</th>
+        <th>Error code</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${route.map(
+        (e) =>
+          html`<tr data-attempt=${e.attempt}>
+            <td data-field="attempt">${e.attempt}</td>
+            <td data-field="supplier"><a href=${href('/orders', { supplier: e.supplier })}>${e.supplier}</a></td>
+            <td data-field="sku_key">
+              ${e.sku_key ? html`<a href=${href(`/catalog/${encodeURIComponent(e.sku_key)}`)}><code>${e.sku_key}</code></a>` : html`<span class="muted">—</span>`}
+            </td>
+            <td data-field="outcome"><${Badge} value=${e.outcome} tone=${OUTCOME_TONE[e.outcome]} /></td>
+            <td data-field="error_code">${e.error_code ? html`<code>${e.error_code}</code>` : html`<span class="muted">—</span>`}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
 }
 
 /** An order the upstream showed an order for, after its attempt was closed here: settled with that upstream order only. */
@@ -218,6 +260,11 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
               supplierOf(o) ? html`<a href=${href('/orders', { supplier: supplierOf(o) })}>${supplierOf(o)}</a>` : null,
               'supplier',
             ],
+            ...(o.offer
+              ? ([['Offer', html`<a href=${href(`/offers/${encodeURIComponent(o.offer)}`)}><code>${o.offer}</code></a>`, 'offer']] as Array<
+                  [string, unknown, string]
+                >)
+              : []),
             [
               'SKU',
               html`<a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}
@@ -274,6 +321,17 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
         />
       <//>
     </div>
+
+    ${
+      o.offer
+        ? html`<${Card} title=${`Route through offer ${o.offer}`}>
+            <p class="muted small">
+              Each attempt at one of the offer's sources, in order: the next source is tried only after a refusal before any charge.
+            </p>
+            <${RouteTable} route=${o.route ?? []} />
+          <//>`
+        : null
+    }
 
     <${Card} title="Delivered items"><${Items} order=${o} /><//>
 

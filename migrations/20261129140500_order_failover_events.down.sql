@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS order_events_failovers;
