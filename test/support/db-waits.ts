@@ -1,0 +1,52 @@
+/**
+ * Waits on what the database shows, for tests that set up a race or need a later timestamp: a
+ * statement waiting for a lock, the database's clock past a stamp. Each is a condition polled with a
+ * deadline (waitFor), never a guessed delay.
+ */
+import type { TestDatabase } from './test-database.js';
+import { waitFor } from './wait.js';
+
+/**
+ * Resolves once `work` waits for a lock or has ended. On PostgreSQL the wait is seen in
+ * pg_stat_activity (a backend of the test's database in `wait_event_type = 'Lock'`). PGlite cannot be
+ * asked while the test holds a transaction, and needs no wait: it runs one transaction at a time, so
+ * every statement of `work` runs after the held transaction ends in any case.
+ */
+export async function waitsForLockOrEnds(db: TestDatabase, work: Promise<unknown>, what: string): Promise<void> {
+  if (db.kind === 'pglite') return;
+  let ended = false;
+  work.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  await waitFor(
+    async () =>
+      ended ||
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+      )[0].n > 0,
+    Boolean,
+    `${what} waiting for the lock, or ending`,
+  );
+}
+
+/**
+ * The database's time now, to the millisecond (as the service stamps rows: `date_trunc('milliseconds',
+ * transaction_timestamp())`), once its clock has moved past it: every transaction begun after this
+ * returns is stamped later than the value returned, and every one committed before is stamped at or
+ * before it.
+ */
+export async function databaseMillisecondPassed(db: TestDatabase): Promise<Date> {
+  const [{ now }] = await db.query<{ now: Date }>("SELECT date_trunc('milliseconds', clock_timestamp()) AS now");
+  await waitFor(
+    async () =>
+      (
+        await db.query<{ past: boolean }>("SELECT date_trunc('milliseconds', clock_timestamp()) > $1::timestamptz AS past", [now])
+      )[0].past,
+    Boolean,
+    `the database's clock past ${now.toISOString()}`,
+  );
+  return now;
+}
