@@ -9,7 +9,7 @@
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderRepository, type PollClaim } from '../src/orders/order.repository.js';
 import { useAppSuite } from './support/app-suite.js';
-import { waitsForLockOrEnds } from './support/db-waits.js';
+import { waitsForLock } from './support/db-waits.js';
 import { waitFor } from './support/wait.js';
 
 describe('poll applied from the claim (optimistic)', () => {
@@ -109,7 +109,7 @@ describe('poll applied from the claim (optimistic)', () => {
         (n) => n > reads,
         "the poll's read",
       );
-      await waitsForLockOrEnds(db, poll, "the poll's write");
+      await waitsForLock(db, poll, "the poll's write");
     });
     await poll;
     const after = await order(placed.id);

@@ -7,29 +7,28 @@ import type { TestDatabase } from './test-database.js';
 import { waitFor } from './wait.js';
 
 /**
- * Resolves once `work` waits for a lock or has ended. On PostgreSQL the wait is seen in
- * pg_stat_activity (a backend of the test's database in `wait_event_type = 'Lock'`). PGlite cannot be
- * asked while the test holds a transaction, and needs no wait: it runs one transaction at a time, so
- * every statement of `work` runs after the held transaction ends in any case.
+ * Resolves once `work` waits for a lock, for a test that holds the lock in a transaction of its own
+ * and means `work` to meet it. On PostgreSQL the wait is seen in pg_stat_activity (a backend of the
+ * test's database in `wait_event_type = 'Lock'`), and `work` ending first is an error: the race the
+ * test sets up did not happen. PGlite cannot be asked while the test holds a transaction, and needs no
+ * wait: it runs one transaction at a time, so every statement of `work` runs after the held
+ * transaction ends in any case.
  */
-export async function waitsForLockOrEnds(db: TestDatabase, work: Promise<unknown>, what: string): Promise<void> {
+export async function waitsForLock(db: TestDatabase, work: Promise<unknown>, what: string): Promise<void> {
   if (db.kind === 'pglite') return;
   let ended = false;
   work.then(
     () => (ended = true),
     () => (ended = true),
   );
-  await waitFor(
-    async () =>
-      ended ||
-      (
-        await db.query<{ n: number }>(
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      )[0].n > 0,
-    Boolean,
-    `${what} waiting for the lock, or ending`,
-  );
+  const waiting = async () =>
+    (
+      await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+      )
+    )[0].n > 0;
+  const seen = await waitFor(async () => (ended ? 'ended' : (await waiting()) ? 'waiting' : null), Boolean, `${what} waiting for the lock`);
+  if (seen === 'ended') throw new Error(`${what} ended without waiting for the lock the test holds`);
 }
 
 /**
