@@ -113,7 +113,6 @@ describe('the claim of a running sync run', () => {
 
   it('a process never recovers the run it is executing itself, however late its heartbeat', async () => {
     sandbox.faults.set({ latencyMs: 200 });
-    const [{ before }] = await db.query<{ before: Date }>('SELECT clock_timestamp() AS before');
     const runId = await startRun(a);
     await db.query(`UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1`, [runId]);
     const again = await a.http.post('/internal/catalog/sync', { mode: 'full' });

@@ -31,7 +31,12 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
     });
     // its 50 ms lease over by the database's clock, which the sweep judges it by
     await waitFor(
-      async () => (await db.query<{ over: boolean }>('SELECT sending_until < now() AS over FROM order_attempts WHERE order_id = $1', [created.order.id]))[0].over,
+      async () =>
+        (
+          await db.query<{ over: boolean }>('SELECT sending_until < now() AS over FROM order_attempts WHERE order_id = $1', [
+            created.order.id,
+          ])
+        )[0].over,
       Boolean,
       "the sender's lease to end",
     );

@@ -41,9 +41,7 @@ export async function databaseMillisecondPassed(db: TestDatabase): Promise<Date>
   const [{ now }] = await db.query<{ now: Date }>("SELECT date_trunc('milliseconds', clock_timestamp()) AS now");
   await waitFor(
     async () =>
-      (
-        await db.query<{ past: boolean }>("SELECT date_trunc('milliseconds', clock_timestamp()) > $1::timestamptz AS past", [now])
-      )[0].past,
+      (await db.query<{ past: boolean }>("SELECT date_trunc('milliseconds', clock_timestamp()) > $1::timestamptz AS past", [now]))[0].past,
     Boolean,
     `the database's clock past ${now.toISOString()}`,
   );
