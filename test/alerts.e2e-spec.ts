@@ -20,7 +20,8 @@ import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
-import { sleep, waitFor } from './support/wait.js';
+import { waitsForLock } from './support/db-waits.js';
+import { waitFor } from './support/wait.js';
 
 interface Replica {
   relay: RelayApp;
@@ -357,7 +358,7 @@ describe('operator alerts', () => {
     await a.dataSource.transaction(async (em) => {
       await a.alerts.checkWallet('500.00', 'CNY', em, (effect) => held.push(effect));
       other = b.alerts.checkWallet('500.00', 'CNY');
-      await sleep(200);
+      await waitsForLock(db, other, "the other replica's check");
     });
     for (const effect of held) effect();
     await other;

@@ -14,7 +14,8 @@ import { DataSource } from 'typeorm';
 import { CatalogReadRepository } from '../src/catalog/catalog-read.repository.js';
 import { CatalogService } from '../src/catalog/catalog.service.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep } from './support/wait.js';
+import { databaseMillisecondPassed } from './support/db-waits.js';
+import { waitFor } from './support/wait.js';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -27,8 +28,8 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     const repo = app.relay.app.get(CatalogReadRepository);
 
     const products = sandbox.catalog.listedProducts();
-    const cursor0 = new Date(Date.now() + 50);
-    await sleep(100);
+    // after every stamp of the seeding sync, before every stamp of the writes below
+    const cursor0 = await databaseMillisecondPassed(suite.db);
 
     const queue = products.map((p) => p.id);
     const changed = new Set<string>();
@@ -57,6 +58,12 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     };
 
     let overflow = 0;
+    // Once the writes are done, every reader finishes its poll in progress and waits here; the last
+    // reads begin only when the database's clock is past every write's stamp, so that no fence (the
+    // start of a read in progress on another connection included) hides a committed write.
+    let caughtUp!: () => void;
+    const lastReads = new Promise<void>((resolve) => (caughtUp = resolve));
+    let following = 0;
     const reader = async (read: (since: Date) => Promise<{ items: Array<{ sku_code: string; updated_at: Date }> }>) => {
       let cursor = cursor0;
       const seen = new Set<string>();
@@ -69,8 +76,10 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
         }
         return items.length;
       };
+      following++;
       while (writing) await poll();
-      await sleep(200);
+      following--;
+      await lastReads;
       while ((await poll()) > 0);
       return seen;
     };
@@ -79,6 +88,13 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     const readers = [reader(service), reader(service), reader(service), reader(fencedFirst), reader(fencedFirst), reader(fencedFirst)];
     await Promise.all(Array.from({ length: 8 }, writer));
     writing = false;
+    await waitFor(
+      () => following,
+      (n) => n === 0,
+      'every reader to end its poll in progress',
+    );
+    await databaseMillisecondPassed(suite.db);
+    caughtUp();
     const seenBy = await Promise.all(readers);
 
     expect(overflow).toBe(0); // otherwise OFFSET paging (another finding) could explain a miss

@@ -11,7 +11,7 @@ import { CatalogRepository } from '../src/catalog/catalog.repository.js';
 import { CatalogService } from '../src/catalog/catalog.service.js';
 import { MAX_PAGE } from '../src/common/pagination.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep } from './support/wait.js';
+import { databaseMillisecondPassed } from './support/db-waits.js';
 
 type Sku = { sku_code: string; updated_at: string; product_id: number; category_id: number; sale_price: string };
 type List = { ok: boolean; items: Sku[]; total: number; page: number; page_size: number };
@@ -36,8 +36,11 @@ describe('following changed_since by keyset (after_sku_code)', () => {
       sandbox.catalog.setPrice(s.sku_code, (now + 0.01).toFixed(2));
     }
     await app.relay.app.get(CatalogService).refreshProduct(productId);
-    await sleep(3);
+    // the next write is stamped later (stamps are the database's, to the millisecond)
+    await databaseMillisecondPassed(suite.db);
   };
+  /** A changed_since after every stamp so far and before every later one. */
+  const cursorNow = async () => (await databaseMillisecondPassed(suite.db)).toISOString();
   /**
    * Nothing listed twice, in the list's order: (updated_at, sku_code) pairs distinct, updated_at never
    * going back (the order of codes within a time is the database's collation, compared with the
@@ -51,8 +54,7 @@ describe('following changed_since by keyset (after_sku_code)', () => {
   it('a SKU that changes again mid-follow is listed again at its new place; no change is missed, none is listed twice', async () => {
     const { sandbox } = suite;
     const [p1, p2, p3] = sandbox.catalog.listedProducts().slice(0, 3);
-    const cursor0 = new Date().toISOString();
-    await sleep(3);
+    const cursor0 = await cursorNow();
     await bump(p1.id);
     await bump(p2.id);
     await bump(p3.id);
@@ -89,8 +91,7 @@ describe('following changed_since by keyset (after_sku_code)', () => {
     const { app } = suite;
     const all = (await list({ page_size: 500 })).items;
     const parents = [...new Set(all.map((s) => Math.floor(s.category_id / 100)))].filter((p) => p > 0);
-    const cursor0 = new Date().toISOString();
-    await sleep(3);
+    const cursor0 = await cursorNow();
     const put = await app.http.put('/internal/pricing/rules', {
       rules: parents.map((id) => ({ scope: 'category', category_id: id, markup_percent: '37', markup_fixed: '0.01' })),
     });
@@ -130,8 +131,7 @@ describe('following changed_since by keyset (after_sku_code)', () => {
   it('changed_since alone lists what it always did; after_sku_code adds the rows of that very time after the code; total counts what is left', async () => {
     const { app } = suite;
     const parent = Math.floor((await list({ page_size: 1 })).items[0].category_id / 100);
-    const cursor0 = new Date().toISOString();
-    await sleep(3);
+    const cursor0 = await cursorNow();
     expect(
       (
         await app.http.put('/internal/pricing/rules', {

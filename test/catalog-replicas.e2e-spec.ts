@@ -4,7 +4,7 @@
  */
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { settlesWithin, sleep, waitFor } from './support/wait.js';
+import { settlesWithin, waitFor } from './support/wait.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
 async function getRun(app: TestApp, runId: string): Promise<Run> {
@@ -151,12 +151,18 @@ describe('catalog sync across replicas', () => {
 
   it('a shutdown during a run records it as failed (aborted), never leaves it running', async () => {
     const c = await startTestApp(db, sandbox);
-    sandbox.faults.set({ latencyMs: 300 });
+    // the run's first upstream request is held: the run is in progress when the shutdown comes
+    sandbox.faults.set({ rules: [{ kind: 'hold_before', times: 1 }] });
     const r = await c.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(r.status).toBe(202);
     const runId = (r.data as { run_id: string }).run_id;
-    await sleep(100);
+    await waitFor(
+      () => sandbox.heldRequests,
+      (n) => n === 1,
+      "the run's first request held",
+    );
     await c.close();
+    sandbox.releaseHeld();
     const run = await getRun(a, runId);
     expect(run).toMatchObject({ status: 'failed', error: 'aborted: the service is shutting down' });
     sandbox.faults.reset();

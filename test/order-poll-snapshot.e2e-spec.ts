@@ -9,7 +9,8 @@
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderRepository, type PollClaim } from '../src/orders/order.repository.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep } from './support/wait.js';
+import { waitsForLock } from './support/db-waits.js';
+import { waitFor } from './support/wait.js';
 
 describe('poll applied from the claim (optimistic)', () => {
   const suite = useAppSuite({
@@ -94,15 +95,21 @@ describe('poll applied from the claim (optimistic)', () => {
   });
 
   it('waits for a transaction holding the order and applies the answer to what it committed', async () => {
-    const { app, sandbox } = suite;
+    const { app, db, sandbox } = suite;
     const placed = await placedAndClaimed();
     sandbox.setOrderStatus(placed.upstreamId, 'fulfilling');
     let poll: Promise<boolean> | null = null;
     await app.relay.app.get(OrderRepository).transaction(async (tx) => {
       const locked = await tx.lockOrder(placed.id);
       await tx.updateOrder(locked!, { status: 'paid', status_changed_at: new Date(), updated_at: new Date() });
+      const reads = sandbox.stats.requests.getOrder;
       poll = follow.pollOne(placed.claim); // its read goes out; its write waits for this transaction
-      await sleep(300);
+      await waitFor(
+        () => sandbox.stats.requests.getOrder,
+        (n) => n > reads,
+        "the poll's read",
+      );
+      await waitsForLock(db, poll, "the poll's write");
     });
     await poll;
     const after = await order(placed.id);

@@ -13,7 +13,7 @@ import type { OrderRecord } from '../src/orders/order.records.js';
 import { SnapshotUnusable, type OrderSnapshot, type OrderTx } from '../src/orders/order-tx.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
-import { sleep } from './support/wait.js';
+import { waitsForLock } from './support/db-waits.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('optimistic outcome write (fromSnapshot)', () => {
@@ -106,7 +106,7 @@ describe('optimistic outcome write (fromSnapshot)', () => {
     await ds.transaction(async (em) => {
       await em.query("UPDATE orders SET status = 'canceled' WHERE id = $1", [snap.order.id]);
       optimistic = repo.fromSnapshot(snap, accept(snap, effects)); // blocks on the row lock
-      await sleep(100);
+      await waitsForLock(db, optimistic, 'the optimistic write');
     });
     expect(await optimistic).toBeNull();
     expect(await state(snap.order.id)).toEqual({ order: 'canceled', attempt: 'submitting', events: 1 });
@@ -208,7 +208,7 @@ describe('optimistic outcome write (fromSnapshot)', () => {
       ]);
       await em.query('UPDATE orders SET updated_at = now() WHERE id = $1', [snap.order.id]);
       locked = repo.transaction((tx) => lock(tx, snap)); // blocks on the row lock
-      await sleep(100);
+      await waitsForLock(db, locked, 'the lock');
     });
     const order = await locked;
     expect(order?.refundAt).toBeInstanceOf(Date);

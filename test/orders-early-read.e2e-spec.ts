@@ -4,10 +4,13 @@
  * is only a head start: its product must be the one the local read names, and its answer (an error
  * included) counts only once the local checks have passed.
  */
+import { performance } from 'node:perf_hooks';
+import { jest } from '@jest/globals';
 import pg from 'pg';
+import { CatalogService } from '../src/catalog/catalog.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { getOrder, seedCatalog, type OrderView } from './support/child-app.js';
-import { sleep } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 describe('orders: the product read started beside the local read', () => {
   const t = useAppSuite({
@@ -58,16 +61,33 @@ describe('orders: the product read started beside the local read', () => {
   it('a head start that answered long before the local read did (the read waited for a lock) is read again', async () => {
     expect((await place(no('SLOW'), 'E-STAY')).status).toBe(201);
     const reads = productReads();
+    // when the head start's answer settled, as the service notes it (performance.now())
+    const catalog = t.app.relay.app.get(CatalogService);
+    const readProduct = catalog.readProduct.bind(catalog);
+    let settledAt: number | null = null;
+    const spy = jest.spyOn(catalog, 'readProduct').mockImplementationOnce(async (...args) => {
+      const answer = await readProduct(...args);
+      settledAt = answer.settledAt;
+      return answer;
+    });
     const locker = new pg.Client({ connectionString: t.db.url });
     await locker.connect();
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE catalog_skus IN ACCESS EXCLUSIVE MODE');
       const placing = place(no('SLOW'), 'E-STAY');
-      await sleep(1000); // the head start answers meanwhile; the local read waits for the lock (250 ms is the limit)
+      // The head start answers meanwhile; the local read waits for the lock until the answer is older
+      // than the service uses (EARLY_READ_MAX_AGE_MS, 250 ms): a wait for that age, the product's own
+      // bound, on the clock the service measures it with.
+      await waitFor(
+        () => settledAt,
+        (at) => at !== null && performance.now() - at > 250,
+        'the head start answered more than 250 ms ago',
+      );
       await locker.query('COMMIT');
       expect((await placing).status).toBe(201);
     } finally {
+      spy.mockRestore();
       await locker.end();
     }
     expect(productReads() - reads).toBe(2); // the head start, too old once the checks needed it, and a fresh read

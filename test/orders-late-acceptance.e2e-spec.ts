@@ -10,8 +10,8 @@ import { requestFingerprint } from '../src/orders/order-request.js';
 import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep } from './support/child-app.js';
 import { reserveOrder } from './support/reserved-order.js';
+import { waitFor } from './support/wait.js';
 
 describe('orders: an acceptance recorded after its attempt was closed', () => {
   const suite = useAppSuite({ sandbox: { catalog: { products: 2 } }, workers: false, seed: true });
@@ -24,12 +24,22 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
 
   /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
   async function settledNotPlaced(shopOrderNo: string): Promise<string> {
-    const { app } = suite;
+    const { app, db } = suite;
     const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, {
       skuCode,
       requestFingerprint: requestFingerprint(body(shopOrderNo)),
     });
-    await sleep(120);
+    // its 50 ms lease over by the database's clock, which the sweep judges it by
+    await waitFor(
+      async () =>
+        (
+          await db.query<{ over: boolean }>('SELECT sending_until < now() AS over FROM order_attempts WHERE order_id = $1', [
+            created.order.id,
+          ])
+        )[0].over,
+      Boolean,
+      "the sender's lease to end",
+    );
     await app.relay.app.get(OrderFollowService).sweepStale();
     const r = await app.http.post(`/internal/orders/${shopOrderNo}/resolve`, { not_placed: true, reason: 'operator checked the upstream' });
     expect(r.status).toBe(200);

@@ -3,18 +3,22 @@
  * them at a time; README "Shutdown": the reads in flight end and their claims are given back).
  */
 import { jest } from '@jest/globals';
+import { Clock } from '../src/common/clock.js';
+import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderPoller } from '../src/orders/order-poller.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { seedCatalog } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { useAppSuite } from './support/app-suite.js';
-import { sleep } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * The poller claims 20 orders, then reads them 8 at a time: the claim's lease covers every wave (it
  * covered one: the third wave's reads started after their lease had run out, and another replica
- * claimed and read the same orders meanwhile).
+ * claimed and read the same orders meanwhile). Replica A's reads are held until the test lets each
+ * wave go; replica B's clock stands where the last wave's reads may begin at the latest (two waves of
+ * reads, each as long as a read's lease, after A's claim), and B runs a pass while each wave is held.
  */
 describe('poll claims: a claimed batch is held until its last read', () => {
   const t = useAppSuite({
@@ -27,7 +31,7 @@ describe('poll claims: a claimed batch is held until its last read', () => {
   });
 
   it('never has one order read by two replicas at once', async () => {
-    const { db, sandbox } = t;
+    const { db } = t;
     const [a, b] = t.apps;
     for (let i = 0; i < 20; i++) {
       const r = await a.http.post('/internal/orders', { shop_order_no: `RL-${i}`, sku_code: 'RL-1', quantity: 1 });
@@ -35,9 +39,15 @@ describe('poll claims: a claimed batch is held until its last read', () => {
     }
     await db.query("UPDATE orders SET next_poll_at = now() - interval '1 second', poll_lease_until = NULL WHERE shop_order_no LIKE 'RL-%'");
 
-    // who is reading which upstream order right now
+    // who is reading which upstream order right now; A's reads wait for the test before they go out
     const inFlight = new Map<number, string>();
     const overlaps: string[] = [];
+    const reads = { A: 0, B: 0 };
+    let heldA: Array<() => void> = [];
+    const releaseA = () => {
+      for (const release of heldA) release();
+      heldA = [];
+    };
     for (const [name, app] of [
       ['A', a],
       ['B', b],
@@ -48,31 +58,42 @@ describe('poll claims: a claimed batch is held until its last read', () => {
         const other = inFlight.get(id);
         if (other !== undefined && other !== name) overlaps.push(`order ${id}: read by ${name} while ${other} reads it`);
         inFlight.set(id, name);
+        reads[name]++;
         try {
+          if (name === 'A') await new Promise<void>((resolve) => heldA.push(resolve));
           return await real(id, signal);
         } finally {
           if (inFlight.get(id) === name) inFlight.delete(id);
         }
       });
     }
-    // a slow upstream, each read well within UPSTREAM_TIMEOUT_MS
-    sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 850 }] });
     try {
-      let aDone = false;
-      const pollerA = a.relay.app.get(OrderPoller);
+      const claimedAfter = a.relay.app.get(Clock).nowMs();
+      const readLeaseMs = a.relay.app.get(OrderFollowService).pollLeaseMs;
+      jest.spyOn(b.relay.app.get(Clock), 'now').mockImplementation(() => new Date(claimedAfter + 2 * readLeaseMs + 1));
+      const passA = a.relay.app.get(OrderPoller).tick();
       const pollerB = b.relay.app.get(OrderPoller);
-      const passA = pollerA.tick().finally(() => (aDone = true));
-      // replica B runs its passes meanwhile, as its own timer would
-      while (!aDone) {
+      for (const [started, held] of [
+        [8, 8],
+        [16, 8],
+        [20, 4],
+      ]) {
+        await waitFor(
+          () => ({ started: reads.A, held: heldA.length }),
+          (w) => w.started === started && w.held === held,
+          `A's wave of reads up to ${started} held`,
+        );
+        // replica B runs a pass meanwhile, as its own timer would
         await pollerB.tick();
-        await sleep(100);
+        releaseA();
       }
       await passA;
     } finally {
-      sandbox.faults.reset();
+      releaseA();
       jest.restoreAllMocks();
     }
     expect(overlaps).toEqual([]);
+    expect(reads).toEqual({ A: 20, B: 0 });
   });
 });
 
@@ -114,9 +135,11 @@ describe('poll claims: a poll ended by the shutdown is not counted as a failed r
     await db.query(
       "UPDATE orders SET next_poll_at = now() - interval '1 second', poll_interval_ms = 120000 WHERE shop_order_no = 'RS-ORDER'",
     );
-    const deadline = Date.now() + 20_000;
-    while (reads === 0 && Date.now() < deadline) await sleep(50);
-    expect(reads).toBeGreaterThan(0);
+    await waitFor(
+      () => reads,
+      (n) => n > 0,
+      "the poll's read received",
+    );
 
     await app.close();
     app = null;

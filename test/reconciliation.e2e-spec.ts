@@ -15,7 +15,7 @@ import { ReconciliationScheduler } from '../src/reconciliation/reconciliation.sc
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import axios, { type AxiosInstance } from 'axios';
 import { useAppSuite } from './support/app-suite.js';
-import { seedCatalog, sleep, waitForOrder, type OrderView } from './support/child-app.js';
+import { seedCatalog, waitForOrder, type OrderView } from './support/child-app.js';
 import { FakeShop } from './support/fake-shop.js';
 import { openTestDatabase, startSandbox, TEST_TOKEN, testEnv, type TestDatabase } from './support/test-app.js';
 import { TestClock } from './support/test-clock.js';
@@ -237,9 +237,15 @@ describe('on-demand reconciliation runs', () => {
   it('reads the finished orders created in the range: progress, items, 409 while it runs', async () => {
     const http = t.app.http;
     const old = await placeDelivered(http, 'RUN-OLD', 'REC-2');
-    await sleep(20);
-    const from = new Date();
-    await sleep(20);
+    // the range begins just after RUN-OLD's created_at (the service's clock, to the millisecond); the
+    // orders below are created once that clock is past it
+    const [{ created }] = await t.db.query<{ created: Date }>("SELECT created_at AS created FROM orders WHERE shop_order_no = 'RUN-OLD'");
+    const from = new Date(created.getTime() + 1);
+    await waitFor(
+      () => Date.now(),
+      (now) => now >= from.getTime(),
+      "the clock past RUN-OLD's created_at",
+    );
     const a = await placeDelivered(http, 'RUN-A', 'REC-2');
     await placeDelivered(http, 'RUN-B', 'REC-2');
     const c = await placeDelivered(http, 'RUN-C', 'REC-2');
@@ -247,8 +253,8 @@ describe('on-demand reconciliation runs', () => {
     t.sandbox.refundOrder(old.upstream_order_id!);
     t.sandbox.refundOrder(a.upstream_order_id!);
     t.sandbox.refundOrder(c.upstream_order_id!, '1.25');
-    // each read answers slowly: the run is still running when it is asked for again
-    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'delay', delayMs: 400, times: 3 }] });
+    // the run's first read is held until the test lets it go: the run is still running when it is asked for again
+    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hold_before', times: 1 }] });
 
     const started = await http.post('/internal/reconciliation', { from: from.toISOString(), to: to.toISOString() });
     expect(started.status).toBe(202);
@@ -267,6 +273,12 @@ describe('on-demand reconciliation runs', () => {
       to: to.toISOString(),
       finished_at: null,
     });
+    await waitFor(
+      () => t.sandbox.heldRequests,
+      (n) => n === 1,
+      "the run's first read held",
+    );
+    t.sandbox.releaseHeld();
 
     const done = await waitFor(
       () => getRun(runId),

@@ -89,6 +89,23 @@ interface Row {
   due_in_ms: number;
 }
 
+/** The database's time now (for a bracket: a stamp written after this is not earlier). */
+const databaseNow = async (db: TestDatabase): Promise<Date> => (await db.query<{ now: Date }>('SELECT now() AS now'))[0].now;
+
+/**
+ * Whether the event's next_attempt_at is `ms` after a time of the database's clock between `since`
+ * and now: set from that clock at a moment the test brackets, whatever the time the test took.
+ */
+const dueFrom = async (db: TestDatabase, subject: string, since: Date, ms: number) =>
+  (
+    await db.query<{ not_before: boolean; not_after: boolean }>(
+      `SELECT next_attempt_at >= $2::timestamptz + make_interval(secs => $3 / 1000.0) AS not_before,
+              next_attempt_at <= now() + make_interval(secs => $3 / 1000.0) AS not_after
+         FROM outbox_events WHERE subject = $1`,
+      [subject, since, ms],
+    )
+  )[0];
+
 const rowOf = async (db: TestDatabase, subject: string): Promise<Row | undefined> =>
   (
     await db.query<Row>(
@@ -250,6 +267,7 @@ describe('shop webhook delivery: deadlines and leases', () => {
     let b: App | null = null;
     try {
       shop.mode = (s) => (s === 'SO-HOLD' ? 'hold' : 'ok');
+      const beforeClaim = await databaseNow(db);
       await a.append([orderEvent('SO-HOLD')]);
       a.sender.kick();
       await waitFor(
@@ -260,7 +278,7 @@ describe('shop webhook delivery: deadlines and leases', () => {
       // Leased by the database's clock from the claim: the whole lease ahead, whatever the clocks say.
       const leased = await rowOf(db, 'SO-HOLD');
       expect(leased!.lease_token).not.toBeNull();
-      expect(leased!.due_in_ms).toBeGreaterThan(a.sender.timing.leaseMs - 5_000);
+      expect(await dueFrom(db, 'SO-HOLD', beforeClaim, a.sender.timing.leaseMs)).toEqual({ not_before: true, not_after: true });
       expect(a.sender.timing.leaseMs).toBeGreaterThanOrEqual(2 * a.sender.timing.requestMs);
 
       // A second replica whose clock is two minutes ahead (the old claim compared its own clock).
@@ -309,13 +327,13 @@ describe('shop webhook delivery: deadlines and leases', () => {
         recorded: false,
       });
       expect(await rowOf(db, 'SO-LEASE')).toMatchObject({ status: 'pending', attempts: 0, lease_token: second.leaseToken });
+      const beforeRecord = await databaseNow(db);
       expect(
         await outbox.recordAttempt(second, { status: 'pending', retryInMs: 30_000, httpStatus: 503, error: 'HTTP 503' }),
       ).toMatchObject({ recorded: true });
       const row = await rowOf(db, 'SO-LEASE');
       expect(row).toMatchObject({ status: 'pending', attempts: 1, last_status: 503, lease_token: null });
-      expect(row!.due_in_ms).toBeGreaterThan(25_000);
-      expect(row!.due_in_ms).toBeLessThanOrEqual(30_000);
+      expect(await dueFrom(db, 'SO-LEASE', beforeRecord, 30_000)).toEqual({ not_before: true, not_after: true });
     } finally {
       await app.close();
       await db.close();

@@ -60,6 +60,17 @@ describe('sandbox control API', () => {
     expect((await control('POST', '/faults', 'not json')).status).toBe(400);
   });
 
+  it('releases the requests held by hold_before, and counts them in the state', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'ping', kind: 'hold_before', times: 2 }] });
+    const pings = [signedRequest(sandbox.credentials, 'POST', '/ping'), signedRequest(sandbox.credentials, 'POST', '/ping')];
+    while (sandbox.heldRequests < 2) await new Promise<void>((resolve) => sandbox.events.once('request', () => resolve()));
+    expect((await control('GET', '/state')).body.counts).toMatchObject({ held_requests: 2 });
+    expect((await control('POST', '/held/release', { n: -1 })).status).toBe(400);
+    expect((await control('POST', '/held/release', { n: 1 })).body).toEqual({ ok: true, released: 1, held_requests: 1 });
+    expect((await control('POST', '/held/release')).body).toEqual({ ok: true, released: 1, held_requests: 0 });
+    expect((await Promise.all(pings)).map((r) => r.status)).toEqual([200, 200]);
+  });
+
   it('delivers, refunds and sets the status of orders', async () => {
     const o = await createOrder();
     const delivered = await control('POST', `/orders/${o.order_id}/deliver`, { payload: 'CODE-1\nCODE-2' });

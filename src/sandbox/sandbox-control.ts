@@ -14,6 +14,7 @@
  *                                              {"withdrawWhilePaging":{"afterPage":1}}: see sandbox-faults.ts)
  *   POST /__sandbox/faults/reset               no faults
  *   POST /__sandbox/faults/rules               body: FaultRule → faults.add()
+ *   POST /__sandbox/held/release               body: {n?}: the oldest n requests held by `hold_before` (default all) go on
  *   GET  /__sandbox/rate-limit                 the limiter's rule ({requests, window_ms, block_ms} | null) and live keys
  *   POST /__sandbox/rate-limit                 body: {requests, window_ms, block_ms?} or {off: true}: the limiter
  *                                              (Dujiao-Next's: see sandbox-rate-limit.ts), counters emptied
@@ -112,6 +113,7 @@ export function controlRoute(
           orders: target.orderCount(),
           callbacks: server.callbackLog.length,
           held_callbacks: target.heldCallbacks(),
+          held_requests: server.heldRequests,
         },
         stats: server.stats,
         faults: faults.snapshot(),
@@ -149,6 +151,12 @@ export function controlRoute(
     case 'POST /faults/rules':
       faults.add(body as unknown as FaultRule);
       return { faults: faults.snapshot() };
+    case 'POST /held/release': {
+      const n = body.n === undefined ? undefined : int('n');
+      if (n !== undefined && n < 0) throw new RangeError('n must not be negative');
+      const released = server.releaseHeld(n);
+      return { released, held_requests: server.heldRequests };
+    }
     case 'POST /connections/refuse': {
       const ms = body.ms === undefined ? 5000 : int('ms');
       target.refuseFor(ms);

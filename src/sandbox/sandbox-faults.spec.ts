@@ -149,6 +149,21 @@ describe('sandbox faults', () => {
     expect(sandbox.faults.rules).toEqual([]);
   });
 
+  it('hold_before: holds the request, doing nothing, until released; then does the work and answers', async () => {
+    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'hold_before', times: 2 }] });
+    const first = createOrder();
+    const second = createOrder();
+    const received = () => sandbox.stats.createsReceived;
+    while (sandbox.heldRequests < 2) await new Promise<void>((resolve) => sandbox.events.once('request', () => resolve()));
+    expect([received(), sandbox.stats.createsExecuted, sandbox.orders()]).toEqual([2, 0, []]);
+    expect(sandbox.releaseHeld(1)).toBe(1);
+    expect((await first).status).toBe(200);
+    expect([sandbox.heldRequests, sandbox.orders()]).toEqual([1, [expect.objectContaining({ quantity: 1 })]]);
+    expect(sandbox.releaseHeld()).toBe(1);
+    expect((await second).status).toBe(200);
+    expect([sandbox.heldRequests, sandbox.orders().length, sandbox.releaseHeld()]).toEqual([0, 2, 0]);
+  });
+
   it('latencyMs is readable and applies to every request', async () => {
     sandbox.faults.set({ latencyMs: 30 });
     expect(sandbox.faults.latencyMs).toBe(30);
@@ -255,6 +270,18 @@ describe('sandbox faults', () => {
       ['answered', 429],
       ['answered', 200],
     ]);
+  });
+
+  it('stop() ends a held request without doing its work', async () => {
+    const own = new SandboxServer({ catalog: { products: 5 } });
+    await own.start();
+    own.faults.set({ rules: [{ kind: 'hold_before' }] });
+    const pending = errorCodeOf(signedRequest(own.credentials, 'POST', '/ping', { timeoutMs: 30_000 }));
+    await new Promise<void>((resolve) => own.events.once('request', () => resolve()));
+    expect(own.heldRequests).toBe(1);
+    await own.stop();
+    expect(await pending).toMatch(/ECONNRESET/);
+    expect(own.heldRequests).toBe(0);
   });
 
   it('stop() closes a hung connection', async () => {

@@ -16,6 +16,9 @@
  *                   order_no, status:'canceled'}`, as Dujiao-Next names the order it canceled
  * - `coded_error`   answer `status` (default 400) with `errorCode` (default 'bad_request') without work
  * - `delay`         wait `delayMs` (default 1000) before the work, then answer normally
+ * - `hold_before`   hold the request, doing nothing, until released (`SandboxServer.releaseHeld()`,
+ *                   POST /__sandbox/held/release), then do the work and answer normally: a request
+ *                   kept in flight for exactly as long as a test needs (`heldRequests` counts them)
  *
  * Listing behaviours (GET /products), besides the rules:
  * - `updatedAfterFilter`: how `updated_after` is applied: `exclusive` (the default: products updated
@@ -43,6 +46,7 @@ export const FAULT_KINDS = [
   'payment_failed',
   'coded_error',
   'delay',
+  'hold_before',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 

@@ -109,6 +109,8 @@ export class SandboxServer {
   private listener: http.Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly sleeps = new Map<NodeJS.Timeout, () => void>();
+  /** Requests held by a `hold_before` rule, oldest first: each one's release. */
+  private held: Array<() => void> = [];
   private readonly controlTimers = new Set<NodeJS.Timeout>();
   private host = '127.0.0.1';
   private port: number | null = null;
@@ -191,6 +193,7 @@ export class SandboxServer {
       wake();
     }
     this.sleeps.clear();
+    this.releaseHeld();
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
     const servers = [...this.servers];
@@ -252,6 +255,7 @@ export class SandboxServer {
     this.userDisabled = false;
     this.catalog.regenerate();
     this.faults.reset();
+    this.releaseHeld();
     this.callbacks.clear();
     this.media.clear();
     this.media.resetStats();
@@ -445,6 +449,21 @@ export class SandboxServer {
     else socket.destroy();
   }
 
+  /** Requests held by a `hold_before` rule and not released yet. */
+  get heldRequests(): number {
+    return this.held.length;
+  }
+
+  /**
+   * Lets the oldest `n` held requests (default: every one) go on: each does its work and answers.
+   * Returns how many were released. stop() releases them too (they then see `closed` and give up).
+   */
+  releaseHeld(n = Number.POSITIVE_INFINITY): number {
+    const released = this.held.splice(0, n);
+    for (const release of released) release();
+    return released.length;
+  }
+
   /** A wait that stop() ends at once (handlers then see `closed` and give up). */
   private sleep(ms: number): Promise<void> {
     if (ms <= 0) return Promise.resolve();
@@ -527,6 +546,10 @@ export class SandboxServer {
         return done('hang');
       case 'delay':
         await this.sleep(rule.delayMs ?? 1000);
+        if (this.closed) return;
+        break;
+      case 'hold_before':
+        await new Promise<void>((resolve) => this.held.push(resolve));
         if (this.closed) return;
         break;
       default:
