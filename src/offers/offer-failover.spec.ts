@@ -37,7 +37,11 @@ describe('nextOfferStep', () => {
   });
 
   it('names the untried sources the price guard refuses before the next one to try, in route order', () => {
-    expect(nextOfferStep([refuseAt(a), tryAt(b)], [], null)).toEqual({ kind: 'try', source: b, refused: [{ source: a, code: 'price_changed' }] });
+    expect(nextOfferStep([refuseAt(a), tryAt(b)], [], null)).toEqual({
+      kind: 'try',
+      source: b,
+      refused: [{ source: a, code: 'price_changed' }],
+    });
     expect(nextOfferStep([tryAt(a), refuseAt(b), tryAt(c)], [ref(a)], refusal)).toEqual({
       kind: 'try',
       source: c,
@@ -57,7 +61,10 @@ describe('nextOfferStep', () => {
 
   it('is exhausted when every source was tried or refused, or there is none', () => {
     expect(nextOfferStep(steps, [ref(a), ref(b), ref(c)], refusal)).toEqual({ kind: 'exhausted', refused: [] });
-    expect(nextOfferStep([tryAt(a), refuseAt(b)], [ref(a)], refusal)).toEqual({ kind: 'exhausted', refused: [{ source: b, code: 'price_changed' }] });
+    expect(nextOfferStep([tryAt(a), refuseAt(b)], [ref(a)], refusal)).toEqual({
+      kind: 'exhausted',
+      refused: [{ source: b, code: 'price_changed' }],
+    });
     expect(nextOfferStep([refuseAt(a), refuseAt(b)], [], null)).toEqual({
       kind: 'exhausted',
       refused: [

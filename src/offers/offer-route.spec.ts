@@ -69,7 +69,12 @@ describe('planRoute', () => {
       expect(plan.skipped).toEqual([{ source: first, reason }]);
     }
     // the steps: the price guard's refusal of a source above the ceiling is met (and recorded); other skips are not
-    const met = reason === 'above_ceiling' ? [{ kind: 'refuse', source: first, code: 'price_changed' }] : reason === null ? [{ kind: 'try', source: first }] : [];
+    const met =
+      reason === 'above_ceiling'
+        ? [{ kind: 'refuse', source: first, code: 'price_changed' }]
+        : reason === null
+          ? [{ kind: 'try', source: first }]
+          : [];
     expect(plan.steps).toEqual([...met, { kind: 'try', source: second }]);
   });
 

@@ -113,7 +113,8 @@ export class OfferFailover {
     const route = await this.plan(offer, at.maxUnitCost);
     const tried: SourceRef[] = [at.current];
     if (at.orderId !== null) {
-      for (const e of await this.repo.route(at.orderId)) if (e.attempt >= at.passStart) tried.push({ supplier: e.supplier, sku_key: e.sku_key });
+      for (const e of await this.repo.route(at.orderId))
+        if (e.attempt >= at.passStart) tried.push({ supplier: e.supplier, sku_key: e.sku_key });
     }
     // the local SKUs of the sources ahead (the step's sources do not depend on the refusal); a source
     // its supplier's catalog lacks is passed over
@@ -143,7 +144,12 @@ export class OfferFailover {
       for (const r of step.refused) {
         failovers.push(reason);
         order = await this.reserve(tx, order, r.source, skus.get(r.source)!, reason, at, route.ceiling, withCallback);
-        order = await this.refuseReserved(tx, order, r.code, `the price guard refused ${r.source.supplier} ${r.source.sku_key} before any request: its cost is above the ceiling`);
+        order = await this.refuseReserved(
+          tx,
+          order,
+          r.code,
+          `the price guard refused ${r.source.supplier} ${r.source.sku_key} before any request: its cost is above the ceiling`,
+        );
         reason = r.code;
       }
       if (step.kind === 'try') {
@@ -216,6 +222,14 @@ export class OfferFailover {
     const attempt = await tx.lockAttempt(order.id, order.attempt);
     if (!attempt) throw new Error(`order ${order.shopOrderNo}: attempt ${order.attempt} vanished`);
     await tx.updateAttempt(attempt.id, { status: 'rejected', finished_at: this.clock.now(), error_code: code, error_message: message });
-    return this.updater.moveLocal(tx, order, 'dequeue', 'rejected', 'api', { error_code: code, error_message: message }, { attempt: order.attempt, error_code: code });
+    return this.updater.moveLocal(
+      tx,
+      order,
+      'dequeue',
+      'rejected',
+      'api',
+      { error_code: code, error_message: message },
+      { attempt: order.attempt, error_code: code },
+    );
   }
 }

@@ -72,7 +72,12 @@ export class OfferPlacement {
       throw e;
     }
     // each refusal reserved the next source's attempt: send it here, until the order stays somewhere
-    while (await this.reservedByFailover(result.order)) result = await this.sendReserved(result.order);
+    while (await this.reservedByFailover(result.order)) {
+      const sent = await this.sendReserved(result.order);
+      // not tried now (its product could not be read): left to the queue, answered 202 as this request left it
+      if (sent === null) return { httpStatus: 202, order: result.order };
+      result = sent;
+    }
     const order = result.order;
     if (order.status !== 'rejected') return result;
     if (passesOver(order.errorCode)) throw await this.noSource(input, offer.code, order);
@@ -93,9 +98,12 @@ export class OfferPlacement {
     return attempt?.status === 'queued' && attempt.request.route_from !== undefined;
   }
 
-  /** Sends an attempt a refusal reserved (the relay's queued send, its price guard included), then answers as the order settled. */
-  private async sendReserved(order: OrderRecord): Promise<PlaceResult> {
-    await this.relay.placeQueued(order.id, order.attempt, undefined, 'request');
+  /**
+   * Sends an attempt a refusal reserved (the relay's queued send, its price guard included), then
+   * answers as the order settled; null when it could not be tried now (left to the queue).
+   */
+  private async sendReserved(order: OrderRecord): Promise<PlaceResult | null> {
+    if (!(await this.relay.placeQueued(order.id, order.attempt, undefined, 'request'))) return null;
     let current = (await this.repo.findById(order.id)) ?? order;
     // the queue may have taken it first: wait for its send to settle
     for (let n = 0; current.status === 'submitting' && n < SETTLE_LOOKS; n++) {

@@ -164,7 +164,8 @@ export class OrderRelayService {
     // replays most likely, get none).
     // None either when a create confirmed the SKU's cost lately: the guard may need no read at all.
     // (hints are kept per supplier named, or none)
-    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
+    // (none for a source the route's price guard refused: nothing is asked of its supplier)
+    const hinted = this.recorded.has(input.shop_order_no) || refusal ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
     const early: EarlyRead | null =
       hinted === undefined ||
       !this.suppliers.find(hinted.supplier)?.config.enabled ||
@@ -359,8 +360,17 @@ export class OrderRelayService {
     const sku = localChecked(local, local.upstreamSkuId, local.costPrice);
     const { traceId, request } = this.attemptRequest(input, supplier, rejected, sku);
     const onRefused = await this.offerFollowUp(input, supplier, rejected, sku.skuKey);
-    const reserved = await this.reserve(input, supplier, fingerprint, rejected, sku, request, traceId, ceiling, 'queued', (tx, order, attemptId) =>
-      this.refuseInTx(tx, order, attemptId, e, onRefused),
+    const reserved = await this.reserve(
+      input,
+      supplier,
+      fingerprint,
+      rejected,
+      sku,
+      request,
+      traceId,
+      ceiling,
+      'queued',
+      (tx, order, attemptId) => this.refuseInTx(tx, order, attemptId, e, onRefused),
     );
     if (!reserved) return null;
     this.remember(input.shop_order_no);
@@ -383,7 +393,13 @@ export class OrderRelayService {
    * The order's `queued` attempt closed `rejected` with the refusal `e` (nothing was sent), the order
    * with it, and what follows the refusal (an offer order's next source) reserved in this transaction.
    */
-  private async refuseInTx(tx: OrderTx, order: OrderRecord, attemptId: string, e: AppError, onRefused?: RefusalFollowUp): Promise<OrderRecord> {
+  private async refuseInTx(
+    tx: OrderTx,
+    order: OrderRecord,
+    attemptId: string,
+    e: AppError,
+    onRefused?: RefusalFollowUp,
+  ): Promise<OrderRecord> {
     await tx.updateAttempt(attemptId, {
       status: 'rejected',
       finished_at: this.clock.now(),
@@ -448,6 +464,11 @@ export class OrderRelayService {
       if (caller === 'queue' && recorded.status === 'queued') this.events.publish({ type: 'order_queued', orderId });
       return true;
     };
+    // not tried now: still queued (a request that gives up on it hands it to the queue, woken)
+    const leftQueued = (): boolean => {
+      if (caller === 'request') this.events.publish({ type: 'order_queued', orderId });
+      return false;
+    };
     const input: PlaceOrderInput = {
       shop_order_no: order.shopOrderNo,
       supplier,
@@ -468,7 +489,7 @@ export class OrderRelayService {
       if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
       sku = checked.sku;
     } catch (e) {
-      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
+      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return leftQueued();
       movedOn(await this.refuseQueued(order, attempt, e, onRefused));
       return true;
     }
@@ -477,7 +498,7 @@ export class OrderRelayService {
       // the order's supplier's own budget: another supplier's queue never waits for it
       await this.suppliers.get(supplier).budget.take('create', { signal, operation: 'createOrder' });
     } catch {
-      return false; // shutdown, or the ledger could not be asked: still queued
+      return leftQueued(); // shutdown, or the ledger could not be asked: still queued
     }
     const started = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
@@ -542,7 +563,12 @@ export class OrderRelayService {
    * with the code, and what follows the refusal (an offer order's next source). Returns the order as
    * it then is (null: no longer queued).
    */
-  private async refuseQueued(order: OrderRecord, attempt: AttemptRecord, e: AppError, onRefused?: RefusalFollowUp): Promise<OrderRecord | null> {
+  private async refuseQueued(
+    order: OrderRecord,
+    attempt: AttemptRecord,
+    e: AppError,
+    onRefused?: RefusalFollowUp,
+  ): Promise<OrderRecord | null> {
     const recorded = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
       if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
@@ -671,7 +697,8 @@ export class OrderRelayService {
             status,
           );
           if (created) await this.updater.announce(tx, created.order, null, status, 'api', now);
-          if (created && then) return { order: await then(tx, created.order, created.attempt.id), attempt: created.attempt, snapshot: null };
+          if (created && then)
+            return { order: await then(tx, created.order, created.attempt.id), attempt: created.attempt, snapshot: null };
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
