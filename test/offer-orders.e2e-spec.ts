@@ -235,16 +235,20 @@ describe('orders through an offer', () => {
     expect(held(second, shopNo)).toHaveLength(0);
   });
 
-  it('a ceiling below the first source cost skips it with no request to it', async () => {
+  it('a ceiling below the first source cost: refused by the price guard with no request to it (an attempt of the route), placed at the second', async () => {
     const requests = t.sandbox.stats.totalRequests;
     const shopNo = no('CEIL');
     const r = await place({ shop_order_no: shopNo, offer: 'OFF-P', max_unit_cost: secondCost });
     expect(r.status).toBe(201);
     const order = (r.data as { order: OfferOrder }).order;
-    expect(order).toMatchObject({ supplier: 'second', attempt: 1 });
-    expect(order.route).toEqual([{ attempt: 1, supplier: 'second', sku_key: key, outcome: 'accepted', error_code: null }]);
+    expect(order).toMatchObject({ supplier: 'second', attempt: 2 });
+    expect(order.route).toEqual([
+      { attempt: 1, supplier: 'main', sku_key: key, outcome: 'rejected', error_code: 'price_changed' },
+      { attempt: 2, supplier: 'second', sku_key: key, outcome: 'accepted', error_code: null },
+    ]);
     expect(t.sandbox.stats.totalRequests).toBe(requests);
-    expect(held(second, shopNo)).toHaveLength(1);
+    // attempt 1's number was never sent: the second holds the order under attempt 2's
+    expect(held(second, shopNo).map((o) => o.downstream_order_no)).toEqual([`${shopNo}-2`]);
   });
 
   it('cheapest: the lower-cost source first', async () => {

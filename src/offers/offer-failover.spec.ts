@@ -1,5 +1,5 @@
 import { nextOfferStep } from './offer-failover.js';
-import type { RouteSource } from './offer-route.js';
+import type { RouteSource, RouteStep } from './offer-route.js';
 
 const src = (position: number, supplier: string): RouteSource => ({
   position,
@@ -8,34 +8,70 @@ const src = (position: number, supplier: string): RouteSource => ({
   cost_price: '1.00',
   available: true,
 });
-const tries = [src(0, 'main'), src(1, 'second')];
+const [a, b, c] = [src(0, 'main'), src(1, 'second'), src(2, 'third')];
+const tryAt = (source: RouteSource): RouteStep => ({ kind: 'try', source });
+const refuseAt = (source: RouteSource): RouteStep => ({ kind: 'refuse', source, code: 'price_changed' });
+const steps = [tryAt(a), tryAt(b), tryAt(c)];
+const ref = (s: RouteSource) => ({ supplier: s.supplier, sku_key: s.sku_key });
+const refusal = { status: 'rejected' as const, errorCode: 'insufficient_stock', sent: true };
 
 describe('nextOfferStep', () => {
   it('tries the first source first', () => {
-    expect(nextOfferStep(tries, 0, null)).toEqual({ kind: 'try', source: tries[0] });
+    expect(nextOfferStep(steps, [], null)).toEqual({ kind: 'try', source: a, refused: [] });
   });
 
-  it('moves to the next source after a definitive refusal before any charge', () => {
-    expect(nextOfferStep(tries, 1, { status: 'rejected', errorCode: 'insufficient_stock', sent: true })).toEqual({
+  it('moves to the next untried source after a definitive refusal before any charge', () => {
+    expect(nextOfferStep(steps, [ref(a)], refusal)).toEqual({ kind: 'try', source: b, refused: [] });
+    expect(nextOfferStep(steps, [ref(a), ref(b)], refusal)).toEqual({ kind: 'try', source: c, refused: [] });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'rejected', errorCode: 'upstream_unavailable', sent: false })).toEqual({
       kind: 'try',
-      source: tries[1],
+      source: b,
+      refused: [],
     });
-    expect(nextOfferStep(tries, 1, { status: 'rejected', errorCode: 'upstream_unavailable', sent: false })).toEqual({
+  });
+
+  it('goes by the sources tried, not their positions: a route planned again in another order skips them all', () => {
+    // cheapest, costs swapped since: the third is now first, the first (tried) second
+    expect(nextOfferStep([tryAt(c), tryAt(a), tryAt(b)], [ref(a)], refusal)).toEqual({ kind: 'try', source: c, refused: [] });
+    expect(nextOfferStep([tryAt(c), tryAt(a), tryAt(b)], [ref(a), ref(c)], refusal)).toEqual({ kind: 'try', source: b, refused: [] });
+  });
+
+  it('names the untried sources the price guard refuses before the next one to try, in route order', () => {
+    expect(nextOfferStep([refuseAt(a), tryAt(b)], [], null)).toEqual({
       kind: 'try',
-      source: tries[1],
+      source: b,
+      refused: [{ source: a, code: 'price_changed' }],
     });
+    expect(nextOfferStep([tryAt(a), refuseAt(b), tryAt(c)], [ref(a)], refusal)).toEqual({
+      kind: 'try',
+      source: c,
+      refused: [{ source: b, code: 'price_changed' }],
+    });
+    // recorded once: a refused source already in the attempts is not refused again
+    expect(nextOfferStep([refuseAt(a), tryAt(b), tryAt(c)], [ref(a), ref(b)], refusal)).toEqual({ kind: 'try', source: c, refused: [] });
   });
 
   it('stays after submit_unknown, a placement, a queued attempt or a refusal it does not pass over', () => {
-    expect(nextOfferStep(tries, 1, { status: 'submit_unknown' })).toEqual({ kind: 'stay' });
-    expect(nextOfferStep(tries, 1, { status: 'placed' })).toEqual({ kind: 'stay' });
-    expect(nextOfferStep(tries, 1, { status: 'queued' })).toEqual({ kind: 'stay' });
-    expect(nextOfferStep(tries, 1, { status: 'rejected', errorCode: 'upstream_unavailable', sent: true })).toEqual({ kind: 'stay' });
-    expect(nextOfferStep(tries, 1, { status: 'rejected', errorCode: 'bad_request', sent: false })).toEqual({ kind: 'stay' });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'submit_unknown' })).toEqual({ kind: 'stay' });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'placed' })).toEqual({ kind: 'stay' });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'queued' })).toEqual({ kind: 'stay' });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'rejected', errorCode: 'upstream_unavailable', sent: true })).toEqual({ kind: 'stay' });
+    expect(nextOfferStep(steps, [ref(a)], { status: 'rejected', errorCode: 'bad_request', sent: false })).toEqual({ kind: 'stay' });
   });
 
-  it('is exhausted when every source refused, or there is none to try', () => {
-    expect(nextOfferStep(tries, 2, { status: 'rejected', errorCode: 'insufficient_stock', sent: true })).toEqual({ kind: 'exhausted' });
-    expect(nextOfferStep([], 0, null)).toEqual({ kind: 'exhausted' });
+  it('is exhausted when every source was tried or refused, or there is none', () => {
+    expect(nextOfferStep(steps, [ref(a), ref(b), ref(c)], refusal)).toEqual({ kind: 'exhausted', refused: [] });
+    expect(nextOfferStep([tryAt(a), refuseAt(b)], [ref(a)], refusal)).toEqual({
+      kind: 'exhausted',
+      refused: [{ source: b, code: 'price_changed' }],
+    });
+    expect(nextOfferStep([refuseAt(a), refuseAt(b)], [], null)).toEqual({
+      kind: 'exhausted',
+      refused: [
+        { source: a, code: 'price_changed' },
+        { source: b, code: 'price_changed' },
+      ],
+    });
+    expect(nextOfferStep([], [], null)).toEqual({ kind: 'exhausted', refused: [] });
   });
 });

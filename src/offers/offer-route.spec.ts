@@ -68,6 +68,14 @@ describe('planRoute', () => {
       expect(positions(plan.tries)).toEqual([1]);
       expect(plan.skipped).toEqual([{ source: first, reason }]);
     }
+    // the steps: the price guard's refusal of a source above the ceiling is met (and recorded); other skips are not
+    const met =
+      reason === 'above_ceiling'
+        ? [{ kind: 'refuse', source: first, code: 'price_changed' }]
+        : reason === null
+          ? [{ kind: 'try', source: first }]
+          : [];
+    expect(plan.steps).toEqual([...met, { kind: 'try', source: second }]);
   });
 
   it('covers every reason in the table', () => {
@@ -81,6 +89,7 @@ describe('planRoute', () => {
       [1, 'unavailable'],
       [0, 'above_ceiling'],
     ]);
+    expect(plan.steps.map((s) => [s.kind, s.source.position])).toEqual([['refuse', 0]]);
   });
 });
 

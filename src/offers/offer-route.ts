@@ -13,6 +13,10 @@
  *      waiting for the block.
  * A source whose budget is merely exhausted is NOT skipped: it is tried and its attempt is `queued`
  * (failoverStep).
+ * The plan's `steps` are the sources in the routing's order that the order meets: each one to try, or
+ * one the price guard refuses without a request (`above_ceiling`: `price_changed`), which the order
+ * records as an attempt rejected before sending, so that its route shows it. The other skipped sources
+ * (supplier unknown or disabled, unavailable, key blocked) are passed over and recorded nowhere.
  *
  * `failoverStep`: `next` only after a definitive refusal before any charge (FAILOVER_CODES, and
  * `upstream_unavailable` when nothing was sent); `queued` when the budget held the attempt back (not a
@@ -43,9 +47,17 @@ export interface SupplierState {
 export const SKIP_REASONS = ['supplier_unknown', 'supplier_disabled', 'unavailable', 'above_ceiling', 'key_blocked'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
+/** A source the order meets on its route: tried, or refused by the price guard before any request (`code`). */
+export type RouteStep = { kind: 'try'; source: RouteSource } | { kind: 'refuse'; source: RouteSource; code: string };
+
+/** The price guard's refusal of a source whose local cost is above the ceiling (CONTRACT §5 `price_changed`). */
+export const CEILING_REFUSAL = 'price_changed';
+
 export interface RoutePlan {
   /** The sources to try, in order. */
   tries: RouteSource[];
+  /** The sources tried and those the price guard refuses (`above_ceiling`), in the routing's order. */
+  steps: RouteStep[];
   /** The others, in the routing's order, each with why it is not tried. */
   skipped: Array<{ source: RouteSource; reason: SkipReason }>;
 }
@@ -82,11 +94,16 @@ export function planRoute(
   ceiling: string | null,
   nowMs: number,
 ): RoutePlan {
-  const plan: RoutePlan = { tries: [], skipped: [] };
+  const plan: RoutePlan = { tries: [], steps: [], skipped: [] };
   for (const source of routeOrder(routing, sources)) {
     const reason = skipReason(source, suppliers.get(source.supplier), ceiling, nowMs);
-    if (reason === null) plan.tries.push(source);
-    else plan.skipped.push({ source, reason });
+    if (reason === null) {
+      plan.tries.push(source);
+      plan.steps.push({ kind: 'try', source });
+    } else {
+      plan.skipped.push({ source, reason });
+      if (reason === 'above_ceiling') plan.steps.push({ kind: 'refuse', source, code: CEILING_REFUSAL });
+    }
   }
   return plan;
 }

@@ -66,7 +66,7 @@ export class Metrics {
   // Catalog sync
   readonly offerRouted = new Counter({
     name: 'relay_offer_orders_routed_total',
-    help: 'Orders placed through an offer (CONTRACT §11) that a source took (placed, unknown or queued), by that source supplier.',
+    help: 'Orders placed through an offer (CONTRACT §11) that a source took (placed, or sent with its outcome unknown), by that source supplier.',
     labelNames: ['supplier'] as const,
     registers: [this.registry],
   });

@@ -49,7 +49,8 @@ import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
-import { OrderSubmitter, type RefusalFollowUp, type SendOutcome } from './order-submitter.service.js';
+import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
+import { OfferFailover, passesOver, type RefusalFollowUp } from './offer-failover.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 
 export interface PlaceResult {
@@ -121,10 +122,14 @@ export class OrderRelayService {
     private readonly presenter: OrderPresenter,
     private readonly events: DomainEvents,
     private readonly suppliers: SupplierRegistry,
+    private readonly failover: OfferFailover,
   ) {}
 
-  /** `onRefused`: what follows a refusal of the create, in the transaction recording it (an offer order's next source). */
-  async place(input: PlaceOrderInput, onRefused?: RefusalFollowUp): Promise<PlaceResult> {
+  /**
+   * `refusal`: an offer order's source that the route's price guard refuses without a request
+   * (OfferPlacement): recorded as an attempt rejected before sending, and followed as any refusal.
+   */
+  async place(input: PlaceOrderInput, refusal?: AppError): Promise<PlaceResult> {
     refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
     // a supplier named must exist (404 supplier_not_found), whatever else the body says
     if (input.supplier !== undefined) await this.suppliers.resolve(input.supplier);
@@ -142,7 +147,7 @@ export class OrderRelayService {
         if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
         continue; // it recorded nothing (a check failed): make our own checks
       }
-      const placing = this.placeOrReplay(input, fingerprint, wait, onRefused);
+      const placing = this.placeOrReplay(input, fingerprint, wait, refusal);
       this.inflight.set(input.shop_order_no, placing);
       try {
         const result = await placing;
@@ -159,7 +164,7 @@ export class OrderRelayService {
     input: PlaceOrderInput,
     fingerprint: string,
     wait: BudgetWait,
-    onRefused?: RefusalFollowUp,
+    refusal?: AppError,
   ): Promise<PlaceResult | null> {
     // The product's fresh read (the price guard's) starts now, beside the local read, when this process
     // knows the SKU's product from an earlier order; it is used only if the local read names the same
@@ -167,7 +172,8 @@ export class OrderRelayService {
     // replays most likely, get none).
     // None either when a create confirmed the SKU's cost lately: the guard may need no read at all.
     // (hints are kept per supplier named, or none)
-    const hinted = this.recorded.has(input.shop_order_no) ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
+    // (none for a source the route's price guard refused: nothing is asked of its supplier)
+    const hinted = this.recorded.has(input.shop_order_no) || refusal ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
     const early: EarlyRead | null =
       hinted === undefined ||
       !this.suppliers.find(hinted.supplier)?.config.enabled ||
@@ -210,7 +216,7 @@ export class OrderRelayService {
     if (!this.suppliers.get(supplier).config.enabled) {
       throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: it takes no new orders`, { supplier });
     }
-    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait, onRefused);
+    return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait, refusal);
   }
 
   /** A number recorded (placed here, or found recorded): a request with it again is a replay. */
@@ -248,25 +254,24 @@ export class OrderRelayService {
     local: CatalogSku | null,
     early: EarlyRead | null,
     wait: BudgetWait,
-    onRefused?: RefusalFollowUp,
+    refusal?: AppError,
   ): Promise<PlaceResult | null> {
     const ceiling = priceCeiling(input.max_unit_cost ?? input.ceiling, local?.salePrice);
-    const checked = await this.check(input, supplier, local, early, ceiling, wait);
+    let checked: PriceCheck;
+    try {
+      if (refusal) throw refusal;
+      checked = await this.check(input, supplier, local, early, ceiling, wait);
+    } catch (e) {
+      // an offer order's source refused before sending is an attempt of its route (CONTRACT §11); a
+      // direct order's refusal records nothing (§5)
+      if (input.offer === undefined || local === null || !(e instanceof AppError) || !passesOver(e.code)) throw e;
+      return this.refuseBeforeSending(input, supplier, fingerprint, rejected, local, ceiling, e);
+    }
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
     const deferred = checked.kind === 'deferred';
     const sku: CheckedSku =
       checked.kind === 'checked' ? checked.sku : localChecked(checked.local, checked.local.upstreamSkuId, checked.local.costPrice);
-    const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
-    // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
-    // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
-    const form = input.manual_form_data ?? (sku.fulfillmentType === 'manual' ? {} : undefined);
-    const request: AttemptRequest = {
-      sku_id: sku.skuId,
-      quantity: input.quantity,
-      ...(form !== undefined ? { manual_form_data: form } : {}),
-      trace_id: traceId,
-      with_callback: this.submitter.withCallback(supplier),
-    };
+    const { traceId, request } = this.attemptRequest(input, supplier, rejected, sku);
     const reserved = await this.reserve(
       input,
       supplier,
@@ -285,6 +290,9 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
+    // an offer order's failover (its route planned again) is prepared while the create is out
+    const followUp = this.offerFollowUp(input, supplier, rejected, sku.skuKey);
+    followUp.catch(() => undefined);
     const outcome = await this.submitter.send(
       supplier,
       attempt.downstreamOrderNo,
@@ -293,9 +301,130 @@ export class OrderRelayService {
       { maxWaitMs: waitLeft(wait) },
     );
     this.notePriceOutcome(supplier, sku, input.quantity, outcome);
+    const onRefused = await followUp;
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined, onRefused);
+    this.failover.noteTaken(recorded, attempt.attemptNo);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);
     return this.answer(recorded, outcome);
+  }
+
+  /** A new attempt's request and trace id. */
+  private attemptRequest(
+    input: PlaceOrderInput,
+    supplier: string,
+    rejected: OrderRecord | null,
+    sku: CheckedSku,
+  ): { traceId: string; request: AttemptRequest } {
+    const traceId = rejected?.traceId ?? input.trace_id ?? randomUUID();
+    // A manual order without data sends an empty form: nothing to the upstream's check (Dujiao-Next
+    // takes `{}` as no submission), and present where an upstream requires the member (upstream-api.md).
+    const form = input.manual_form_data ?? (sku.fulfillmentType === 'manual' ? {} : undefined);
+    const request: AttemptRequest = {
+      sku_id: sku.skuId,
+      quantity: input.quantity,
+      ...(form !== undefined ? { manual_form_data: form } : {}),
+      trace_id: traceId,
+      with_callback: this.submitter.withCallback(supplier),
+    };
+    return { traceId, request };
+  }
+
+  /** The failover of a new attempt of an offer order (it begins a pass through the route); undefined for a direct order. */
+  private offerFollowUp(
+    input: PlaceOrderInput,
+    supplier: string,
+    rejected: OrderRecord | null,
+    skuKey: string,
+  ): Promise<RefusalFollowUp | undefined> {
+    return this.failover.followUp(
+      {
+        offer: input.offer ?? null,
+        orderId: null,
+        passStart: rejected ? rejected.attempt + 1 : 1,
+        current: { supplier, sku_key: skuKey },
+        shopOrderNo: input.shop_order_no,
+        maxUnitCost: input.max_unit_cost ?? null,
+        ...(input.manual_form_data !== undefined ? { manualFormData: input.manual_form_data } : {}),
+      },
+      (s) => this.submitter.withCallback(s),
+    );
+  }
+
+  /**
+   * An offer order's source refused before anything was sent (the price guard, a pre-send check, its
+   * product unreadable): its attempt is reserved and closed `rejected` with the refusal's code in one
+   * transaction, with the failover's next attempt reserved there too. 202 with the order queued at
+   * the next source (the caller sends it), else the refusal with the `rejected` order.
+   */
+  private async refuseBeforeSending(
+    input: PlaceOrderInput,
+    supplier: string,
+    fingerprint: string,
+    rejected: OrderRecord | null,
+    local: CatalogSku,
+    ceiling: string,
+    e: AppError,
+  ): Promise<PlaceResult | null> {
+    const sku = localChecked(local, local.upstreamSkuId, local.costPrice);
+    const { traceId, request } = this.attemptRequest(input, supplier, rejected, sku);
+    const onRefused = await this.offerFollowUp(input, supplier, rejected, sku.skuKey);
+    const reserved = await this.reserve(
+      input,
+      supplier,
+      fingerprint,
+      rejected,
+      sku,
+      request,
+      traceId,
+      ceiling,
+      'queued',
+      (tx, order, attemptId) => this.refuseInTx(tx, order, attemptId, e, onRefused),
+    );
+    if (!reserved) return null;
+    this.remember(input.shop_order_no);
+    this.logRefusedBeforeSending(reserved.order, supplier, e);
+    if (reserved.order.status !== 'rejected') return { httpStatus: 202, order: reserved.order };
+    throw AppError.fromUpstream(e.code, e.httpStatus, e.message, { ...e.extra, order: this.presenter.present(reserved.order) });
+  }
+
+  private logRefusedBeforeSending(order: OrderRecord, supplier: string, e: AppError): void {
+    this.logger.warn({
+      msg: `order ${order.shopOrderNo}: refused at ${supplier} before sending (${e.code}): ${e.message}`,
+      shop_order_no: order.shopOrderNo,
+      trace_id: order.traceId,
+      supplier,
+      error_code: e.code,
+    });
+  }
+
+  /**
+   * The order's `queued` attempt closed `rejected` with the refusal `e` (nothing was sent), the order
+   * with it, and what follows the refusal (an offer order's next source) reserved in this transaction.
+   */
+  private async refuseInTx(
+    tx: OrderTx,
+    order: OrderRecord,
+    attemptId: string,
+    e: AppError,
+    onRefused?: RefusalFollowUp,
+  ): Promise<OrderRecord> {
+    await tx.updateAttempt(attemptId, {
+      status: 'rejected',
+      finished_at: this.clock.now(),
+      http_status: e.httpStatus,
+      error_code: e.code,
+      error_message: e.message,
+    });
+    const moved = await this.updater.moveLocal(
+      tx,
+      order,
+      'dequeue',
+      'rejected',
+      'api',
+      { error_code: e.code, error_message: e.message },
+      { attempt: order.attempt, error_code: e.code },
+    );
+    return (onRefused ? await onRefused(tx, moved, e.code, false) : null) ?? moved;
   }
 
   private announceQueued(order: OrderRecord, reason: string): void {
@@ -318,11 +447,36 @@ export class OrderRelayService {
    * could not be tried now (the product could not be read, or the wait was cut): the queue tries again
    * later.
    */
-  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal, onRefused?: RefusalFollowUp): Promise<boolean> {
+  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal, caller: 'queue' | 'request' = 'queue'): Promise<boolean> {
     const order = await this.repo.findById(orderId);
     const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
     const { supplier } = order;
+    // an offer order's failover: the same rule whoever sends the attempt (OfferFailover)
+    const onRefused = await this.failover.followUp(
+      {
+        offer: order.offer,
+        orderId,
+        passStart: attempt.request.route_from ?? attemptNo,
+        current: { supplier, sku_key: order.skuKey },
+        shopOrderNo: order.shopOrderNo,
+        maxUnitCost: order.maxUnitCost,
+        ...(attempt.request.manual_form_data !== undefined ? { manualFormData: attempt.request.manual_form_data } : {}),
+      },
+      (s) => this.submitter.withCallback(s),
+    );
+    // the order moved on to its next source's attempt: the queue of that supplier takes it up now
+    // (the request that placed the order sends it itself)
+    const movedOn = (recorded: OrderRecord | null): boolean => {
+      if (recorded === null || recorded.attempt === attemptNo) return false;
+      if (caller === 'queue' && recorded.status === 'queued') this.events.publish({ type: 'order_queued', orderId });
+      return true;
+    };
+    // not tried now: still queued (a request that gives up on it hands it to the queue, woken)
+    const leftQueued = (): boolean => {
+      if (caller === 'request') this.events.publish({ type: 'order_queued', orderId });
+      return false;
+    };
     const input: PlaceOrderInput = {
       shop_order_no: order.shopOrderNo,
       supplier,
@@ -343,8 +497,8 @@ export class OrderRelayService {
       if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
       sku = checked.sku;
     } catch (e) {
-      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return false;
-      await this.refuseQueued(order, attempt, e);
+      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return leftQueued();
+      movedOn(await this.refuseQueued(order, attempt, e, onRefused));
       return true;
     }
     const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback(supplier) };
@@ -352,7 +506,7 @@ export class OrderRelayService {
       // the order's supplier's own budget: another supplier's queue never waits for it
       await this.suppliers.get(supplier).budget.take('create', { signal, operation: 'createOrder' });
     } catch {
-      return false; // shutdown, or the ledger could not be asked: still queued
+      return leftQueued(); // shutdown, or the ledger could not be asked: still queued
     }
     const started = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
@@ -389,7 +543,8 @@ export class OrderRelayService {
     );
     this.notePriceOutcome(supplier, sku, order.quantity, outcome);
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api', undefined, onRefused);
-    return recorded.status !== 'queued';
+    this.failover.noteTaken(recorded, attemptNo);
+    return movedOn(recorded) || recorded.status !== 'queued';
   }
 
   /**
@@ -411,27 +566,21 @@ export class OrderRelayService {
     );
   }
 
-  /** A queued order that its checks refused when it was to be sent: its attempt and the order `rejected` with the code. */
-  private async refuseQueued(order: OrderRecord, attempt: AttemptRecord, e: AppError): Promise<void> {
-    await this.repo.transaction(async (tx) => {
+  /**
+   * A queued order that its checks refused when it was to be sent: its attempt and the order `rejected`
+   * with the code, and what follows the refusal (an offer order's next source). Returns the order as
+   * it then is (null: no longer queued).
+   */
+  private async refuseQueued(
+    order: OrderRecord,
+    attempt: AttemptRecord,
+    e: AppError,
+    onRefused?: RefusalFollowUp,
+  ): Promise<OrderRecord | null> {
+    const recorded = await this.repo.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
-      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return;
-      await tx.updateAttempt(locked.attempt.id, {
-        status: 'rejected',
-        finished_at: this.clock.now(),
-        http_status: e.httpStatus,
-        error_code: e.code,
-        error_message: e.message,
-      });
-      await this.updater.moveLocal(
-        tx,
-        locked.order,
-        'dequeue',
-        'rejected',
-        'api',
-        { error_code: e.code, error_message: e.message },
-        { attempt: attempt.attemptNo, error_code: e.code },
-      );
+      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
+      return this.refuseInTx(tx, locked.order, locked.attempt.id, e, onRefused);
     });
     this.logger.warn({
       msg: `order ${order.shopOrderNo}: refused when taken from the queue (${e.code}): ${e.message}`,
@@ -439,6 +588,7 @@ export class OrderRelayService {
       trace_id: order.traceId,
       error_code: e.code,
     });
+    return recorded;
   }
 
   /**
@@ -517,13 +667,15 @@ export class OrderRelayService {
     traceId: string,
     ceiling: string,
     status: 'submitting' | 'queued',
+    then?: (tx: OrderTx, order: OrderRecord, attemptId: string) => Promise<OrderRecord>,
   ): Promise<{ order: OrderRecord; attempt: AttemptRecord; snapshot: OrderSnapshot | null } | null> {
     const now = this.clock.now();
     const leaseMs = this.submitter.sendLeaseMs;
     const expected = expectedAmount(sku.unitCost, input.quantity);
     // A new order is one statement (order, attempt and event in one INSERT): on its own, committed as
     // it returns, when there is no outbox row to write with it; else in a transaction with that row.
-    const alone = !rejected && !this.updater.announceWrites;
+    // (`then`: more of the same transaction on the reserved order and attempt)
+    const alone = !rejected && !this.updater.announceWrites && !then;
     const run = <T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> => (alone ? this.repo.autocommit(fn) : this.repo.transaction(fn));
     try {
       return await run(async (tx) => {
@@ -553,6 +705,8 @@ export class OrderRelayService {
             status,
           );
           if (created) await this.updater.announce(tx, created.order, null, status, 'api', now);
+          if (created && then)
+            return { order: await then(tx, created.order, created.attempt.id), attempt: created.attempt, snapshot: null };
           return created && { order: created.order, attempt: created.attempt, snapshot: created };
         }
         const order = await tx.lockOrder(rejected.id);
@@ -585,7 +739,7 @@ export class OrderRelayService {
           attempt: n,
           downstream_order_no: dno,
         });
-        return { order: updated, attempt, snapshot: null };
+        return { order: then ? await then(tx, updated, attempt.id) : updated, attempt, snapshot: null };
       });
     } catch (e) {
       if (e instanceof DownstreamNumberTaken) {

@@ -28,6 +28,7 @@ import type { OrderSnapshot, OrderTx } from './order-tx.js';
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
+import type { RefusalFollowUp } from './offer-failover.service.js';
 
 /** An accepted attempt: the create answer, or an order detail that proved the attempt exists. */
 export type AcceptedReport = UpstreamReport & { order_id: number };
@@ -57,17 +58,6 @@ function sendFailure(e: unknown): SendFailure {
     return { kind: 'retryable', reason: e.reason, rateLimited: isRateLimited(e as unknown), retryAfterMs: e.retryAfterMs };
   return { kind: 'unknown', reason: e instanceof UpstreamUnknownError ? e.reason : e instanceof Error ? e.message : String(e) };
 }
-
-/**
- * What follows a refusal in the transaction that records it: an offer order's next attempt, reserved
- * there (CONTRACT §11), so that a crash after the commit leaves that attempt for the queue. Returns the
- * order as it then is, or null when nothing follows.
- */
-/**
- * What follows a refusal of the create, in the transaction recording it: `code` is the refusal as
- * CONTRACT §5 names it (`refusalCode`: `upstream_auth_failed` for a 401/403).
- */
-export type RefusalFollowUp = (tx: OrderTx, rejected: OrderRecord, code: string | null) => Promise<OrderRecord | null>;
 
 @Injectable()
 export class OrderSubmitter {
@@ -221,9 +211,10 @@ export class OrderSubmitter {
         case 'move': {
           const { trigger, to, patch, detail } = plan.order;
           const moved = await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail);
-          // a refusal's follow-up (an offer order's next source) is reserved in this same transaction
+          // a refusal's follow-up (an offer order's next source) is reserved in this same transaction;
+          // `unavailable`: nothing reached the upstream
           const code = outcome.kind === 'rejected' ? refusalCode(outcome) : moved.errorCode;
-          const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved, code) : null;
+          const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved, code, outcome.kind !== 'unavailable') : null;
           return { order: followed ?? moved, applied: true };
         }
         case 'report': {

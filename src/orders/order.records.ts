@@ -69,6 +69,12 @@ export interface AttemptRequest {
   trace_id: string;
   /** Send our callback_url with it (false once the upstream refused our address). */
   with_callback: boolean;
+  /**
+   * An offer order's attempt that a failover reserved: the attempt its pass through the route began
+   * with (the sources of that pass's attempts are the ones tried). Absent: the attempt begins a pass.
+   * Never sent upstream.
+   */
+  route_from?: number;
 }
 
 export type AttemptStatus = 'queued' | 'submitting' | 'accepted' | 'rejected' | 'submit_unknown';

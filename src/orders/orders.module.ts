@@ -1,6 +1,7 @@
 import { Logger, Module } from '@nestjs/common';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { OffersModule } from '../offers/offers.module.js';
+import { OfferFailover } from './offer-failover.service.js';
 import { OfferPlacement } from './offer-placement.service.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderCancelService } from './order-cancel.service.js';
@@ -41,6 +42,7 @@ function domainEvents(): DomainEvents {
     OrderUpdater,
     OrderSubmitter,
     OrderPresenter,
+    OfferFailover,
     OrderRelayService,
     OfferPlacement,
     OrderFollowService,
