@@ -4,47 +4,11 @@
  * listing is read again, in full), a listing that moves under an incremental pass (read again), and
  * `auto` trying a refused filter again once SYNC_FULL_EVERY has passed.
  */
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
+import type { AxiosInstance } from 'axios';
 import type { SandboxRequestEvent, SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type StartSandboxOptions, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { TestClock } from './support/test-clock.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
-
-interface Suite {
-  db: TestDatabase;
-  sandbox: SandboxServer;
-  http: AxiosInstance;
-  clock: TestClock;
-}
-
-/** A database, a sandbox and the service (with a clock the test moves), for one describe block. */
-function useSuite(sandboxOptions: StartSandboxOptions): Suite {
-  const suite = {} as Suite;
-  let close: (() => Promise<void>) | null = null;
-  beforeAll(async () => {
-    suite.db = await openTestDatabase();
-    suite.sandbox = await startSandbox(sandboxOptions);
-    suite.clock = new TestClock();
-    const config = loadConfig({ ...testEnv(suite.sandbox), DATABASE_URL: suite.db.url }); // SYNC_MODE auto, SYNC_FULL_EVERY 6h
-    const relay = await createRelayApp(config, { endpoint: suite.db.endpoint, logger: false, clock: suite.clock });
-    close = () => relay.close();
-    suite.http = axios.create({
-      baseURL: relay.url,
-      headers: { authorization: `Bearer ${TEST_TOKEN}` },
-      validateStatus: () => true,
-      timeout: 30_000,
-    });
-  });
-  afterEach(() => suite.sandbox.faults.reset());
-  afterAll(async () => {
-    await close?.();
-    await suite.sandbox?.stop();
-    await suite.db?.close();
-  });
-  return suite;
-}
 
 async function sync(http: AxiosInstance, body: Record<string, unknown> = {}): Promise<Run> {
   const r = await http.post('/internal/catalog/sync', body);
@@ -81,10 +45,10 @@ async function listingQueries(sandbox: SandboxServer, fn: () => Promise<void>): 
 describe('the updated_after boundary, and an upstream that ignores the filter', () => {
   /** null: the wall clock; else the sandbox's time is pinned there (a product updated at an exact instant). */
   let pinned: number | null = null;
-  const t = useSuite({ pageSizeCap: 10, catalog: { products: 40, seed: 13 }, clock: () => pinned ?? Date.now() });
+  const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 40, seed: 13 }, clock: () => pinned ?? Date.now() } });
 
   it('a product updated in the very second of updated_after, listed by an inclusive filter, is no proof that the filter was ignored', async () => {
-    const first = await sync(t.http);
+    const first = await sync(t.app.http);
     expect(first).toMatchObject({ status: 'succeeded', mode: 'full' });
     // The next run sends updated_after = the start of this one minus 5 minutes, truncated to the second.
     const cutoff = Math.floor((Date.parse(first.started_at) - 5 * 60_000) / 1000) * 1000;
@@ -100,13 +64,13 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
     t.sandbox.faults.set({ updatedAfterFilter: 'inclusive_seconds' });
     t.sandbox.resetStats();
 
-    const inc = await sync(t.http);
+    const inc = await sync(t.app.http);
     expect(inc).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'incremental', fallback: null, products_seen: 4 });
     expect(new Date(inc.updated_after!).getTime() - cutoff).toBeLessThan(1000);
     // Not taken for a full pass: no product outside the window was read one by one.
     expect(t.sandbox.stats.requests.products).toBe(1);
     expect(t.sandbox.stats.requests.product).toBe(0);
-    expect(await localCost(t.http, atCutoff.skus[0].sku_code)).toBe('777.77');
+    expect(await localCost(t.app.http, atCutoff.skus[0].sku_code)).toBe('777.77');
   });
 
   it('an upstream that ignores updated_after: the listing is read again from page 1 without it, a real full pass', async () => {
@@ -116,7 +80,7 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
     t.sandbox.resetStats();
     let run: Run | undefined;
     const queries = await listingQueries(t.sandbox, async () => {
-      run = await sync(t.http);
+      run = await sync(t.app.http);
     });
     expect(run).toMatchObject({
       status: 'succeeded',
@@ -140,10 +104,10 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
 });
 
 describe('a listing that moves under an incremental pass', () => {
-  const t = useSuite({ pageSizeCap: 10, catalog: { products: 40, seed: 17 } });
+  const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 40, seed: 17 } } });
 
   it('a product withdrawn mid-pass shifts another onto a page already fetched: the listing is read again, and nothing is missed', async () => {
-    expect(await sync(t.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
+    expect(await sync(t.app.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
     const touched = new Set(t.sandbox.catalog.touchProducts(15));
     const window = t.sandbox.catalog.listedProducts().filter((p) => touched.has(p.id));
     expect(window).toHaveLength(15);
@@ -152,7 +116,7 @@ describe('a listing that moves under an incremental pass', () => {
     t.sandbox.faults.set({ withdrawWhilePaging: { afterPage: 1 } });
     t.sandbox.resetStats();
 
-    const inc = await sync(t.http);
+    const inc = await sync(t.app.http);
     expect(inc).toMatchObject({
       status: 'succeeded',
       planned_mode: 'incremental',
@@ -163,11 +127,11 @@ describe('a listing that moves under an incremental pass', () => {
     });
     // The shifted product's new price is stored (before: missed until the next full pass).
     const upstream = t.sandbox.catalog.getProduct(shifted.id)!.skus[0];
-    expect(await localCost(t.http, upstream.sku_code)).toBe(upstream.price_amount);
+    expect(await localCost(t.app.http, upstream.sku_code)).toBe(upstream.price_amount);
     expect(inc.note).toMatch(/the listing changed while it was read \(total 14 to 15\): read again/);
     expect(t.sandbox.stats.requests.products).toBe(4); // two reads of two pages
     for (const p of window.slice(1)) {
-      expect(await localCost(t.http, p.skus[0].sku_code)).toBe(t.sandbox.catalog.getProduct(p.id)!.skus[0].price_amount);
+      expect(await localCost(t.app.http, p.skus[0].sku_code)).toBe(t.sandbox.catalog.getProduct(p.id)!.skus[0].price_amount);
     }
     t.sandbox.catalog.relistProduct(window[0].id);
   });
@@ -188,7 +152,7 @@ describe('a listing that moves under an incremental pass', () => {
     t.sandbox.events.on('request', on);
     let inc: Run;
     try {
-      inc = await sync(t.http, { mode: 'incremental' });
+      inc = await sync(t.app.http, { mode: 'incremental' });
     } finally {
       t.sandbox.events.off('request', on);
     }
@@ -203,7 +167,9 @@ describe('a listing that moves under an incremental pass', () => {
 });
 
 describe('auto after the upstream refused updated_after', () => {
-  const t = useSuite({ pageSizeCap: 10, catalog: { products: 20, seed: 19 } });
+  /** The service's clock, moved by the test (SYNC_MODE auto, SYNC_FULL_EVERY 6h). */
+  const clock = new TestClock();
+  const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 20, seed: 19 } }, clock });
   const H = 3_600_000;
   const refuseOnce = () =>
     t.sandbox.faults.set({
@@ -220,44 +186,44 @@ describe('auto after the upstream refused updated_after', () => {
     });
 
   it('tries the filter again once the refusal is SYNC_FULL_EVERY old, and still makes a full pass every SYNC_FULL_EVERY', async () => {
-    expect(await sync(t.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
-    t.clock.advance(H / 4);
+    expect(await sync(t.app.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
+    clock.advance(H / 4);
     refuseOnce();
-    expect(await sync(t.http)).toMatchObject({
+    expect(await sync(t.app.http)).toMatchObject({
       status: 'succeeded',
       planned_mode: 'incremental',
       mode: 'full',
       fallback: 'filter_refused',
     });
 
-    t.clock.advance(H);
-    const remembered = await sync(t.http);
+    clock.advance(H);
+    const remembered = await sync(t.app.http);
     expect(remembered).toMatchObject({ status: 'succeeded', planned_mode: 'full', mode: 'full' });
     expect(remembered.note).toMatch(/refused updated_after last time/);
 
     // 6 h after the refusal (the last full pass 5 h ago): the filter is tried again, and accepted.
-    t.clock.advance(5 * H);
-    const retried = await sync(t.http);
+    clock.advance(5 * H);
+    const retried = await sync(t.app.http);
     expect(retried).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'incremental', fallback: null });
     expect(retried.note).toMatch(/trying it again/);
-    t.clock.advance(H / 2);
-    expect(await sync(t.http)).toMatchObject({
+    clock.advance(H / 2);
+    expect(await sync(t.app.http)).toMatchObject({
       status: 'succeeded',
       mode: 'incremental',
       note: expect.stringMatching(/^auto: full pass not due/),
     });
 
     // The full pass is still made every SYNC_FULL_EVERY (the last one 6 h ago).
-    t.clock.advance(H / 2);
-    const due = await sync(t.http);
+    clock.advance(H / 2);
+    const due = await sync(t.app.http);
     expect(due).toMatchObject({ status: 'succeeded', planned_mode: 'full', mode: 'full' });
     expect(due.note).toMatch(/full pass is due/);
 
     // Refused again when tried: remembered again.
-    t.clock.advance(H / 4);
+    clock.advance(H / 4);
     refuseOnce();
-    expect(await sync(t.http)).toMatchObject({ planned_mode: 'incremental', mode: 'full', fallback: 'filter_refused' });
-    t.clock.advance(H / 4);
-    expect(await sync(t.http)).toMatchObject({ planned_mode: 'full', note: expect.stringMatching(/refused updated_after last time/) });
+    expect(await sync(t.app.http)).toMatchObject({ planned_mode: 'incremental', mode: 'full', fallback: 'filter_refused' });
+    clock.advance(H / 4);
+    expect(await sync(t.app.http)).toMatchObject({ planned_mode: 'full', note: expect.stringMatching(/refused updated_after last time/) });
   });
 });

@@ -2,9 +2,10 @@
  * Incremental runs (`updated_after`), the full pass every SYNC_FULL_EVERY, SYNC_MODE, and the fallback
  * to a full pass when the upstream refuses the filter.
  */
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
+import { TestClock } from './support/test-clock.js';
 
 async function sync(app: TestApp, body: Record<string, unknown> = {}): Promise<Run> {
   const r = await app.http.post('/internal/catalog/sync', body);
@@ -20,30 +21,17 @@ async function sync(app: TestApp, body: Record<string, unknown> = {}): Promise<R
 }
 
 describe('incremental catalog sync', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: 10, catalog: { products: 40, seed: 9 } });
-    app = await startTestApp(db, sandbox); // SYNC_MODE auto, SYNC_FULL_EVERY 6h
-  });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
-  afterEach(() => sandbox.faults.reset());
+  // SYNC_MODE auto, SYNC_FULL_EVERY 6h
+  const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 40, seed: 9 } } });
 
   it('the first run is a full pass; the next ones fetch only what changed since the last complete run', async () => {
-    const first = await sync(app);
+    const first = await sync(t.app);
     expect(first).toMatchObject({ status: 'succeeded', mode: 'full', planned_mode: 'full', products_seen: 40, updated_after: null });
     expect(first.note).toMatch(/no complete run yet/);
 
-    const touched = sandbox.catalog.touchProducts(5);
-    sandbox.resetStats();
-    const inc = await sync(app);
+    const touched = t.sandbox.catalog.touchProducts(5);
+    t.sandbox.resetStats();
+    const inc = await sync(t.app);
     expect(inc).toMatchObject({
       status: 'succeeded',
       mode: 'incremental',
@@ -53,34 +41,34 @@ describe('incremental catalog sync', () => {
       skus_changed: 5,
     });
     expect(inc.changes).toMatchObject({ created: 0, price: 5, stock: 0, listing: 0 });
-    expect(sandbox.stats.requests.products).toBe(1);
+    expect(t.sandbox.stats.requests.products).toBe(1);
     // Since the last complete run, minus the safety window.
     expect(new Date(first.started_at).getTime() - new Date(inc.updated_after!).getTime()).toBe(5 * 60_000);
     for (const id of touched) {
-      const p = sandbox.catalog.getProduct(id)!;
-      const local = (await app.http.get(`/internal/catalog/skus/${p.skus[0].sku_code}`)).data as { sku: { cost_price: string } };
+      const p = t.sandbox.catalog.getProduct(id)!;
+      const local = (await t.app.http.get(`/internal/catalog/skus/${p.skus[0].sku_code}`)).data as { sku: { cost_price: string } };
       expect(local.sku.cost_price).toBe(p.skus[0].price_amount);
     }
 
     // Nothing changed since: the filtered listing still holds the touched products (within the safety
     // window), and nothing is written.
-    const again = await sync(app);
+    const again = await sync(t.app);
     expect(again).toMatchObject({ status: 'succeeded', mode: 'incremental', skus_changed: 0, skus_created: 0 });
   });
 
   it('an incremental run never unlists; the next full pass does', async () => {
-    const product = sandbox.catalog.listedProducts()[3];
-    sandbox.catalog.delistProduct(product.id);
-    const inc = await sync(app, { mode: 'incremental' });
+    const product = t.sandbox.catalog.listedProducts()[3];
+    t.sandbox.catalog.delistProduct(product.id);
+    const inc = await sync(t.app, { mode: 'incremental' });
     expect(inc).toMatchObject({ status: 'succeeded', mode: 'incremental', skus_delisted: 0 });
-    const full = await sync(app, { mode: 'full' });
+    const full = await sync(t.app, { mode: 'full' });
     expect(full).toMatchObject({ status: 'succeeded', mode: 'full', skus_delisted: product.skus.length });
-    sandbox.catalog.relistProduct(product.id);
-    expect(await sync(app)).toMatchObject({ mode: 'incremental', status: 'succeeded' });
+    t.sandbox.catalog.relistProduct(product.id);
+    expect(await sync(t.app)).toMatchObject({ mode: 'incremental', status: 'succeeded' });
   });
 
   it('falls back to a full pass when the upstream refuses updated_after, and auto remembers it', async () => {
-    sandbox.faults.set({
+    t.sandbox.faults.set({
       rules: [
         {
           operation: 'products',
@@ -92,7 +80,7 @@ describe('incremental catalog sync', () => {
         },
       ],
     });
-    const refused = await sync(app);
+    const refused = await sync(t.app);
     expect(refused).toMatchObject({
       status: 'succeeded',
       planned_mode: 'incremental',
@@ -102,18 +90,20 @@ describe('incremental catalog sync', () => {
     });
     expect(refused.note).toMatch(/refused updated_after/);
 
-    const next = await sync(app);
+    const next = await sync(t.app);
     expect(next).toMatchObject({ status: 'succeeded', mode: 'full', planned_mode: 'full' });
     expect(next.note).toMatch(/refused updated_after last time/);
 
     // Asked for explicitly, the filter is tried again.
-    expect(await sync(app, { mode: 'incremental' })).toMatchObject({ status: 'succeeded', mode: 'incremental', fallback: null });
-    expect(await sync(app)).toMatchObject({ mode: 'incremental' });
+    expect(await sync(t.app, { mode: 'incremental' })).toMatchObject({ status: 'succeeded', mode: 'incremental', fallback: null });
+    expect(await sync(t.app)).toMatchObject({ mode: 'incremental' });
   });
 
   it('makes a full pass at least every SYNC_FULL_EVERY; SYNC_MODE=full always does', async () => {
-    await new Promise((r) => setTimeout(r, 1100));
-    const often = await startTestApp(db, sandbox, { SYNC_FULL_EVERY: '1s' });
+    // an instance whose clock is past SYNC_FULL_EVERY since the last full pass
+    const later = new TestClock();
+    later.advance(2_000);
+    const often = await startTestApp(t.db, t.sandbox, { SYNC_FULL_EVERY: '1s' }, { clock: later });
     try {
       const run = await sync(often);
       expect(run).toMatchObject({ status: 'succeeded', mode: 'full' });
@@ -121,7 +111,7 @@ describe('incremental catalog sync', () => {
     } finally {
       await often.close();
     }
-    const fullOnly = await startTestApp(db, sandbox, { SYNC_MODE: 'full' });
+    const fullOnly = await startTestApp(t.db, t.sandbox, { SYNC_MODE: 'full' });
     try {
       expect(await sync(fullOnly)).toMatchObject({
         status: 'succeeded',

@@ -4,13 +4,10 @@
  * recovers the run it is executing; a run whose row another process recovered, or whose heartbeat
  * cannot be written, stops at once, unlists nothing, and is recorded failed saying it lost its claim.
  */
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp } from '../src/app.factory.js';
 import { CatalogSyncService } from '../src/catalog/catalog-sync.service.js';
 import { Clock } from '../src/common/clock.js';
-import { loadConfig } from '../src/config/app-config.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import type { TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 import type { SyncRunView as Run } from './support/sync-run.js';
 
@@ -24,76 +21,53 @@ class SkewedClock extends Clock {
   }
 }
 
-interface App {
-  http: AxiosInstance;
-  sync: CatalogSyncService;
-  close(): Promise<void>;
-}
+/** An instance, and its sync service. */
+const syncOf = (app: TestApp) => app.relay.app.get(CatalogSyncService);
 
-async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> {
-  const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({
-    baseURL: relay.url,
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    validateStatus: () => true,
-    timeout: 30_000,
-  });
-  return { http, sync: relay.app.get(CatalogSyncService), close: () => relay.close() };
-}
-
-async function getRun(app: App, runId: string): Promise<Run> {
+async function getRun(app: TestApp, runId: string): Promise<Run> {
   const r = await app.http.get(`/internal/catalog/sync-runs/${runId}`);
   expect(r.status).toBe(200);
   return (r.data as { run: Run }).run;
 }
 
-const finished = (app: App, runId: string) =>
+const finished = (app: TestApp, runId: string) =>
   waitFor(
     () => getRun(app, runId),
     (r) => r.status !== 'running',
     `run ${runId}`,
   );
 
-async function startRun(app: App, body: Record<string, unknown> = { mode: 'full' }): Promise<string> {
+async function startRun(app: TestApp, body: Record<string, unknown> = { mode: 'full' }): Promise<string> {
   const r = await app.http.post('/internal/catalog/sync', body);
   expect(r.status).toBe(202);
   return (r.data as { run_id: string }).run_id;
 }
 
 describe('the claim of a running sync run', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
+  const t = useAppSuite({
+    sandbox: { pageSizeCap: 5, catalog: { products: 40, seed: 21 } },
+    instances: [{ env: { SYNC_CONCURRENCY: '1' }, clock: new SkewedClock(-3 * 60_000) }, {}],
+  });
   /** A replica whose clock is 3 minutes behind, fetching one page at a time. */
-  let a: App;
+  let a: TestApp;
   /** A replica with the right time. */
-  let b: App;
+  let b: TestApp;
 
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ pageSizeCap: 5, catalog: { products: 40, seed: 21 } });
-    a = await startApp(db, sandbox, { SYNC_CONCURRENCY: '1' }, new SkewedClock(-3 * 60_000));
-    b = await startApp(db, sandbox, {});
+    [a, b] = t.apps;
     await finished(b, await startRun(b));
   });
   afterEach(async () => {
-    sandbox.faults.reset();
     await waitFor(
-      () => db.query<{ n: number }>("SELECT count(*)::int AS n FROM catalog_sync_runs WHERE status = 'running'"),
+      () => t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM catalog_sync_runs WHERE status = 'running'"),
       ([{ n }]) => n === 0,
       'no run left running',
     );
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await sandbox?.stop();
-    await db?.close();
-  });
 
   it('a replica whose clock is minutes behind keeps its live run: the heartbeat and the stale check go by the database clock', async () => {
-    sandbox.faults.set({ latencyMs: 200 });
-    const [{ before }] = await db.query<{ before: Date }>('SELECT clock_timestamp() AS before');
+    t.sandbox.faults.set({ latencyMs: 200 });
+    const [{ before }] = await t.db.query<{ before: Date }>('SELECT clock_timestamp() AS before');
     const runId = await startRun(a);
 
     // B (right time) sees A's run as live, not abandoned three minutes ago.
@@ -101,7 +75,7 @@ describe('the claim of a running sync run', () => {
     expect(other.status).toBe(409);
     expect(other.data).toMatchObject({ error_code: 'sync_in_progress', run_id: runId });
     // its heartbeat is the database's time since the run began, not A's (three minutes earlier)
-    const [row] = await db.query<{ since_start: boolean; not_ahead: boolean }>(
+    const [row] = await t.db.query<{ since_start: boolean; not_ahead: boolean }>(
       `SELECT heartbeat_at >= $2::timestamptz AS since_start, heartbeat_at <= clock_timestamp() AS not_ahead
          FROM catalog_sync_runs WHERE run_id = $1`,
       [runId, before],
@@ -112,9 +86,9 @@ describe('the claim of a running sync run', () => {
   });
 
   it('a process never recovers the run it is executing itself, however late its heartbeat', async () => {
-    sandbox.faults.set({ latencyMs: 200 });
+    t.sandbox.faults.set({ latencyMs: 200 });
     const runId = await startRun(a);
-    await db.query(`UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1`, [runId]);
+    await t.db.query(`UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1`, [runId]);
     const again = await a.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(again.status).toBe(409);
     expect(again.data).toMatchObject({ error_code: 'sync_in_progress', run_id: runId });
@@ -122,10 +96,10 @@ describe('the claim of a running sync run', () => {
   });
 
   it('a run that another process recovered as abandoned stops: failed, saying it lost its claim, and unlists nothing', async () => {
-    const gone = sandbox.catalog.listedProducts()[12];
-    sandbox.catalog.delistProduct(gone.id);
+    const gone = t.sandbox.catalog.listedProducts()[12];
+    t.sandbox.catalog.delistProduct(gone.id);
     try {
-      sandbox.faults.set({ latencyMs: 300 });
+      t.sandbox.faults.set({ latencyMs: 300 });
       const runA = await startRun(a);
       await waitFor(
         () => getRun(a, runA),
@@ -137,7 +111,7 @@ describe('the claim of a running sync run', () => {
       // (A's own progress may land in between: then B is refused and tries again).
       let runB: string | null = null;
       for (let i = 0; i < 10 && runB === null; i++) {
-        await db.query(
+        await t.db.query(
           `UPDATE catalog_sync_runs SET heartbeat_at = clock_timestamp() - interval '10 minutes' WHERE run_id = $1 AND status = 'running'`,
           [runA],
         );
@@ -160,27 +134,27 @@ describe('the claim of a running sync run', () => {
 
       // B's run is the one run: it completes and unlists what is gone; A unlisted nothing.
       expect(await finished(b, runB!)).toMatchObject({ status: 'succeeded', skus_delisted: gone.skus.length });
-      const [{ n }] = await db.query<{ n: number }>(
+      const [{ n }] = await t.db.query<{ n: number }>(
         "SELECT count(*)::int AS n FROM catalog_sku_changes WHERE run_id = $1 AND kind = 'listing'",
         [runA],
       );
       expect(n).toBe(0);
       expect(await getRun(a, runA)).toMatchObject({ status: 'failed', error: lost.error });
     } finally {
-      sandbox.catalog.relistProduct(gone.id);
+      t.sandbox.catalog.relistProduct(gone.id);
     }
   });
 
   it('a run whose heartbeat cannot be written stops itself before another process may take it over', async () => {
-    const timing = a.sync.claimTiming;
-    a.sync.claimTiming = { heartbeatMs: 100, lostAfterMs: 600 };
+    const timing = syncOf(a).claimTiming;
+    syncOf(a).claimTiming = { heartbeatMs: 100, lostAfterMs: 600 };
     // Every write of a running row as running fails (its end, which makes it failed, goes through).
-    await db.query(`CREATE FUNCTION test_refuse_heartbeat() RETURNS trigger LANGUAGE plpgsql AS $$
+    await t.db.query(`CREATE FUNCTION test_refuse_heartbeat() RETURNS trigger LANGUAGE plpgsql AS $$
                     BEGIN RAISE EXCEPTION 'heartbeat refused by the test'; END $$`);
-    await db.query(`CREATE TRIGGER test_refuse_heartbeat BEFORE UPDATE ON catalog_sync_runs FOR EACH ROW
+    await t.db.query(`CREATE TRIGGER test_refuse_heartbeat BEFORE UPDATE ON catalog_sync_runs FOR EACH ROW
                     WHEN (OLD.status = 'running' AND NEW.status = 'running') EXECUTE FUNCTION test_refuse_heartbeat()`);
     try {
-      sandbox.faults.set({ latencyMs: 1000 });
+      t.sandbox.faults.set({ latencyMs: 1000 });
       const runId = await startRun(a);
       const run = await finished(a, runId);
       expect(run.status).toBe('failed');
@@ -188,9 +162,9 @@ describe('the claim of a running sync run', () => {
         /^lost its claim on the run: its heartbeat could not be written for \d+ s \(another process may recover it after 60 s\); stopped, nothing was unlisted$/,
       );
     } finally {
-      await db.query('DROP TRIGGER test_refuse_heartbeat ON catalog_sync_runs');
-      await db.query('DROP FUNCTION test_refuse_heartbeat()');
-      a.sync.claimTiming = timing;
+      await t.db.query('DROP TRIGGER test_refuse_heartbeat ON catalog_sync_runs');
+      await t.db.query('DROP FUNCTION test_refuse_heartbeat()');
+      syncOf(a).claimTiming = timing;
     }
   });
 });

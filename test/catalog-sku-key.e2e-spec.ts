@@ -14,6 +14,7 @@
 import { migrateDown, migrateUp } from '../src/database/migrator.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxProduct } from '../src/sandbox/sandbox.types.js';
+import { useAppSuite } from './support/app-suite.js';
 import { freePort, seedCatalog } from './support/child-app.js';
 import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
@@ -52,33 +53,24 @@ async function fullSync(app: TestApp): Promise<Run> {
 const path = (ref: string) => `/internal/catalog/skus/${encodeURIComponent(ref)}`;
 
 describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
   let one: SandboxProduct;
   let two: SandboxProduct;
   let unique: SandboxProduct;
   const key = (p: SandboxProduct, code = p.skus[0].sku_code) => `${p.id}:${code}`;
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ profile: 'dujiao-next', catalog: { products: 2 } });
-    one = sandbox.catalog.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '3.00' }] });
-    two = sandbox.catalog.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '4.00' }] });
-    unique = sandbox.catalog.addProduct({ skus: [{ skuCode: 'UNIQ-1', price: '5.00' }] });
-    app = await startTestApp(db, sandbox, { ...env, PORT: String(await freePort()) });
-    await seedCatalog(app.http);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  const t = useAppSuite({
+    sandbox: { profile: 'dujiao-next', catalog: { products: 2 } },
+    prepare: (sandbox) => {
+      one = sandbox.catalog.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '3.00' }] });
+      two = sandbox.catalog.addProduct({ skus: [{ skuCode: 'DEFAULT', price: '4.00' }] });
+      unique = sandbox.catalog.addProduct({ skus: [{ skuCode: 'UNIQ-1', price: '5.00' }] });
+    },
+    env: async () => ({ ...env, PORT: String(await freePort()) }),
+    seed: true,
   });
 
   it('two products whose only SKU is DEFAULT are two SKUs: both synced, no conflict, no product read again on a full pass', async () => {
     for (const p of [one, two]) {
-      const r = await app.http.get(path(key(p)));
+      const r = await t.app.http.get(path(key(p)));
       expect(r.status).toBe(200);
       expect((r.data as { sku: Sku }).sku).toMatchObject({
         sku_key: key(p),
@@ -88,12 +80,12 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
         listed: true,
       });
     }
-    sandbox.resetStats();
-    const run = await fullSync(app);
+    t.sandbox.resetStats();
+    const run = await fullSync(t.app);
     expect(run).toMatchObject({ status: 'succeeded', conflicts: 0, skus_created: 0 });
-    expect(sandbox.stats.requests.product).toBe(0);
-    expect((await app.http.get('/internal/catalog/conflicts')).data).toMatchObject({ ok: true, total: 0 });
-    const listed = (await app.http.get('/internal/catalog/skus', { params: { page_size: 500 } })).data as { items: Sku[] };
+    expect(t.sandbox.stats.requests.product).toBe(0);
+    expect((await t.app.http.get('/internal/catalog/conflicts')).data).toMatchObject({ ok: true, total: 0 });
+    const listed = (await t.app.http.get('/internal/catalog/skus', { params: { page_size: 500 } })).data as { items: Sku[] };
     expect(listed.items.filter((s) => s.sku_code === 'DEFAULT').map((s) => s.sku_key)).toEqual([key(one), key(two)]);
     for (const s of listed.items) expect(s.sku_key).toBe(`${s.product_id}:${s.sku_code}`);
   });
@@ -103,39 +95,40 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
       [one, 'KEY-1'],
       [two, 'KEY-2'],
     ] as const) {
-      const r = await app.http.post('/internal/orders', { shop_order_no: no, sku_code: key(p), quantity: 1 });
+      const r = await t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: key(p), quantity: 1 });
       expect(r.status).toBe(201);
       expect((r.data as { order: Record<string, unknown> }).order).toMatchObject({
         shop_order_no: no,
         sku_key: key(p),
         sku_code: 'DEFAULT',
       });
-      const upstream = sandbox.orders().find((o) => o.downstream_order_no === no);
+      const upstream = t.sandbox.orders().find((o) => o.downstream_order_no === no);
       expect(upstream).toMatchObject({ product_id: p.id, sku_id: p.skus[0].id });
-      const [row] = await db.query<{ sku_code: string; sku_key: string }>('SELECT sku_code, sku_key FROM orders WHERE shop_order_no = $1', [
-        no,
-      ]);
+      const [row] = await t.db.query<{ sku_code: string; sku_key: string }>(
+        'SELECT sku_code, sku_key FROM orders WHERE shop_order_no = $1',
+        [no],
+      );
       expect(row).toEqual({ sku_code: key(p), sku_key: key(p) });
     }
     // the same body again is the same order (the fingerprint is over what was sent)
-    const again = await app.http.post('/internal/orders', { shop_order_no: 'KEY-1', sku_code: key(one), quantity: 1 });
+    const again = await t.app.http.post('/internal/orders', { shop_order_no: 'KEY-1', sku_code: key(one), quantity: 1 });
     expect(again.status).toBe(200);
-    const other = await app.http.post('/internal/orders', { shop_order_no: 'KEY-1', sku_code: 'DEFAULT', quantity: 1 });
+    const other = await t.app.http.post('/internal/orders', { shop_order_no: 'KEY-1', sku_code: 'DEFAULT', quantity: 1 });
     expect(other.data).toMatchObject({ ok: false, error_code: 'idempotency_conflict' });
   });
 
   it('a plain DEFAULT is 409 sku_ambiguous with both keys, and records nothing', async () => {
-    const creates = sandbox.stats.createsReceived;
-    const reads = sandbox.stats.requests.product;
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'AMB-1', sku_code: 'DEFAULT', quantity: 1 });
+    const creates = t.sandbox.stats.createsReceived;
+    const reads = t.sandbox.stats.requests.product;
+    const r = await t.app.http.post('/internal/orders', { shop_order_no: 'AMB-1', sku_code: 'DEFAULT', quantity: 1 });
     expect(r.status).toBe(409);
     expect(r.data).toMatchObject({ ok: false, error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() });
     expect(r.data).not.toHaveProperty('order');
-    expect(sandbox.stats.createsReceived).toBe(creates);
-    expect(sandbox.stats.requests.product).toBe(reads);
-    expect((await app.http.get('/internal/orders/AMB-1')).status).toBe(404);
+    expect(t.sandbox.stats.createsReceived).toBe(creates);
+    expect(t.sandbox.stats.requests.product).toBe(reads);
+    expect((await t.app.http.get('/internal/orders/AMB-1')).status).toBe(404);
     for (const p of [path('DEFAULT'), `${path('DEFAULT')}/changes`]) {
-      const read = await app.http.get(p);
+      const read = await t.app.http.get(p);
       expect([read.status, read.data]).toEqual([
         409,
         expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() }),
@@ -144,54 +137,54 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
   });
 
   it('a unique code works as before, by code or by key: the order, the SKU and its history', async () => {
-    const byCode = await app.http.post('/internal/orders', { shop_order_no: 'UNQ-1', sku_code: 'UNIQ-1', quantity: 1 });
+    const byCode = await t.app.http.post('/internal/orders', { shop_order_no: 'UNQ-1', sku_code: 'UNIQ-1', quantity: 1 });
     expect(byCode.status).toBe(201);
     expect((byCode.data as { order: Record<string, unknown> }).order).toMatchObject({ sku_key: key(unique), sku_code: 'UNIQ-1' });
-    const byKey = await app.http.post('/internal/orders', { shop_order_no: 'UNQ-2', sku_code: key(unique), quantity: 1 });
+    const byKey = await t.app.http.post('/internal/orders', { shop_order_no: 'UNQ-2', sku_code: key(unique), quantity: 1 });
     expect(byKey.status).toBe(201);
     expect((byKey.data as { order: Record<string, unknown> }).order).toMatchObject({ sku_key: key(unique), sku_code: 'UNIQ-1' });
     expect(
-      sandbox
+      t.sandbox
         .orders()
         .filter((o) => o.downstream_order_no?.startsWith('UNQ-'))
         .map((o) => o.sku_id),
     ).toEqual([unique.skus[0].id, unique.skus[0].id]);
 
-    const [a, b] = [await app.http.get(path('UNIQ-1')), await app.http.get(path(key(unique)))];
+    const [a, b] = [await t.app.http.get(path('UNIQ-1')), await t.app.http.get(path(key(unique)))];
     expect(a.status).toBe(200);
     expect(a.data).toEqual(b.data);
     expect((a.data as { sku: Sku }).sku).toMatchObject({ sku_key: key(unique), sku_code: 'UNIQ-1', product_id: unique.id });
     // the `:` of a key may also come unencoded in the path
-    expect((await app.http.get(`/internal/catalog/skus/${key(unique)}`)).data).toEqual(a.data);
+    expect((await t.app.http.get(`/internal/catalog/skus/${key(unique)}`)).data).toEqual(a.data);
 
     // a change: its history under either name, each entry with the key
-    sandbox.catalog.setPrice(key(unique), '5.50');
-    expect((await fullSync(app)).status).toBe('succeeded');
-    const [ca, cb] = [await app.http.get(`${path('UNIQ-1')}/changes`), await app.http.get(`${path(key(unique))}/changes`)];
+    t.sandbox.catalog.setPrice(key(unique), '5.50');
+    expect((await fullSync(t.app)).status).toBe('succeeded');
+    const [ca, cb] = [await t.app.http.get(`${path('UNIQ-1')}/changes`), await t.app.http.get(`${path(key(unique))}/changes`)];
     expect(ca.status).toBe(200);
     expect(ca.data).toEqual(cb.data);
     const items = (ca.data as { items: Array<{ sku_key: string; sku_code: string; field: string }> }).items;
     expect(items.map((i) => i.field)).toEqual(expect.arrayContaining(['cost_price', 'created']));
     for (const i of items) expect(i).toMatchObject({ sku_key: key(unique), sku_code: 'UNIQ-1' });
-    expect((await app.http.get(path(`${unique.id + 1000}:UNIQ-1`))).data).toMatchObject({ error_code: 'sku_not_found' });
+    expect((await t.app.http.get(path(`${unique.id + 1000}:UNIQ-1`))).data).toMatchObject({ error_code: 'sku_not_found' });
   });
 
   it('a pricing rule set by key applies to that SKU only; a plain code several SKUs carry is refused, nothing changed', async () => {
-    const before = (await app.http.get('/internal/pricing/rules')).data as { version: number };
-    const amb = await app.http.put('/internal/pricing/rules', {
+    const before = (await t.app.http.get('/internal/pricing/rules')).data as { version: number };
+    const amb = await t.app.http.put('/internal/pricing/rules', {
       rules: [{ scope: 'sku', sku_code: 'DEFAULT', markup_percent: '0', markup_fixed: '1' }],
     });
     expect([amb.status, amb.data]).toEqual([
       409,
       expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(one), key(two)].sort() }),
     ]);
-    expect(((await app.http.get('/internal/pricing/rules')).data as { version: number }).version).toBe(before.version);
+    expect(((await t.app.http.get('/internal/pricing/rules')).data as { version: number }).version).toBe(before.version);
 
     const [oneBefore, twoBefore] = await Promise.all(
-      [one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku),
+      [one, two].map(async (p) => ((await t.app.http.get(path(key(p)))).data as { sku: Sku }).sku),
     );
     try {
-      const put = await app.http.put('/internal/pricing/rules', {
+      const put = await t.app.http.put('/internal/pricing/rules', {
         rules: [{ scope: 'sku', sku_code: key(one), markup_percent: '0', markup_fixed: '1.00', rounding: '0.01' }],
       });
       expect(put.status).toBe(200);
@@ -199,46 +192,46 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
         expect.objectContaining({ scope: 'sku', sku_key: key(one), sku_code: 'DEFAULT', markup_fixed: '1.00' }),
       ]);
       const [oneAfter, twoAfter] = await Promise.all(
-        [one, two].map(async (p) => ((await app.http.get(path(key(p)))).data as { sku: Sku }).sku),
+        [one, two].map(async (p) => ((await t.app.http.get(path(key(p)))).data as { sku: Sku }).sku),
       );
       expect(oneAfter.sale_price).toBe('4.00'); // 3.00 + 1.00
       expect(oneAfter.sale_price).not.toBe(oneBefore.sale_price);
       expect(twoAfter.sale_price).toBe(twoBefore.sale_price);
       // a sync prices it the same way
-      expect((await fullSync(app)).status).toBe('succeeded');
-      expect(((await app.http.get(path(key(one)))).data as { sku: Sku }).sku.sale_price).toBe('4.00');
+      expect((await fullSync(t.app)).status).toBe('succeeded');
+      expect(((await t.app.http.get(path(key(one)))).data as { sku: Sku }).sku.sale_price).toBe('4.00');
     } finally {
-      await app.http.put('/internal/pricing/rules', { rules: [] });
+      await t.app.http.put('/internal/pricing/rules', { rules: [] });
     }
   });
 
   it('a code carried by one listed SKU and unlisted ones names the listed one; carried only by unlisted ones it orders nothing', async () => {
-    const m1 = sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '8.00' }] });
-    const m2 = sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '9.00' }] });
-    expect((await fullSync(app)).status).toBe('succeeded');
-    sandbox.catalog.delistProduct(m2.id);
-    expect((await fullSync(app)).status).toBe('succeeded');
-    expect(((await app.http.get(path(key(m2)))).data as { sku: Sku }).sku.listed).toBe(false);
+    const m1 = t.sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '8.00' }] });
+    const m2 = t.sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '9.00' }] });
+    expect((await fullSync(t.app)).status).toBe('succeeded');
+    t.sandbox.catalog.delistProduct(m2.id);
+    expect((await fullSync(t.app)).status).toBe('succeeded');
+    expect(((await t.app.http.get(path(key(m2)))).data as { sku: Sku }).sku.listed).toBe(false);
 
-    expect(((await app.http.get(path('MONTHLY'))).data as { sku: Sku }).sku.sku_key).toBe(key(m1));
-    const ordered = await app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 });
+    expect(((await t.app.http.get(path('MONTHLY'))).data as { sku: Sku }).sku.sku_key).toBe(key(m1));
+    const ordered = await t.app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 });
     expect(ordered.status).toBe(201);
     expect((ordered.data as { order: Record<string, unknown> }).order).toMatchObject({ sku_key: key(m1), sku_code: 'MONTHLY' });
 
-    sandbox.catalog.delistProduct(m1.id);
-    expect((await fullSync(app)).status).toBe('succeeded');
-    const creates = sandbox.stats.createsReceived;
-    const refused = await app.http.post('/internal/orders', { shop_order_no: 'MON-2', sku_code: 'MONTHLY', quantity: 1 });
+    t.sandbox.catalog.delistProduct(m1.id);
+    expect((await fullSync(t.app)).status).toBe('succeeded');
+    const creates = t.sandbox.stats.createsReceived;
+    const refused = await t.app.http.post('/internal/orders', { shop_order_no: 'MON-2', sku_code: 'MONTHLY', quantity: 1 });
     expect([refused.status, (refused.data as { error_code: string }).error_code]).toEqual([409, 'sku_unavailable']);
-    expect(sandbox.stats.createsReceived).toBe(creates);
-    expect((await app.http.get('/internal/orders/MON-2')).status).toBe(404);
-    const read = await app.http.get(path('MONTHLY'));
+    expect(t.sandbox.stats.createsReceived).toBe(creates);
+    expect((await t.app.http.get('/internal/orders/MON-2')).status).toBe(404);
+    const read = await t.app.http.get(path('MONTHLY'));
     expect([read.status, read.data]).toEqual([
       409,
       expect.objectContaining({ error_code: 'sku_ambiguous', candidates: [key(m1), key(m2)].sort() }),
     ]);
     // the recorded order is still answered as recorded
-    expect((await app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 })).status).toBe(200);
+    expect((await t.app.http.post('/internal/orders', { shop_order_no: 'MON-1', sku_code: 'MONTHLY', quantity: 1 })).status).toBe(200);
   });
 });
 

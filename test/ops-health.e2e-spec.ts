@@ -15,10 +15,9 @@ import { jest } from '@jest/globals';
 import axios from 'axios';
 import type { Pool } from 'pg';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
 import { HEALTH_DEADLINE_MS } from '../src/ops/health.service.js';
-import { openTestDatabase, testEnv, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { UNREACHABLE_UPSTREAM } from './support/test-app.js';
 import { settlesWithin, waitFor } from './support/wait.js';
 
 /**
@@ -31,38 +30,26 @@ const HELD_RACE_MS = 6 * HEALTH_DEADLINE_MS;
 const get = (url: string) => axios.get(url, { validateStatus: () => true, timeout: 30_000 });
 
 describe('health under load', () => {
-  let db: TestDatabase;
-  let relay: RelayApp;
   let ds: DataSource;
   let pool: Pool;
+  // No upstream and no background work: the ping is never in memory, /health reads the stored one.
+  const t = useAppSuite({ sandbox: false, env: UNREACHABLE_UPSTREAM, workers: false });
 
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    // No upstream and no background work: the ping is never in memory, /health reads the stored one.
-    const config = loadConfig({
-      ...testEnv(null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }),
-      DATABASE_URL: db.url,
-    });
-    config.workers = false;
-    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
-    ds = relay.app.get(DataSource);
+  beforeAll(() => {
+    ds = t.app.relay.app.get(DataSource);
     pool = (ds.driver as unknown as { master: Pool }).master;
-  });
-  afterAll(async () => {
-    await relay?.close();
-    await db?.close();
   });
 
   /** Waits until the database answers /health plainly again (the checks left behind have ended). */
   const settled = () =>
     waitFor(
-      async () => (await get(`${relay.url}/health`)).data,
+      async () => (await get(`${t.app.url}/health`)).data,
       (b) => b.database === 'up' && b.database_detail === undefined,
       'a plain /health',
     );
 
   it('answers 200 "busy" while every pooled connection is taken, before any check gets one, and shares its checks between calls', async () => {
-    expect((await get(`${relay.url}/health/ready`)).status).toBe(200); // read the migrations once
+    expect((await get(`${t.app.url}/health/ready`)).status).toBe(200); // read the migrations once
     const max = pool.options.max!;
     const held: QueryRunner[] = [];
     try {
@@ -101,9 +88,9 @@ describe('health under load', () => {
       try {
         answers = await settlesWithin(
           Promise.all([
-            get(`${relay.url}/health`),
-            get(`${relay.url}/health/ready`),
-            ...Array.from({ length: 5 }, () => get(`${relay.url}/health`)),
+            get(`${t.app.url}/health`),
+            get(`${t.app.url}/health/ready`),
+            ...Array.from({ length: 5 }, () => get(`${t.app.url}/health`)),
           ]),
           HELD_RACE_MS,
           '/health and /health/ready while every pooled connection is held',
@@ -141,7 +128,7 @@ describe('health under load', () => {
   });
 
   it('answers while the tables it reads are locked by a transaction, and does not call that down', async () => {
-    expect((await get(`${relay.url}/health/ready`)).status).toBe(200);
+    expect((await get(`${t.app.url}/health/ready`)).status).toBe(200);
     const holder = ds.createQueryRunner();
     await holder.connect();
     try {
@@ -149,15 +136,15 @@ describe('health under load', () => {
       await holder.query('LOCK TABLE relay_state, catalog_sync_runs, schema_migrations IN ACCESS EXCLUSIVE MODE');
 
       // The lock is held until both answers have come: they came while the checks' reads wait on it.
-      const health = await settlesWithin(get(`${relay.url}/health`), HELD_RACE_MS, '/health while its tables are locked');
+      const health = await settlesWithin(get(`${t.app.url}/health`), HELD_RACE_MS, '/health while its tables are locked');
       expect(health.status).toBe(200);
       expect(health.data).toMatchObject({ ok: true, status: 'ok', database: 'up', last_sync: null, upstream: { status: 'unknown' } });
       // PostgreSQL answers the `SELECT 1` beside the lock; PGlite runs the holder's transaction alone.
-      if (db.embedded) expect(health.data.database_detail).toBe('slow');
+      if (t.db.embedded) expect(health.data.database_detail).toBe('slow');
       else expect(health.data).not.toHaveProperty('database_detail');
 
-      const ready = await settlesWithin(get(`${relay.url}/health/ready`), HELD_RACE_MS, '/health/ready while its tables are locked');
-      if (db.embedded) {
+      const ready = await settlesWithin(get(`${t.app.url}/health/ready`), HELD_RACE_MS, '/health/ready while its tables are locked');
+      if (t.db.embedded) {
         // Slow: the migrations as last read.
         expect(ready.status).toBe(200);
         expect(ready.data).toEqual({
@@ -177,6 +164,6 @@ describe('health under load', () => {
       await holder.release();
     }
     await settled();
-    expect((await get(`${relay.url}/health/ready`)).status).toBe(200);
+    expect((await get(`${t.app.url}/health/ready`)).status).toBe(200);
   });
 });

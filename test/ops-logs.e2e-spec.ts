@@ -5,16 +5,11 @@
  * secret, the shop webhook secret, the payload key, a signature header, an item code in a callback
  * body, the items of a delivered order) and the whole log output of the instance is searched.
  */
-import { Writable } from 'node:stream';
 import { createServer, type Server } from 'node:http';
 import { Logger } from '@nestjs/common';
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
-import { createPino, JsonLogger } from '../src/ops/json-logger.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import axios from 'axios';
 import { DEFAULT_SIGNATURE_TEMPLATE, signedHeaders } from '../src/signing/signing.js';
-import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { waitFor } from './support/wait.js';
 
 const TOKEN = 'tok-MARKER-5e1f0c7a9b';
@@ -29,61 +24,39 @@ const FORM_SECRET = 'formsecret-MARKER-6c6c';
 type Line = Record<string, unknown>;
 
 describe('logs', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
   let shop: Server;
-  let relay: RelayApp;
-  let http: AxiosInstance;
-  let output = '';
-  const lines = (): Line[] =>
-    output
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Line);
-
+  // A shop that always fails, so that the webhook sender logs its retries (it opens before the suite
+  // and closes after it).
   beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ apiKey: UPSTREAM_KEY, apiSecret: UPSTREAM_SECRET });
-    // A shop that always fails, so that the webhook sender logs its retries.
     shop = createServer((req, res) => {
       req.resume();
       req.on('end', () => res.writeHead(500).end());
     });
     await new Promise<void>((r) => shop.listen(0, '127.0.0.1', r));
-    const config = loadConfig({
-      ...testEnv(sandbox, {
-        LOG_LEVEL: 'debug',
-        UPSTREAM_API_KEY: UPSTREAM_KEY,
-        UPSTREAM_API_SECRET: UPSTREAM_SECRET,
-        INTERNAL_API_TOKEN: TOKEN,
-        PAYLOAD_ENCRYPTION_KEY: PAYLOAD_KEY,
-        SHOP_WEBHOOK_URL: `http://127.0.0.1:${(shop.address() as { port: number }).port}/hook`,
-        SHOP_WEBHOOK_SECRET: SHOP_SECRET,
-        CALLBACK_SIGNATURE_PATH: '/callbacks/upstream',
-        ORDER_POLL_BASE_MS: '100',
-      }),
-      DATABASE_URL: db.url,
-    });
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        output += chunk.toString('utf8');
-        done();
-      },
-    });
-    const pino = createPino('debug', sink);
-    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
-    http = axios.create({ baseURL: relay.url, headers: { authorization: `Bearer ${TOKEN}` }, validateStatus: () => true, timeout: 30_000 });
+  });
+  const t = useAppSuite({
+    sandbox: { apiKey: UPSTREAM_KEY, apiSecret: UPSTREAM_SECRET },
+    env: () => ({
+      LOG_LEVEL: 'debug',
+      UPSTREAM_API_KEY: UPSTREAM_KEY,
+      UPSTREAM_API_SECRET: UPSTREAM_SECRET,
+      INTERNAL_API_TOKEN: TOKEN,
+      PAYLOAD_ENCRYPTION_KEY: PAYLOAD_KEY,
+      SHOP_WEBHOOK_URL: `http://127.0.0.1:${(shop.address() as { port: number }).port}/hook`,
+      SHOP_WEBHOOK_SECRET: SHOP_SECRET,
+      CALLBACK_SIGNATURE_PATH: '/callbacks/upstream',
+      ORDER_POLL_BASE_MS: '100',
+    }),
+    logs: true,
   });
   afterAll(async () => {
-    await relay?.close();
     shop.closeAllConnections();
     await new Promise((r) => shop.close(r));
-    await sandbox.stop();
-    await db.close();
   });
+  const lines = (): Line[] => t.app.logLines();
 
   it("writes one JSON line per request, with the caller's request id echoed, and the order number from the path", async () => {
-    const res = await http.get('/internal/orders/SO-LOG-1', { headers: { 'x-request-id': 'req-LOG-0001' } });
+    const res = await t.app.http.get('/internal/orders/SO-LOG-1', { headers: { 'x-request-id': 'req-LOG-0001' } });
     expect(res.headers['x-request-id']).toBe('req-LOG-0001');
     const mine = lines().filter((l) => l.request_id === 'req-LOG-0001' && l.path !== undefined);
     expect(mine).toHaveLength(1);
@@ -100,7 +73,7 @@ describe('logs', () => {
   });
 
   it('takes the order number and trace id from a JSON body, and replaces an insane request id', async () => {
-    const res = await http.post(
+    const res = await t.app.http.post(
       '/internal/orders',
       {
         shop_order_no: 'SO-LOG-2',
@@ -127,7 +100,7 @@ describe('logs', () => {
 
   it('carries the request id on the lines its handling writes with the request at hand (a refused callback)', async () => {
     const body = JSON.stringify({ event: 'order.status_changed', order_id: 1, status: 'paid' });
-    const res = await axios.post(`${relay.url}/callbacks/upstream`, body, {
+    const res = await axios.post(`${t.app.url}/callbacks/upstream`, body, {
       headers: {
         'content-type': 'application/json',
         'x-request-id': 'req-LOG-cb',
@@ -144,11 +117,11 @@ describe('logs', () => {
 
   it('never logs a token, an API key or secret, a signature, or a delivered item', async () => {
     // A wrong token, then the right one in Authorization.
-    await axios.get(`${relay.url}/internal/webhooks/deliveries`, {
+    await axios.get(`${t.app.url}/internal/webhooks/deliveries`, {
       headers: { authorization: `Bearer ${WRONG_TOKEN}` },
       validateStatus: () => true,
     });
-    await http.get('/internal/webhooks/deliveries');
+    await t.app.http.get('/internal/webhooks/deliveries');
     // A correctly signed callback whose body carries an item code (and a forged one).
     const cbBody = JSON.stringify({
       event: 'order.fulfilled',
@@ -166,12 +139,12 @@ describe('logs', () => {
       path: '/callbacks/upstream',
       body: cbBody,
     });
-    const cb = await axios.post(`${relay.url}/callbacks/upstream`, cbBody, {
+    const cb = await axios.post(`${t.app.url}/callbacks/upstream`, cbBody, {
       headers: { 'content-type': 'application/json', ...signed },
       validateStatus: () => true,
     });
     expect(cb.status).toBe(200);
-    const forged = await axios.post(`${relay.url}/callbacks/upstream`, cbBody, {
+    const forged = await axios.post(`${t.app.url}/callbacks/upstream`, cbBody, {
       headers: { 'content-type': 'application/json', ...signed, 'Service-Signature': 'cd'.repeat(32) },
       validateStatus: () => true,
     });
@@ -187,18 +160,21 @@ describe('logs', () => {
       request: { api_key: UPSTREAM_KEY, apiSecret: UPSTREAM_SECRET },
     });
     // A real order, delivered by the upstream: its items are in the API answer, never in the log.
-    const sync = await http.post('/internal/catalog/sync', { mode: 'full' });
+    const sync = await t.app.http.post('/internal/catalog/sync', { mode: 'full' });
     expect(sync.status).toBe(202);
     const deadline = Date.now() + 30_000;
-    while ((await http.get(`/internal/catalog/sync-runs/${sync.data.run_id}`)).data.run?.status === 'running' && Date.now() < deadline) {
+    while (
+      (await t.app.http.get(`/internal/catalog/sync-runs/${sync.data.run_id}`)).data.run?.status === 'running' &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 50));
     }
-    const skus = (await http.get('/internal/catalog/skus', { params: { available: true, page_size: 500 } })).data.items as Array<{
+    const skus = (await t.app.http.get('/internal/catalog/skus', { params: { available: true, page_size: 500 } })).data.items as Array<{
       sku_code: string;
       fulfillment_type: string;
     }>;
     const auto = skus.find((s) => s.fulfillment_type === 'auto')!;
-    const placed = await http.post('/internal/orders', {
+    const placed = await t.app.http.post('/internal/orders', {
       shop_order_no: 'SO-LOG-ORDER',
       sku_code: auto.sku_code,
       quantity: 2,
@@ -207,7 +183,7 @@ describe('logs', () => {
     expect([201, 202]).toContain(placed.status);
     let items: string[] = [];
     while (Date.now() < deadline + 30_000) {
-      const o = (await http.get('/internal/orders/SO-LOG-ORDER')).data.order as { items: string[] };
+      const o = (await t.app.http.get('/internal/orders/SO-LOG-ORDER')).data.order as { items: string[] };
       if (o.items.length > 0) {
         items = o.items;
         break;
@@ -223,7 +199,7 @@ describe('logs', () => {
       'two failed webhook deliveries in the log',
     );
 
-    const all = output;
+    const all = t.app.logOutput();
     expect(lines().length).toBeGreaterThan(20);
     expect(lines().some((l) => l.shop_order_no === 'SO-LOG-ORDER' && l.trace_id === 'trace-LOG-ORDER')).toBe(true);
     expect(all).toContain('a careless log line');

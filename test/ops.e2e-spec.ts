@@ -5,44 +5,15 @@
  * metric and a shop notification, once per condition per hour.
  */
 import { createServer, type Server } from 'node:http';
-import axios, { type AxiosInstance } from 'axios';
+import axios from 'axios';
 import { DataSource } from 'typeorm';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { Clock } from '../src/common/clock.js';
-import { loadConfig } from '../src/config/app-config.js';
 import { migrateDown, migrateUp, readMigrations } from '../src/database/migrator.js';
 import { AlertService } from '../src/ops/alert.service.js';
 import { UpstreamMonitor } from '../src/ops/upstream-monitor.service.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { openTestDatabase, startSandbox, startTestApp, UNREACHABLE_UPSTREAM } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 import { TestClock } from './support/test-clock.js';
-
-interface App {
-  relay: RelayApp;
-  url: string;
-  http: AxiosInstance;
-  close(): Promise<void>;
-}
-
-async function startApp(
-  db: TestDatabase,
-  sandbox: SandboxServer | null,
-  env: Record<string, string>,
-  clock?: Clock,
-  workers = true,
-): Promise<App> {
-  const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
-  config.workers = workers;
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({
-    baseURL: relay.url,
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    validateStatus: () => true,
-    timeout: 30_000,
-  });
-  return { relay, url: relay.url, http, close: () => relay.close() };
-}
 
 const metricValue = (text: string, name: string): number => {
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
@@ -53,21 +24,12 @@ const metricValue = (text: string, name: string): number => {
 const publicGet = (url: string) => axios.get(url, { validateStatus: () => true, timeout: 30_000 });
 
 describe('operations', () => {
-  let sandbox: SandboxServer;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ wallet: { balance: '50.00', currency: 'CNY' } });
-  });
-  afterAll(async () => {
-    await sandbox.stop();
-  });
-
   describe('a healthy instance', () => {
-    let db: TestDatabase;
-    let app: App;
     let shop: Server;
     const webhooks: Array<{ event: string; subject: string; data: Record<string, unknown> }> = [];
     const clock = new TestClock();
 
+    // the shop opens before the suite (the service's env names it) and closes after it
     beforeAll(async () => {
       shop = createServer((req, res) => {
         let body = '';
@@ -78,32 +40,28 @@ describe('operations', () => {
         });
       });
       await new Promise<void>((r) => shop.listen(0, '127.0.0.1', r));
-      db = await openTestDatabase();
-      app = await startApp(
-        db,
-        sandbox,
-        {
-          WALLET_LOW_BALANCE: '100',
-          SHOP_WEBHOOK_URL: `http://127.0.0.1:${(shop.address() as { port: number }).port}/hook`,
-          SHOP_WEBHOOK_SECRET: 'shop-secret',
-        },
-        clock,
-      );
+    });
+    const t = useAppSuite({
+      sandbox: { wallet: { balance: '50.00', currency: 'CNY' } },
+      env: () => ({
+        WALLET_LOW_BALANCE: '100',
+        SHOP_WEBHOOK_URL: `http://127.0.0.1:${(shop.address() as { port: number }).port}/hook`,
+        SHOP_WEBHOOK_SECRET: 'shop-secret',
+      }),
+      clock,
     });
     afterAll(async () => {
-      await app?.close();
-      await db?.close();
       shop.closeAllConnections();
       await new Promise((r) => shop.close(r));
     });
 
     it('GET /health: database up, the upstream as pinged in the background, the wallet, no token needed', async () => {
       const body = await waitFor(
-        async () => (await publicGet(`${app.url}/health`)).data,
+        async () => (await publicGet(`${t.app.url}/health`)).data,
         (b) => b.upstream?.status === 'up',
         'the first ping',
       );
-      const res = await publicGet(`${app.url}/health`);
+      const res = await publicGet(`${t.app.url}/health`);
       expect(res.status).toBe(200);
       expect(res.headers['x-request-id']).toEqual(expect.any(String));
       expect(body).toMatchObject({
@@ -117,11 +75,11 @@ describe('operations', () => {
     });
 
     it('shows the last catalog sync once there is one', async () => {
-      const started = await app.http.post('/internal/catalog/sync', { mode: 'full' });
+      const started = await t.app.http.post('/internal/catalog/sync', { mode: 'full' });
       expect(started.status).toBe(202);
       const runId = started.data.run_id as string;
       const body = await waitFor(
-        async () => (await publicGet(`${app.url}/health`)).data,
+        async () => (await publicGet(`${t.app.url}/health`)).data,
         (b) => b.last_sync?.run_id === runId && b.last_sync.status !== 'running',
         'the sync in /health',
       );
@@ -136,27 +94,27 @@ describe('operations', () => {
 
       // a failed run after it: the last sync is the failure, its last success still that run's end
       const failedAt = new Date(Date.parse(body.last_sync.finished_at) + 60_000);
-      await db.query(
+      await t.db.query(
         `INSERT INTO catalog_sync_runs (run_id, mode, planned_mode, trigger, status, owner, started_at, heartbeat_at, finished_at, error)
          VALUES ('ops-failed-run', 'full', 'full', 'cron', 'failed', 'test', $1, $1, $1, 'page 3: upstream unavailable')`,
         [failedAt],
       );
-      const after = (await publicGet(`${app.url}/health`)).data;
+      const after = (await publicGet(`${t.app.url}/health`)).data;
       expect(after.last_sync).toMatchObject({ run_id: 'ops-failed-run', status: 'failed', last_success_at: body.last_sync.finished_at });
-      await db.query("DELETE FROM catalog_sync_runs WHERE run_id = 'ops-failed-run'");
+      await t.db.query("DELETE FROM catalog_sync_runs WHERE run_id = 'ops-failed-run'");
     });
 
     it('live and ready', async () => {
-      const live = await publicGet(`${app.url}/health/live`);
+      const live = await publicGet(`${t.app.url}/health/live`);
       expect(live.status).toBe(200);
       expect(live.data).toEqual({ ok: true });
-      const ready = await publicGet(`${app.url}/health/ready`);
+      const ready = await publicGet(`${t.app.url}/health/ready`);
       expect(ready.status).toBe(200);
       expect(ready.data).toEqual({ ok: true, database: 'up', migrations: { pending: [] }, shutting_down: false });
     });
 
     it('raises wallet_low from the ping once per hour: a log-worthy alert, a metric, a shop notification', async () => {
-      const monitor = app.relay.app.get(UpstreamMonitor);
+      const monitor = t.app.relay.app.get(UpstreamMonitor);
       await waitFor(
         async () => webhooks.filter((w) => w.event === 'alert.wallet_low').length,
         (n) => n === 1,
@@ -171,7 +129,7 @@ describe('operations', () => {
       // Pinged again within the hour: no new alert.
       await monitor.pingNow();
       await monitor.pingNow();
-      let metrics = (await publicGet(`${app.url}/metrics`)).data as string;
+      let metrics = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="wallet_low"}')).toBe(1);
       expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY",supplier="main"}')).toBe(50);
       expect(metricValue(metrics, 'relay_upstream_up{supplier="main"}')).toBe(1);
@@ -179,21 +137,21 @@ describe('operations', () => {
       // An hour later, still low: alerted again.
       clock.advance(3600_000 + 1000);
       await monitor.pingNow();
-      metrics = (await publicGet(`${app.url}/metrics`)).data as string;
+      metrics = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="wallet_low"}')).toBe(2);
 
       // Above the threshold: nothing.
-      sandbox.setWalletBalance('500.00');
+      t.sandbox.setWalletBalance('500.00');
       clock.advance(3600_000 + 1000);
       await monitor.pingNow();
-      metrics = (await publicGet(`${app.url}/metrics`)).data as string;
+      metrics = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="wallet_low"}')).toBe(2);
       expect(metricValue(metrics, 'relay_wallet_balance{currency="CNY",supplier="main"}')).toBe(500);
-      sandbox.setWalletBalance('50.00');
+      t.sandbox.setWalletBalance('50.00');
     });
 
     it('offers AlertService to the other modules: orderStuck, syncFailed and checkWallet, deduplicated', async () => {
-      const alerts = app.relay.app.get(AlertService);
+      const alerts = t.app.relay.app.get(AlertService);
       const since = new Date(Date.now() - 2 * 86_400_000);
       expect(await alerts.orderStuck({ shopOrderNo: 'SO-STUCK-1', status: 'fulfilling', since, traceId: 't-1' })).toBe(true);
       expect(await alerts.orderStuck({ shopOrderNo: 'SO-STUCK-1', status: 'fulfilling', since })).toBe(false);
@@ -202,7 +160,7 @@ describe('operations', () => {
       expect(await alerts.syncFailed({ runId: 'run_x', mode: 'full', error: 'upstream_unavailable' })).toBe(false);
       // Inside the caller's transaction, committed with it; rolled back with it (its log line and
       // metric wait for the commit: never run here).
-      const ds = app.relay.app.get(DataSource);
+      const ds = t.app.relay.app.get(DataSource);
       await expect(
         ds.transaction(async (em) => {
           expect(await alerts.syncFailed({ runId: 'run_rolled_back', error: 'x' }, em, () => undefined)).toBe(true);
@@ -238,13 +196,13 @@ describe('operations', () => {
           .map((w) => w.data.run_id)
           .sort(),
       ).toEqual(['run_rolled_back', 'run_x']);
-      const metrics = (await publicGet(`${app.url}/metrics`)).data as string;
+      const metrics = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_alerts_total{kind="order_stuck"}')).toBe(2);
       expect(metricValue(metrics, 'relay_alerts_total{kind="sync_failed"}')).toBe(2);
     });
 
     it('GET /metrics: Prometheus text of the relay_ metrics, no token needed', async () => {
-      const res = await publicGet(`${app.url}/metrics`);
+      const res = await publicGet(`${t.app.url}/metrics`);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
       const text = res.data as string;
@@ -273,44 +231,35 @@ describe('operations', () => {
     });
   });
 
-  it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too (final statuses at most every 5 minutes)', async () => {
-    const db = await openTestDatabase();
+  describe('an instance without workers', () => {
     const clock = new TestClock();
-    const app = await startApp(
-      db,
-      null,
-      { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' },
-      clock,
-      false,
-    );
-    const insert = (no: string, status: string) =>
-      db.query(
-        `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
+    const t = useAppSuite({ sandbox: false, env: UNREACHABLE_UPSTREAM, workers: false, clock });
+
+    it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too (final statuses at most every 5 minutes)', async () => {
+      const insert = (no: string, status: string) =>
+        t.db.query(
+          `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
          VALUES ($1, 'SKU', 1, 'f', 't', $2, $1, now(), now(), now(), now())`,
-        [no, status],
-      );
-    try {
+          [no, status],
+        );
       await insert('SO-GAUGE-1', 'paid');
       await insert('SO-GAUGE-2', 'paid');
       await insert('SO-GAUGE-3', 'completed');
-      let text = (await publicGet(`${app.url}/metrics`)).data as string;
+      let text = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(text, 'relay_orders{status="paid"}')).toBe(2);
       expect(metricValue(text, 'relay_orders{status="completed"}')).toBe(1);
       expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(0);
       // unfinished statuses at every scrape; the final ones (a count over the whole table) later
       await insert('SO-GAUGE-4', 'delivered');
       await insert('SO-GAUGE-5', 'paid');
-      text = (await publicGet(`${app.url}/metrics`)).data as string;
+      text = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(text, 'relay_orders{status="paid"}')).toBe(3);
       expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(0);
       clock.advance(5 * 60_000);
-      text = (await publicGet(`${app.url}/metrics`)).data as string;
+      text = (await publicGet(`${t.app.url}/metrics`)).data as string;
       expect(metricValue(text, 'relay_orders{status="delivered"}')).toBe(1);
       expect(metricValue(text, 'relay_orders{status="completed"}')).toBe(1);
-    } finally {
-      await app.close();
-      await db.close();
-    }
+    });
   });
 
   it('the stuck-order housekeeping reads the flagged orders by their partial index, not the whole table', async () => {
@@ -331,11 +280,7 @@ describe('operations', () => {
 
   it('reports an unreachable upstream without failing /health, and never waits for it', async () => {
     const db = await openTestDatabase();
-    const app = await startApp(db, null, {
-      UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
-      UPSTREAM_API_KEY: 'k',
-      UPSTREAM_API_SECRET: 's',
-    });
+    const app = await startTestApp(db, null, UNREACHABLE_UPSTREAM);
     try {
       const body = await waitFor(
         async () => (await publicGet(`${app.url}/health`)).data,
@@ -351,13 +296,7 @@ describe('operations', () => {
     }
 
     // An instance without workers does not ping: it shows what a worker stored.
-    const idle = await startApp(
-      db,
-      null,
-      { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' },
-      undefined,
-      false,
-    );
+    const idle = await startTestApp(db, null, UNREACHABLE_UPSTREAM, { workers: false });
     try {
       const body = (await publicGet(`${idle.url}/health`)).data;
       expect(body.upstream).toMatchObject({ status: 'down', checked_at: expect.any(String) });
@@ -371,7 +310,8 @@ describe('operations', () => {
 
   it('is not ready with a pending migration, and answers 503 when the database is gone', async () => {
     const db = await openTestDatabase();
-    const app = await startApp(db, sandbox, {});
+    const sandbox = await startSandbox();
+    const app = await startTestApp(db, sandbox);
     try {
       const latest = readMigrations().at(-1)!;
       await migrateDown(db.url, 1);
@@ -395,6 +335,7 @@ describe('operations', () => {
       expect(live.status).toBe(200);
     } finally {
       await app.close().catch(() => undefined);
+      await sandbox.stop();
       await db.close().catch(() => undefined);
     }
   });

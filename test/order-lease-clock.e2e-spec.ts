@@ -3,43 +3,31 @@
  * whose clock runs ahead does not sweep an attempt whose sender is still within its lease, nor take it
  * for a re-send or an operator; once the lease has ended by the database's clock, it does.
  */
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { OrderRepository } from '../src/orders/order.repository.js';
-import { openTestDatabase, testEnv, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { UNREACHABLE_UPSTREAM } from './support/test-app.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { TestClock } from './support/test-clock.js';
 
 describe('attempt leases on the database clock', () => {
-  let db: TestDatabase;
-  let relay: RelayApp;
   let repo: OrderRepository;
   let follow: OrderFollowService;
   let n = 0;
   const ahead = new TestClock();
+  // the test runs the sweeps and claims itself
+  const t = useAppSuite({ sandbox: false, env: UNREACHABLE_UPSTREAM, workers: false, clock: ahead });
 
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    const config = loadConfig({
-      ...testEnv(null, { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream', UPSTREAM_API_KEY: 'k', UPSTREAM_API_SECRET: 's' }),
-      DATABASE_URL: db.url,
-    });
-    config.workers = false; // the test runs the sweeps and claims itself
-    relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock: ahead });
-    repo = relay.app.get(OrderRepository);
-    follow = relay.app.get(OrderFollowService);
+  beforeAll(() => {
+    repo = t.app.relay.app.get(OrderRepository);
+    follow = t.app.relay.app.get(OrderFollowService);
     ahead.advance(10 * 60_000); // this replica's clock runs ten minutes ahead
-  });
-  afterAll(async () => {
-    await relay?.close();
-    await db?.close();
   });
 
   /** An attempt being sent by another replica, with a lease of a minute from now (the database's clock). */
   async function sending(): Promise<{ orderId: string; attemptId: string }> {
     const created = await reserveOrder(repo, `LEASE-${++n}`, 60_000);
-    const [{ ahead_of_db }] = await db.query<{ ahead_of_db: boolean }>(
+    const [{ ahead_of_db }] = await t.db.query<{ ahead_of_db: boolean }>(
       "SELECT sending_until > now() + interval '50 seconds' AS ahead_of_db FROM order_attempts WHERE id = $1",
       [created.attempt.id],
     );
@@ -48,13 +36,13 @@ describe('attempt leases on the database clock', () => {
   }
 
   const attemptStatus = async (id: string) =>
-    (await db.query<{ status: string }>('SELECT status FROM order_attempts WHERE id = $1', [id]))[0].status;
+    (await t.db.query<{ status: string }>('SELECT status FROM order_attempts WHERE id = $1', [id]))[0].status;
 
   it('does not sweep an attempt within its lease however far ahead its own clock is; sweeps it once the lease has ended', async () => {
     const a = await sending();
     expect(await follow.sweepStale()).toBe(0);
     expect(await attemptStatus(a.attemptId)).toBe('submitting');
-    await db.query("UPDATE order_attempts SET sending_until = now() - interval '1 second' WHERE id = $1", [a.attemptId]);
+    await t.db.query("UPDATE order_attempts SET sending_until = now() - interval '1 second' WHERE id = $1", [a.attemptId]);
     expect(await follow.sweepStale()).toBe(1);
     expect(await attemptStatus(a.attemptId)).toBe('submit_unknown');
   });
@@ -62,14 +50,14 @@ describe('attempt leases on the database clock', () => {
   it('does not take a leased unknown attempt for a re-send or an operator; takes it once the lease has ended', async () => {
     const a = await sending();
     // unknown, due for a re-send, while another replica's re-send holds its lease
-    await db.query(
+    await t.db.query(
       "UPDATE order_attempts SET status = 'submit_unknown', next_resend_at = now(), sending_until = now() + interval '1 minute' WHERE id = $1",
       [a.attemptId],
     );
-    await db.query("UPDATE orders SET status = 'submit_unknown' WHERE id = $1", [a.orderId]);
+    await t.db.query("UPDATE orders SET status = 'submit_unknown' WHERE id = $1", [a.orderId]);
     expect((await repo.claimResends(ahead.now(), 30_000, 10, ['main'])).map((c) => c.id)).not.toContain(a.attemptId);
     expect(await repo.claimUnknownAttempt(a.attemptId, 30_000)).toBeNull();
-    await db.query("UPDATE order_attempts SET sending_until = now() - interval '1 second' WHERE id = $1", [a.attemptId]);
+    await t.db.query("UPDATE order_attempts SET sending_until = now() - interval '1 second' WHERE id = $1", [a.attemptId]);
     expect((await repo.claimResends(ahead.now(), 30_000, 10, ['main'])).map((c) => c.id)).toContain(a.attemptId);
   });
 });

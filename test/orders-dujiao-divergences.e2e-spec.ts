@@ -9,62 +9,53 @@
  *   the rejected attempt's event, so that an operator sees what the upstream kept;
  * - an order detail carries `refund_records`: the order response shows them.
  */
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
-import { freePort, seedCatalog } from './support/child-app.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { freePort } from './support/child-app.js';
+import { startTestApp } from './support/test-app.js';
 
 describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let app: TestApp;
   const env = { UPSTREAM_PROFILE: 'dujiao-next' };
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ profile: 'dujiao-next', catalog: { products: 2 } });
-    sandbox.catalog.addProduct({
-      fulfillmentType: 'manual',
-      manualFormSchema: { fields: [] },
-      skus: [{ skuCode: 'M-NOFIELDS', price: '5.00' }],
-    });
-    sandbox.catalog.addProduct({
-      fulfillmentType: 'manual',
-      manualFormSchema: {
-        fields: [
-          { key: 'account', type: 'text', required: true },
-          { key: 'note', type: 'text', required: false },
-        ],
-      },
-      skus: [{ skuCode: 'M-ACCOUNT', price: '6.00' }],
-    });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'A-PAY', price: '7.00' }] });
-    app = await startTestApp(db, sandbox, { ...env, PORT: String(await freePort()) });
-    await seedCatalog(app.http);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
+  const t = useAppSuite({
+    sandbox: { profile: 'dujiao-next', catalog: { products: 2 } },
+    prepare: (sandbox) => {
+      sandbox.catalog.addProduct({
+        fulfillmentType: 'manual',
+        manualFormSchema: { fields: [] },
+        skus: [{ skuCode: 'M-NOFIELDS', price: '5.00' }],
+      });
+      sandbox.catalog.addProduct({
+        fulfillmentType: 'manual',
+        manualFormSchema: {
+          fields: [
+            { key: 'account', type: 'text', required: true },
+            { key: 'note', type: 'text', required: false },
+          ],
+        },
+        skus: [{ skuCode: 'M-ACCOUNT', price: '6.00' }],
+      });
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'A-PAY', price: '7.00' }] });
+    },
+    env: async () => ({ ...env, PORT: String(await freePort()) }),
+    seed: true,
   });
 
   afterEach(() => {
-    sandbox.faults.reset();
-    sandbox.userDisabled = false;
+    t.sandbox.faults.reset();
+    t.sandbox.userDisabled = false;
   });
 
   describe('manual forms', () => {
     it('a product whose form has no fields is ordered with no form data', async () => {
-      const r = await app.http.post('/internal/orders', { shop_order_no: 'MF-1', sku_code: 'M-NOFIELDS', quantity: 1 });
+      const r = await t.app.http.post('/internal/orders', { shop_order_no: 'MF-1', sku_code: 'M-NOFIELDS', quantity: 1 });
       expect(r.status).toBe(201);
-      const upstream = sandbox.orders().find((o) => o.downstream_order_no === 'MF-1');
+      const upstream = t.sandbox.orders().find((o) => o.downstream_order_no === 'MF-1');
       expect(upstream).toBeDefined();
       expect(upstream?.manual_form_data ?? {}).toEqual({});
     });
 
     it('a key the form does not have is refused before anything is sent', async () => {
-      const creates = sandbox.stats.createsReceived;
-      const noFields = await app.http.post('/internal/orders', {
+      const creates = t.sandbox.stats.createsReceived;
+      const noFields = await t.app.http.post('/internal/orders', {
         shop_order_no: 'MF-2',
         sku_code: 'M-NOFIELDS',
         quantity: 1,
@@ -72,7 +63,7 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
       });
       expect(noFields.status).toBe(400);
       expect(noFields.data).toMatchObject({ error_code: 'bad_request', fields: { 'manual_form_data.server': [expect.any(String)] } });
-      const stray = await app.http.post('/internal/orders', {
+      const stray = await t.app.http.post('/internal/orders', {
         shop_order_no: 'MF-3',
         sku_code: 'M-ACCOUNT',
         quantity: 1,
@@ -80,30 +71,30 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
       });
       expect(stray.status).toBe(400);
       expect(stray.data).toMatchObject({ error_code: 'bad_request', fields: { 'manual_form_data.server': [expect.any(String)] } });
-      expect(sandbox.stats.createsReceived).toBe(creates);
-      expect((await app.http.get('/internal/orders/MF-2')).status).toBe(404);
+      expect(t.sandbox.stats.createsReceived).toBe(creates);
+      expect((await t.app.http.get('/internal/orders/MF-2')).status).toBe(404);
     });
 
     it('a required field is still required; the optional one may be left out', async () => {
-      const missing = await app.http.post('/internal/orders', { shop_order_no: 'MF-4', sku_code: 'M-ACCOUNT', quantity: 1 });
+      const missing = await t.app.http.post('/internal/orders', { shop_order_no: 'MF-4', sku_code: 'M-ACCOUNT', quantity: 1 });
       expect(missing.status).toBe(400);
       expect(missing.data).toMatchObject({ error_code: 'manual_form_required', fields: { 'manual_form_data.account': ['required'] } });
-      const ok = await app.http.post('/internal/orders', {
+      const ok = await t.app.http.post('/internal/orders', {
         shop_order_no: 'MF-5',
         sku_code: 'M-ACCOUNT',
         quantity: 1,
         manual_form_data: { account: 'p-1' },
       });
       expect(ok.status).toBe(201);
-      expect(sandbox.orders().find((o) => o.downstream_order_no === 'MF-5')?.manual_form_data).toEqual({ account: 'p-1' });
+      expect(t.sandbox.orders().find((o) => o.downstream_order_no === 'MF-5')?.manual_form_data).toEqual({ account: 'p-1' });
     });
   });
 
   describe('the wallet when the upstream refuses our credentials', () => {
     it('a disabled API user (403 user_disabled): 502 upstream_auth_failed', async () => {
-      expect((await app.http.get('/internal/wallet')).status).toBe(200);
-      sandbox.userDisabled = true;
-      const r = await app.http.get('/internal/wallet');
+      expect((await t.app.http.get('/internal/wallet')).status).toBe(200);
+      t.sandbox.userDisabled = true;
+      const r = await t.app.http.get('/internal/wallet');
       expect(r.status).toBe(502);
       expect(r.data).toMatchObject({ ok: false, error_code: 'upstream_auth_failed' });
       expect(r.data.error_message).toContain('user_disabled');
@@ -111,8 +102,8 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
 
     it('a wrong secret (401 invalid_signature): 502 upstream_auth_failed', async () => {
       const wrong = await startTestApp(
-        db,
-        sandbox,
+        t.db,
+        t.sandbox,
         { ...env, UPSTREAM_API_SECRET: 'not-the-secret', PORT: String(await freePort()) },
         { workers: false },
       );
@@ -128,18 +119,18 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
   });
 
   it('payment_failed names the canceled upstream order: recorded on the rejected attempt', async () => {
-    sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'PF-1', sku_code: 'A-PAY', quantity: 1 });
+    t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
+    const r = await t.app.http.post('/internal/orders', { shop_order_no: 'PF-1', sku_code: 'A-PAY', quantity: 1 });
     expect(r.status).toBe(402);
     expect(r.data).toMatchObject({ error_code: 'payment_failed', order: { status: 'rejected', refund_state: 'refundable' } });
-    const canceled = sandbox.orders().find((o) => o.downstream_order_no === 'PF-1');
+    const canceled = t.sandbox.orders().find((o) => o.downstream_order_no === 'PF-1');
     expect(canceled?.status).toBe('canceled');
-    const [attempt] = await db.query<{ upstream_order_id: string | number | null }>(
+    const [attempt] = await t.db.query<{ upstream_order_id: string | number | null }>(
       'SELECT a.upstream_order_id FROM order_attempts a JOIN orders o ON o.id = a.order_id WHERE o.shop_order_no = $1',
       ['PF-1'],
     );
     expect(Number(attempt.upstream_order_id)).toBe(canceled?.id);
-    const { events } = (await app.http.get('/internal/orders/PF-1/events')).data as {
+    const { events } = (await t.app.http.get('/internal/orders/PF-1/events')).data as {
       events: Array<{ to: string | null; detail: Record<string, unknown> | null }>;
     };
     expect(events.find((e) => e.to === 'rejected')?.detail).toMatchObject({
@@ -149,13 +140,13 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
   });
 
   it('refund_records of the upstream order detail appear in the order response', async () => {
-    const r = await app.http.post('/internal/orders', { shop_order_no: 'RR-1', sku_code: 'A-PAY', quantity: 2 });
+    const r = await t.app.http.post('/internal/orders', { shop_order_no: 'RR-1', sku_code: 'A-PAY', quantity: 2 });
     expect(r.status).toBe(201);
     const id = r.data.order.upstream_order_id as number;
     expect(r.data.order.refund_records).toEqual([]);
-    await sandbox.waitForOrderStatus(id, 'delivered', 10_000);
-    sandbox.refundOrder(id, '3.50');
-    const refreshed = (await app.http.post('/internal/orders/RR-1/refresh', {})).data.order;
+    await t.sandbox.waitForOrderStatus(id, 'delivered', 10_000);
+    t.sandbox.refundOrder(id, '3.50');
+    const refreshed = (await t.app.http.post('/internal/orders/RR-1/refresh', {})).data.order;
     expect(refreshed).toMatchObject({
       status: 'partially_refunded',
       refunded_amount: '3.50',
@@ -165,6 +156,6 @@ describe('a real Dujiao-Next catalog and wallet (profile dujiao-next)', () => {
     expect(refreshed.refund_records).toEqual([
       { upstream_order_id: id, type: 'wallet', amount: '3.50', currency: 'CNY', remark: null, created_at: expect.stringMatching(/Z$/) },
     ]);
-    expect((await app.http.get('/internal/orders/RR-1')).data.order.refund_records).toHaveLength(1);
+    expect((await t.app.http.get('/internal/orders/RR-1')).data.order.refund_records).toHaveLength(1);
   });
 });

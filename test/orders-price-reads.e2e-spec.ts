@@ -5,56 +5,33 @@
  * charge counts from when its answer arrived, as a read does: the time the create spent before its
  * answer (here the clock moves while the sandbox has it) does not age the confirmation.
  */
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
-import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
-import { seedCatalog } from './support/child-app.js';
-import { openTestDatabase, startSandbox, testEnv, TEST_TOKEN, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
 import { TestClock } from './support/test-clock.js';
 
 const FRESH_MS = 30_000;
 
 describe('the price guard’s product reads (ORDER_PRICE_FRESH_S 30, on a clock the test moves)', () => {
-  let db: TestDatabase;
-  let sandbox: SandboxServer;
-  let http: AxiosInstance;
-  let close: (() => Promise<void>) | null = null;
   const clock = new TestClock();
   /** Moved forward by this much when the sandbox receives a create (the create takes that long). */
   let createTakesMs = 0;
   const onRequest = (e: SandboxRequestEvent) => {
     if (e.operation === 'createOrder' && e.phase === 'received' && createTakesMs > 0) clock.advance(createTakesMs);
   };
-
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ catalog: { products: 2 } });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'PR-1', price: '3.00' }] });
-    sandbox.catalog.addProduct({ skus: [{ skuCode: 'PR-2', price: '4.00' }] });
-    sandbox.events.on('request', onRequest);
-    const config = loadConfig({ ...testEnv(sandbox, { ORDER_PRICE_FRESH_S: String(FRESH_MS / 1000) }), DATABASE_URL: db.url });
-    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-    close = () => relay.close();
-    http = axios.create({
-      baseURL: relay.url,
-      headers: { authorization: `Bearer ${TEST_TOKEN}` },
-      validateStatus: () => true,
-      timeout: 30_000,
-    });
-    await seedCatalog(http);
+  const t = useAppSuite({
+    sandbox: { catalog: { products: 2 } },
+    prepare: (sandbox) => {
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'PR-1', price: '3.00' }] });
+      sandbox.catalog.addProduct({ skus: [{ skuCode: 'PR-2', price: '4.00' }] });
+      sandbox.events.on('request', onRequest);
+    },
+    env: { ORDER_PRICE_FRESH_S: String(FRESH_MS / 1000) },
+    clock,
+    seed: true,
   });
 
-  afterAll(async () => {
-    sandbox?.events.off('request', onRequest);
-    await close?.();
-    await sandbox?.stop();
-    await db?.close();
-  });
-
-  const reads = () => sandbox.stats.requests.product;
-  const order = (no: string, sku: string) => http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 1 });
+  const reads = () => t.sandbox.stats.requests.product;
+  const order = (no: string, sku: string) => t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 1 });
 
   it('N concurrent orders of one product, then N more once its read is old: one read each time', async () => {
     const before = reads();

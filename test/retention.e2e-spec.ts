@@ -5,64 +5,26 @@
  * and /health read survive however old; orders and what hangs on them are never touched; one instance
  * at a time across replicas; RETENTION_DAYS=off deletes nothing; a shutdown stops a run cleanly.
  */
-import { Writable } from 'node:stream';
 import { jest } from '@jest/globals';
-import axios, { type AxiosInstance } from 'axios';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
 import { SyncRunRepository } from '../src/catalog/sync-run.repository.js';
-import { loadConfig } from '../src/config/app-config.js';
-import { createPino, JsonLogger } from '../src/ops/json-logger.js';
 import { RETENTION_BATCH_SIZE, RETENTION_CLAIM_STALE_MS, RETENTION_FIRST_RUN_DELAY_MS } from '../src/retention/retention-policy.js';
 import { RETENTION_CLAIM_KEY, RetentionRepository } from '../src/retention/retention.repository.js';
 import { RetentionService, type RetentionReport } from '../src/retention/retention.service.js';
-import { openTestDatabase, testEnv, TEST_TOKEN, type TestDatabase } from './support/test-app.js';
+import { useAppSuite } from './support/app-suite.js';
+import { startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
-interface App {
-  relay: RelayApp;
-  http: AxiosInstance;
+/** An instance, with its retention job and repository at hand. */
+interface App extends TestApp {
   retention: RetentionService;
   repo: RetentionRepository;
-  close(): Promise<void>;
 }
 
-/**
- * The JSON log lines of every instance of this file, in one place: Nest's `Logger` writes through the
- * logger of the application created last, whichever instance the line comes from.
- */
-let logOutput = '';
-const logLines = (): Array<Record<string, unknown>> =>
-  logOutput
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-const retentionLines = () => logLines().filter((l) => l.context === 'retention');
-
-/**
- * An instance on the test database. Without `workers` (the default here) it runs no background work
- * at all, so that nothing but the test's own `runOnce` deletes anything.
- */
-async function startApp(db: TestDatabase, env: Record<string, string> = {}, options: { workers?: boolean } = {}): Promise<App> {
-  const config = loadConfig({ ...testEnv(null, { LOG_LEVEL: 'info', ...env }), DATABASE_URL: db.url });
-  config.workers = options.workers ?? false;
-  const pino = createPino(
-    config.logLevel,
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logOutput += chunk.toString('utf8');
-        done();
-      },
-    }),
-  );
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: new JsonLogger(pino), pino });
-  const http = axios.create({
-    baseURL: relay.url,
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    validateStatus: () => true,
-    timeout: 30_000,
-  });
-  return { relay, http, retention: relay.app.get(RetentionService), repo: relay.app.get(RetentionRepository), close: () => relay.close() };
-}
+const withJob = (app: TestApp): App => ({
+  ...app,
+  retention: app.relay.app.get(RetentionService),
+  repo: app.relay.app.get(RetentionRepository),
+});
 
 /** SQL for a time `days` days before the database's clock. */
 const ago = (days: number) => `now() - interval '${days} days'`;
@@ -196,23 +158,26 @@ async function seedSomeOfEach(db: TestDatabase): Promise<void> {
 }
 
 describe('the retention job', () => {
+  /**
+   * Two instances on the test database, without background work, so that nothing but the test's own
+   * `runOnce` deletes anything; the JSON log lines of every instance of this file in one place.
+   */
+  const t = useAppSuite({ sandbox: false, instances: 2, workers: false, logs: true, env: { LOG_LEVEL: 'info' } });
   let db: TestDatabase;
   let a: App;
   let b: App;
+  const retentionLines = () => t.logs.lines().filter((l) => l.context === 'retention');
+  /** Another instance on the test database (without background work unless `workers`), its log lines with the others'. */
+  const startApp = async (env: Record<string, string> = {}, options: { workers?: boolean } = {}): Promise<App> =>
+    withJob(await startTestApp(t.db, null, { LOG_LEVEL: 'info', ...env }, { logs: t.logs, workers: options.workers ?? false }));
 
-  beforeAll(async () => {
-    db = await openTestDatabase();
-    a = await startApp(db);
-    b = await startApp(db);
+  beforeAll(() => {
+    db = t.db;
+    [a, b] = t.apps.map(withJob);
   });
   beforeEach(async () => {
     await db.query('TRUNCATE catalog_sku_changes, catalog_sync_runs, callback_inbox, outbox_events, orders CASCADE');
     await db.query('DELETE FROM relay_state WHERE key = $1', [RETENTION_CLAIM_KEY]);
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await db?.close();
   });
 
   it('deletes exactly the final rows older than RETENTION_DAYS, in batches, and keeps the sync runs that planning and /health read', async () => {
@@ -401,7 +366,7 @@ describe('the retention job', () => {
 
   it('with RETENTION_DAYS=off deletes nothing and schedules nothing', async () => {
     await seedSomeOfEach(db);
-    const off = await startApp(db, { RETENTION_DAYS: 'off' }, { workers: true });
+    const off = await startApp({ RETENTION_DAYS: 'off' }, { workers: true });
     try {
       expect(off.retention.nextRunAt).toBeNull();
       expect(await off.retention.runOnce()).toEqual({
@@ -420,7 +385,7 @@ describe('the retention job', () => {
 
   it('is scheduled about a minute after the start when the instance runs background work, and no more once it stops', async () => {
     const startedAt = Date.now();
-    const worker = await startApp(db, {}, { workers: true });
+    const worker = await startApp({}, { workers: true });
     const due = worker.retention.nextRunAt;
     await worker.close();
     expect(due).not.toBeNull();
@@ -432,7 +397,7 @@ describe('the retention job', () => {
 
   it('stops cleanly at shutdown: the batch in flight ends, the claim is given back, nothing is sent once the pool is closed', async () => {
     await seedSomeOfEach(db);
-    const c = await startApp(db);
+    const c = await startApp();
     let closed = false;
     // the shutdown's stop of the retention job, as it begins (the real one, watched)
     const destroy = jest.spyOn(c.retention, 'onModuleDestroy');

@@ -4,12 +4,10 @@
  * the stored supplier `sandbox-2`, reached through its own client; a second start keeps it (at its
  * new address) without a duplicate.
  */
-import { createRelayApp, sandboxSupplierCredentials, type RelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
+import { sandboxSupplierCredentials, type RelayApp } from '../src/app.factory.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { SupplierRepository } from '../src/suppliers/supplier.repository.js';
-import { serviceOn } from './support/shared-pglite.js';
-import { openTestDatabase, testEnv, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startTestApp, type TestDatabase } from './support/test-app.js';
 
 describe('zero-config start with two sandboxes', () => {
   let db: TestDatabase;
@@ -20,19 +18,14 @@ describe('zero-config start with two sandboxes', () => {
     await db.close();
   });
 
+  /** Starts the service without UPSTREAM_BASE_URL and with two built-in sandboxes, runs `fn` on it, and stops it. */
   const start = async (fn: (relay: RelayApp) => Promise<void>) => {
-    const config = loadConfig({ ...testEnv(null), DATABASE_URL: db.url });
-    config.workers = false;
-    expect(config.sandbox).toBe(true);
-    const stopped = serviceOn(db.url);
-    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, sandboxes: 2 }).catch((e: unknown) => {
-      stopped();
-      throw e;
-    });
+    const app = await startTestApp(db, null, {}, { workers: false, sandboxes: 2 });
     try {
-      await fn(relay);
+      expect(app.config.sandbox).toBe(true);
+      await fn(app.relay);
     } finally {
-      await relay.close().finally(stopped);
+      await app.close();
     }
   };
 

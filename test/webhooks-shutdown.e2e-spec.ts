@@ -9,12 +9,10 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import axios from 'axios';
-import { createRelayApp } from '../src/app.factory.js';
-import { loadConfig } from '../src/config/app-config.js';
 import { WebhookSender, WEBHOOK_CONCURRENCY } from '../src/notifications/webhook-sender.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { startChildApp } from './support/child-app.js';
-import { openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startSandbox, startTestApp, testEnv, type TestDatabase } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-shutdown';
@@ -104,13 +102,9 @@ describe('shop webhooks: SIGTERM during delivery', () => {
     // Never claimed, nothing leased: due at once for the next instance.
     for (const r of waiting) expect(r).toMatchObject({ attempts: 0, lease_token: null, due: true });
 
-    const config = loadConfig({
-      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shopUrl, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
-      DATABASE_URL: db.url,
-    });
-    const next = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
+    const next = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shopUrl, SHOP_WEBHOOK_SECRET: SHOP_SECRET });
     try {
-      next.app.get(WebhookSender).kick();
+      next.relay.app.get(WebhookSender).kick();
       await waitFor(
         () => db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_events WHERE status = 'delivered'`),
         (rows) => rows[0].n === total,

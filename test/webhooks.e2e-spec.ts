@@ -8,49 +8,39 @@
  * backoff; the signatures' timestamps come from the clock seam (a test clock that runs with the wall
  * clock plus an offset the test advances).
  */
-import axios, { type AxiosInstance } from 'axios';
+import axios from 'axios';
 import { DataSource } from 'typeorm';
-import { createRelayApp, type RelayApp } from '../src/app.factory.js';
-import { Clock } from '../src/common/clock.js';
-import { loadConfig } from '../src/config/app-config.js';
+import type { Clock } from '../src/common/clock.js';
 import { OutboxRepository } from '../src/notifications/outbox.repository.js';
 import { OutboxWriter, type OutboxEvent } from '../src/notifications/outbox.writer.js';
 import { WebhookSender } from '../src/notifications/webhook-sender.service.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { useAppSuite } from './support/app-suite.js';
 import { FakeShop } from './support/fake-shop.js';
-import { TEST_TOKEN, openTestDatabase, startSandbox, testEnv, type TestDatabase } from './support/test-app.js';
+import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 import { passesRun, waitFor } from './support/wait.js';
 import { TestClock } from './support/test-clock.js';
 
 const SHOP_SECRET = 'shop-webhook-secret-for-tests';
 
-interface App {
-  relay: RelayApp;
-  http: AxiosInstance;
+/** An instance, with a way to write outbox events in a transaction and to wake its sender. */
+interface App extends TestApp {
   append(events: OutboxEvent[]): Promise<void>;
   kick(): void;
-  close(): Promise<void>;
 }
 
-async function startApp(db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> {
-  const config = loadConfig({ ...testEnv(sandbox, env), DATABASE_URL: db.url });
-  const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false, clock });
-  const http = axios.create({
-    baseURL: relay.url,
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    validateStatus: () => true,
-    timeout: 30_000,
-  });
-  const ds = relay.app.get(DataSource);
-  const writer = relay.app.get(OutboxWriter);
+function withOutbox(app: TestApp): App {
+  const ds = app.relay.app.get(DataSource);
+  const writer = app.relay.app.get(OutboxWriter);
   return {
-    relay,
-    http,
+    ...app,
     append: (events) => ds.transaction((em) => writer.append(em, events)),
-    kick: () => relay.app.get(WebhookSender).kick(),
-    close: () => relay.close(),
+    kick: () => app.relay.app.get(WebhookSender).kick(),
   };
 }
+
+const startApp = async (db: TestDatabase, sandbox: SandboxServer, env: Record<string, string>, clock?: Clock): Promise<App> =>
+  withOutbox(await startTestApp(db, sandbox, env, { clock }));
 
 interface Row {
   id: string;
@@ -89,8 +79,9 @@ const metricValue = (text: string, name: string): number => {
 };
 
 describe('shop webhooks', () => {
-  let sandbox: SandboxServer;
   let shop: FakeShop;
+  /** The upstream of the tests that start their instances themselves. */
+  let sandbox: SandboxServer;
   beforeAll(async () => {
     sandbox = await startSandbox();
     shop = new FakeShop();
@@ -100,23 +91,16 @@ describe('shop webhooks', () => {
     await shop.stop();
     await sandbox.stop();
   });
+  const shopEnv = () => ({ SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET });
 
   describe('one instance', () => {
+    const clock = new TestClock();
+    const t = useAppSuite({ env: () => ({ ...shopEnv(), SHOP_WEBHOOK_MAX_ATTEMPTS: '4' }), clock });
     let db: TestDatabase;
     let app: App;
-    const clock = new TestClock();
-    beforeAll(async () => {
-      db = await openTestDatabase();
-      app = await startApp(
-        db,
-        sandbox,
-        { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET, SHOP_WEBHOOK_MAX_ATTEMPTS: '4' },
-        clock,
-      );
-    });
-    afterAll(async () => {
-      await app?.close();
-      await db?.close();
+    beforeAll(() => {
+      db = t.db;
+      app = withOutbox(t.app);
     });
 
     it('retries a failing shop with growing backoff and delivers once it answers 2xx; the signature verifies', async () => {
@@ -266,7 +250,7 @@ describe('shop webhooks', () => {
   it('loses nothing across a restart: another instance on the same database delivers what the first could not', async () => {
     const db = await openTestDatabase();
     const clock = new TestClock();
-    const env = { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET };
+    const env = shopEnv();
     let first: App | null = await startApp(db, sandbox, env, clock);
     let second: App | null = null;
     try {
@@ -302,12 +286,11 @@ describe('shop webhooks', () => {
     }
   });
 
-  it('delivers each event once with two instances on one database, in order per subject', async () => {
-    const db = await openTestDatabase();
-    const env = { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET };
-    const a = await startApp(db, sandbox, env);
-    const b = await startApp(db, sandbox, env);
-    try {
+  describe('two instances on one database', () => {
+    const t = useAppSuite({ instances: 2, env: shopEnv });
+
+    it('delivers each event once with two instances on one database, in order per subject', async () => {
+      const [a, b] = t.apps.map(withOutbox);
       shop.respond = async () => {
         await new Promise((r) => setTimeout(r, 5));
         return 200;
@@ -319,7 +302,7 @@ describe('shop webhooks', () => {
       a.kick();
       b.kick();
       const rows = await waitFor(
-        async () => db.query<Row>(`SELECT id::text, subject, status FROM outbox_events WHERE subject LIKE 'SO-PAIR-%' ORDER BY id`),
+        async () => t.db.query<Row>(`SELECT id::text, subject, status FROM outbox_events WHERE subject LIKE 'SO-PAIR-%' ORDER BY id`),
         (rs) => rs.length === 40 && rs.every((r) => r.status === 'delivered'),
         'every event delivered',
         60_000,
@@ -332,22 +315,14 @@ describe('shop webhooks', () => {
         const ids = got.filter((r) => r.subject === `SO-PAIR-${s}`).map((r) => Number(r.id));
         expect(ids).toEqual([...ids].sort((x, y) => x - y));
       }
-    } finally {
-      await a.close();
-      await b.close();
-      await db.close();
-    }
+    });
   });
 
-  it("claims a subject's events one at a time in order: a later one waits while an earlier one is pending, due or not, leased or not", async () => {
-    const db = await openTestDatabase();
-    const config = loadConfig({
-      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
-      DATABASE_URL: db.url,
-    });
-    config.workers = false; // the test claims
-    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
-    try {
+  describe('the claims of a subject', () => {
+    const t = useAppSuite({ env: shopEnv, workers: false }); // the test claims
+
+    it("claims a subject's events one at a time in order: a later one waits while an earlier one is pending, due or not, leased or not", async () => {
+      const relay = t.app.relay;
       const outbox = relay.app.get(OutboxRepository);
       await relay.app
         .get(DataSource)
@@ -357,28 +332,25 @@ describe('shop webhooks', () => {
             .append(em, [orderEvent('SO-SEQ-A', 'paid'), orderEvent('SO-SEQ-A', 'delivered'), orderEvent('SO-SEQ-B')]),
         );
       const ids = async (subject: string) =>
-        (await db.query<{ id: string }>('SELECT id::text FROM outbox_events WHERE subject = $1 ORDER BY id', [subject])).map((r) => r.id);
+        (await t.db.query<{ id: string }>('SELECT id::text FROM outbox_events WHERE subject = $1 ORDER BY id', [subject])).map((r) => r.id);
       const [a1, a2] = await ids('SO-SEQ-A');
       const [b1] = await ids('SO-SEQ-B');
       const claimed = async () => (await outbox.claimDue(60_000, 10)).map((e) => e.id);
       // A's first event waits for a retry an hour away: A's second waits behind it, B goes
-      await db.query("UPDATE outbox_events SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [a1]);
+      await t.db.query("UPDATE outbox_events SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [a1]);
       expect(await claimed()).toEqual([b1]);
       // due again: A's first is claimed, its second still waits while the first is leased
-      await db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a1]);
+      await t.db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a1]);
       const [first] = await outbox.claimDue(60_000, 10);
       expect(first.id).toBe(a1);
-      await db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a2]);
+      await t.db.query('UPDATE outbox_events SET next_attempt_at = now() WHERE id = $1', [a2]);
       expect(await claimed()).toEqual([]);
       // delivered: the second goes
       expect(await outbox.recordAttempt(first, { status: 'delivered', retryInMs: null, httpStatus: 200, error: null })).toMatchObject({
         recorded: true,
       });
       expect(await claimed()).toEqual([a2]);
-    } finally {
-      await relay.close();
-      await db.close();
-    }
+    });
   });
 
   it('sends nothing without SHOP_WEBHOOK_URL, and nothing from an instance without workers', async () => {
@@ -390,12 +362,8 @@ describe('shop webhooks', () => {
     } finally {
       await off.close();
     }
-    const config = loadConfig({
-      ...testEnv(sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: SHOP_SECRET }),
-      DATABASE_URL: db.url,
-    });
-    config.workers = false;
-    const relay = await createRelayApp(config, { endpoint: db.endpoint, logger: false });
+    const idle = await startTestApp(db, sandbox, shopEnv(), { workers: false });
+    const relay = idle.relay;
     try {
       const ds = relay.app.get(DataSource);
       await ds.transaction((em) => relay.app.get(OutboxWriter).append(em, [orderEvent('SO-NOWORKERS')]));
@@ -411,7 +379,7 @@ describe('shop webhooks', () => {
       const metrics = (await axios.get(`${relay.url}/metrics`)).data as string;
       expect(metricValue(metrics, 'relay_outbox_backlog')).toBe(1);
     } finally {
-      await relay.close();
+      await idle.close();
       await db.close();
     }
   });
