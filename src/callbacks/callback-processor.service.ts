@@ -46,6 +46,7 @@
  * next start or another replica.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { backoffMs } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
 import { AppConfig } from '../config/app-config.js';
@@ -587,7 +588,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       await this.inbox.finish(ids, 'read_failed', error.message, orderId, now);
       return;
     }
-    const backoff = Math.min(this.config.orders.pollMaxMs, this.config.orders.pollBaseMs * 2 ** failed);
+    const backoff = backoffMs(failed, { baseMs: this.config.orders.pollBaseMs, maxMs: this.config.orders.pollMaxMs });
     await this.inbox.defer(ids, orderId, new Date(now.getTime() + backoff), `read_failed: ${error.message}`, failed);
   }
 
