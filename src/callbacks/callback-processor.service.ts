@@ -49,6 +49,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { backoffMs } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { DomainEvents, type OrderSettled } from '../orders/domain-events.js';
 import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
@@ -105,10 +106,15 @@ interface ConfirmingRead {
 @Injectable()
 export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('callbacks');
-  private running: Promise<void> | null = null;
-  private again = false;
+  /**
+   * The inbox's drains (WakeLoop): one at a time, the next at once when kick() came during one, else
+   * after retryMs (deferred callbacks, callbacks a stopped process had claimed).
+   */
+  private readonly loop = new WakeLoop<void>(
+    () => this.drainCount.run(() => this.drain()),
+    (_, kicked) => (kicked ? 0 : this.retryMs),
+  );
   private stopped = false;
-  private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Orders whose callbacks this instance left waiting for an attempt or a cancel. */
   private readonly deferred = new Set<string>();
@@ -155,42 +161,20 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   }
 
   onApplicationBootstrap(): void {
-    this.scheduleRetry();
+    this.loop.start(this.retryMs);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     this.shutdown.abort();
     this.unsubscribe?.();
-    if (this.timer) clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+    await this.loop.stop();
   }
 
   /** Processes the inbox soon (a callback was just stored). */
   kick(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drainCount
-      .run(() => this.drain())
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.kick();
-      this.scheduleRetry();
-    }, this.retryMs);
-    this.timer.unref?.();
+    this.loop.wake();
   }
 
   private async drain(): Promise<void> {
