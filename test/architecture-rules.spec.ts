@@ -10,6 +10,10 @@
  *   injectable classes form no loop (news goes back to a service that depends on the sender through
  *   a domain event, orders/domain-events.ts), and the table of domain events names every publisher and
  *   handler of each.
+ * - One exponential backoff (common/backoff.ts): no other file of src/ raises to a power.
+ * - One loop primitive for periodic work (common/wake-loop.ts): a timer of src/ (setTimeout,
+ *   setInterval) is one of the one-shot or heartbeat timers TIMERS lists, each with its reason.
+ * - The section "Files over 500 lines" names every file of src/ and test/ over 500 lines, and only those.
  * - The orders' tables have one home for their writes: OrderTx (order-tx.ts) inserts and deletes every
  *   row of them and is the only one to move an order's or an attempt's state; outside it, an update
  *   sets only the lease, schedule and flag columns ORDERS_WRITES_OUTSIDE_TX lists, and OrderRepository
@@ -152,6 +156,53 @@ export function domainEventTable(doc: string): Map<string, { publishers: string[
     table.set(event[1], { publishers: files(cells[2]), handlers: files(cells[3]) });
   }
   return table;
+}
+
+/** `text` without its comments (block comments, and lines that are a `//` comment), for rules about code. */
+export function withoutComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+}
+
+/** The exponentiations of `text` (`**`, `Math.pow`), comments left out. */
+export function powers(text: string): string[] {
+  return [...withoutComments(text).matchAll(/[\w)\]]\s*\*\*\s*[\w(-]|\bMath\.pow\(/g)].map((m) => m[0]);
+}
+
+/**
+ * The files of src/ (outside the sandbox, its own world) that may start a timer, and why: each is a
+ * one-shot timer (a deadline, a wait, a delayed single call) or a heartbeat beside work in flight.
+ * Periodic work runs on WakeLoop. Two loops are written by hand for now: the webhook sender's
+ * delivery loop and the request budget's queue, which re-asks the ledger after the wait it names.
+ */
+const TIMERS: Record<string, string> = {
+  'common/wake-loop.ts': 'the loop of periodic work',
+  'upstream/upstream-http.adapter.ts': "an exchange's connect and response timeouts",
+  'ops/health.service.ts': "a health call's deadline",
+  'ops/upstream-monitor.service.ts': 'the ping soon after a spend (one call), the bound on the shutdown wait',
+  'catalog/product-pager.ts': 'an abortable wait between page tries',
+  'catalog/sync-run-lease.service.ts': "a running sync's heartbeat",
+  'reconciliation/reconciliation.service.ts': "a running reconciliation's heartbeat",
+  'database/data-dir-lock.ts': "the lock file's heartbeat, the wait between two tries to take it",
+  'budget/upstream-budget.service.ts': "a waiter's deadline, the end of a block, the queue's next ask of the ledger",
+  'notifications/webhook-sender.service.ts': 'the delivery loop and its pause',
+  'cli/relay-cli.ts': 'the wait between two looks at a sync run',
+  'main.ts': 'the forced exit when a shutdown hangs',
+};
+
+/** The files of docs/architecture.md's "Files over 500 lines": its bullets' `src/…` paths and the `test/` files of its last paragraph. */
+export function filesNamedLong(doc: string): string[] {
+  const start = doc.indexOf('## Files over 500 lines');
+  const rest = doc.slice(start + 1);
+  const section = rest.slice(0, rest.search(/\n## /) >= 0 ? rest.search(/\n## /) : undefined);
+  const named = [...section.matchAll(/^- `((?:src|test)\/[\w./-]+\.ts)`/gm)].map((m) => m[1]);
+  const tests = /Under `test\/`,([\s\S]*?)are over 500 lines/.exec(section);
+  for (const m of tests?.[1].matchAll(/`([\w.-]+\.ts)`/g) ?? []) named.push(`test/${m[1]}`);
+  return named.sort();
+}
+
+function linesOf(path: string): number {
+  const text = readFileSync(path, 'utf8');
+  return text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
 }
 
 /** What a pure file may not import: the framework, the database, the network, the file system. */
@@ -337,5 +388,42 @@ describe('the rules of docs/architecture.md', () => {
       [...inCode].map(([event, e]) => [event, { publishers: [...e.publishers].sort(), handlers: [...e.handlers].sort() }]),
     );
     expect(code).toEqual(table);
+  });
+
+  it('has one exponential backoff: no file of src/ but common/backoff.ts raises to a power', () => {
+    const found = files
+      .filter((f) => !f.endsWith(join('common', 'backoff.ts')))
+      .flatMap((f) => powers(readFileSync(f, 'utf8')).map(() => relative(SRC, f)));
+    // the webhook sender's pause after failed cycles still computes its own (src/notifications)
+    expect(found.filter((f) => f !== 'notifications/webhook-sender.service.ts')).toEqual([]);
+    expect(powers('/** a ** b */\n// 2 ** n\nconst w = base * 2 ** n; Math.pow(2, n); x = y ** (k + 1); const s = "/**";')).toEqual([
+      '2 ** n',
+      'Math.pow(',
+      'y ** (',
+    ]);
+  });
+
+  it('runs periodic work on WakeLoop: only the listed files start a timer', () => {
+    const timers = files
+      .filter((f) => !f.startsWith(join(SRC, 'sandbox')))
+      .filter((f) => /\bset(Timeout|Interval)\(/.test(withoutComments(readFileSync(f, 'utf8'))))
+      .map((f) => relative(SRC, f))
+      .sort();
+    expect(timers).toEqual(Object.keys(TIMERS).sort());
+  });
+
+  it('names every file of src/ and test/ over 500 lines in "Files over 500 lines", and only those', () => {
+    const tree = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name);
+        if (name === 'node_modules' || name.startsWith('.')) return [];
+        return statSync(path).isDirectory() ? tree(path) : name.endsWith('.ts') ? [path] : [];
+      });
+    const long = [...tree(SRC), ...tree(join(ROOT, 'test'))]
+      .filter((f) => linesOf(f) > 500)
+      .map((f) => relative(ROOT, f))
+      .sort();
+    expect(long.length).toBeGreaterThan(3);
+    expect(filesNamedLong(doc)).toEqual(long);
   });
 });
