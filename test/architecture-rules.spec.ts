@@ -91,6 +91,9 @@ export function filesCalledPure(doc: string): string[] {
     if (cells.length < 4 || !/\bpure\b/i.test(cells[2])) continue;
     for (const m of cells[1].matchAll(/`([\w.-]+\.ts)`/g)) names.add(m[1]);
   }
+  // and in prose and the folders' table: `x.ts`, pure · `x.ts` (pure · pure in `x.ts` · pure rules in `x.ts`
+  for (const m of doc.matchAll(/`([\w./-]+\.ts)`(?:,| \()\s*pure\b|\bpure(?: rules| policy)? in `([\w./-]+\.ts)`/g))
+    names.add(basename(m[1] ?? m[2]));
   return [...names];
 }
 
@@ -306,8 +309,9 @@ describe('the rules of docs/architecture.md', () => {
       '| `a.ts`, `b-c.ts` | pure: rules |',
       '| `d.service.ts` | the service |',
       '| `orders/` | the pure thing (`e.ts`) |',
+      '| `ops/` | health, its rules (`f.ts`, pure: x), the plan (`g/h.ts` (pure, y)), the pure rules in `i.ts`; `j.ts`, the service |',
     ].join('\n');
-    expect(filesCalledPure(table)).toEqual(['a.ts', 'b-c.ts']);
+    expect(filesCalledPure(table)).toEqual(['a.ts', 'b-c.ts', 'f.ts', 'h.ts', 'i.ts']);
     const text =
       "import { Injectable } from '@nestjs/common';\nimport type { X } from './x.js';\nimport { readFileSync } from 'node:fs';\n";
     expect([...text.matchAll(IMPURE_IMPORT)].map((m) => m[1])).toEqual(['@nestjs/common', 'node:fs']);
