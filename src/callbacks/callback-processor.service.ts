@@ -120,7 +120,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private readonly deferred = new Set<string>();
   /** Aborted at shutdown: ends the upstream reads in flight. */
   private readonly shutdown = new AbortController();
-  /** The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the order's callbacks (see the file's header). */
+  /**
+   * The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the
+   * order's callbacks (see the file's header).
+   */
   private readonly reads = new Map<string, ConfirmingRead>();
   private readonly drainCount = new LoopProgress();
 
@@ -492,7 +495,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-  /** Keeps `result` as the order's latest confirming read (in flight until its `doneAt` is set); forgets reads ended more than KEEP_READS_MS ago. */
+  /**
+   * Keeps `result` as the order's latest confirming read (in flight until its `doneAt` is set); forgets
+   * reads ended more than KEEP_READS_MS ago.
+   */
   private remember(orderId: string, result: Promise<RefreshResult>): ConfirmingRead {
     const nowMs = this.clock.nowMs();
     for (const [id, read] of this.reads) if (read.doneAt !== null && nowMs - read.doneAt > KEEP_READS_MS) this.reads.delete(id);
@@ -515,7 +521,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         await this.inbox.finish(
           ids,
           'unknown_order',
-          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ${attempt.downstreamOrderNo} (${attempt.status} here); ` +
+          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ` +
+            `${attempt.downstreamOrderNo} (${attempt.status} here); ` +
             `order ${order.shopOrderNo} follows ${r.order.upstreamOrderId ?? 'no upstream order'}`,
           order.id,
           now,
@@ -530,7 +537,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           now,
         );
         this.logger.warn({
-          msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ${r.status} there: ignored`,
+          msg:
+            `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ` +
+            `${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ` +
+            `${r.status} there: ignored`,
           shop_order_no: order.shopOrderNo,
           trace_id: order.traceId,
           upstream_order_id: upstreamOrderId,

@@ -126,7 +126,10 @@ export class SyncRunLease {
   /** The error a run that lost its claim is recorded with. */
   lostError(claim: RunClaim): string {
     const delisted = claim.counters.skusDelisted;
-    return `lost its claim on the run: ${claim.lost ?? 'unknown'}; stopped, ${delisted === 0 ? 'nothing was unlisted' : `nothing unlisted after that (${delisted} SKUs before)`}`;
+    return (
+      `lost its claim on the run: ${claim.lost ?? 'unknown'}; stopped, ` +
+      `${delisted === 0 ? 'nothing was unlisted' : `nothing unlisted after that (${delisted} SKUs before)`}`
+    );
   }
 
   /**
@@ -159,7 +162,8 @@ export class SyncRunLease {
     if (silentMs >= this.timing.lostAfterMs) {
       this.lose(
         claim,
-        `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ${STALE_RUN_MS / 1000} s)`,
+        `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ` +
+          `${STALE_RUN_MS / 1000} s)`,
       );
       return;
     }

@@ -20,5 +20,8 @@ export function doubledMs(lastMs: number | null, policy: Backoff): number {
   return Math.min(policy.maxMs, Math.max(policy.baseMs, (lastMs ?? policy.baseMs) * 2));
 }
 
-/** Looking again at a row another request holds (an attempt in flight, a cancel in progress, a re-send's lease): 20 ms, doubling to 200 ms. */
+/**
+ * Looking again at a row another request holds (an attempt in flight, a cancel in progress, a re-send's
+ * lease): 20 ms, doubling to 200 ms.
+ */
 export const LOOK_AGAIN: Backoff = { baseMs: 20, maxMs: 200 };

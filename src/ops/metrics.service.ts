@@ -160,7 +160,9 @@ export class Metrics {
   });
   readonly reconciliationDifferences = new Counter({
     name: 'relay_reconciliation_differences_total',
-    help: "Differences between a finished order and the upstream's read found by reconciliation, by field (status, amount, refunded_amount).",
+    help:
+      "Differences between a finished order and the upstream's read found by reconciliation, by field (status, " +
+      'amount, refunded_amount).',
     labelNames: ['field', 'supplier'] as const,
     registers: [this.registry],
   });
