@@ -34,18 +34,19 @@ export default tseslint.config(
         'error',
         {
           selector: "MemberExpression[object.name='process'][property.name='env']",
-          message: 'Read configuration through AppConfig (src/config) only.',
+          message: 'Read configuration through AppConfig; only src/config/load-env.ts reads process.env.',
         },
         {
           selector:
             "MemberExpression[object.name='process'][property.value='env'], VariableDeclarator[init.name='process'] > ObjectPattern > Property[key.name='env']",
-          message: 'Read configuration through AppConfig (src/config) only.',
+          message: 'Read configuration through AppConfig; only src/config/load-env.ts reads process.env.',
         },
       ],
     },
   },
+  // In src/ only config/load-env.ts reads process.env (docs/architecture.md, `config/`).
   {
-    files: ['src/config/**', 'test/**', 'bench/**', '**/*.spec.ts', '**/*.mjs', 'console/vite.config.ts'],
+    files: ['src/config/load-env.ts', 'test/**', 'bench/**', '**/*.spec.ts', '**/*.mjs', 'console/vite.config.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   // The rules of docs/architecture.md that an import shows (test/architecture-rules.spec.ts checks the others).

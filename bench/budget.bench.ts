@@ -202,7 +202,10 @@ class Sandbox {
     this.logFrom = r.next;
   }
 
-  /** The product reads received from index `from` ([epoch ms, 'product', path]), and every order ([created epoch ms, product id, downstream_order_no]). */
+  /**
+   * The product reads received from index `from` ([epoch ms, 'product', path]), and every order
+   * ([created epoch ms, product id, downstream_order_no]).
+   */
   async requests(
     from = 0,
   ): Promise<{ requests: Array<[number, string, string]>; next: number; orders: Array<[number, number, string | null]> }> {
@@ -663,14 +666,23 @@ function placedShare(sandbox: Sandbox, placed: Placed[], created: Map<string, nu
 // ------------------------------------------------------------------------------------------- phases
 
 const summary: BenchRow[] = [];
-const cmd = (kind: string, figure?: number) =>
-  `npm run bench:budget --${figure !== undefined ? ` --figure ${figure}` : ''} --db ${kind}${QUICK ? ' --quick' : ''}${ORDER_PRODUCTS !== 5 ? ` --products ${ORDER_PRODUCTS}` : ''}${SCALE !== 10 ? ` --scale ${SCALE}` : ''}`;
+const cmd = (kind: string, figure?: number) => {
+  const options = [
+    figure !== undefined ? ` --figure ${figure}` : '',
+    ` --db ${kind}`,
+    QUICK ? ' --quick' : '',
+    ORDER_PRODUCTS !== 5 ? ` --products ${ORDER_PRODUCTS}` : '',
+    SCALE !== 10 ? ` --scale ${SCALE}` : '',
+  ];
+  return `npm run bench:budget --${options.join('')}`;
+};
 
 /** Figure 1: requests per delivered order, callbacks on and off. */
 async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: string, tag: string): Promise<void> {
   const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
   log(
-    `\n[${kind}] 1. upstream requests per delivered order: ${FIG1_ORDERS} orders, ${STEADY_PER_WINDOW} per ${LIMIT.windowMs / 1000} s window, over ${ORDER_PRODUCTS} products`,
+    `\n[${kind}] 1. upstream requests per delivered order: ${FIG1_ORDERS} orders, ${STEADY_PER_WINDOW} per ` +
+      `${LIMIT.windowMs / 1000} s window, over ${ORDER_PRODUCTS} products`,
   );
   log(`  reproduce: ${cmd(kind, 1)}`);
   const sandbox = await Sandbox.start(50);
@@ -695,7 +707,8 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
         const perOrder = delivered ? d.total / delivered : NaN;
         const label = callbacks ? 'callbacks on ' : 'callbacks off';
         log(
-          `  ${label}: ${d.total} requests for ${delivered} delivered orders (of ${placed.length}) = ${fmt(perOrder, 2)} per order${callbacks ? ` (target ≤ 2.0: ${perOrder <= 2.0 ? 'met' : 'NOT met'})` : ''}; 429s ${d.rateLimited}`,
+          `  ${label}: ${d.total} requests for ${delivered} delivered orders (of ${placed.length}) = ${fmt(perOrder, 2)} ` +
+            `per order${callbacks ? ` (target ≤ 2.0: ${perOrder <= 2.0 ? 'met' : 'NOT met'})` : ''}; 429s ${d.rateLimited}`,
         );
         log(`    by operation, per delivered order: ${byOp(d.requests, delivered || 1)}`);
         const answered = new Map<string, number>();
@@ -709,7 +722,15 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
           const rate = STEADY_PER_WINDOW / (LIMIT.windowMs / 1000);
           const gap = ORDER_PRODUCTS / rate;
           log(
-            `    the price reads: a read serves a product, a create charged the checked cost its SKU, for ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products one SKU's orders come ${fmt(gap, 2)} s apart, ${gap <= fresh ? `within it: the first order of each reads, ${ORDER_PRODUCTS} ÷ ${placed.length} = ${fmt(ORDER_PRODUCTS / placed.length, 2)} an order, as long as an order's create is answered within ${fmt(fresh - gap, 2)} s of its POST (the relay's own time is not scaled: a stall past that makes the next order of its SKU read, as the guard must)` : 'beyond it: every order reads'}`,
+            `    the price reads: a read serves a product, a create charged the checked cost its SKU, for ` +
+              `ORDER_PRICE_FRESH_S = ${fresh} s; at ${fmt(rate, 2)} orders/s over ${ORDER_PRODUCTS} products one SKU's ` +
+              `orders come ${fmt(gap, 2)} s apart, ` +
+              (gap <= fresh
+                ? `within it: the first order of each reads, ${ORDER_PRODUCTS} ÷ ${placed.length} = ` +
+                  `${fmt(ORDER_PRODUCTS / placed.length, 2)} an order, as long as an order's create is answered within ` +
+                  `${fmt(fresh - gap, 2)} s of its POST (the relay's own time is not scaled: a stall past that makes the next ` +
+                  'order of its SKU read, as the guard must)'
+                : 'beyond it: every order reads'),
           );
         }
         log(`    relay log: ${relay.logSummary()}`);
@@ -801,21 +822,26 @@ function printPhase(label: string, r: PhaseResult): void {
   const answered = new Map<string, number>();
   for (const p of r.placed) answered.set(`${p.httpStatus} ${p.status}`, (answered.get(`${p.httpStatus} ${p.status}`) ?? 0) + 1);
   log(
-    `  ${label}: ${r.placed.length} orders, ${r.delivered} delivered, in ${fmt(r.seconds)} s; answers: ${[...answered.entries()].map(([k, n]) => `${n} × ${k}`).join(', ')}`,
+    `  ${label}: ${r.placed.length} orders, ${r.delivered} delivered, in ${fmt(r.seconds)} s; answers: ` +
+      `${[...answered.entries()].map(([k, n]) => `${n} × ${k}`).join(', ')}`,
   );
   log(`    202 queued: ${queued}; 429s received: ${r.diff.rateLimited} (blocks ${r.diff.blocks})`);
   log(
-    `    latency POST → delivered (s): all p50 ${fmt(all.p50, 2)} p99 ${fmt(all.p99, 2)} (n ${all.n}); steady p50 ${fmt(steady.p50, 2)} p99 ${fmt(steady.p99, 2)}; burst p50 ${fmt(burst.p50, 2)} p99 ${fmt(burst.p99, 2)}`,
+    `    latency POST → delivered (s): all p50 ${fmt(all.p50, 2)} p99 ${fmt(all.p99, 2)} (n ${all.n}); steady p50 ` +
+      `${fmt(steady.p50, 2)} p99 ${fmt(steady.p99, 2)}; burst p50 ${fmt(burst.p50, 2)} p99 ${fmt(burst.p99, 2)}`,
   );
   log(`    requests: ${r.diff.total}; per delivered order ${byOp(r.diff.requests, r.delivered || 1)}`);
   if (r.share) {
     const s = r.share;
     log(
-      `    orders placed ÷ what the budget allowed: ${pct(s.share)} = creates ${s.creates} ÷ (most ${s.most} − others ${s.others}) over D = ${fmt((s.toMs - s.fromMs) / 1000, 2)} s (the burst's POSTs → its last create)`,
+      `    orders placed ÷ what the budget allowed: ${pct(s.share)} = creates ${s.creates} ÷ (most ${s.most} − others ` +
+        `${s.others}) over D = ${fmt((s.toMs - s.fromMs) / 1000, 2)} s (the burst's POSTs → its last create)`,
     );
   }
   log(
-    `    most admitted in any ${LIMIT.windowMs / 1000} s: ${r.maxWindow} (limit ${LIMIT.requests}); in any ${RULE.windowMs / 1000} s: ${r.maxBudgetWindow} (the budget's N' ${RULE.limit}, held on grant times; these are arrival times at the sandbox)`,
+    `    most admitted in any ${LIMIT.windowMs / 1000} s: ${r.maxWindow} (limit ${LIMIT.requests}); in any ` +
+      `${RULE.windowMs / 1000} s: ${r.maxBudgetWindow} (the budget's N' ${RULE.limit}, held on grant times; these are ` +
+      `arrival times at the sandbox)`,
   );
 }
 
@@ -823,7 +849,8 @@ function printPhase(label: string, r: PhaseResult): void {
 async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: string, tag: string, sandbox: Sandbox): Promise<void> {
   const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
   log(
-    `\n[${kind}] 2. a full sync of ${sandbox.products} products beside ${STEADY_PER_WINDOW} orders per ${LIMIT.windowMs / 1000} s for ${STEADY_WINDOWS} windows and a burst of ${BURST} one window in`,
+    `\n[${kind}] 2. a full sync of ${sandbox.products} products beside ${STEADY_PER_WINDOW} orders per ` +
+      `${LIMIT.windowMs / 1000} s for ${STEADY_WINDOWS} windows and a burst of ${BURST} one window in`,
   );
   log(`  reproduce: ${cmd(kind, 2)}`);
   const db = await openDatabase(kind, false);
@@ -833,7 +860,9 @@ async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: strin
     const firstPages = first.pages_done ?? first.pages_total ?? 0;
     const aloneBound = firstPages / BUDGET_PER_S;
     log(
-      `  first sync, alone (fresh database): ${first.status}, ${firstPages} pages in ${fmt(runSeconds(first), 2)} s; its bound alone, pages ÷ (N'/W') = ${firstPages} ÷ ${fmt(BUDGET_PER_S, 2)}/s = ${fmt(aloneBound, 2)} s: ratio ${fmt(runSeconds(first) / aloneBound, 2)}`,
+      `  first sync, alone (fresh database): ${first.status}, ${firstPages} pages in ${fmt(runSeconds(first), 2)} s; its ` +
+        `bound alone, pages ÷ (N'/W') = ${firstPages} ÷ ${fmt(BUDGET_PER_S, 2)}/s = ${fmt(aloneBound, 2)} s: ratio ` +
+        `${fmt(runSeconds(first) / aloneBound, 2)}`,
     );
     await sleep(RULE.windowMs);
     const floor = await phase(sandbox, [relay], `${tag}-f2floor`, false);
@@ -846,25 +875,38 @@ async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: strin
     const bound = pages / (SYNC_SHARE * BUDGET_PER_S);
     const syncS = runSeconds(run);
     log(
-      `    the sync: ${run.status}${run.error ? ` (${run.error})` : ''}, ${pages} pages (${withSync.syncPages} listing requests seen) in ${fmt(syncS, 2)} s${run.budget_wait_ms !== undefined ? `, waited for the budget ${fmt(Number(run.budget_wait_ms) / 1000, 1)} s (summed over its requests)` : ''}`,
+      `    the sync: ${run.status}${run.error ? ` (${run.error})` : ''}, ${pages} pages (${withSync.syncPages} listing ` +
+        `requests seen) in ${fmt(syncS, 2)} ` +
+        's' +
+        (run.budget_wait_ms !== undefined
+          ? `, waited for the budget ${fmt(Number(run.budget_wait_ms) / 1000, 1)} s (summed over its requests)`
+          : ''),
     );
     log(
-      `    its lower bound, pages ÷ (SYNC_BUDGET_SHARE × N'/W') = ${pages} ÷ (${SYNC_SHARE} × ${RULE.limit}/${RULE.windowMs / 1000} s) = ${fmt(bound, 2)} s: duration ÷ bound ${fmt(syncS / bound, 2)} ` +
-        `(with the whole budget, pages ÷ (N'/W') = ${fmt(pages / BUDGET_PER_S, 2)} s: ${fmt(syncS / (pages / BUDGET_PER_S), 2)}); its pages took ${pct(withSync.syncPages / (BUDGET_PER_S * syncS))} of the budget while it ran`,
+      `    its lower bound, pages ÷ (SYNC_BUDGET_SHARE × N'/W') = ${pages} ÷ (${SYNC_SHARE} × ` +
+        `${RULE.limit}/${RULE.windowMs / 1000} s) = ${fmt(bound, 2)} s: duration ÷ bound ${fmt(syncS / bound, 2)} ` +
+        (`(with the whole budget, pages ÷ (N'/W') = ${fmt(pages / BUDGET_PER_S, 2)} s: ` +
+          `${fmt(syncS / (pages / BUDGET_PER_S), 2)}); its pages took ${pct(withSync.syncPages / (BUDGET_PER_S * syncS))} ` +
+          `of the budget while it ran`),
     );
     if (withSync.duringSync) {
       const u = withSync.duringSync;
       log(
-        `    while it ran the budget was used at ${pct(u.admitted / u.most)} (${u.admitted} requests admitted of the most the rule grants then, ${u.most}); the sync's pages ${withSync.syncPages}, the rest the orders' and pings`,
+        `    while it ran the budget was used at ${pct(u.admitted / u.most)} (${u.admitted} requests admitted of the ` +
+          `most the rule grants then, ${u.most}); the sync's pages ${withSync.syncPages}, the rest the orders' and pings`,
       );
     }
     const lf = latencies(floor.placed);
     const ls = latencies(withSync.placed);
     log(
-      `    latency with the sync ÷ without: p50 ${fmt((ls.p50 ?? NaN) / (lf.p50 ?? NaN), 2)}, p99 ${fmt((ls.p99 ?? NaN) / (lf.p99 ?? NaN), 2)}`,
+      `    latency with the sync ÷ without: p50 ${fmt((ls.p50 ?? NaN) / (lf.p50 ?? NaN), 2)}, p99 ` +
+        `${fmt((ls.p99 ?? NaN) / (lf.p99 ?? NaN), 2)}`,
     );
     log(
-      `    definition: D runs from the burst's POSTs to the creation of its last order (orders waited for the budget all through it); most = the most requests the relay's rule (N' = ${RULE.limit} in any ${RULE.windowMs / 1000} s) grants in D given the requests before D; others = admitted requests in D that are not creates (sync pages, price and order reads, pings); share = creates ÷ (most − others)`,
+      `    definition: D runs from the burst's POSTs to the creation of its last order (orders waited for the budget all ` +
+        `through it); most = the most requests the relay's rule (N' = ${RULE.limit} in any ${RULE.windowMs / 1000} s) ` +
+        `grants in D given the requests before D; others = admitted requests in D that are not creates (sync pages, price ` +
+        `and order reads, pings); share = creates ÷ (most − others)`,
     );
     log(`    relay log: ${relay.logSummary()}`);
     const queued = (r: PhaseResult) => r.placed.filter((p) => p.httpStatus === 202 && p.status === 'queued').length;
@@ -936,7 +978,8 @@ async function figureReplicas(kind: 'pglite' | 'postgres', mainJs: string, tag: 
     printPhase('both replicas', r);
     log(`    the sync: ${r.run?.status}, ${fmt(r.run ? runSeconds(r.run) : NaN, 2)} s`);
     log(
-      `    combined: most requests admitted in any ${LIMIT.windowMs / 1000} s interval ${r.maxWindow} (limit ${LIMIT.requests}: ${r.maxWindow <= LIMIT.requests ? 'met' : 'NOT met'}); 429s ${r.diff.rateLimited}`,
+      `    combined: most requests admitted in any ${LIMIT.windowMs / 1000} s interval ${r.maxWindow} (limit ` +
+        `${LIMIT.requests}: ${r.maxWindow <= LIMIT.requests ? 'met' : 'NOT met'}); 429s ${r.diff.rateLimited}`,
     );
     log(`    relay logs: a ${a.logSummary()}; b ${b.logSummary()}`);
     summary.push(
@@ -980,10 +1023,13 @@ async function run(kind: 'pglite' | 'postgres', mainJs: string): Promise<void> {
 async function main(): Promise<void> {
   const started = Date.now();
   log(
-    `upstream request budget, Dujiao-Next's limiter scaled ×1/${SCALE}: ${LIMIT.requests} requests per ${LIMIT.windowMs / 1000} s, block ${LIMIT.blockMs / 1000} s (real: 60 per 60 s, block 30 s)`,
+    `upstream request budget, Dujiao-Next's limiter scaled ×1/${SCALE}: ${LIMIT.requests} requests per ` +
+      `${LIMIT.windowMs / 1000} s, block ${LIMIT.blockMs / 1000} s (real: 60 per 60 s, block 30 s)`,
   );
   log(
-    `  the relay's rule: N' = ${RULE.limit} in any W' = ${RULE.windowMs / 1000} s (${fmt(BUDGET_PER_S, 2)} requests/s), paced classes ${fmt(RULE.spacingMs, 0)} ms apart, the sync's share ${SYNC_SHARE} (${RULE.syncShareLimit} a window while orders wait)`,
+    `  the relay's rule: N' = ${RULE.limit} in any W' = ${RULE.windowMs / 1000} s (${fmt(BUDGET_PER_S, 2)} requests/s), ` +
+      `paced classes ${fmt(RULE.spacingMs, 0)} ms apart, the sync's share ${SYNC_SHARE} (${RULE.syncShareLimit} a window ` +
+      `while orders wait)`,
   );
   log(
     `  relay environment: ${Object.entries(scaledEnv())
@@ -991,7 +1037,8 @@ async function main(): Promise<void> {
       .join(' ')}`,
   );
   log(
-    `  ${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version}; load average (1 min) ${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`,
+    `  ${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version}; load average (1 min) ` +
+      `${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`,
   );
   log(`  reproduce everything: ${cmd(DB)}`);
   const mainJs = buildRelay();

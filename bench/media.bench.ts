@@ -112,8 +112,10 @@ async function main(): Promise<void> {
     const on = await measure(sandbox, true, true);
     const ratio = on.first.ms / off.first.ms;
     console.log(
-      `mirroring on: first sync ${(on.first.ms / 1000).toFixed(2)} s (${ratio.toFixed(2)}× mirroring off), media pass ${(on.first.mediaMs / 1000).toFixed(2)} s, ` +
-        `${on.first.imagesFetched} images fetched (${(on.first.imageBytes / MB).toFixed(1)} MB; ${on.imageRequests} requests), database +${(on.growth / MB).toFixed(1)} MB`,
+      `mirroring on: first sync ${(on.first.ms / 1000).toFixed(2)} s (${ratio.toFixed(2)}× mirroring off), media pass ` +
+        `${(on.first.mediaMs / 1000).toFixed(2)} s, ` +
+        (`${on.first.imagesFetched} images fetched (${(on.first.imageBytes / MB).toFixed(1)} MB; ${on.imageRequests} ` +
+          `requests), database +${(on.growth / MB).toFixed(1)} MB`),
     );
     console.log(
       `re-sync, no change: ${on.again!.imagesFetched} images fetched (${on.againRequests} requests), ${(on.again!.ms / 1000).toFixed(2)} s`,

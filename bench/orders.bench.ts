@@ -508,7 +508,8 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
           const c0 = cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! });
           await sleep(9000);
           console.log(
-            `PROBE following them (9 s, nothing else running): cpu/order ${cpuText(cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), 1000))}`,
+            `PROBE following them (9 s, nothing else running): cpu/order ` +
+              `${cpuText(cpuPerOrder(c0, cpuSnapshot({ service: relayProc!.pid!, sandbox: sandboxProc!.pid! }), 1000))}`,
           );
         }
         await probe(
@@ -557,32 +558,36 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     const ratio = orders.perSecond / floor.perSecond;
     const f = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(1)); // no sample (e.g. `--callbacks 0`)
     console.log(
-      `\n[${kind}] ${ORDERS} orders at concurrency ${ORDER_CONCURRENCY}, upstream latency ${LATENCY_MS} ms per call; after ${WARMUP} orders of warm-up, ${ROUNDS} rounds of floor then relay, the median round shown`,
+      `\n[${kind}] ${ORDERS} orders at concurrency ${ORDER_CONCURRENCY}, upstream latency ${LATENCY_MS} ms per call; ` +
+        `after ${WARMUP} orders of warm-up, ${ROUNDS} rounds of floor then relay, the median round shown`,
     );
     console.log(`  each round's ratio: ${rounds.map((r) => (r.orders.perSecond / r.floor.perSecond).toFixed(2)).join(', ')}`);
     console.log(
-      `  cold (the first ${ORDERS} orders after the start): floor ${f(cold.floor.perSecond)} /s, relay ${f(cold.orders.perSecond)} /s, ratio ${(cold.orders.perSecond / cold.floor.perSecond).toFixed(2)}, p99 ${f(cold.orders.p99)} ms`,
+      `  cold (the first ${ORDERS} orders after the start): floor ${f(cold.floor.perSecond)} /s, relay ` +
+        `${f(cold.orders.perSecond)} /s, ratio ${(cold.orders.perSecond / cold.floor.perSecond).toFixed(2)}, p99 ` +
+        `${f(cold.orders.p99)} ms`,
     );
     console.log(
       `  floor (product read + create, straight to the sandbox): ${f(floor.perSecond)} /s, p50 ${f(floor.p50)} ms, p99 ${f(floor.p99)} ms`,
     );
     console.log(
-      `  relay POST /internal/orders:                            ${f(orders.perSecond)} /s, p50 ${f(orders.p50)} ms, p99 ${f(orders.p99)} ms, failed ${orders.failed}`,
+      `  relay POST /internal/orders:                            ${f(orders.perSecond)} /s, p50 ${f(orders.p50)} ms, p99 ` +
+        `${f(orders.p99)} ms, failed ${orders.failed}`,
     );
     console.log(
-      `  ratio ${ratio.toFixed(2)} (target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'}); p99 - floor p99 = ${f(orders.p99 - floor.p99)} ms (target <= 100: ${
-        orders.p99 - floor.p99 <= 100 ? 'met' : 'NOT met'
-      })`,
+      `  ratio ${ratio.toFixed(2)} (target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'}); ` +
+        `p99 - floor p99 = ${f(orders.p99 - floor.p99)} ms (target <= 100: ${orders.p99 - floor.p99 <= 100 ? 'met' : 'NOT met'})`,
     );
     const g = (x: number | null) => (x === null ? '-' : x.toFixed(2));
+    const byOp = Object.entries(perOrder.upstreamByOp)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join(', ');
     console.log(
-      `  followed to delivery (median round): ${perOrder.delivered} delivered with their item, ${perOrder.undelivered} not; per delivered order: upstream requests ${g(perOrder.upstreamPerOrder)} (${Object.entries(
-        perOrder.upstreamByOp,
-      )
-        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
-        .join(', ')}; target <= 1.1 beside the price read)` +
+      `  followed to delivery (median round): ${perOrder.delivered} delivered with their item, ${perOrder.undelivered} not; ` +
+        `per delivered order: upstream requests ${g(perOrder.upstreamPerOrder)} (${byOp}; target <= 1.1 beside the price read)` +
         (perOrder.commitsPerOrder !== null
-          ? `, database commits ${g(perOrder.commitsPerOrder)} (target <= 6: ${perOrder.commitsPerOrder <= 6 ? 'met' : 'NOT met'}), row writes ${g(perOrder.writesPerOrder)}`
+          ? `, database commits ${g(perOrder.commitsPerOrder)} (target <= 6: ` +
+            `${perOrder.commitsPerOrder <= 6 ? 'met' : 'NOT met'}), row writes ${g(perOrder.writesPerOrder)}`
           : ''),
     );
     if (perOrder.commitsPerOrder !== null) {
@@ -594,21 +599,25 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
       );
     }
     console.log(
-      `  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} (${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version})`,
+      `  load average (1 min) after the floor ${loadAfterFloor.toFixed(2)}, after the relay ${loadAfterRelay.toFixed(2)} ` +
+        `(${cpus().length} CPUs: ${cpus()[0]?.model ?? 'unknown model'}; node ${process.version})`,
     );
     console.log(`  CPU time an order through the relay, median round (ms): ${cpuText(cpu)}; in all ${cpuTotal(cpu).toFixed(2)}`);
     if (databaseCpu !== null)
       console.log(
-        `  of postgres, the backends of the service's database: ${databaseCpu.toFixed(2)} ms an order (the rest: the server's own processes, and other databases' work on a shared machine)`,
+        `  of postgres, the backends of the service's database: ${databaseCpu.toFixed(2)} ms an order (the rest: the ` +
+          `server's own processes, and other databases' work on a shared machine)`,
       );
     // What the machine allows at that CPU time an order: every core busy all the time, nothing else.
     const ceiling = (cpus().length * 1000) / cpuTotal(cpu);
     console.log(
       `  the floor's own CPU time an order: ${cpuText({ sandbox: floorCpu.sandbox, load: floorCpu.load })}; ` +
-        `at ${cpuTotal(cpu).toFixed(2)} ms an order, ${cpus().length} cores allow at most ${f(ceiling)} orders/s = ${(ceiling / floor.perSecond).toFixed(2)} × the floor`,
+        `at ${cpuTotal(cpu).toFixed(2)} ms an order, ${cpus().length} cores allow at most ${f(ceiling)} orders/s = ` +
+        `${(ceiling / floor.perSecond).toFixed(2)} × the floor`,
     );
     console.log(
-      `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
+      `  callbacks: ${CALLBACKS} verified at concurrency ${CALLBACK_CONCURRENCY}: ${f(callbacks.perSecond)} accepted/s, ` +
+        `p50 ${f(callbacks.p50)} ms, p99 ${f(callbacks.p99)} ms, failed ${callbacks.failed}`,
     );
     const name = kind === 'postgres' ? 'PostgreSQL' : 'PGlite';
     summary.push(

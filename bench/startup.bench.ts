@@ -132,7 +132,9 @@ async function startRelay(cwd: string, extraEnv: Record<string, string> = {}): P
 
 async function floorOnce(): Promise<number> {
   const port = await freePortPair();
-  const code = `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); s.end('{"ok":true}'); }).listen(${port}, '127.0.0.1')`;
+  const code =
+    `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); ` +
+    `s.end('{"ok":true}'); }).listen(${port}, '127.0.0.1')`;
   const { child, ms } = await timeToHealthy(['-e', code], port, ROOT, {});
   await stop(child);
   return ms;
@@ -204,7 +206,8 @@ async function main(): Promise<void> {
       rmSync(dir2, { recursive: true, force: true });
     }
     log(
-      `PGlite run ${i + 1}: fresh ${(fresh[i] / 1000).toFixed(2)} s, second start ${(again[i] / 1000).toFixed(2)} s, build + fresh ${(withBuild[i] / 1000).toFixed(2)} s`,
+      `PGlite run ${i + 1}: fresh ${(fresh[i] / 1000).toFixed(2)} s, second start ${(again[i] / 1000).toFixed(2)} s, ` +
+        `build + fresh ${(withBuild[i] / 1000).toFixed(2)} s`,
     );
   }
 

@@ -1,10 +1,11 @@
 /**
  * `node --no-warnings --import @swc-node/register/esm-register bench/suppliers-budget.bench.ts` (or
  * `npm run bench -- suppliers`): two suppliers, each under its own Dujiao-Next limiter (60 per 60 s,
- * a 30 s block, scaled by `--scale`, default 3: 60 per 20 s, a 10 s block) on its own key, and a burst of orders split between them (CONTRACT §10: each
- * supplier has its own request budget; a blocked or busy one never slows another). Figures: orders a
- * (scaled) minute placed upstream against the sum of both budgets ÷ the upstream requests an order
- * costs, each supplier's own rate against its own budget, and the 429s (target 0).
+ * a 30 s block, scaled by `--scale`, default 3: 60 per 20 s, a 10 s block) on its own key, and a burst
+ * of orders split between them (CONTRACT §10: each supplier has its own request budget; a blocked or
+ * busy one never slows another). Figures: orders a (scaled) minute placed upstream against the sum of
+ * both budgets ÷ the upstream requests an order costs, each supplier's own rate against its own budget,
+ * and the 429s (target 0).
  *
  * The relay runs in this process on an embedded database (PGlite, `--db postgres` with BENCH_PG_URL
  * for a server), the two sandboxes (profile `dujiao-next`, limiter on) beside it; the figures are
@@ -40,7 +41,10 @@ const arg = (name: string, def: string): string => {
 const SCALE = Number(arg('scale', '3'));
 const ORDERS = Number(arg('orders', '120'));
 const DB = arg('db', 'pglite');
-/** How long a new order waits for its supplier's budget before it is queued (default: 10 windows, so that the burst waits in its requests). */
+/**
+ * How long a new order waits for its supplier's budget before it is queued (default: 10 windows, so
+ * that the burst waits in its requests).
+ */
 const QUEUE_WAIT_MS = Number(arg('queue-wait-ms', String(Math.round((10 * 60_000) / SCALE))));
 const LIMIT = { requests: 60, windowMs: 60_000 / SCALE, blockMs: 30_000 / SCALE };
 const RULE = budgetRule({ requests: LIMIT.requests, windowMs: LIMIT.windowMs }, 0.5);
@@ -171,7 +175,8 @@ async function main(): Promise<void> {
     const limited = [a.sandbox, b.sandbox].reduce((n, s) => n + Object.values(s.stats.rateLimited).reduce((x, y) => x + y, 0), 0);
     const statuses = answers.reduce<Record<number, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {});
     log(
-      `two suppliers, each ${LIMIT.requests}/${LIMIT.windowMs} ms on its own key (scale ${SCALE}), a burst of ${ORDERS} orders split evenly (${DB})`,
+      `two suppliers, each ${LIMIT.requests}/${LIMIT.windowMs} ms on its own key (scale ${SCALE}), a burst of ${ORDERS} ` +
+        `orders split evenly (${DB})`,
     );
     log(`  answers: ${JSON.stringify(statuses)}`);
     log(`  upstream requests per order: ${perOrder.toFixed(2)} (${requests} requests)`);
@@ -182,11 +187,13 @@ async function main(): Promise<void> {
       const own = half / minutes(doneAt[name]);
       const ownBound = BUDGET_PER_MIN / (s.stats.totalRequests / half);
       log(
-        `  ${name}: ${half} placed in ${(doneAt[name] / 1000).toFixed(2)} s: ${own.toFixed(1)} orders/min against its budget's ${ownBound.toFixed(1)} (${((own / ownBound) * 100).toFixed(1)} %)`,
+        `  ${name}: ${half} placed in ${(doneAt[name] / 1000).toFixed(2)} s: ${own.toFixed(1)} orders/min against its ` +
+          `budget's ${ownBound.toFixed(1)} (${((own / ownBound) * 100).toFixed(1)} %)`,
       );
     }
     log(
-      `  both: ${rate.toFixed(1)} orders/min against (2 × ${BUDGET_PER_MIN.toFixed(1)} requests/min) ÷ ${perOrder.toFixed(2)} = ${bound.toFixed(1)} (${((rate / bound) * 100).toFixed(1)} %)`,
+      `  both: ${rate.toFixed(1)} orders/min against (2 × ${BUDGET_PER_MIN.toFixed(1)} requests/min) ÷ ` +
+        `${perOrder.toFixed(2)} = ${bound.toFixed(1)} (${((rate / bound) * 100).toFixed(1)} %)`,
     );
     log(`  429s: ${limited} (target 0)`);
     printBenchSummary('suppliers-budget', [

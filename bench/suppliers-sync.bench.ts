@@ -50,7 +50,9 @@ const PAYLOAD_KEY = Buffer.alloc(32, 7);
 const LIMIT = { requests: 60, windowMs: 60_000 / SCALE, blockMs: 30_000 / SCALE };
 const RULE = budgetRule({ requests: LIMIT.requests, windowMs: LIMIT.windowMs }, 0.5);
 const BUDGET_PER_S = (RULE.limit / RULE.windowMs) * 1000;
-const COMMAND = `node --no-warnings --import @swc-node/register/esm-register bench/suppliers-sync.bench.ts --db ${DB} --products ${PRODUCTS} --scale ${SCALE}`;
+const COMMAND =
+  `node --no-warnings --import @swc-node/register/esm-register bench/suppliers-sync.bench.ts --db ${DB} ` +
+  `--products ${PRODUCTS} --scale ${SCALE}`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
@@ -222,7 +224,8 @@ async function storeSecond(databaseUrl: string, baseUrl: string): Promise<void> 
   await c.connect();
   const settings = { rateLimit: { requests: LIMIT.requests, windowMs: LIMIT.windowMs }, blockMs: LIMIT.blockMs };
   await c.query(
-    `INSERT INTO suppliers (name, base_url, api_key, api_secret_sealed, profile, settings, enabled) VALUES ('second', $1, $2, $3, 'dujiao-next', $4::jsonb, true)`,
+    `INSERT INTO suppliers (name, base_url, api_key, api_secret_sealed, profile, settings, enabled) VALUES ('second', ` +
+      `$1, $2, $3, 'dujiao-next', $4::jsonb, true)`,
     [baseUrl, KEY, encryptPayload(PAYLOAD_KEY, SECRET, 'supplier:second'), JSON.stringify(settings)],
   );
   await c.end();
@@ -257,7 +260,8 @@ const limitedTotal = (s: SandboxStats) => Object.values(s.rateLimited).reduce((x
 
 async function main(): Promise<void> {
   log(
-    `two suppliers' full syncs side by side, each under its own limiter scaled ×1/${SCALE}: ${LIMIT.requests} requests per ${LIMIT.windowMs / 1000} s; ` +
+    `two suppliers' full syncs side by side, each under its own limiter scaled ×1/${SCALE}: ${LIMIT.requests} requests ` +
+      `per ${LIMIT.windowMs / 1000} s; ` +
       `the relay's rule N' = ${RULE.limit} in any ${RULE.windowMs / 1000} s (${fmt(BUDGET_PER_S)} requests/s a key)`,
   );
   log(`  ${PRODUCTS} products at each; ${DB}; ${cpus().length} CPUs; load average (1 min) ${loadavg()[0].toFixed(2)}`);
@@ -289,7 +293,8 @@ async function main(): Promise<void> {
     ] as const) {
       log(
         `  ${name}: alone ${alone.status}, ${alone.pages_done} pages in ${fmt(seconds(alone))} s, ÷ bound ${fmt(ratio(alone))}; ` +
-          `beside the other ${beside.status}, ${beside.pages_done} pages in ${fmt(seconds(beside))} s, ÷ bound ${fmt(ratio(beside))}; 429s ${n429}`,
+          `beside the other ${beside.status}, ${beside.pages_done} pages in ${fmt(seconds(beside))} s, ÷ bound ` +
+          `${fmt(ratio(beside))}; 429s ${n429}`,
       );
       rows.push(
         {

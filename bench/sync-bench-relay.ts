@@ -10,7 +10,8 @@
  *   ← {id, cmd:'rowsWritten'}        → {id, n}          SKU rows written since the snapshot
  *   ← {id, cmd:'count', table}       → {id, n}
  *   ← {id, cmd:'leastWrite', step}   → {id, skus?}      prepare | run | drop (skus: rows copied): the database's least work (below)
- *   ← {id, cmd:'minimalSync', step}  → {id, ms, products, cpuMs} or {id, skus}   prepare | run | drop: the yardstick (below), PostgreSQL only
+ * ← {id, cmd:'minimalSync', step}  → {id, ms, products, cpuMs} or {id, skus}   prepare | run | drop:
+ * the yardstick (below), PostgreSQL only
  *   ← {id, cmd:'close'}              → {id}, then exits
  */
 import pg from 'pg';
@@ -130,11 +131,11 @@ async function timedSync(mode: 'full' | 'incremental'): Promise<Record<string, u
 
 /**
  * The database's least work for what a first sync stores: the same SKU rows (their creation recorded on
- * the row, no history row: migration 20261122008000) and the products' fingerprints, copied by `INSERT … SELECT` from the tables the sync filled into
- * empty twins of them (same columns, indexes and defaults), in one transaction committed as the sync
- * commits (synchronous_commit off). No parameters to decode, no statement per page, no diff, no
- * returned rows: a lower bound for the database's share of a first sync. `prepare` and `drop` stay
- * off the clock.
+ * the row, no history row: migration 20261122008000) and the products' fingerprints, copied by `INSERT
+ * … SELECT` from the tables the sync filled into empty twins of them (same columns, indexes and
+ * defaults), in one transaction committed as the sync commits (synchronous_commit off). No parameters
+ * to decode, no statement per page, no diff, no returned rows: a lower bound for the database's share
+ * of a first sync. `prepare` and `drop` stay off the clock.
  */
 async function leastWrite(step: string): Promise<Record<string, unknown>> {
   const tables = ['catalog_skus', 'catalog_product_fingerprints'];
@@ -148,7 +149,8 @@ async function leastWrite(step: string): Promise<Record<string, unknown>> {
     return { skus: n };
   }
   const [{ cols }] = (await ds.query(
-    "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) AS cols FROM information_schema.columns WHERE table_name = 'catalog_skus' AND is_generated = 'NEVER'",
+    "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) AS cols FROM information_schema.columns WHERE " +
+      "table_name = 'catalog_skus' AND is_generated = 'NEVER'",
   )) as Array<{ cols: string }>;
   await ds.transaction(async (em) => {
     await em.query("SELECT set_config('synchronous_commit', 'off', true)");

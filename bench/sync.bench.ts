@@ -244,7 +244,8 @@ async function benchTarget(
     const medianFloor = medianBy(floorCpu, (f) => f.ms);
     const floorMs = medianFloor.ms;
     log(
-      `floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}; CPU of that run: relay ${s(medianFloor.relay)}, sandbox ${s(medianFloor.sandbox)}`,
+      `floor ${floorRuns.map(s).join(', ')} → ${s(floorMs)}; CPU of that run: relay ${s(medianFloor.relay)}, sandbox ` +
+        `${s(medianFloor.sandbox)}`,
     );
 
     // The floor plus the relay's own work on each product that needs no database, FLOOR_RUNS times.
@@ -270,7 +271,9 @@ async function benchTarget(
     const cpuAfter = cpuSnapshot(pids);
     log(`first full sync ${s(first.ms)} (${first.run.skus_created} SKUs created), peak RSS ${mb(first.peakRss)}`);
     log(
-      `first full sync, CPU time: ${['relay', 'postgres', 'sandbox'].map((k) => `${k} ${s(cpuAfter[k] - cpuBefore[k])}`).join(', ')}${name === 'pglite' ? ' (PGlite runs in the relay)' : ''}`,
+      `first full sync, CPU time: ` +
+        ['relay', 'postgres', 'sandbox'].map((k) => `${k} ${s(cpuAfter[k] - cpuBefore[k])}`).join(', ') +
+        (name === 'pglite' ? ' (PGlite runs in the relay)' : ''),
     );
 
     // The database's least work for the rows the first sync stored (off the sync's clock).
@@ -319,7 +322,8 @@ async function benchTarget(
       const mid = medianBy(runs, (r) => r.ms / r.floorMs);
       yardstick = { ...mid, ratios: runs.map((r) => r.ms / r.floorMs) };
       log(
-        `yardstick (the least durable copy: one COPY of 6 columns a batch, no diff, no history): ${runs.map((r) => `${s(r.ms)} / floor ${s(r.floorMs)}`).join(', ')}; ` +
+        `yardstick (the least durable copy: one COPY of 6 columns a batch, no diff, no history): ` +
+          `${runs.map((r) => `${s(r.ms)} / floor ${s(r.floorMs)}`).join(', ')}; ` +
           `CPU of the median run: ${['relay', 'postgres', 'sandbox'].map((k) => `${k} ${s(mid.cpu[k])}`).join(', ')}`,
       );
     }
@@ -343,7 +347,8 @@ async function benchTarget(
     const resyncRows = (await relay.ask<{ n: number }>({ cmd: 'rowsWritten' })).n;
     const history = (await relay.ask<{ n: number }>({ cmd: 'count', table: 'catalog_sku_changes' })).n - historyBefore;
     log(
-      `re-sync ${pairs.map((p) => `${s(p.sync.ms)} / floor ${s(p.floorMs)}`).join(', ')}; ${resyncRows} SKU rows written, peak RSS ${mb(resync.peakRss)}`,
+      `re-sync ${pairs.map((p) => `${s(p.sync.ms)} / floor ${s(p.floorMs)}`).join(', ')}; ${resyncRows} SKU rows ` +
+        `written, peak RSS ${mb(resync.peakRss)}`,
     );
     log(`relay CPU, re-sync / floor: ${pairs.map((p) => `${Math.round(p.sync.cpuMs)} / ${Math.round(p.floorCpuMs)} ms`).join(', ')}`);
 
@@ -357,7 +362,8 @@ async function benchTarget(
     const afterFloor = await relay.ask<{ ms: number; products: number; cpuMs: number }>({ cmd: 'floor' });
     const afterChanges = await sync('full');
     log(
-      `full pass after the 100 changes ${s(afterChanges.ms)} / floor ${s(afterFloor.ms)}; pages not parsed ${afterChanges.pageStats.unchanged}, parsed ${afterChanges.pageStats.remembered + afterChanges.pageStats.computed}`,
+      `full pass after the 100 changes ${s(afterChanges.ms)} / floor ${s(afterFloor.ms)}; pages not parsed ` +
+        `${afterChanges.pageStats.unchanged}, parsed ${afterChanges.pageStats.remembered + afterChanges.pageStats.computed}`,
     );
 
     return {
@@ -388,20 +394,36 @@ function report(r: Figures): string {
   return [
     r.target === 'postgres' ? 'PostgreSQL' : 'PGlite (embedded, in the relay process)',
     `  floor: fetch + parse, no database   ${s(r.floorMs)}   (runs ${r.floorRuns.map(s).join(', ')})`,
-    `  first full sync                     ${s(r.first.ms)}   ÷ floor ${first.toFixed(2)}   target ≤ 1.5${r.target === 'pglite' ? ' (PostgreSQL)' : ` ${ok(first <= 1.5)}`}   ${r.first.run.skus_created} SKUs created`,
-    `    its lower bound on this machine   ${s(r.bound.ms)}   ÷ floor ${(r.bound.ms / r.floorMs).toFixed(2)}   = (floor CPU: relay ${s(r.bound.floorCpuMs.relay)} + sandbox ${s(r.bound.floorCpuMs.sandbox)}, + the database's least work for those rows ${s(r.bound.dbCpuMs)}) ÷ ${r.bound.cores} cores`,
-    `    with the relay's own row work     ${s(r.bound.withRowWorkMs)}   ÷ floor ${(r.bound.withRowWorkMs / r.floorMs).toFixed(2)}   = (relay CPU for the floor + fingerprints, rows mapped and priced ${s(r.bound.rowWorkCpuMs)} + sandbox + database's least work) ÷ ${r.bound.cores} cores`,
+    `  first full sync                     ${s(r.first.ms)}   ÷ floor ${first.toFixed(2)}   target ≤ ` +
+      `1.5${r.target === 'pglite' ? ' (PostgreSQL)' : ` ${ok(first <= 1.5)}`}   ${r.first.run.skus_created} SKUs created`,
+    `    its lower bound on this machine   ${s(r.bound.ms)}   ÷ floor ${(r.bound.ms / r.floorMs).toFixed(2)}   = (floor ` +
+      `CPU: relay ${s(r.bound.floorCpuMs.relay)} + sandbox ${s(r.bound.floorCpuMs.sandbox)}, + the database's least work ` +
+      `for those rows ${s(r.bound.dbCpuMs)}) ÷ ${r.bound.cores} cores`,
+    `    with the relay's own row work     ${s(r.bound.withRowWorkMs)}   ÷ floor ` +
+      `${(r.bound.withRowWorkMs / r.floorMs).toFixed(2)}   = (relay CPU for the floor + fingerprints, rows mapped and ` +
+      `priced ${s(r.bound.rowWorkCpuMs)} + sandbox + database's least work) ÷ ${r.bound.cores} cores`,
     ...(r.yardstick
       ? [
-          `    the yardstick: least durable copy ${s(r.yardstick.ms)}   ÷ its floor ${s(r.yardstick.floorMs)} = ${(r.yardstick.ms / r.yardstick.floorMs).toFixed(2)} (median of ${r.yardstick.ratios.map((x) => x.toFixed(2)).join(', ')})   = fetch + parse + one COPY of (sku_code, ids, cost, stock, title) a batch; no sync`,
+          `    the yardstick: least durable copy ${s(r.yardstick.ms)}   ÷ its floor ${s(r.yardstick.floorMs)} = ` +
+            `${(r.yardstick.ms / r.yardstick.floorMs).toFixed(2)} (median of ` +
+            `${r.yardstick.ratios.map((x) => x.toFixed(2)).join(', ')})   = fetch + parse + one COPY of (sku_code, ids, ` +
+            `cost, stock, title) a batch; no sync`,
         ]
       : []),
-    `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ its floor ${s(r.resync.floorMs)} = ${resync.toFixed(2)} (median of ${r.resyncPairs.length})   target ≤ 1.2 ${ok(resync <= 1.2)}`,
+    `  re-sync, no upstream change         ${s(r.resync.ms)}   ÷ its floor ${s(r.resync.floorMs)} = ${resync.toFixed(2)} ` +
+      `(median of ${r.resyncPairs.length})   target ≤ 1.2 ${ok(resync <= 1.2)}`,
     `    each re-sync ÷ the floor run just before it: ${r.resyncPairs.map((p) => (p.ms / p.floorMs).toFixed(2)).join(', ')}`,
-    `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
-    `  peak RSS during the syncs           ${mb(peak)}   target ≤ 350 MB ${ok(peak <= 350 * MB)}   (at start ${mb(r.startRss)}, before the first sync ${mb(r.first.rssBefore)}, peak heap ${mb(Math.max(r.first.peakHeap, r.resync.peakHeap))})`,
-    `  incremental, 100 products changed   ${s(r.incremental.ms)}   ${r.incremental.run.products_seen} products fetched, ${r.incremental.rows} SKU rows written (${r.incremental.run.skus_changed} SKUs changed)`,
-    `  full pass after those changes       ${s(r.afterChanges.ms)}   ÷ its floor ${s(r.afterChanges.floorMs)} = ${(r.afterChanges.ms / r.afterChanges.floorMs).toFixed(2)}   pages parsed ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} of ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed + r.afterChanges.pageStats.unchanged}`,
+    `    SKU rows written                  ${r.resync.rows}   target 0 ${ok(r.resync.rows === 0)}   (history rows ` +
+      `${r.resync.history}, changes reported ${r.resync.run.skus_changed})`,
+    `  peak RSS during the syncs           ${mb(peak)}   target ≤ 350 MB ${ok(peak <= 350 * MB)}   (at start ` +
+      `${mb(r.startRss)}, before the first sync ${mb(r.first.rssBefore)}, peak heap ` +
+      `${mb(Math.max(r.first.peakHeap, r.resync.peakHeap))})`,
+    `  incremental, 100 products changed   ${s(r.incremental.ms)}   ${r.incremental.run.products_seen} products fetched, ` +
+      `${r.incremental.rows} SKU rows written (${r.incremental.run.skus_changed} SKUs changed)`,
+    `  full pass after those changes       ${s(r.afterChanges.ms)}   ÷ its floor ${s(r.afterChanges.floorMs)} = ` +
+      `${(r.afterChanges.ms / r.afterChanges.floorMs).toFixed(2)}   pages parsed ` +
+      `${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} of ` +
+      `${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed + r.afterChanges.pageStats.unchanged}`,
     '',
   ].join('\n');
 }
@@ -504,7 +526,9 @@ function summaryRows(results: Figures[], skipped: Array<{ target: string; why: s
         figure: `${db}: full pass after those changes ÷ floor`,
         value: r.afterChanges.ms / r.afterChanges.floorMs,
         unit: '×',
-        note: `${s(r.afterChanges.ms)} vs floor ${s(r.afterChanges.floorMs)}, ${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} pages parsed`,
+        note:
+          `${s(r.afterChanges.ms)} vs floor ${s(r.afterChanges.floorMs)}, ` +
+          `${r.afterChanges.pageStats.remembered + r.afterChanges.pageStats.computed} pages parsed`,
       },
     );
   }

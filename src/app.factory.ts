@@ -251,8 +251,9 @@ const nulRefused = (at: string): AppError => badRequest(`invalid request: ${at}`
 /**
  * Request bodies (CONTRACT §5, §6), read whatever their content type up to BODY_LIMIT_BYTES (413
  * `payload_too_large` beyond, before anything else is decided), then:
- * - `POST /callbacks/upstream` and `POST /callbacks/upstream/{supplier}`: kept as raw bytes (`rawBody`), not parsed: the callback is verified
- *   on them before anything else (an unsigned one is 401 whatever it carries), and read once verified;
+ * - `POST /callbacks/upstream` and `POST /callbacks/upstream/{supplier}`: kept as raw bytes
+ *   (`rawBody`), not parsed: the callback is verified on them before anything else (an unsigned one is
+ *   401 whatever it carries), and read once verified;
  * - a route that does not exist: not parsed (its answer is 404, or 401 on an internal path);
  * - any other: `application/json` (parameters aside) is parsed as JSON, prototype poisoning refused;
  *   any other content type, none, or JSON that does not parse is 400 `bad_request` with `fields.body`;

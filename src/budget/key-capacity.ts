@@ -24,7 +24,10 @@ export interface KeyCapacity {
   requestsPerMinute: number;
   /** Requests a placed order cost in the window ending now; null without a create in it. */
   requestsPerOrder: number | null;
-  /** Orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now; null when the cost is not known. */
+  /**
+   * Orders a minute the window leaves room for at that cost, besides the sync and reconciliation of
+   * now; null when the cost is not known.
+   */
   ordersPerMinute: number | null;
   reconcile: {
     /** `reconcile` grants in the window ending now. */

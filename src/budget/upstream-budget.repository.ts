@@ -81,7 +81,8 @@ export class UpstreamBudgetRepository {
     return this.dataSource.transaction(async (em) => {
       await this.ensureKey(em, keyId);
       const rows = (await em.query(
-        `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms, (extract(epoch FROM blocked_until) * 1000)::float8 AS blocked_ms
+        `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms, (extract(epoch FROM blocked_until) *
+          1000)::float8 AS blocked_ms
            FROM upstream_budget_keys WHERE key_id = $1 FOR UPDATE`,
         [keyId],
       )) as Array<{ now_ms: number | string; blocked_ms: number | string | null }>;
@@ -108,7 +109,8 @@ export class UpstreamBudgetRepository {
   /** How many grants the key has in the `windowMs` ending now (the database's clock). */
   async grantsInWindow(keyId: string, windowMs: number): Promise<number> {
     const rows = (await this.dataSource.query(
-      `SELECT count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() - $2::float8 * interval '1 millisecond'`,
+      `SELECT count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() - ` +
+        `$2::float8 * interval '1 millisecond'`,
       [keyId, windowMs],
     )) as Array<{ n: number | string }>;
     return Number(rows[0]?.n ?? 0);
@@ -117,7 +119,8 @@ export class UpstreamBudgetRepository {
   /** The grants of the window ending now (the database's clock) by class. */
   async grantsInWindowByClass(keyId: string, windowMs: number): Promise<Partial<Record<BudgetClass, number>>> {
     const rows = (await this.dataSource.query(
-      `SELECT class, count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() - $2::float8 * interval '1 millisecond' GROUP BY class`,
+      `SELECT class, count(*)::int AS n FROM upstream_budget_grants WHERE key_id = $1 AND granted_at > clock_timestamp() ` +
+        `- $2::float8 * interval '1 millisecond' GROUP BY class`,
       [keyId, windowMs],
     )) as Array<{ class: string; n: number | string }>;
     const out: Partial<Record<BudgetClass, number>> = {};
@@ -153,7 +156,8 @@ export class UpstreamBudgetRepository {
        SELECT (extract(epoch FROM now.t) * 1000)::float8 AS now_ms,
               (extract(epoch FROM k.blocked_until) * 1000)::float8 AS blocked_ms,
               (extract(epoch FROM k.demand_until) * 1000)::float8 AS demand_ms,
-              coalesce((SELECT json_agg(json_build_array((extract(epoch FROM g.granted_at) * 1000)::float8, g.class) ORDER BY g.granted_at, g.id)
+              coalesce((SELECT json_agg(json_build_array((extract(epoch FROM g.granted_at) * 1000)::float8, g.class) ORDER BY
+                g.granted_at, g.id)
                           FROM upstream_budget_grants g
                          WHERE g.key_id = $1 AND g.granted_at >= now.t - $2::float8 ${MS}), '[]'::json) AS grants
          FROM now, upstream_budget_keys k WHERE k.key_id = $1`,

@@ -93,7 +93,8 @@ export class CallbackInboxRepository {
   storeWrite(c: CallbackSummary | UnusableCallback, now: Date): { sql: string; params: unknown[] } {
     const unusable = 'reason' in c;
     return {
-      sql: `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no, reported_status, callback_ts,
+      sql: `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, upstream_order_no, downstream_order_no,
+        reported_status, callback_ts,
                                    state, outcome, next_try_at, received_at, processed_at, supplier)
        VALUES ($?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?, $?)
        ON CONFLICT (supplier, body_sha256) DO UPDATE SET duplicates = callback_inbox.duplicates + 1
@@ -157,7 +158,9 @@ export class CallbackInboxRepository {
   /** `finish` as a write with `$?` placeholders, for a transaction that sends it with its other writes (OrderTx.write). */
   finishWrite(ids: string[], state: InboxState, outcome: string, orderId: string | null, now: Date): { sql: string; params: unknown[] } {
     return {
-      sql: `UPDATE callback_inbox SET state = $?, outcome = $?, order_id = $?, processed_at = $? WHERE id = ANY($?::bigint[]) AND state = 'pending'`,
+      sql:
+        `UPDATE callback_inbox SET state = $?, outcome = $?, order_id = $?, processed_at = $? WHERE id = ` +
+        `ANY($?::bigint[]) AND state = 'pending'`,
       params: [state, outcome, orderId, now, ids],
     };
   }
@@ -169,7 +172,8 @@ export class CallbackInboxRepository {
    */
   async defer(ids: string[], orderId: string | null, at: Date, outcome: string, failedReads?: number): Promise<void> {
     await this.dataSource.query(
-      `UPDATE callback_inbox SET next_try_at = $2, order_id = $3, outcome = $4, tries = coalesce($5::int, tries) WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
+      `UPDATE callback_inbox SET next_try_at = $2, order_id = $3, outcome = $4, tries = coalesce($5::int, tries) WHERE ` +
+        `id = ANY($1::bigint[]) AND state = 'pending'`,
       [ids, at, orderId, outcome, failedReads ?? null],
     );
   }

@@ -46,8 +46,10 @@
  * next start or another replica.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { backoffMs } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { DomainEvents, type OrderSettled } from '../orders/domain-events.js';
 import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
@@ -104,16 +106,24 @@ interface ConfirmingRead {
 @Injectable()
 export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('callbacks');
-  private running: Promise<void> | null = null;
-  private again = false;
+  /**
+   * The inbox's drains (WakeLoop): one at a time, the next at once when kick() came during one, else
+   * after retryMs (deferred callbacks, callbacks a stopped process had claimed).
+   */
+  private readonly loop = new WakeLoop<void>(
+    () => this.drainCount.run(() => this.drain()),
+    (_, kicked) => (kicked ? 0 : this.retryMs),
+  );
   private stopped = false;
-  private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Orders whose callbacks this instance left waiting for an attempt or a cancel. */
   private readonly deferred = new Set<string>();
   /** Aborted at shutdown: ends the upstream reads in flight. */
   private readonly shutdown = new AbortController();
-  /** The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the order's callbacks (see the file's header). */
+  /**
+   * The latest confirming read of each order, in flight or ended within KEEP_READS_MS: shared by the
+   * order's callbacks (see the file's header).
+   */
   private readonly reads = new Map<string, ConfirmingRead>();
   private readonly drainCount = new LoopProgress();
 
@@ -154,42 +164,20 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   }
 
   onApplicationBootstrap(): void {
-    this.scheduleRetry();
+    this.loop.start(this.retryMs);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     this.shutdown.abort();
     this.unsubscribe?.();
-    if (this.timer) clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+    await this.loop.stop();
   }
 
   /** Processes the inbox soon (a callback was just stored). */
   kick(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drainCount
-      .run(() => this.drain())
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.kick();
-      this.scheduleRetry();
-    }, this.retryMs);
-    this.timer.unref?.();
+    this.loop.wake();
   }
 
   private async drain(): Promise<void> {
@@ -507,7 +495,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-  /** Keeps `result` as the order's latest confirming read (in flight until its `doneAt` is set); forgets reads ended more than KEEP_READS_MS ago. */
+  /**
+   * Keeps `result` as the order's latest confirming read (in flight until its `doneAt` is set); forgets
+   * reads ended more than KEEP_READS_MS ago.
+   */
   private remember(orderId: string, result: Promise<RefreshResult>): ConfirmingRead {
     const nowMs = this.clock.nowMs();
     for (const [id, read] of this.reads) if (read.doneAt !== null && nowMs - read.doneAt > KEEP_READS_MS) this.reads.delete(id);
@@ -530,7 +521,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         await this.inbox.finish(
           ids,
           'unknown_order',
-          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ${attempt.downstreamOrderNo} (${attempt.status} here); ` +
+          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ` +
+            `${attempt.downstreamOrderNo} (${attempt.status} here); ` +
             `order ${order.shopOrderNo} follows ${r.order.upstreamOrderId ?? 'no upstream order'}`,
           order.id,
           now,
@@ -545,7 +537,10 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
           now,
         );
         this.logger.warn({
-          msg: `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ${r.status} there: ignored`,
+          msg:
+            `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ` +
+            `${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ` +
+            `${r.status} there: ignored`,
           shop_order_no: order.shopOrderNo,
           trace_id: order.traceId,
           upstream_order_id: upstreamOrderId,
@@ -587,7 +582,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       await this.inbox.finish(ids, 'read_failed', error.message, orderId, now);
       return;
     }
-    const backoff = Math.min(this.config.orders.pollMaxMs, this.config.orders.pollBaseMs * 2 ** failed);
+    const backoff = backoffMs(failed, { baseMs: this.config.orders.pollBaseMs, maxMs: this.config.orders.pollMaxMs });
     await this.inbox.defer(ids, orderId, new Date(now.getTime() + backoff), `read_failed: ${error.message}`, failed);
   }
 

@@ -35,7 +35,10 @@ import type { UpstreamFulfillment } from '../upstream/upstream.types.js';
 const str = (v: unknown, max: number): string | null =>
   typeof v === 'string' && v.length > 0 && v.length <= max && storableText(v) ? v : null;
 
-/** What a verified callback's body gives: a usable summary (and its fulfillment, never kept in the inbox), or what it carried and why it is unusable; and the body read. */
+/**
+ * What a verified callback's body gives: a usable summary (and its fulfillment, never kept in the
+ * inbox), or what it carried and why it is unusable; and the body read.
+ */
 export type ReadCallback =
   | { usable: CallbackSummary; fulfillment: UpstreamFulfillment | null; body: Record<string, unknown> }
   | { unusable: UnusableCallback; body: Record<string, unknown> | null };
@@ -119,11 +122,14 @@ export class CallbacksController {
   @ApiOperation({
     summary: 'Order callback from the upstream',
     description:
-      'Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, nothing touched), ' +
+      'Public, for the upstream: verified on the raw bytes before anything else (every failure 401 `invalid_signature`, ' +
+      'nothing touched), ' +
       'stored in an inbox (duplicates recognised) and answered 200 `{ok: true}`; a 5xx only when it could not be stored, so that the ' +
       "upstream tries again. With `CALLBACK_TRUST=verified` (the default) a verified callback is the upstream's word: a delivering state " +
-      'with its `fulfillment`, and `pending_payment`, `paid`, `fulfilling`, `canceled`, are applied with no read; a delivering state without ' +
-      'its fulfillment or a refund state costs one `GET /orders/{id}`. With `confirm` every callback only triggers that read. A callback for ' +
+      'with its `fulfillment`, and `pending_payment`, `paid`, `fulfilling`, `canceled`, are applied with no read; a ' +
+      'delivering state without ' +
+      'its fulfillment or a refund state costs one `GET /orders/{id}`. With `confirm` every callback only triggers that ' +
+      'read. A callback for ' +
       "an unknown order, or naming another attempt than the order's current one, is stored and acknowledged, never applied.",
   })
   // (listed in the docs in the reverse order of the decorators)
@@ -142,7 +148,9 @@ export class CallbacksController {
   @ApiOperation({
     summary: "Order callback from one supplier, at that supplier's own URL",
     description:
-      "As `POST /callbacks/upstream`, verified with the key, secret and profile of the supplier the path names (CONTRACT §10): a callback signed by another supplier's secret, or for an unknown supplier, is 401 `invalid_signature` and stored nowhere; it applies only to that supplier's orders.",
+      'As `POST /callbacks/upstream`, verified with the key, secret and profile of the supplier the path names (CONTRACT ' +
+      "§10): a callback signed by another supplier's secret, or for an unknown supplier, is 401 `invalid_signature` and " +
+      "stored nowhere; it applies only to that supplier's orders.",
   })
   @ApiParam({ name: 'supplier', description: 'the supplier whose callback URL this is', example: 'second' })
   @ApiHeader({ ...CALLBACK_HEADERS[2], required: true })

@@ -21,7 +21,8 @@ import {
 import { codeOfKey, parseSkuKey, resolveSkuRef, type CandidateRef } from './sku-key.js';
 
 /** The columns of a SKU for reading (API, orders). */
-const SKU_SELECT = `s.supplier, s.sku_key, s.sku_code, s.upstream_sku_id::text AS upstream_sku_id, s.product_id::text AS product_id, s.product_slug,
+const SKU_SELECT = `s.supplier, s.sku_key, s.sku_code, s.upstream_sku_id::text AS upstream_sku_id,
+  s.product_id::text AS product_id, s.product_slug,
   s.product_title, s.product_description, s.category_id::text AS category_id, s.spec_values,
   s.cost_price::text AS cost_price, s.sale_price::text AS sale_price, s.original_price::text AS original_price,
   s.member_price::text AS member_price, s.stock_status, s.stock_quantity, s.sku_active, s.product_active,
@@ -33,7 +34,8 @@ const SKU_SELECT = `s.supplier, s.sku_key, s.sku_code, s.upstream_sku_id::text A
  */
 export const SKU_WITH_CURRENCY = `${SKU_SELECT},
   (SELECT value->>'currency' FROM relay_state WHERE key = $2 || ':' || s.supplier) AS relay_currency,
-  (SELECT f.fingerprint FROM catalog_product_fingerprints f WHERE f.supplier = s.supplier AND f.product_id = s.product_id) AS relay_fingerprint`;
+  (SELECT f.fingerprint FROM catalog_product_fingerprints f
+    WHERE f.supplier = s.supplier AND f.product_id = s.product_id) AS relay_fingerprint`;
 
 /**
  * The most SKUs a reference reads: enough to resolve it (resolveSkuRef needs the key's SKU, or the
@@ -49,7 +51,8 @@ export const SKU_REF_ROWS = 100;
  * SKU_REF_ROWS. A code carried by one SKU reads one row, as a catalog of unique codes always did.
  */
 export function skusByRef(supplierParam: string): string {
-  return `(SELECT x.* FROM catalog_skus x WHERE (x.sku_key = $1 OR x.sku_code = $1) AND (${supplierParam}::text IS NULL OR x.supplier = ${supplierParam}::text)
+  return `(SELECT x.* FROM catalog_skus x WHERE (x.sku_key = $1 OR x.sku_code = $1) AND (${supplierParam}::text IS NULL OR
+    x.supplier = ${supplierParam}::text)
   ORDER BY x.sku_key = $1 DESC, x.listed DESC, x.sku_key, x.supplier LIMIT ${SKU_REF_ROWS})`;
 }
 
@@ -146,7 +149,8 @@ export class CatalogReadRepository {
     const rows = await select<{ ref: string; supplier: string; sku_key: string; sku_code: string; listed: boolean }>(
       this.db(em),
       `SELECT r.ref, s.supplier, s.sku_key, s.sku_code, s.listed FROM unnest($1::text[]) AS r(ref)
-         CROSS JOIN LATERAL (SELECT x.supplier, x.sku_key, x.sku_code, x.listed FROM catalog_skus x WHERE x.sku_key = r.ref OR x.sku_code = r.ref
+         CROSS JOIN LATERAL (SELECT x.supplier, x.sku_key, x.sku_code, x.listed FROM catalog_skus x WHERE x.sku_key = r.ref OR
+           x.sku_code = r.ref
                               ORDER BY x.sku_key = r.ref DESC, x.listed DESC, x.sku_key, x.supplier LIMIT ${SKU_REF_ROWS}) s`,
       [[...new Set(refs)]],
     );
@@ -169,7 +173,8 @@ export class CatalogReadRepository {
     if (f.categoryId !== undefined) {
       const id = p(f.categoryId);
       where.push(
-        `(s.category_id = ${id} OR s.category_id IN (SELECT c.id FROM catalog_categories c WHERE c.supplier = s.supplier AND c.parent_id = ${id}))`,
+        `(s.category_id = ${id} OR s.category_id IN (SELECT c.id FROM catalog_categories c WHERE c.supplier = s.supplier ` +
+          `AND c.parent_id = ${id}))`,
       );
     }
     if (f.listed !== undefined) where.push(`s.listed = ${p(f.listed)}`);
@@ -191,11 +196,13 @@ export class CatalogReadRepository {
       const key = f.afterSkuKey !== undefined ? parseSkuKey(f.afterSkuKey) : null;
       if (key && f.afterSupplier !== undefined) {
         where.push(
-          `(s.updated_at, s.sku_code, s.product_id, s.supplier) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ${p(key.productId)}::bigint, ${p(f.afterSupplier)}::text)`,
+          `(s.updated_at, s.sku_code, s.product_id, s.supplier) > (${p(f.changedSince)}::timestamptz, ` +
+            `${p(key.skuCode)}::text, ${p(key.productId)}::bigint, ${p(f.afterSupplier)}::text)`,
         );
       } else if (key) {
         where.push(
-          `(s.updated_at, s.sku_code, s.product_id) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ${p(key.productId)}::bigint)`,
+          `(s.updated_at, s.sku_code, s.product_id) > (${p(f.changedSince)}::timestamptz, ${p(key.skuCode)}::text, ` +
+            `${p(key.productId)}::bigint)`,
         );
       } else if (f.afterSkuCode !== undefined) {
         where.push(`(s.updated_at, s.sku_code) > (${p(f.changedSince)}::timestamptz, ${p(f.afterSkuCode)}::text)`);
@@ -233,10 +240,12 @@ export class CatalogReadRepository {
     const items = await select<StoredChange & { seq: string }>(
       this.db(),
       `SELECT * FROM (
-         SELECT c.id AS seq, c.id::text AS id, c.supplier, coalesce(c.sku_key, $1) AS sku_key, c.sku_code, c.field, c.kind, c.old_value, c.new_value, c.run_id, c.source, c.changed_at
+         SELECT c.id AS seq, c.id::text AS id, c.supplier, coalesce(c.sku_key, $1) AS sku_key, c.sku_code, c.field, c.kind,
+           c.old_value, c.new_value, c.run_id, c.source, c.changed_at
            FROM catalog_sku_changes c WHERE c.supplier = $5 AND (c.sku_key = $1 OR (c.sku_key IS NULL AND c.sku_code = $4))
          UNION ALL
-         SELECT 0, NULL, s.supplier, s.sku_key, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source, s.created_at
+         SELECT 0, NULL, s.supplier, s.sku_key, s.sku_code, 'created', 'created', NULL, NULL, s.created_run_id, s.created_source,
+           s.created_at
            FROM catalog_skus s WHERE s.supplier = $5 AND s.sku_key = $1 AND s.created_source IS NOT NULL
        ) h ORDER BY h.seq DESC LIMIT $2 OFFSET $3`,
       [skuKey, limit, offset, code, supplier],

@@ -277,8 +277,10 @@ export class CatalogSyncService implements OnModuleDestroy {
     this.metrics.syncDuration.observe({ mode: run.mode, supplier: run.supplier }, (performance.now() - started) / 1000);
     const c = run.counters;
     const summary =
-      `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
-      `, ${c.skippedProducts.length} products and ${c.skippedCategories.length} categories left out for their shape, ${c.rereadProducts} ordered products re-read` +
+      `pages ${c.pagesDone}/${c.pagesTotal}, products ${c.productsSeen}, SKUs ${c.skusSeen} (created ${c.skusCreated}, ` +
+      `changed ${c.skusChanged}, delisted ${c.skusDelisted}, relisted ${c.skusRelisted}, conflicts ${c.conflicts})` +
+      `, ${c.skippedProducts.length} products and ${c.skippedCategories.length} categories left out for their shape, ` +
+      `${c.rereadProducts} ordered products re-read` +
       `, waited ${Math.round(c.budgetWaitMs)} ms for the request budget` +
       `, ${c.imagesFetched} images fetched (${c.imageBytes} bytes, ${Math.round(c.mediaMs)} ms), ${c.skippedImages.length} left out`;
     if (status === 'succeeded') this.logger.log(`sync run ${run.runId} of ${run.supplier} succeeded (${run.mode}): ${summary}`);

@@ -22,7 +22,8 @@ const SKU_PROPERTIES: Record<string, SchemaObject> = {
   sku_key: {
     type: 'string',
     description:
-      "`<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within its product; a product without specifications has the code `DEFAULT`)",
+      "`<upstream product id>:<sku_code>`: the SKU, unique and stable (the upstream's `sku_code` is unique only within " +
+      'its product; a product without specifications has the code `DEFAULT`)',
   },
   sku_code: { type: 'string', description: "the upstream's code, unique only within the product" },
   upstream_sku_id: { type: 'integer' },
@@ -67,7 +68,9 @@ const CATEGORY_PROPERTIES: Record<string, SchemaObject> = {
     type: 'string',
     nullable: true,
     description:
-      "the relay's copy of the upstream's icon (`/media/<sha256>.<ext>`, MEDIA_PUBLIC_URL) once mirrored; null while it is still to be fetched or when it was refused (the run's `skipped_images`); '' when there is none; the upstream's value with MEDIA_MIRROR=false",
+      "the relay's copy of the upstream's icon (`/media/<sha256>.<ext>`, MEDIA_PUBLIC_URL) once mirrored; null while it " +
+      "is still to be fetched or when it was refused (the run's `skipped_images`); '' when there is none; the upstream's " +
+      'value with MEDIA_MIRROR=false',
   },
   sort_order: { type: 'integer', description: 'each level is ordered by it, descending' },
   listed: { type: 'boolean' },
@@ -108,12 +111,14 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     confirmed_live: count(),
     unconfirmed: count(),
     budget_wait_ms: count(
-      "milliseconds the run's upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the requests; 0 with the budget off",
+      "milliseconds the run's upstream requests waited for the request budget (UPSTREAM_RATE_LIMIT), summed over the " +
+        'requests; 0 with the budget off',
     ),
     skipped_products: {
       type: 'array',
       description:
-        'products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, the pass stays complete and they are never unlisted for it',
+        'products of the listing left out because their shape is wrong (at most 100): the rest of their page is stored, ' +
+        'the pass stays complete and they are never unlisted for it',
       items: objectSchema({
         product_id: { type: 'integer', nullable: true, description: 'the upstream product id; null when the item has no usable id' },
         reason: {
@@ -125,7 +130,8 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     skipped_categories: {
       type: 'array',
       description:
-        'categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the others are stored, and a stored one is kept as it was, not unlisted',
+        'categories of `GET /categories` left out because their shape is wrong (at most 100, e.g. a `null` name): the ' +
+        'others are stored, and a stored one is kept as it was, not unlisted',
       items: objectSchema({
         category_id: { type: 'integer', nullable: true, description: 'the upstream category id; null when the item has no usable id' },
         reason: {
@@ -140,7 +146,9 @@ export const RUN_SCHEMA: SchemaObject = objectSchema(
     skipped_images: {
       type: 'array',
       description:
-        'product images and category icons left out (at most 100): not http(s), a private address, not an image, over MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` null and its `category_id` (the category answers `icon: null`)',
+        'product images and category icons left out (at most 100): not http(s), a private address, not an image, over ' +
+        'MEDIA_MAX_BYTES, 404, a timeout…; the rest of the product and the run go on. A category icon has `product_id` ' +
+        'null and its `category_id` (the category answers `icon: null`)',
       items: objectSchema(
         {
           product_id: { type: 'integer', nullable: true, description: 'the product; null for a category icon' },

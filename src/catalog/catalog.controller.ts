@@ -46,7 +46,10 @@ const SkuCodeParam = () =>
   ApiParam({
     name: 'sku_code',
     description:
-      "the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is ambiguous without it, the candidates named `{supplier, sku_key}`)",
+      "the SKU's `sku_key` (`<product id>:<sku_code>`, URL-encoded or not), or a plain `sku_code`: the one listed SKU " +
+      'carrying it (or the one SKU, listed or not); 409 `sku_ambiguous` when several listed SKUs carry it (or only ' +
+      "several unlisted ones); `?supplier=` looks at that supplier's SKUs only (a key or code several suppliers carry is " +
+      'ambiguous without it, the candidates named `{supplier, sku_key}`)',
     example: '42:SKU-00042-1',
   });
 
@@ -64,7 +67,8 @@ export class CatalogController {
   @ApiOperation({
     summary: 'The category tree',
     description:
-      "Every category the suppliers list, as a tree per supplier (upstream ids, each category naming its `supplier`), each level ordered by `sort_order` descending; `?supplier=` for one supplier's.",
+      'Every category the suppliers list, as a tree per supplier (upstream ids, each category naming its `supplier`), ' +
+      "each level ordered by `sort_order` descending; `?supplier=` for one supplier's.",
   })
   @ApiResponse({
     status: 200,
@@ -80,11 +84,15 @@ export class CatalogController {
   @ApiOperation({
     summary: 'List SKUs',
     description:
-      'A page of the local catalog, by `sku_code`, then `product_id` (by `updated_at`, then `sku_code`, then `product_id`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
+      'A page of the local catalog, by `sku_code`, then `product_id` (by `updated_at`, then `sku_code`, then ' +
+      '`product_id`, with `changed_since`); unlisted SKUs are included unless `listed=true`. ' +
       '`changed_since` returns the SKUs changed after it, delisted ones included. ' +
       "To follow the catalog: ask with `changed_since=C&after_sku_key=K&page_size=500` (page 1), take the last item's `updated_at` and " +
       '`sku_key` as the next C and K, and stop when a page comes back shorter than `page_size`; start with the time you last synced ' +
-      "(or any past time) and no `after_sku_key`. Where no two products carry one code, `changed_since=C&after_sku_code=K&page_size=500` with the last item's `sku_code` as K works the same. No change is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging the same `changed_since` with " +
+      '(or any past time) and no `after_sku_key`. Where no two products carry one code, ' +
+      "`changed_since=C&after_sku_code=K&page_size=500` with the last item's `sku_code` as K works the same. No change " +
+      'is missed and none is listed twice (a SKU that changes again is listed again, with its new `updated_at`). Paging ' +
+      'the same `changed_since` with ' +
       '`page` instead can miss rows while the catalog changes (a SKU that changes again moves to the end of the list).',
   })
   @ApiPageQuery()
@@ -168,7 +176,9 @@ export class CatalogController {
   @ApiOperation({
     summary: 'Start a catalog sync',
     description:
-      "Starts a run of a supplier's catalog (`supplier`, default the `UPSTREAM_*` supplier) in the background and answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time per supplier across replicas; several suppliers' runs go on at once.",
+      "Starts a run of a supplier's catalog (`supplier`, default the `UPSTREAM_*` supplier) in the background and " +
+      'answers at once with its `run_id` (follow it with `GET /internal/catalog/sync-runs/{run_id}`). One run at a time ' +
+      "per supplier across replicas; several suppliers' runs go on at once.",
   })
   @ApiBody({ schema: { $ref: getSchemaPath(StartSyncBody) }, required: false, examples: START_SYNC_EXAMPLES })
   @ApiResponse({

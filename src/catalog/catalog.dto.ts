@@ -121,8 +121,10 @@ export class SkuListQuery extends PageQuery {
     type: String,
     format: 'date-time',
     description:
-      'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code`, then `product_id` ' +
-      '(with `after_sku_key` or `after_sku_code`: those after that SKU in that order). A day the month does not have and a leap second (`:60`) are refused.',
+      'RFC 3339: the SKUs whose `updated_at` is later, delisted ones included, ordered by `updated_at`, then `sku_code`, ' +
+      'then `product_id` ' +
+      '(with `after_sku_key` or `after_sku_code`: those after that SKU in that order). A day the month does not have and ' +
+      'a leap second (`:60`) are refused.',
     example: '2026-11-22T09:00:00Z',
   })
   @IsOptional()
@@ -137,7 +139,8 @@ export class SkuListQuery extends PageQuery {
     type: String,
     minLength: 1,
     description:
-      'only with `changed_since`: the SKUs after (`changed_since`, `after_sku_code`) in the order (`updated_at`, `sku_code`) (`total` counts them). ' +
+      'only with `changed_since`: the SKUs after (`changed_since`, `after_sku_code`) in the order (`updated_at`, ' +
+      '`sku_code`) (`total` counts them). ' +
       "To follow the catalog, ask page 1 with `page_size=500`, then again with the last item's `updated_at` and `sku_code` as " +
       '`changed_since` and `after_sku_code`, until a page comes back shorter than `page_size`: no change is missed, none is listed twice.',
     example: 'SKU-00042-1',
@@ -159,7 +162,8 @@ export class SkuListQuery extends PageQuery {
     type: String,
     pattern: '^[0-9]+:.+$',
     description:
-      'only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order (`updated_at`, `sku_code`, `product_id`). ' +
+      'only with `changed_since`, instead of `after_sku_code`: the SKUs after the one with this `sku_key` in the order ' +
+      '(`updated_at`, `sku_code`, `product_id`). ' +
       "Follow with the last item's `updated_at` and `sku_key`: SKUs of one code changed in the same millisecond are told apart.",
     example: '42:SKU-00042-1',
   })
@@ -178,7 +182,8 @@ export class SkuListQuery extends PageQuery {
   @ApiPropertyOptional({
     type: String,
     description:
-      "only with `after_sku_key`: the `supplier` of the last item read (the order's last column, after `product_id`); several suppliers' SKUs of one key changed in the same millisecond are told apart",
+      "only with `after_sku_key`: the `supplier` of the last item read (the order's last column, after `product_id`); " +
+      "several suppliers' SKUs of one key changed in the same millisecond are told apart",
     example: 'main',
   })
   @IsOptional()
@@ -229,7 +234,8 @@ export class PricingRuleBody {
   @ApiProperty({
     enum: ['supplier', 'category', 'sku'],
     description:
-      'a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: SKU > category > supplier > the defaults)',
+      'a rule for every SKU of a supplier, for a category (and its children) of a supplier, or for one SKU (precedence: ' +
+      'SKU > category > supplier > the defaults)',
   })
   @IsIn(['supplier', 'category', 'sku'])
   scope!: 'supplier' | 'category' | 'sku';
@@ -237,8 +243,10 @@ export class PricingRuleBody {
   @ApiPropertyOptional({
     type: String,
     description:
-      'the supplier: required with `scope: supplier`; with `scope: category` the category is that supplier’s (default: the `UPSTREAM_*` supplier); ' +
-      'with `scope: sku` the SKU is looked for at that supplier only (default: every supplier; a code or key several suppliers carry is 409 `sku_ambiguous`)',
+      'the supplier: required with `scope: supplier`; with `scope: category` the category is that supplier’s (default: ' +
+      'the `UPSTREAM_*` supplier); ' +
+      'with `scope: sku` the SKU is looked for at that supplier only (default: every supplier; a code or key several ' +
+      'suppliers carry is 409 `sku_ambiguous`)',
     example: 'main',
   })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'supplier' || o.supplier !== undefined)
@@ -263,7 +271,8 @@ export class PricingRuleBody {
     type: String,
     maxLength: 255,
     description:
-      "with `scope: sku`: the SKU's `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)",
+      "with `scope: sku`: the SKU's `sku_key`, or a plain `sku_code` (409 `sku_ambiguous` when several listed SKUs carry " +
+      'it; a code no SKU carries yet makes a rule for the SKUs that come to carry it)',
     example: '42:SKU-00042-1',
   })
   @ValidateIf((o: PricingRuleBody) => o.scope === 'sku')

@@ -103,7 +103,8 @@ export async function select<T>(db: Db, sql: string, params: unknown[] = []): Pr
  * committed before the later statement's snapshot, which therefore sees it.
  */
 const WRITES_FENCE_SQL = `SELECT date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name')))) AS fence`;
+  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name =
+    current_setting('application_name')))) AS fence`;
 
 /**
  * The fence of catalog writes now (WRITES_FENCE_SQL), to be read before, and apart from, the

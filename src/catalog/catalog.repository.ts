@@ -95,7 +95,8 @@ export class CatalogRepository {
     const rows = await select<{ id: string }>(
       this.db(),
       `SELECT k.id::text AS id FROM unnest($1::bigint[], $2::text[]) AS k(id, fp)
-        WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.supplier = $3 AND f.product_id = k.id AND f.fingerprint = k.fp)`,
+        WHERE NOT EXISTS (SELECT 1 FROM catalog_product_fingerprints f WHERE f.supplier = $3 AND f.product_id = k.id AND
+          f.fingerprint = k.fp)`,
       [[...expected.keys()], [...expected.values()], supplier],
     );
     return rows.map((r) => Number(r.id));

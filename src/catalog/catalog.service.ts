@@ -122,7 +122,9 @@ export function skuRefError(ref: string, r: Exclude<FoundResolution, { kind: 'fo
   if (r.kind === 'not_found') return new AppError('sku_not_found', `no SKU ${ref}`);
   return new AppError(
     'sku_ambiguous',
-    `sku_code ${ref} is carried by ${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key` +
+    `sku_code ${ref} is carried by ` +
+      `${r.candidates.length === SKU_REF_ROWS ? `${SKU_REF_ROWS} or more` : r.candidates.length} ` +
+      `${r.listed ? 'listed' : 'unlisted'} SKUs (products): name one by its sku_key` +
       (r.candidates.some((c) => typeof c !== 'string') ? ' and its supplier (?supplier=)' : ''),
     { candidates: r.candidates },
   );

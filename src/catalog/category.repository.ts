@@ -49,7 +49,8 @@ export class CategoryRepository {
     }));
     const [r] = await select<{ changed: number; unlisted: number; reparented: number }>(
       em,
-      `WITH input AS (SELECT * FROM json_to_recordset($1::json) AS t(id bigint, parent_id bigint, slug text, name jsonb, icon text, sort_order integer)),
+      `WITH input AS (SELECT * FROM json_to_recordset($1::json) AS t(id bigint, parent_id bigint, slug text, name jsonb, icon
+        text, sort_order integer)),
        moved AS (
          SELECT count(*)::int AS n FROM input i
           WHERE EXISTS (SELECT 1 FROM catalog_categories c WHERE c.supplier = $3 AND c.id = i.id AND c.parent_id <> i.parent_id)

@@ -84,17 +84,21 @@ describe('PageFingerprints', () => {
     expect(memo.unchangedPage('d1', index([1, 2, 3]))).toBeDefined();
   });
 
-  it('the same body is parsed when a stored fingerprint differs, or before the stored ones are read; its fingerprints then come from memory', () => {
-    const memo = afterPass([page([1, 2, 3], 'd1')]);
-    const moved = index([1, 2, 3]);
-    moved.delete(2); // e.g. product 2 was unlisted since, its fingerprint dropped
-    expect(memo.unchangedPage('d1', moved)).toBeUndefined();
-    expect(memo.unchangedPage('d1', null)).toBeUndefined();
-    const parsed = page([1, 2, 3], 'd1');
-    add(memo, parsed);
-    expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0, beforeIndex: 1 });
-    expect(parsed.parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.parsed.items.map((p) => productFingerprint(p)));
-  });
+  it(
+    'the same body is parsed when a stored fingerprint differs, or before the stored ones are read; its fingerprints ' +
+      'then come from memory',
+    () => {
+      const memo = afterPass([page([1, 2, 3], 'd1')]);
+      const moved = index([1, 2, 3]);
+      moved.delete(2); // e.g. product 2 was unlisted since, its fingerprint dropped
+      expect(memo.unchangedPage('d1', moved)).toBeUndefined();
+      expect(memo.unchangedPage('d1', null)).toBeUndefined();
+      const parsed = page([1, 2, 3], 'd1');
+      add(memo, parsed);
+      expect(memo.stats).toEqual({ unchanged: 0, remembered: 1, computed: 0, beforeIndex: 1 });
+      expect(parsed.parsed.items.map((p) => memo.fingerprintOf(p))).toEqual(parsed.parsed.items.map((p) => productFingerprint(p)));
+    },
+  );
 
   it('another digest (a changed page) is computed from its products', () => {
     const memo = afterPass([page([4, 5, 6], 'd2')]);

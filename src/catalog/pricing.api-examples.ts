@@ -32,7 +32,8 @@ export const PRICING_RULES_SCHEMA: SchemaObject = okSchema(
         category_id: { type: 'integer', nullable: true },
         sku_code: nullableString("scope `sku`: the SKU's code"),
         sku_key: nullableString(
-          "scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the SKUs carrying that code)",
+          "scope `sku`: the SKU's key; null for a rule set by a `sku_code` that no SKU carried then (it applies to the " +
+            'SKUs carrying that code)',
         ),
         ...MARKUPS,
         rounding: decimalSchema('rounding step; null: the default', true),

@@ -24,7 +24,8 @@ export class PricingController {
   @ApiOperation({
     summary: 'The pricing rules',
     description:
-      "The markup rules by supplier, by category (of a supplier) and by SKU (`sku_key`, with the SKU's `sku_code`; a rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), " +
+      "The markup rules by supplier, by category (of a supplier) and by SKU (`sku_key`, with the SKU's `sku_code`; a " +
+      'rule set by a code no SKU carried then has `sku_key` null and applies to the SKUs carrying that code), ' +
       'over the defaults (PRICE_MARKUP_PERCENT, PRICE_MARKUP_FIXED, PRICE_ROUNDING).',
   })
   @ApiResponse({ status: 200, description: 'the rules', schema: PRICING_RULES_SCHEMA, example: RULES_EXAMPLE })
@@ -37,8 +38,10 @@ export class PricingController {
   @ApiOperation({
     summary: 'Replace the pricing rules',
     description:
-      'Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; `repriced` counts the SKUs whose sale price changed. ' +
-      "A SKU rule's `sku_code` takes the SKU's `sku_key` or a plain `sku_code`; a code several listed SKUs carry is 409 `sku_ambiguous` (nothing changed).",
+      'Replaces every rule (an empty list removes them all); every `sale_price` is recomputed before the answer; ' +
+      '`repriced` counts the SKUs whose sale price changed. ' +
+      "A SKU rule's `sku_code` takes the SKU's `sku_key` or a plain `sku_code`; a code several listed SKUs carry is 409 " +
+      '`sku_ambiguous` (nothing changed).',
   })
   @ApiBody({
     schema: { $ref: getSchemaPath(PutPricingRulesBody) },

@@ -31,7 +31,8 @@ export class PricingRepository {
    */
   async bumpVersion(em: Db, defaults: PricingDefaults): Promise<number> {
     const [row] = (await em.query(
-      `WITH u AS (UPDATE catalog_pricing_state SET version = version + 1, defaults = $1::jsonb, updated_at = now() WHERE id = 1 RETURNING version)
+      `WITH u AS (UPDATE catalog_pricing_state SET version = version + 1, defaults = $1::jsonb, updated_at = now() WHERE id = 1
+        RETURNING version)
        SELECT version::text AS version FROM u`,
       [JSON.stringify(defaults)],
     )) as Array<{ version: string }>;
@@ -82,24 +83,30 @@ export class PricingRepository {
     await em.query(
       `WITH input AS (
          SELECT * FROM json_to_recordset($1::json)
-           AS t(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)),
+           AS t(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed
+             numeric, rounding numeric)),
        del AS (
          DELETE FROM catalog_pricing_rules r WHERE NOT EXISTS (
-           SELECT 1 FROM input i WHERE i.scope = r.scope AND i.supplier IS NOT DISTINCT FROM r.supplier AND i.category_id IS NOT DISTINCT FROM r.category_id
-             AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key AND i.markup_percent = r.markup_percent
+           SELECT 1 FROM input i WHERE i.scope = r.scope AND i.supplier IS NOT DISTINCT FROM r.supplier AND i.category_id IS NOT
+             DISTINCT FROM r.category_id
+             AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key AND i.markup_percent =
+               r.markup_percent
              AND i.markup_fixed = r.markup_fixed AND i.rounding IS NOT DISTINCT FROM r.rounding)
          RETURNING 1)
        SELECT count(*) FROM del`,
       [JSON.stringify(payload)],
     );
     await em.query(
-      `INSERT INTO catalog_pricing_rules (scope, supplier, category_id, sku_code, sku_key, markup_percent, markup_fixed, rounding, updated_at)
+      `INSERT INTO catalog_pricing_rules (scope, supplier, category_id, sku_code, sku_key, markup_percent, markup_fixed, rounding,
+        updated_at)
        SELECT i.scope, i.supplier, i.category_id, i.sku_code, i.sku_key, i.markup_percent, i.markup_fixed, i.rounding, $2
          FROM json_to_recordset($1::json)
-           AS i(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed numeric, rounding numeric)
+           AS i(scope text, supplier text, category_id bigint, sku_code text, sku_key text, markup_percent numeric, markup_fixed
+             numeric, rounding numeric)
         WHERE NOT EXISTS (
            SELECT 1 FROM catalog_pricing_rules r WHERE i.scope = r.scope AND i.supplier IS NOT DISTINCT FROM r.supplier
-             AND i.category_id IS NOT DISTINCT FROM r.category_id AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS NOT DISTINCT FROM r.sku_key)`,
+             AND i.category_id IS NOT DISTINCT FROM r.category_id AND i.sku_code IS NOT DISTINCT FROM r.sku_code AND i.sku_key IS
+               NOT DISTINCT FROM r.sku_key)`,
       [JSON.stringify(payload), now],
     );
   }

@@ -56,7 +56,8 @@ export interface ProductFilter {
 }
 
 const PRODUCT_COLUMNS = `p.supplier, p.product_id, p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.shown, p.updated_at,
-  coalesce((SELECT array_agg(s.sku_key ORDER BY s.sku_code) FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id), '{}'::text[]) AS sku_keys,
+  coalesce((SELECT array_agg(s.sku_key ORDER BY s.sku_code) FROM catalog_skus s
+    WHERE s.supplier = p.supplier AND s.product_id = p.product_id), '{}'::text[]) AS sku_keys,
   EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) AS listed`;
 
 function toStoredProduct(raw: Record<string, unknown>): StoredProduct {
@@ -86,24 +87,30 @@ export class ProductRepository {
     const json = JSON.stringify(list.map(({ urls: _urls, ...r }) => r));
     const out = (await em.query(
       `WITH x AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, slug text, title jsonb, description jsonb, content jsonb, images jsonb,
-           tags jsonb, seo_meta jsonb, category_id bigint, is_active boolean, shown jsonb, media_pending boolean, media_key text)
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, slug text, title jsonb, description jsonb,
+           content jsonb, images jsonb, tags jsonb, seo_meta jsonb, category_id bigint, is_active boolean, shown jsonb,
+           media_pending boolean, media_key text)
        ), u AS (
-         INSERT INTO catalog_products AS p (supplier, product_id, slug, title, description, content, images, tags, seo_meta, category_id, is_active, shown,
-           media_pending, media_key, created_at, updated_at)
-         SELECT $3::text, product_id, slug, title, description, content, coalesce(images, '[]'::jsonb), coalesce(tags, '[]'::jsonb), seo_meta, category_id, is_active, shown,
-           media_pending, media_key, $2, $2 FROM x
+         INSERT INTO catalog_products AS p (supplier, product_id, slug, title, description, content, images, tags, seo_meta,
+           category_id, is_active, shown, media_pending, media_key, created_at, updated_at)
+         SELECT $3::text, product_id, slug, title, description, content, coalesce(images, '[]'::jsonb),
+           coalesce(tags, '[]'::jsonb), seo_meta, category_id, is_active, shown, media_pending, media_key, $2, $2 FROM x
          ON CONFLICT (supplier, product_id) DO UPDATE SET
-           slug = EXCLUDED.slug, title = EXCLUDED.title, description = EXCLUDED.description, content = EXCLUDED.content, images = EXCLUDED.images,
-           tags = EXCLUDED.tags, seo_meta = EXCLUDED.seo_meta, category_id = EXCLUDED.category_id, is_active = EXCLUDED.is_active, shown = EXCLUDED.shown,
+           slug = EXCLUDED.slug, title = EXCLUDED.title, description = EXCLUDED.description, content = EXCLUDED.content,
+           images = EXCLUDED.images, tags = EXCLUDED.tags, seo_meta = EXCLUDED.seo_meta, category_id = EXCLUDED.category_id,
+           is_active = EXCLUDED.is_active, shown = EXCLUDED.shown,
            media_pending = EXCLUDED.media_pending, media_key = EXCLUDED.media_key,
-           media_version = p.media_version + CASE WHEN (p.content, p.images) IS DISTINCT FROM (EXCLUDED.content, EXCLUDED.images) THEN 1 ELSE 0 END,
+           media_version = p.media_version
+             + CASE WHEN (p.content, p.images) IS DISTINCT FROM (EXCLUDED.content, EXCLUDED.images) THEN 1 ELSE 0 END,
            updated_at = CASE WHEN (p.slug, p.title, p.description, p.tags, p.seo_meta, p.category_id, p.is_active, p.shown)
-             IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.tags, EXCLUDED.seo_meta, EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown)
+             IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.tags, EXCLUDED.seo_meta,
+               EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown)
              THEN $2 ELSE p.updated_at END
-         WHERE (p.slug, p.title, p.description, p.content, p.images, p.tags, p.seo_meta, p.category_id, p.is_active, p.shown, p.media_pending, p.media_key)
-           IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.content, EXCLUDED.images, EXCLUDED.tags, EXCLUDED.seo_meta,
-             EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown, EXCLUDED.media_pending, EXCLUDED.media_key)
+         WHERE (p.slug, p.title, p.description, p.content, p.images, p.tags, p.seo_meta, p.category_id, p.is_active, p.shown,
+             p.media_pending, p.media_key)
+           IS DISTINCT FROM (EXCLUDED.slug, EXCLUDED.title, EXCLUDED.description, EXCLUDED.content, EXCLUDED.images,
+             EXCLUDED.tags, EXCLUDED.seo_meta, EXCLUDED.category_id, EXCLUDED.is_active, EXCLUDED.shown,
+             EXCLUDED.media_pending, EXCLUDED.media_key)
          RETURNING p.product_id, p.created_at = $2 AS created, p.updated_at = $2 AS moved
        )
        SELECT product_id, created FROM u WHERE moved`,
@@ -124,7 +131,8 @@ export class ProductRepository {
     await em.query(
       `WITH d AS (
          DELETE FROM catalog_product_media pm WHERE pm.supplier = $3 AND pm.product_id = ANY($1::bigint[])
-           AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text) WHERE x.product_id = pm.product_id AND x.url = pm.url)
+           AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text) WHERE x.product_id =
+             pm.product_id AND x.url = pm.url)
        )
        INSERT INTO catalog_product_media (supplier, product_id, url)
        SELECT $3, product_id, url FROM jsonb_to_recordset($2::jsonb) AS x(product_id bigint, url text)
@@ -187,9 +195,11 @@ export class ProductRepository {
     if (renders.length === 0) return [];
     const rows = (await em.query(
       `WITH x AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, media_version integer, shown jsonb, media_pending boolean, media_key text)
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(product_id bigint, media_version integer, shown jsonb, media_pending
+           boolean, media_key text)
        ), o AS (
-         SELECT c.product_id, c.media_pending AS was_pending FROM catalog_products c JOIN x ON c.supplier = $3 AND x.product_id = c.product_id
+         SELECT c.product_id, c.media_pending AS was_pending FROM catalog_products c JOIN x ON c.supplier = $3 AND x.product_id =
+           c.product_id
        )
        UPDATE catalog_products p SET shown = x.shown, media_pending = x.media_pending, media_key = x.media_key,
          updated_at = CASE WHEN p.shown IS DISTINCT FROM x.shown THEN $2 ELSE p.updated_at END
@@ -219,7 +229,8 @@ export class ProductRepository {
     if (f.listed !== undefined) {
       params.push(f.listed);
       where.push(
-        `EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND s.listed) = $${params.length}`,
+        `EXISTS (SELECT 1 FROM catalog_skus s WHERE s.supplier = p.supplier AND s.product_id = p.product_id AND ` +
+          `s.listed) = $${params.length}`,
       );
     }
     if (f.changedSince !== undefined) {
@@ -239,7 +250,8 @@ export class ProductRepository {
       n: number;
     }>;
     const rows = (await this.dataSource.query(
-      `SELECT ${PRODUCT_COLUMNS} FROM catalog_products p ${cond} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT ${PRODUCT_COLUMNS} FROM catalog_products p ${cond} ORDER BY ${order} LIMIT $${params.length + 1} OFFSET ` +
+        `$${params.length + 2}`,
       [...params, f.limit, f.offset],
     )) as Array<Record<string, unknown>>;
     return { items: rows.map(toStoredProduct), total: n };

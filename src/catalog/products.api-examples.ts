@@ -13,7 +13,8 @@ export const PRODUCT_SCHEMA: SchemaObject = objectSchema(
     description: text('by language'),
     content: {
       ...text(
-        "the detail page, HTML by language; every `<img src>` names the relay's mirrored image (an image refused or not fetched yet is left out)",
+        "the detail page, HTML by language; every `<img src>` names the relay's mirrored image (an image refused or not " +
+          'fetched yet is left out)',
       ),
       nullable: true,
     },
@@ -21,7 +22,8 @@ export const PRODUCT_SCHEMA: SchemaObject = objectSchema(
       type: 'array',
       items: { type: 'string' },
       description:
-        "the relay's URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`); the upstream's URLs with MEDIA_MIRROR=false",
+        "the relay's URLs of the mirrored images (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative " +
+        "`/media/<sha256>.<ext>`); the upstream's URLs with MEDIA_MIRROR=false",
     },
     tags: { type: 'array', items: { type: 'string' } },
     seo_meta: { type: 'object', additionalProperties: true, nullable: true },
@@ -41,7 +43,9 @@ export const PRODUCT_EXAMPLE = {
   title: { 'zh-CN': 'Steam 激活码 商品 42', en: 'Steam keys product 42' },
   description: { 'zh-CN': 'Steam 激活码：示例商品 42', en: 'Steam keys: sample product 42' },
   content: {
-    en: '<p>Details of product 42</p><img src="/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png" alt="product 42">',
+    en:
+      '<p>Details of product 42</p><img ' +
+      'src="/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png" alt="product 42">',
   },
   images: ['/media/5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png'],
   tags: ['steam-keys'],

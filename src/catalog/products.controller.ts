@@ -42,7 +42,8 @@ export class ProductsController {
   @ApiOperation({
     summary: 'List products',
     description:
-      'Products with everything a storefront shows, by `product_id` (by `updated_at`, then `product_id`, with `changed_since`). Images are mirrored: ' +
+      'Products with everything a storefront shows, by `product_id` (by `updated_at`, then `product_id`, with ' +
+      '`changed_since`). Images are mirrored: ' +
       "`images` and every `<img src>` of `content` name the relay's `/media` URLs, never the supplier's host.",
   })
   @ApiPageQuery()

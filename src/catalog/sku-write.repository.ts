@@ -15,7 +15,10 @@ import { runPrepared } from '../database/prepared-statements.js';
 import { select, toSkuRow, type Db } from './catalog.records.js';
 import type { FieldChange, SkuRow } from './sku-diff.js';
 
-/** Writable columns of catalog_skus besides sku_code and `listed`, with their SQL types (sku_key is generated from product_id and sku_code). */
+/**
+ * Writable columns of catalog_skus besides sku_code and `listed`, with their SQL types (sku_key is
+ * generated from product_id and sku_code).
+ */
 const SKU_COLUMNS: ReadonlyArray<readonly [Exclude<keyof SkuRow, 'sku_key' | 'sku_code' | 'listed'>, string]> = [
   ['upstream_sku_id', 'bigint'],
   ['product_id', 'bigint'],
@@ -98,10 +101,13 @@ ok AS (SELECT coalesce((SELECT version FROM ver) = $4::bigint, false) AS fresh, 
 old AS (SELECT x.* FROM input i JOIN catalog_skus x ON x.supplier = $7::text AND x.product_id = i.product_id AND x.sku_code = i.sku_code),
 up AS (
   INSERT INTO catalog_skus AS s (supplier, sku_code, ${COLS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source)
-  SELECT $7::text, i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz, $3::text, $6::text
+  SELECT $7::text, i.sku_code, ${COLS.map((c) => `i.${c}`).join(', ')}, i.product_active, $2::timestamptz, $2::timestamptz,
+    $3::text, $6::text
     FROM input i WHERE (SELECT fresh FROM ok)
-  ON CONFLICT (supplier, product_id, sku_code) DO UPDATE SET ${UPDATE_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
-  WHERE (${UPDATE_COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM (${UPDATE_COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
+  ON CONFLICT (supplier, product_id, sku_code) DO UPDATE SET ${UPDATE_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, listed
+    = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
+  WHERE (${UPDATE_COLS.map((c) => `s.${c}`).join(', ')}, s.listed) IS DISTINCT FROM
+    (${UPDATE_COLS.map((c) => `EXCLUDED.${c}`).join(', ')}, EXCLUDED.listed)
   RETURNING s.sku_key
 )
 SELECT 'changed' AS what, up.sku_key, CASE WHEN o.sku_key IS NULL THEN NULL ELSE ${rowJson('o')} END AS old, NULL::text AS version
@@ -121,7 +127,8 @@ WITH given AS (SELECT * FROM json_to_recordset($1::json) AS t(product_id bigint,
 input AS (
   SELECT g.product_id, g.fingerprint, g.sku_codes,
          NOT EXISTS (SELECT 1 FROM catalog_skus s
-                      WHERE s.supplier = $4::text AND s.product_id = g.product_id AND s.listed AND NOT (s.sku_code = ANY(g.sku_codes))) AS keep
+                      WHERE s.supplier = $4::text AND s.product_id = g.product_id AND s.listed AND NOT (s.sku_code =
+                        ANY(g.sku_codes))) AS keep
     FROM given g
 ),
 seen AS (
@@ -135,7 +142,8 @@ dropped AS (
 kept AS (
   INSERT INTO catalog_product_fingerprints AS f (supplier, product_id, fingerprint, sku_codes, updated_at)
   SELECT $4::text, product_id, fingerprint, sku_codes, $3 FROM input WHERE keep
-  ON CONFLICT (supplier, product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at = EXCLUDED.updated_at
+  ON CONFLICT (supplier, product_id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, sku_codes = EXCLUDED.sku_codes, updated_at
+    = EXCLUDED.updated_at
   WHERE (f.fingerprint, f.sku_codes) IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.sku_codes)
 )
 SELECT product_id::text AS product_id FROM input WHERE NOT keep`;
@@ -176,7 +184,8 @@ keys AS MATERIALIZED (
    WHERE (SELECT count(*) FROM ver) >= 0),
 mode AS MATERIALIZED (SELECT count(*) > ${MAX_CODE_LOCKS} AS exclusive FROM keys),
 whole AS MATERIALIZED (
-  SELECT CASE WHEN m.exclusive THEN pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) ELSE pg_advisory_xact_lock_shared(${ALL_SKU_CODES_LOCK}, 0) END AS held, m.exclusive
+  SELECT CASE WHEN m.exclusive THEN pg_advisory_xact_lock(${ALL_SKU_CODES_LOCK}, 0) ELSE
+    pg_advisory_xact_lock_shared(${ALL_SKU_CODES_LOCK}, 0) END AS held, m.exclusive
     FROM mode m)
 SELECT v.version::text AS version, date_trunc('milliseconds', transaction_timestamp()) AS now${asyncCommit ? `, ${ASYNC_COMMIT}` : ''},
        (SELECT count(pg_advisory_xact_lock(${SKU_CODE_LOCKS}, k.key))::int
@@ -190,7 +199,10 @@ const LOCK_NEW_SKU_CODES_SQL = lockSkuCodesSql(true);
 /** catalog_skus's columns in the order insertNewSkus sends them: the product's, then the SKU's own. */
 const COPY_PRODUCT_COLUMNS = ['product_id', ...COLS.filter((c) => PRODUCT_COLUMNS.has(c))] as const satisfies ReadonlyArray<keyof SkuRow>;
 const COPY_SKU_COLUMNS = COLS.filter((c) => c !== 'product_id' && !PRODUCT_COLUMNS.has(c));
-const COPY_SKUS_SQL = `COPY catalog_skus (supplier, ${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) FROM STDIN`;
+const COPY_SKUS_SQL =
+  `COPY catalog_skus (supplier, ${COPY_PRODUCT_COLUMNS.join(', ')}, sku_code, ` +
+  `${COPY_SKU_COLUMNS.join(', ')}, listed, created_at, updated_at, created_run_id, created_source) ` +
+  `FROM STDIN`;
 
 export interface FingerprintInput {
   productId: number;

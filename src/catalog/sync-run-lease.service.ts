@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AppError } from '../common/app-error.js';
+import { backoffMs, type Backoff } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AlertService, type AfterCommit } from '../ops/alert.service.js';
 import { AbortedError, sleep } from './product-pager.js';
@@ -28,6 +29,9 @@ const HEARTBEAT_MS = 5_000;
  * process may recover its row and start a run of its own, and two runs must never go on at once.
  */
 export const CLAIM_LOST_AFTER_MS = STALE_RUN_MS / 2;
+
+/** The waits between the tries of recording a run's end: 0.4 s, doubling to 3.2 s (five tries). */
+const FINISH_RETRY: Backoff = { baseMs: 400, maxMs: 3200 };
 
 /** This process's hold on one run (its row). */
 export interface RunClaim {
@@ -122,7 +126,10 @@ export class SyncRunLease {
   /** The error a run that lost its claim is recorded with. */
   lostError(claim: RunClaim): string {
     const delisted = claim.counters.skusDelisted;
-    return `lost its claim on the run: ${claim.lost ?? 'unknown'}; stopped, ${delisted === 0 ? 'nothing was unlisted' : `nothing unlisted after that (${delisted} SKUs before)`}`;
+    return (
+      `lost its claim on the run: ${claim.lost ?? 'unknown'}; stopped, ` +
+      `${delisted === 0 ? 'nothing was unlisted' : `nothing unlisted after that (${delisted} SKUs before)`}`
+    );
   }
 
   /**
@@ -140,7 +147,7 @@ export class SyncRunLease {
           this.logger.error(`could not record the end of sync run ${claim.runId}: ${message(e)}`);
           return { status: end.status, error: end.error };
         }
-        await sleep(200 * 2 ** attempt);
+        await sleep(backoffMs(attempt - 1, FINISH_RETRY));
       }
     }
   }
@@ -155,7 +162,8 @@ export class SyncRunLease {
     if (silentMs >= this.timing.lostAfterMs) {
       this.lose(
         claim,
-        `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ${STALE_RUN_MS / 1000} s)`,
+        `its heartbeat could not be written for ${Math.round(silentMs / 1000)} s (another process may recover it after ` +
+          `${STALE_RUN_MS / 1000} s)`,
       );
       return;
     }

@@ -173,7 +173,8 @@ export class SyncRunRepository {
   async tryInsertRunning(run: NewRun): Promise<boolean> {
     try {
       await this.db.query(
-        `INSERT INTO catalog_sync_runs (run_id, supplier, mode, planned_mode, requested_mode, trigger, status, owner, started_at, heartbeat_at, updated_after, note)
+        `INSERT INTO catalog_sync_runs (run_id, supplier, mode, planned_mode, requested_mode, trigger, status, owner, started_at,
+          heartbeat_at, updated_after, note)
          VALUES ($1, $9, $2, $2, $3, $4, 'running', $5, $6, clock_timestamp(), $7, $8)`,
         [run.runId, run.mode, run.requestedMode, run.trigger, run.owner, run.startedAt, run.updatedAfter, run.note, run.supplier],
       );
@@ -207,7 +208,8 @@ export class SyncRunRepository {
     const rows = (await em.query(
       `WITH u AS (
          UPDATE catalog_sync_runs SET status = 'failed', finished_at = $2,
-                error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' (the process running it stopped)'
+                error = 'abandoned: no heartbeat since ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                  || ' (the process running it stopped)'
           WHERE status = 'running' AND supplier = $4 AND heartbeat_at < clock_timestamp() - $1::int * interval '1 millisecond'
             AND ($3::text IS NULL OR run_id <> $3::text)
           RETURNING run_id, mode, error)
@@ -333,7 +335,8 @@ export class SyncRunRepository {
    */
   async latestWithLastSuccess(supplier?: string): Promise<{ run: SyncRunRecord; lastSuccessAt: Date | null } | null> {
     const rows = (await this.dataSource.query(
-      `SELECT r.*, (SELECT s.finished_at FROM catalog_sync_runs s WHERE s.status = 'succeeded' AND ($1::text IS NULL OR s.supplier = $1::text)
+      `SELECT r.*, (SELECT s.finished_at FROM catalog_sync_runs s WHERE s.status = 'succeeded' AND ($1::text IS NULL OR s.supplier
+        = $1::text)
                      ORDER BY s.started_at DESC LIMIT 1) AS relay_last_success_at
          FROM catalog_sync_runs r WHERE $1::text IS NULL OR r.supplier = $1::text ORDER BY r.started_at DESC LIMIT 1`,
       [supplier ?? null],
@@ -346,7 +349,8 @@ export class SyncRunRepository {
 
   async lastFinished(supplier?: string): Promise<SyncRunRecord | null> {
     const rows = (await this.db.query(
-      `SELECT * FROM catalog_sync_runs WHERE status <> 'running' AND ($1::text IS NULL OR supplier = $1::text) ORDER BY started_at DESC LIMIT 1`,
+      `SELECT * FROM catalog_sync_runs WHERE status <> 'running' AND ($1::text IS NULL OR supplier = $1::text) ORDER BY ` +
+        `started_at DESC LIMIT 1`,
       [supplier ?? null],
     )) as SyncRunRecord[];
     return rows[0] ?? null;

@@ -308,8 +308,10 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
       out(`relay: ${e.message}`);
       out(
         args.command === 'migrate'
-          ? `relay: stop that process first, then run relay migrate again (or let the service apply pending migrations when it starts: DB_MIGRATE_ON_START).`
-          : `relay: run the command against the running service instead: relay ${args.command} … --url http://HOST:PORT (or RELAY_URL); or stop that process first.`,
+          ? `relay: stop that process first, then run relay migrate again (or let the service apply pending migrations ` +
+              `when it starts: DB_MIGRATE_ON_START).`
+          : `relay: run the command against the running service instead: relay ${args.command} … --url http://HOST:PORT ` +
+              `(or RELAY_URL); or stop that process first.`,
       );
       return EXIT.config;
     }

@@ -1,6 +1,8 @@
 /**
- * The one exponential backoff, pure: the n-th wait (n from 0) is `baseMs` × 2^n, never above `maxMs`.
- * Callers add their own jitter to it when replicas or many waiters must not retry in lockstep.
+ * The one exponential backoff, pure: the n-th wait (n from 0) is `baseMs` × 2^n, never above `maxMs`;
+ * or, where the last wait is stored rather than counted (an order's poll interval), the last wait
+ * doubled within the same bounds. Callers add their own jitter to it when replicas or many waiters
+ * must not retry in lockstep.
  */
 export interface Backoff {
   baseMs: number;
@@ -13,5 +15,13 @@ export function backoffMs(n: number, policy: Backoff): number {
   return Math.min(policy.maxMs, policy.baseMs * 2 ** k);
 }
 
-/** Looking again at a row another request holds (an attempt in flight, a cancel in progress, a re-send's lease): 20 ms, doubling to 200 ms. */
+/** The wait after `lastMs` (null: none yet, the base): doubled, never below `baseMs` nor above `maxMs`. */
+export function doubledMs(lastMs: number | null, policy: Backoff): number {
+  return Math.min(policy.maxMs, Math.max(policy.baseMs, (lastMs ?? policy.baseMs) * 2));
+}
+
+/**
+ * Looking again at a row another request holds (an attempt in flight, a cancel in progress, a re-send's
+ * lease): 20 ms, doubling to 200 ms.
+ */
 export const LOOK_AGAIN: Backoff = { baseMs: 20, maxMs: 200 };

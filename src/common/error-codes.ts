@@ -15,7 +15,8 @@ const TABLE = [
     code: 'bad_request',
     status: 400,
     meaning:
-      'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: another content type than `application/json`, none, or JSON that does not parse)',
+      'invalid request (query, path or body); `fields` names each field at fault (`body` for a body that is not JSON: ' +
+      'another content type than `application/json`, none, or JSON that does not parse)',
   },
   { code: 'manual_form_required', status: 400, meaning: 'the SKU is fulfilled manually and `manual_form_data` is missing or incomplete' },
   {

@@ -11,29 +11,32 @@ function passesOf(loop: { count: number }, n: number): Promise<void> {
 }
 
 describe('WakeLoop', () => {
-  it('runs its passes one at a time, each after the delay next() gives; stop() waits for the running pass and no pass follows', async () => {
-    const seen = { count: 0, overlapping: 0 };
-    let inPass = false;
-    const loop = new WakeLoop(
-      async () => {
-        if (inPass) seen.overlapping++;
-        inPass = true;
-        await new Promise((r) => setImmediate(r));
-        inPass = false;
-        return ++seen.count;
-      },
-      (n) => (n < 3 ? 0 : 60_000),
-    );
-    loop.start();
-    await passesOf(seen, 3);
-    loop.wake(); // between passes: the next one now
-    await passesOf(seen, 4);
-    await loop.stop();
-    expect(loop.stopped).toBe(true);
-    loop.wake();
-    await new Promise((r) => setImmediate(r));
-    expect(seen).toEqual({ count: 4, overlapping: 0 });
-  });
+  it(
+    'runs its passes one at a time, each after the delay next() gives; stop() waits for the running pass and no pass ' + 'follows',
+    async () => {
+      const seen = { count: 0, overlapping: 0 };
+      let inPass = false;
+      const loop = new WakeLoop(
+        async () => {
+          if (inPass) seen.overlapping++;
+          inPass = true;
+          await new Promise((r) => setImmediate(r));
+          inPass = false;
+          return ++seen.count;
+        },
+        (n) => (n < 3 ? 0 : 60_000),
+      );
+      loop.start();
+      await passesOf(seen, 3);
+      loop.wake(); // between passes: the next one now
+      await passesOf(seen, 4);
+      await loop.stop();
+      expect(loop.stopped).toBe(true);
+      loop.wake();
+      await new Promise((r) => setImmediate(r));
+      expect(seen).toEqual({ count: 4, overlapping: 0 });
+    },
+  );
 
   it('a wake() during a pass is told to next() as woken, once', async () => {
     const woken: boolean[] = [];

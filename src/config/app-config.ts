@@ -172,7 +172,10 @@ export interface AppConfigShape {
     /** MEDIA_MAX_BYTES: a larger image is refused (its download stops as soon as it is exceeded). */
     maxBytes: number;
   };
-  /** RECONCILE_AFTER: when a finished order is read again, in milliseconds after the service found it finished (`1h,1d,7d`); null: `off`. */
+  /**
+   * RECONCILE_AFTER: when a finished order is read again, in milliseconds after the service found it
+   * finished (`1h,1d,7d`); null: `off`.
+   */
   reconcile: { afterMs: number[] | null };
   /**
    * Background work of this process: scheduled syncs, order polling, webhook delivery. Off in the
@@ -297,6 +300,10 @@ function randomBase64Key(): string {
   return randomBytes(32).toString('base64');
 }
 
+/** HOST: a host name (dot-separated labels of up to 63 letters, digits and inner hyphens) or an IP address. */
+const HOST_NAME_OR_ADDRESS =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/;
+
 export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig {
   const r = new Reader(env);
   const nodeEnv = r.raw('NODE_ENV') ?? 'development';
@@ -321,11 +328,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const port = r.int('PORT', 3000, 0, 65535);
   const host = r.raw('HOST') ?? '0.0.0.0';
   // an address or a host name to listen on (a bad one would fail only at listen, without naming HOST)
-  if (
-    !/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(
-      host,
-    )
-  ) {
+  if (!HOST_NAME_OR_ADDRESS.test(host)) {
     r.fail('HOST', `must be an IP address or a host name to listen on, got "${host}"`);
   }
   const database = parseDatabaseUrl(r, dataDir);
@@ -362,7 +365,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   if (unknownPlaceholders.length > 0) {
     r.fail(
       'UPSTREAM_SIGNATURE_TEMPLATE',
-      `has unknown placeholders ${unknownPlaceholders.map((n) => `{${n}}`).join(', ')} (known: ${SIGNATURE_PLACEHOLDERS.map((n) => `{${n}}`).join(', ')})`,
+      `has unknown placeholders ${unknownPlaceholders.map((n) => `{${n}}`).join(', ')} (known: ` +
+        `${SIGNATURE_PLACEHOLDERS.map((n) => `{${n}}`).join(', ')})`,
     );
   } else if (templatePlaceholders(signatureTemplate).length === 0) {
     r.fail('UPSTREAM_SIGNATURE_TEMPLATE', 'must contain at least one placeholder ({method}, {path}, {timestamp}, {body_md5}…)');

@@ -125,7 +125,8 @@ export class Reader {
     if (!m || requests < 1 || requests > 1_000_000 || windowMs < 1 || windowMs > 86_400_000) {
       this.fail(
         name,
-        `must be <requests>/<window> with a window in ms, s or m (60/60s, 60/1m, 20/2s; from 1 request and 1 ms to 1000000 requests and 1440m), or off, got "${v}"`,
+        `must be <requests>/<window> with a window in ms, s or m (60/60s, 60/1m, 20/2s; from 1 request and 1 ms to ` +
+          `1000000 requests and 1440m), or off, got "${v}"`,
       );
       return def;
     }

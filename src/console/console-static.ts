@@ -46,7 +46,8 @@ export function isConsoleFile(pathName: string): boolean {
 
 export const NOT_BUILT_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Console not built · upstream-relay</title>
-<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1b2430}code{background:#eef0f3;padding:1px 4px;border-radius:3px}</style>
+<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#1b2430}
+code{background:#eef0f3;padding:1px 4px;border-radius:3px}</style>
 </head><body><h1>The operator console is not built</h1>
 <p>This service has no <code>dist/console/</code>. Build it with <code>npm run build</code>
 (or <code>npx vite build --config console/vite.config.ts</code>) and start the service again.</p>

@@ -14,9 +14,10 @@
  * A lock whose holder is gone (killed with SIGKILL, the machine rebooted) is taken over. Its holder is
  * gone when, on this host, this boot and in this pid namespace, no process has its pid
  * (`process.kill(pid, 0)`) or only an exited one not yet reaped (a zombie), or the process with its pid
- * started at another time than it (the pid was reused), or it names this process's pid with a token this process does not hold. A holder this
- * process cannot see (another host or container sharing the directory) refreshes the lock's
- * modification time every HEARTBEAT_MS; it is gone when that is older than STALE_MS.
+ * started at another time than it (the pid was reused), or it names this process's pid with a token
+ * this process does not hold. A holder this process cannot see (another host or container sharing the
+ * directory) refreshes the lock's modification time every HEARTBEAT_MS; it is gone when that is older
+ * than STALE_MS.
  *
  * Taking over is exclusive too: a starter that found lock T stale first creates the claim file
  * `<dir>.lock.takeover-T-0` (by the same exclusive link); only the claim's winner, after checking
@@ -77,7 +78,8 @@ export class DataDirLockedError extends Error {
     readonly detail: string,
   ) {
     super(
-      `${DATA_DIR_LOCKED}: the embedded database ${dir} is in use by ${describeHolder(holder)}${detail ? ` (${detail})` : ''}; lock file ${lockFile}`,
+      `${DATA_DIR_LOCKED}: the embedded database ${dir} is in use by ` +
+        `${describeHolder(holder)}${detail ? ` (${detail})` : ''}; lock file ${lockFile}`,
     );
     this.name = 'DataDirLockedError';
   }
@@ -255,7 +257,9 @@ function judge(found: Found): Verdict {
     const where = sameHost ? 'another container' : 'another host';
     return {
       alive: true,
-      detail: `${where}: taken over if not refreshed for ${STALE_MS / 1000} s, at the latest at ${new Date(found.mtimeMs + STALE_MS).toISOString()}`,
+      detail:
+        `${where}: taken over if not refreshed for ${STALE_MS / 1000} s, at the latest at ` +
+        `${new Date(found.mtimeMs + STALE_MS).toISOString()}`,
     };
   }
   if (h.pid === process.pid) return { alive: false }; // this pid, not this process: an earlier process's

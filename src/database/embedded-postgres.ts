@@ -258,10 +258,10 @@ function tuneV8ForEmbeddedDatabase(shortLived: boolean): void {
  * Creates the data directory on first start, in a short-lived child process. `initdb` runs in a
  * WebAssembly instance of its own that needs hundreds of MB while it works; in the service's process
  * most of that would stay resident for good afterwards, so the service's memory would depend on
- * whether it had created its database. The child costs a Node start, once per data directory. It works in a sibling directory renamed into place when complete,
- * so a first start killed half-way leaves no half-made database behind (only that sibling, removed
- * by the next start). A directory that already holds other files is initialised in place, as PGlite
- * itself would.
+ * whether it had created its database. The child costs a Node start, once per data directory. It works
+ * in a sibling directory renamed into place when complete, so a first start killed half-way leaves no
+ * half-made database behind (only that sibling, removed by the next start). A directory that already
+ * holds other files is initialised in place, as PGlite itself would.
  */
 async function initialiseDataDir(path: string, onProgress?: (message: string) => void): Promise<void> {
   if (existsSync(join(path, 'PG_VERSION'))) return;

@@ -2,12 +2,16 @@ import { contentImages, cssUrls, rewriteContent, rewriteContentImages, srcsetCan
 
 describe('contentImages', () => {
   it('finds every <img src> with a real parser: any case, quoting, entities, nested and in templates', () => {
-    const html = `<div><IMG SRC='/a.png' alt=x></div><p><img alt="y" src=b.png><img src="c&amp;d.png"></p><template><img src="/t.png"></template><img alt="no src">`;
+    const html =
+      `<div><IMG SRC='/a.png' alt=x></div><p><img alt="y" src=b.png><img src="c&amp;d.png"></p><template><img ` +
+      `src="/t.png"></template><img alt="no src">`;
     expect(contentImages(html).map((i) => i.src)).toEqual(['/a.png', 'b.png', 'c&d.png', '/t.png']);
   });
 
   it('is not fooled by text or attributes that look like an image', () => {
-    const html = `<p title='<img src="/no.png">'>&lt;img src="/no2.png"&gt;</p><!-- <img src="/no3.png"> --><script>var s = '<img src="/no4.png">';</script><img src="/yes.png">`;
+    const html =
+      `<p title='<img src="/no.png">'>&lt;img src="/no2.png"&gt;</p><!-- <img src="/no3.png"> --><script>var ` +
+      `s = '<img src="/no4.png">';</script><img src="/yes.png">`;
     expect(contentImages(html).map((i) => i.src)).toEqual(['/yes.png']);
   });
 });
@@ -20,7 +24,8 @@ describe('rewriteContentImages', () => {
   });
 
   it('removes the tag of an image left out, and rewrites the srcset of one kept', () => {
-    const html = `<p>a<img src="/gone.png" alt="g" srcset="/gone.png 2x">b</p><img src="/kept.png" srcset="/kept.png 2x, /k3.png 3x" alt="k">`;
+    const html =
+      `<p>a<img src="/gone.png" alt="g" srcset="/gone.png 2x">b</p><img src="/kept.png" srcset="/kept.png 2x, ` + `/k3.png 3x" alt="k">`;
     const out = rewriteContentImages(html, (src) => (src === '/gone.png' ? null : `/media${src}`));
     expect(out).toBe(`<p>ab</p><img src="/media/kept.png" srcset="/media/kept.png 2x, /media/k3.png 3x" alt="k">`);
   });

@@ -23,8 +23,10 @@ export class MediaController {
   @ApiOperation({
     summary: 'A mirrored product image',
     description:
-      'The bytes and content type of a product image the sync mirrored (MEDIA_MIRROR), named by the SHA-256 of its bytes: cacheable forever. No token. ' +
-      'Product `images` and the `<img src>` of `content` name these URLs (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default relative `/media/<sha256>.<ext>`).',
+      'The bytes and content type of a product image the sync mirrored (MEDIA_MIRROR), named by the SHA-256 of its ' +
+      'bytes: cacheable forever. No token. ' +
+      'Product `images` and the `<img src>` of `content` name these URLs (MEDIA_PUBLIC_URL + `/<sha256>.<ext>`, default ' +
+      'relative `/media/<sha256>.<ext>`).',
   })
   @ApiParam({
     name: 'file',

@@ -36,7 +36,8 @@ export class MediaRepository {
     const out = new Map<string, SourceState>();
     if (urls.length === 0) return out;
     const rows = (await this.dataSource.query(
-      `SELECT url, sha256, ext, reason FROM media_sources WHERE url = ANY($1::text[]) AND (sha256 IS NOT NULL OR retry_at IS NULL OR retry_at > $2)`,
+      `SELECT url, sha256, ext, reason FROM media_sources WHERE url = ANY($1::text[]) AND (sha256 IS NOT NULL OR ` +
+        `retry_at IS NULL OR retry_at > $2)`,
       [urls, now],
     )) as Array<{ url: string; sha256: string | null; ext: string | null; reason: string | null }>;
     for (const r of rows) {
@@ -71,7 +72,8 @@ export class MediaRepository {
           return `($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}::int, $${n}::bytea, $1::timestamptz)`;
         });
         await em.query(
-          `INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ${rows.join(', ')} ON CONFLICT (sha256) DO NOTHING`,
+          `INSERT INTO media_files (sha256, ext, content_type, size, data, created_at) VALUES ${rows.join(', ')} ON ` +
+            `CONFLICT (sha256) DO NOTHING`,
           params,
         );
       }
@@ -82,8 +84,10 @@ export class MediaRepository {
       );
       await em.query(
         `INSERT INTO media_sources (url, sha256, ext, reason, retry_at, fetched_at)
-         SELECT url, sha256, ext, reason, retry_at, $2 FROM jsonb_to_recordset($1::jsonb) AS x(url text, sha256 text, ext text, reason text, retry_at timestamptz)
-         ON CONFLICT (url) DO UPDATE SET sha256 = EXCLUDED.sha256, ext = EXCLUDED.ext, reason = EXCLUDED.reason, retry_at = EXCLUDED.retry_at, fetched_at = EXCLUDED.fetched_at`,
+         SELECT url, sha256, ext, reason, retry_at, $2 FROM jsonb_to_recordset($1::jsonb) AS x(url text, sha256 text, ext text,
+           reason text, retry_at timestamptz)
+         ON CONFLICT (url) DO UPDATE SET sha256 = EXCLUDED.sha256, ext = EXCLUDED.ext, reason = EXCLUDED.reason, retry_at =
+           EXCLUDED.retry_at, fetched_at = EXCLUDED.fetched_at`,
         [JSON.stringify(list), now],
       );
     });
@@ -119,7 +123,8 @@ export class MediaRepository {
       [before, icons],
     )) as Array<{ n: number }>;
     const files = (await this.dataSource.query(
-      `WITH d AS (DELETE FROM media_files f WHERE f.created_at < $1 AND NOT EXISTS (SELECT 1 FROM media_sources s WHERE s.sha256 = f.sha256) RETURNING 1) SELECT count(*)::int AS n FROM d`,
+      `WITH d AS (DELETE FROM media_files f WHERE f.created_at < $1 AND NOT EXISTS (SELECT 1 FROM media_sources s WHERE ` +
+        `s.sha256 = f.sha256) RETURNING 1) SELECT count(*)::int AS n FROM d`,
       [before],
     )) as Array<{ n: number }>;
     return { sources: sources[0]?.n ?? 0, files: files[0]?.n ?? 0 };

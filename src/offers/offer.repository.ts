@@ -148,8 +148,10 @@ export class OfferRepository {
   ): Promise<void> {
     await db.query(
       `INSERT INTO offers AS o (code, title, routing, operator_sale_price, sale_price, currency, available, created_at, updated_at)
-       VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6, $7, coalesce($8::timestamptz, clock_timestamp()), coalesce($8::timestamptz, clock_timestamp()))
-       ON CONFLICT (code) DO UPDATE SET title = EXCLUDED.title, routing = EXCLUDED.routing, operator_sale_price = EXCLUDED.operator_sale_price,
+       VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6, $7, coalesce($8::timestamptz, clock_timestamp()),
+         coalesce($8::timestamptz, clock_timestamp()))
+       ON CONFLICT (code) DO UPDATE SET title = EXCLUDED.title, routing = EXCLUDED.routing, operator_sale_price =
+         EXCLUDED.operator_sale_price,
          sale_price = EXCLUDED.sale_price, currency = EXCLUDED.currency, available = EXCLUDED.available,
          updated_at = coalesce($8::timestamptz, o.updated_at)`,
       [

@@ -86,7 +86,8 @@ export const PUT_OFFER_ERRORS = [
     'bad_request',
     'invalid offer: sources.1.sku_key',
     { fields: { 'sources.1.sku_key': ['the supplier second has no SKU 7:STEAM-50'] } },
-    'a bad code or routing, 0 or more than 10 sources, a SKU twice, an unknown supplier or SKU, sources of different currencies: `fields` names each',
+    'a bad code or routing, 0 or more than 10 sources, a SKU twice, an unknown supplier or SKU, sources of different ' +
+      'currencies: `fields` names each',
   ),
 ];
 export const OFFER_LIST_ERRORS = [

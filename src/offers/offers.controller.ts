@@ -36,7 +36,8 @@ export class OffersController {
   @ApiOperation({
     summary: 'List offers',
     description:
-      'A page of offers by `code`; with `changed_since`, those whose sale price or availability changed later, by `updated_at`, then `code`.',
+      'A page of offers by `code`; with `changed_since`, those whose sale price or availability changed later, by ' +
+      '`updated_at`, then `code`.',
   })
   @ApiPageQuery()
   @ApiResponse({ status: 200, description: 'a page of offers', schema: listSchema(OFFER_SCHEMA), example: OFFER_LIST_EXAMPLE })
@@ -71,7 +72,8 @@ export class OffersController {
   @ApiOperation({
     summary: 'Create or replace an offer',
     description:
-      'One shop product bought from 1–10 sources (`{supplier, sku_key}`, no SKU twice, one currency), routed by `priority` or `cheapest`. ' +
+      'One shop product bought from 1–10 sources (`{supplier, sku_key}`, no SKU twice, one currency), routed by ' +
+      '`priority` or `cheapest`. ' +
       "Without `sale_price`, the offer's is the pricing rules applied to the highest cost among its available sources. " +
       'Answers 201 when it is created, 200 when it replaced one; nothing is stored when a check fails.',
   })

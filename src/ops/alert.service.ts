@@ -238,7 +238,9 @@ export class AlertService {
         currency: a.currency,
         threshold: a.threshold,
         alert: 'wallet_recovered',
-        msg: `alert wallet_low cleared: supplier ${supplier}'s upstream wallet balance ${a.balance} ${a.currency} is back at or above WALLET_LOW_BALANCE ${a.threshold}`,
+        msg:
+          `alert wallet_low cleared: supplier ${supplier}'s upstream wallet balance ${a.balance} ${a.currency} is ` +
+          `back at or above WALLET_LOW_BALANCE ${a.threshold}`,
       }),
     );
   }

@@ -97,9 +97,15 @@ export interface BudgetHealth {
 export interface CapacityHealth {
   /** Requests the budget grants a minute (its limit less the safety margin). */
   requests_per_minute: number;
-  /** Requests a placed order costs at the current mix (creates, delivering reads, price reads, polls over creates); null without an order in the window. */
+  /**
+   * Requests a placed order costs at the current mix (creates, delivering reads, price reads, polls
+   * over creates); null without an order in the window.
+   */
   requests_per_order: number | null;
-  /** Orders a minute the window leaves room for at that cost, besides the sync and reconciliation of now; null when the cost is not known. */
+  /**
+   * Orders a minute the window leaves room for at that cost, besides the sync and reconciliation of
+   * now; null when the cost is not known.
+   */
   orders_per_minute: number | null;
   reconcile: {
     /** Reconciliation's requests (re-reads of finished orders and of ordered products, the periodic ping) in the window ending now. */

@@ -66,7 +66,9 @@ export class Metrics {
   // Catalog sync
   readonly offerRouted = new Counter({
     name: 'relay_offer_orders_routed_total',
-    help: 'Orders placed through an offer (CONTRACT §11) that a source took (placed, or sent with its outcome unknown), by that source supplier.',
+    help:
+      'Orders placed through an offer (CONTRACT §11) that a source took (placed, or sent with its outcome unknown), ' +
+      'by that source supplier.',
     labelNames: ['supplier'] as const,
     registers: [this.registry],
   });
@@ -160,7 +162,9 @@ export class Metrics {
   });
   readonly reconciliationDifferences = new Counter({
     name: 'relay_reconciliation_differences_total',
-    help: "Differences between a finished order and the upstream's read found by reconciliation, by field (status, amount, refunded_amount).",
+    help:
+      "Differences between a finished order and the upstream's read found by reconciliation, by field (status, " +
+      'amount, refunded_amount).',
     labelNames: ['field', 'supplier'] as const,
     registers: [this.registry],
   });

@@ -38,7 +38,8 @@ const BUDGET_SCHEMA: SchemaObject = objectSchema(
           type: 'number',
           nullable: true,
           description:
-            'requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the window, over its creates); null without an order in the window',
+            'requests a placed order costs at the current mix (creates, delivering reads, price reads and polls of the ' +
+            'window, over its creates); null without an order in the window',
         },
         orders_per_minute: {
           type: 'number',
@@ -280,7 +281,8 @@ export const METRICS_EXAMPLE = [
   '# TYPE relay_upstream_up gauge',
   'relay_upstream_up{supplier="main"} 1',
   'relay_upstream_up{supplier="second"} 0',
-  "# HELP relay_reconcile_backlog Finished orders whose scheduled reconciliation read is due and not made yet, by the order's supplier (read on scrape).",
+  '# HELP relay_reconcile_backlog Finished orders whose scheduled reconciliation read is due and not made yet, by the ' +
+    "order's supplier (read on scrape).",
   '# TYPE relay_reconcile_backlog gauge',
   'relay_reconcile_backlog{supplier="main"} 0',
   '# HELP relay_outbox_backlog Shop notifications waiting for delivery.',
@@ -352,7 +354,8 @@ export const CALLBACK_HEADERS = [
   {
     name: 'Service-Signature',
     description:
-      'lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, CALLBACK_SIGNATURE_PATH, the timestamp and the raw body)',
+      'lower-case hex HMAC-SHA256 with CALLBACK_SECRET of the canonical string (UPSTREAM_SIGNATURE_TEMPLATE over `POST`, ' +
+      'CALLBACK_SIGNATURE_PATH, the timestamp and the raw body)',
     example: '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592',
   },
 ];

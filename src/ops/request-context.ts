@@ -4,8 +4,8 @@
  *
  * Deliberately not an AsyncLocalStorage: on Node 20 it installs promise hooks for every promise of
  * the process (polls, syncs, webhooks included) and takes V8 off its fast path for `await`, a
- * sizeable share of the CPU that placing and following an order cost. The order flows' own lines carry `shop_order_no` and `trace_id` (the shop's
- * correlation id) instead.
+ * sizeable share of the CPU that placing and following an order cost. The order flows' own lines carry
+ * `shop_order_no` and `trace_id` (the shop's correlation id) instead.
  */
 
 /** `{ request_id }` of a Fastify request (its id is the sane `x-request-id`, else a new UUID). */

@@ -21,6 +21,7 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import type { BudgetClass } from '../budget/request-budget.js';
 import { AppConfig } from '../config/app-config.js';
 import { SupplierRegistry, type SupplierRuntime } from '../suppliers/supplier-registry.service.js';
@@ -69,7 +70,17 @@ interface SupplierPings {
 export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('upstream');
   private readonly pings = new Map<string, SupplierPings>();
-  private timer: NodeJS.Timeout | null = null;
+  /** The periodic ping: a round every PING_INTERVAL_MS (WakeLoop); a round starts pings and waits for none. */
+  private readonly loop = new WakeLoop<void>(
+    async () => {
+      try {
+        this.tick();
+      } catch (e) {
+        this.logger.error({ msg: `the periodic ping's round failed: ${(e as Error).message}` });
+      }
+    },
+    () => PING_INTERVAL_MS,
+  );
   private stopped = false;
 
   constructor(
@@ -83,13 +94,12 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
 
   onApplicationBootstrap(): void {
     if (!this.config.workers) return;
-    this.schedule(0);
+    this.loop.start(0);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    await this.loop.stop();
     const inflight: Array<Promise<unknown>> = [];
     for (const p of this.pings.values()) {
       if (p.soonTimer) clearTimeout(p.soonTimer);
@@ -98,18 +108,6 @@ export class UpstreamMonitor implements OnApplicationBootstrap, OnModuleDestroy 
     }
     // A ping in flight ends within its upstream's timeout; do not hold the shutdown for it long.
     if (inflight.length > 0) await Promise.race([Promise.all(inflight), new Promise((r) => setTimeout(r, 2000).unref())]);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      try {
-        this.tick();
-      } finally {
-        this.schedule(PING_INTERVAL_MS);
-      }
-    }, ms);
-    this.timer.unref();
   }
 
   private pingsOf(supplier: string): SupplierPings {

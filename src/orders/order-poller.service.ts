@@ -40,8 +40,19 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     () => this.tick().catch(() => false),
     (backlog, woken) => ((woken && !this.readsFailing) || backlog ? 0 : this.tickMs),
   );
-  private sweepTimer: NodeJS.Timeout | null = null;
-  private sweeping: Promise<void> | null = null;
+  /** The sweep of attempts left `submitting` (sweepStale): one at a time, a tick apart, beside the passes. */
+  private readonly sweepLoop = new WakeLoop<void>(
+    () =>
+      this.sweepCount
+        .run(() => this.follow.sweepStale())
+        .then(
+          () => undefined,
+          (e: Error) => {
+            if (!this.stopped) this.logger.error({ msg: `sweep of in-flight attempts failed: ${e.message}` });
+          },
+        ),
+    () => this.tickMs,
+  );
   /** Aborted at shutdown: ends the polls' reads in flight. */
   private readonly shutdown = new AbortController();
   /** The last batch's reads failed for the most part: no pass sooner than the next tick. */
@@ -109,7 +120,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     if (!this.config.workers) return; // the relay command's in-process instance does no background work
-    this.scheduleSweep(0);
+    this.sweepLoop.start(0);
     this.loop.start();
     void this.requeueAwaitingItems();
   }
@@ -140,31 +151,9 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     const passEnded = this.loop.stop();
-    if (this.sweepTimer) clearTimeout(this.sweepTimer);
-    this.sweepTimer = null;
+    const sweepEnded = this.sweepLoop.stop();
     this.shutdown.abort(); // reads in flight end now (a re-send in flight runs to its answer)
-    await Promise.all([passEnded, this.sweeping]);
-  }
-
-  /** The sweep of attempts left `submitting` (sweepStale), every tick, one at a time, apart from the passes. */
-  private scheduleSweep(ms: number): void {
-    if (this.stopped) return;
-    this.sweepTimer = setTimeout(() => {
-      this.sweepTimer = null;
-      this.sweeping = this.sweepCount
-        .run(() => this.follow.sweepStale())
-        .then(
-          () => undefined,
-          (e: Error) => {
-            if (!this.stopped) this.logger.error({ msg: `sweep of in-flight attempts failed: ${e.message}` });
-          },
-        )
-        .then(() => {
-          this.sweeping = null;
-          this.scheduleSweep(this.tickMs);
-        });
-    }, ms);
-    this.sweepTimer.unref?.();
+    await Promise.all([passEnded, sweepEnded]);
   }
 
   /**
@@ -178,7 +167,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * One pass: the due re-sends, then at most POLL_ROUNDS claims of POLL_BATCH due orders, then the
-   * housekeeping (the sweep of attempts left `submitting` runs apart: scheduleSweep). True when its last claim was full and most of its reads answered (more may be due:
+   * housekeeping (the sweep of attempts left `submitting` runs apart: sweepLoop). True when its last claim was full and most of its reads answered (more may be due:
    * the next pass follows at once instead of a tick later, so an instance keeps up with more than
    * POLL_ROUNDS × POLL_BATCH due orders a tick); a batch whose reads failed for the most part ends the
    * pass, and neither a full batch nor a wake() brings the next one before a tick.

@@ -1,8 +1,11 @@
 /**
  * Polling of an unfinished order (CONTRACT §3 `ORDER_POLL_BASE_MS` / `ORDER_POLL_MAX_MS`): the wait
  * before the next poll. A poll that brought progress starts again from the base; one that brought
- * none (or failed) doubles the last wait, never below the base nor above the max.
+ * none (or failed) doubles the last wait, never below the base nor above the max (`doubledMs`, the
+ * one exponential backoff of common/backoff.ts).
  */
+import { doubledMs } from '../common/backoff.js';
+
 /**
  * An order whose create carried our callback_url and was accepted expects callbacks for its status
  * changes: it is polled as a safety net, starting CALLBACK_POLL_FACTOR.base times later and backing
@@ -21,7 +24,7 @@ export function pollPace(
 
 export function nextPollInterval(lastMs: number | null, progressed: boolean, orders: { pollBaseMs: number; pollMaxMs: number }): number {
   if (progressed) return orders.pollBaseMs;
-  return Math.min(orders.pollMaxMs, Math.max(orders.pollBaseMs, (lastMs ?? orders.pollBaseMs) * 2));
+  return doubledMs(lastMs, { baseMs: orders.pollBaseMs, maxMs: orders.pollMaxMs });
 }
 
 /**

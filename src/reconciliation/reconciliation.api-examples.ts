@@ -23,7 +23,8 @@ export const RECONCILIATION_RUN_SCHEMA: SchemaObject = objectSchema(
     started_at: dateTimeSchema(),
     finished_at: dateTimeSchema(undefined, true),
     orders_total: count(
-      'orders created in the range in a finished upstream state (delivered, completed, partially delivered, canceled, refunded, partially refunded) when the run started',
+      'orders created in the range in a finished upstream state (delivered, completed, partially delivered, canceled, ' +
+        'refunded, partially refunded) when the run started',
     ),
     orders_done: count('orders handled so far'),
     orders_failed: count('orders of those whose upstream read failed (or that a cancel in progress held): not reconciled by this run'),

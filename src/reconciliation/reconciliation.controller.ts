@@ -35,9 +35,12 @@ export class ReconciliationController {
   @ApiOperation({
     summary: 'Start a reconciliation run',
     description:
-      'Reads again from the upstream every order created from `from` to `to` (included) that is in a finished upstream state, in the background, ' +
-      'at the lowest priority of the request budget, and answers at once with its `run_id` (follow it with `GET /internal/reconciliation/runs/{run_id}`). ' +
-      'Each difference (status, amount, refunded amount) is applied by the rules of a poll, listed in `GET /internal/reconciliation/items` and sent to the shop ' +
+      'Reads again from the upstream every order created from `from` to `to` (included) that is in a finished upstream ' +
+      'state, in the background, ' +
+      'at the lowest priority of the request budget, and answers at once with its `run_id` (follow it with `GET ' +
+      '/internal/reconciliation/runs/{run_id}`). ' +
+      'Each difference (status, amount, refunded amount) is applied by the rules of a poll, listed in `GET ' +
+      '/internal/reconciliation/items` and sent to the shop ' +
       'as an `order.reconciled` webhook. One run at a time across replicas.',
   })
   @ApiBody({ schema: { $ref: getSchemaPath(StartReconciliationBody) }, examples: START_RECONCILIATION_EXAMPLES })
@@ -100,7 +103,8 @@ export class ReconciliationController {
   @ApiOperation({
     summary: 'Differences found by reconciliation',
     description:
-      "Every difference between a finished order and the upstream's read of it, newest first: found by the schedule (RECONCILE_AFTER: `run_id` null) " +
+      "Every difference between a finished order and the upstream's read of it, newest first: found by the schedule " +
+      '(RECONCILE_AFTER: `run_id` null) ' +
       'or by a run; `shop_order_no` or `run_id` narrows the list.',
   })
   @ApiPageQuery()

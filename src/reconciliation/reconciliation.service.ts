@@ -165,7 +165,10 @@ export class ReconciliationService implements OnModuleDestroy {
         tx.afterCommit(() => {
           for (const d of differences) this.metrics.reconciliationDifferences.inc({ field: d.field, supplier: order.supplier });
           this.logger.warn({
-            msg: `order ${order.shopOrderNo}: the upstream differs (${differences.map((d) => `${d.field} ${d.local ?? 'none'} → ${d.upstream ?? 'none'}`).join(', ')}); found by ${source}`,
+            msg:
+              `order ${order.shopOrderNo}: the upstream differs ` +
+              `(${differences.map((d) => `${d.field} ${d.local ?? 'none'} → ${d.upstream ?? 'none'}`).join(', ')}); ` +
+              `found by ${source}`,
             shop_order_no: order.shopOrderNo,
             trace_id: order.traceId,
             run_id: runId,
@@ -289,7 +292,9 @@ export class ReconciliationService implements OnModuleDestroy {
       }
       await this.repo.finish(runId, this.instanceId, 'succeeded', null, this.clock.now());
       this.logger.log({
-        msg: `reconciliation run ${runId} succeeded: ${counters.done} orders read, ${counters.differences} differences, ${counters.failed} not read`,
+        msg:
+          `reconciliation run ${runId} succeeded: ${counters.done} orders read, ${counters.differences} differences, ` +
+          `${counters.failed} not read`,
         run_id: runId,
         ...counters,
       });

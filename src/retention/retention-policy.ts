@@ -1,14 +1,24 @@
 /**
  * What the retention job may delete, and when (pure). Four tables grow with every sync, callback and
- * shop notification, and `relay_state` with every stuck order and failed sync (their alert keys); their rows are deleted once they are final and older than RETENTION_DAYS:
+ * shop notification, and `relay_state` with every stuck order and failed sync (their alert keys); their
+ * rows are deleted once they are final and older than RETENTION_DAYS:
  *
- * | table | final (deletable) | its age is measured from | never deleted |
- * |---|---|---|---|
- * | `catalog_sku_changes` | every row (history only: `GET /internal/catalog/skus/{code}/changes` and the console show it; `changed_since` reads the SKU rows' own `updated_at`) | `changed_at` | a SKU's `created` entry, kept on the SKU row since migration 20261122008000 |
- * | `catalog_sync_runs` | `succeeded`, `failed` | `finished_at` | `running`; the four runs that planning and `/health` read, per supplier (RetentionRepository) |
- * | `callback_inbox` | `applied`, `unknown_order`, `read_failed`, `ignored` | `processed_at` (else `received_at`) | `pending` (waiting for its order: an attempt in flight, a cancel, a retry); any callback of an order whose attempt is still `submitting` or `submit_unknown` (it may be the only record of its upstream order) |
- * | `outbox_events` | `delivered`, `dead` | the last attempt (else `delivered_at`, else `created_at`) | `pending` (a replayed event is pending again) |
- * | `relay_state` | the alert keys of stuck orders and failed syncs (`alert:order_stuck:…`, `alert:sync_failed:…`: one per order or run, deduplicating an alert for an hour) | `updated_at` | every other key (the wallet alert's key says that alert is active; claims, snapshots) |
+ * - `catalog_sku_changes`: every row is final (history only: `GET /internal/catalog/skus/{code}/changes`
+ *   and the console show it; `changed_since` reads the SKU rows' own `updated_at`); its age from
+ *   `changed_at`; never deleted: a SKU's `created` entry, kept on the SKU row since migration
+ *   20261122008000.
+ * - `catalog_sync_runs`: final `succeeded`, `failed`; age from `finished_at`; never deleted: `running`,
+ *   and the four runs that planning and `/health` read, per supplier (RetentionRepository).
+ * - `callback_inbox`: final `applied`, `unknown_order`, `read_failed`, `ignored`; age from
+ *   `processed_at` (else `received_at`); never deleted: `pending` (waiting for its order: an attempt in
+ *   flight, a cancel, a retry), and any callback of an order whose attempt is still `submitting` or
+ *   `submit_unknown` (it may be the only record of its upstream order).
+ * - `outbox_events`: final `delivered`, `dead`; age from the last attempt (else `delivered_at`, else
+ *   `created_at`); never deleted: `pending` (a replayed event is pending again).
+ * - `relay_state`: final: the alert keys of stuck orders and failed syncs (`alert:order_stuck:…`,
+ *   `alert:sync_failed:…`: one per order or run, deduplicating an alert for an hour); age from
+ *   `updated_at`; never deleted: every other key (the wallet alert's key says that alert is active;
+ *   claims, snapshots).
  *
  * Orders, their attempts, events and refunds are never deleted: they are the money's audit trail.
  */

@@ -17,6 +17,7 @@
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { MediaRepository } from '../media/media.repository.js';
 import { mediaSettings } from '../media/media-settings.js';
@@ -63,7 +64,17 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private readonly logger = new Logger('retention');
   /** Names this instance in its claims (for an operator looking at relay_state). */
   private readonly owner = `retention-${randomUUID()}`;
-  private timer: NodeJS.Timeout | null = null;
+  /** The schedule: a run, then RETENTION_INTERVAL_MS until the next (WakeLoop). */
+  private readonly loop = new WakeLoop<void>(
+    () => {
+      this.next = null;
+      return this.runOnce().then(
+        () => undefined,
+        () => undefined, // logged by the run
+      );
+    },
+    () => this.dueIn(RETENTION_INTERVAL_MS),
+  );
   private next: Date | null = null;
   private stopping = false;
   private current: Promise<RetentionReport> | null = null;
@@ -91,28 +102,19 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   }
 
   onApplicationBootstrap(): void {
-    if (this.enabled) this.schedule(RETENTION_FIRST_RUN_DELAY_MS);
+    if (this.enabled) this.loop.start(this.dueIn(RETENTION_FIRST_RUN_DELAY_MS));
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     this.next = null;
-    await this.current?.catch(() => undefined);
+    await Promise.all([this.loop.stop(), this.current?.catch(() => undefined)]);
   }
 
-  private schedule(ms: number): void {
-    if (this.stopping) return;
-    this.next = new Date(Date.now() + ms);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.next = null;
-      void this.runOnce()
-        .catch(() => undefined) // logged by the run
-        .finally(() => this.schedule(RETENTION_INTERVAL_MS));
-    }, ms);
-    this.timer.unref();
+  /** Notes when the scheduled run after `ms` is due (`nextRunAt`) and gives the loop its delay. */
+  private dueIn(ms: number): number {
+    this.next = this.stopping ? null : new Date(Date.now() + ms);
+    return ms;
   }
 
   /**

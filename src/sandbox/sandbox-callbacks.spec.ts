@@ -193,70 +193,74 @@ describe('sandbox callbacks', () => {
     }
   });
 
-  it('dujiao-next: each status change is called back twice with one body (the order and its child order), each copy signed and retried on its own', async () => {
-    const dj = new SandboxServer({
-      profile: 'dujiao-next',
-      catalog: { products: 10 },
-      timetable: { fulfillingMs: null },
-      callbackRetryDelaysMs: [20, 20, 20, 20],
-      allowPrivateCallbackUrls: true,
-    });
-    await dj.start();
-    try {
-      // the first try of each copy of the paid change is refused once: both are tried again
-      receiver.respond = (i) => (i < 2 ? { status: 500, body: '{"ok":false}' } : { status: 200, body: '{"ok":true}' });
-      const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
-      const r = await signedRequest(dj.credentials, 'POST', '/orders', {
-        body: { sku_id: sku, quantity: 1, downstream_order_no: 'TWO-1', callback_url: `${receiver.url}/cb` },
+  it(
+    'dujiao-next: each status change is called back twice with one body (the order and its child order), each copy ' +
+      'signed and retried on its own',
+    async () => {
+      const dj = new SandboxServer({
+        profile: 'dujiao-next',
+        catalog: { products: 10 },
+        timetable: { fulfillingMs: null },
+        callbackRetryDelaysMs: [20, 20, 20, 20],
+        allowPrivateCallbackUrls: true,
       });
-      const id = (r.json as SandboxCreatedOrder).order_id;
-      await until(() => dj.callbackLog.filter((e) => e.ok).length === 2, 'both copies of the paid change acknowledged');
-      expect(dj.callbackLog.map((e) => [e.json.status, e.attempt, e.ok])).toEqual([
-        ['paid', 1, false],
-        ['paid', 1, false],
-        ['paid', 2, true],
-        ['paid', 2, true],
-      ]);
-      dj.setOrderStatus(id, 'delivered');
-      await until(() => receiver.received.length === 6, 'both copies of the delivered change');
-      const delivered = receiver.received.slice(4);
-      // one body: the order's id, number, status and fulfillment, taken in the same second
-      expect(delivered[0].raw).toBe(delivered[1].raw);
-      expect(delivered[0].json).toMatchObject({
-        event: 'order.fulfilled',
-        order_id: id,
-        downstream_order_no: 'TWO-1',
-        status: 'delivered',
-      });
-      for (const got of receiver.received) {
-        expect(
-          verify(got, {
-            prefix: 'Dujiao-Next',
-            secret: 'sandbox-api-secret',
-            apiKey: 'sandbox-api-key',
-            path: '/api/v1/upstream/callback',
-          }),
-        ).toEqual({ ok: true });
-      }
-      expect(dj.stats).toMatchObject({ callbacksAttempted: 6, callbacksSucceeded: 4 });
+      await dj.start();
+      try {
+        // the first try of each copy of the paid change is refused once: both are tried again
+        receiver.respond = (i) => (i < 2 ? { status: 500, body: '{"ok":false}' } : { status: 200, body: '{"ok":true}' });
+        const sku = dj.catalog.findSku({ fulfillmentType: 'auto' })!.sku.id;
+        const r = await signedRequest(dj.credentials, 'POST', '/orders', {
+          body: { sku_id: sku, quantity: 1, downstream_order_no: 'TWO-1', callback_url: `${receiver.url}/cb` },
+        });
+        const id = (r.json as SandboxCreatedOrder).order_id;
+        await until(() => dj.callbackLog.filter((e) => e.ok).length === 2, 'both copies of the paid change acknowledged');
+        expect(dj.callbackLog.map((e) => [e.json.status, e.attempt, e.ok])).toEqual([
+          ['paid', 1, false],
+          ['paid', 1, false],
+          ['paid', 2, true],
+          ['paid', 2, true],
+        ]);
+        dj.setOrderStatus(id, 'delivered');
+        await until(() => receiver.received.length === 6, 'both copies of the delivered change');
+        const delivered = receiver.received.slice(4);
+        // one body: the order's id, number, status and fulfillment, taken in the same second
+        expect(delivered[0].raw).toBe(delivered[1].raw);
+        expect(delivered[0].json).toMatchObject({
+          event: 'order.fulfilled',
+          order_id: id,
+          downstream_order_no: 'TWO-1',
+          status: 'delivered',
+        });
+        for (const got of receiver.received) {
+          expect(
+            verify(got, {
+              prefix: 'Dujiao-Next',
+              secret: 'sandbox-api-secret',
+              apiKey: 'sandbox-api-key',
+              path: '/api/v1/upstream/callback',
+            }),
+          ).toEqual({ ok: true });
+        }
+        expect(dj.stats).toMatchObject({ callbacksAttempted: 6, callbacksSucceeded: 4 });
 
-      // the drop fault drops both copies
-      dj.faults.set({ callbacks: 'drop' });
-      dj.setOrderStatus(id, 'completed');
-      expect(dj.stats.callbacksDropped).toBe(2);
-    } finally {
-      await dj.stop();
-    }
-    // spec: one callback per change
-    const o = await order();
-    await until(() => receiver.received.length >= 9, "the spec order's three callbacks");
-    await pause(100);
-    expect(receiver.received.slice(6).map((x) => [x.json.order_id, x.json.status])).toEqual([
-      [o.order_id, 'paid'],
-      [o.order_id, 'fulfilling'],
-      [o.order_id, 'delivered'],
-    ]);
-  });
+        // the drop fault drops both copies
+        dj.faults.set({ callbacks: 'drop' });
+        dj.setOrderStatus(id, 'completed');
+        expect(dj.stats.callbacksDropped).toBe(2);
+      } finally {
+        await dj.stop();
+      }
+      // spec: one callback per change
+      const o = await order();
+      await until(() => receiver.received.length >= 9, "the spec order's three callbacks");
+      await pause(100);
+      expect(receiver.received.slice(6).map((x) => [x.json.order_id, x.json.status])).toEqual([
+        [o.order_id, 'paid'],
+        [o.order_id, 'fulfilling'],
+        [o.order_id, 'delivered'],
+      ]);
+    },
+  );
 
   it('dujiao-next: a refund made upstream (an admin refund) is not called back; asked with callback: true, it is', async () => {
     const dj = new SandboxServer({

@@ -13,8 +13,8 @@
  * Callback faults (read at the moment of the status change):
  * `drop` sends nothing; `duplicate` sends `duplicateTimes` copies; `reorder` holds the snapshots of an
  * order and sends them newest-first once the order settles (delivered, completed, canceled, refunded,
- * partially_refunded), on its next change after the fault is switched off, or on `flushHeld()`; `delay` waits `delayMs` first; `bad_signature` signs with a
- * wrong secret.
+ * partially_refunded), on its next change after the fault is switched off, or on `flushHeld()`; `delay`
+ * waits `delayMs` first; `bad_signature` signs with a wrong secret.
  */
 import { EventEmitter } from 'node:events';
 import http from 'node:http';

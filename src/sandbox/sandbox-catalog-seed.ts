@@ -170,7 +170,8 @@ function richContent(id: number): string {
   const img = productImagePath(id);
   return (
     `<p><a href="/products/${id}" class="more">More</a> · <a href="#top">Top</a></p>` +
-    `<div style="background: url('${img}') no-repeat"><picture><source srcset="${img} 1x"><img src="${img}" srcset="${img} 2x" alt=""></picture></div>` +
+    `<div style="background: url('${img}') no-repeat"><picture><source srcset="${img} 1x"><img src="${img}" ` +
+    `srcset="${img} 2x" alt=""></picture></div>` +
     `<video poster="${img}" controls><source src="${SANDBOX_UPLOADS_PREFIX}/videos/p${id}.mp4" type="video/mp4">Video</video>`
   );
 }
@@ -220,7 +221,9 @@ export function seedProducts(size: number, seed: number, leaves: readonly Catego
         id % 2 === 0
           ? {
               'zh-CN': `<p>商品 ${id} 详情</p><p><img src="${productImagePath(id)}" alt="商品 ${id}"></p>${id % 4 === 0 ? richContent(id) : ''}`,
-              en: `<p>Details of product ${id}</p><p><img src="${productImagePath(id)}" alt="product ${id}"></p>${id % 4 === 0 ? richContent(id) : ''}`,
+              en:
+                `<p>Details of product ${id}</p><p><img src="${productImagePath(id)}" alt="product ` +
+                `${id}"></p>${id % 4 === 0 ? richContent(id) : ''}`,
             }
           : null,
       seoMeta: id % 3 === 0 ? { title: `Product ${id}`, keywords: [cat.slug] } : null,

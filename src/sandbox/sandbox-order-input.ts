@@ -42,14 +42,6 @@ export function validateCreate(body: unknown, maxQuantity: number): CreateOrderI
 }
 
 /**
- * Keys of the required fields of a manual form schema `{fields: [{key, required}]}` that the data
- * lacks or leaves empty (absent, null or ''). A schema without a `fields` list requires nothing.
- * The same reading as the relay's own check (src/orders/order-request.ts `missingManualFields`),
- * written apart on purpose: the sandbox is the upstream the relay is tested against, and shares only
- * the wire protocol's code with it (signing), so that a mistake in the relay's reading is not also the
- * upstream's.
- */
-/**
  * Dujiao-Next's check of the data against the schema: null when accepted, else its message. No data
  * (absent or `{}`) is accepted unless a field is required; a key the schema does not list is refused,
  * and so is every key when the schema has no fields.
@@ -63,6 +55,14 @@ export function dujiaoManualFormProblem(schema: Record<string, unknown> | null, 
   return null;
 }
 
+/**
+ * Keys of the required fields of a manual form schema `{fields: [{key, required}]}` that the data
+ * lacks or leaves empty (absent, null or ''). A schema without a `fields` list requires nothing.
+ * The same reading as the relay's own check (src/orders/order-request.ts `missingManualFields`),
+ * written apart on purpose: the sandbox is the upstream the relay is tested against, and shares only
+ * the wire protocol's code with it (signing), so that a mistake in the relay's reading is not also the
+ * upstream's.
+ */
 export function missingRequiredFields(schema: Record<string, unknown> | null, data: Record<string, unknown>): string[] {
   const fields = schema?.fields;
   if (!Array.isArray(fields)) return [];

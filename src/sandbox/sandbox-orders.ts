@@ -94,7 +94,8 @@ export interface SandboxOrdersDeps {
 function orderNoFor(clockMs: number, seq: number): string {
   const d = new Date(clockMs);
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
-  return `DJ${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}${p(seq, 6)}`;
+  const date = `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}`;
+  return `DJ${date}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}${p(seq, 6)}`;
 }
 
 /**

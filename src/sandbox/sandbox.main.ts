@@ -55,7 +55,10 @@ export function standaloneRateLimit(profile: SandboxProfile, env: Record<string,
 
 function describeRateLimit(r: SandboxRateLimit | null): string {
   if (!r) return 'off (SANDBOX_RATE_LIMIT=60/60s to switch it on)';
-  return `${r.requests} requests per ${r.windowMs / 1000} s per API key, then blocked ${r.blockMs / 1000} s (HTTP 429; SANDBOX_RATE_LIMIT=off to switch it off)`;
+  return (
+    `${r.requests} requests per ${r.windowMs / 1000} s per API key, then blocked ${r.blockMs / 1000} s (HTTP 429; ` +
+    `SANDBOX_RATE_LIMIT=off to switch it off)`
+  );
 }
 
 export interface RunningSandbox {
@@ -79,7 +82,8 @@ export async function runSandbox(opts: RunSandboxOptions = {}): Promise<RunningS
   log(`  headers:           ${c.headerPrefix}-Api-Key, ${c.headerPrefix}-Timestamp, ${c.headerPrefix}-Signature`);
   log(`  signature template: ${c.signatureTemplate.replace(/\n/g, '\\n')}`);
   log(
-    `  catalog:           ${sandbox.catalog.productCount} products, ${sandbox.catalog.skuCount} SKUs; wallet ${sandbox.walletBalance()} ${c.currency}`,
+    `  catalog:           ${sandbox.catalog.productCount} products, ${sandbox.catalog.skuCount} SKUs; wallet ` +
+      `${sandbox.walletBalance()} ${c.currency}`,
   );
   log(`  rate limit:        ${describeRateLimit(sandbox.rateLimit)}`);
   log(`  control API:       ${sandbox.url}/__sandbox/state (faults, orders, catalog changes, rate limit; see sandbox.server.ts)`);

@@ -57,7 +57,9 @@ export class SuppliersController {
   @ApiOperation({
     summary: 'Add a supplier',
     description:
-      'Its credentials are checked with `POST /ping` first: when the upstream refuses them (502 `upstream_auth_failed`) or cannot be reached (503 `upstream_unavailable`), nothing is saved. The secret is stored encrypted and never answered.',
+      'Its credentials are checked with `POST /ping` first: when the upstream refuses them (502 `upstream_auth_failed`) ' +
+      'or cannot be reached (503 `upstream_unavailable`), nothing is saved. The secret is stored encrypted and never ' +
+      'answered.',
   })
   @ApiBody({ schema: SUPPLIER_BODY_SCHEMA, examples: ADD_SUPPLIER_EXAMPLES })
   @ApiResponse({
@@ -84,7 +86,9 @@ export class SuppliersController {
   @ApiOperation({
     summary: 'Change a supplier',
     description:
-      'Changes the fields given. New credentials (or a new base URL, profile, header prefix or template) are pinged first, as when adding one. `enabled: false` stops its syncs and new orders to it; its unfinished orders are still followed. The `UPSTREAM_*` supplier is changed through the environment only.',
+      'Changes the fields given. New credentials (or a new base URL, profile, header prefix or template) are pinged ' +
+      'first, as when adding one. `enabled: false` stops its syncs and new orders to it; its unfinished orders are still ' +
+      'followed. The `UPSTREAM_*` supplier is changed through the environment only.',
   })
   @NameParam()
   @ApiBody({ schema: SUPPLIER_PATCH_SCHEMA, examples: PATCH_SUPPLIER_EXAMPLES })
@@ -103,7 +107,8 @@ export class SuppliersController {
   @ApiOperation({
     summary: 'Delete a supplier',
     description:
-      'Refused (409 `supplier_busy`) while it has unfinished orders. Removes the supplier and unlists its SKUs; its orders keep their history.',
+      'Refused (409 `supplier_busy`) while it has unfinished orders. Removes the supplier and unlists its SKUs; its ' +
+      'orders keep their history.',
   })
   @NameParam()
   @ApiResponse({
