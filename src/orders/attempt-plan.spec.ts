@@ -107,7 +107,7 @@ const OUTCOMES: SendOutcomeKind[] = ['accepted', 'rejected', 'unavailable', 'unk
 
 describe('the attempt lifecycle', () => {
   it('a first send: each outcome has its own attempt state and order move', () => {
-    const first = { status: 'submitting' as const, sends: 1 };
+    const first = { status: 'submitting' as const, sends: 1, current: true };
     expect(OUTCOMES.map((o) => attemptMove(o, first))).toEqual([
       { attempt: 'accepted', order: 'report' },
       { attempt: 'rejected', order: 'rejected' },
@@ -118,20 +118,37 @@ describe('the attempt lifecycle', () => {
   });
 
   it('a re-send of an unknown attempt: only an acceptance settles it; anything else leaves it unknown, sent again later', () => {
-    const resent = { status: 'submit_unknown' as const, sends: 2 };
+    const resent = { status: 'submit_unknown' as const, sends: 2, current: true };
     expect(attemptMove('accepted', resent)).toEqual({ attempt: 'accepted', order: 'report' });
     for (const o of ['rejected', 'unavailable', 'unknown', 'queued'] as const)
       expect(attemptMove(o, resent)).toEqual({ attempt: 'resend_later', order: 'unchanged' });
   });
 
   it('a refusal of the only send of an unknown attempt (its late answer) closes it', () => {
-    expect(attemptMove('rejected', { status: 'submit_unknown', sends: 1 })).toEqual({ attempt: 'rejected', order: 'rejected' });
+    expect(attemptMove('rejected', { status: 'submit_unknown', sends: 1, current: true })).toEqual({
+      attempt: 'rejected',
+      order: 'rejected',
+    });
+  });
+
+  it("an attempt no longer open (closed, or no longer the order's attempt) is left; an acceptance is an untracked upstream order", () => {
+    const closed = [
+      ...(['queued', 'accepted', 'rejected'] as const).map((status) => ({ status, sends: 1, current: true })),
+      { status: 'submitting' as const, sends: 1, current: false },
+      { status: 'submit_unknown' as const, sends: 1, current: false },
+    ];
+    for (const attempt of closed) {
+      expect(OUTCOMES.map((o) => attemptMove(o, attempt))).toEqual([
+        { attempt: 'left', order: 'untracked' },
+        ...Array.from({ length: 4 }, () => ({ attempt: 'left', order: 'unchanged' })),
+      ]);
+    }
   });
 
   it('every order move it makes is one the state table allows', () => {
     for (const [from, moves] of [['submitting', ATTEMPT_MOVES] as const, ['submit_unknown', ATTEMPT_MOVES] as const]) {
       for (const o of OUTCOMES) {
-        const move = attemptMove(o, { status: from, sends: 1 });
+        const move = attemptMove(o, { status: from, sends: 1, current: true });
         if (move.order === 'rejected' || move.order === 'submit_unknown')
           expect(canTransition('submit_outcome', from, move.order)).toBe(true);
         if (move.order === 'queued') expect(canTransition('requeue', from, 'queued')).toBe(true);
@@ -145,12 +162,13 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
   const now = new Date('2026-11-29T10:00:00Z');
   const resendAt = new Date('2026-11-29T10:01:00Z');
   const at = { now, resendAt };
-  const first = { status: 'submitting' as const, sends: 1, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
-  const resent = { status: 'submit_unknown' as const, sends: 2, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
+  const first = { status: 'submitting' as const, sends: 1, current: true, leased: true, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
+  const resent = { status: 'submit_unknown' as const, sends: 2, current: true, leased: true, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
   const detail = { attempt: 2, downstream_order_no: 'S-1-2' };
 
   it('accepted: the attempt is closed accepted with the upstream order, the order takes the report; a re-send that is accepted counts as deduplicated', () => {
     expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: null }, first, at)).toEqual({
+      taken: true,
       attempt: { status: 'accepted', sending_until: null, upstream_order_id: 7, finished_at: now, http_status: 200 },
       order: { kind: 'report' },
       metric: 'accepted',
@@ -167,6 +185,7 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
     expect(
       planOutcome({ kind: 'rejected', errorCode: 'payment_failed', httpStatus: 200, message: 'no money', upstreamOrderId: 9 }, first, at),
     ).toEqual({
+      taken: true,
       attempt: {
         status: 'rejected',
         sending_until: null,
@@ -200,6 +219,7 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
       metric: 'unavailable',
     });
     expect(planOutcome({ kind: 'queued', reason: 'rate_limited' }, first, at)).toEqual({
+      taken: true,
       attempt: { status: 'queued', sending_until: null },
       order: {
         kind: 'move',
@@ -212,6 +232,7 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
       log: null,
     });
     expect(planOutcome({ kind: 'unknown', reason: 'response_timeout' }, first, at)).toEqual({
+      taken: true,
       attempt: { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: resendAt },
       order: {
         kind: 'move',
@@ -232,6 +253,7 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
       { kind: 'queued' as const, reason: 'x' },
     ]) {
       expect(planOutcome(o, resent, at)).toEqual({
+        taken: true,
         attempt: { sending_until: null, next_resend_at: resendAt },
         order: { kind: 'unchanged' },
         metric: null,
@@ -239,11 +261,35 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
       });
     }
     expect(planOutcome({ kind: 'rejected', errorCode: 'sku_disabled', httpStatus: 409, message: 'm' }, resent, at)).toEqual({
+      taken: true,
       attempt: { sending_until: null, next_resend_at: resendAt, http_status: 409, error_code: 'sku_disabled', error_message: 'm' },
       order: { kind: 'unchanged' },
       metric: null,
       log: 'resend_refused',
     });
+  });
+
+  it('an attempt no longer open: not taken, only its sending lease ends; an acceptance is an untracked upstream order', () => {
+    const accepted = { kind: 'accepted' as const, upstreamOrderId: 7, changedRequest: null };
+    const refused = { kind: 'rejected' as const, errorCode: 'sku_disabled', httpStatus: 409, message: 'm' };
+    const closed = { ...first, status: 'rejected' as const };
+    expect(planOutcome(accepted, closed, at)).toEqual({
+      taken: false,
+      attempt: { sending_until: null },
+      order: { kind: 'untracked' },
+      metric: null,
+      log: null,
+    });
+    expect(planOutcome(refused, { ...closed, leased: false }, at)).toEqual({
+      taken: false,
+      attempt: {},
+      order: { kind: 'unchanged' },
+      metric: null,
+      log: null,
+    });
+    // open, but no longer the order's attempt
+    for (const attempt of [first, resent])
+      expect(planOutcome(refused, { ...attempt, current: false }, at)).toMatchObject({ taken: false, order: { kind: 'unchanged' } });
   });
 
   it('every order move it plans is one the state table allows', () => {

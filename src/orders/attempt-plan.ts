@@ -10,8 +10,12 @@
  * 2. The attempt lifecycle (`ATTEMPT_MOVES`, `attemptMove`): what the outcome of a send does to the
  *    attempt that was sent and to its order. An attempt is open while `submitting` (its first send in
  *    flight) or `submit_unknown` (sent, outcome unknown; re-sent under the same number where the
- *    upstream deduplicates). The order's move is made through the state table (order-state.ts, trigger
- *    `submit_outcome` or `requeue`).
+ *    upstream deduplicates), and while it is the order's current attempt. The order's move is made
+ *    through the state table (order-state.ts, trigger `submit_outcome` or `requeue`). An outcome that
+ *    arrives when the attempt is no longer open (closed meanwhile by the sweep and an operator, or a
+ *    later attempt took over) is not taken: the attempt is left as it is but for its sending lease,
+ *    which ends; an acceptance is an upstream order the order may not follow, kept as its anomaly
+ *    (`OrderSubmitter.lateAcceptance`).
  *
  * | outcome of the send | attempt `submitting`                      | attempt `submit_unknown`                                      |
  * |---------------------|-------------------------------------------|---------------------------------------------------------------|
@@ -20,6 +24,7 @@
  * | unavailable         | rejected (`upstream_unavailable`); order `rejected` | still unknown, sent again later                      |
  * | unknown             | submit_unknown; order `submit_unknown`    | still unknown, sent again later                               |
  * | queued (budget)     | queued; order `queued`                    | still unknown, sent again later                               |
+ * | any, the attempt no longer open | left (its lease ends); order unchanged, or an acceptance's upstream order `untracked` | the same |
  *
  *    A refusal of a re-send proves nothing of the earlier send, which may have been placed (an upstream
  *    may check a signature, stock or the balance before it looks the number up): only a refusal of the
@@ -29,7 +34,7 @@
  *    carries out: the attempt's fields, the order's move (its trigger, patch and event detail), the
  *    placement counted and the log.
  */
-import type { AttemptPatch, AttemptRequest } from './order.records.js';
+import type { AttemptPatch, AttemptRequest, AttemptStatus } from './order.records.js';
 
 // ------------------------------------------------------------------------------- 1. the send's retries
 
@@ -131,28 +136,39 @@ export type AttemptMove =
   /** held back by the request budget: nothing was sent or processed */
   | { attempt: 'queued'; order: 'queued' }
   /** an unknown attempt stays unknown and is sent again later under the same number */
-  | { attempt: 'resend_later'; order: 'unchanged' };
+  | { attempt: 'resend_later'; order: 'unchanged' }
+  /**
+   * the attempt is no longer open: left as it is (its sending lease ends); an acceptance is an upstream
+   * order the order may not follow (`untracked`), anything else leaves the order unchanged
+   */
+  | { attempt: 'left'; order: 'untracked' | 'unchanged' };
 
-export interface OpenAttempt {
-  status: 'submitting' | 'submit_unknown';
+/** The attempt an outcome is for, as the locked rows have it. */
+export interface AttemptFacts {
+  status: AttemptStatus;
   /** Sends made under its number so far, this one included. */
   sends: number;
+  /** It is the order's current attempt. */
+  current: boolean;
 }
 
 const ACCEPTED: AttemptMove = { attempt: 'accepted', order: 'report' };
 const REJECTED: AttemptMove = { attempt: 'rejected', order: 'rejected' };
 const RESEND: AttemptMove = { attempt: 'resend_later', order: 'unchanged' };
 
-/** The table above: [outcome] → [from `submitting`, from `submit_unknown`]. */
-export const ATTEMPT_MOVES: Readonly<Record<SendOutcomeKind, readonly [AttemptMove, AttemptMove]>> = {
-  accepted: [ACCEPTED, ACCEPTED],
-  rejected: [REJECTED, RESEND],
-  unavailable: [REJECTED, RESEND],
-  unknown: [{ attempt: 'submit_unknown', order: 'submit_unknown' }, RESEND],
-  queued: [{ attempt: 'queued', order: 'queued' }, RESEND],
+const LEFT: AttemptMove = { attempt: 'left', order: 'unchanged' };
+
+/** The table above: [outcome] → [from `submitting`, from `submit_unknown`, no longer open]. */
+export const ATTEMPT_MOVES: Readonly<Record<SendOutcomeKind, readonly [AttemptMove, AttemptMove, AttemptMove]>> = {
+  accepted: [ACCEPTED, ACCEPTED, { attempt: 'left', order: 'untracked' }],
+  rejected: [REJECTED, RESEND, LEFT],
+  unavailable: [REJECTED, RESEND, LEFT],
+  unknown: [{ attempt: 'submit_unknown', order: 'submit_unknown' }, RESEND, LEFT],
+  queued: [{ attempt: 'queued', order: 'queued' }, RESEND, LEFT],
 };
 
-export function attemptMove(outcome: SendOutcomeKind, attempt: OpenAttempt): AttemptMove {
+export function attemptMove(outcome: SendOutcomeKind, attempt: AttemptFacts): AttemptMove {
+  if (!attempt.current || (attempt.status !== 'submitting' && attempt.status !== 'submit_unknown')) return ATTEMPT_MOVES[outcome][2];
   if (attempt.status === 'submitting') return ATTEMPT_MOVES[outcome][0];
   // the refusal answers the one send the unknown attempt had: it was not placed
   if (outcome === 'rejected' && attempt.sends <= 1) return REJECTED;
@@ -173,6 +189,8 @@ export type OrderOutcomeMove =
   /** the order takes the upstream's report (OrderUpdater.applyReport) */
   | { kind: 'report' }
   | { kind: 'unchanged' }
+  /** an acceptance of an attempt no longer open: the upstream order, unless the order follows it, is kept as its anomaly */
+  | { kind: 'untracked' }
   /** a local move through the state table (OrderUpdater.moveLocal) */
   | {
       kind: 'move';
@@ -186,7 +204,9 @@ export type OrderOutcomeMove =
 export type PlacementMetric = 'accepted' | 'deduplicated' | 'rejected' | 'unavailable' | 'queued' | 'unknown';
 
 export interface OutcomePlan {
-  /** Written on the attempt. */
+  /** The outcome was taken; false: the attempt was no longer open and is left as it is. */
+  taken: boolean;
+  /** Written on the attempt (nothing when empty). */
   attempt: AttemptPatch;
   order: OrderOutcomeMove;
   /** Counted once committed; null: nothing settled (a re-send still unknown). */
@@ -196,21 +216,27 @@ export interface OutcomePlan {
 }
 
 /**
- * The whole of what an outcome does to an open attempt and its order (the table above), as data the
- * submitter carries out in one transaction. `resendAt`: when an attempt left unknown is sent again.
+ * The whole of what an outcome does to the attempt and its order (the table above), as data the
+ * submitter carries out in one transaction. `leased`: the attempt's sending lease is set. `resendAt`:
+ * when an attempt left unknown is sent again.
  */
 export function planOutcome(
   outcome: OutcomeFacts,
-  attempt: OpenAttempt & { attemptNo: number; downstreamOrderNo: string },
+  attempt: AttemptFacts & { attemptNo: number; downstreamOrderNo: string; leased: boolean },
   at: { now: Date; resendAt: Date },
 ): OutcomePlan {
   const move = attemptMove(outcome.kind, attempt);
   const detail = { attempt: attempt.attemptNo, downstream_order_no: attempt.downstreamOrderNo };
+  if (move.attempt === 'left') {
+    // not taken: nothing settles and nothing is counted; its send is over, so its sending lease ends
+    return { taken: false, attempt: attempt.leased ? { sending_until: null } : {}, order: { kind: move.order }, metric: null, log: null };
+  }
   if (move.attempt === 'resend_later') {
     // still unknown, sent again later under the same number; a callback or an operator may settle it first
     const refusal =
       outcome.kind === 'rejected' ? { http_status: outcome.httpStatus, error_code: outcome.errorCode, error_message: outcome.message } : {};
     return {
+      taken: true,
       attempt: { sending_until: null, next_resend_at: at.resendAt, ...refusal },
       order: { kind: 'unchanged' },
       metric: null,
@@ -220,6 +246,7 @@ export function planOutcome(
   switch (outcome.kind) {
     case 'accepted':
       return {
+        taken: true,
         attempt: {
           status: 'accepted',
           sending_until: null,
@@ -236,6 +263,7 @@ export function planOutcome(
       // what the upstream kept of it, for an operator (a payment_failed order, canceled there)
       const kept = outcome.upstreamOrderId ? { upstream_order_id: outcome.upstreamOrderId } : {};
       return {
+        taken: true,
         attempt: {
           status: 'rejected',
           sending_until: null,
@@ -258,6 +286,7 @@ export function planOutcome(
     }
     case 'unavailable':
       return {
+        taken: true,
         attempt: {
           status: 'rejected',
           sending_until: null,
@@ -277,6 +306,7 @@ export function planOutcome(
       };
     case 'queued':
       return {
+        taken: true,
         attempt: { status: 'queued', sending_until: null },
         order: {
           kind: 'move',
@@ -290,6 +320,7 @@ export function planOutcome(
       };
     case 'unknown':
       return {
+        taken: true,
         attempt: { status: 'submit_unknown', sending_until: null, unknown_since: at.now, next_resend_at: at.resendAt },
         order: {
           kind: 'move',

@@ -182,13 +182,8 @@ export class OrderSubmitter {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked) return null;
       const { order, attempt } = locked;
-      if ((attempt.status !== 'submitting' && attempt.status !== 'submit_unknown') || order.attempt !== attemptNo) {
-        if (attempt.sendingUntil) await tx.updateAttempt(attempt.id, { sending_until: null });
-        if (outcome.kind === 'accepted')
-          return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: false };
-        return { order, applied: false };
-      }
-      // the attempt lifecycle (attempt-plan.ts) decides everything the outcome does; this carries it out
+      // the attempt lifecycle (attempt-plan.ts) decides everything the outcome does, to an attempt no longer
+      // open too; this carries it out
       const plan = planOutcome(
         outcome.kind === 'accepted'
           ? {
@@ -197,7 +192,14 @@ export class OrderSubmitter {
               changedRequest: outcome.request !== attempt.request ? outcome.request : null,
             }
           : outcome,
-        { status: attempt.status, sends: attempt.sends, attemptNo, downstreamOrderNo: attempt.downstreamOrderNo },
+        {
+          status: attempt.status,
+          sends: attempt.sends,
+          current: order.attempt === attemptNo,
+          leased: attempt.sendingUntil !== null,
+          attemptNo,
+          downstreamOrderNo: attempt.downstreamOrderNo,
+        },
         { now, resendAt: this.resendAt(now) },
       );
       await tx.updateAttempt(attempt.id, plan.attempt);
@@ -207,7 +209,10 @@ export class OrderSubmitter {
       });
       switch (plan.order.kind) {
         case 'unchanged':
-          return { order, applied: true };
+          return { order, applied: plan.taken };
+        case 'untracked':
+          if (outcome.kind !== 'accepted') throw new Error(`a ${outcome.kind} outcome has no upstream order`);
+          return { order: await this.lateAcceptance(tx, order, attempt, outcome.report, source), applied: plan.taken };
         case 'move': {
           const { trigger, to, patch, detail } = plan.order;
           const moved = await this.updater.moveLocal(tx, order, trigger, to, source, patch, detail);
@@ -215,7 +220,7 @@ export class OrderSubmitter {
           // `unavailable`: nothing reached the upstream
           const code = outcome.kind === 'rejected' ? refusalCode(outcome) : moved.errorCode;
           const followed = to === 'rejected' && onRefused ? await onRefused(tx, moved, code, outcome.kind !== 'unavailable') : null;
-          return { order: followed ?? moved, applied: true };
+          return { order: followed ?? moved, applied: plan.taken };
         }
         case 'report': {
           if (outcome.kind !== 'accepted') throw new Error(`a ${outcome.kind} outcome has no report`);
@@ -234,7 +239,7 @@ export class OrderSubmitter {
             this.monitor.pingSoon(); // the wallet was debited: check it against WALLET_LOW_BALANCE
             this.checkCharge(order, r);
           });
-          return { order: applied.order, applied: true };
+          return { order: applied.order, applied: plan.taken };
         }
       }
     };
