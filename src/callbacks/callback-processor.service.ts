@@ -7,12 +7,13 @@
  *   no read, one commit. The order's next poll moves later (callbacks are flowing). Anything else is
  *   left pending for the drain below. The fulfillment is never stored in the inbox: a delivering claim
  *   that the drain takes up (it waited for an attempt in flight or a cancel) is read.
- * - the drain works through the pending callbacks, one group per upstream order and number:
+ * - the drain works through the pending callbacks, one group per upstream order and number, one step
+ *   after the other as `planStep` and `nextStep` say (callback-plan.ts): each step one call here:
  *   - `store` `unknown_order`: recorded, never applied;
- *   - `store` `other_attempt`: never applied; an upstream order that its order does not follow (its
+ *   - `check_untracked`: never applied; an upstream order that its order does not follow (its
  *     attempt closed here, or another upstream order followed) is kept as an anomaly on the order when
- *     the upstream's read confirms it (stored as `unknown_order` with an `anomaly …` outcome); a
- *     callback naming an earlier attempt of the order it follows is `ignored`;
+ *     the upstream's read confirms it (stored as `unknown_order` with an `anomaly …` outcome);
+ *   - `store` `other_attempt`: a callback naming an earlier attempt of the order it follows is `ignored`;
  *   - `wait` (an attempt still in flight or a cancel in progress): the callback waits in the inbox and
  *     is taken up as soon as the order is settled (the domain event `order_settled`) or at its next
  *     retry, none of which counts as a try of its read;
@@ -52,14 +53,28 @@ import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js'
 import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { DomainEvents, type OrderSettled } from '../orders/domain-events.js';
-import { OrderFollowService, type RefreshResult, type UntrackedResult } from '../orders/order-follow.service.js';
+import { OrderFollowService, type RefreshResult, type ResolveResult } from '../orders/order-follow.service.js';
 import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
 import { OrderRepository } from '../orders/order.repository.js';
-import { ITEMS_DELIVERED, RANK, isUpstreamStatus } from '../orders/order-state.js';
+import { ITEMS_DELIVERED, isUpstreamStatus } from '../orders/order-state.js';
 import type { OrderTx } from '../orders/order-tx.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
 import { CallbackInboxRepository, type CallbackSummary, type InboxRow, type StoredRow } from './callback-inbox.repository.js';
-import { planCallbacks, readShows, type CallbackClaim, type CallbackOrderFacts, type CallbackPlan } from './callback-plan.js';
+import {
+  nextStep,
+  planCallbacks,
+  planStep,
+  readShows,
+  type CallbackClaim,
+  type CallbackOrderFacts,
+  type CallbackPlan,
+  type ClaimGroup,
+  type ClaimOrder,
+  type DrainStep,
+  type DrainWork,
+  type InboxRecord,
+  type WorkDone,
+} from './callback-plan.js';
 import { runLimited } from '../orders/run-limited.js';
 import type { UpstreamCallOptions } from '../upstream/upstream.client.js';
 import type { UpstreamFulfillment, UpstreamOrder } from '../upstream/upstream.types.js';
@@ -76,17 +91,30 @@ function groupBy<K>(rows: readonly InboxRow[], key: (row: InboxRow) => K): Map<K
   return groups;
 }
 
+/** What the callbacks' claims are, as the inbox keeps them: no order number from the upstream, no fulfillment. */
+function claimsOf(rows: readonly InboxRow[]): CallbackClaim[] {
+  return rows.map((row) => ({
+    upstreamOrderId: row.upstreamOrderId,
+    upstreamOrderNo: null,
+    downstreamOrderNo: row.downstreamOrderNo,
+    status: row.status,
+    fulfillment: null,
+  }));
+}
+
+/** The order the callbacks name, and the attempt their number names. */
+type FoundOrder = NonNullable<Awaited<ReturnType<OrderRepository['findOrderNamed']>>>;
+
+/** The attempt a plan's resolve or untracked check is for: the one the callbacks' number names. */
+function named(found: FoundOrder): AttemptRecord {
+  if (!found.attempt) throw new Error(`the callbacks for order ${found.order.shopOrderNo} name no attempt`);
+  return found.attempt;
+}
+
 const BATCH = 24;
 const CONCURRENCY = 8;
 /** Upstream reads one group of callbacks may make one after the other (settling an unknown attempt, then the order's state). */
 const READS_PER_GROUP = 2;
-/**
- * Confirming reads of a callback that the order does not follow on its own (a submit_unknown attempt,
- * an upstream order it does not follow) that may fail before it is left to the inbox's record alone.
- * Only reads count: waiting for an attempt in flight or a cancel in progress does not.
- */
-const MAX_RESOLVE_TRIES = 8;
-
 /** How long after a confirming read ended a callback received may still be answered by it. */
 const SHARE_MS = 1000;
 /** How long an ended read is kept for callbacks received before its end that are claimed later. */
@@ -304,174 +332,130 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
       upstreamOrderId: order.upstreamOrderId,
       attempt: order.attempt,
       operationInProgress: order.opToken !== null && order.opUntil !== null && order.opUntil > this.clock.now(),
-      named,
+      named: named && { attemptNo: named.attemptNo, status: named.status },
     };
   }
 
   /**
    * Callbacks of one upstream order that carry the same `downstream_order_no` (or none), as their plan
-   * (planCallbacks) says. The inbox keeps no fulfillment: a delivering claim taken up here (it waited,
-   * or could not be applied on receipt) is read.
+   * says (callback-plan.ts: `planCallbacks`, then `planStep` and `nextStep`). The inbox keeps no
+   * fulfillment: a delivering claim taken up here (it waited, or could not be applied on receipt) is
+   * read. An order settled while it was looked at (e.g. by an operator) is looked at once more.
    */
-  private async processClaim(group: InboxRow[]): Promise<void> {
-    const ids = group.map((r) => r.id);
-    const { supplier, upstreamOrderId, downstreamOrderNo: number } = group[0];
-    const now = () => this.clock.now();
-    const claims: CallbackClaim[] = group.map((row) => ({
+  private async processClaim(rows: InboxRow[]): Promise<void> {
+    const first = await this.look(rows, false);
+    if (first.kind === 'again') await this.look(rows, true, first.answer);
+  }
+
+  /**
+   * One look at the order the callbacks name: their plan carried out, one step after the other, until
+   * the inbox records them or the plan says to look `again`. `answer`: the upstream order as an
+   * earlier look read it.
+   */
+  private async look(rows: InboxRow[], lastPass: boolean, answer?: UpstreamOrder): Promise<DrainStep> {
+    const { supplier, upstreamOrderId, downstreamOrderNo: number } = rows[0];
+    // only an order of the supplier whose URL the callbacks reached
+    const found = await this.orders.findOrderNamed(supplier, upstreamOrderId, number);
+    const group: ClaimGroup = {
       upstreamOrderId,
-      upstreamOrderNo: null,
-      downstreamOrderNo: number,
-      status: row.status,
-      fulfillment: null,
-    }));
-    /** The upstream's answer, once read (by a resolve that found the attempt settled meanwhile). */
-    let answer: UpstreamOrder | undefined;
-    // a second pass when the order was settled while it was looked at (e.g. by an operator)
-    for (let pass = 0; ; pass++) {
-      // only an order of the supplier whose URL the callbacks reached
-      const found = await this.orders.findOrderNamed(supplier, upstreamOrderId, number);
-      let plan = planCallbacks(
-        claims,
-        found ? this.facts(found.order, found.attempt ? { attemptNo: found.attempt.attemptNo, status: found.attempt.status } : null) : null,
-        this.config.callbacks.trust,
-      );
-      if (!found || (plan.kind === 'store' && plan.reason === 'unknown_order')) {
-        await this.inbox.finish(ids, 'unknown_order', 'no local order has this upstream order or number', null, now());
-        this.logger.warn({
-          msg: `callback for an unknown order (upstream ${upstreamOrderId}): recorded, not applied`,
-          upstream_order_id: upstreamOrderId,
-        });
-        return;
+      number,
+      claimed: [...new Set(rows.map((r) => r.status))],
+      tries: Math.max(...rows.map((r) => r.tries)),
+    };
+    const order: ClaimOrder | null = found && {
+      shopOrderNo: found.order.shopOrderNo,
+      status: found.order.status,
+      attempt: found.order.attempt,
+      opUntil: found.order.opUntil,
+    };
+    const plan = planCallbacks(claimsOf(rows), found && this.facts(found.order, found.attempt), this.config.callbacks.trust);
+    let step = planStep(plan, group, order);
+    while (step.kind === 'do' && found && order) {
+      const done = await this.work(step.work, rows, found, answer);
+      step = nextStep(done, group, order, { lastPass, aborted: this.shutdown.signal.aborted });
+    }
+    if (step.kind === 'record') await this.record(rows, found?.order ?? null, step.record);
+    return step;
+  }
+
+  /** One piece of a plan's work (callback-plan.ts DrainWork), and what came of it. */
+  private async work(work: DrainWork, rows: InboxRow[], found: FoundOrder, answer: UpstreamOrder | undefined): Promise<WorkDone> {
+    const { supplier, upstreamOrderId, downstreamOrderNo: number } = rows[0];
+    const { order } = found;
+    switch (work.kind) {
+      case 'apply': {
+        const ids = rows.map((r) => r.id);
+        const claims = claimsOf(rows);
+        return {
+          work: 'apply',
+          result: await this.orders.transaction((tx) => this.applyLocked(tx, ids, { supplier, number, upstreamOrderId }, claims)),
+        };
       }
-      const { order, attempt } = found;
-      if (plan.kind === 'apply') {
-        const r = await this.orders.transaction((tx) => this.applyLocked(tx, ids, { supplier, number, upstreamOrderId }, claims));
-        if (r.kind === 'applied') return;
-        if (pass === 0) continue; // the order moved meanwhile: planned again from what it now is
-        plan = r.plan;
+      case 'resolve': {
+        const attempt = named(found);
+        return { work: 'resolve', attempt, result: await this.resolve(order.id, supplier, attempt, upstreamOrderId) };
       }
-      switch (plan.kind) {
-        case 'apply':
-          return this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'order_moved');
-        case 'store': {
-          // an upstream order for an attempt closed here, or besides the one the order follows: the upstream confirms it exists
-          if (attempt && order.upstreamOrderId !== upstreamOrderId && (attempt.status === 'rejected' || order.upstreamOrderId !== null)) {
-            const r = await this.follow.checkUntracked(
-              supplier,
-              order.id,
-              attempt,
-              upstreamOrderId,
-              'callback',
-              this.shutdown.signal,
-              answer,
-            );
-            if (r.kind === 'followed' && pass === 0) continue;
-            return this.untracked(group, order, attempt, r);
-          }
-          await this.inbox.finish(
-            ids,
-            'ignored',
-            `another attempt's callback (${number ?? 'no number'}): order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`,
-            order.id,
-            now(),
-          );
-          return;
-        }
-        case 'wait':
-          await this.defer(
-            ids,
-            order.id,
-            plan.reason === 'operation_in_progress' && order.opUntil ? order.opUntil : new Date(now().getTime() + this.retryMs),
-            plan.reason,
-          );
-          return;
-        case 'resolve': {
-          // whatever it claims: the read that settles an unknown attempt can hand items to the shop
-          const r = await this.follow.resolveUnknown(supplier, attempt!, upstreamOrderId, 'callback', this.shutdown.signal, {
-            priority: 'deliver',
-          });
-          if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
-          switch (r.kind) {
-            case 'resolved':
-              this.remember(order.id, Promise.resolve({ kind: 'applied', order: r.order })).doneAt = this.clock.nowMs();
-              await this.inbox.finish(ids, 'applied', `resolved attempt ${attempt!.downstreamOrderNo}`, order.id, now());
-              return;
-            case 'not_unknown':
-              // settled meanwhile: looked at again as it now is (once), else read as any other order below
-              answer = r.answer;
-              if (pass === 0) continue;
-              break;
-            case 'mismatch':
-              await this.inbox.finish(ids, 'ignored', r.reason, order.id, now());
-              return;
-            case 'read_failed':
-              return this.readFailed(group, order.id, r.error);
-          }
-          break;
-        }
-        case 'hint':
-          if (await this.hinted(group, order)) return;
-          break;
-        case 'read':
-          break;
+      case 'check_untracked': {
+        const attempt = named(found);
+        const signal = this.shutdown.signal;
+        return {
+          work: 'check_untracked',
+          attempt,
+          result: await this.follow.checkUntracked(supplier, order.id, attempt, upstreamOrderId, 'callback', signal, answer),
+        };
       }
-      const { result: r, shared } = await this.confirm(order.id, group);
-      if (r.kind === 'read_failed' && this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now());
-      switch (r.kind) {
-        case 'applied':
-          await this.inbox.finish(ids, 'applied', `applied ${r.order.status}${shared ? ' (shared read)' : ''}`, order.id, now());
-          return;
-        case 'deferred':
-          await this.defer(ids, order.id, new Date(now().getTime() + this.retryMs), 'operation_in_progress');
-          return;
-        case 'read_failed':
-          await this.inbox.finish(ids, 'read_failed', r.error.message, order.id, now());
-          // the read made the order due now (OrderFollowService.refresh): the poller reads it soon
-          this.events.publish({ type: 'order_read_due', orderId: order.id, why: 'callback_read_failed' });
-          return;
-        case 'missing':
-          await this.inbox.finish(
-            ids,
-            'ignored',
-            `order ${order.shopOrderNo} has no upstream order to read (${order.status})`,
-            order.id,
-            now(),
-          );
-          return;
-      }
+      case 'poll_sooner':
+        return {
+          work: 'poll_sooner',
+          next: await this.inbox.pollSooner(order.id, new Date(this.clock.nowMs() + this.config.orders.pollBaseMs)),
+        };
+      case 'confirm':
+        return { work: 'confirm', ...(await this.confirm(order.id, rows)) };
     }
   }
 
   /**
-   * Callbacks that all claim an earlier state (EARLY) of an order with an upstream order: no read. An
-   * order at or past every claimed state here is left as it is; else the order's next poll is brought
-   * to ORDER_POLL_BASE_MS from now at the latest. False when the poller does not follow the order (it
-   * is then read).
+   * What the inbox records for the callbacks (callback-plan.ts InboxRecord); `order`: the order they
+   * name (null: none).
    */
-  private async hinted(group: InboxRow[], order: OrderRecord): Promise<boolean> {
-    const ids = group.map((r) => r.id);
-    const claims = [...new Set(group.map((r) => r.status))].join(', ');
+  private async record(rows: InboxRow[], order: OrderRecord | null, r: InboxRecord): Promise<void> {
+    const ids = rows.map((row) => row.id);
+    const orderId = order?.id ?? null;
     const now = this.clock.now();
-    if (isUpstreamStatus(order.status) && group.every((row) => isUpstreamStatus(row.status) && RANK[order.status] >= RANK[row.status])) {
-      await this.inbox.finish(
-        ids,
-        'applied',
-        `late: order ${order.shopOrderNo} is ${order.status} here (claimed ${claims}); not read`,
-        order.id,
-        now,
-      );
-      return true;
+    switch (r.kind) {
+      case 'finish': {
+        await this.inbox.finish(ids, r.state, r.outcome, orderId, now);
+        const fields = order ? { shop_order_no: order.shopOrderNo, trace_id: order.traceId } : {};
+        if (r.warn) this.logger.warn({ msg: r.warn, ...fields, upstream_order_id: rows[0].upstreamOrderId });
+        return;
+      }
+      case 'wait':
+        return this.defer(ids, orderId, r.until === 'retry' ? new Date(now.getTime() + this.retryMs) : r.until, r.outcome);
+      case 'retry_read': {
+        const backoff = backoffMs(r.tries, { baseMs: this.config.orders.pollBaseMs, maxMs: this.config.orders.pollMaxMs });
+        return this.inbox.defer(ids, orderId, new Date(now.getTime() + backoff), r.outcome, r.tries);
+      }
+      case 'read_due':
+        await this.inbox.finish(ids, 'read_failed', r.outcome, orderId, now);
+        // the read made the order due now (OrderFollowService.refresh): the poller reads it soon
+        if (orderId) this.events.publish({ type: 'order_read_due', orderId, why: 'callback_read_failed' });
+        return;
+      case 'give_back':
+        return this.inbox.giveBack(ids, now);
     }
-    const next = await this.inbox.pollSooner(order.id, new Date(now.getTime() + this.config.orders.pollBaseMs));
-    if (next === null) return false;
-    await this.inbox.finish(
-      ids,
-      'applied',
-      `poll_sooner: order ${order.shopOrderNo} is polled by ${next.toISOString()} (claimed ${claims}); not read`,
-      order.id,
-      now,
-    );
-    return true;
+  }
+
+  /**
+   * The read that settles the order's `submit_unknown` attempt, in the `deliver` class whatever the
+   * callbacks claim (it can hand items to the shop); once resolved, it stands as the order's latest
+   * confirming read.
+   */
+  private async resolve(orderId: string, supplier: string, attempt: AttemptRecord, upstreamOrderId: number): Promise<ResolveResult> {
+    const r = await this.follow.resolveUnknown(supplier, attempt, upstreamOrderId, 'callback', this.shutdown.signal, {
+      priority: 'deliver',
+    });
+    if (r.kind === 'resolved') this.remember(orderId, Promise.resolve({ kind: 'applied', order: r.order })).doneAt = this.clock.nowMs();
+    return r;
   }
 
   /**
@@ -507,87 +491,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     return read;
   }
 
-  /**
-   * The outcome of an upstream order that the order does not follow. One kept as an anomaly is stored
-   * as `unknown_order` (the inbox's states are fixed by its CHECK constraint): not applied, and not
-   * followed by this service; its `outcome` says `anomaly <reason>: …`.
-   */
-  private async untracked(group: InboxRow[], order: OrderRecord, attempt: AttemptRecord, r: UntrackedResult): Promise<void> {
-    const ids = group.map((g) => g.id);
-    const upstreamOrderId = group[0].upstreamOrderId;
-    const now = this.clock.now();
-    switch (r.kind) {
-      case 'anomaly':
-        await this.inbox.finish(
-          ids,
-          'unknown_order',
-          `anomaly ${r.reason}: upstream order ${upstreamOrderId} (${r.status}) exists for attempt ` +
-            `${attempt.downstreamOrderNo} (${attempt.status} here); ` +
-            `order ${order.shopOrderNo} follows ${r.order.upstreamOrderId ?? 'no upstream order'}`,
-          order.id,
-          now,
-        );
-        return;
-      case 'nothing_kept':
-        await this.inbox.finish(
-          ids,
-          'ignored',
-          `upstream order ${upstreamOrderId} for attempt ${attempt.downstreamOrderNo} is ${r.status} there: nothing kept`,
-          order.id,
-          now,
-        );
-        this.logger.warn({
-          msg:
-            `callback names upstream order ${upstreamOrderId} for ${order.shopOrderNo} (attempt ` +
-            `${attempt.downstreamOrderNo}, ${attempt.status} here), which the order does not follow; it is ` +
-            `${r.status} there: ignored`,
-          shop_order_no: order.shopOrderNo,
-          trace_id: order.traceId,
-          upstream_order_id: upstreamOrderId,
-        });
-        return;
-      case 'mismatch':
-      case 'followed':
-        await this.inbox.finish(
-          ids,
-          'ignored',
-          r.kind === 'mismatch' ? r.reason : `order ${order.shopOrderNo} follows upstream order ${upstreamOrderId} now`,
-          order.id,
-          now,
-        );
-        if (r.kind === 'mismatch') {
-          this.logger.warn({
-            msg: `callback for ${order.shopOrderNo} not confirmed by the upstream: ${r.reason}; ignored`,
-            shop_order_no: order.shopOrderNo,
-            trace_id: order.traceId,
-            upstream_order_id: upstreamOrderId,
-          });
-        }
-        return;
-      case 'read_failed':
-        if (this.shutdown.signal.aborted) return this.inbox.giveBack(ids, now);
-        return this.readFailed(group, order.id, r.error);
-    }
-  }
-
-  /**
-   * A confirming read failed: the callbacks are tried again with a backoff, up to MAX_RESOLVE_TRIES
-   * failed reads (deferrals are not counted), then kept as `read_failed`.
-   */
-  private async readFailed(group: InboxRow[], orderId: string, error: Error): Promise<void> {
-    const ids = group.map((g) => g.id);
-    const failed = Math.max(...group.map((g) => g.tries)) + 1;
-    const now = this.clock.now();
-    if (failed >= MAX_RESOLVE_TRIES) {
-      await this.inbox.finish(ids, 'read_failed', error.message, orderId, now);
-      return;
-    }
-    const backoff = backoffMs(failed, { baseMs: this.config.orders.pollBaseMs, maxMs: this.config.orders.pollMaxMs });
-    await this.inbox.defer(ids, orderId, new Date(now.getTime() + backoff), `read_failed: ${error.message}`, failed);
-  }
-
-  private async defer(ids: string[], orderId: string, at: Date, outcome: string): Promise<void> {
-    this.deferred.add(orderId);
+  private async defer(ids: string[], orderId: string | null, at: Date, outcome: string): Promise<void> {
+    if (orderId) this.deferred.add(orderId);
     await this.inbox.defer(ids, orderId, at, outcome);
   }
 }
