@@ -268,7 +268,7 @@ describe("planStep: the drain's first step for a plan", () => {
     });
   });
 
-  it('apply, resolve, check_untracked and read are work: the locked apply, the resolving read, the upstream check, the confirming read', () => {
+  it('apply, resolve, check_untracked and read are work: the locked apply, the resolving read, the check, the confirming read', () => {
     expect(planStep({ kind: 'apply', reports: [{ status: 'paid' }] }, group(), looked())).toEqual({ kind: 'do', work: { kind: 'apply' } });
     expect(planStep({ kind: 'resolve' }, group(), looked())).toEqual({ kind: 'do', work: { kind: 'resolve' } });
     expect(planStep({ kind: 'check_untracked' }, group(), looked())).toEqual({ kind: 'do', work: { kind: 'check_untracked' } });
@@ -350,14 +350,16 @@ describe('nextStep: what the drain does with what came of its work', () => {
     ).toEqual(
       finish(
         'unknown_order',
-        'anomaly UPSTREAM_ORDER_EXISTS: upstream order 7 (paid) exists for attempt SHOP-1 (rejected here); order SHOP-1 follows no upstream order',
+        'anomaly UPSTREAM_ORDER_EXISTS: upstream order 7 (paid) exists for attempt SHOP-1 (rejected here); ' +
+          'order SHOP-1 follows no upstream order',
       ),
     );
     expect(nextStep(check({ kind: 'nothing_kept', status: 'canceled' }), group(), looked(), FIRST)).toEqual(
       finish(
         'ignored',
         'upstream order 7 for attempt SHOP-1 is canceled there: nothing kept',
-        'callback names upstream order 7 for SHOP-1 (attempt SHOP-1, rejected here), which the order does not follow; it is canceled there: ignored',
+        'callback names upstream order 7 for SHOP-1 (attempt SHOP-1, rejected here), which the order does not follow; ' +
+          'it is canceled there: ignored',
       ),
     );
     expect(nextStep(check({ kind: 'mismatch', reason: 'not ours' }), group(), looked(), FIRST)).toEqual(

@@ -257,7 +257,8 @@ export function planStep(plan: CallbackPlan, group: ClaimGroup, order: ClaimOrde
     case 'store':
       return finish(
         'ignored',
-        `another attempt's callback (${group.number ?? 'no number'}): order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`,
+        `another attempt's callback (${group.number ?? 'no number'}): ` +
+          `order ${order.shopOrderNo} is at attempt ${order.attempt}; not applied`,
       );
     case 'wait':
       return record({
