@@ -1,6 +1,6 @@
 /**
  * The failover of an order placed through an offer (CONTRACT §11), one rule for whoever sends its
- * attempt (the request that placed it, OfferPlacement, or the queue, OrderRelayService.placeQueued):
+ * attempt (the request that placed it, OfferPlacement, or the queue, QueuedOrderSender.placeQueued):
  * when an attempt ends with a definitive refusal before any charge, the next untried source is
  * reserved as the order's next attempt (`queued` at that source's supplier) IN THE TRANSACTION that
  * records the refusal, so that a crash after its commit leaves that attempt for the queue.
