@@ -14,8 +14,9 @@
  * source, when the route meets none that could take the order) are recorded there as attempts
  * rejected before sending, each with its code (`price_changed`, `sku_unavailable`, `supplier_disabled`,
  * `supplier_not_found`), so that the route shows every source met. A source whose supplier's key is
- * blocked is met after the others: its attempt is reserved `queued` and sent when the block ends. Nothing follows `submit_unknown`, a placement, a queued attempt (a budget is not a
- * refusal) or a refusal the route does not pass over.
+ * blocked is met after the others: its attempt is reserved `queued` and sent when the block ends.
+ * Nothing follows `submit_unknown`, a placement, a queued attempt (a budget is not a refusal) or a
+ * refusal the route does not pass over.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
