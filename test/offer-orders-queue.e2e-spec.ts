@@ -9,11 +9,18 @@
  *   (`upstream_unavailable`, no create to it), and the order placed at the second;
  * - every source above the ceiling: 409 `no_source_available` with the `rejected` order and its route
  *   (one `price_changed` attempt per source, nothing sent anywhere), and the same body again is routed
- *   again under new numbers.
+ *   again under new numbers;
+ * - no source that could take the order (two unavailable locally, the third's supplier disabled): 409
+ *   `no_source_available` with the order recorded `rejected`, one attempt per source with its code,
+ *   nothing sent; submitted again once the supplier is enabled, it is placed there;
+ * - the first supplier's key blocked and the other sources unavailable: a budget is not a refusal, the
+ *   order is answered 202 `queued` at the first, nothing sent while the block lasts, and the queue
+ *   places it there when the block ends.
  * The sandboxes' own order lists are the proof of where orders went; the metrics count the failovers
  * by reason and the routed orders by supplier.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
+import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitFor } from './support/wait.js';
 
@@ -38,10 +45,13 @@ const stockRefusal = { kind: 'coded_error' as const, operation: 'createOrder' as
 
 describe('orders through an offer of three sources', () => {
   // every price guard reads the product (a sync's read of it would otherwise serve the guard)
-  const t = useAppSuite({ suppliers: { second: {}, third: {} }, seed: true, env: { ORDER_PRICE_FRESH_S: '0' } });
+  // (a request waits for no blocked key: a placement's budget wait is 0 ms)
+  const t = useAppSuite({ suppliers: { second: {}, third: {} }, seed: true, env: { ORDER_PRICE_FRESH_S: '0', ORDER_QUEUE_WAIT_MS: '0' } });
   let second: SandboxServer;
   let third: SandboxServer;
   let key = '';
+  /** A SKU out of stock at every sandbox (the seeded catalog), known unavailable locally. */
+  let outKey = '';
   let n = 0;
   const no = (tag: string) => `OQ-${tag}-${++n}`;
   const http = () => t.app.http;
@@ -84,6 +94,13 @@ describe('orders through an offer of three sources', () => {
     await sync('second');
     await sync('third');
     key = `${product.id}:${chosen.sku_code}`;
+    const out = t.sandbox.catalog
+      .listedProducts()
+      .filter((p) => p.fulfillment_type !== 'manual')
+      .flatMap((p) => p.skus.filter((s) => s.stock_status === 'out_of_stock').map((s) => `${p.id}:${s.sku_code}`))
+      .find((k) => k !== key)!;
+    expect(out).toBeDefined();
+    outKey = out;
     const sources = ['main', 'second', 'third'].map((supplier) => ({ supplier, sku_key: key }));
     const put = await http().put('/internal/offers/OFF-3', { title: 'three', routing: 'priority', sources });
     expect(put.status).toBeLessThan(300);
@@ -189,4 +206,79 @@ describe('orders through an offer of three sources', () => {
     expect(requests()).toEqual(before);
     expect(sandboxes().map((s) => held(s, shopNo))).toEqual([[], [], []]);
   });
+
+  it('no source could take the order: 409 no_source_available with the order rejected, one attempt per source with its code; nothing sent', async () => {
+    const sources = [
+      { supplier: 'main', sku_key: outKey },
+      { supplier: 'second', sku_key: outKey },
+      { supplier: 'third', sku_key: key },
+    ];
+    expect((await http().put('/internal/offers/OFF-NONE', { routing: 'priority', sources })).status).toBeLessThan(300);
+    expect((await http().patch('/internal/suppliers/third', { enabled: false })).status).toBe(200);
+    const before = requests();
+    const shopNo = no('NONE');
+    const body = { shop_order_no: shopNo, offer: 'OFF-NONE' };
+    let r;
+    try {
+      r = await place(body);
+    } finally {
+      expect((await http().patch('/internal/suppliers/third', { enabled: true })).status).toBe(200);
+    }
+    expect(r.status).toBe(409);
+    const answer = r.data as { error_code: string; order: OfferOrder | null; route: RouteView[] };
+    expect(answer.error_code).toBe('no_source_available');
+    expect(answer.order).toMatchObject({ shop_order_no: shopNo, status: 'rejected', offer: 'OFF-NONE', supplier: 'third', attempt: 3 });
+    const refused = [
+      { attempt: 1, supplier: 'main', sku_key: outKey, outcome: 'rejected', error_code: 'sku_unavailable' },
+      { attempt: 2, supplier: 'second', sku_key: outKey, outcome: 'rejected', error_code: 'sku_unavailable' },
+      { attempt: 3, supplier: 'third', sku_key: key, outcome: 'rejected', error_code: 'supplier_disabled' },
+    ];
+    expect(answer.route).toEqual(refused);
+    expect(answer.order!.route).toEqual(refused);
+    // recorded as the API reads it, and nothing asked of any supplier
+    const recorded = (await http().get(`/internal/orders/${shopNo}`)).data as { order: OfferOrder };
+    expect(recorded.order).toMatchObject({ status: 'rejected', attempt: 3, route: refused });
+    expect(requests()).toEqual(before);
+    // the same body again, the supplier enabled: routed again, placed at the third under a new number
+    const creates0 = creates();
+    const again = await place(body);
+    expect(again.status).toBe(201);
+    expect((again.data as { order: OfferOrder }).order).toMatchObject({ supplier: 'third', attempt: 4 });
+    expect((again.data as { order: OfferOrder }).order.route).toEqual([
+      ...refused,
+      { attempt: 4, supplier: 'third', sku_key: key, outcome: 'accepted', error_code: null },
+    ]);
+    expect(creates()).toEqual([creates0[0], creates0[1], creates0[2] + 1]);
+    expect(sandboxes().map((s) => held(s, shopNo))).toEqual([[], [], [`${shopNo}-4`]]);
+  });
+
+  it("the first supplier's key blocked, the other sources unavailable: 202 queued at the first, placed there once the block ends", async () => {
+    const sources = [
+      { supplier: 'main', sku_key: key },
+      { supplier: 'second', sku_key: outKey },
+      { supplier: 'third', sku_key: outKey },
+    ];
+    expect((await http().put('/internal/offers/OFF-BLK', { routing: 'priority', sources })).status).toBeLessThan(300);
+    const before = requests();
+    const shopNo = no('BLK');
+    // (the last test: main's block, in this process, lasts a few seconds)
+    const until = await t.app.relay.app.get(SupplierRegistry).get('main').budget.noteRateLimited(4_000, 'test');
+    expect(until).not.toBeNull();
+    const r = await place({ shop_order_no: shopNo, offer: 'OFF-BLK' });
+    expect(r.status).toBe(202);
+    const order = (r.data as { order: OfferOrder }).order;
+    expect(order).toMatchObject({ status: 'queued', supplier: 'main', attempt: 1 });
+    // nothing sent while the key is blocked, and nothing to the others
+    expect(requests()).toEqual(before);
+    const placed = await waitFor(
+      async () => ((await http().get(`/internal/orders/${shopNo}`)).data as { order: OfferOrder }).order,
+      (o) => o.status !== 'queued' && o.status !== 'submitting',
+      'the queued order sent by the queue once the block ended',
+      60_000,
+    );
+    expect(placed).toMatchObject({ supplier: 'main', attempt: 1 });
+    expect(placed.upstream_order_id).not.toBeNull();
+    expect(placed.route).toEqual([{ attempt: 1, supplier: 'main', sku_key: key, outcome: 'accepted', error_code: null }]);
+    expect(sandboxes().map((s) => held(s, shopNo))).toEqual([[shopNo], [], []]);
+  }, 90_000);
 });

@@ -3,9 +3,9 @@
  * same seeded catalog, so one sku_key exists at both): priority goes to the first source; a refusal
  * before any charge at the first moves the order to the second as a new attempt; `submit_unknown` at
  * the first never reaches the second; every source refusing is 409 `no_source_available` with nothing
- * placed, and the same body again routes it again; a ceiling below the first source's cost and the
- * first supplier's blocked key skip it without a request; concurrent orders across a failover are each
- * placed exactly once at one supplier. The sandboxes' own order lists are the proof of where orders went.
+ * placed, and the same body again routes it again; a ceiling below the first source's cost refuses it
+ * without a request, and the first supplier's blocked key puts it after the second; concurrent orders
+ * across a failover are each placed exactly once at one supplier. The sandboxes' own order lists are the proof of where orders went.
  */
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';

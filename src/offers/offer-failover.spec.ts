@@ -1,5 +1,5 @@
 import { nextOfferStep } from './offer-failover.js';
-import type { RouteSource, RouteStep } from './offer-route.js';
+import { REFUSAL_CODES, type RefuseStep, type RouteSource, type RouteStep, type SkipReason } from './offer-route.js';
 
 const src = (position: number, supplier: string): RouteSource => ({
   position,
@@ -10,7 +10,12 @@ const src = (position: number, supplier: string): RouteSource => ({
 });
 const [a, b, c] = [src(0, 'main'), src(1, 'second'), src(2, 'third')];
 const tryAt = (source: RouteSource): RouteStep => ({ kind: 'try', source });
-const refuseAt = (source: RouteSource): RouteStep => ({ kind: 'refuse', source, code: 'price_changed' });
+const refuseAt = (source: RouteSource, reason: SkipReason = 'above_ceiling'): RefuseStep => ({
+  kind: 'refuse',
+  source,
+  reason,
+  code: REFUSAL_CODES[reason],
+});
 const steps = [tryAt(a), tryAt(b), tryAt(c)];
 const ref = (s: RouteSource) => ({ supplier: s.supplier, sku_key: s.sku_key });
 const refusal = { status: 'rejected' as const, errorCode: 'insufficient_stock', sent: true };
@@ -40,12 +45,12 @@ describe('nextOfferStep', () => {
     expect(nextOfferStep([refuseAt(a), tryAt(b)], [], null)).toEqual({
       kind: 'try',
       source: b,
-      refused: [{ source: a, code: 'price_changed' }],
+      refused: [refuseAt(a)],
     });
     expect(nextOfferStep([tryAt(a), refuseAt(b), tryAt(c)], [ref(a)], refusal)).toEqual({
       kind: 'try',
       source: c,
-      refused: [{ source: b, code: 'price_changed' }],
+      refused: [refuseAt(b)],
     });
     // recorded once: a refused source already in the attempts is not refused again
     expect(nextOfferStep([refuseAt(a), tryAt(b), tryAt(c)], [ref(a), ref(b)], refusal)).toEqual({ kind: 'try', source: c, refused: [] });
@@ -63,15 +68,20 @@ describe('nextOfferStep', () => {
     expect(nextOfferStep(steps, [ref(a), ref(b), ref(c)], refusal)).toEqual({ kind: 'exhausted', refused: [] });
     expect(nextOfferStep([tryAt(a), refuseAt(b)], [ref(a)], refusal)).toEqual({
       kind: 'exhausted',
-      refused: [{ source: b, code: 'price_changed' }],
+      refused: [refuseAt(b)],
     });
     expect(nextOfferStep([refuseAt(a), refuseAt(b)], [], null)).toEqual({
       kind: 'exhausted',
-      refused: [
-        { source: a, code: 'price_changed' },
-        { source: b, code: 'price_changed' },
-      ],
+      refused: [refuseAt(a), refuseAt(b)],
     });
     expect(nextOfferStep([], [], null)).toEqual({ kind: 'exhausted', refused: [] });
+  });
+
+  it("passes over the route's own refusals before sending, each recorded with its code", () => {
+    const all = [refuseAt(a, 'supplier_disabled'), refuseAt(b, 'unavailable'), refuseAt(c, 'supplier_unknown')];
+    expect(nextOfferStep(all, [], null)).toEqual({ kind: 'exhausted', refused: all });
+    const afterFirst = { status: 'rejected' as const, errorCode: 'supplier_disabled', sent: false };
+    expect(nextOfferStep(all, [ref(a)], afterFirst)).toEqual({ kind: 'exhausted', refused: all.slice(1) });
+    expect(all.map((s) => s.code)).toEqual(['supplier_disabled', 'sku_unavailable', 'supplier_not_found']);
   });
 });

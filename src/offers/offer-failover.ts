@@ -5,12 +5,12 @@
  * - `stay`: the order stays where the last try left it (placed, `submit_unknown`, queued for a budget,
  *   or a refusal the route does not pass over, `failoverStep` ≠ `next`);
  * - `try`: the next untried source to try, after `refused`: the untried sources before it that the
- *   price guard refuses without a request (each recorded as an attempt rejected before sending);
+ *   route refuses without a request (each recorded as an attempt rejected before sending);
  * - `exhausted`: no untried source left to try (`refused` as above): the order is `rejected` and the
  *   request waiting for it answers 409 `no_source_available`.
  * A source is one supplier's SKU (`supplier`, `sku_key`): tried once per pass whatever its position.
  */
-import { failoverStep, type AttemptEnd, type RouteSource, type RouteStep } from './offer-route.js';
+import { failoverStep, type AttemptEnd, type RefuseStep, type RouteSource, type RouteStep } from './offer-route.js';
 
 /** A source as an attempt names it. */
 export interface SourceRef {
@@ -19,19 +19,17 @@ export interface SourceRef {
 }
 
 export type OfferStep =
-  | { kind: 'try'; source: RouteSource; refused: Array<{ source: RouteSource; code: string }> }
-  | { kind: 'stay' }
-  | { kind: 'exhausted'; refused: Array<{ source: RouteSource; code: string }> };
+  { kind: 'try'; source: RouteSource; refused: RefuseStep[] } | { kind: 'stay' } | { kind: 'exhausted'; refused: RefuseStep[] };
 
 const same = (a: SourceRef, b: SourceRef) => a.supplier === b.supplier && a.sku_key === b.sku_key;
 
 export function nextOfferStep(steps: readonly RouteStep[], tried: readonly SourceRef[], last: AttemptEnd | null): OfferStep {
   if (last !== null && failoverStep(last) !== 'next') return { kind: 'stay' };
-  const refused: Array<{ source: RouteSource; code: string }> = [];
+  const refused: RefuseStep[] = [];
   for (const step of steps) {
     if (tried.some((t) => same(t, step.source))) continue;
     if (step.kind === 'try') return { kind: 'try', source: step.source, refused };
-    refused.push({ source: step.source, code: step.code });
+    refused.push(step);
   }
   return { kind: 'exhausted', refused };
 }

@@ -1,7 +1,10 @@
 import {
   FAILOVER_CODES,
   failoverStep,
+  passesOverBeforeSending,
   planRoute,
+  REFUSAL_CODES,
+  refusalMessage,
   routeCeiling,
   routeOrder,
   SKIP_REASONS,
@@ -52,11 +55,11 @@ describe('planRoute', () => {
     ['unavailable locally', src(0, 'a', '10.00', false), {}, null, 'unavailable'],
     ['lacking in its catalog', src(0, 'a', null), {}, null, 'unavailable'],
     ['above the ceiling', src(0, 'a', '20.01'), {}, '20.00', 'above_ceiling'],
-    ['a blocked key', src(0, 'a', '10.00'), { a: { enabled: true, blockedUntil: NOW + 1 } }, null, 'key_blocked'],
     // the first reason that holds
     ['disabled and unavailable', src(0, 'a', '10.00', false), { a: { enabled: false, blockedUntil: null } }, null, 'supplier_disabled'],
     ['unavailable and above the ceiling', src(0, 'a', '30.00', false), {}, '20.00', 'unavailable'],
     ['above the ceiling and blocked', src(0, 'a', '30.00'), { a: { enabled: true, blockedUntil: NOW + 1 } }, '20.00', 'above_ceiling'],
+    ['disabled and blocked', src(0, 'a', '10.00'), { a: { enabled: false, blockedUntil: NOW + 1 } }, null, 'supplier_disabled'],
   ];
   it.each(table)('%s', (_what, first, over, ceiling, reason) => {
     const second = src(1, 'b', '5.00');
@@ -71,7 +74,7 @@ describe('planRoute', () => {
     // the steps: the price guard's refusal of a source above the ceiling is met (and recorded); other skips are not
     const met =
       reason === 'above_ceiling'
-        ? [{ kind: 'refuse', source: first, code: 'price_changed' }]
+        ? [{ kind: 'refuse', source: first, reason, code: 'price_changed' }]
         : reason === null
           ? [{ kind: 'try', source: first }]
           : [];
@@ -90,6 +93,50 @@ describe('planRoute', () => {
       [0, 'above_ceiling'],
     ]);
     expect(plan.steps.map((s) => [s.kind, s.source.position])).toEqual([['refuse', 0]]);
+  });
+
+  it('holds a source whose key is blocked: tried after every source that can be tried now, in the routing order', () => {
+    const blocked = { enabled: true, blockedUntil: NOW + 1 };
+    const sources = [src(0, 'a', '10.00'), src(1, 'b', '10.00'), src(2, 'c', '30.00'), src(3, 'c', '10.00')];
+    const plan = planRoute('priority', sources, states({ a: blocked, b: blocked }), '20.00', NOW);
+    expect(positions(plan.held)).toEqual([0, 1]);
+    expect(positions(plan.tries)).toEqual([3, 0, 1]);
+    expect(plan.skipped.map((s) => [s.source.position, s.reason])).toEqual([[2, 'above_ceiling']]);
+    expect(plan.steps.map((s) => [s.kind, s.source.position])).toEqual([
+      ['refuse', 2],
+      ['try', 3],
+      ['try', 0],
+      ['try', 1],
+    ]);
+  });
+
+  it('every source that could take the order blocked: the order meets them, the first held first (queued there, not refused)', () => {
+    const blocked = { enabled: true, blockedUntil: NOW + 1 };
+    const plan = planRoute('priority', [src(0, 'a', '10.00'), src(1, 'b', '10.00', false)], states({ a: blocked }), null, NOW);
+    expect(plan.steps).toEqual([{ kind: 'try', source: src(0, 'a', '10.00') }]);
+    expect(plan.skipped).toEqual([{ source: src(1, 'b', '10.00', false), reason: 'unavailable' }]);
+  });
+
+  it('no source met: every source a refused step with its reason and code, in the routing order', () => {
+    const sources = [src(0, 'a', '10.00', false), src(1, 'zz', '10.00'), src(2, 'b', '10.00')];
+    const plan = planRoute('priority', sources, states({ b: { enabled: false, blockedUntil: NOW + 1 } }), null, NOW);
+    expect(plan.tries).toEqual([]);
+    expect(plan.steps).toEqual([
+      { kind: 'refuse', source: sources[0], reason: 'unavailable', code: 'sku_unavailable' },
+      { kind: 'refuse', source: sources[1], reason: 'supplier_unknown', code: 'supplier_not_found' },
+      { kind: 'refuse', source: sources[2], reason: 'supplier_disabled', code: 'supplier_disabled' },
+    ]);
+    // each with a message that names its source and why it was not asked
+    const messages = plan.steps.map((step) => (step.kind === 'refuse' ? refusalMessage(step) : null));
+    expect(messages).toEqual([
+      'a 1:A is known unavailable locally: it was not asked',
+      'no supplier zz: 2:A was not asked',
+      'supplier b is disabled: it takes no new orders, 3:A was not asked',
+    ]);
+  });
+
+  it('has a code for every reason', () => {
+    expect(Object.keys(REFUSAL_CODES).sort()).toEqual([...SKIP_REASONS].sort());
   });
 });
 
@@ -128,10 +175,24 @@ describe('failoverStep', () => {
     ['placed', { status: 'placed' }, 'wait'],
     ['queued for the budget', { status: 'queued' }, 'queued'],
     ['another refusal', { status: 'rejected', errorCode: 'bad_request', sent: true }, 'wait'],
+    ['another refusal before sending', { status: 'rejected', errorCode: 'bad_request', sent: false }, 'wait'],
+    ['the route refused the supplier as disabled', { status: 'rejected', errorCode: 'supplier_disabled', sent: false }, 'next'],
+    ['the route refused the supplier as unknown', { status: 'rejected', errorCode: 'supplier_not_found', sent: false }, 'next'],
+    ['supplier_disabled after sending', { status: 'rejected', errorCode: 'supplier_disabled', sent: true }, 'wait'],
     ['a refusal without a code', { status: 'rejected', errorCode: null, sent: true }, 'wait'],
     ['an unknown refusal', { status: 'rejected', errorCode: 'upstream_error', sent: true }, 'wait'],
   ];
   it.each(table)('%s → %s', (_what, end, step) => {
     expect(failoverStep(end)).toBe(step);
+  });
+
+  it('passes over before sending exactly as failoverStep says', () => {
+    expect(['price_changed', 'upstream_unavailable', 'supplier_disabled', 'sku_unavailable'].map(passesOverBeforeSending)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['bad_request', 'upstream_error', null].map(passesOverBeforeSending)).toEqual([false, false, false]);
   });
 });

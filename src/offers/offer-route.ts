@@ -4,27 +4,34 @@
  * the order moves on to the next source.
  *
  * `planRoute`: `priority` takes the sources in their order, `cheapest` by ascending current (local)
- * cost, ties in their order. A source is skipped, for the first reason that holds, when
+ * cost, ties in their order. A source is refused without a request, for the first reason that holds,
+ * when
  *   1. its supplier is unknown (`supplier_unknown`) or disabled (`supplier_disabled`),
  *   2. it is known unavailable locally, or its supplier's catalog lacks it (`unavailable`),
  *   3. its current cost is above the ceiling (`above_ceiling`): `max_unit_cost`, else the offer's sale
- *      price (`routeCeiling`), the price guard every source is held to,
- *   4. its supplier's key is blocked now (`key_blocked`): tried at once at the next source rather than
- *      waiting for the block.
- * A source whose budget is merely exhausted is NOT skipped: it is tried and its attempt is `queued`
- * (failoverStep).
- * The plan's `steps` are the sources in the routing's order that the order meets: each one to try, or
- * one the price guard refuses without a request (`above_ceiling`: `price_changed`), which the order
- * records as an attempt rejected before sending, so that its route shows it. The other skipped sources
- * (supplier unknown or disabled, unavailable, key blocked) are passed over and recorded nowhere.
+ *      price (`routeCeiling`), the price guard every source is held to.
+ * A source whose supplier's key is blocked now is not refused: a block ends, as a budget fills again.
+ * It is `held`: tried after every source that can be tried now (the order goes on at once to a source
+ * that can take it), so that when no other source is left the order's attempt at the first held
+ * source is `queued` for its budget, as any attempt the budget holds back, and sent when the block
+ * ends. A source whose budget is merely exhausted is tried in its place and its attempt `queued`.
  *
- * `failoverStep`: `next` only after a definitive refusal before any charge (FAILOVER_CODES, and
- * `upstream_unavailable` when nothing was sent); `queued` when the budget held the attempt back (not a
- * refusal: the order is routed again when a budget allows); `wait` otherwise: the order stays with this
- * attempt (placed; `submit_unknown`, which is never followed by another source, so that no order is
- * placed at two suppliers; or a refusal the route does not pass over, which ends the order as it says).
+ * The plan's `steps` are the sources the order meets, in order: the sources that can be tried now and
+ * those the price guard refuses (`above_ceiling`) in the routing's order, then the held ones. A refused
+ * step is recorded by the order as an attempt rejected before sending, with its code (REFUSAL_CODES),
+ * so that its route shows it; the other refused sources (supplier unknown or disabled, unavailable)
+ * are passed over and recorded nowhere, unless the order meets no source at all: then every source is
+ * a refused step, so that the order is recorded `rejected` with one route entry per source saying why.
+ *
+ * `failoverStep`: `next` only after a definitive refusal before any charge (FAILOVER_CODES, the
+ * route's own refusals before sending, and `upstream_unavailable` when nothing was sent); `queued`
+ * when the budget held the attempt back (not a refusal: the order is routed again when a budget
+ * allows); `wait` otherwise: the order stays with this attempt (placed; `submit_unknown`, which is
+ * never followed by another source, so that no order is placed at two suppliers; or a refusal the
+ * route does not pass over, which ends the order as it says).
  */
 import { Money } from '../catalog/pricing.js';
+import type { ErrorCode } from '../common/error-codes.js';
 import type { Routing } from './offer-input.js';
 
 /** A source as the route sees it: its place in the offer and its local view. */
@@ -44,19 +51,40 @@ export interface SupplierState {
   blockedUntil: number | null;
 }
 
-export const SKIP_REASONS = ['supplier_unknown', 'supplier_disabled', 'unavailable', 'above_ceiling', 'key_blocked'] as const;
+export const SKIP_REASONS = ['supplier_unknown', 'supplier_disabled', 'unavailable', 'above_ceiling'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
-/** A source the order meets on its route: tried, or refused by the price guard before any request (`code`). */
-export type RouteStep = { kind: 'try'; source: RouteSource } | { kind: 'refuse'; source: RouteSource; code: string };
+/** The code an attempt refused by the route before any request is recorded with, by reason (error-codes.ts). */
+export const REFUSAL_CODES: Readonly<Record<SkipReason, ErrorCode>> = {
+  supplier_unknown: 'supplier_not_found',
+  supplier_disabled: 'supplier_disabled',
+  unavailable: 'sku_unavailable',
+  above_ceiling: 'price_changed',
+};
+
+/** The route's own refusals of a source, before any request: the order moves on from each. */
+const ROUTE_REFUSALS: ReadonlySet<string> = new Set(Object.values(REFUSAL_CODES));
+
+/** A source the route refuses before any request, as the order records it (`code`, REFUSAL_CODES). */
+export interface RefuseStep {
+  kind: 'refuse';
+  source: RouteSource;
+  reason: SkipReason;
+  code: ErrorCode;
+}
+
+/** A source the order meets on its route: tried, or refused before any request. */
+export type RouteStep = { kind: 'try'; source: RouteSource } | RefuseStep;
 
 /** The price guard's refusal of a source whose local cost is above the ceiling (CONTRACT §5 `price_changed`). */
-export const CEILING_REFUSAL = 'price_changed';
+export const CEILING_REFUSAL = REFUSAL_CODES.above_ceiling;
 
 export interface RoutePlan {
-  /** The sources to try, in order. */
+  /** The sources to try, in order: those that can be tried now, then the held ones. */
   tries: RouteSource[];
-  /** The sources tried and those the price guard refuses (`above_ceiling`), in the routing's order. */
+  /** The sources whose supplier's key is blocked now, in the routing's order (the last of `tries`). */
+  held: RouteSource[];
+  /** The sources the order meets, in order (see the header). */
   steps: RouteStep[];
   /** The others, in the routing's order, each with why it is not tried. */
   skipped: Array<{ source: RouteSource; reason: SkipReason }>;
@@ -78,13 +106,16 @@ export function routeOrder(routing: Routing, sources: readonly RouteSource[]): R
   });
 }
 
-function skipReason(source: RouteSource, supplier: SupplierState | undefined, ceiling: string | null, nowMs: number): SkipReason | null {
+function skipReason(source: RouteSource, supplier: SupplierState | undefined, ceiling: string | null): SkipReason | null {
   if (supplier === undefined) return 'supplier_unknown';
   if (!supplier.enabled) return 'supplier_disabled';
   if (!source.available || source.cost_price === null) return 'unavailable';
   if (ceiling !== null && new Money(source.cost_price).gt(ceiling)) return 'above_ceiling';
-  if (supplier.blockedUntil !== null && supplier.blockedUntil > nowMs) return 'key_blocked';
   return null;
+}
+
+function refuseStep(source: RouteSource, reason: SkipReason): RefuseStep {
+  return { kind: 'refuse', source, reason, code: REFUSAL_CODES[reason] };
 }
 
 export function planRoute(
@@ -94,18 +125,40 @@ export function planRoute(
   ceiling: string | null,
   nowMs: number,
 ): RoutePlan {
-  const plan: RoutePlan = { tries: [], steps: [], skipped: [] };
+  const plan: RoutePlan = { tries: [], held: [], steps: [], skipped: [] };
   for (const source of routeOrder(routing, sources)) {
-    const reason = skipReason(source, suppliers.get(source.supplier), ceiling, nowMs);
-    if (reason === null) {
+    const state = suppliers.get(source.supplier);
+    const reason = skipReason(source, state, ceiling);
+    if (reason !== null) {
+      plan.skipped.push({ source, reason });
+      if (reason === 'above_ceiling') plan.steps.push(refuseStep(source, reason));
+    } else if (state?.blockedUntil != null && state.blockedUntil > nowMs) {
+      plan.held.push(source);
+    } else {
       plan.tries.push(source);
       plan.steps.push({ kind: 'try', source });
-    } else {
-      plan.skipped.push({ source, reason });
-      if (reason === 'above_ceiling') plan.steps.push({ kind: 'refuse', source, code: CEILING_REFUSAL });
     }
   }
+  plan.tries.push(...plan.held);
+  plan.steps.push(...plan.held.map((source): RouteStep => ({ kind: 'try', source })));
+  // no source met: each one refused with its reason, so that the order records why
+  if (plan.steps.length === 0) plan.steps = plan.skipped.map((s) => refuseStep(s.source, s.reason));
   return plan;
+}
+
+/** What the order records as a refused step's message. */
+export function refusalMessage(step: RefuseStep): string {
+  const { supplier, sku_key } = step.source;
+  switch (step.reason) {
+    case 'supplier_unknown':
+      return `no supplier ${supplier}: ${sku_key} was not asked`;
+    case 'supplier_disabled':
+      return `supplier ${supplier} is disabled: it takes no new orders, ${sku_key} was not asked`;
+    case 'unavailable':
+      return `${supplier} ${sku_key} is known unavailable locally: it was not asked`;
+    case 'above_ceiling':
+      return `the price guard refused ${supplier} ${sku_key} before any request: its cost is above the ceiling`;
+  }
 }
 
 /** The refusals before any charge after which the next source is tried (CONTRACT §11). */
@@ -132,6 +185,11 @@ export type AttemptEnd =
 
 export type FailoverStep = 'next' | 'wait' | 'queued';
 
+/** Whether a refusal before sending with `code` passes an offer order on to its next source. */
+export function passesOverBeforeSending(code: string | null): boolean {
+  return failoverStep({ status: 'rejected', errorCode: code, sent: false }) === 'next';
+}
+
 export function failoverStep(end: AttemptEnd): FailoverStep {
   switch (end.status) {
     case 'queued':
@@ -141,6 +199,7 @@ export function failoverStep(end: AttemptEnd): FailoverStep {
       return 'wait';
     case 'rejected':
       if (end.errorCode !== null && FAILOVER_CODES.has(end.errorCode)) return 'next';
-      return end.errorCode === 'upstream_unavailable' && !end.sent ? 'next' : 'wait';
+      if (end.sent || end.errorCode === null) return 'wait';
+      return end.errorCode === 'upstream_unavailable' || ROUTE_REFUSALS.has(end.errorCode) ? 'next' : 'wait';
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The failover of an order placed through an offer (CONTRACT §11), one rule for whoever sends its
- * attempt (the request that placed it, OfferPlacement, or the queue, OrderRelayService.placeQueued):
+ * attempt (the request that placed it, OfferPlacement, or the queue, QueuedOrderSender.placeQueued):
  * when an attempt ends with a definitive refusal before any charge, the next untried source is
  * reserved as the order's next attempt (`queued` at that source's supplier) IN THE TRANSACTION that
  * records the refusal, so that a crash after its commit leaves that attempt for the queue.
@@ -10,10 +10,13 @@
  * ceiling `max_unit_cost`, else the offer's sale price), the sources this pass already tried (its
  * attempts since the one its pass began with), and the local SKUs of the sources ahead; the returned
  * `RefusalFollowUp` decides with the refusal (offer-failover.ts `nextOfferStep`) inside the recording
- * transaction. The sources ahead that the price guard refuses without a request (above the ceiling)
- * are recorded there as attempts rejected before sending (`price_changed`), so that the route shows
- * every source met. Nothing follows `submit_unknown`, a placement, a queued attempt (a budget is not a
- * refusal) or a refusal the route does not pass over.
+ * transaction. The sources ahead that the route refuses without a request (above the ceiling; every
+ * source, when the route meets none that could take the order) are recorded there as attempts
+ * rejected before sending, each with its code (`price_changed`, `sku_unavailable`, `supplier_disabled`,
+ * `supplier_not_found`), so that the route shows every source met. A source whose supplier's key is
+ * blocked is met after the others: its attempt is reserved `queued` and sent when the block ends.
+ * Nothing follows `submit_unknown`, a placement, a queued attempt (a budget is not a refusal) or a
+ * refusal the route does not pass over.
  */
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -21,7 +24,7 @@ import { Clock } from '../common/clock.js';
 import { CatalogService, type CatalogSku } from '../catalog/catalog.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { nextOfferStep, type SourceRef } from '../offers/offer-failover.js';
-import { planRoute, routeCeiling, FAILOVER_CODES, type RouteSource, type RouteStep, type SupplierState } from '../offers/offer-route.js';
+import { planRoute, refusalMessage, routeCeiling, type RouteSource, type RouteStep, type SupplierState } from '../offers/offer-route.js';
 import { OfferRepository, type OfferRecord } from '../offers/offer.repository.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
@@ -60,11 +63,6 @@ export interface PlannedRoute {
   steps: RouteStep[];
   /** `max_unit_cost`, else the offer's sale price. */
   ceiling: string | null;
-}
-
-/** True when a refusal with `code` can pass an offer order on to its next source (offer-route.ts FAILOVER_CODES, or unreachable before sending). */
-export function passesOver(code: string | null): boolean {
-  return code !== null && (FAILOVER_CODES.has(code) || code === 'upstream_unavailable');
 }
 
 @Injectable()
@@ -144,12 +142,7 @@ export class OfferFailover {
       for (const r of step.refused) {
         failovers.push(reason);
         order = await this.reserve(tx, order, r.source, skus.get(r.source)!, reason, at, route.ceiling, withCallback);
-        order = await this.refuseReserved(
-          tx,
-          order,
-          r.code,
-          `the price guard refused ${r.source.supplier} ${r.source.sku_key} before any request: its cost is above the ceiling`,
-        );
+        order = await this.refuseReserved(tx, order, r.code, refusalMessage(r));
         reason = r.code;
       }
       if (step.kind === 'try') {

@@ -1,26 +1,36 @@
 /**
  * Placing an order through an offer (CONTRACT §11), for the request that places it: the route planned
  * now (OfferFailover.plan, offer-route.ts `planRoute`), its first source placed through the relay's own
- * placement (OrderRelayService.place; a first source the price guard refuses without a request is
- * recorded there as an attempt rejected before sending). Every refusal before any charge, whoever sends
- * the attempt, reserves the next untried source's attempt in the transaction recording it
- * (OfferFailover); this request then sends each such attempt (OrderRelayService.placeQueued) until one
- * is placed, unknown or queued for a budget, or none is left: 409 `no_source_available` with the
- * `rejected` order and its route. A placed, `submit_unknown` or queued order stays where it is, so
- * that an order is placed at one supplier at most.
+ * placement (OrderRelayService.place; a first source the route refuses without a request is recorded
+ * there as an attempt rejected before sending). Every refusal before any charge, whoever sends the
+ * attempt, reserves the next untried source's attempt in the transaction recording it (OfferFailover);
+ * this request then sends each such attempt (QueuedOrderSender.placeQueued) until one is placed,
+ * unknown or queued for a budget, or none is left: 409 `no_source_available` with the `rejected` order
+ * and its route. A placed, `submit_unknown` or queued order stays where it is, so that an order is
+ * placed at one supplier at most.
+ *
+ * The route always meets a source: when it meets none that could take the order, each source is a
+ * refusal of the route (offer-route.ts), so the order is recorded `rejected` with one route entry per
+ * source and nothing is sent anywhere. A source whose supplier's key is blocked is met after the
+ * others; its attempt waits for the budget as a placement does (ORDER_QUEUE_WAIT_MS from the request's
+ * start, in all), then is answered 202 `queued` and sent by the queue when the block ends.
  */
 import { Injectable } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
+import { AppConfig } from '../config/app-config.js';
 import { nextOfferStep } from '../offers/offer-failover.js';
+import { passesOverBeforeSending, refusalMessage } from '../offers/offer-route.js';
 import { OfferRepository } from '../offers/offer.repository.js';
-import { OfferFailover, passesOver } from './offer-failover.service.js';
+import { OfferFailover } from './offer-failover.service.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import { OrderRelayService, type PlaceResult } from './order-relay.service.js';
 import type { PlaceOrderInput } from './order-request.js';
 import type { OrderRecord } from './order.records.js';
 import { OrderRepository } from './order.repository.js';
+import { QueuedOrderSender } from './queued-order-sender.service.js';
 
 /** How long this request looks for the outcome of a reserved attempt that the queue took first. */
 const SETTLE_LOOKS = 200;
@@ -31,11 +41,15 @@ export class OfferPlacement {
     private readonly offers: OfferRepository,
     private readonly failover: OfferFailover,
     private readonly relay: OrderRelayService,
+    private readonly sender: QueuedOrderSender,
     private readonly repo: OrderRepository,
     private readonly presenter: OrderPresenter,
+    private readonly config: AppConfig,
   ) {}
 
   async place(input: PlaceOrderInput & { offer: string }): Promise<PlaceResult> {
+    // the sends of this request wait for the request budget this long in all (as a placement does)
+    const deadline = performance.now() + this.config.budget.orderQueueWaitMs;
     const offer = await this.offers.find(input.offer);
     if (offer === null) throw new AppError('offer_not_found', `no offer ${input.offer}`);
     const recorded = await this.repo.findByShopOrderNo(input.shop_order_no);
@@ -49,11 +63,9 @@ export class OfferPlacement {
     if (first.kind === 'stay') throw new Error('a route with no attempt yet cannot stay');
     const refused = first.refused[0];
     const source = refused?.source ?? (first.kind === 'try' ? first.source : null);
-    // no source to try or refuse (each skipped: unavailable, disabled, blocked): nothing recorded
+    // an offer without a source (none is stored without one): nothing to record
     if (source === null) throw await this.noSource(input, offer.code, recorded);
-    const refusal = refused
-      ? new AppError('price_changed', `the price guard refused ${source.supplier} ${source.sku_key}: its cost is above the ceiling`)
-      : undefined;
+    const refusal = refused ? new AppError(refused.code, refusalMessage(refused)) : undefined;
     let result: PlaceResult;
     try {
       result = await this.relay.place(
@@ -68,19 +80,20 @@ export class OfferPlacement {
     } catch (e) {
       // refused with no source left after it: 409 no_source_available with the order
       const order = e instanceof AppError ? await this.orderOf(e) : null;
-      if (order?.status === 'rejected' && passesOver(order.errorCode)) throw await this.noSource(input, offer.code, order);
+      if (order?.status === 'rejected' && passesOverBeforeSending(order.errorCode)) throw await this.noSource(input, offer.code, order);
       throw e;
     }
     // each refusal reserved the next source's attempt: send it here, until the order stays somewhere
     while (await this.reservedByFailover(result.order)) {
-      const sent = await this.sendReserved(result.order);
-      // not tried now (its product could not be read): left to the queue, answered 202 as this request left it
+      const sent = await this.sendReserved(result.order, deadline);
+      // not tried now (its product could not be read, or its budget not had in time): left to the
+      // queue, answered 202 as this request left it
       if (sent === null) return { httpStatus: 202, order: result.order };
       result = sent;
     }
     const order = result.order;
     if (order.status !== 'rejected') return result;
-    if (passesOver(order.errorCode)) throw await this.noSource(input, offer.code, order);
+    if (passesOverBeforeSending(order.errorCode)) throw await this.noSource(input, offer.code, order);
     const code = order.errorCode ?? 'upstream_unavailable';
     throw AppError.fromUpstream(code, 409, order.errorMessage ?? code, { order: this.presenter.present(order) });
   }
@@ -99,11 +112,12 @@ export class OfferPlacement {
   }
 
   /**
-   * Sends an attempt a refusal reserved (the relay's queued send, its price guard included), then
-   * answers as the order settled; null when it could not be tried now (left to the queue).
+   * Sends an attempt a refusal reserved (the queued send, its price guard included), its waits for the
+   * budget until `deadline`, then answers as the order settled; null when it could not be tried now
+   * (left to the queue).
    */
-  private async sendReserved(order: OrderRecord): Promise<PlaceResult | null> {
-    if (!(await this.relay.placeQueued(order.id, order.attempt, undefined, 'request'))) return null;
+  private async sendReserved(order: OrderRecord, deadline: number): Promise<PlaceResult | null> {
+    if (!(await this.sender.placeQueued(order.id, order.attempt, { caller: 'request', deadline }))) return null;
     let current = (await this.repo.findById(order.id)) ?? order;
     // the queue may have taken it first: wait for its send to settle
     for (let n = 0; current.status === 'submitting' && n < SETTLE_LOOKS; n++) {
@@ -114,7 +128,7 @@ export class OfferPlacement {
     return { httpStatus, order: current };
   }
 
-  /** 409 `no_source_available` with the `rejected` order and its route (none recorded: no source could be tried or refused). */
+  /** 409 `no_source_available` with the `rejected` order and its route. */
   private async noSource(input: PlaceOrderInput, offer: string, order: OrderRecord | null): Promise<AppError> {
     const presented = order ? await this.presenter.presentRouted(order) : null;
     return new AppError('no_source_available', `offer ${offer}: no source could take order ${input.shop_order_no}`, {

@@ -4,7 +4,7 @@
  * a loop of their own, so that a supplier whose key is blocked or whose server does not answer never
  * holds back another supplier's queued orders (no shared head, lock or timer).
  * Each instance with background work takes a supplier's orders up in arrival order (the order their
- * attempts were reserved), one at a time, through `OrderRelayService.placeQueued`: the price guard's
+ * attempts were reserved), one at a time, through `QueuedOrderSender.placeQueued`: the price guard's
  * read waits for the supplier's budget as long as it takes, the create then for its token, and only
  * then is the order sent. An order that cannot be tried now (its product could not be read, or a 429
  * sent it back) stays at the head: that supplier's loop waits a tick before it tries again. Replicas
@@ -21,7 +21,7 @@ import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { DomainEvents } from './domain-events.js';
-import { OrderRelayService } from './order-relay.service.js';
+import { QueuedOrderSender } from './queued-order-sender.service.js';
 import { OrderRepository } from './order.repository.js';
 
 /** Queued orders read at once from a supplier's head. */
@@ -43,7 +43,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly relay: OrderRelayService,
+    private readonly sender: QueuedOrderSender,
     private readonly repo: OrderRepository,
     private readonly events: DomainEvents,
     private readonly suppliers: SupplierRegistry,
@@ -116,7 +116,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
         for (const q of head) {
           if (stopped()) return false;
           tried.add(`${q.orderId}:${q.attemptNo}`);
-          if (!(await this.relay.placeQueued(q.orderId, q.attemptNo, this.shutdown.signal))) return true;
+          if (!(await this.sender.placeQueued(q.orderId, q.attemptNo, { signal: this.shutdown.signal }))) return true;
         }
       }
     } catch (e) {

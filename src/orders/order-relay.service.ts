@@ -1,10 +1,11 @@
 /**
  * Placing an order (CONTRACT §5 `POST /internal/orders`):
  * 1. the same `shop_order_no`: the recorded order (200), 409 for another body, or a wait for the
- *    attempt in flight; a `rejected` order with the same body gets a new attempt;
- * 2. the checks before sending, nothing recorded when they fail, then the price guard on a fresh
- *    `GET /products/{id}` (started beside the local read when the SKU's product is known), or on the
- *    SKU's cost as a create for it confirmed it within ORDER_PRICE_FRESH_S (CatalogService.confirmedCost);
+ *    attempt in flight; a `rejected` order with the same body gets a new attempt (place-plan.ts
+ *    `checkSameRequest`, `canResubmit`), at an enabled supplier only (`checkSupplierOpen`);
+ * 2. the checks before sending, nothing recorded when they fail, then the price guard (PriceGuard:
+ *    a head-start or fresh `GET /products/{id}`, or the SKU's cost as a create for it confirmed it
+ *    within ORDER_PRICE_FRESH_S);
  * 3. the attempt reserved in one short transaction (unique shop_order_no, unique downstream_order_no,
  *    one open attempt per order; a new order is a single statement), committed before the create
  *    call, which is made outside it; the outcome recorded after it.
@@ -12,35 +13,34 @@
  * Under the upstream's request budget (UPSTREAM_RATE_LIMIT) the price read and the create wait for
  * their tokens at most ORDER_QUEUE_WAIT_MS in all (with the budget off, only for the end of a block
  * this process met): past that, or on a 429 (with or without a budget), the order is answered 202
- * `queued`, its attempt reserved but not sent, and `placeQueued` (driven by OrderQueue) sends it later
- * in arrival order, under the same number, with the price guard read then against the ceiling
+ * `queued`, its attempt reserved but not sent, and QueuedOrderSender (driven by OrderQueue) sends it
+ * later in arrival order, under the same number, with the price guard read then against the ceiling
  * recorded at acceptance.
+ *
+ * An offer order's source (OfferPlacement) is placed here as any order; one that its route refused
+ * before any request (`refusal`) is recorded as an attempt rejected before sending, followed as any
+ * refusal (OfferFailover).
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BudgetWaitExceeded } from '../budget/budget.errors.js';
 import { AppError } from '../common/app-error.js';
 import { backoffMs, LOOK_AGAIN } from '../common/backoff.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
-import { CatalogService, type CatalogSku, type ProductAnswer } from '../catalog/catalog.service.js';
+import { CatalogService, type CatalogSku } from '../catalog/catalog.service.js';
+import { passesOverBeforeSending } from '../offers/offer-route.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
-import { isRateLimited } from '../upstream/budgeted-upstream.client.js';
-import type { UpstreamProduct } from '../upstream/upstream.types.js';
 import {
   canResubmit,
-  checkFreshSku,
-  checkLocalSku,
-  checkPrice,
   checkQuantity,
+  checkSameRequest,
+  checkSupplierOpen,
   expectedAmount,
-  passed,
   pickSupplier,
   placeAnswer,
   priceCeiling,
-  priceReadFailureRoute,
   refuse,
 } from './place-plan.js';
 import { OrderPresenter } from './order-presenter.service.js';
@@ -50,55 +50,24 @@ import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order
 import { OrderRepository } from './order.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
-import { OfferFailover, passesOver, type RefusalFollowUp } from './offer-failover.service.js';
+import { OfferFailover, type RefusalFollowUp } from './offer-failover.service.js';
 import { OrderUpdater } from './order-updater.service.js';
+import {
+  localChecked,
+  PriceGuard,
+  waitLeft,
+  type BudgetWait,
+  type CheckedSku,
+  type EarlyRead,
+  type PriceCheck,
+} from './price-guard.service.js';
+import { QueuedOrderSender } from './queued-order-sender.service.js';
 
 export interface PlaceResult {
   /** 201 accepted, 202 outcome unknown, 200 the recorded order. */
   httpStatus: 200 | 201 | 202;
   order: OrderRecord;
 }
-
-/** A product read started before the local SKU read (see `placeOrReplay`). */
-interface EarlyRead {
-  supplier: string;
-  productId: number;
-  read: Promise<ProductAnswer>;
-}
-
-interface CheckedSku {
-  productId: number;
-  /** The SKU the order resolved to (`<product_id>:<sku_code>`). */
-  skuKey: string;
-  skuCode: string;
-  skuId: number;
-  unitCost: string;
-  currency: string | null;
-  fulfillmentType: string | null;
-}
-
-/** The local SKU with the sku_id and unit cost to order at (the fulfillment type the local catalog holds). */
-function localChecked(local: CatalogSku, skuId: number, unitCost: string): CheckedSku {
-  const { productId, skuKey, skuCode, currency, fulfillmentType } = local;
-  return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
-}
-
-/** The checks passed (`checked`), or the price read is left for when the queued order is sent (place-plan.ts `priceReadFailureRoute`: `defer`). */
-type PriceCheck = { kind: 'checked'; sku: CheckedSku } | { kind: 'deferred'; local: CatalogSku };
-
-/** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */
-interface BudgetWait {
-  deadline?: number;
-  signal?: AbortSignal;
-}
-
-/** The wait left before `deadline`, in milliseconds (undefined: no limit). */
-function waitLeft(wait: BudgetWait): number | undefined {
-  return wait.deadline === undefined ? undefined : Math.max(0, wait.deadline - performance.now());
-}
-
-/** A head-start product read that answered longer ago than this when the checks need it is made again. */
-const EARLY_READ_MAX_AGE_MS = 250;
 
 /** At most this many order numbers are remembered as recorded (then they start over). */
 const RECENT_NUMBERS = 20_000;
@@ -123,16 +92,19 @@ export class OrderRelayService {
     private readonly events: DomainEvents,
     private readonly suppliers: SupplierRegistry,
     private readonly failover: OfferFailover,
+    private readonly guard: PriceGuard,
+    private readonly queued: QueuedOrderSender,
   ) {}
 
   /**
-   * `refusal`: an offer order's source that the route's price guard refuses without a request
-   * (OfferPlacement): recorded as an attempt rejected before sending, and followed as any refusal.
+   * `refusal`: an offer order's source that its route refuses without a request (OfferPlacement; its
+   * supplier may be disabled or unknown): recorded as an attempt rejected before sending, and followed
+   * as any refusal.
    */
   async place(input: PlaceOrderInput, refusal?: AppError): Promise<PlaceResult> {
     refuse(checkQuantity(input.quantity, this.config.orders.maxQuantity));
     // a supplier named must exist (404 supplier_not_found), whatever else the body says
-    if (input.supplier !== undefined) await this.suppliers.resolve(input.supplier);
+    if (input.supplier !== undefined && !refusal) await this.suppliers.resolve(input.supplier);
     const fingerprint = requestFingerprint(input);
     // the price read and the create wait for the request budget (or, with it off, for the end of a
     // block after a 429) this long in all
@@ -166,24 +138,10 @@ export class OrderRelayService {
     wait: BudgetWait,
     refusal?: AppError,
   ): Promise<PlaceResult | null> {
-    // The product's fresh read (the price guard's) starts now, beside the local read, when this process
-    // knows the SKU's product from an earlier order; it is used only if the local read names the same
-    // product (a replay or a local refusal leaves it unused; numbers recorded lately in this process,
-    // replays most likely, get none).
-    // None either when a create confirmed the SKU's cost lately: the guard may need no read at all.
-    // (hints are kept per supplier named, or none)
-    // (none for a source the route's price guard refused: nothing is asked of its supplier)
-    const hinted = this.recorded.has(input.shop_order_no) || refusal ? undefined : this.catalog.productHint(input.sku_code, input.supplier);
-    const early: EarlyRead | null =
-      hinted === undefined ||
-      !this.suppliers.find(hinted.supplier)?.config.enabled ||
-      this.catalog.costConfirmedLately(hinted.productId, hinted.skuCode, hinted.supplier)
-        ? null
-        : {
-            supplier: hinted.supplier,
-            productId: hinted.productId,
-            read: this.catalog.readProduct(hinted.productId, { supplier: hinted.supplier, maxWaitMs: waitLeft(wait) }),
-          };
+    // The price guard's head-start read (PriceGuard.startEarlyRead); none for a number recorded lately in
+    // this process (a replay most likely), nor for a source the route refused (nothing is asked of it).
+    const early =
+      this.recorded.has(input.shop_order_no) || refusal ? null : this.guard.startEarlyRead(input.sku_code, input.supplier, wait);
     // One statement: the SKU (a new order, the usual case, needs it), at the supplier named or at
     // every supplier, and whether the number is recorded; a replay then reads its order. (An order
     // recorded by another replica after this read meets the reservation's unique key: `reserve` gives
@@ -192,7 +150,7 @@ export class OrderRelayService {
     if (orderRecorded) this.remember(input.shop_order_no);
     const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
-      if (existing.requestFingerprint !== fingerprint) throw this.conflict(existing);
+      refuse(checkSameRequest(existing, fingerprint));
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
       // no new attempt once refunded, nor while the upstream shows an order placed for an attempt we closed
       if (!canResubmit({ status: existing.status, refundRecorded: existing.refundAt !== null, anomaly: existing.anomaly }))
@@ -212,10 +170,10 @@ export class OrderRelayService {
     const { sku, refused } = this.catalog.skuForOrder(input.sku_code, pick.found, input.supplier);
     // A code several SKUs of the supplier carry: refused for a new attempt, never a guess.
     if (refused) throw refused;
-    // a new attempt goes to an enabled supplier only (its unfinished orders are still followed)
-    if (!this.suppliers.get(supplier).config.enabled) {
-      throw new AppError('supplier_disabled', `supplier ${supplier} is disabled: it takes no new orders`, { supplier });
-    }
+    // a new attempt goes to an enabled supplier only (an unknown one is 404 supplier_not_found), unless
+    // its route refused the source already (place-plan.ts checkSupplierOpen)
+    const enabled = refusal ? (this.suppliers.find(supplier)?.config.enabled ?? false) : this.suppliers.get(supplier).config.enabled;
+    refuse(checkSupplierOpen(supplier, enabled, refusal !== undefined));
     return this.placeAttempt(input, supplier, fingerprint, existing, sku, early, wait, refusal);
   }
 
@@ -226,12 +184,8 @@ export class OrderRelayService {
   }
 
   private answerWaiter(order: OrderRecord, fingerprint: string): PlaceResult {
-    if (order.requestFingerprint !== fingerprint) throw this.conflict(order);
+    refuse(checkSameRequest(order, fingerprint));
     return { httpStatus: 200, order };
-  }
-
-  private conflict(order: OrderRecord): AppError {
-    return new AppError('idempotency_conflict', `order ${order.shopOrderNo} was recorded with another request body`);
   }
 
   /** Waits for an attempt in flight elsewhere (another request, another replica) to settle. */
@@ -260,11 +214,11 @@ export class OrderRelayService {
     let checked: PriceCheck;
     try {
       if (refusal) throw refusal;
-      checked = await this.check(input, supplier, local, early, ceiling, wait);
+      checked = await this.guard.check(input, supplier, local, early, ceiling, wait);
     } catch (e) {
       // an offer order's source refused before sending is an attempt of its route (CONTRACT §11); a
       // direct order's refusal records nothing (§5)
-      if (input.offer === undefined || local === null || !(e instanceof AppError) || !passesOver(e.code)) throw e;
+      if (input.offer === undefined || local === null || !(e instanceof AppError) || !passesOverBeforeSending(e.code)) throw e;
       return this.refuseBeforeSending(input, supplier, fingerprint, rejected, local, ceiling, e);
     }
     // deferred: queued as the local catalog knows the SKU (check refuses an unknown one), read when sent
@@ -300,7 +254,7 @@ export class OrderRelayService {
       { shop_order_no: order.shopOrderNo },
       { maxWaitMs: waitLeft(wait) },
     );
-    this.notePriceOutcome(supplier, sku, input.quantity, outcome);
+    this.guard.noteOutcome(supplier, sku, input.quantity, outcome);
     const onRefused = await followUp;
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined, onRefused);
     this.failover.noteTaken(recorded, attempt.attemptNo);
@@ -378,7 +332,7 @@ export class OrderRelayService {
       traceId,
       ceiling,
       'queued',
-      (tx, order, attemptId) => this.refuseInTx(tx, order, attemptId, e, onRefused),
+      (tx, order, attemptId) => this.queued.refuseInTx(tx, order, attemptId, e, onRefused),
     );
     if (!reserved) return null;
     this.remember(input.shop_order_no);
@@ -397,36 +351,6 @@ export class OrderRelayService {
     });
   }
 
-  /**
-   * The order's `queued` attempt closed `rejected` with the refusal `e` (nothing was sent), the order
-   * with it, and what follows the refusal (an offer order's next source) reserved in this transaction.
-   */
-  private async refuseInTx(
-    tx: OrderTx,
-    order: OrderRecord,
-    attemptId: string,
-    e: AppError,
-    onRefused?: RefusalFollowUp,
-  ): Promise<OrderRecord> {
-    await tx.updateAttempt(attemptId, {
-      status: 'rejected',
-      finished_at: this.clock.now(),
-      http_status: e.httpStatus,
-      error_code: e.code,
-      error_message: e.message,
-    });
-    const moved = await this.updater.moveLocal(
-      tx,
-      order,
-      'dequeue',
-      'rejected',
-      'api',
-      { error_code: e.code, error_message: e.message },
-      { attempt: order.attempt, error_code: e.code },
-    );
-    return (onRefused ? await onRefused(tx, moved, e.code, false) : null) ?? moved;
-  }
-
   private announceQueued(order: OrderRecord, reason: string): void {
     this.logger.log({
       msg: `order ${order.shopOrderNo}: queued for the upstream's request budget (${reason})`,
@@ -435,222 +359,6 @@ export class OrderRelayService {
       reason,
     });
     this.events.publish({ type: 'order_queued', orderId: order.id });
-  }
-
-  /**
-   * Sends a queued attempt (OrderQueue takes them in arrival order): the checks and the price guard
-   * are made now, against the ceiling recorded when the order was accepted; a refusal closes the
-   * attempt (`rejected` with its code, nothing charged). The price read and then the create's token
-   * are waited for as long as it takes (`signal` ends the wait at shutdown); only with the token in
-   * hand does the order move to `submitting`, so that it stays `queued` (cancelable here) while it
-   * waits. A 429 on the create sends it back to the queue, keeping its place. Returns false when it
-   * could not be tried now (the product could not be read, or the wait was cut): the queue tries again
-   * later.
-   */
-  async placeQueued(orderId: string, attemptNo: number, signal?: AbortSignal, caller: 'queue' | 'request' = 'queue'): Promise<boolean> {
-    const order = await this.repo.findById(orderId);
-    const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
-    if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
-    const { supplier } = order;
-    // an offer order's failover: the same rule whoever sends the attempt (OfferFailover)
-    const onRefused = await this.failover.followUp(
-      {
-        offer: order.offer,
-        orderId,
-        passStart: attempt.request.route_from ?? attemptNo,
-        current: { supplier, sku_key: order.skuKey },
-        shopOrderNo: order.shopOrderNo,
-        maxUnitCost: order.maxUnitCost,
-        ...(attempt.request.manual_form_data !== undefined ? { manualFormData: attempt.request.manual_form_data } : {}),
-      },
-      (s) => this.submitter.withCallback(s),
-    );
-    // the order moved on to its next source's attempt: the queue of that supplier takes it up now
-    // (the request that placed the order sends it itself)
-    const movedOn = (recorded: OrderRecord | null): boolean => {
-      if (recorded === null || recorded.attempt === attemptNo) return false;
-      if (caller === 'queue' && recorded.status === 'queued') this.events.publish({ type: 'order_queued', orderId });
-      return true;
-    };
-    // not tried now: still queued (a request that gives up on it hands it to the queue, woken)
-    const leftQueued = (): boolean => {
-      if (caller === 'request') this.events.publish({ type: 'order_queued', orderId });
-      return false;
-    };
-    const input: PlaceOrderInput = {
-      shop_order_no: order.shopOrderNo,
-      supplier,
-      sku_code: order.skuCode,
-      quantity: order.quantity,
-      ...(attempt.request.manual_form_data !== undefined ? { manual_form_data: attempt.request.manual_form_data } : {}),
-      ...(order.maxUnitCost !== null ? { max_unit_cost: order.maxUnitCost } : {}),
-    };
-    // the SKU the order resolved to when it was accepted, at its supplier
-    const ref = order.skuKey ?? order.skuCode;
-    const { found } = await this.repo.findSkuForOrder(ref, order.shopOrderNo, supplier);
-    const local = this.catalog.skuForOrder(ref, found, supplier).sku;
-    let sku: CheckedSku;
-    try {
-      // the ceiling recorded when the order was accepted (the SKU's sale price now for an order recorded without one)
-      const ceiling = priceCeiling(order.maxUnitCost, order.priceCeiling ?? local?.salePrice);
-      const checked = await this.check(input, supplier, local, null, ceiling, { signal });
-      if (checked.kind === 'deferred') return false; // (a wait without a deadline is never deferred)
-      sku = checked.sku;
-    } catch (e) {
-      if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return leftQueued();
-      movedOn(await this.refuseQueued(order, attempt, e, onRefused));
-      return true;
-    }
-    const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback(supplier) };
-    try {
-      // the order's supplier's own budget: another supplier's queue never waits for it
-      await this.suppliers.get(supplier).budget.take('create', { signal, operation: 'createOrder' });
-    } catch {
-      return leftQueued(); // shutdown, or the ledger could not be asked: still queued
-    }
-    const started = await this.repo.transaction(async (tx) => {
-      const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
-      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
-      const dbNow = await tx.databaseNow();
-      await tx.updateAttempt(locked.attempt.id, {
-        status: 'submitting',
-        request,
-        sends: locked.attempt.sends + 1,
-        sending_until: new Date(dbNow.getTime() + this.submitter.sendLeaseMs),
-      });
-      return this.updater.moveLocal(
-        tx,
-        locked.order,
-        'dequeue',
-        'submitting',
-        'api',
-        {
-          product_id: sku.productId,
-          sku_id: sku.skuId,
-          unit_cost: sku.unitCost,
-          expected_amount: expectedAmount(sku.unitCost, order.quantity),
-        },
-        { attempt: attemptNo, downstream_order_no: locked.attempt.downstreamOrderNo },
-      );
-    });
-    if (!started) return true;
-    const outcome = await this.submitter.send(
-      supplier,
-      attempt.downstreamOrderNo,
-      request,
-      { shop_order_no: order.shopOrderNo },
-      { granted: true },
-    );
-    this.notePriceOutcome(supplier, sku, order.quantity, outcome);
-    const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api', undefined, onRefused);
-    this.failover.noteTaken(recorded, attemptNo);
-    return movedOn(recorded) || recorded.status !== 'queued';
-  }
-
-  /**
-   * What a create's outcome tells the price guard's cache, noted as soon as the answer is in (before it
-   * is recorded, so that the next order of the SKU finds it): a refusal forgets the product's read; the
-   * create's own answer (not an order detail read later) confirms the SKU's cost when it charged
-   * exactly quantity × the checked cost, and forgets the product's read when it charged more
-   * (chargeVerdict). The confirmation dates from the answer's arrival, as a read does (the create's
-   * wait for its budget token comes before it and says nothing of the price).
-   */
-  private notePriceOutcome(supplier: string, sku: CheckedSku, quantity: number, outcome: SendOutcome): void {
-    if (outcome.kind === 'rejected') this.catalog.forgetRead(sku.productId, supplier);
-    if (outcome.kind !== 'accepted' || outcome.reportKind !== 'answer') return;
-    const { productId, skuCode, unitCost, currency } = sku;
-    this.catalog.confirmCost(
-      { supplier, productId, skuCode, skuId: outcome.request.sku_id, unitCost, quantity, currency },
-      outcome.report,
-      this.clock.nowMs(),
-    );
-  }
-
-  /**
-   * A queued order that its checks refused when it was to be sent: its attempt and the order `rejected`
-   * with the code, and what follows the refusal (an offer order's next source). Returns the order as
-   * it then is (null: no longer queued).
-   */
-  private async refuseQueued(
-    order: OrderRecord,
-    attempt: AttemptRecord,
-    e: AppError,
-    onRefused?: RefusalFollowUp,
-  ): Promise<OrderRecord | null> {
-    const recorded = await this.repo.transaction(async (tx) => {
-      const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
-      if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
-      return this.refuseInTx(tx, locked.order, locked.attempt.id, e, onRefused);
-    });
-    this.logger.warn({
-      msg: `order ${order.shopOrderNo}: refused when taken from the queue (${e.code}): ${e.message}`,
-      shop_order_no: order.shopOrderNo,
-      trace_id: order.traceId,
-      error_code: e.code,
-    });
-    return recorded;
-  }
-
-  /**
-   * The checks before sending (CONTRACT §5) on the local SKU `sku`: nothing is recorded when one fails.
-   * The fresh read is `early`'s when it is of the SKU's product (its answer, an error included, is then
-   * taken only here, after the local checks), else one made now.
-   */
-  private async check(
-    input: PlaceOrderInput,
-    supplier: string,
-    local: CatalogSku | null,
-    early: EarlyRead | null,
-    ceiling: string,
-    wait: BudgetWait,
-  ): Promise<PriceCheck> {
-    // the local checks (place-plan.ts): the SKU exists and is available, a manual SKU's form is complete
-    const { sku } = passed(checkLocalSku(input.sku_code, local, input.manual_form_data));
-    // A create for this SKU confirmed, within ORDER_PRICE_FRESH_S, the sku_id and cost the local
-    // catalog holds (it was active and in stock then): the guard judges that cost without a read. A
-    // head-start read of the product, when one was started, is used instead.
-    const own = early?.supplier === supplier ? early : null;
-    const confirmed = own?.productId === sku.productId ? null : this.catalog.confirmedCost({ ...sku, supplier });
-    if (confirmed) {
-      refuse(checkPrice(confirmed.unitCost, ceiling));
-      return { kind: 'checked', sku: localChecked(sku, confirmed.skuId, confirmed.unitCost) };
-    }
-    let product: UpstreamProduct | null;
-    try {
-      product = await this.catalog.refreshProduct(sku.productId, sku.productFingerprint, await this.usable(own, sku.productId), {
-        supplier,
-        signal: wait.signal,
-        maxWaitMs: waitLeft(wait),
-      });
-    } catch (e) {
-      const failure = { budgetWaitExceeded: e instanceof BudgetWaitExceeded, rateLimited: isRateLimited(e) };
-      if (priceReadFailureRoute(failure, wait.deadline !== undefined) === 'defer') return { kind: 'deferred', local: sku };
-      throw new AppError('upstream_unavailable', `the product could not be read from the upstream: ${(e as Error).message}`);
-    }
-    const { product: read, sku: fresh } = passed(checkFreshSku(input.sku_code, sku.skuCode, product));
-    refuse(checkPrice(fresh.price_amount, ceiling));
-    return {
-      kind: 'checked',
-      sku: {
-        productId: read.id,
-        skuKey: sku.skuKey,
-        skuCode: sku.skuCode,
-        skuId: fresh.id,
-        unitCost: fresh.price_amount,
-        currency: sku.currency,
-        fulfillmentType: read.fulfillment_type,
-      },
-    };
-  }
-
-  /**
-   * `early`'s read when it is of `productId` and answered within EARLY_READ_MAX_AGE_MS (the local read
-   * may have waited, e.g. for a pooled connection: an older answer is read again).
-   */
-  private async usable(early: EarlyRead | null, productId: number): Promise<ProductAnswer | undefined> {
-    if (early?.productId !== productId) return undefined;
-    const answer = await early.read;
-    return performance.now() - answer.settledAt <= EARLY_READ_MAX_AGE_MS ? answer : undefined;
   }
 
   /**

@@ -195,9 +195,13 @@ export class OrderTx {
    * The held writes as CTEs whose parameters start at `$first`. When one of them shows a route, the
    * attempt updates among them return their rows, for its route to show them as they are left.
    */
-  private withHeld(held: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
+  private withHeld(writes: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
     const params: unknown[] = [];
-    const showsRoute = held.some((h) => h.routeOf !== undefined);
+    const showsRoute = writes.some((h) => h.routeOf !== undefined);
+    // the attempt updates first: a CTE names only those before it (the statement's one snapshot makes the order moot otherwise)
+    const held = showsRoute
+      ? [...writes.filter((h) => h.attemptId !== undefined), ...writes.filter((h) => h.attemptId === undefined)]
+      : writes;
     const updated = showsRoute ? held.flatMap((h, i) => (h.attemptId !== undefined ? [`held_${i}`] : [])) : [];
     const ctes = held.map((h, i) => {
       const sql = this.render(h, first, params, updated);

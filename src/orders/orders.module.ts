@@ -12,6 +12,8 @@ import { OrderPresenter } from './order-presenter.service.js';
 import { OrderQueue } from './order-queue.service.js';
 import { OrderQueryService } from './order-query.service.js';
 import { OrderRelayService } from './order-relay.service.js';
+import { PriceGuard } from './price-guard.service.js';
+import { QueuedOrderSender } from './queued-order-sender.service.js';
 import { OrderRepository } from './order.repository.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
@@ -43,6 +45,8 @@ function domainEvents(): DomainEvents {
     OrderSubmitter,
     OrderPresenter,
     OfferFailover,
+    PriceGuard,
+    QueuedOrderSender,
     OrderRelayService,
     OfferPlacement,
     OrderFollowService,

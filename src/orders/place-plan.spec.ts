@@ -5,6 +5,8 @@ import {
   aboveCeiling,
   canResubmit,
   checkFreshSku,
+  checkSameRequest,
+  checkSupplierOpen,
   checkLocalSku,
   checkPrice,
   checkQuantity,
@@ -75,6 +77,26 @@ describe('who may make a new attempt', () => {
     expect(canResubmit({ status: 'rejected', refundRecorded: false, anomaly: 'upstream_order_exists' })).toBe(false);
     for (const s of ORDER_STATUSES.filter((x) => x !== 'rejected'))
       expect(canResubmit({ status: s, refundRecorded: false, anomaly: null })).toBe(false);
+  });
+
+  it('a recorded number with another body is 409 idempotency_conflict; the same body passes', () => {
+    const order = { shopOrderNo: 'S-1', requestFingerprint: 'f1' };
+    expect(checkSameRequest(order, 'f1')).toBeNull();
+    expect(checkSameRequest(order, 'f2')).toEqual({
+      code: 'idempotency_conflict',
+      message: 'order S-1 was recorded with another request body',
+      extra: {},
+    });
+  });
+
+  it('a new attempt at a disabled supplier is 409 supplier_disabled, unless the offer route refused that source already', () => {
+    expect(checkSupplierOpen('second', true, false)).toBeNull();
+    expect(checkSupplierOpen('second', false, false)).toEqual({
+      code: 'supplier_disabled',
+      message: 'supplier second is disabled: it takes no new orders',
+      extra: { supplier: 'second' },
+    });
+    expect(checkSupplierOpen('second', false, true)).toBeNull();
   });
 });
 

@@ -11,7 +11,9 @@
  *    is the first supplier's. The resolution within one supplier is the catalog's (`resolveSkuRef`,
  *    catalog/sku-key.ts); a reference that several SKUs of one supplier carry is refused there
  *    (`CatalogService.skuForOrder`);
- * 2. a repeated request (`canResubmit`): only a `rejected` order with the same body gets a new attempt;
+ * 2. a repeated request: another body is 409 `idempotency_conflict` (`checkSameRequest`, on the request
+ *    fingerprints); only a `rejected` order with the same body gets a new attempt (`canResubmit`); a
+ *    new attempt goes to an enabled supplier only, 409 `supplier_disabled` (`checkSupplierOpen`);
  * 3. the checks before sending, each a refusal (the error code, the message and the details the API
  *    answers with) or a pass: the quantity (`checkQuantity`, before any read), the local SKU
  *    (`checkLocalSku`: `sku_not_found`, `sku_unavailable`, a manual SKU's form: `manual_form_required`,
@@ -105,10 +107,35 @@ export function canResubmit(o: { status: OrderStatus; refundRecorded: boolean; a
   return o.status === 'rejected' && !o.refundRecorded && o.anomaly !== UPSTREAM_ORDER_EXISTS;
 }
 
+/** A request with a recorded order number: the same body (request fingerprint) or 409 `idempotency_conflict`. */
+export function checkSameRequest(order: { shopOrderNo: string; requestFingerprint: string }, fingerprint: string): Refusal | null {
+  if (order.requestFingerprint === fingerprint) return null;
+  return { code: 'idempotency_conflict', message: `order ${order.shopOrderNo} was recorded with another request body`, extra: {} };
+}
+
+/**
+ * A new attempt goes to an enabled supplier only (its unfinished orders are still followed): a disabled
+ * one is 409 `supplier_disabled`. `refusedByRoute`: an offer order's source that its route refused
+ * before any request is recorded as refused whatever its supplier's state (nothing is sent to it).
+ */
+export function checkSupplierOpen(supplier: string, enabled: boolean, refusedByRoute: boolean): Refusal | null {
+  if (enabled || refusedByRoute) return null;
+  return { code: 'supplier_disabled', message: `supplier ${supplier} is disabled: it takes no new orders`, extra: { supplier } };
+}
+
 // ------------------------------------------------------------------------ 3. the checks before sending
 
 export interface Refusal {
-  code: Extract<ErrorCode, 'bad_request' | 'sku_not_found' | 'sku_unavailable' | 'manual_form_required' | 'price_changed'>;
+  code: Extract<
+    ErrorCode,
+    | 'bad_request'
+    | 'sku_not_found'
+    | 'sku_unavailable'
+    | 'manual_form_required'
+    | 'price_changed'
+    | 'idempotency_conflict'
+    | 'supplier_disabled'
+  >;
   message: string;
   extra: Record<string, unknown>;
 }
