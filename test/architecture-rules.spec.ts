@@ -166,8 +166,8 @@ export function powers(text: string): string[] {
 /**
  * The files of src/ (outside the sandbox, its own world) that may start a timer, and why: each is a
  * one-shot timer (a deadline, a wait, a delayed single call) or a heartbeat beside work in flight.
- * Periodic work runs on WakeLoop. Two loops are written by hand for now: the webhook sender's
- * delivery loop and the request budget's queue, which re-asks the ledger after the wait it names.
+ * Periodic work runs on WakeLoop. One loop is written by hand: the request budget's queue, which
+ * re-asks the ledger after the wait it names.
  */
 const TIMERS: Record<string, string> = {
   'common/wake-loop.ts': 'the loop of periodic work',
@@ -179,7 +179,6 @@ const TIMERS: Record<string, string> = {
   'reconciliation/reconciliation.service.ts': "a running reconciliation's heartbeat",
   'database/data-dir-lock.ts': "the lock file's heartbeat, the wait between two tries to take it",
   'budget/upstream-budget.service.ts': "a waiter's deadline, the end of a block, the queue's next ask of the ledger",
-  'notifications/webhook-sender.service.ts': 'the delivery loop and its pause',
   'cli/relay-cli.ts': 'the wait between two looks at a sync run',
   'main.ts': 'the forced exit when a shutdown hangs',
 };
@@ -389,8 +388,7 @@ describe('the rules of docs/architecture.md', () => {
     const found = files
       .filter((f) => !f.endsWith(join('common', 'backoff.ts')))
       .flatMap((f) => powers(readFileSync(f, 'utf8')).map(() => relative(SRC, f)));
-    // the webhook sender's pause after failed cycles still computes its own (src/notifications)
-    expect(found.filter((f) => f !== 'notifications/webhook-sender.service.ts')).toEqual([]);
+    expect(found).toEqual([]);
     expect(powers('/** a ** b */\n// 2 ** n\nconst w = base * 2 ** n; Math.pow(2, n); x = y ** (k + 1); const s = "/**";')).toEqual([
       '2 ** n',
       'Math.pow(',

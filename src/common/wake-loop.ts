@@ -28,6 +28,15 @@ export class WakeLoop<R> {
     this.schedule(ms);
   }
 
+  /**
+   * The first pass now, begun within this call (for work that must be under way once its start hook
+   * has returned); nothing when the loop has a pass running or scheduled, or has stopped.
+   */
+  startNow(): void {
+    if (this.ended || this.running || this.timer) return;
+    this.runPass();
+  }
+
   wake(): void {
     if (this.ended) return;
     if (this.running) {
@@ -49,13 +58,17 @@ export class WakeLoop<R> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.running = this.pass().then((result) => {
-        this.running = null;
-        const woken = this.again;
-        this.again = false;
-        this.schedule(this.next(result, woken));
-      });
+      this.runPass();
     }, ms);
     this.timer.unref?.();
+  }
+
+  private runPass(): void {
+    this.running = this.pass().then((result) => {
+      this.running = null;
+      const woken = this.again;
+      this.again = false;
+      this.schedule(this.next(result, woken));
+    });
   }
 }
