@@ -300,7 +300,8 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
     <//>
     <${Card}
       title="Rules"
-      actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button><button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}
+      actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button>
+        <button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}
     >
       <table class="table rules" data-testid="rules-table">
         <thead>
