@@ -1,7 +1,8 @@
 /**
  * A background loop whose passes run one at a time on a timer: the timer loop of the service's
- * periodic work (the order poller and its sweep, the order queue, the callback inbox, retention, the
- * periodic ping, the reconciliation schedule, the suppliers' reload).
+ * periodic work (the order poller and its sweep, the order queue, the callback inbox, the webhook
+ * sender's delivery cycles, retention, the periodic ping, the reconciliation schedule, the suppliers'
+ * reload).
  * After each pass, `next(result, woken)` gives the delay before the following one; `woken` says that
  * `wake()` was called while the pass ran. `wake()` between passes runs the next one now. `stop()`
  * ends the loop (no pass starts after it) and resolves once the running pass, if any, has ended.
