@@ -57,7 +57,7 @@ describe('reconciliation keeps to its share of the request budget', () => {
   const place = (no: string, sku: string) => t.app.http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 1 });
   const capacity = async () => ((await t.app.http.get('/health')).data as { budget: { capacity: CapacityView | null } }).budget.capacity;
 
-  it('a run of 12 re-reads takes at most the share of any window; a burst of orders right after it is placed at once; /health tells the cost', async () => {
+  it("12 re-reads take at most a window's share; a burst of orders right after is placed at once; /health tells the cost", async () => {
     const from = new Date(Date.now() - 1000);
     const finished: string[] = [];
     for (let i = 0; i < 12; i++) {

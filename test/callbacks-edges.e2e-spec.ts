@@ -405,7 +405,7 @@ describe('callbacks: edges', () => {
     expect((refund.data as { order: OrderView }).order).toMatchObject({ status: 'rejected', refund_state: 'refunded' });
   });
 
-  it('a verified callback it cannot use: stored as ignored, answered 200 {ok:true}, logged at warn naming what is wrong and never its body', async () => {
+  it('a verified callback it cannot use: stored as ignored, 200 {ok:true}, a warning names what is wrong, never its body', async () => {
     const shopNo = no('UNUSABLE');
     const secret = `ITEM-SECRET-${Date.now()}`;
     const body = JSON.stringify({

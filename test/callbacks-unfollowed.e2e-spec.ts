@@ -92,7 +92,7 @@ describe('callbacks of orders the poller does not follow', () => {
     expect(t.sandbox.stats.requests.getOrder).toBe(reads);
   });
 
-  it('delivered → completed: the completed callback carries its fulfillment and is applied as it stands, with no read, while GET /orders/{id} fails', async () => {
+  it('delivered → completed: the callback carries its fulfillment, applied as is with no read while GET /orders/{id} fails', async () => {
     const o = await place('UF-COMPLETE');
     const upstreamId = o.upstream_order_id!;
     await waitForOrder(t.app.http, o.shop_order_no, (x) => x.status === 'delivered');
@@ -116,7 +116,7 @@ describe('callbacks of orders the poller does not follow', () => {
     t.sandbox.faults.set({ rules: [] });
   });
 
-  it('a verified callback carrying a NUL character in a kept field is stored without that field (not a 5xx the upstream retries in vain)', async () => {
+  it('a verified callback with a NUL in a kept field is stored without that field (not a 5xx the upstream retries in vain)', async () => {
     const body = JSON.stringify({
       event: 'order.status_changed',
       order_id: 987_999,

@@ -154,7 +154,7 @@ describe('callbacks', () => {
   const signatureOnly = (headers: Record<string, string>) =>
     Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
 
-  it('refuses an unsigned or wrongly signed callback with 401 invalid_signature whatever its content type or body, 413 when oversized', async () => {
+  it('refuses an unsigned or wrongly signed callback: 401 invalid_signature whatever its content type or body, 413 oversized', async () => {
     const json = JSON.stringify({
       event: 'order.status_changed',
       order_id: 987_700,
@@ -296,7 +296,8 @@ describe('callbacks', () => {
         duplicates: number;
         upstream_order_id: string | null;
       }>(
-        'SELECT state, outcome, processed_at, duplicates, upstream_order_id::text AS upstream_order_id FROM callback_inbox WHERE body_sha256 = $1',
+        'SELECT state, outcome, processed_at, duplicates, upstream_order_id::text AS upstream_order_id FROM callback_inbox ' +
+          'WHERE body_sha256 = $1',
         [sha],
       );
       expect({ what, row }).toEqual({
@@ -432,7 +433,7 @@ describe('callbacks', () => {
     expect(t.sandbox.orders().filter((o) => o.downstream_order_no === shopNo)).toHaveLength(1);
   });
 
-  it('a failed confirming read: the callback is stored as read_failed and answered 200, the order untouched, then settled by the poller', async () => {
+  it('a failed confirming read: the callback kept as read_failed, answered 200, the order untouched, settled by the poller', async () => {
     // the sandbox sends no callbacks of its own for this order: the only one is ours
     t.sandbox.faults.set({ callbacks: 'drop' });
     const o = await place('READFAIL');
@@ -523,7 +524,7 @@ describe('callbacks: an upstream that refuses our callback address', () => {
   });
   const refusals = () => t.app.logLines().filter((l) => JSON.stringify(l).includes('invalid_callback_url'));
 
-  it('sends the attempt again at once without callback_url (same number), logs a warning naming the order, then follows it by polling', async () => {
+  it('sends the attempt again at once without callback_url (same number), warns naming the order, then follows it by polling', async () => {
     const { app, sandbox } = t;
     expect(refusals()).toHaveLength(0);
     const r = await app.http.post('/internal/orders', {

@@ -272,7 +272,7 @@ describe('catalog internal API', () => {
     expect(one.data).toEqual({ ok: true, run });
   });
 
-  it('list paging (CONTRACT §5): page_size defaults to 100, accepts 1–500, and page ≥ 1; out of range is 400 naming the field', async () => {
+  it('list paging (CONTRACT §5): page_size defaults to 100, accepts 1–500, page ≥ 1; out of range is 400 naming the field', async () => {
     type List = { ok: boolean; items: Array<{ sku_code?: string; run_id?: string }>; total: number; page: number; page_size: number };
     for (const path of ['/internal/catalog/skus', '/internal/catalog/sync-runs']) {
       const dflt = await get(path);

@@ -46,12 +46,15 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
     // The same read with the fence taken by a statement of its own BEFORE the rows' statement (whose
     // snapshot then sees every write that the fence no longer counts as open): the control.
     const ds = app.relay.app.get(DataSource);
-    const FENCE = `SELECT date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
-      WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = current_setting('application_name')))) AS fence`;
+    const FENCE =
+      `SELECT date_trunc('milliseconds', LEAST(statement_timestamp(), (SELECT min(a.xact_start) FROM pg_stat_activity a
+      WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.application_name = ` +
+      `current_setting('application_name')))) AS fence`;
     const fencedFirst = async (since: Date) => {
       const [{ fence }] = (await ds.query(FENCE)) as Array<{ fence: Date }>;
       const items = (await ds.query(
-        'SELECT sku_code, updated_at FROM catalog_skus s WHERE s.updated_at > $1 AND s.updated_at < $2 ORDER BY s.updated_at, s.sku_code LIMIT 500',
+        'SELECT sku_code, updated_at FROM catalog_skus s WHERE s.updated_at > $1 AND s.updated_at < $2 ORDER BY s.updated_at, ' +
+          's.sku_code LIMIT 500',
         [since, fence],
       )) as Array<{ sku_code: string; updated_at: Date }>;
       return { items };

@@ -128,7 +128,7 @@ describe('following changed_since by keyset (after_sku_code)', () => {
     }
   });
 
-  it('changed_since alone lists what it always did; after_sku_code adds the rows of that very time after the code; total counts what is left', async () => {
+  it("changed_since alone lists as it did; after_sku_code adds that very time's rows after the code; total counts the rest", async () => {
     const { app } = suite;
     const parent = Math.floor((await list({ page_size: 1 })).items[0].category_id / 100);
     const cursor0 = await cursorNow();
@@ -281,7 +281,8 @@ describe('following changed_since by keyset (after_sku_code)', () => {
       for (const id of ['100000000000000000000', '9223372036854775808', String(Number.MAX_SAFE_INTEGER + 1)]) {
         const r = await app.http.put(
           '/internal/pricing/rules',
-          `{"rules":[{"scope":"sku","sku_code":"SKU-00001-1","markup_percent":"5","markup_fixed":"0"},{"scope":"category","category_id":${id},"markup_percent":"5","markup_fixed":"0"}]}`,
+          `{"rules":[{"scope":"sku","sku_code":"SKU-00001-1","markup_percent":"5","markup_fixed":"0"},` +
+            `{"scope":"category","category_id":${id},"markup_percent":"5","markup_fixed":"0"}]}`,
           { headers: { 'content-type': 'application/json' } },
         );
         expect([id, r.status, (r.data as { error_code: string }).error_code]).toEqual([id, 400, 'bad_request']);

@@ -129,7 +129,8 @@ describe('catalog writes at once on one sku_code', () => {
     productId?: number,
   ): Promise<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }> {
     const [row] = await t.db.query<{ product_id: string; upstream_sku_id: string; cost_price: string; listed: boolean }>(
-      'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
+      'SELECT product_id::text AS product_id, upstream_sku_id::text AS upstream_sku_id, cost_price::text AS cost_price, listed ' +
+        'FROM catalog_skus WHERE sku_code = $1 AND ($2::bigint IS NULL OR product_id = $2)',
       [code, productId ?? null],
     );
     return row;
@@ -174,7 +175,8 @@ describe('catalog writes at once on one sku_code', () => {
     ['write', 'check'],
     ['write', 'insert'], // an upsert, then a COPY (whose unique violation sends the page to the upsert)
   ])(
-    'a page carrying a code another page is creating for another product: two SKUs, each created once, both fingerprints kept, neither write waiting for the other (%s, then %s)',
+    'a page carrying a code another page is creating for another product: two SKUs, each created once, both fingerprints kept, ' +
+      'neither write waiting for the other (%s, then %s)',
     async (first, second) => {
       const a = product('PAGE');
       const b = product('PAGE');
@@ -198,7 +200,7 @@ describe('catalog writes at once on one sku_code', () => {
     },
   );
 
-  it('the same product on two pages written at once (a listing shift): created once, the second write a change with its new price', async () => {
+  it('one product on two pages written at once (a listing shift): created once, the second write a change with its new price', async () => {
     const p = product('SAME');
     const moved: UpstreamProduct = structuredClone(p);
     moved.skus[0].price_amount = '12.50';
@@ -282,7 +284,7 @@ describe('catalog writes at once on one sku_code', () => {
     expect(Object.fromEntries(held.map((r) => [r.mode, r.n]))).toEqual(modes);
   });
 
-  it('changed_since never skips a write that commits after a later one: rows stamped since an open transaction began show once it ended', async () => {
+  it('changed_since never skips a write committed after a later one: rows stamped in an open transaction show once it ends', async () => {
     const since = new Date(Date.now() - 1000).toISOString();
     const listed = async () => {
       const r = await t.app.http.get('/internal/catalog/skus', { params: { changed_since: since, page_size: 200 } });

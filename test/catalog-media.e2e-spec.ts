@@ -151,7 +151,7 @@ describe('catalog products: images mirrored into the database (MEDIA_MIRROR, def
     expect((await suite.app.http.get('/internal/catalog/products/9999')).data).toMatchObject({ error_code: 'product_not_found' });
   });
 
-  it('a second sync fetches no image again; a changed URL is fetched, moves updated_at, and the unused image goes with the retention job', async () => {
+  it('a second sync fetches no image again; a changed URL is fetched, moves updated_at, the unused image goes at retention', async () => {
     const { sandbox } = suite;
     sandbox.media.resetStats();
     const again = await runSync(suite.app.http, 'full');
@@ -363,7 +363,8 @@ describe('catalog: no response the shop receives names the supplier (links, styl
     expect(((await suite.app.http.get('/internal/catalog/products/4')).data.product as ProductView).content?.en).toBe(
       `<p>Details of product 4</p><p><img src="${img4}" alt="product 4"></p>` +
         `<p><a  class="more">More</a> · <a href="#top">Top</a></p>` +
-        `<div style="background: url(&quot;${img4}&quot;) no-repeat"><picture><source srcset="${img4} 1x"><img src="${img4}" srcset="${img4} 2x" alt=""></picture></div>` +
+        `<div style="background: url(&quot;${img4}&quot;) no-repeat"><picture><source srcset="${img4} 1x"><img src="${img4}" ` +
+        `srcset="${img4} 2x" alt=""></picture></div>` +
         `<video poster="${img4}" controls><source  type="video/mp4">Video</video>`,
     );
     const tree = (await suite.app.http.get('/internal/catalog/categories')).data as {

@@ -159,7 +159,10 @@ describe('the claim of a running sync run', () => {
       const run = await finished(a, runId);
       expect(run.status).toBe('failed');
       expect(run.error).toMatch(
-        /^lost its claim on the run: its heartbeat could not be written for \d+ s \(another process may recover it after 60 s\); stopped, nothing was unlisted$/,
+        new RegExp(
+          String.raw`^lost its claim on the run: its heartbeat could not be written for \d+ s ` +
+            String.raw`\(another process may recover it after 60 s\); stopped, nothing was unlisted$`,
+        ),
       );
     } finally {
       await t.db.query('DROP TRIGGER test_refuse_heartbeat ON catalog_sync_runs');

@@ -205,7 +205,7 @@ describe('sku_key: a SKU is its product and its code (profile dujiao-next)', () 
     }
   });
 
-  it('a code carried by one listed SKU and unlisted ones names the listed one; carried only by unlisted ones it orders nothing', async () => {
+  it('a code of one listed SKU and unlisted ones names the listed one; carried only by unlisted ones it orders nothing', async () => {
     const m1 = t.sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '8.00' }] });
     const m2 = t.sandbox.catalog.addProduct({ skus: [{ skuCode: 'MONTHLY', price: '9.00' }] });
     expect((await fullSync(t.app)).status).toBe('succeeded');
@@ -277,7 +277,8 @@ describe('sku_key migration: rows stored while sku_code was the key', () => {
       [code, moved, String(second.id)],
     );
     await db.query(
-      "INSERT INTO catalog_pricing_rules (scope, sku_code, markup_percent, markup_fixed) VALUES ('sku', $1, 0, 1), ('sku', 'NOT-YET', 0, 2)",
+      "INSERT INTO catalog_pricing_rules (scope, sku_code, markup_percent, markup_fixed) VALUES ('sku', $1, 0, 1), ('sku', " +
+        "'NOT-YET', 0, 2)",
       [code],
     );
     expect(await db.query<{ version: string }>("SELECT version FROM schema_migrations WHERE version >= '20261127235000'")).toEqual([]);

@@ -44,7 +44,7 @@ describe('catalog of two suppliers', () => {
   let code = '';
   let key = '';
 
-  it('syncs both catalogs at once, each run and row naming its supplier; a code both carry is ambiguous and resolves with ?supplier=', async () => {
+  it('syncs both catalogs at once, each run and row naming its supplier; a code both carry is ambiguous, ?supplier= picks', async () => {
     const second = suite.supplier('second');
     const sku = second.catalog.listedProducts()[0].skus[0];
     code = sku.sku_code;
@@ -169,7 +169,7 @@ describe('catalog of two suppliers', () => {
     await http().put('/internal/pricing/rules', { rules: [] });
   });
 
-  it("unlists a deleted supplier's SKUs (unlistSupplier), announced with its name; the other's stay and the code resolves to them", async () => {
+  it("unlists a deleted supplier's SKUs (unlistSupplier), announced with its name; the other's stay, the code names them", async () => {
     const listedBefore = (await allSkus({ supplier: 'second', listed: true })).total;
     const mainsBefore = (await allSkus({ supplier: 'main', listed: true })).total;
     const unlisted = await suite.app.relay.app.get(CatalogService).unlistSupplier('second');
@@ -195,7 +195,7 @@ describe('a supplier that fails never holds another one’s sync', () => {
   const suite = useAppSuite({ suppliers: { second: {} }, workers: false });
   const http = () => suite.app.http;
 
-  it('one run per supplier: a second start of a running supplier is 409 with its run_id, while the other supplier syncs to the end', async () => {
+  it('one run per supplier: a second start of a running supplier is 409 with its run_id; the other supplier syncs to the end', async () => {
     const second = suite.supplier('second');
     // second's listing never answers: its run stays in its products pass
     second.faults.set({ rules: [{ operation: 'products', kind: 'hang_before' }] });

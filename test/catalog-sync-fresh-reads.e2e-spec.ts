@@ -91,7 +91,7 @@ describe.each([
     expect(await sku(code)).toMatchObject({ listed: true });
   });
 
-  it('written by a fresh read at a passing price, back to the old one when the pass reads its page: the old price after the pass', async () => {
+  it('written by a fresh read at a passing price, back to the old one as the pass reads its page: old price after the pass', async () => {
     // a SKU whose price can go and come back with nothing else of the product changed (setPrice drops an
     // original or member price the passing price crosses)
     const { app, sandbox } = suite;

@@ -48,7 +48,7 @@ describe('catalog sync: re-reads of ordered products after an incremental pass',
     expect(await sync('full')).toMatchObject({ status: 'succeeded', products_seen: 30 });
   });
 
-  it('an ordered product whose stock changed without moving updated_at is re-read and its local stock moves; others are not read', async () => {
+  it('an ordered product whose stock changed with the same updated_at is re-read, its local stock moves; others are not read', async () => {
     const ordered = stocked(0);
     const other = stocked(1);
     expect(other.productId).not.toBe(ordered.productId);

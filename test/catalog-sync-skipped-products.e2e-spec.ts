@@ -40,7 +40,7 @@ describe.each([
     expect(await sync('full')).toMatchObject({ status: 'succeeded', products_seen: 30, skipped_products: [] });
   });
 
-  it('leaves the product out and reports it, stores the rest of its page, stays complete and unlists nothing; stores it once fixed', async () => {
+  it('leaves the product out, reports it, stores the rest of its page, stays complete, unlists nothing; stores it once fixed', async () => {
     const page1 = sandbox.catalog.listedProducts().slice(0, 10);
     const bad = page1[4];
     const neighbour = page1[6];

@@ -260,7 +260,7 @@ describe('catalog sync', () => {
     for (const s of product.skus) expect(await sku(app, s.sku_code)).toMatchObject({ listed: true });
   });
 
-  it('a product not in the listing that cannot be read to confirm it stays listed (counted unconfirmed), and is unlisted once it can', async () => {
+  it('a product not in the listing that cannot be read to confirm it stays listed (unconfirmed), unlisted once it can', async () => {
     const product = sandbox.catalog.listedProducts()[20];
     sandbox.catalog.delistProduct(product.id);
     sandbox.faults.set({ rules: [{ operation: 'product', kind: 'error_before', status: 503 }] });
@@ -273,7 +273,7 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length });
   });
 
-  it('above the in-memory limit, a pass asks the database page by page and records what it saw there: the same unlisting and relisting', async () => {
+  it('above the in-memory limit, a pass asks the database page by page, records what it saw there: same unlisting, relisting', async () => {
     const service = app.relay.app.get(CatalogSyncService);
     const limit = service.knownFingerprintsLimit;
     service.knownFingerprintsLimit = 0;
@@ -293,7 +293,7 @@ describe('catalog sync', () => {
     }
   });
 
-  it('a pass over a stored catalog without a single fingerprint keeps what it saw in memory: it confirms and unlists the unseen product alone', async () => {
+  it('a pass over a stored catalog with no fingerprint keeps what it saw in memory: confirms, unlists the unseen one alone', async () => {
     await db.query('DELETE FROM catalog_product_fingerprints');
     const product = sandbox.catalog.listedProducts()[14];
     sandbox.catalog.delistProduct(product.id);
@@ -314,7 +314,7 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_relisted: product.skus.length, skus_delisted: 0 });
   });
 
-  it('a full pass finds unchanged products with the fingerprints stored at its start; one unlisted since is not relisted from a page equal to that start', async () => {
+  it("a full pass finds unchanged products by its start's fingerprints; one unlisted since is not relisted by an equal page", async () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded' });
     const writer = app.relay.app.get(CatalogWriter);
     const upstream = app.relay.app.get(UpstreamClient);
@@ -336,7 +336,7 @@ describe('catalog sync', () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded', skus_changed: 0, skus_delisted: 0 });
   });
 
-  it("a product fingerprinted during the pass (an order's fresh read) that the pass did not see is confirmed: gone, it is unlisted", async () => {
+  it("a product fingerprinted during the pass (an order's fresh read) the pass did not see is confirmed: gone, unlisted", async () => {
     expect(await sync(app)).toMatchObject({ status: 'succeeded' });
     const writer = app.relay.app.get(CatalogWriter);
     const gone = sandbox.catalog.listedProducts()[33];
@@ -430,7 +430,8 @@ describe('catalog sync', () => {
 
   it('a category gone upstream is unlisted, not deleted; it comes back listed', async () => {
     await db.query(
-      `INSERT INTO catalog_categories (id, parent_id, slug, name, icon, sort_order, listed) VALUES (9, 0, 'retired', '{"en":"Retired"}', '', 1, true),
+      `INSERT INTO catalog_categories (id, parent_id, slug, name, icon, sort_order, listed) VALUES (9, 0, 'retired', ` +
+        `'{"en":"Retired"}', '', 1, true),
        (901, 9, 'retired-child', '{"en":"Retired child"}', '', 1, true)`,
     );
     expect((await sync(app)).status).toBe('succeeded');
@@ -475,7 +476,7 @@ describe('catalog sync', () => {
     }
   });
 
-  it('a sku_code another product carries too is a second SKU (its own sku_key), never a conflict; a plain code names the listed one', async () => {
+  it('a sku_code another product carries too is a second SKU (own sku_key), no conflict; a plain code names the listed one', async () => {
     const owner = sandbox.catalog.listedProducts()[10];
     const code = owner.skus[0].sku_code;
     const dup = sandbox.catalog.duplicateSkuCode(code);

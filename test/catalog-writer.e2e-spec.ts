@@ -55,7 +55,8 @@ function product(codePrefix: string, skus: number, text = 'plain'): UpstreamProd
 /** The stored row of a SKU without its keys, as text (what was stored, not how it reads back). */
 async function storedRows(db: TestDatabase, product: UpstreamProduct): Promise<string[]> {
   const rows = await db.query<{ row: string }>(
-    `SELECT (to_jsonb(s) - 'sku_key' - 'sku_code' - 'upstream_sku_id' - 'product_id' - 'product_slug' - 'created_at' - 'updated_at')::text AS row
+    `SELECT (to_jsonb(s) - 'sku_key' - 'sku_code' - 'upstream_sku_id' - 'product_id' - 'product_slug' - 'created_at' - ` +
+      `'updated_at')::text AS row
        FROM catalog_skus s WHERE s.product_id = $1 ORDER BY s.upstream_sku_id`,
     [product.id],
   );
@@ -68,8 +69,10 @@ async function storedRows(db: TestDatabase, product: UpstreamProduct): Promise<s
  */
 async function createdHistory(db: TestDatabase, codes: string[], runId?: string): Promise<number> {
   const [{ n }] = await db.query<{ n: number }>(
-    `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE kind = 'created' AND sku_code = ANY($1) AND ($2::text IS NULL OR run_id = $2))
-          + (SELECT count(*)::int FROM catalog_skus WHERE created_source IS NOT NULL AND sku_code = ANY($1) AND ($2::text IS NULL OR created_run_id = $2)) AS n`,
+    `SELECT (SELECT count(*)::int FROM catalog_sku_changes WHERE kind = 'created' AND sku_code = ANY($1) ` +
+      `AND ($2::text IS NULL OR run_id = $2))
+          + (SELECT count(*)::int FROM catalog_skus WHERE created_source IS NOT NULL AND sku_code = ANY($1) ` +
+      `AND ($2::text IS NULL OR created_run_id = $2)) AS n`,
     [codes, runId ?? null],
   );
   return n;

@@ -130,7 +130,7 @@ describe('relay command', () => {
     }
   });
 
-  it('relay sandbox serves the sandbox upstream alone on the port, with the products and under the profile asked, until stopped', async () => {
+  it('relay sandbox serves the sandbox upstream alone on the port, with the products and profile asked, until stopped', async () => {
     const port = await freePort();
     // The command's entry (src/cli/relay.ts → runCli) as a process, as a shop developer runs it.
     const relay = nodeEntry('cli/relay');

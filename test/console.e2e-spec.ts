@@ -174,7 +174,7 @@ describe('operator console (headless Chromium)', () => {
     expect(await page.evaluate(() => Object.values(sessionStorage))).toContain(TEST_TOKEN);
   });
 
-  it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order needing a decision, the budget and the queue', async () => {
+  it('shows the dashboard from the sandbox: wallet, last sync, orders by status, the order to decide, budget and queue', async () => {
     await page.goto(consoleUrl('#/'));
     const wallet = page.getByTestId('wallet-balance');
     await page.waitForFunction(
@@ -346,7 +346,7 @@ describe('operator console (headless Chromium)', () => {
     await shot('sync-runs');
   });
 
-  it('reconciles a range: the run to its end, the refund the upstream made without a callback as differences (page and order), the 409 while a run runs', async () => {
+  it('reconciles a range: the run to its end, an upstream refund with no callback as differences (page, order), 409 mid-run', async () => {
     // The relay has no CALLBACK_PUBLIC_URL here, so the upstream's refund tells nobody, and nothing
     // follows a delivered order any more: only a reconciliation read finds it.
     const delivered = await order('shop-1001');

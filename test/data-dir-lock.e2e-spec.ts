@@ -134,11 +134,12 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
       expect(holder().pid).toBe(svc.process.pid);
     }, 180_000);
 
-    it('a second service on the same directory refuses to start; the first goes on, and stopped leaves the lock free and nothing written', async () => {
+    it('a second service on one directory refuses to start; the first goes on, stopped leaves the lock free, nothing written', async () => {
       const second = service();
       expect(await second.exited).toBe(1);
       expect(second.output()).toContain(
-        `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ${svc.process.pid} (${MAIN}) on host `,
+        `upstream-relay: refusing to start, data_dir_locked: the embedded database ${pgliteDir} is in use by process ` +
+          `${svc.process.pid} (${MAIN}) on host `,
       );
       expect(second.output()).toContain('stop that process first, or give this one another DATA_DIR or DATABASE_URL');
       expect(second.output()).not.toContain('upstream-relay listening');

@@ -50,7 +50,7 @@ describe('database', () => {
     expect(reports.flatMap((r) => r.applied)).toHaveLength(1);
   });
 
-  it('DB_MIGRATE_ON_START=false starts on an empty database without migrating it, and /health/ready reports the pending migrations', async () => {
+  it('DB_MIGRATE_ON_START=false starts on an empty database, not migrating it; /health/ready reports the pending migrations', async () => {
     const all = readMigrations();
     const labels = all.map((m) => `${m.version}_${m.name}`);
     const tables = async () =>

@@ -64,7 +64,7 @@ onTheEmbeddedPass('the embedded database on disk', () => {
     expect(readdirSync(dir)).toEqual(['pglite']);
   }, 60_000);
 
-  it('a directory that already holds other files (pglite://./data beside the secrets) is initialised in place, its files kept', async () => {
+  it('a directory already holding other files (pglite://./data beside the secrets) is initialised in place, its files kept', async () => {
     const path = join(dir, 'data');
     mkdirSync(path);
     writeFileSync(join(path, 'secrets.json'), '{}');

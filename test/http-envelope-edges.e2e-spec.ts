@@ -113,7 +113,7 @@ describe('internal API: envelope, auth and bad input at the edges', () => {
     }
   });
 
-  it('a path with a malformed percent-escape is answered in the envelope (bad_request with fields, or 404), and 401 under /internal without the token', async () => {
+  it('a malformed percent-escape in a path: the envelope (bad_request with fields, or 404); 401 under /internal, no token', async () => {
     for (const path of ['/internal/orders/%zz', '/internal/catalog/skus/%E0%A4%A', '/internal/orders/%C0']) {
       const withToken = await raw(path, 'GET', auth());
       const body = json(withToken.body) as Record<string, unknown>;
@@ -133,7 +133,7 @@ describe('internal API: envelope, auth and bad input at the edges', () => {
     }
   });
 
-  it('GET /internal/catalog/skus/{sku_code} finds a listed SKU whose code is over 100 characters; a long path key is its 404 in the envelope', async () => {
+  it('GET /internal/catalog/skus/{sku_code} finds a listed SKU with a code over 100 chars; a long path key: 404, enveloped', async () => {
     const list = await t.app.http.get('/internal/catalog/skus', { params: { page_size: 500 } });
     expect((list.data.items as Array<{ sku_code: string }>).map((s) => s.sku_code)).toContain(LONG_SKU);
     const one = await t.app.http.get(`/internal/catalog/skus/${encodeURIComponent(LONG_SKU)}`);

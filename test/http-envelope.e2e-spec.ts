@@ -32,7 +32,7 @@ describe('HTTP envelope', () => {
     expect(await orders()).toBe(0);
   });
 
-  it('gives every body-parse bad_request a `fields` naming the body: invalid JSON, an empty JSON body, a charset parameter changes nothing', async () => {
+  it('every body-parse bad_request has `fields` naming the body: invalid JSON, empty JSON body; a charset changes nothing', async () => {
     const cases: Array<[string, string, string, RegExp]> = [
       ['invalid JSON', 'application/json', '{"shop_order_no": ', /not valid JSON/],
       ['invalid JSON, charset', 'application/json; charset=utf-8', 'not json', /not valid JSON/],
@@ -67,7 +67,7 @@ describe('HTTP envelope', () => {
     expect(await orders()).toBe(0);
   });
 
-  it('answers a body of any other content type on /internal/* with 400 bad_request naming the body (never 415), after the 413 rule', async () => {
+  it('answers a body of another content type on /internal/* with 400 bad_request naming the body (not 415), after the 413', async () => {
     const xml = '<order><shop_order_no>ct-1</shop_order_no></order>';
     const form = new FormData();
     form.append('shop_order_no', 'ct-2');
@@ -320,7 +320,7 @@ describe('HTTP envelope', () => {
     expect(await orders()).toBe(0);
   });
 
-  it('needs the token for every spelling of an internal path that reaches an internal route (percent-encoded, doubled slashes, dot segments)', async () => {
+  it('needs the token for every spelling of a path to an internal route (percent-encoded, doubled slashes, dot segments)', async () => {
     // sent as written: an HTTP client would normalise some of these
     const raw = (path: string, method = 'GET', body?: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {

@@ -272,7 +272,7 @@ describe('offers', () => {
     expect((avail.data as { items: OfferView[] }).items.map((o) => o.code)).toEqual(['price-4']);
   });
 
-  it('follows its sources through a sync: availability and sale price move updated_at, announce the change, and show in changed_since', async () => {
+  it('follows its sources through a sync: availability and sale price move updated_at, announce it, show in changed_since', async () => {
     const backup = await secondSku(mainB, 900006, '0.30', 'out_of_stock');
     const other = await put('follow-other', { routing: 'priority', sources: [{ supplier: 'main', sku_key: mainB.sku_key }] });
     expect(other.status).toBe(201);

@@ -48,7 +48,7 @@ describe('health under load', () => {
       'a plain /health',
     );
 
-  it('answers 200 "busy" while every pooled connection is taken, before any check gets one, and shares its checks between calls', async () => {
+  it('answers 200 "busy" while every pooled connection is taken, before any check gets one; shares its checks between calls', async () => {
     expect((await get(`${t.app.url}/health/ready`)).status).toBe(200); // read the migrations once
     const max = pool.options.max!;
     const held: QueryRunner[] = [];

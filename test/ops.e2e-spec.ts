@@ -235,10 +235,11 @@ describe('operations', () => {
     const clock = new TestClock();
     const t = useAppSuite({ sandbox: false, env: UNREACHABLE_UPSTREAM, workers: false, clock });
 
-    it('GET /metrics: relay_orders counts the orders by status when scraped, on an instance without workers too (final statuses at most every 5 minutes)', async () => {
+    it('GET /metrics: relay_orders counts orders by status when scraped, without workers too (final ones at most each 5 min)', async () => {
       const insert = (no: string, status: string) =>
         t.db.query(
-          `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
+          `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, ` +
+            `status_changed_at, progress_at, created_at, updated_at)
          VALUES ($1, 'SKU', 1, 'f', 't', $2, $1, now(), now(), now(), now())`,
           [no, status],
         );

@@ -51,7 +51,8 @@ describe('attempt leases on the database clock', () => {
     const a = await sending();
     // unknown, due for a re-send, while another replica's re-send holds its lease
     await t.db.query(
-      "UPDATE order_attempts SET status = 'submit_unknown', next_resend_at = now(), sending_until = now() + interval '1 minute' WHERE id = $1",
+      "UPDATE order_attempts SET status = 'submit_unknown', next_resend_at = now(), sending_until = now() + interval '1 minute' " +
+        'WHERE id = $1',
       [a.attemptId],
     );
     await t.db.query("UPDATE orders SET status = 'submit_unknown' WHERE id = $1", [a.orderId]);

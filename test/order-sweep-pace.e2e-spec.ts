@@ -24,7 +24,7 @@ describe('order poller: the sweep of stale attempts is not held up by slow polls
     seed: true,
   });
 
-  it('an attempt whose sender died becomes submit_unknown at the first sweeps after its lease, while a pass of slow reads runs', async () => {
+  it('an attempt whose sender died is submit_unknown at the first sweeps after its lease, while a pass of slow reads runs', async () => {
     const { app, db, sandbox } = suite;
     const poller = app.relay.app.get(OrderPoller);
     // CONTRACT §5 gives 2 × UPSTREAM_TIMEOUT_MS: the sweep runs every tick, at most a quarter of the

@@ -47,7 +47,7 @@ describe('a 429 with the request budget off', () => {
     await unblocked();
   });
 
-  it('a create answered 429 without Retry-After: 202 queued; sent again after the block under the same number; one upstream order', async () => {
+  it('a create answered 429 without Retry-After: 202 queued; sent again after the block, same number; one upstream order', async () => {
     const creates = t.sandbox.stats.requests.createOrder;
     t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
     const r = await place('OFF429-1');
@@ -68,7 +68,7 @@ describe('a 429 with the request budget off', () => {
     expect(t.sandbox.stats.requests.createOrder - creates).toBe(2);
   });
 
-  it('during the block nothing is sent: a new order waits ORDER_QUEUE_WAIT_MS at most, is queued behind, and both are placed in arrival order, once each', async () => {
+  it('nothing is sent in the block: a new order waits ORDER_QUEUE_WAIT_MS at most, queues behind; both placed in order, once', async () => {
     t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'rate_limit', retryAfterS: 2, times: 1 }] });
     const first = await place('OFFQ-1');
     expect(first.status).toBe(202);
@@ -102,7 +102,7 @@ describe('a 429 with the request budget off', () => {
     expect(t.sandbox.stats.requests.createOrder - creates).toBe(1);
   });
 
-  it('a cancel or a refresh answered 429: 503 upstream_unavailable, the order unchanged; after the block the cancel goes through', async () => {
+  it('a cancel or refresh answered 429: 503 upstream_unavailable, order unchanged; after the block the cancel goes through', async () => {
     t.sandbox.setTimetable({ paidMs: 60_000, fulfillingMs: 60_000, deliveredMs: 60_000, completedMs: null });
     try {
       const placed = await place('OFFC-1');

@@ -97,7 +97,10 @@ describe('cancel, refund and resolve at their edges', () => {
   });
 
   describe('cancel and refund of a rejected order racing a new attempt', () => {
-    /** A rejected order (refused upstream), and `call` made with a new accepted attempt landing between its first read and its locked write. */
+    /**
+     * A rejected order (refused upstream), and `call` made with a new accepted attempt landing between
+     * its first read and its locked write.
+     */
     const racing = async (tag: string, call: (shopNo: string) => Promise<{ status: number; data: unknown }>) => {
       t.sandbox.faults.set({
         rules: [{ operation: 'createOrder', kind: 'coded_error', status: 409, errorCode: 'insufficient_stock', times: 1 }],

@@ -136,7 +136,7 @@ describe('orders: cancel and refund', () => {
     expect(refunds).toBe(0);
   });
 
-  it('a cancel the upstream accepts for an order whose items were delivered: 409 cancel_not_allowed, kept as an anomaly, not refundable', async () => {
+  it('a cancel the upstream accepts for an order with delivered items: 409 cancel_not_allowed, an anomaly, not refundable', async () => {
     const o = await placed('LATEYES');
     const id = o.upstream_order_id as number;
     t.sandbox.setOrderStatus(id, 'delivered', { payload: 'CODE-L' });
@@ -328,7 +328,7 @@ describe('orders: cancel and refund', () => {
       seed: true,
     });
 
-    it('cancel and refund while the create call is unanswered: 409 outcome_unknown with the order, nothing recorded; then it proceeds', async () => {
+    it('cancel and refund while the create is unanswered: 409 outcome_unknown with the order, nothing kept; then it proceeds', async () => {
       const shopNo = no('INFLIGHT');
       const path = `/internal/orders/${shopNo}`;
       const refundRows = () =>

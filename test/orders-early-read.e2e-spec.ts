@@ -35,7 +35,7 @@ describe('orders: the product read started beside the local read', () => {
     t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: skuCode, quantity: 1 });
   const productReads = () => t.sandbox.stats.requests.product;
 
-  it("a SKU moved to another product (and synced): the read of its old product is left unused, the order goes out with the new product's sku_id", async () => {
+  it("a SKU moved to another product (synced): its old product's read is unused; the order goes with the new one's sku_id", async () => {
     expect((await place(no('MOVE'), 'E-MOVE')).status).toBe(201); // the service now knows E-MOVE's product
     const before = t.sandbox.catalog.getSku('E-MOVE')!;
     t.sandbox.catalog.removeSku('E-MOVE');
@@ -105,7 +105,7 @@ describe('orders: the product read started beside the local read', () => {
     expect(productReads() - reads).toBe(0);
   });
 
-  it('a SKU unavailable locally: 409 sku_unavailable even when the read beside it failed; the next request makes no upstream read', async () => {
+  it('a SKU unavailable locally: 409 sku_unavailable even if the read beside it failed; the next request reads nothing', async () => {
     expect((await place(no('GONE'), 'E-GONE')).status).toBe(201);
     t.sandbox.catalog.setStock('E-GONE', 'out_of_stock');
     await seedCatalog(t.app.http);

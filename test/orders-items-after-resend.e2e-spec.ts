@@ -111,7 +111,8 @@ describe('orders: a re-send answered delivered without its items (profile dujiao
       });
       // as an order was left when a delivered status without its fulfillment ended the following
       await db.query(
-        'UPDATE orders SET delivery_sealed = NULL, delivered_at = NULL, next_poll_at = NULL, poll_interval_ms = NULL WHERE shop_order_no = $1',
+        'UPDATE orders SET delivery_sealed = NULL, delivered_at = NULL, next_poll_at = NULL, poll_interval_ms = NULL WHERE ' +
+          'shop_order_no = $1',
         [shopNo],
       );
       expect(await getOrder(app.http, shopNo)).toMatchObject({ status: 'delivered', items: [] });

@@ -49,7 +49,7 @@ describe('orders: an overcharge is counted in /metrics and logged', () => {
     expect(t.app.logLines().filter((l) => l.shop_order_no === 'OC-FAIR-1' && (l.level === 'warn' || l.level === 'error'))).toEqual([]);
   });
 
-  it('a charge above it: the amount is recorded, relay_order_overcharge_total goes up by one in /metrics, and a line names the order and the amount', async () => {
+  it('a charge above it: the amount is recorded, relay_order_overcharge_total goes up by one, a line names order and amount', async () => {
     const before = await overchargeMetric();
     // the upstream raises its price between the relay's check (10.00) and the create call: it charges 2 × 11.00
     t.sandbox.faults.set({ latencyMs: 50 });

@@ -91,7 +91,7 @@ describe('orders: the price guard with a markup (max_unit_cost defaults to the s
     expect(t.sandbox.stats.createsExecuted).toBe(executed + 2);
   });
 
-  it('(b) a cost raised above the local sale price is 409 price_changed with the fresh price and the ceiling; nothing recorded, nothing sent', async () => {
+  it('(b) a cost raised above the local sale price: 409 price_changed with the fresh price and ceiling; nothing kept or sent', async () => {
     t.sandbox.catalog.setPrice('G-OVER', '11.01'); // one cent above the sale price 11.00
     const received = t.sandbox.stats.createsReceived;
     const shopNo = no('OVER');

@@ -45,7 +45,7 @@ describe('the price guard’s product reads (ORDER_PRICE_FRESH_S 30, on a clock 
     expect(reads() - before).toBe(2);
   });
 
-  it('orders of one SKU in a row, each create answered 10 s after it was sent and the next order 25 s after that answer: one read in all', async () => {
+  it('orders of one SKU in a row, each create answered in 10 s, the next order 25 s after that answer: one read in all', async () => {
     clock.advance(FRESH_MS + 1); // every read and charge so far is old
     const before = reads();
     createTakesMs = 10_000;

@@ -58,7 +58,7 @@ describe('orders under the request budget', () => {
 
   const upstreamOf = (shopNo: string) => sandbox.orders().filter((o) => o.downstream_order_no === shopNo);
 
-  it('a burst beyond the budget: 201 while tokens last, then 202 queued; all placed once, queued ones in arrival order, no 429', async () => {
+  it('a burst beyond the budget: 201 while tokens last, then 202 queued; all placed once, queued in arrival order, no 429', async () => {
     const limited = () => Object.values(sandbox.stats.rateLimited).reduce((a, b) => a + b, 0);
     const before = limited();
     const n = 24;
@@ -224,7 +224,7 @@ describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on 
     http.post('/internal/orders', { shop_order_no: no, sku_code: sku, quantity: 2, ...extra });
   const upstreamOf = (no: string) => sandbox.orders().filter((o) => o.downstream_order_no === no);
 
-  it('orders in a row for one SKU read the product once: each create confirms the cost for the next; another SKU of the product is read', async () => {
+  it("orders in a row for one SKU read the product once, each create confirming the next's cost; another SKU of it is read", async () => {
     const before = reads();
     expect((await order('CC-A1', 'CC-1')).status).toBe(201);
     expect(reads() - before).toBe(1);
@@ -242,7 +242,7 @@ describe("a create's charge confirms the SKU's cost (ORDER_PRICE_FRESH_S 30, on 
     expect(reads() - before).toBe(2);
   });
 
-  it('a price change upstream: the create charged another price confirms nothing, and the next order reads fresh and is refused by the guard', async () => {
+  it('a price change upstream: a create charged another price confirms nothing; the next reads fresh, the guard refuses it', async () => {
     clock.advance(FRESH_MS + 1); // every read and confirmation so far is old
     expect((await order('CC-C1', 'CC-1', { max_unit_cost: '3.50' })).status).toBe(201);
     const before = reads();

@@ -177,7 +177,7 @@ describe.each(PROFILES)('exactly once with an unknown outcome, profile $name', (
     });
 
     if (profile.settledBy === 'resend') {
-      it('a re-send refused with a code proves nothing of the first send: still submit_unknown, never rejected or resubmitted', async () => {
+      it('a re-send refused with a code proves nothing of the first: still submit_unknown, never rejected or resubmitted', async () => {
         quietCallbacks();
         const shopNo = `LOST-refused-resend-${profile.name}`;
         const balance = sandbox.walletBalance();

@@ -120,7 +120,7 @@ describe('two replicas on one database: a callback may reach either', () => {
       }
     ).events;
 
-  it('an order placed through A, its signed callback delivered to B only: B takes it and applies it as the word of the upstream, with no read (CALLBACK_TRUST=verified), the order moves (seen through A); the duplicate to A changes nothing', async () => {
+  it("an order via A, its signed callback to B only: B applies it unread (CALLBACK_TRUST=verified); A's duplicate: no-op", async () => {
     const { db, sandbox } = t;
     const [a, b] = t.apps;
     const placed = await a.http.post('/internal/orders', { shop_order_no: 'REPCB-1', sku_code: 'REP-CB', quantity: 2 });

@@ -76,7 +76,8 @@ describe('delivered items stay secret', () => {
 
     const columns = await db.query<{ table_name: string; column_name: string; data_type: string }>(
       `SELECT table_name, column_name, data_type FROM information_schema.columns
-        WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea', 'ARRAY', 'USER-DEFINED')`,
+        WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea', ` +
+        `'ARRAY', 'USER-DEFINED')`,
     );
     expect(columns.map((c) => c.table_name)).toEqual(
       expect.arrayContaining(['orders', 'order_attempts', 'order_events', 'callback_inbox', 'outbox_events']),

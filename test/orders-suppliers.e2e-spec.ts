@@ -175,7 +175,7 @@ describe('orders at several suppliers', () => {
     expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
   });
 
-  it('a disabled supplier takes no new order (409 supplier_disabled, nothing sent); its unfinished order is followed to the end', async () => {
+  it('a disabled supplier takes no new order (409 supplier_disabled, nothing sent); its open order is followed to the end', async () => {
     second.setTimetable({ ...TIMETABLE, paidMs: 400 });
     const pending = await place({ shop_order_no: no('DIS'), sku_code: 'SUP-SECOND', quantity: 1 });
     expect(pending.status).toBe(201);

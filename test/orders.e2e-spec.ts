@@ -446,7 +446,8 @@ describe('orders: placing and following', () => {
       const done = await waitForOrder(app.http, shopNo, (o) => o.status === 'delivered');
       expect(done.items?.length).toBeGreaterThan(0);
       const [{ anomalies }] = await db.query<{ anomalies: number }>(
-        "SELECT count(*)::int AS anomalies FROM order_events e JOIN orders o ON o.id = e.order_id WHERE o.shop_order_no = $1 AND e.kind = 'anomaly'",
+        'SELECT count(*)::int AS anomalies FROM order_events e JOIN orders o ON o.id = e.order_id WHERE o.shop_order_no = $1 ' +
+          "AND e.kind = 'anomaly'",
         [shopNo],
       );
       expect(anomalies).toBe(1);

@@ -94,7 +94,7 @@ describe('prepared statements: described once per connection, rows as pg gives t
     await expect(runPrepared(ds, null, statement, [1])).rejects.toMatchObject({ code: '0A000' });
   });
 
-  it("a parameter pg cannot serialise, on a statement's first run in a transaction: that call fails, nothing is sent, the transaction goes on", async () => {
+  it("a value pg cannot serialise at a statement's first run in a transaction: the call fails, nothing sent, the tx goes on", async () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     // a text the server would refuse too: had its Parse gone out, the server would ignore everything up

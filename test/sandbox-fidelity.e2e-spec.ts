@@ -257,7 +257,7 @@ describe('sandbox fidelity: the sandbox alone', () => {
   });
 
   describe('5. callback retries', () => {
-    it('a retry carries the order as it is at the try (status, fulfillment, event) with a fresh timestamp, signed over that body', async () => {
+    it('a retry carries the order as it is at the try (status, fulfillment, event), a fresh timestamp, signed over that body', async () => {
       const answers = [{ status: 500, body: '{"ok":false}' }];
       const receiver = await startReceiver((i) => answers[i] ?? { status: 200, body: '{"ok":true}' });
       let skewMs = 0;
@@ -378,7 +378,7 @@ describe('sandbox fidelity: the sandbox alone (2)', () => {
   });
 
   describe('8. a wallet that cannot pay', () => {
-    it('dujiao-next: the order is created and canceled, 200 payment_failed names it; nothing taken; the number stays tied to it', async () => {
+    it('dujiao-next: order created and canceled, 200 payment_failed names it; nothing taken; the number stays tied to it', async () => {
       await withSandbox({ profile: 'dujiao-next', wallet: { balance: '5.00' } }, async (sandbox) => {
         expect(sandbox.config.lowBalance).toBe('payment_failed');
         const sku = sandbox.catalog.addProduct({ skus: [{ skuCode: 'LB-1', price: '4.00', stockQuantity: 30 }] }).skus[0];
@@ -579,7 +579,8 @@ describe('sandbox fidelity: the relay against the default sandbox (spec)', () =>
     expect(order).toMatchObject({ status: 'submit_unknown', upstream_order_id: null, attempt: 1 });
     expect(await events(shopNo)).toEqual(before);
     const [attempt] = await t.db.query<{ status: string; upstream_order_id: string | null }>(
-      'SELECT a.status, a.upstream_order_id::text AS upstream_order_id FROM order_attempts a JOIN orders o ON o.id = a.order_id WHERE o.shop_order_no = $1',
+      'SELECT a.status, a.upstream_order_id::text AS upstream_order_id FROM order_attempts a JOIN orders o ON o.id = a.order_id ' +
+        'WHERE o.shop_order_no = $1',
       [shopNo],
     );
     expect(attempt).toEqual({ status: 'submit_unknown', upstream_order_id: null });
@@ -588,7 +589,7 @@ describe('sandbox fidelity: the relay against the default sandbox (spec)', () =>
     expect(settled.status).toBe(200);
   });
 
-  it('payment_failed (now with the canceled order in the answer) is still a refusal: 402, rejected; the next attempt has a new number', async () => {
+  it('payment_failed (now with the canceled order in the answer) is a refusal: 402, rejected; the next attempt: a new number', async () => {
     const shopNo = 'FID-PF-1';
     t.sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'payment_failed', times: 1 }] });
     const refused = await t.app.http.post('/internal/orders', { shop_order_no: shopNo, sku_code: 'FID-AUTO', quantity: 1 });
@@ -646,7 +647,7 @@ describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
     expect(t.sandbox.walletBalance()).toBe(balance);
   });
 
-  it('a create the wallet cannot pay: the upstream cancels it (payment_failed), the relay rejects it (402); the next attempt has a new number', async () => {
+  it('a create the wallet cannot pay: canceled upstream (payment_failed), rejected here (402); the next attempt: new number', async () => {
     const shopNo = 'FID-DJ-LOW';
     const balance = t.sandbox.walletBalance();
     t.sandbox.setWalletBalance('1.00');
@@ -673,7 +674,7 @@ describe('sandbox fidelity: the relay against the dujiao-next profile', () => {
     }
   });
 
-  it('catalog sync: a SKU left out as inactive is not listed; one that goes inactive is unlisted, and listed again when it comes back', async () => {
+  it('catalog sync: a SKU left out as inactive is not listed; one going inactive is unlisted, listed again when back', async () => {
     // FID-DJ-IA-3 was inactive at the first sync: the upstream never showed it
     expect(await localSku('FID-DJ-IA-1')).toMatchObject({ listed: true, available: true });
     expect(await localSku('FID-DJ-IA-2')).toMatchObject({ listed: true, available: true });
@@ -770,8 +771,10 @@ describe('sandbox fidelity: the relay against an upstream whose GET /orders/{id}
     const otherNo = 'FID-SHOWN-OTHER2';
     const upstreamId = await rejectedThenCompleted(shopNo, otherNo);
     await t.db.query(
-      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, downstream_order_no, reported_status, callback_ts, state, next_try_at, received_at)
-       VALUES ($1, 'order.fulfilled', $3, $4, 'completed', 1, 'pending', now(), now()), ($2, 'order.fulfilled', $3, $5, 'completed', 2, 'pending', now(), now())`,
+      `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, downstream_order_no, reported_status, callback_ts, ` +
+        `state, next_try_at, received_at)
+       VALUES ($1, 'order.fulfilled', $3, $4, 'completed', 1, 'pending', now(), now()), ($2, 'order.fulfilled', $3, $5, ` +
+        `'completed', 2, 'pending', now(), now())`,
       [`grouped-own-${upstreamId}`, `grouped-other-${upstreamId}`, upstreamId, otherNo, shopNo],
     );
     const rows = await waitFor(

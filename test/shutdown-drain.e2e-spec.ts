@@ -76,7 +76,7 @@ describe('shutdown with work in flight', () => {
     }
   }, 60_000);
 
-  it('while the shutdown drains a webhook delivery, /health/ready is 503, no new order is taken, and a callback is still stored', async () => {
+  it('while the shutdown drains a webhook delivery, /health/ready is 503, no new order is taken, a callback is still stored', async () => {
     const app: TestApp = await startTestApp(db, sandbox, { SHOP_WEBHOOK_URL: shop.url, SHOP_WEBHOOK_SECRET: 'sd-shop-secret' });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -88,7 +88,8 @@ describe('shutdown with work in flight', () => {
     try {
       await seedCatalog(app.http);
       await db.query(
-        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SD-HOLD', '{"event":"sku.price_changed"}'::jsonb)`,
+        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SD-HOLD', ` +
+          `'{"event":"sku.price_changed"}'::jsonb)`,
       );
       // the delivery is at the shop, held
       await waitFor(

@@ -22,7 +22,7 @@ describe('the start, as a person sees it', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('creates its database saying so, then prints a banner with every URL and the development token; again in plain text with LOG_FORMAT=pretty', async () => {
+  it('creates its database, saying so, then a banner with every URL and the dev token; in plain text with LOG_FORMAT=pretty', async () => {
     // Zero configuration (embedded database created now, built-in sandbox, generated token), at info.
     const first = startChildApp({ cwd: dir, cleanEnv: true, env: { PORT: '0', LOG_LEVEL: 'info' } });
     try {

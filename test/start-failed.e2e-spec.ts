@@ -53,7 +53,8 @@ describe('a start that fails once the modules are up', () => {
     expect(sender.looping).toBe(false);
     // an event the shop would be sent by a living webhook sender
     await db.query(
-      `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SF-1', '{"event":"sku.price_changed"}'::jsonb)`,
+      `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('sku.price_changed', 'SF-1', ` +
+        `'{"event":"sku.price_changed"}'::jsonb)`,
     );
     expect(shop.received).toEqual([]);
     const [row] = await db.query<{ status: string; lease_token: string | null }>(

@@ -181,7 +181,8 @@ describe('suppliers API', () => {
     expect(placed.status).toBe(201);
     await suite.db.query(`UPDATE orders SET supplier = 'second', status = 'fulfilling' WHERE shop_order_no = 'SUP-DEL-1'`);
     const skus = await suite.db.query<{ sku_code: string }>(
-      `UPDATE catalog_skus SET supplier = 'second' WHERE sku_code IN (SELECT sku_code FROM catalog_skus WHERE listed ORDER BY sku_code LIMIT 3) RETURNING sku_code`,
+      `UPDATE catalog_skus SET supplier = 'second' WHERE sku_code IN (SELECT sku_code FROM catalog_skus WHERE listed ORDER BY ` +
+        `sku_code LIMIT 3) RETURNING sku_code`,
     );
     expect(skus).toHaveLength(3);
     const listedBefore = await countListed();

@@ -29,7 +29,7 @@ describe('zero-config start with two sandboxes', () => {
     }
   };
 
-  it('runs sandbox-2 beside the first sandbox, stored as a supplier with its own key, and keeps it across a start at its address of that start', async () => {
+  it('runs sandbox-2 beside the first as a supplier with its own key, kept across a start at the address of that start', async () => {
     await start(async (relay) => {
       expect(relay.sandboxSuppliers).toHaveLength(1);
       const second = relay.sandboxSuppliers[0];

@@ -140,7 +140,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     ).toBeNull();
   });
 
-  it('a 429 without Retry-After blocks every caller for UPSTREAM_RATE_LIMIT_BLOCK_S; the read is sent again after it and succeeds', async () => {
+  it('a 429 without Retry-After blocks all callers for UPSTREAM_RATE_LIMIT_BLOCK_S; the read, sent again after it, succeeds', async () => {
     const { client, budget, metrics } = budgeted();
     const created = await client.createOrder({ sku_id: autoSkuId(), quantity: 1, downstream_order_no: 'BUDGET-READ' });
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
@@ -164,7 +164,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     expect(await counter(metrics, 'upstreamBlocks')).toBe(1);
   });
 
-  it('a create answered 429 rejects as retryable rate_limited, nothing is placed, and the same create after the block places one order', async () => {
+  it('a create answered 429 rejects as retryable rate_limited, nothing placed; the same create after the block places one', async () => {
     const { client, budget } = budgeted();
     sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
     const request = { sku_id: autoSkuId(), quantity: 1, downstream_order_no: 'BUDGET-CREATE' };
@@ -240,7 +240,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
       expect(Object.values(sandbox.stats.rateLimited).reduce((n, v) => n + v, 0)).toBe(0);
     });
 
-    it('a budget set above the real limit meets its 429s: the block is recorded and every read is sent again after it and succeeds', async () => {
+    it('a budget above the real limit meets its 429s: the block is recorded, every read is sent again after it and succeeds', async () => {
       const { client, budget, metrics } = budgeted({ UPSTREAM_RATE_LIMIT: '30/500ms' });
       const productId = sandbox.catalog.listedProducts()[0].id;
       const reads = await Promise.all(Array.from({ length: 14 }, () => client.getProduct(productId)));
@@ -263,7 +263,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     });
   });
 
-  it('budget off: every call goes straight to the adapter, a 429 is answered as it came and counted, nothing is written to the ledger', async () => {
+  it('budget off: every call goes straight to the adapter, a 429 answered as it came and counted, nothing in the ledger', async () => {
     const { client, budget, metrics } = budgeted({ UPSTREAM_RATE_LIMIT: 'off' });
     await Promise.all(Array.from({ length: 30 }, () => client.ping()));
     sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
@@ -278,7 +278,7 @@ describe('BudgetedUpstreamClient against the sandbox', () => {
     expect(await storedBlockEnd(db, budget.keyId)).toBeNull();
   });
 
-  it('budget off: after a 429 the process sends nothing until the block ends (UPSTREAM_RATE_LIMIT_BLOCK_S without Retry-After); a call that cannot wait that long is refused unsent', async () => {
+  it('budget off: a 429 (no Retry-After) stops all sends for UPSTREAM_RATE_LIMIT_BLOCK_S; a call unable to wait: refused', async () => {
     const { client, budget } = budgeted({ UPSTREAM_RATE_LIMIT: 'off', UPSTREAM_RATE_LIMIT_BLOCK_S: '0.3' });
     sandbox.faults.set({ rules: [{ operation: 'createOrder', kind: 'coded_error', status: 429, body: DUJIAO_429, times: 1 }] });
     const skuId = autoSkuId();

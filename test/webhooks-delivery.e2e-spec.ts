@@ -127,7 +127,8 @@ interface Seen {
 
 /**
  * A shop whose answer per subject is chosen by the test: `trickle` (headers at once, then one byte
- * every 100 ms, for as long as the connection stays open, up to five minutes), `big` (200 with a 1 MiB body), `hold` (nothing until `release`), else 200.
+ * every 100 ms, for as long as the connection stays open, up to five minutes), `big` (200 with a
+ * 1 MiB body), `hold` (nothing until `release`), else 200.
  */
 class ScriptedShop {
   readonly seen: Seen[] = [];
@@ -316,7 +317,8 @@ describe('shop webhook delivery: deadlines and leases', () => {
       expect(await outbox.claimDue(60_000, 10)).toEqual([]); // not before its lease ran out…
       // the minute of its lease passes (its end moved back, as the database's clock would reach it)
       await db.query(
-        `UPDATE outbox_events SET next_attempt_at = next_attempt_at - interval '60 seconds' WHERE subject = 'SO-LEASE' AND lease_token = $1`,
+        `UPDATE outbox_events SET next_attempt_at = next_attempt_at - interval '60 seconds' WHERE subject = 'SO-LEASE' AND ` +
+          `lease_token = $1`,
         [first.leaseToken],
       );
       const [second] = await outbox.claimDue(60_000, 10); // …then another claim takes it

@@ -63,7 +63,8 @@ const rowOf = async (db: TestDatabase, subject: string): Promise<Row | undefined
 /** `ms` pass for the outbox's waiting rows, as the database's clock judges their due times. */
 const elapse = (db: TestDatabase, ms: number): Promise<unknown> =>
   db.query(
-    `UPDATE outbox_events SET next_attempt_at = next_attempt_at - $1 * interval '1 millisecond' WHERE status = 'pending' AND lease_token IS NULL`,
+    `UPDATE outbox_events SET next_attempt_at = next_attempt_at - $1 * interval '1 millisecond' WHERE status = 'pending' AND ` +
+      `lease_token IS NULL`,
     [ms],
   );
 
@@ -266,7 +267,8 @@ describe('shop webhooks', () => {
       first = null;
       // Written while no instance runs (e.g. by a migration or another service's transaction).
       await db.query(
-        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('order.status_changed', 'SO-RESTART-3', '{"event":"order.status_changed","status":"paid"}')`,
+        `INSERT INTO outbox_events (event_type, subject, payload) VALUES ('order.status_changed', 'SO-RESTART-3', ` +
+          `'{"event":"order.status_changed","status":"paid"}')`,
       );
 
       shop.respond = () => 200;
@@ -321,7 +323,7 @@ describe('shop webhooks', () => {
   describe('the claims of a subject', () => {
     const t = useAppSuite({ env: shopEnv, workers: false }); // the test claims
 
-    it("claims a subject's events one at a time in order: a later one waits while an earlier one is pending, due or not, leased or not", async () => {
+    it("claims a subject's events one by one in order: a later waits while an earlier is pending, due or not, leased or not", async () => {
       const relay = t.app.relay;
       const outbox = relay.app.get(OutboxRepository);
       await relay.app

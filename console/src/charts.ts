@@ -54,7 +54,11 @@ export function BarChart({
         <rect x=${x} y=${top + plotH - h} width=${barW} height=${Math.max(h, b.value > 0 ? 1 : 0)} rx="2"
           ><title>${b.title ?? `${b.label}: ${format(b.value)}`}</title></rect
         >
-        ${(bars.length - 1 - i) % every === 0 ? html`<text class="x" x=${x + barW / 2} y=${height - 6} text-anchor="middle">${b.label}</text>` : null}
+        ${
+          (bars.length - 1 - i) % every === 0
+            ? html`<text class="x" x=${x + barW / 2} y=${height - 6} text-anchor="middle">${b.label}</text>`
+            : null
+        }
       </g>`;
     })}
   </svg>`;

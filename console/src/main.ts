@@ -90,7 +90,10 @@ function App() {
   return html`<div class="layout">
     <nav class="side" aria-label="main">
       <a class="brand" href="#/"><img src="/console/favicon.svg" alt="" width="22" height="22" /> upstream-relay</a>
-      ${NAV.map(([key, label, link]) => html`<a href=${link} class=${titleKey === key ? 'active' : ''} aria-current=${titleKey === key ? 'page' : null}>${label}</a>`)}
+      ${NAV.map(
+        ([key, label, link]) =>
+          html`<a href=${link} class=${titleKey === key ? 'active' : ''} aria-current=${titleKey === key ? 'page' : null}>${label}</a>`,
+      )}
       <button class="btn link logout" onClick=${logout}>Log out</button>
     </nav>
     <main class="main"><${Page} route=${route} /></main>

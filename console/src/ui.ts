@@ -64,7 +64,8 @@ export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const date = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return `${date} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
 export function formatDuration(ms: number | null): string {
@@ -179,7 +180,13 @@ export function Card({
   actions?: ComponentChildren;
 }) {
   return html`<section class=${`card ${cls ?? ''}`}>
-    ${title || actions ? html`<header class="card-head">${title ? html`<h2>${title}</h2>` : null}${actions ? html`<div class="card-actions">${actions}</div>` : null}</header>` : null}
+    ${
+      title || actions
+        ? html`<header class="card-head">
+            ${title ? html`<h2>${title}</h2>` : null}${actions ? html`<div class="card-actions">${actions}</div>` : null}
+          </header>`
+        : null
+    }
     ${children}
   </section>`;
 }

@@ -66,4 +66,25 @@ describe('WakeLoop', () => {
     expect(state.count).toBe(2);
     await ended;
   });
+
+  it('startNow() begins the first pass within the call, and only when nothing runs or waits', async () => {
+    const state = { count: 0 };
+    const loop = new WakeLoop(
+      () => {
+        state.count++;
+        return Promise.resolve(state.count);
+      },
+      () => 60_000,
+    );
+    loop.startNow();
+    expect(state.count).toBe(1);
+    loop.startNow(); // the first pass runs: no second one
+    await passesOf(state, 1);
+    await new Promise((r) => setImmediate(r));
+    loop.startNow(); // the next pass is scheduled: none now
+    expect(state.count).toBe(1);
+    await loop.stop();
+    loop.startNow();
+    expect(state.count).toBe(1);
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * A background loop whose passes run one at a time on a timer: the timer loop of the service's
- * periodic work (the order poller and its sweep, the order queue, the callback inbox, retention, the
- * periodic ping, the reconciliation schedule, the suppliers' reload).
+ * periodic work (the order poller and its sweep, the order queue, the callback inbox, the webhook
+ * sender's delivery cycles, retention, the periodic ping, the reconciliation schedule, the suppliers'
+ * reload).
  * After each pass, `next(result, woken)` gives the delay before the following one; `woken` says that
  * `wake()` was called while the pass ran. `wake()` between passes runs the next one now. `stop()`
  * ends the loop (no pass starts after it) and resolves once the running pass, if any, has ended.
@@ -28,6 +29,15 @@ export class WakeLoop<R> {
     this.schedule(ms);
   }
 
+  /**
+   * The first pass now, begun within this call (for work that must be under way once its start hook
+   * has returned); nothing when the loop has a pass running or scheduled, or has stopped.
+   */
+  startNow(): void {
+    if (this.ended || this.running || this.timer) return;
+    this.runPass();
+  }
+
   wake(): void {
     if (this.ended) return;
     if (this.running) {
@@ -49,13 +59,17 @@ export class WakeLoop<R> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.running = this.pass().then((result) => {
-        this.running = null;
-        const woken = this.again;
-        this.again = false;
-        this.schedule(this.next(result, woken));
-      });
+      this.runPass();
     }, ms);
     this.timer.unref?.();
+  }
+
+  private runPass(): void {
+    this.running = this.pass().then((result) => {
+      this.running = null;
+      const woken = this.again;
+      this.again = false;
+      this.schedule(this.next(result, woken));
+    });
   }
 }

@@ -1,4 +1,12 @@
-import { WEBHOOK_BACKOFF, attemptOutcome, backoffDelayMs, isDelivered } from './webhook-backoff.js';
+import {
+  WEBHOOK_BACKOFF,
+  attemptOutcome,
+  backoffDelayMs,
+  failedCyclesAfter,
+  isDelivered,
+  nextCycleMs,
+  type CycleCadence,
+} from './webhook-backoff.js';
 
 describe('webhook backoff', () => {
   it('doubles from the base up to the cap, without jitter', () => {
@@ -47,5 +55,33 @@ describe('webhook backoff', () => {
     expect(isDelivered(301)).toBe(false);
     expect(isDelivered(500)).toBe(false);
     expect(isDelivered(null)).toBe(false);
+  });
+
+  describe("the sender's wait between cycles", () => {
+    const cadence: CycleCadence = { idleMs: 1_000, batch: 4, pause: { baseMs: 1_000, maxMs: 60_000 } };
+
+    it('follows a full claim at once, a partial or empty one after the idle wait', () => {
+      expect(nextCycleMs({ claimed: 4, delivered: 4 }, 0, false, cadence)).toBe(0);
+      expect(nextCycleMs({ claimed: 2, delivered: 1 }, 0, false, cadence)).toBe(1_000);
+      expect(nextCycleMs({ claimed: 0, delivered: 0 }, 0, false, cadence)).toBe(1_000);
+    });
+
+    it('rests 1 s, 2 s, 4 s, … 60 s while every delivery fails, and counts again from a cycle that delivered', () => {
+      const failed = { claimed: 4, delivered: 0 };
+      let inARow = 0;
+      const waits: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        inARow = failedCyclesAfter(inARow, failed);
+        waits.push(nextCycleMs(failed, inARow, false, cadence));
+      }
+      expect(waits).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]);
+      expect(failedCyclesAfter(inARow, { claimed: 0, delivered: 0 })).toBe(0);
+      expect(failedCyclesAfter(inARow, { claimed: 3, delivered: 1 })).toBe(0);
+    });
+
+    it('runs the next cycle at once after a kick, even while resting a failing shop', () => {
+      expect(nextCycleMs({ claimed: 4, delivered: 0 }, 5, true, cadence)).toBe(0);
+      expect(nextCycleMs({ claimed: 0, delivered: 0 }, 0, true, cadence)).toBe(0);
+    });
   });
 });

@@ -2,33 +2,38 @@
  * Delivers the transactional outbox to the shop (CONTRACT §7), when `config.workers` is on and
  * SHOP_WEBHOOK_URL is set.
  *
- * A loop: claim a few due events in one short transaction (a lease, see OutboxRepository), POST each
- * one to the shop outside any transaction, record each result in its own statement: `delivered` on
- * a 2xx, else retried with exponential backoff and jitter (webhook-backoff.ts), `dead` after
- * SHOP_WEBHOOK_MAX_ATTEMPTS; while every delivery fails, the loop itself pauses longer and longer
- * (up to a minute), so that a shop that is down is not flooded. The events of one subject go out in
- * order. An event is at least once at the shop; the `Relay-Event-Id` header lets it drop a repeat
+ * Delivery cycles, one at a time on a WakeLoop (common/wake-loop.ts): a cycle claims a few due events
+ * in one short transaction (a lease, see OutboxRepository), POSTs each one to the shop outside any
+ * transaction and records each result in its own statement: `delivered` on a 2xx, else retried with
+ * exponential backoff and jitter (webhook-backoff.ts), `dead` after SHOP_WEBHOOK_MAX_ATTEMPTS. The
+ * next cycle follows at once after a full claim or a kick, else after a second; while every delivery
+ * fails, the loop rests longer and longer between cycles (common/backoff.ts, up to a minute), so that
+ * a shop that is down is not flooded (webhook-backoff.ts nextCycleMs). The events of one subject go out
+ * in order. An event is at least once at the shop; the `Relay-Event-Id` header lets it drop a repeat
  * (a repeat only happens when a process dies mid-delivery and its lease runs out).
  *
  * One delivery at a time per event, across replicas: a request has a total deadline
  * (`timing.requestMs`, an AbortSignal) until the answer's status, and the answer's body is not read at
  * all (the status is the answer; a shop trickling or sending a large body neither holds the request
- * open nor fails it: the connection is closed once the status is in); the claim's lease (`timing.leaseMs`, measured by the
- * database's clock from the claim) is three times the deadline, so that the request and the
- * recording of its result end well before another replica may claim the event again.
+ * open nor fails it: the connection is closed once the status is in); the claim's lease
+ * (`timing.leaseMs`, measured by the database's clock from the claim) is three times the deadline, so
+ * that the request and the recording of its result end well before another replica may claim the
+ * event again.
  *
- * Shutdown: stops claiming, lets the deliveries in flight finish (each is bounded by the request
- * deadline) and records them; nothing claimed is left unrecorded, so nothing waits for a lease.
+ * Shutdown: stops the loop (no cycle starts after it), lets the cycle in flight finish its deliveries
+ * (each is bounded by the request deadline) and record them, and releases what a cycle claimed once
+ * the shutdown had begun; nothing claimed is left unrecorded, so nothing waits for a lease.
  */
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import axios, { type AxiosInstance } from 'axios';
 import type { Readable } from 'node:stream';
 import { Clock } from '../common/clock.js';
 import { LoopProgress, type LoopProgressView } from '../common/loop-progress.js';
+import { WakeLoop } from '../common/wake-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { Metrics } from '../ops/metrics.service.js';
 import { OutboxRepository, type ClaimedEvent } from './outbox.repository.js';
-import { attemptOutcome, isDelivered } from './webhook-backoff.js';
+import { attemptOutcome, failedCyclesAfter, isDelivered, nextCycleMs, type CycleCadence, type DeliveryCycle } from './webhook-backoff.js';
 import { buildWebhookRequest } from './webhook-request.js';
 
 /** Per delivery request: the total deadline (and the longest silence within it). */
@@ -41,6 +46,12 @@ export const WEBHOOK_CONCURRENCY = 4;
 export const WEBHOOK_IDLE_MS = 1_000;
 /** The longest rest given to a shop that failed every delivery of the last cycles. */
 export const WEBHOOK_MAX_PAUSE_MS = 60_000;
+/** The loop's cadence: a look every WEBHOOK_IDLE_MS, a rest of 1 s, 2 s, … 60 s while the shop fails everything. */
+const CADENCE: CycleCadence = {
+  idleMs: WEBHOOK_IDLE_MS,
+  batch: WEBHOOK_CONCURRENCY,
+  pause: { baseMs: WEBHOOK_IDLE_MS, maxMs: WEBHOOK_MAX_PAUSE_MS },
+};
 
 @Injectable()
 export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
@@ -48,12 +59,18 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly http: AxiosInstance;
   private running = false;
   private stopping = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private sleepTimer: NodeJS.Timeout | null = null;
-  private kicked = false;
+  /** Cycles in a row that claimed events and delivered none (the shop's rest grows with them). */
+  private failedCycles = 0;
+  /** The delivery cycles, one at a time; the next after the wait nextCycleMs gives, at once after a kick. */
+  private readonly loop = new WakeLoop<DeliveryCycle>(
+    () => this.cycle(),
+    (cycle, kicked) => nextCycleMs(cycle, this.failedCycles, kicked, CADENCE),
+  );
   private readonly cycleCount = new LoopProgress();
-  /** The request's total deadline and the claim's lease (a test shortens them; keep the lease well above the deadline). */
+  /**
+   * The request's total deadline and the claim's lease (a test shortens them; keep the lease well
+   * above the deadline).
+   */
   timing = { requestMs: WEBHOOK_TIMEOUT_MS, leaseMs: WEBHOOK_LEASE_MS };
 
   constructor(
@@ -73,7 +90,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
     metrics.onScrape(() => this.refreshBacklog());
   }
 
-  /** Delivery cycles (deliverDue) of the loop begun and ended since the start: for tests and tools (see LoopProgress). */
+  /** Delivery cycles (deliverDue) of the loop begun and ended since the start: for tests and tools (LoopProgress). */
   get cycles(): LoopProgressView {
     return this.cycleCount;
   }
@@ -91,57 +108,39 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     if (!this.enabled) return;
     this.running = true;
-    this.loop = this.run();
+    // the first cycle begins here, as the application starts
+    this.loop.startNow();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    this.wake?.();
-    await this.loop;
+    await this.loop.stop();
     this.running = false;
   }
 
-  /** Looks at the outbox now instead of at the next tick (e.g. after an operator's replay). */
+  /**
+   * Looks at the outbox now instead of at the next tick (e.g. after an operator's replay): between
+   * cycles the next one starts now, during one the next follows it at once. Nothing when this process
+   * does not deliver.
+   */
   kick(): void {
-    this.kicked = true;
-    this.wake?.();
+    if (this.running) this.loop.wake();
   }
 
-  private async run(): Promise<void> {
-    let failedCycles = 0;
-    while (!this.stopping) {
-      this.kicked = false;
-      let cycle = { claimed: 0, delivered: 0 };
-      try {
-        cycle = await this.cycleCount.run(() => this.deliverDue());
-      } catch (e) {
-        this.logger.warn({ msg: `outbox delivery cycle failed: ${(e as Error).message}` });
-      }
-      if (this.stopping) break;
-      // A shop that fails everything is given a rest (1 s, 2 s, … 60 s) instead of the next due events.
-      failedCycles = cycle.claimed > 0 && cycle.delivered === 0 ? failedCycles + 1 : 0;
-      if (this.kicked) continue;
-      if (failedCycles > 0) await this.sleep(Math.min(WEBHOOK_MAX_PAUSE_MS, WEBHOOK_IDLE_MS * 2 ** (failedCycles - 1)));
-      else if (cycle.claimed < WEBHOOK_CONCURRENCY) await this.sleep(WEBHOOK_IDLE_MS);
+  /** One pass of the loop: a delivery cycle, counted; a failed one is logged and counts as nothing claimed. */
+  private async cycle(): Promise<DeliveryCycle> {
+    let cycle: DeliveryCycle = { claimed: 0, delivered: 0 };
+    try {
+      cycle = await this.cycleCount.run(() => this.deliverDue());
+    } catch (e) {
+      this.logger.warn({ msg: `outbox delivery cycle failed: ${(e as Error).message}` });
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        if (this.sleepTimer) clearTimeout(this.sleepTimer);
-        this.sleepTimer = null;
-        this.wake = null;
-        resolve();
-      };
-      this.wake = done;
-      this.sleepTimer = setTimeout(done, ms);
-      this.sleepTimer.unref();
-    });
+    this.failedCycles = failedCyclesAfter(this.failedCycles, cycle);
+    return cycle;
   }
 
   /** One cycle: claims due events and delivers them; returns how many were claimed and delivered. */
-  async deliverDue(): Promise<{ claimed: number; delivered: number }> {
+  async deliverDue(): Promise<DeliveryCycle> {
     const events = await this.outbox.claimDue(this.timing.leaseMs, WEBHOOK_CONCURRENCY);
     if (events.length === 0) return { claimed: 0, delivered: 0 };
     if (this.stopping) {
@@ -156,7 +155,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
   private async deliverOne(e: ClaimedEvent): Promise<boolean> {
     const url = this.config.shopWebhook.url!;
     const attempt = e.attempts + 1;
-    const req = buildWebhookRequest(e, { url, secret: this.config.shopWebhook.secret!, nowSeconds: this.clock.nowMs() / 1000, attempt });
+    const secret = this.config.shopWebhook.secret!;
+    const req = buildWebhookRequest(e, { url, secret, nowSeconds: this.clock.nowMs() / 1000, attempt });
     let httpStatus: number | null = null;
     let error: string | null = null;
     const { requestMs } = this.timing;
@@ -201,7 +201,9 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
       this.logger.error({
         ...fields,
         error,
-        msg: `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); replay it with POST /internal/webhooks/deliveries/${e.id}/replay`,
+        msg:
+          `webhook ${e.eventType} #${e.id} gave up after ${attempt} attempts (${error}); ` +
+          `replay it with POST /internal/webhooks/deliveries/${e.id}/replay`,
       });
     } else {
       this.logger.warn({

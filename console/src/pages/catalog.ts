@@ -72,7 +72,10 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
             onChange=${(e: Event) => go({ category_id: (e.target as HTMLSelectElement).value })}
           >
             <option value="">all</option>
-            ${(categories.data ?? []).map((c) => html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name}${c.listed ? '' : ' (unlisted)'}</option>`)}
+            ${(categories.data ?? []).map(
+              (c) =>
+                html`<option value=${String(c.id)}>${'\u00a0\u00a0'.repeat(c.depth)}${c.name}${c.listed ? '' : ' (unlisted)'}</option>`,
+            )}
           </select>
         </label>
         ${select('listed', listed, 'Listed')} ${select('available', available, 'Available')}
@@ -146,7 +149,11 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
                             />${s.stock_status !== 'unlimited' ? html` <span class="small">${s.stock_quantity}</span>` : null}
                           </td>
                           <td>
-                            ${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}
+                            ${
+                              s.available
+                                ? html`<${Badge} value="available" tone="good" />`
+                                : html`<${Badge} value="unavailable" tone="bad" />`
+                            }${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}
                           </td>
                           <td class="nowrap" title=${s.updated_at}>${ago(s.updated_at)}</td>
                         </tr>`,

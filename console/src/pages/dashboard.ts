@@ -144,7 +144,11 @@ function BudgetCard({ health }: { health: Health }) {
       ${budget.used ?? '—'} / ${requests} <span class="small">requests in ${window}</span>
     </p>
     ${budget.left !== null ? html`<p class="small" data-testid="budget-left">${budget.left} left in the window</p>` : null}
-    ${budget.used === null ? html`<p class="muted small">The service does not report the window's count; the limit is <code>${budget.limit}</code>.</p>` : null}
+    ${
+      budget.used === null
+        ? html`<p class="muted small">The service does not report the window's count; the limit is <code>${budget.limit}</code>.</p>`
+        : null
+    }
     ${
       budget.blocked_until
         ? html`<p class="alert small" data-testid="budget-blocked">
@@ -172,7 +176,11 @@ function CapacityLines({ capacity }: { capacity: Capacity }) {
     </p>
     <p class="small" data-testid="budget-reconcile">
       reconciliation: ${reconcile.last_window} of its ${reconcile.limit_per_window} a window
-      ${reconcile.orders_per_day_full_schedule !== null ? html` · keeps the full schedule of ${reconcile.orders_per_day_full_schedule} finished orders a day` : null}
+      ${
+        reconcile.orders_per_day_full_schedule !== null
+          ? html` · keeps the full schedule of ${reconcile.orders_per_day_full_schedule} finished orders a day`
+          : null
+      }
       ${reconcile.due !== null ? html` · <span class=${reconcile.due > 0 ? '' : 'muted'}>${reconcile.due} reads due</span>` : null}
     </p>`;
 }
@@ -265,7 +273,11 @@ export function DashboardPage() {
                     <${Money} amount=${wallet.data.balance} currency=${wallet.data.currency} />
                   </p>
                   <p class="muted small">
-                    ${wallet.data.member_level ? html`member level ${pickText(wallet.data.member_level.name) || wallet.data.member_level.slug} · ` : null}checked
+                    ${
+                      wallet.data.member_level
+                        ? html`member level ${pickText(wallet.data.member_level.name) || wallet.data.member_level.slug} · `
+                        : null
+                    }checked
                     <${Time} at=${wallet.data.checked_at} />
                   </p>`
         }
@@ -313,13 +325,31 @@ export function DashboardPage() {
 
     <div class="grid two">
       <${Card} title="Upstream budget" class="stat">
-        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BudgetCard} health=${health.data} />`}
+        ${
+          health.error
+            ? html`<${ErrorBox} error=${health.error} />`
+            : !health.data
+              ? html`<${Loading} />`
+              : html`<${BudgetCard} health=${health.data} />`
+        }
       <//>
       <${Card} title="Suppliers" class="stat">
-        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${SupplierLines} health=${health.data} />`}
+        ${
+          health.error
+            ? html`<${ErrorBox} error=${health.error} />`
+            : !health.data
+              ? html`<${Loading} />`
+              : html`<${SupplierLines} health=${health.data} />`
+        }
       <//>
       <${Card} title="Reconciliation backlog" class="stat">
-        ${health.error ? html`<${ErrorBox} error=${health.error} />` : !health.data ? html`<${Loading} />` : html`<${BacklogCard} health=${health.data} />`}
+        ${
+          health.error
+            ? html`<${ErrorBox} error=${health.error} />`
+            : !health.data
+              ? html`<${Loading} />`
+              : html`<${BacklogCard} health=${health.data} />`
+        }
       <//>
       <${Card} title="Queued orders" class="stat">
         ${
@@ -383,14 +413,30 @@ export function DashboardPage() {
             : !perDay.data
               ? html`<${Loading} />`
               : html` <${BarChart} bars=${perDay.data.bars} label="orders per day" />
-                  ${perDay.data.partial ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>` : null}`
+                  ${
+                    perDay.data.partial
+                      ? html`<p class="muted small">Counted over the ${MAX_ORDER_PAGES * 500} most recent orders.</p>`
+                      : null
+                  }`
         }
       <//>
       <${Card} title=${`Failovers by reason (last ${DAYS} days)`}>
-        ${failovers.error ? html`<${ErrorBox} error=${failovers.error} />` : !failovers.data ? html`<${Loading} />` : html`<${FailoverCard} failovers=${failovers.data} />`}
+        ${
+          failovers.error
+            ? html`<${ErrorBox} error=${failovers.error} />`
+            : !failovers.data
+              ? html`<${Loading} />`
+              : html`<${FailoverCard} failovers=${failovers.data} />`
+        }
       <//>
       <${Card} title="Sync durations (last 20 runs)">
-        ${runs.error ? html`<${ErrorBox} error=${runs.error} />` : !runs.data ? html`<${Loading} />` : html`<${BarChart} bars=${durations} label="sync durations" format=${(v: number) => `${Number(v.toFixed(2))} s`} />`}
+        ${
+          runs.error
+            ? html`<${ErrorBox} error=${runs.error} />`
+            : !runs.data
+              ? html`<${Loading} />`
+              : html`<${BarChart} bars=${durations} label="sync durations" format=${(v: number) => `${Number(v.toFixed(2))} s`} />`
+        }
       <//>
     </div>
   </div>`;

@@ -258,7 +258,13 @@ function SourceRow({
     <td class="num"><${Money} amount=${live?.cost_price ?? picked?.cost_price} currency=${live?.currency ?? picked?.currency} /></td>
     <td class="nowrap">${live?.stock_status ? html`<${Badge} value=${live.stock_status} />` : html`<span class="muted">—</span>`}</td>
     <td>
-      ${live ? (live.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`) : html`<span class="muted">unsaved</span>`}
+      ${
+        live
+          ? live.available
+            ? html`<${Badge} value="available" tone="good" />`
+            : html`<${Badge} value="unavailable" tone="bad" />`
+          : html`<span class="muted">unsaved</span>`
+      }
     </td>
     <td class="num">
       ${live?.cost_price && salePrice ? html`<${Margin} cost=${live.cost_price} sale=${salePrice} />` : html`<span class="muted">—</span>`}
@@ -336,7 +342,13 @@ export function OfferPage({ code }: { code: string }) {
     <p class="back"><a href="#/offers">‹ Offers</a></p>
     <div class="title-row">
       <h1>${exists ? 'Offer' : 'New offer'} <code>${code}</code></h1>
-      ${offer ? (offer.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`) : null}
+      ${
+        offer
+          ? offer.available
+            ? html`<${Badge} value="available" tone="good" />`
+            : html`<${Badge} value="unavailable" tone="bad" />`
+          : null
+      }
       <span class="spacer"></span>
       ${exists ? html`<button class="btn danger" type="button" onClick=${() => setDeleting(true)}>Delete…</button>` : null}
     </div>

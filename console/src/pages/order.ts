@@ -33,7 +33,9 @@ function Items({ order }: { order: Order }) {
     <div class="row">
       <span class="muted small"
         >${items.length} item
-        line${items.length === 1 ? '' : 's'}${order.fulfillment?.delivered_at ? html`, delivered <${Time} at=${order.fulfillment.delivered_at} />` : null}</span
+        line${items.length === 1 ? '' : 's'}${
+          order.fulfillment?.delivered_at ? html`, delivered <${Time} at=${order.fulfillment.delivered_at} />` : null
+        }</span
       >
       <button class="btn small" onClick=${() => setShown(!shown)} aria-pressed=${shown}>${shown ? 'Hide items' : 'Reveal items'}</button>
     </div>
@@ -49,6 +51,16 @@ function Items({ order }: { order: Order }) {
   </div>`;
 }
 
+/** The state an event moved the order from: its badge, or "new" for the order's first event. */
+function movedFrom(e: OrderEvent) {
+  return e.from ? html`<${Badge} value=${e.from} />` : html`<span class="muted">new</span>`;
+}
+
+/** The state an event moved the order to: its badge, or "unchanged". */
+function movedTo(e: OrderEvent) {
+  return e.to ? html`<${Badge} value=${e.to} />` : html`<span class="muted">unchanged</span>`;
+}
+
 function Timeline({ events }: { events: OrderEvent[] }) {
   if (events.length === 0) return html`<p class="muted">No events recorded.</p>`;
   return html`<ol class="timeline" data-testid="timeline">
@@ -59,8 +71,17 @@ function Timeline({ events }: { events: OrderEvent[] }) {
           <div class="what">
             <${Badge} value=${e.source} tone="source" />
             ${e.kind ? html`<span class="kind">${e.kind.replace(/_/g, ' ')}</span>` : null}
-            ${e.from || e.to ? html`<span class="move">${e.from ? html`<${Badge} value=${e.from} />` : html`<span class="muted">new</span>`} → ${e.to ? html`<${Badge} value=${e.to} />` : html`<span class="muted">unchanged</span>`}</span>` : null}
-            ${e.detail && Object.keys(e.detail).length ? html`<div class="detail small">${Object.entries(e.detail).map(([k, v]) => html`<span><span class="muted">${k}</span> ${typeof v === 'object' ? JSON.stringify(v) : String(v)}</span>`)}</div>` : null}
+            ${e.from || e.to ? html`<span class="move">${movedFrom(e)} → ${movedTo(e)}</span>` : null}
+            ${
+              e.detail && Object.keys(e.detail).length
+                ? html`<div class="detail small">
+                    ${Object.entries(e.detail).map(
+                      ([k, v]) =>
+                        html`<span><span class="muted">${k}</span> ${typeof v === 'object' ? JSON.stringify(v) : String(v)}</span>`,
+                    )}
+                  </div>`
+                : null
+            }
           </div>
         </li>`,
     )}
@@ -98,7 +119,11 @@ function RouteTable({ route }: { route: RouteEntry[] }) {
             <td data-field="attempt">${e.attempt}</td>
             <td data-field="supplier"><a href=${href('/orders', { supplier: e.supplier })}>${e.supplier}</a></td>
             <td data-field="sku_key">
-              ${e.sku_key ? html`<a href=${href(`/catalog/${encodeURIComponent(e.sku_key)}`)}><code>${e.sku_key}</code></a>` : html`<span class="muted">—</span>`}
+              ${
+                e.sku_key
+                  ? html`<a href=${href(`/catalog/${encodeURIComponent(e.sku_key)}`)}><code>${e.sku_key}</code></a>`
+                  : html`<span class="muted">—</span>`
+              }
             </td>
             <td data-field="outcome"><${Badge} value=${e.outcome} tone=${OUTCOME_TONE[e.outcome]} /></td>
             <td data-field="error_code">${e.error_code ? html`<code>${e.error_code}</code>` : html`<span class="muted">—</span>`}</td>
@@ -241,7 +266,11 @@ export function OrderPage({ shopOrderNo }: { shopOrderNo: string }) {
       <span class="spacer"></span>
       <div class="actions">
         <button class="btn" onClick=${refresh} disabled=${refreshing}>${refreshing ? 'Refreshing…' : 'Refresh'}</button>
-        ${o.status === 'submit_unknown' || adoptable(o) ? html`<button class="btn primary" onClick=${() => setAction('resolve')}>Resolve…</button>` : null}
+        ${
+          o.status === 'submit_unknown' || adoptable(o)
+            ? html`<button class="btn primary" onClick=${() => setAction('resolve')}>Resolve…</button>`
+            : null
+        }
         <button class="btn danger" onClick=${() => setAction('cancel')} disabled=${!canCancel}>Cancel…</button>
         <button class="btn danger" onClick=${() => setAction('refund')} disabled=${!canRefund}>Refund…</button>
       </div>

@@ -102,7 +102,9 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                       ? html`<tr>
                           <td colspan="8" class="muted">
                             No
-                            orders${supplier ? ` at ${supplier}` : ''}${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.
+                            orders${supplier ? ` at ${supplier}` : ''}${
+                              status ? ` with status ${status}` : ''
+                            }${stuck ? ' that are stuck' : ''}.
                           </td>
                         </tr>`
                       : null
@@ -124,7 +126,11 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
                         </td>
                         <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
                         <td>
-                          ${o.refund_state === 'not_refundable' ? html`<span class="muted">—</span>` : html`<${Badge} value=${o.refund_state} />`}
+                          ${
+                            o.refund_state === 'not_refundable'
+                              ? html`<span class="muted">—</span>`
+                              : html`<${Badge} value=${o.refund_state} />`
+                          }
                         </td>
                         <td><${Time} at=${o.created_at} /></td>
                         <td><span title=${o.updated_at}>${ago(o.updated_at)}</span></td>

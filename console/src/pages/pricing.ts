@@ -139,7 +139,8 @@ function RuleRow({
       name=${name}
       placeholder=${placeholder}
       value=${rule[name]}
-      onInput=${(e: Event) => onChange({ ...rule, [name]: (e.target as HTMLInputElement).value, ...(name === 'sku_code' ? { sku_key: '' } : {}) })}
+      onInput=${(e: Event) =>
+        onChange({ ...rule, [name]: (e.target as HTMLInputElement).value, ...(name === 'sku_code' ? { sku_key: '' } : {}) })}
     />`;
   const issues = problems(rule);
   return html`<tr
@@ -149,7 +150,9 @@ function RuleRow({
     class=${issues.length ? 'invalid' : ''}
   >
     <td>
-      ${rule.scope === 'supplier' ? 'supplier' : rule.scope === 'category' ? 'category' : 'SKU'}${rule.supplier && rule.scope !== 'supplier' ? html` <span class="small">(${rule.supplier})</span>` : null}
+      ${rule.scope === 'supplier' ? 'supplier' : rule.scope === 'category' ? 'category' : 'SKU'}${
+        rule.supplier && rule.scope !== 'supplier' ? html` <span class="small">(${rule.supplier})</span>` : null
+      }
     </td>
     <td>
       ${
@@ -297,7 +300,8 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
     <//>
     <${Card}
       title="Rules"
-      actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button><button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}
+      actions=${html`<button class="btn small" type="button" onClick=${() => add('category')}>+ Category rule</button>
+        <button class="btn small" type="button" onClick=${() => add('sku')}>+ SKU rule</button>`}
     >
       <table class="table rules" data-testid="rules-table">
         <thead>
@@ -319,7 +323,16 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
                 </tr>`
               : null
           }
-          ${rules.map((r) => html`<${RuleRow} key=${r.key} rule=${r} categories=${categories.data ?? []} onChange=${(n: DraftRule) => update(r.key, n)} onRemove=${() => setDraft(rules.filter((x) => x.key !== r.key))} />`)}
+          ${rules.map(
+            (r) =>
+              html`<${RuleRow}
+                key=${r.key}
+                rule=${r}
+                categories=${categories.data ?? []}
+                onChange=${(n: DraftRule) => update(r.key, n)}
+                onRemove=${() => setDraft(rules.filter((x) => x.key !== r.key))}
+              />`,
+          )}
         </tbody>
       </table>
       ${duplicate ? html`<p class="alert">Two rules apply to the same category or SKU: keep one.</p>` : null}
@@ -364,8 +377,13 @@ export function PricingPage({ query }: { query: URLSearchParams }) {
                     <td class="num"><${Money} amount=${s.cost_price} /></td>
                     <td class="num"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
                     <td class="num" data-field="preview_price">
-                      <strong><${Money} amount=${next} currency=${s.currency} /></strong
-                      >${moved ? html` <span class=${compareDec(next!, s.sale_price) > 0 ? 'up' : 'down'}>${compareDec(next!, s.sale_price) > 0 ? '▲' : '▼'}</span>` : null}
+                      <strong><${Money} amount=${next} currency=${s.currency} /></strong>${
+                        moved
+                          ? html` <span class=${compareDec(next!, s.sale_price) > 0 ? 'up' : 'down'}
+                              >${compareDec(next!, s.sale_price) > 0 ? '▲' : '▼'}</span
+                            >`
+                          : null
+                      }
                     </td>
                     <td class="num">${next ? html`<${Margin} cost=${s.cost_price} sale=${next} />` : null}</td>
                   </tr>`;

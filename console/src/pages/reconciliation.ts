@@ -113,7 +113,11 @@ function ItemRows({ items, showOrder, onRun }: { items: ReconciliationItem[]; sh
           <span data-value="upstream"><${Value} field=${i.field} value=${i.upstream} /></span>
         </td>
         <td data-value="applied">
-          ${i.applied ? html`<${Badge} value="yes" tone="good" />` : html`<span title="a report that would move the order back is not applied"><${Badge} value="no" tone="warn" /></span>`}
+          ${
+            i.applied
+              ? html`<${Badge} value="yes" tone="good" />`
+              : html`<span title="a report that would move the order back is not applied"><${Badge} value="no" tone="warn" /></span>`
+          }
         </td>
         <td>
           ${
@@ -167,7 +171,11 @@ export function OrderReconciliation({ shopOrderNo }: { shopOrderNo: string }) {
                   </tbody>
                 </table>
               </div>
-              ${list.data.total > list.data.items.length ? html`<p class="small muted">${list.data.items.length} of ${list.data.total}: see all differences.</p>` : null}`
+              ${
+                list.data.total > list.data.items.length
+                  ? html`<p class="small muted">${list.data.items.length} of ${list.data.total}: see all differences.</p>`
+                  : null
+              }`
         : null
     }
   <//>`;
@@ -356,7 +364,13 @@ export function ReconciliationPage({ query }: { query: URLSearchParams }) {
                             <${Bar} run=${r} /><span class="small">${r.orders_done} / ${r.orders_total}</span>
                           </td>
                           <td class="num">
-                            ${r.differences > 0 ? html`<a href=${href('/reconciliation', { run: r.run_id })} title="this run's differences">${r.differences}</a>` : '0'}
+                            ${
+                              r.differences > 0
+                                ? html`<a href=${href('/reconciliation', { run: r.run_id })} title="this run's differences"
+                                    >${r.differences}</a
+                                  >`
+                                : '0'
+                            }
                           </td>
                           <td class="num">${r.orders_failed > 0 ? html`<strong class="bad">${r.orders_failed}</strong>` : '0'}</td>
                           ${anyError ? html`<td class="error-cell">${r.error ?? ''}</td>` : null}

@@ -20,12 +20,18 @@ function ProductMedia({ product }: { product: Product }) {
     ${
       product.images.length > 0
         ? html`<div class="product-images">
-            ${product.images.map((src) => html`<a href=${src} target="_blank" rel="noopener noreferrer"><img src=${src} alt="" loading="lazy" /></a>`)}
+            ${product.images.map(
+              (src) => html`<a href=${src} target="_blank" rel="noopener noreferrer"><img src=${src} alt="" loading="lazy" /></a>`,
+            )}
           </div>`
         : html`<p class="muted">No images.</p>`
     }
     ${product.tags.length > 0 ? html`<p>${product.tags.map((t) => html`<${Badge} value=${t} tone="info" /> `)}</p>` : null}
-    ${content ? html`<div class="product-content" dangerouslySetInnerHTML=${{ __html: sanitizeHtml(content) }}></div>` : html`<p class="muted">No content.</p>`}
+    ${
+      content
+        ? html`<div class="product-content" dangerouslySetInnerHTML=${{ __html: sanitizeHtml(content) }}></div>`
+        : html`<p class="muted">No content.</p>`
+    }
   </div>`;
 }
 
@@ -48,7 +54,13 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
       <h1>
         SKU <code>${s ? s.sku_code : skuCode}</code>${s ? html` <small class="muted" data-field="sku_key">${s.sku_key}</small>` : null}
       </h1>
-      ${s ? html`${s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`}${s.listed ? null : html`<${Badge} value="unlisted" tone="muted" />`}` : null}
+      ${
+        s
+          ? html`${
+              s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`
+            }${s.listed ? null : html`<${Badge} value="unlisted" tone="muted" />`}`
+          : null
+      }
       <span class="spacer"></span>
       ${s ? html`<a class="btn" href=${href('/pricing', { sku_code: s.sku_code, sku_key: s.sku_key })}>Pricing rule…</a>` : null}
     </div>
@@ -96,7 +108,13 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
       s
         ? html`<${Card} title="Product">
             <${ErrorBox} error=${product.error} />
-            ${product.data ? html`<${ProductMedia} product=${product.data} />` : !product.error ? html`<${Loading} what="the product" />` : null}
+            ${
+              product.data
+                ? html`<${ProductMedia} product=${product.data} />`
+                : !product.error
+                  ? html`<${Loading} what="the product" />`
+                  : null
+            }
           <//>`
         : null
     }
@@ -133,7 +151,11 @@ export function SkuPage({ skuCode }: { skuCode: string }) {
                         <td><code>${c.field}</code></td>
                         <td><${Badge} value=${c.kind} tone="info" /></td>
                         <td class="change">
-                          ${c.kind === 'created' ? html`<span class="muted">new SKU</span>` : html`<span class="old">${show(c.old)}</span> → <span class="new">${show(c.new)}</span>`}
+                          ${
+                            c.kind === 'created'
+                              ? html`<span class="muted">new SKU</span>`
+                              : html`<span class="old">${show(c.old)}</span> → <span class="new">${show(c.new)}</span>`
+                          }
                         </td>
                         <td>${c.source}</td>
                         <td>${c.run_id ? html`<code class="small">${c.run_id}</code>` : html`<span class="muted">—</span>`}</td>

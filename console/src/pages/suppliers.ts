@@ -186,7 +186,11 @@ export function SuppliersPage() {
                       <td data-field="upstream"><${UpstreamCell} h=${h} /></td>
                       <td>${h ? html`<${BudgetUse} budget=${h.budget} />` : html`<span class="muted">—</span>`}</td>
                       <td class="num" data-field="wallet">
-                        ${wallet ? html`<${Money} amount=${wallet.balance} currency=${wallet.currency} />` : html`<span class="muted">—</span>`}
+                        ${
+                          wallet
+                            ? html`<${Money} amount=${wallet.balance} currency=${wallet.currency} />`
+                            : html`<span class="muted">—</span>`
+                        }
                       </td>
                       <td><${LastSyncCell} h=${h} /></td>
                       <td class="small">${s.callback_url ? html`<code>${s.callback_url}</code>` : html`<span class="muted">—</span>`}</td>
@@ -263,7 +267,8 @@ export function SuppliersPage() {
             <p>
               ${
                 pending.supplier.enabled
-                  ? 'No sync and no new order at this supplier (409 supplier_disabled); its unfinished orders are still followed to the end.'
+                  ? 'No sync and no new order at this supplier (409 supplier_disabled); ' +
+                    'its unfinished orders are still followed to the end.'
                   : 'Its syncs and new orders resume.'
               }
             </p>
