@@ -20,7 +20,7 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { EventSource } from './order-state.js';
 import { isUniqueViolation } from '../database/pg-errors.js';
-import { commitWith, rows, statementFor } from '../database/prepared-statements.js';
+import { commitWith, numbered, rows, statementFor } from '../database/prepared-statements.js';
 import {
   toAttempt,
   toOrder,
