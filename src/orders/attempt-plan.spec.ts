@@ -166,20 +166,24 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
   const resent = { status: 'submit_unknown' as const, sends: 2, current: true, leased: true, attemptNo: 2, downstreamOrderNo: 'S-1-2' };
   const detail = { attempt: 2, downstream_order_no: 'S-1-2' };
 
-  it('accepted: the attempt is closed accepted with the upstream order, the order takes the report; a re-send that is accepted counts as deduplicated', () => {
-    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: null }, first, at)).toEqual({
-      taken: true,
-      attempt: { status: 'accepted', sending_until: null, upstream_order_id: 7, finished_at: now, http_status: 200 },
-      order: { kind: 'report' },
-      metric: 'accepted',
-      log: null,
-    });
-    const request = { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false };
-    expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: request }, resent, at)).toMatchObject({
-      attempt: { request },
-      metric: 'deduplicated',
-    });
-  });
+  it(
+    'accepted: the attempt is closed accepted with the upstream order, the order takes the report; ' +
+      'a re-send that is accepted counts as deduplicated',
+    () => {
+      expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: null }, first, at)).toEqual({
+        taken: true,
+        attempt: { status: 'accepted', sending_until: null, upstream_order_id: 7, finished_at: now, http_status: 200 },
+        order: { kind: 'report' },
+        metric: 'accepted',
+        log: null,
+      });
+      const request = { sku_id: 1, quantity: 1, trace_id: 't', with_callback: false };
+      expect(planOutcome({ kind: 'accepted', upstreamOrderId: 7, changedRequest: request }, resent, at)).toMatchObject({
+        attempt: { request },
+        metric: 'deduplicated',
+      });
+    },
+  );
 
   it('a refusal of a first send: rejected with the upstream code, kept upstream order and the order moved to rejected', () => {
     expect(
@@ -207,44 +211,48 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
     });
   });
 
-  it('nothing reached the upstream: rejected upstream_unavailable; a 429 or no budget: queued; unknown: submit_unknown, sent again at resendAt', () => {
-    expect(planOutcome({ kind: 'unavailable', reason: 'ECONNREFUSED' }, first, at)).toMatchObject({
-      attempt: { status: 'rejected', error_code: 'upstream_unavailable', error_message: 'ECONNREFUSED', finished_at: now },
-      order: {
-        kind: 'move',
-        trigger: 'submit_outcome',
-        to: 'rejected',
-        patch: { error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' },
-      },
-      metric: 'unavailable',
-    });
-    expect(planOutcome({ kind: 'queued', reason: 'rate_limited' }, first, at)).toEqual({
-      taken: true,
-      attempt: { status: 'queued', sending_until: null },
-      order: {
-        kind: 'move',
-        trigger: 'requeue',
-        to: 'queued',
-        patch: { error_code: null, error_message: null },
-        detail: { ...detail, reason: 'rate_limited' },
-      },
-      metric: 'queued',
-      log: null,
-    });
-    expect(planOutcome({ kind: 'unknown', reason: 'response_timeout' }, first, at)).toEqual({
-      taken: true,
-      attempt: { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: resendAt },
-      order: {
-        kind: 'move',
-        trigger: 'submit_outcome',
-        to: 'submit_unknown',
-        patch: { error_code: null, error_message: 'outcome unknown: response_timeout' },
-        detail: { ...detail, reason: 'response_timeout' },
-      },
-      metric: 'unknown',
-      log: 'unknown',
-    });
-  });
+  it(
+    'nothing reached the upstream: rejected upstream_unavailable; a 429 or no budget: queued; ' +
+      'unknown: submit_unknown, sent again at resendAt',
+    () => {
+      expect(planOutcome({ kind: 'unavailable', reason: 'ECONNREFUSED' }, first, at)).toMatchObject({
+        attempt: { status: 'rejected', error_code: 'upstream_unavailable', error_message: 'ECONNREFUSED', finished_at: now },
+        order: {
+          kind: 'move',
+          trigger: 'submit_outcome',
+          to: 'rejected',
+          patch: { error_code: 'upstream_unavailable', error_message: 'the upstream could not be reached (ECONNREFUSED)' },
+        },
+        metric: 'unavailable',
+      });
+      expect(planOutcome({ kind: 'queued', reason: 'rate_limited' }, first, at)).toEqual({
+        taken: true,
+        attempt: { status: 'queued', sending_until: null },
+        order: {
+          kind: 'move',
+          trigger: 'requeue',
+          to: 'queued',
+          patch: { error_code: null, error_message: null },
+          detail: { ...detail, reason: 'rate_limited' },
+        },
+        metric: 'queued',
+        log: null,
+      });
+      expect(planOutcome({ kind: 'unknown', reason: 'response_timeout' }, first, at)).toEqual({
+        taken: true,
+        attempt: { status: 'submit_unknown', sending_until: null, unknown_since: now, next_resend_at: resendAt },
+        order: {
+          kind: 'move',
+          trigger: 'submit_outcome',
+          to: 'submit_unknown',
+          patch: { error_code: null, error_message: 'outcome unknown: response_timeout' },
+          detail: { ...detail, reason: 'response_timeout' },
+        },
+        metric: 'unknown',
+        log: 'unknown',
+      });
+    },
+  );
 
   it('a re-send that settles nothing: the order unchanged, the attempt sent again later; a refusal of it is kept and logged', () => {
     for (const o of [

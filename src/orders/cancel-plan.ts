@@ -30,13 +30,22 @@ export function cancelRoute(status: OrderStatus): CancelRoute {
 }
 
 export type LocalCancelPlan =
-  /** The upstream showed an order for the attempt (UPSTREAM_ORDER_EXISTS): not ours to cancel here, an operator settles it (409 `cancel_not_allowed`). */
+  /**
+   * The upstream showed an order for the attempt (UPSTREAM_ORDER_EXISTS): not ours to cancel here, an
+   * operator settles it (409 `cancel_not_allowed`).
+   */
   | { kind: 'refuse_upstream_order_exists' }
   /** Canceled already: answer with the order as it is. */
   | { kind: 'already' }
-  /** The order moved since it was read (a new attempt, the queue sent it, an operator adopted an order): decide again from what it is now. */
+  /**
+   * The order moved since it was read (a new attempt, the queue sent it, an operator adopted an order):
+   * decide again from what it is now.
+   */
   | { kind: 'decide_again' }
-  /** The `local_cancel` move to `to`; `closeQueuedAttempt`: the order's attempt, if still `queued`, is closed with `attemptPatch` (never to be sent). */
+  /**
+   * The `local_cancel` move to `to`; `closeQueuedAttempt`: the order's attempt, if still `queued`, is
+   * closed with `attemptPatch` (never to be sent).
+   */
   | { kind: 'move'; to: OrderStatus; closeQueuedAttempt: boolean };
 
 /** The local cancel of the order as locked. */

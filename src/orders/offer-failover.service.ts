@@ -162,7 +162,10 @@ export class OfferFailover {
     this.metrics.offerRouted.inc({ supplier: order.supplier });
   }
 
-  /** The order's next attempt reserved `queued` at `source`, with the SKU as the local catalog knows it (its price guard is made when it is sent). */
+  /**
+   * The order's next attempt reserved `queued` at `source`, with the SKU as the local catalog knows it
+   * (its price guard is made when it is sent).
+   */
   private async reserve(
     tx: OrderTx,
     rejected: OrderRecord,

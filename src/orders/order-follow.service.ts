@@ -202,9 +202,12 @@ export class OrderFollowService {
         kind: 'mismatch',
         reason:
           answer.downstream_order_no === undefined
-            ? `upstream order ${upstreamOrderId} does not show its downstream_order_no, so it cannot be proven to be attempt ${attempt.downstreamOrderNo}'s: ` +
-              'wait for its callback (or, where the upstream deduplicates order numbers, the automatic resend), or settle it with not_placed'
-            : `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
+            ? `upstream order ${upstreamOrderId} does not show its downstream_order_no, ` +
+              `so it cannot be proven to be attempt ${attempt.downstreamOrderNo}'s: ` +
+              'wait for its callback (or, where the upstream deduplicates order numbers, the automatic resend), ' +
+              'or settle it with not_placed'
+            : `upstream order ${upstreamOrderId} carries downstream_order_no ${answer.downstream_order_no}, ` +
+              `not ${attempt.downstreamOrderNo}`,
       };
     }
     const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
@@ -259,7 +262,9 @@ export class OrderFollowService {
     if (report.downstream_order_no !== undefined && report.downstream_order_no !== attempt.downstreamOrderNo) {
       return {
         kind: 'mismatch',
-        reason: `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, not ${attempt.downstreamOrderNo}`,
+        reason:
+          `upstream order ${upstreamOrderId} carries downstream_order_no ${report.downstream_order_no}, ` +
+          `not ${attempt.downstreamOrderNo}`,
       };
     }
     const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
@@ -281,8 +286,11 @@ export class OrderFollowService {
         this.logger.error({
           msg:
             order.upstreamOrderId === null
-              ? `order ${order.shopOrderNo}: the upstream has order ${upstreamOrderId} (${report.status}) for attempt ${attempt.downstreamOrderNo}, which is ${attempt.status} here; the order follows no upstream order and waits for an operator (anomaly ${reason})`
-              : `order ${order.shopOrderNo}: the upstream has a second order ${upstreamOrderId} (${report.status}) for attempt ${attempt.downstreamOrderNo} besides ${order.upstreamOrderId}, which it follows (anomaly ${reason})`,
+              ? `order ${order.shopOrderNo}: the upstream has order ${upstreamOrderId} (${report.status}) ` +
+                `for attempt ${attempt.downstreamOrderNo}, which is ${attempt.status} here; ` +
+                `the order follows no upstream order and waits for an operator (anomaly ${reason})`
+              : `order ${order.shopOrderNo}: the upstream has a second order ${upstreamOrderId} (${report.status}) ` +
+                `for attempt ${attempt.downstreamOrderNo} besides ${order.upstreamOrderId}, which it follows (anomaly ${reason})`,
           shop_order_no: order.shopOrderNo,
           trace_id: order.traceId,
           upstream_order_id: upstreamOrderId,

@@ -167,10 +167,11 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * One pass: the due re-sends, then at most POLL_ROUNDS claims of POLL_BATCH due orders, then the
-   * housekeeping (the sweep of attempts left `submitting` runs apart: sweepLoop). True when its last claim was full and most of its reads answered (more may be due:
-   * the next pass follows at once instead of a tick later, so an instance keeps up with more than
-   * POLL_ROUNDS × POLL_BATCH due orders a tick); a batch whose reads failed for the most part ends the
-   * pass, and neither a full batch nor a wake() brings the next one before a tick.
+   * housekeeping (the sweep of attempts left `submitting` runs apart: sweepLoop). True when its last
+   * claim was full and most of its reads answered (more may be due: the next pass follows at once
+   * instead of a tick later, so an instance keeps up with more than POLL_ROUNDS × POLL_BATCH due orders
+   * a tick); a batch whose reads failed for the most part ends the pass, and neither a full batch nor a
+   * wake() brings the next one before a tick.
    * Public for tests and tools; errors are logged, never thrown.
    */
   tick(): Promise<boolean> {

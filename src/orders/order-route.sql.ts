@@ -25,6 +25,7 @@ export function routeExpression(orderParam: string, updated: string[]): string {
           UNION ALL SELECT ${ROUTE_COLUMNS} FROM order_attempts
            WHERE id NOT IN (${updated.map((u) => `SELECT id FROM ${u}`).join(' UNION ALL ')}))`;
   return `(SELECT coalesce(jsonb_agg(jsonb_build_object('attempt', a.attempt_no, 'supplier', coalesce(a.supplier, o.supplier),
-                 'sku_key', coalesce(a.sku_key, o.sku_key), 'outcome', a.status, 'error_code', a.error_code) ORDER BY a.attempt_no), '[]'::jsonb)
+                 'sku_key', coalesce(a.sku_key, o.sku_key), 'outcome', a.status, 'error_code', a.error_code)
+                 ORDER BY a.attempt_no), '[]'::jsonb)
              FROM ${attempts} a JOIN orders o ON o.id = a.order_id WHERE a.order_id = ${orderParam})`;
 }

@@ -133,7 +133,9 @@ export class OrderSubmitter {
         if (step.callbackRefused) {
           this.callbackRefused.add(supplier);
           this.logger.warn({
-            msg: `supplier ${supplier} refused our callback_url (invalid_callback_url): sending again without it; its orders are followed by polling`,
+            msg:
+              `supplier ${supplier} refused our callback_url (invalid_callback_url): sending again without it; ` +
+              'its orders are followed by polling',
             supplier,
             ...log,
             trace_id: req.trace_id,
@@ -253,7 +255,9 @@ export class OrderSubmitter {
   private logOutcome(kind: 'resend_refused' | 'unknown', order: OrderRecord, attempt: AttemptRecord, outcome: SendOutcome): void {
     if (kind === 'resend_refused' && outcome.kind === 'rejected') {
       this.logger.warn({
-        msg: `order ${order.shopOrderNo}: the re-send of attempt ${attempt.attemptNo} (${attempt.downstreamOrderNo}) was refused (${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
+        msg:
+          `order ${order.shopOrderNo}: the re-send of attempt ${attempt.attemptNo} (${attempt.downstreamOrderNo}) was refused ` +
+          `(${outcome.errorCode}, HTTP ${outcome.httpStatus}); an earlier send may have been placed, so it stays submit_unknown`,
         shop_order_no: order.shopOrderNo,
         trace_id: order.traceId,
         error_code: outcome.errorCode,
@@ -285,7 +289,9 @@ export class OrderSubmitter {
     const { order: updated, reason } = await this.updater.recordUntracked(tx, order, attempt, report.order_id, report, source);
     tx.afterCommit(() =>
       this.logger.error({
-        msg: `order ${order.shopOrderNo}: the upstream accepted attempt ${attempt.downstreamOrderNo} as order ${report.order_id} (${report.status}) after it was closed here (${attempt.status}); kept as anomaly ${reason}`,
+        msg:
+          `order ${order.shopOrderNo}: the upstream accepted attempt ${attempt.downstreamOrderNo} as order ${report.order_id} ` +
+          `(${report.status}) after it was closed here (${attempt.status}); kept as anomaly ${reason}`,
         shop_order_no: order.shopOrderNo,
         trace_id: order.traceId,
         upstream_order_id: report.order_id,

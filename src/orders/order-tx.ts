@@ -34,17 +34,7 @@ import {
   type OrderRow,
 } from './order.records.js';
 export { ORDER_ROUTE } from './order-route.sql.js';
-import { ORDER_ROUTE, ROUTE_COLUMNS, routeExpression } from './order-route.sql.js';
-
-/** A write held back until the next statement of its transaction: SQL with `$?` for each parameter. */
-interface HeldWrite {
-  sql: string;
-  params: unknown[];
-  /** The attempt it updates (a row is never updated twice in one statement). */
-  attemptId?: string;
-  /** The order whose route ORDER_ROUTE stands for in `sql` (`writeWithRoute`). */
-  routeOf?: string;
-}
+import { heldCtes, renderHeld, type HeldWrite } from './held-writes.sql.js';
 
 /**
  * What an optimistic one-statement write was computed from: an order row as this process last wrote
@@ -164,7 +154,7 @@ export class OrderTx {
     if (this.snapshot) {
       // no order update to carry them: lock and check the order row in the statement itself
       this.snapshotStatement();
-      const { ctes, params } = this.withHeld(held, 3);
+      const { ctes, params } = heldCtes(held, 3);
       await rows(
         this.em,
         `WITH guard AS (SELECT id FROM orders WHERE id = $1${this.unchanged(2, null)} FOR UPDATE), ${ctes} SELECT 1 FROM guard`,
@@ -172,7 +162,7 @@ export class OrderTx {
       );
       return;
     }
-    const { ctes, params } = this.withHeld(held, 1);
+    const { ctes, params } = heldCtes(held, 1);
     await rows(this.em, `WITH ${ctes} SELECT 1`, params);
   }
 
@@ -187,38 +177,8 @@ export class OrderTx {
       await commitWith(runner, null, []);
       return;
     }
-    const { ctes, params } = this.withHeld(held, 1);
+    const { ctes, params } = heldCtes(held, 1);
     await commitWith(runner, statementFor(`WITH ${ctes} SELECT 1`), params);
-  }
-
-  /**
-   * The held writes as CTEs whose parameters start at `$first`. When one of them shows a route, the
-   * attempt updates among them return their rows, for its route to show them as they are left.
-   */
-  private withHeld(writes: HeldWrite[], first: number): { ctes: string; params: unknown[] } {
-    const params: unknown[] = [];
-    const showsRoute = writes.some((h) => h.routeOf !== undefined);
-    // the attempt updates first: a CTE names only those before it (the statement's one snapshot makes the order moot otherwise)
-    const held = showsRoute
-      ? [...writes.filter((h) => h.attemptId !== undefined), ...writes.filter((h) => h.attemptId === undefined)]
-      : writes;
-    const updated = showsRoute ? held.flatMap((h, i) => (h.attemptId !== undefined ? [`held_${i}`] : [])) : [];
-    const ctes = held.map((h, i) => {
-      const sql = this.render(h, first, params, updated);
-      return `held_${i} AS (${h.attemptId !== undefined && showsRoute ? `${sql} RETURNING ${ROUTE_COLUMNS}` : sql})`;
-    });
-    return { ctes: ctes.join(', '), params };
-  }
-
-  /** `w`'s SQL numbered from `$first` after `params` (its parameters appended to them), its route in place. */
-  private render(w: HeldWrite, first: number, params: unknown[], updated: string[]): string {
-    let sql = numbered(w.sql, first + params.length);
-    params.push(...w.params);
-    if (w.routeOf !== undefined) {
-      params.push(w.routeOf);
-      sql = sql.replaceAll(ORDER_ROUTE, routeExpression(`$${first + params.length - 1}`, updated));
-    }
-    return sql;
   }
 
   /** Holds `w` for the transaction's next statement, or sends it at once outside a transaction. */
@@ -226,7 +186,7 @@ export class OrderTx {
     if (this.holdWrites) this.held.push(w);
     else {
       const params: unknown[] = [];
-      await rows(this.em, this.render(w, 1, params, []), params);
+      await rows(this.em, renderHeld(w, 1, params, []), params);
     }
   }
 
@@ -426,14 +386,15 @@ export class OrderTx {
       found = await rows<OrderRow & { attempt_id: string; attempt_sending_until: Date; row_version: string }>(
         this.em,
         `WITH o AS (
-           INSERT INTO orders (shop_order_no, sku_code, sku_key, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id, status, attempt,
-             downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
+           INSERT INTO orders (shop_order_no, sku_code, sku_key, quantity, request_fingerprint, max_unit_cost, price_ceiling, trace_id,
+             status, attempt, downstream_order_no, product_id, sku_id, unit_cost, expected_amount, currency, fulfillment_type,
              status_changed_at, progress_at, created_at, updated_at, supplier, offer)
            VALUES ($1, $2, $18, $3, $4, $5, $17, $6, $16::text, 1, $1, $7, $8, $9, $10, $11, $12, $13, $13, $13, $13, $19, $20)
            ON CONFLICT (shop_order_no) DO NOTHING
            RETURNING *, xmin::text AS row_version),
          a AS (
-           INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at, supplier, sku_key)
+           INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at,
+             supplier, sku_key)
            SELECT o.id, 1, o.downstream_order_no, $16::text, $14::jsonb, CASE WHEN $16::text = 'queued' THEN 0 ELSE 1 END,
                   CASE WHEN $16::text = 'queued' THEN NULL ELSE ${leaseEnd('$15::int')} END, $13, o.supplier, o.sku_key FROM o
            RETURNING id, sending_until),
@@ -505,8 +466,10 @@ export class OrderTx {
     await this.flush();
     const [row] = await rows<AttemptRow>(
       this.em,
-      `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at, supplier, sku_key)
-       VALUES ($1, $2, $3, $7::text, $4::jsonb, CASE WHEN $7::text = 'queued' THEN 0 ELSE 1 END, CASE WHEN $7::text = 'queued' THEN NULL ELSE ${leaseEnd('$5::int')} END, $6, $8, $9)
+      `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, sends, sending_until, created_at,
+         supplier, sku_key)
+       VALUES ($1, $2, $3, $7::text, $4::jsonb, CASE WHEN $7::text = 'queued' THEN 0 ELSE 1 END,
+               CASE WHEN $7::text = 'queued' THEN NULL ELSE ${leaseEnd('$5::int')} END, $6, $8, $9)
        ON CONFLICT (downstream_order_no) DO NOTHING
        RETURNING *`,
       [orderId, attemptNo, downstreamOrderNo, JSON.stringify(request), Math.ceil(leaseMs), now, status, target.supplier, target.skuKey],
@@ -531,7 +494,7 @@ export class OrderTx {
     }
     const held = this.held;
     this.held = [];
-    const withHeld = held.length ? this.withHeld(held, params.length + 1) : null;
+    const withHeld = held.length ? heldCtes(held, params.length + 1) : null;
     const [row] = await rows<OrderRow>(
       this.em,
       `${withHeld ? `WITH ${withHeld.ctes} ` : ''}UPDATE orders SET ${sets.join(', ')} WHERE id = $1${check} RETURNING *`,
@@ -563,7 +526,8 @@ export class OrderTx {
     at: Date,
   ): Promise<void> {
     const write: HeldWrite = {
-      sql: `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at) VALUES ($?, $?, $?, $?, $?, $?::jsonb, $?)`,
+      sql: `INSERT INTO order_events (order_id, source, kind, old_status, new_status, detail, created_at)
+            VALUES ($?, $?, $?, $?, $?, $?::jsonb, $?)`,
       params: [orderId, e.source, e.kind, e.from, e.to, e.detail ? JSON.stringify(e.detail) : null, at],
     };
     await this.holdOrSend(write);

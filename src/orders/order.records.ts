@@ -1,8 +1,9 @@
 /**
  * The orders' records and their row mappers: one order row per shop order, one row per attempt, its
  * events, and the columns an update may set. The row types are the generated ones
- * (src/database/rows.generated.ts) with the domain's names for their text and jsonb columns. Records (`OrderRecord`, `AttemptRecord`) never leave the
- * orders module: responses are built by `toOrderResponse()`.
+ * (src/database/rows.generated.ts) with the domain's names for their text and jsonb columns. Records
+ * (`OrderRecord`, `AttemptRecord`) never leave the orders module: responses are built by
+ * `toOrderResponse()`.
  */
 import type { EventSource, OrderStatus } from './order-state.js';
 import type { OrderAttemptsRow, OrderRefundsRow, OrdersRow } from '../database/rows.generated.js';

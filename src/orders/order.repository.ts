@@ -246,7 +246,7 @@ export class OrderRepository {
     return row ? toAttempt(row) : null;
   }
 
-  /** The order's attempts as its `route` shows them (CONTRACT §11), oldest first; an attempt recorded without its own supplier takes the order's. */
+  /** The order's attempts as its `route` shows them (CONTRACT §11), oldest first; an attempt without its own supplier takes the order's. */
   async route(orderId: string): Promise<RouteEntry[]> {
     return rows<RouteEntry>(
       this.dataSource,
@@ -276,14 +276,14 @@ export class OrderRepository {
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [{ n }] = await rows<{ n: number }>(this.dataSource, `SELECT count(*)::int AS n FROM orders o ${clause}`, params);
     // The stuck orders are few and found by the status index; without the fence the planner may walk
-    // orders_created backwards through every order looking for a page of them (856 ms with 500,000
-    // orders and fewer stuck than the page size, against ~1 ms).
+    // orders_created backwards through every order looking for a page of them.
+    const paged = `ORDER BY o.created_at DESC, o.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`;
     const found = await rows<OrderRow>(
       this.dataSource,
       filter.stuck
         ? `WITH picked AS MATERIALIZED (SELECT o.id FROM orders o ${clause})
-           ${ORDER_SELECT} WHERE o.id IN (SELECT id FROM picked) ORDER BY o.created_at DESC, o.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`
-        : `${ORDER_SELECT} ${clause} ORDER BY o.created_at DESC, o.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+           ${ORDER_SELECT} WHERE o.id IN (SELECT id FROM picked) ${paged}`
+        : `${ORDER_SELECT} ${clause} ${paged}`,
       [...params, page.pageSize, page.offset],
     );
     return { items: found.map(toOrder), total: n };
@@ -351,7 +351,8 @@ export class OrderRepository {
   async staleSubmitting(limit: number): Promise<Array<{ orderId: string; attemptNo: number }>> {
     const found = await rows<{ order_id: string; attempt_no: number }>(
       this.dataSource,
-      `SELECT order_id, attempt_no FROM order_attempts WHERE status = 'submitting' AND sending_until < now() ORDER BY sending_until LIMIT $1`,
+      `SELECT order_id, attempt_no FROM order_attempts
+        WHERE status = 'submitting' AND sending_until < now() ORDER BY sending_until LIMIT $1`,
       [limit],
     );
     return found.map((f) => ({ orderId: String(f.order_id), attemptNo: f.attempt_no }));

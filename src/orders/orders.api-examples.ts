@@ -23,7 +23,8 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
       description: 'the supplier the order is placed at (CONTRACT §10): every upstream call of the order goes to it',
     },
     sku_key: nullableString(
-      'the SKU the order resolved to: `<upstream product id>:<sku_code>` (null for an order recorded before SKUs had keys whose SKU was unknown)',
+      'the SKU the order resolved to: `<upstream product id>:<sku_code>` ' +
+        '(null for an order recorded before SKUs had keys whose SKU was unknown)',
     ),
     offer: nullableString('the offer (CONTRACT §11) the order was placed through; null when placed by SKU'),
     route: {
@@ -43,7 +44,8 @@ export const ORDER_SCHEMA: SchemaObject = objectSchema(
       type: 'string',
       enum: [...ORDER_STATUSES],
       description:
-        'an upstream state, or a local one: `submitting` (an attempt is in flight), `rejected` (refused or never sent; nothing charged), `submit_unknown` (sent, outcome unknown)',
+        'an upstream state, or a local one: `submitting` (an attempt is in flight), ' +
+        '`rejected` (refused or never sent; nothing charged), `submit_unknown` (sent, outcome unknown)',
     },
     attempt: { type: 'integer', minimum: 1, description: 'the current attempt; a `rejected` order may be submitted again' },
     downstream_order_no: {
@@ -130,7 +132,8 @@ export const CREATE_ORDER_EXAMPLES = {
   },
   by_key: {
     summary:
-      "a SKU named by its `sku_key` (`<product id>:<sku_code>`): the way to name one of several products' SKUs carrying one code, such as `DEFAULT`",
+      'a SKU named by its `sku_key` (`<product id>:<sku_code>`): ' +
+      "the way to name one of several products' SKUs carrying one code, such as `DEFAULT`",
     value: { shop_order_no: 'SO-20261122-0005', sku_code: '42:SKU-00042-1', quantity: 1 },
   },
   at_supplier: {

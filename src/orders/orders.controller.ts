@@ -91,7 +91,8 @@ export class OrdersController {
   @ApiResponse({
     status: 200,
     description:
-      'the same `shop_order_no` and body again (or a request that waited for the attempt in flight): the recorded order; nothing is sent again',
+      'the same `shop_order_no` and body again (or a request that waited for the attempt in flight): ' +
+      'the recorded order; nothing is sent again',
     schema: ORDER_ANSWER_SCHEMA,
     example: { ok: true, order: ORDER_DELIVERED },
   })
@@ -181,7 +182,8 @@ export class OrdersController {
   @ApiOperation({
     summary: 'Refresh an order from the upstream',
     description:
-      'Reads the order with `GET /orders/{id}` and applies the answer (never moving it back); an order without an upstream id is answered as it is.',
+      'Reads the order with `GET /orders/{id}` and applies the answer (never moving it back); ' +
+      'an order without an upstream id is answered as it is.',
   })
   @ShopOrderNoParam()
   @ApiResponse({

@@ -100,33 +100,36 @@ describe('POST /internal/orders: the body taken without class-validator', () => 
   const full = createValidationPipe({ fastAccepts: false });
   const served = createValidationPipe();
 
-  it('accepts only bodies the full validation accepts, as the same DTO, and the service answers every body as the full validation does', async () => {
-    let fast = 0;
-    for (const [label, make] of bodies()) {
-      const reference = await outcome(() => full.transform(make(), METADATA) as Promise<unknown>);
-      const accepted = acceptCreateOrder(make());
-      if (accepted !== null) {
-        fast++;
-        expect({ label, ok: reference.ok }).toEqual({ label, ok: true });
-        const value = (reference as { value: unknown }).value;
-        expect(accepted).toBeInstanceOf(CreateOrderDto);
-        expect(value).toBeInstanceOf(CreateOrderDto);
-        expect({ label, keys: Object.keys(accepted).sort() }).toEqual({ label, keys: Object.keys(value as object).sort() });
-        expect({ label, dto: { ...accepted } }).toEqual({ label, dto: { ...(value as object) } });
+  it(
+    'accepts only bodies the full validation accepts, as the same DTO, ' + 'and the service answers every body as the full validation does',
+    async () => {
+      let fast = 0;
+      for (const [label, make] of bodies()) {
+        const reference = await outcome(() => full.transform(make(), METADATA) as Promise<unknown>);
+        const accepted = acceptCreateOrder(make());
+        if (accepted !== null) {
+          fast++;
+          expect({ label, ok: reference.ok }).toEqual({ label, ok: true });
+          const value = (reference as { value: unknown }).value;
+          expect(accepted).toBeInstanceOf(CreateOrderDto);
+          expect(value).toBeInstanceOf(CreateOrderDto);
+          expect({ label, keys: Object.keys(accepted).sort() }).toEqual({ label, keys: Object.keys(value as object).sort() });
+          expect({ label, dto: { ...accepted } }).toEqual({ label, dto: { ...(value as object) } });
+        }
+        const answered = await outcome(() => served.transform(make(), METADATA) as Promise<unknown>);
+        expect({ label, ok: answered.ok }).toEqual({ label, ok: reference.ok });
+        if (reference.ok && answered.ok) {
+          expect(answered.value).toBeInstanceOf(CreateOrderDto);
+          expect({ label, dto: { ...(answered.value as object) } }).toEqual({ label, dto: { ...(reference.value as object) } });
+        } else if (!reference.ok && !answered.ok) {
+          expect({ label, error: describeError(answered.error) }).toEqual({ label, error: describeError(reference.error) });
+        }
       }
-      const answered = await outcome(() => served.transform(make(), METADATA) as Promise<unknown>);
-      expect({ label, ok: answered.ok }).toEqual({ label, ok: reference.ok });
-      if (reference.ok && answered.ok) {
-        expect(answered.value).toBeInstanceOf(CreateOrderDto);
-        expect({ label, dto: { ...(answered.value as object) } }).toEqual({ label, dto: { ...(reference.value as object) } });
-      } else if (!reference.ok && !answered.ok) {
-        expect({ label, error: describeError(answered.error) }).toEqual({ label, error: describeError(reference.error) });
-      }
-    }
-    // the plain valid bodies do take the fast path
-    expect(acceptCreateOrder({ shop_order_no: 'SO-1', sku_code: 'SKU-1', quantity: 2 })).toBeInstanceOf(CreateOrderDto);
-    expect(fast).toBeGreaterThan(20);
-  });
+      // the plain valid bodies do take the fast path
+      expect(acceptCreateOrder({ shop_order_no: 'SO-1', sku_code: 'SKU-1', quantity: 2 })).toBeInstanceOf(CreateOrderDto);
+      expect(fast).toBeGreaterThan(20);
+    },
+  );
 });
 
 describe('ResolveOrderDto: either {upstream_order_id} or {not_placed: true, reason}', () => {

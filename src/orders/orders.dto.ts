@@ -32,7 +32,8 @@ export class CreateOrderDto {
     type: String,
     pattern: SHOP_ORDER_NO_RE.source,
     description:
-      "the shop's order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, attempt n > 1 as `<shop_order_no>-<n>`",
+      "the shop's order number, the idempotency key; attempt 1 is sent upstream as `downstream_order_no` = this, " +
+      'attempt n > 1 as `<shop_order_no>-<n>`',
     example: 'SO-20261122-0001',
   })
   @IsString()
@@ -45,7 +46,8 @@ export class CreateOrderDto {
     maxLength: 255,
     description:
       'the SKU to buy: its `sku_key` (`<product id>:<sku_code>`) or a plain `sku_code`, which names the one listed SKU carrying it; ' +
-      'a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), one only unlisted SKUs carry 409 `sku_unavailable`. ' +
+      'a code several listed SKUs carry is 409 `sku_ambiguous` (with the `candidates`), ' +
+      'one only unlisted SKUs carry 409 `sku_unavailable`. ' +
       "Recorded as sent (the idempotency key compares it as sent); the order answers with the SKU's `sku_key` and `sku_code`",
     example: 'SKU-00042-1',
     required: false,
@@ -74,8 +76,10 @@ export class CreateOrderDto {
     type: String,
     pattern: SUPPLIER_NAME_PATTERN.source,
     description:
-      'the supplier to buy from (CONTRACT §10): the SKU is looked up within it (404 `supplier_not_found`, 409 `supplier_disabled`). ' +
-      'Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` with the candidates as `{supplier, sku_key}`',
+      'the supplier to buy from (CONTRACT §10): the SKU is looked up within it ' +
+      '(404 `supplier_not_found`, 409 `supplier_disabled`). ' +
+      'Without it, a `sku_code` or `sku_key` that SKUs of several suppliers carry is 409 `sku_ambiguous` ' +
+      'with the candidates as `{supplier, sku_key}`',
     example: 'main',
   })
   @Transform(nullAsAbsent)
@@ -131,7 +135,10 @@ export class CreateOrderDto {
 }
 
 const CREATE_ORDER_KEYS: ReadonlySet<string> = new Set(['shop_order_no', 'sku_code', 'supplier', 'quantity', 'max_unit_cost', 'trace_id']);
-/** A sku_code whose length every count agrees on (class-validator counts some pairs of code units as one): printable ASCII, 1 to 255 characters. */
+/**
+ * A sku_code whose length every count agrees on (class-validator counts some pairs of code units as
+ * one): printable ASCII, 1 to 255 characters.
+ */
 const PLAIN_SKU_CODE_RE = /^[\x20-\x7e]{1,255}$/;
 
 /**

@@ -300,23 +300,27 @@ describe('placeAnswer', () => {
     expect(placeAnswer(order('submitting'), { kind: 'unknown' })).toEqual({ kind: 'ok', httpStatus: 202 });
   });
 
-  it("a refusal: the upstream's code and status; 401/403 are 502 upstream_auth_failed; an ok:false answered 200 is 402 payment_failed or 502", () => {
-    expect(placeAnswer(order('rejected'), refused('insufficient_balance', 402))).toEqual({
-      kind: 'error',
-      code: 'insufficient_balance',
-      httpStatus: 402,
-      message: 'the upstream refused the order: no',
-      upstream: true,
-    });
-    for (const s of [401, 403])
-      expect(placeAnswer(order('rejected'), refused('invalid_signature', s))).toMatchObject({
-        code: 'upstream_auth_failed',
-        httpStatus: 502,
-        upstream: false,
+  it(
+    "a refusal: the upstream's code and status; 401/403 are 502 upstream_auth_failed; " +
+      'an ok:false answered 200 is 402 payment_failed or 502',
+    () => {
+      expect(placeAnswer(order('rejected'), refused('insufficient_balance', 402))).toEqual({
+        kind: 'error',
+        code: 'insufficient_balance',
+        httpStatus: 402,
+        message: 'the upstream refused the order: no',
+        upstream: true,
       });
-    expect(placeAnswer(order('rejected'), refused('payment_failed', 200))).toMatchObject({ code: 'payment_failed', httpStatus: 402 });
-    expect(placeAnswer(order('rejected'), refused('sku_disabled', 200))).toMatchObject({ code: 'sku_disabled', httpStatus: 502 });
-  });
+      for (const s of [401, 403])
+        expect(placeAnswer(order('rejected'), refused('invalid_signature', s))).toMatchObject({
+          code: 'upstream_auth_failed',
+          httpStatus: 502,
+          upstream: false,
+        });
+      expect(placeAnswer(order('rejected'), refused('payment_failed', 200))).toMatchObject({ code: 'payment_failed', httpStatus: 402 });
+      expect(placeAnswer(order('rejected'), refused('sku_disabled', 200))).toMatchObject({ code: 'sku_disabled', httpStatus: 502 });
+    },
+  );
 
   it("nothing reached the upstream: 503 upstream_unavailable with the order's message", () => {
     expect(placeAnswer(order('rejected', 'the upstream could not be reached (ECONNREFUSED)'), { kind: 'unavailable' })).toEqual({

@@ -47,7 +47,10 @@ export function localChecked(local: CatalogSku, skuId: number, unitCost: string)
   return { productId, skuKey, skuCode, skuId, unitCost, currency, fulfillmentType };
 }
 
-/** The checks passed (`checked`), or the price read is left for when the queued order is sent (place-plan.ts `priceReadFailureRoute`: `defer`). */
+/**
+ * The checks passed (`checked`), or the price read is left for when the queued order is sent
+ * (place-plan.ts `priceReadFailureRoute`: `defer`).
+ */
 export type PriceCheck = { kind: 'checked'; sku: CheckedSku } | { kind: 'deferred'; local: CatalogSku };
 
 /** How a placement waits for the request budget: until `deadline` (performance.now()), or as long as it takes. */

@@ -219,31 +219,35 @@ describe('planReport: the items', () => {
     expect(p.firstDelivery).toBe(false);
   });
 
-  it('a delivering status without its items is held back: the order keeps its status, stays followed, read at once after an answer, at the poll pace after a read', () => {
-    for (const status of ['partially_delivered', 'delivered', 'completed'] as const) {
-      for (const kind of ['answer', 'read'] as const) {
-        const p = plan(order({ status: 'paid' }), { status, order_no: 'UP-8' }, { kind });
-        expect([p.from, p.to, p.held]).toEqual(['paid', 'paid', status]);
-        expect(p.patch.status).toBeUndefined();
-        expect(p.event).toBeNull();
-        // the report's other data is taken
-        expect(p.patch.upstream_order_no).toBe('UP-8');
-        expect(p.items).toBe(itemsFollowUp(status, false, kind));
-        expect(p.follow).toBe(true);
-        expect(p.firstDelivery).toBe(false);
+  it(
+    'a delivering status without its items is held back: the order keeps its status, stays followed, ' +
+      'read at once after an answer, at the poll pace after a read',
+    () => {
+      for (const status of ['partially_delivered', 'delivered', 'completed'] as const) {
+        for (const kind of ['answer', 'read'] as const) {
+          const p = plan(order({ status: 'paid' }), { status, order_no: 'UP-8' }, { kind });
+          expect([p.from, p.to, p.held]).toEqual(['paid', 'paid', status]);
+          expect(p.patch.status).toBeUndefined();
+          expect(p.event).toBeNull();
+          // the report's other data is taken
+          expect(p.patch.upstream_order_no).toBe('UP-8');
+          expect(p.items).toBe(itemsFollowUp(status, false, kind));
+          expect(p.follow).toBe(true);
+          expect(p.firstDelivery).toBe(false);
+        }
       }
-    }
-    expect(plan(order({ status: 'paid' }), { status: 'delivered' }, { kind: 'answer' }).items).toBe('read_now');
-    // an unknown attempt settled by such an answer stays as it was, with its upstream order, read at once
-    const unknown = plan(
-      order({ status: 'submit_unknown', upstreamOrderId: null }),
-      { status: 'completed' },
-      { kind: 'answer', patch: { upstream_order_id: 9 } },
-    );
-    expect([unknown.to, unknown.held, unknown.items, unknown.follow]).toEqual(['submit_unknown', 'completed', 'read_now', true]);
-    expect(unknown.patch).toMatchObject({ upstream_order_id: 9 });
-    expect(unknown.patch.status).toBeUndefined();
-  });
+      expect(plan(order({ status: 'paid' }), { status: 'delivered' }, { kind: 'answer' }).items).toBe('read_now');
+      // an unknown attempt settled by such an answer stays as it was, with its upstream order, read at once
+      const unknown = plan(
+        order({ status: 'submit_unknown', upstreamOrderId: null }),
+        { status: 'completed' },
+        { kind: 'answer', patch: { upstream_order_id: 9 } },
+      );
+      expect([unknown.to, unknown.held, unknown.items, unknown.follow]).toEqual(['submit_unknown', 'completed', 'read_now', true]);
+      expect(unknown.patch).toMatchObject({ upstream_order_id: 9 });
+      expect(unknown.patch.status).toBeUndefined();
+    },
+  );
 
   it('the status and its items move together in one plan', () => {
     const p = plan(order({ status: 'submit_unknown' }), { status: 'completed' }, { delivery: sealed });
