@@ -189,9 +189,7 @@ const TIMERS: Record<string, string> = {
  * be split: files being edited elsewhere while the rest were split.
  */
 const LONG_LINES_PENDING = [
-  'src/orders/',
   'test/support/',
-  'test/offer-orders',
   'test/upstream-budget.e2e-spec.ts',
   'test/catalog-incremental-edges.e2e-spec.ts',
   'test/retention.e2e-spec.ts',

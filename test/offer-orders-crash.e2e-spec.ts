@@ -112,7 +112,7 @@ describe('an offer order killed between the refusal and the next create', () => 
     expect(second.stats.createsReceived).toBe(1);
   }, 120_000);
 
-  it("after the restart the queue sends the second's reserved attempt, refused: the order goes on at the third, placed there exactly once", async () => {
+  it("after the restart the queue sends the second's reserved attempt, refused: the order goes on to the third, placed once", async () => {
     await child?.kill('SIGKILL');
     child = await startRelayChild({ databaseUrl: db.url, sandbox: main, env: { UPSTREAM_TIMEOUT_MS: '60000' } });
     const creates = () => [main.stats.createsReceived, second.stats.createsReceived, third.stats.createsReceived];

@@ -107,7 +107,7 @@ describe('orders through an offer of three sources', () => {
     expect((put.data as { offer: { available: boolean } }).offer.available).toBe(true);
   }, 180_000);
 
-  it("the second source's reserved attempt sent by the queue and refused: the queue moves the order on to the third, placed there exactly once", async () => {
+  it("the second source's reserved attempt, sent by the queue and refused: the queue moves it on to the third, placed once", async () => {
     const before = creates();
     const failovers = await metric('relay_offer_failovers_total', 'reason', 'insufficient_stock');
     const routed = await metric('relay_offer_orders_routed_total', 'supplier', 'third');
@@ -176,7 +176,7 @@ describe('orders through an offer of three sources', () => {
     expect(await metric('relay_offer_orders_routed_total', 'supplier', 'second')).toBe(routed + 1);
   });
 
-  it('every source above the ceiling: 409 no_source_available with the rejected order and a route of three price_changed attempts; nothing sent', async () => {
+  it('every source above the ceiling: 409 no_source_available, the order rejected, a route of 3 price_changed; nothing sent', async () => {
     const before = requests();
     const failovers = await metric('relay_offer_failovers_total', 'reason', 'price_changed');
     const shopNo = no('CEIL');
@@ -207,7 +207,7 @@ describe('orders through an offer of three sources', () => {
     expect(sandboxes().map((s) => held(s, shopNo))).toEqual([[], [], []]);
   });
 
-  it('no source could take the order: 409 no_source_available with the order rejected, one attempt per source with its code; nothing sent', async () => {
+  it('no source could take it: 409 no_source_available, the order rejected, an attempt per source with its code; none sent', async () => {
     const sources = [
       { supplier: 'main', sku_key: outKey },
       { supplier: 'second', sku_key: outKey },
@@ -252,7 +252,7 @@ describe('orders through an offer of three sources', () => {
     expect(sandboxes().map((s) => held(s, shopNo))).toEqual([[], [], [`${shopNo}-4`]]);
   });
 
-  it("the first supplier's key blocked, the other sources unavailable: 202 queued at the first, placed there once the block ends", async () => {
+  it("the first supplier's key blocked, the others unavailable: 202 queued at the first, placed there once the block ends", async () => {
     const sources = [
       { supplier: 'main', sku_key: key },
       { supplier: 'second', sku_key: outKey },

@@ -147,7 +147,8 @@ describe('orders through an offer', () => {
     );
     // the shop's notifications of the order name its offer, and the supplier of each step
     const notified = await t.db.query<{ offer: string; supplier: string; status: string }>(
-      "SELECT payload->>'offer' AS offer, payload->>'supplier' AS supplier, payload->>'status' AS status FROM outbox_events WHERE subject = $1 ORDER BY id",
+      "SELECT payload->>'offer' AS offer, payload->>'supplier' AS supplier, payload->>'status' AS status " +
+        'FROM outbox_events WHERE subject = $1 ORDER BY id',
       [shopNo],
     );
     expect(notified.map((e) => e.offer)).toEqual(notified.map(() => 'OFF-P'));
@@ -158,7 +159,7 @@ describe('orders through an offer', () => {
     expect(creates()).toEqual([before[0] + 1, before[1] + 1]);
   });
 
-  it('the first source refuses our credentials at the create (401): placed at the second, the failover named upstream_auth_failed', async () => {
+  it('the first source refuses our credentials at the create (401): placed at the second, failover upstream_auth_failed', async () => {
     const before = creates();
     const shopNo = no('AUTH');
     t.sandbox.faults.set({
@@ -235,7 +236,7 @@ describe('orders through an offer', () => {
     expect(held(second, shopNo)).toHaveLength(0);
   });
 
-  it('a ceiling below the first source cost: refused by the price guard with no request to it (an attempt of the route), placed at the second', async () => {
+  it('a ceiling below the first source cost: refused by the guard, no request to it (a route attempt), placed at the second', async () => {
     const requests = t.sandbox.stats.totalRequests;
     const shopNo = no('CEIL');
     const r = await place({ shop_order_no: shopNo, offer: 'OFF-P', max_unit_cost: secondCost });
