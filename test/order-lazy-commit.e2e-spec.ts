@@ -6,20 +6,20 @@
  */
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { openTestDatabase, type TestDatabase } from './support/test-database.js';
 
 describe('lazy commits of polls', () => {
   let db: TestDatabase;
   let ds: DataSource;
-  let repo: OrderRepository;
+  let repo: OrderWrites;
 
   beforeAll(async () => {
     db = await openTestDatabase();
     ds = new DataSource({ type: 'postgres', url: db.url, poolSize: 1 });
     await ds.initialize();
-    repo = new OrderRepository(ds);
+    repo = new OrderWrites(ds);
   });
   afterAll(async () => {
     await ds?.destroy();

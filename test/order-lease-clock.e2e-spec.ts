@@ -4,14 +4,14 @@
  * for a re-send or an operator; once the lease has ended by the database's clock, it does.
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { useAppSuite } from './support/app-suite.js';
 import { UNREACHABLE_UPSTREAM } from './support/test-app.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { TestClock } from './support/test-clock.js';
 
 describe('attempt leases on the database clock', () => {
-  let repo: OrderRepository;
+  let repo: OrderWrites;
   let follow: OrderFollowService;
   let n = 0;
   const ahead = new TestClock();
@@ -19,7 +19,7 @@ describe('attempt leases on the database clock', () => {
   const t = useAppSuite({ sandbox: false, env: UNREACHABLE_UPSTREAM, workers: false, clock: ahead });
 
   beforeAll(() => {
-    repo = t.app.relay.app.get(OrderRepository);
+    repo = t.app.relay.app.get(OrderWrites);
     follow = t.app.relay.app.get(OrderFollowService);
     ahead.advance(10 * 60_000); // this replica's clock runs ten minutes ahead
   });

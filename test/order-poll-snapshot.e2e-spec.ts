@@ -7,7 +7,7 @@
  * regression, never a step back.
  */
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
-import { OrderRepository, type PollClaim } from '../src/orders/order.repository.js';
+import { OrderWrites, type PollClaim } from '../src/orders/order-writes.repository.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitsForLock } from './support/db-waits.js';
 import { waitFor } from './support/wait.js';
@@ -23,11 +23,11 @@ describe('poll applied from the claim (optimistic)', () => {
     workers: false,
     seed: true,
   });
-  let repo: OrderRepository;
+  let repo: OrderWrites;
   let follow: OrderFollowService;
   let n = 0;
   beforeAll(() => {
-    repo = suite.app.relay.app.get(OrderRepository);
+    repo = suite.app.relay.app.get(OrderWrites);
     follow = suite.app.relay.app.get(OrderFollowService);
   });
 
@@ -99,7 +99,7 @@ describe('poll applied from the claim (optimistic)', () => {
     const placed = await placedAndClaimed();
     sandbox.setOrderStatus(placed.upstreamId, 'fulfilling');
     let poll: Promise<boolean> | null = null;
-    await app.relay.app.get(OrderRepository).transaction(async (tx) => {
+    await app.relay.app.get(OrderWrites).transaction(async (tx) => {
       const locked = await tx.lockOrder(placed.id);
       await tx.updateOrder(locked!, { status: 'paid', status_changed_at: new Date(), updated_at: new Date() });
       const reads = sandbox.stats.requests.getOrder;

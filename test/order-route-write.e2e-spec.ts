@@ -10,7 +10,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '../src/config/app-config.js';
 import { OutboxWriter } from '../src/notifications/outbox.writer.js';
 import { ORDER_ROUTE, type OrderSnapshot, type OrderTx } from '../src/orders/order-tx.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { openTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -24,7 +24,7 @@ interface RouteView {
 describe('an outbox row showing the route, written with the held writes', () => {
   let db: TestDatabase;
   let ds: DataSource;
-  let repo: OrderRepository;
+  let repo: OrderWrites;
   /** ReadyForQuery messages (one per exchange) on the pool's one connection. */
   let exchanges = 0;
   let n = 0;
@@ -41,7 +41,7 @@ describe('an outbox row showing the route, written with the held writes', () => 
     const open = await pool.connect();
     count(open);
     open.release();
-    repo = new OrderRepository(ds);
+    repo = new OrderWrites(ds);
   });
   afterAll(async () => {
     await ds?.destroy();

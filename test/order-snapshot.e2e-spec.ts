@@ -1,5 +1,5 @@
 /**
- * The optimistic one-statement write of an outcome (OrderRepository.fromSnapshot), on both databases:
+ * The optimistic one-statement write of an outcome (OrderWrites.fromSnapshot), on both databases:
  * it writes everything at once when neither the order nor its attempt changed since the reservation,
  * and writes nothing at all (no attempt update, no event, no side effect) when either did, whether
  * the change was committed before it or by a transaction it had to wait for; work that needs more
@@ -11,7 +11,7 @@ import { DataSource } from 'typeorm';
 import type { Pool } from 'pg';
 import type { OrderRecord } from '../src/orders/order.records.js';
 import { SnapshotUnusable, type OrderSnapshot, type OrderTx } from '../src/orders/order-tx.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { waitsForLock } from './support/db-waits.js';
 import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
@@ -19,7 +19,7 @@ import { openTestDatabase, startTestApp, type TestApp, type TestDatabase } from 
 describe('optimistic outcome write (fromSnapshot)', () => {
   let db: TestDatabase;
   let app: TestApp;
-  let repo: OrderRepository;
+  let repo: OrderWrites;
   let ds: DataSource;
   let n = 0;
 
@@ -32,7 +32,7 @@ describe('optimistic outcome write (fromSnapshot)', () => {
       ORDER_POLL_BASE_MS: '3600000',
       ORDER_POLL_MAX_MS: '3600000',
     });
-    repo = app.relay.app.get(OrderRepository);
+    repo = app.relay.app.get(OrderWrites);
     ds = app.relay.app.get(DataSource);
   });
   afterAll(async () => {

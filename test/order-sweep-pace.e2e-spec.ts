@@ -5,7 +5,7 @@
  * runs on its own timer, never only at the start of a pass, where it would wait behind the slow reads.
  */
 import { OrderPoller } from '../src/orders/order-poller.service.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { useAppSuite } from './support/app-suite.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { passesRun, waitFor } from './support/wait.js';
@@ -45,7 +45,7 @@ describe('order poller: the sweep of stale attempts is not held up by slow polls
       'a pass of slow reads to begin',
     );
     // an attempt in flight whose sender "died", its lease already ended
-    const created = await reserveOrder(app.relay.app.get(OrderRepository), 'CRASHED-1', 0);
+    const created = await reserveOrder(app.relay.app.get(OrderWrites), 'CRASHED-1', 0);
     // the first sweep begun after the lease ended finds it
     await passesRun(poller.sweeps, 1, 'sweeps');
     const [{ status }] = await db.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [created.order.id]);

@@ -8,7 +8,7 @@
  *   order that was not canceled, never a refusal the upstream did not make).
  */
 import { jest } from '@jest/globals';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderReads } from '../src/orders/order-reads.repository.js';
 import { useAppSuite } from './support/app-suite.js';
 import { getOrder, waitFor, type OrderView } from './support/child-app.js';
 
@@ -112,7 +112,7 @@ describe('cancel, refund and resolve at their edges', () => {
       expect((first.data as { order: OrderView }).order.status).toBe('rejected');
       t.sandbox.faults.reset();
 
-      const repo = t.app.relay.app.get(OrderRepository);
+      const repo = t.app.relay.app.get(OrderReads);
       const real = repo.findByShopOrderNo.bind(repo);
       let resubmitted: { status: number; data: unknown } | undefined;
       // the call reads the order (rejected); the shop's new attempt lands before the locked write

@@ -8,7 +8,7 @@
 import { OrderFollowService } from '../src/orders/order-follow.service.js';
 import { requestFingerprint } from '../src/orders/order-request.js';
 import { OrderSubmitter, type SendOutcome } from '../src/orders/order-submitter.service.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { useAppSuite } from './support/app-suite.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { waitFor } from './support/wait.js';
@@ -25,7 +25,7 @@ describe('orders: an acceptance recorded after its attempt was closed', () => {
   /** An order whose sender "stalled": swept to submit_unknown, then settled by an operator as not placed. */
   async function settledNotPlaced(shopOrderNo: string): Promise<string> {
     const { app, db } = suite;
-    const created = await reserveOrder(app.relay.app.get(OrderRepository), shopOrderNo, 50, {
+    const created = await reserveOrder(app.relay.app.get(OrderWrites), shopOrderNo, 50, {
       skuCode,
       requestFingerprint: requestFingerprint(body(shopOrderNo)),
     });

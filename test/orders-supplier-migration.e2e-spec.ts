@@ -7,7 +7,8 @@
 import { createRelayApp, type RelayApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { migrateDown, migrateUp } from '../src/database/migrator.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderReads } from '../src/orders/order-reads.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { reserveOrder } from './support/reserved-order.js';
 import { openTestDatabase, testEnv, type TestDatabase } from './support/test-app.js';
 
@@ -40,15 +41,16 @@ describe('migration 20261129132000: orders and callbacks per supplier', () => {
     );
 
   it('takes one upstream order id at two suppliers, and finds each by its supplier; down puts the global key back', async () => {
-    const repo = relay!.app.get(OrderRepository);
+    const repo = relay!.app.get(OrderWrites);
+    const reads = relay!.app.get(OrderReads);
     const a = await reserveOrder(repo, 'MIG-A', 60_000, { supplier: 'main' });
     const b = await reserveOrder(repo, 'MIG-B', 60_000, { supplier: 'second' });
     const c = await reserveOrder(repo, 'MIG-C', 60_000, { supplier: 'main' });
     await db.query('UPDATE orders SET upstream_order_id = 42 WHERE id = ANY($1::bigint[])', [[a.order.id, b.order.id]]);
     await expect(db.query('UPDATE orders SET upstream_order_id = 42 WHERE id = $1', [c.order.id])).rejects.toThrow(/unique/i);
-    expect((await repo.findByUpstreamId('main', 42))?.shopOrderNo).toBe('MIG-A');
-    expect((await repo.findByUpstreamId('second', 42))?.shopOrderNo).toBe('MIG-B');
-    expect(await repo.findByUpstreamId('third', 42)).toBeNull();
+    expect((await reads.findByUpstreamId('main', 42))?.shopOrderNo).toBe('MIG-A');
+    expect((await reads.findByUpstreamId('second', 42))?.shopOrderNo).toBe('MIG-B');
+    expect(await reads.findByUpstreamId('third', 42)).toBeNull();
     // one body at two suppliers: two rows; again at one: a duplicate of its row
     expect(await inbox('main', 'sha-1')).toEqual([{ duplicates: 0 }]);
     expect(await inbox('second', 'sha-1')).toEqual([{ duplicates: 0 }]);

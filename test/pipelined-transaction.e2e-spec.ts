@@ -1,5 +1,5 @@
 /**
- * OrderRepository.pipelinedTransaction (a verified callback's transaction): its BEGIN goes in the
+ * OrderWrites.pipelinedTransaction (a verified callback's transaction): its BEGIN goes in the
  * exchange of its first prepared statement and its held writes with the COMMIT, so a transaction of
  * one locking statement and one write is two exchanges. What it must keep of a transaction: all or
  * nothing when a statement or the writes sent with the COMMIT fail, and the connection fine after.
@@ -7,13 +7,13 @@
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { rows } from '../src/database/prepared-statements.js';
-import { OrderRepository } from '../src/orders/order.repository.js';
+import { OrderWrites } from '../src/orders/order-writes.repository.js';
 import { openTestDatabase, type TestDatabase } from './support/test-database.js';
 
 describe('pipelined transactions: BEGIN and COMMIT in the exchanges of the statements', () => {
   let db: TestDatabase;
   let ds: DataSource;
-  let orders: OrderRepository;
+  let orders: OrderWrites;
   /** ReadyForQuery messages (one per exchange) on the pool's one connection. */
   let exchanges = 0;
 
@@ -29,7 +29,7 @@ describe('pipelined transactions: BEGIN and COMMIT in the exchanges of the state
     count(open);
     open.release();
     await ds.query('CREATE TABLE pipelined_probe (id int PRIMARY KEY, v text NOT NULL)');
-    orders = new OrderRepository(ds);
+    orders = new OrderWrites(ds);
   });
   afterAll(async () => {
     await ds?.destroy();

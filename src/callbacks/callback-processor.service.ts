@@ -55,7 +55,8 @@ import { AppConfig } from '../config/app-config.js';
 import { DomainEvents, type OrderSettled } from '../orders/domain-events.js';
 import { OrderFollowService, type RefreshResult, type ResolveResult } from '../orders/order-follow.service.js';
 import type { AttemptRecord, OrderRecord } from '../orders/order.records.js';
-import { OrderRepository } from '../orders/order.repository.js';
+import { OrderReads } from '../orders/order-reads.repository.js';
+import { OrderWrites } from '../orders/order-writes.repository.js';
 import { ITEMS_DELIVERED, isUpstreamStatus } from '../orders/order-state.js';
 import type { OrderTx } from '../orders/order-tx.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
@@ -103,7 +104,7 @@ function claimsOf(rows: readonly InboxRow[]): CallbackClaim[] {
 }
 
 /** The order the callbacks name, and the attempt their number names. */
-type FoundOrder = NonNullable<Awaited<ReturnType<OrderRepository['findOrderNamed']>>>;
+type FoundOrder = NonNullable<Awaited<ReturnType<OrderReads['findOrderNamed']>>>;
 
 /** The attempt a plan's resolve or untracked check is for: the one the callbacks' number names. */
 function named(found: FoundOrder): AttemptRecord {
@@ -159,7 +160,8 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly inbox: CallbackInboxRepository,
-    private readonly orders: OrderRepository,
+    private readonly orderReads: OrderReads,
+    private readonly orderWrites: OrderWrites,
     private readonly follow: OrderFollowService,
     private readonly updater: OrderUpdater,
     private readonly events: DomainEvents,
@@ -249,7 +251,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
     const now = this.clock.now();
     if (this.config.callbacks.trust === 'verified') {
       try {
-        const r = await this.orders.pipelinedTransaction(async (tx) => {
+        const r = await this.orderWrites.pipelinedTransaction(async (tx) => {
           // the inbox row and the order's lock in one statement (the lock is harmless for a duplicate)
           const { first, found } = await tx.writeAndLockOrderNamed<StoredRow>(
             this.inbox.storeWrite(c, now),
@@ -355,7 +357,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
   private async look(rows: InboxRow[], lastPass: boolean, answer?: UpstreamOrder): Promise<DrainStep> {
     const { supplier, upstreamOrderId, downstreamOrderNo: number } = rows[0];
     // only an order of the supplier whose URL the callbacks reached
-    const found = await this.orders.findOrderNamed(supplier, upstreamOrderId, number);
+    const found = await this.orderReads.findOrderNamed(supplier, upstreamOrderId, number);
     const group: ClaimGroup = {
       upstreamOrderId,
       number,
@@ -388,7 +390,7 @@ export class CallbackProcessor implements OnApplicationBootstrap, OnModuleDestro
         const claims = claimsOf(rows);
         return {
           work: 'apply',
-          result: await this.orders.transaction((tx) => this.applyLocked(tx, ids, { supplier, number, upstreamOrderId }, claims)),
+          result: await this.orderWrites.transaction((tx) => this.applyLocked(tx, ids, { supplier, number, upstreamOrderId }, claims)),
         };
       }
       case 'resolve': {

@@ -4,7 +4,7 @@
  *
  * - `getSku(ref)`: the local SKU a reference names (a sku_key, or a plain sku_code: see sku-key.ts), or
  *   null, with its upstream ids, listing state, stock, prices, fulfillment and currency;
- *   `skuForOrder(ref, found)` the same for the SKUs an order read itself (OrderRepository.findSkuForOrder
+ *   `skuForOrder(ref, found)` the same for the SKUs an order read itself (OrderReads.findSkuForOrder
  *   reads them in the statement that also tells whether the order number is recorded: placing an
  *   order costs one read), with the refusal of a reference that names several SKUs;
  * - `refreshProduct(productId)`: reads `GET /products/{id}` fresh and applies it through the same
@@ -219,7 +219,7 @@ export class CatalogService {
   }
 
   /**
-   * `getSku` for placing an order, from the SKUs the order read itself (OrderRepository.findSkuForOrder:
+   * `getSku` for placing an order, from the SKUs the order read itself (OrderReads.findSkuForOrder:
    * with whether its `shopOrderNo` is recorded, in one statement), with the refusal of a reference
    * that names several; remembers an available SKU's product for `productHint`.
    */

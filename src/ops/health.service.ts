@@ -45,7 +45,7 @@ import type { KeyCapacity } from '../budget/key-capacity.js';
 import { Clock } from '../common/clock.js';
 import { AppConfig, type RateLimitSetting } from '../config/app-config.js';
 import { SchemaMigrationsRepository } from '../database/schema-migrations.repository.js';
-import { OrderRepository } from '../orders/order.repository.js';
+import { OrderReads } from '../orders/order-reads.repository.js';
 import { ReconciliationRepository } from '../reconciliation/reconciliation.repository.js';
 import { SupplierRegistry, type SupplierRuntime } from '../suppliers/supplier-registry.service.js';
 import { HealthRepository, type SupplierLastSyncRow } from './health.repository.js';
@@ -259,7 +259,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly migrations: SchemaMigrationsRepository,
-    private readonly orders: OrderRepository,
+    private readonly orderReads: OrderReads,
     private readonly reconciliation: ReconciliationRepository,
     private readonly repo: HealthRepository,
     private readonly metrics: Metrics,
@@ -313,7 +313,7 @@ export class HealthService implements OnModuleDestroy, BeforeApplicationShutdown
         this.checkDatabase(deadline),
         this.within(deadline, 'pings', () => this.monitor.latestAll()),
         this.within(deadline, 'lastSyncs', () => this.repo.lastSyncs(names)),
-        this.within(deadline, 'queued', () => this.orders.countQueued()),
+        this.within(deadline, 'queued', () => this.orderReads.countQueued()),
         this.within(deadline, 'backlog', () => this.reconciliation.backlog(this.clock.now())),
         Promise.all(runtimes.map((r) => this.budgetHealth(deadline, r))),
       ]);

@@ -32,7 +32,7 @@ import { expectedAmount, priceCeiling } from './place-plan.js';
 import { downstreamOrderNo } from './order-request.js';
 import type { AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { sendLeaseMs } from './attempt-plan.js';
 
@@ -73,7 +73,7 @@ export class OfferFailover {
     private readonly clock: Clock,
     private readonly offers: OfferRepository,
     private readonly suppliers: SupplierRegistry,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
     private readonly catalog: CatalogService,
     private readonly updater: OrderUpdater,
     private readonly metrics: Metrics,
@@ -111,7 +111,7 @@ export class OfferFailover {
     const route = await this.plan(offer, at.maxUnitCost);
     const tried: SourceRef[] = [at.current];
     if (at.orderId !== null) {
-      for (const e of await this.repo.route(at.orderId))
+      for (const e of await this.reads.route(at.orderId))
         if (e.attempt >= at.passStart) tried.push({ supplier: e.supplier, sku_key: e.sku_key });
     }
     // the local SKUs of the sources ahead (the step's sources do not depend on the refusal); a source
@@ -125,7 +125,7 @@ export class OfferFailover {
       const lacking = new Set<RouteSource>();
       for (const s of sources) {
         if (skus.has(s)) continue;
-        const { found } = await this.repo.findSkuForOrder(s.sku_key, at.shopOrderNo, s.supplier);
+        const { found } = await this.reads.findSkuForOrder(s.sku_key, at.shopOrderNo, s.supplier);
         const sku = this.catalog.skuForOrder(s.sku_key, found, s.supplier).sku;
         if (sku) skus.set(s, sku);
         else lacking.add(s);

@@ -29,7 +29,7 @@ import { OrderPresenter } from './order-presenter.service.js';
 import { OrderRelayService, type PlaceResult } from './order-relay.service.js';
 import type { PlaceOrderInput } from './order-request.js';
 import type { OrderRecord } from './order.records.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
 import { QueuedOrderSender } from './queued-order-sender.service.js';
 
 /** How long this request looks for the outcome of a reserved attempt that the queue took first. */
@@ -42,7 +42,7 @@ export class OfferPlacement {
     private readonly failover: OfferFailover,
     private readonly relay: OrderRelayService,
     private readonly sender: QueuedOrderSender,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
     private readonly presenter: OrderPresenter,
     private readonly config: AppConfig,
   ) {}
@@ -52,7 +52,7 @@ export class OfferPlacement {
     const deadline = performance.now() + this.config.budget.orderQueueWaitMs;
     const offer = await this.offers.find(input.offer);
     if (offer === null) throw new AppError('offer_not_found', `no offer ${input.offer}`);
-    const recorded = await this.repo.findByShopOrderNo(input.shop_order_no);
+    const recorded = await this.reads.findByShopOrderNo(input.shop_order_no);
     // a recorded order that is not `rejected` answers as recorded (or 409 for another body), from its own supplier
     if (recorded && recorded.status !== 'rejected') {
       return this.relay.place({ ...input, supplier: recorded.supplier, sku_code: recorded.skuKey ?? recorded.skuCode });
@@ -101,13 +101,13 @@ export class OfferPlacement {
   /** The order an error of the relay carries (recorded), read again. */
   private async orderOf(e: AppError): Promise<OrderRecord | null> {
     const carried = e.extra.order as { shop_order_no?: string } | undefined;
-    return carried?.shop_order_no ? this.repo.findByShopOrderNo(carried.shop_order_no) : null;
+    return carried?.shop_order_no ? this.reads.findByShopOrderNo(carried.shop_order_no) : null;
   }
 
   /** Whether the order's current attempt is a failover's, reserved and not sent yet. */
   private async reservedByFailover(order: OrderRecord): Promise<boolean> {
     if (order.status !== 'queued') return false;
-    const attempt = await this.repo.findAttempt(order.id, order.attempt);
+    const attempt = await this.reads.findAttempt(order.id, order.attempt);
     return attempt?.status === 'queued' && attempt.request.route_from !== undefined;
   }
 
@@ -118,11 +118,11 @@ export class OfferPlacement {
    */
   private async sendReserved(order: OrderRecord, deadline: number): Promise<PlaceResult | null> {
     if (!(await this.sender.placeQueued(order.id, order.attempt, { caller: 'request', deadline }))) return null;
-    let current = (await this.repo.findById(order.id)) ?? order;
+    let current = (await this.reads.findById(order.id)) ?? order;
     // the queue may have taken it first: wait for its send to settle
     for (let n = 0; current.status === 'submitting' && n < SETTLE_LOOKS; n++) {
       await sleep(backoffMs(n, LOOK_AGAIN));
-      current = (await this.repo.findById(order.id)) ?? current;
+      current = (await this.reads.findById(order.id)) ?? current;
     }
     const httpStatus = current.status === 'queued' || current.status === 'submit_unknown' || current.status === 'submitting' ? 202 : 201;
     return { httpStatus, order: current };

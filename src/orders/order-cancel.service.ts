@@ -24,7 +24,8 @@ import { CANCELED_AFTER_DELIVERY, OUTCOME_UNKNOWN, UPSTREAM_ORDER_EXISTS } from 
 import { orderRefund } from './order.mapper.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import type { OrderRecord } from './order.records.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderUpdater } from './order-updater.service.js';
 
@@ -47,7 +48,8 @@ export class OrderCancelService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly suppliers: SupplierRegistry,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly updater: OrderUpdater,
     private readonly presenter: OrderPresenter,
     private readonly events: DomainEvents,
@@ -98,7 +100,7 @@ export class OrderCancelService {
       if (orderRefund(order).state !== 'refundable') order = await this.cancel(shopOrderNo);
       const decided = order;
       const now = this.clock.now();
-      const done = await this.repo.transaction(async (tx) => {
+      const done = await this.writes.transaction(async (tx) => {
         const locked = await tx.lockOrder(decided.id);
         if (!locked || locked.refundAt !== null) return true;
         const eligibility = orderRefund(locked);
@@ -130,7 +132,7 @@ export class OrderCancelService {
   }
 
   private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
-    const order = await this.repo.findByShopOrderNo(shopOrderNo);
+    const order = await this.reads.findByShopOrderNo(shopOrderNo);
     if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
@@ -149,7 +151,7 @@ export class OrderCancelService {
    * an operator adopted an upstream order): the caller decides again from what it is now.
    */
   private async cancelLocally(order: OrderRecord): Promise<OrderRecord | null> {
-    const moved = await this.repo.transaction(async (tx) => {
+    const moved = await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked) return false;
       // the local move (cancel-plan.ts, from the state table's `local_cancel` moves); this carries it out
@@ -181,7 +183,7 @@ export class OrderCancelService {
 
   /** First transaction: the "cancel in progress" mark. */
   private async begin(order: OrderRecord, token: string): Promise<'begun' | 'busy' | 'changed'> {
-    return this.repo.transaction(async (tx) => {
+    return this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked || locked.status !== order.status || locked.upstreamOrderId === null) return 'changed';
       const now = this.clock.now();
@@ -215,7 +217,7 @@ export class OrderCancelService {
   /** Second transaction: apply the upstream's answer on the locked row and clear the mark. */
   private async finish(order: OrderRecord, token: string, answer: UpstreamCancelAnswer): Promise<OrderRecord> {
     const now = this.clock.now();
-    await this.repo.transaction(async (tx) => {
+    await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked) return;
       const mine = locked.opToken === token;

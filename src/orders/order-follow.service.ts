@@ -18,7 +18,8 @@ import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { DUPLICATE_UPSTREAM_ORDER, ITEMS_DELIVERED, UPSTREAM_ORDER_EXISTS, upstreamKeptNothing, type EventSource } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
-import { OrderRepository, type PollClaim } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites, type PollClaim } from './order-writes.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
@@ -62,7 +63,8 @@ export class OrderFollowService {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly suppliers: SupplierRegistry,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly updater: OrderUpdater,
     private readonly submitter: OrderSubmitter,
     private readonly events: DomainEvents,
@@ -133,8 +135,8 @@ export class OrderFollowService {
    */
   private async onClaimedRow(claim: PollClaim, work: (tx: OrderTx, order: OrderRecord) => Promise<void>): Promise<void> {
     const { snapshot } = claim;
-    if (await this.repo.fromSnapshot(snapshot, async (tx) => (await work(tx, snapshot.order), true))) return;
-    await this.repo.transaction(async (tx) => {
+    if (await this.writes.fromSnapshot(snapshot, async (tx) => (await work(tx, snapshot.order), true))) return;
+    await this.writes.transaction(async (tx) => {
       const order = await tx.lockOrderToApply(claim.id);
       if (order) await work(tx, order);
     });
@@ -145,14 +147,14 @@ export class OrderFollowService {
    * (shutdown) ends the read: `read_failed`. `opts` go to the read (its budget class).
    */
   async refresh(orderId: string, source: EventSource, signal?: AbortSignal, opts?: UpstreamCallOptions): Promise<RefreshResult> {
-    const order = await this.repo.findById(orderId);
+    const order = await this.reads.findById(orderId);
     if (!order || order.upstreamOrderId === null) return { kind: 'missing' };
     if (this.opInProgress(order)) return { kind: 'deferred' };
     let answer: UpstreamOrder;
     try {
       answer = await this.upstream(order.supplier).getOrder(order.upstreamOrderId, signal, opts);
     } catch (e) {
-      if (source === 'callback') await this.repo.pollSoon(order.id, this.clock.now());
+      if (source === 'callback') await this.writes.pollSoon(order.id, this.clock.now());
       return { kind: 'read_failed', error: e as Error };
     }
     return this.apply(orderId, answer, source);
@@ -160,7 +162,7 @@ export class OrderFollowService {
 
   /** Applies an upstream answer already read (e.g. by a cancel) on the locked row. */
   async apply(orderId: string, answer: UpstreamOrder, source: EventSource, opToken?: string): Promise<RefreshResult> {
-    const deferred = await this.repo.transaction(async (tx) => {
+    const deferred = await this.writes.transaction(async (tx) => {
       const order = await tx.lockOrderToApply(orderId);
       if (!order) return true;
       if (this.opInProgress(order) && order.opToken !== opToken) return true;
@@ -168,7 +170,7 @@ export class OrderFollowService {
       return false;
     });
     if (deferred) return { kind: 'deferred' };
-    const updated = await this.repo.findById(orderId);
+    const updated = await this.reads.findById(orderId);
     return updated ? { kind: 'applied', order: updated } : { kind: 'missing' };
   }
 
@@ -210,12 +212,12 @@ export class OrderFollowService {
               `not ${attempt.downstreamOrderNo}`,
       };
     }
-    const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
+    const taken = await this.reads.findByUpstreamId(supplier, upstreamOrderId);
     if (taken && taken.id !== attempt.orderId)
       return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
-    const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
+    const current = await this.reads.findAttempt(attempt.orderId, attempt.attemptNo);
     if (!current || current.status !== 'submit_unknown')
-      return { kind: 'not_unknown', order: await this.repo.findById(attempt.orderId), answer };
+      return { kind: 'not_unknown', order: await this.reads.findById(attempt.orderId), answer };
     // the attempt may be closed between the check above and the record (an operator's not_placed):
     // then nothing was recorded, and it is not resolved
     const recorded = await this.submitter.recordOutcome(
@@ -267,14 +269,14 @@ export class OrderFollowService {
           `not ${attempt.downstreamOrderNo}`,
       };
     }
-    const taken = await this.repo.findByUpstreamId(supplier, upstreamOrderId);
+    const taken = await this.reads.findByUpstreamId(supplier, upstreamOrderId);
     if (taken && taken.id !== orderId)
       return { kind: 'mismatch', reason: `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}` };
     if (taken) return { kind: 'followed' };
     if (upstreamKeptNothing(report.status)) return { kind: 'nothing_kept', status: report.status };
     // once per upstream order: its later callbacks add no event, metric or log line
-    const known = (await this.repo.events(orderId)).some((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId);
-    return this.repo.transaction(async (tx): Promise<UntrackedResult> => {
+    const known = (await this.reads.events(orderId)).some((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId);
+    return this.writes.transaction(async (tx): Promise<UntrackedResult> => {
       const order = await tx.lockOrder(orderId);
       if (!order) return { kind: 'mismatch', reason: `order ${orderId} is gone` };
       if (order.upstreamOrderId === upstreamOrderId) return { kind: 'followed' };
@@ -306,10 +308,10 @@ export class OrderFollowService {
   /** Attempts still `submitting` past their lease (the sender stopped): `submit_unknown` now. */
   async sweepStale(): Promise<number> {
     const now = this.clock.now();
-    const stale = await this.repo.staleSubmitting(50);
+    const stale = await this.reads.staleSubmitting(50);
     let swept = 0;
     for (const s of stale) {
-      const done = await this.repo.transaction(async (tx) => {
+      const done = await this.writes.transaction(async (tx) => {
         const order = await tx.lockOrder(s.orderId, true);
         const attempt = order ? await tx.lockAttempt(s.orderId, s.attemptNo) : null;
         // the lease is judged by the database's clock, as it was set (never this replica's)
@@ -365,7 +367,7 @@ export class OrderFollowService {
       .map((s) => s.config.name);
     if (deduplicating.length === 0) return 0;
     const now = this.clock.now();
-    const claimed = await this.repo.claimResends(now, this.submitter.sendLeaseMs, limit, deduplicating);
+    const claimed = await this.writes.claimResends(now, this.submitter.sendLeaseMs, limit, deduplicating);
     await Promise.all(
       claimed.map(async (a) => {
         const outcome = await this.submitter.send(a.supplier, a.downstreamOrderNo, a.request, { shop_order_no: a.downstreamOrderNo });

@@ -16,7 +16,8 @@ import type { UpstreamOrder } from '../upstream/upstream.types.js';
 import { OrderFollowService } from './order-follow.service.js';
 import { UPSTREAM_ORDER_EXISTS, isUpstreamStatus } from './order-state.js';
 import type { AttemptRecord, OrderRecord } from './order.records.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
@@ -28,7 +29,8 @@ export class OrderOperatorService {
   constructor(
     private readonly clock: Clock,
     private readonly suppliers: SupplierRegistry,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly follow: OrderFollowService,
     private readonly submitter: OrderSubmitter,
     private readonly updater: OrderUpdater,
@@ -56,7 +58,7 @@ export class OrderOperatorService {
     }
     const after = r.kind === 'applied' ? r.order : await this.mustFind(shopOrderNo);
     // the action itself is recorded (a status it changed has its own event too)
-    await this.repo.addEvent(
+    await this.writes.addEvent(
       order.id,
       { source: 'operator', kind: 'refresh', from: order.status, to: after.status, detail: { outcome: r.kind } },
       this.clock.now(),
@@ -69,7 +71,7 @@ export class OrderOperatorService {
     if (order.status === 'rejected' && order.anomaly === UPSTREAM_ORDER_EXISTS && 'upstream_order_id' in input)
       return this.adopt(order, input.upstream_order_id);
     if (order.status !== 'submit_unknown') throw this.notUnknown(order);
-    const attempt = await this.repo.findAttempt(order.id, order.attempt);
+    const attempt = await this.reads.findAttempt(order.id, order.attempt);
     if (!attempt || attempt.status !== 'submit_unknown') throw this.notUnknown(order);
     const lease = await this.claim(attempt);
     try {
@@ -87,7 +89,7 @@ export class OrderOperatorService {
       }
     } finally {
       // only its own lease: one that outlived it may be a re-send's by now
-      await this.repo.releaseAttemptLease(attempt.id, lease);
+      await this.writes.releaseAttemptLease(attempt.id, lease);
       this.events.publish({ type: 'order_settled', orderId: order.id });
     }
   }
@@ -96,9 +98,9 @@ export class OrderOperatorService {
   private async claim(attempt: AttemptRecord): Promise<Date> {
     const deadline = this.clock.nowMs() + this.submitter.sendLeaseMs + 1000;
     for (let n = 0; ; n++) {
-      const until = await this.repo.claimUnknownAttempt(attempt.id, this.submitter.sendLeaseMs);
+      const until = await this.writes.claimUnknownAttempt(attempt.id, this.submitter.sendLeaseMs);
       if (until) return until;
-      const current = await this.repo.findAttempt(attempt.orderId, attempt.attemptNo);
+      const current = await this.reads.findAttempt(attempt.orderId, attempt.attemptNo);
       if (!current || current.status !== 'submit_unknown') throw this.notUnknown(await this.mustFindById(attempt.orderId));
       if (this.clock.nowMs() > deadline) throw new AppError('upstream_unavailable', 'a re-send of this attempt is in flight; try again');
       await sleep(backoffMs(n, LOOK_AGAIN));
@@ -107,7 +109,7 @@ export class OrderOperatorService {
 
   private async notPlaced(order: OrderRecord, attempt: AttemptRecord, reason: string): Promise<OrderRecord> {
     const now = this.clock.now();
-    await this.repo.transaction(async (tx) => {
+    await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       const current = await tx.lockAttempt(order.id, attempt.attemptNo);
       if (!locked || !current || current.status !== 'submit_unknown' || locked.status !== 'submit_unknown')
@@ -149,24 +151,24 @@ export class OrderOperatorService {
         throw new AppError('resolve_mismatch', `the upstream has no order ${upstreamOrderId}`);
       throw new AppError('upstream_unavailable', `the upstream order could not be read: ${(e as Error).message}`);
     }
-    const named = (await this.repo.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)
+    const named = (await this.reads.events(order.id)).find((e) => e.kind === 'anomaly' && e.detail?.upstream_order_id === upstreamOrderId)
       ?.detail?.downstream_order_no;
     const dno = answer.downstream_order_no ?? (typeof named === 'string' ? named : undefined);
-    const attempt = dno === undefined ? null : await this.repo.findAttemptByDownstreamNo(dno);
+    const attempt = dno === undefined ? null : await this.reads.findAttemptByDownstreamNo(dno);
     if (!attempt || attempt.orderId !== order.id) {
       throw new AppError(
         'resolve_mismatch',
         `upstream order ${upstreamOrderId} is not one of order ${order.shopOrderNo}'s attempts (downstream_order_no ${dno ?? 'unknown'})`,
       );
     }
-    const taken = await this.repo.findByUpstreamId(order.supplier, upstreamOrderId);
+    const taken = await this.reads.findByUpstreamId(order.supplier, upstreamOrderId);
     if (taken && taken.id !== order.id)
       throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} already belongs to order ${taken.shopOrderNo}`);
     const status = answer.status;
     if (!isUpstreamStatus(status))
       throw new AppError('resolve_mismatch', `upstream order ${upstreamOrderId} is in a status this service does not know (${status})`);
     const now = this.clock.now();
-    await this.repo.transaction(async (tx) => {
+    await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrder(order.id);
       if (!locked || locked.status !== 'rejected' || locked.anomaly !== UPSTREAM_ORDER_EXISTS) throw this.notUnknown(locked ?? order);
       await tx.updateAttempt(attempt.id, {
@@ -205,13 +207,13 @@ export class OrderOperatorService {
   }
 
   private async mustFind(shopOrderNo: string): Promise<OrderRecord> {
-    const order = await this.repo.findByShopOrderNo(shopOrderNo);
+    const order = await this.reads.findByShopOrderNo(shopOrderNo);
     if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
 
   private async mustFindById(id: string): Promise<OrderRecord> {
-    const order = await this.repo.findById(id);
+    const order = await this.reads.findById(id);
     if (!order) throw new AppError('order_not_found', `no order ${id}`);
     return order;
   }

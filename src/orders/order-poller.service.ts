@@ -22,7 +22,8 @@ import { Metrics } from '../ops/metrics.service.js';
 import { DomainEvents } from './domain-events.js';
 import { ITEMS_DELIVERED, ORDER_STATUSES, UNFINISHED, stuckThresholds } from './order-state.js';
 import { OrderFollowService } from './order-follow.service.js';
-import { OrderRepository, type PollClaim } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites, type PollClaim } from './order-writes.repository.js';
 import { runLimited } from './run-limited.js';
 
 const POLL_BATCH = 20;
@@ -65,7 +66,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly follow: OrderFollowService,
     private readonly alerts: AlertService,
     events: DomainEvents,
@@ -94,7 +96,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
     const sinceFinal = this.clock.nowMs() - this.finalCountedAt;
     const all = sinceFinal >= FINAL_COUNT_MS || sinceFinal < 0;
     const statuses = all ? ORDER_STATUSES : ORDER_STATUSES.filter((s) => UNFINISHED.has(s));
-    const counts = new Map((await this.repo.countByStatus(statuses)).map((c) => [c.status, c.n]));
+    const counts = new Map((await this.reads.countByStatus(statuses)).map((c) => [c.status, c.n]));
     for (const status of statuses) this.metrics.ordersByStatus.set({ status }, counts.get(status) ?? 0);
     if (all) this.finalCountedAt = this.clock.nowMs();
   }
@@ -132,7 +134,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async requeueAwaitingItems(): Promise<number> {
     try {
-      const found = await this.repo.requeueAwaitingItems([...ITEMS_DELIVERED], this.clock.now(), this.config.orders.pollBaseMs);
+      const found = await this.writes.requeueAwaitingItems([...ITEMS_DELIVERED], this.clock.now(), this.config.orders.pollBaseMs);
       if (found.length > 0) {
         this.metrics.itemsRequeued.inc(found.length);
         this.logger.warn({
@@ -187,7 +189,7 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
         // The batch is read POLL_CONCURRENCY at a time: its lease lasts one read's lease per wave, so
         // that an order of the last wave is still held when its read starts (one poller at a time, §9).
         const leaseMs = Math.ceil(POLL_BATCH / POLL_CONCURRENCY) * this.follow.pollLeaseMs;
-        const claims = await this.repo.claimDuePolls(now, new Date(now.getTime() + leaseMs), POLL_BATCH);
+        const claims = await this.writes.claimDuePolls(now, new Date(now.getTime() + leaseMs), POLL_BATCH);
         // Each supplier's reads in a pool of their own: one whose key is blocked or whose server does
         // not answer never holds the reads of another (its reads wait a bounded time: OrderFollowService.pollOne).
         const bySupplier = new Map<string, PollClaim[]>();
@@ -231,8 +233,8 @@ export class OrderPoller implements OnApplicationBootstrap, OnModuleDestroy {
   /** Stuck orders flagged with their alert (one transaction; the flagged ones found by a partial index). */
   private async housekeeping(): Promise<void> {
     const now = this.clock.now();
-    const { count } = await this.repo.transaction(async (tx) => {
-      const flagged = await this.repo.flagStuck(tx, now, stuckThresholds(now, this.config.orders.stuckAlertS));
+    const { count } = await this.writes.transaction(async (tx) => {
+      const flagged = await this.writes.flagStuck(tx, now, stuckThresholds(now, this.config.orders.stuckAlertS));
       for (const s of flagged.newlyStuck)
         await this.alerts.orderStuck(
           { shopOrderNo: s.shopOrderNo, status: s.status, since: s.since, traceId: s.traceId },

@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { toOrderResponse, type OrderResponse } from './order.mapper.js';
 import type { OrderRecord } from './order.records.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
 import { PayloadCipher, type DeliveredData } from './payload-cipher.service.js';
 
 @Injectable()
@@ -15,14 +15,14 @@ export class OrderPresenter {
     private readonly config: AppConfig,
     private readonly clock: Clock,
     private readonly cipher: PayloadCipher,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
   ) {}
 
   /** The order with its `route` when it was placed through an offer (read from its attempts). */
   async presentRouted(order: OrderRecord): Promise<OrderResponse> {
     const answer = this.present(order);
     if (order.offer == null) return answer;
-    return { ...answer, route: await this.repo.route(order.id) };
+    return { ...answer, route: await this.reads.route(order.id) };
   }
 
   present(order: OrderRecord): OrderResponse {

@@ -7,7 +7,7 @@ import { AppConfig } from '../config/app-config.js';
 import { stuckThresholds } from './order-state.js';
 import { toOrderEventResponse, type OrderEventResponse, type OrderResponse } from './order.mapper.js';
 import type { OrderRecord } from './order.records.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
 import { OrderPresenter } from './order-presenter.service.js';
 import type { ListOrdersQuery } from './orders.dto.js';
 
@@ -16,19 +16,19 @@ export class OrderQueryService {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
     private readonly presenter: OrderPresenter,
   ) {}
 
   async get(shopOrderNo: string): Promise<OrderRecord> {
-    const order = await this.repo.findByShopOrderNo(shopOrderNo);
+    const order = await this.reads.findByShopOrderNo(shopOrderNo);
     if (!order) throw new AppError('order_not_found', `no order ${shopOrderNo}`);
     return order;
   }
 
   async list(q: ListOrdersQuery): Promise<ListResponse<OrderResponse>> {
     const page = pageRequest(q);
-    const { items, total } = await this.repo.list(
+    const { items, total } = await this.reads.list(
       {
         status: q.status,
         supplier: q.supplier,
@@ -45,6 +45,6 @@ export class OrderQueryService {
 
   async events(shopOrderNo: string): Promise<OrderEventResponse[]> {
     const order = await this.get(shopOrderNo);
-    return (await this.repo.events(order.id)).map(toOrderEventResponse);
+    return (await this.reads.events(order.id)).map(toOrderEventResponse);
   }
 }

@@ -22,7 +22,7 @@ import { AppConfig } from '../config/app-config.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { DomainEvents } from './domain-events.js';
 import { QueuedOrderSender } from './queued-order-sender.service.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
 
 /** Queued orders read at once from a supplier's head. */
 const HEAD = 10;
@@ -44,7 +44,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly config: AppConfig,
     private readonly sender: QueuedOrderSender,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
     private readonly events: DomainEvents,
     private readonly suppliers: SupplierRegistry,
   ) {}
@@ -111,7 +111,7 @@ export class OrderQueue implements OnApplicationBootstrap, OnModuleDestroy {
     const tried = new Set<string>();
     try {
       while (!stopped()) {
-        const head = (await this.repo.queuedHead(HEAD, supplier)).filter((q) => !tried.has(`${q.orderId}:${q.attemptNo}`));
+        const head = (await this.reads.queuedHead(HEAD, supplier)).filter((q) => !tried.has(`${q.orderId}:${q.attemptNo}`));
         if (head.length === 0) return false;
         for (const q of head) {
           if (stopped()) return false;

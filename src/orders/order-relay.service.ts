@@ -47,7 +47,8 @@ import { OrderPresenter } from './order-presenter.service.js';
 import { downstreamOrderNo, requestFingerprint, type PlaceOrderInput } from './order-request.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import { DownstreamNumberTaken, type OrderSnapshot, type OrderTx } from './order-tx.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderSubmitter, type SendOutcome } from './order-submitter.service.js';
 import { OfferFailover, type RefusalFollowUp } from './offer-failover.service.js';
@@ -84,7 +85,8 @@ export class OrderRelayService {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly catalog: CatalogService,
     private readonly submitter: OrderSubmitter,
     private readonly updater: OrderUpdater,
@@ -115,7 +117,7 @@ export class OrderRelayService {
       const running = this.inflight.get(input.shop_order_no);
       if (running) {
         await running.catch(() => undefined);
-        const after = await this.repo.findByShopOrderNo(input.shop_order_no);
+        const after = await this.reads.findByShopOrderNo(input.shop_order_no);
         if (after) return this.answerWaiter(await this.waitSettled(after), fingerprint);
         continue; // it recorded nothing (a check failed): make our own checks
       }
@@ -146,9 +148,9 @@ export class OrderRelayService {
     // every supplier, and whether the number is recorded; a replay then reads its order. (An order
     // recorded by another replica after this read meets the reservation's unique key: `reserve` gives
     // null and `place` looks again.)
-    const { found, orderRecorded } = await this.repo.findSkuForOrder(input.sku_code, input.shop_order_no, input.supplier ?? null);
+    const { found, orderRecorded } = await this.reads.findSkuForOrder(input.sku_code, input.shop_order_no, input.supplier ?? null);
     if (orderRecorded) this.remember(input.shop_order_no);
-    const existing = orderRecorded ? await this.repo.findByShopOrderNo(input.shop_order_no) : null;
+    const existing = orderRecorded ? await this.reads.findByShopOrderNo(input.shop_order_no) : null;
     if (existing) {
       refuse(checkSameRequest(existing, fingerprint));
       if (existing.status === 'submitting') return this.answerWaiter(await this.waitSettled(existing), fingerprint);
@@ -194,7 +196,7 @@ export class OrderRelayService {
     let current = order;
     for (let n = 0; current.status === 'submitting' && this.clock.nowMs() < deadline; n++) {
       await sleep(backoffMs(n, LOOK_AGAIN));
-      current = (await this.repo.findById(order.id)) ?? current;
+      current = (await this.reads.findById(order.id)) ?? current;
     }
     return current;
   }
@@ -384,7 +386,7 @@ export class OrderRelayService {
     // it returns, when there is no outbox row to write with it; else in a transaction with that row.
     // (`then`: more of the same transaction on the reserved order and attempt)
     const alone = !rejected && !this.updater.announceWrites && !then;
-    const run = <T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> => (alone ? this.repo.autocommit(fn) : this.repo.transaction(fn));
+    const run = <T>(fn: (tx: OrderTx) => Promise<T>): Promise<T> => (alone ? this.writes.autocommit(fn) : this.writes.transaction(fn));
     try {
       return await run(async (tx) => {
         if (!rejected) {

@@ -5,7 +5,7 @@
 
 /**
  * In the SQL of `OrderTx.writeWithRoute`: the order's route (CONTRACT §11) as a jsonb array, one
- * `{attempt, supplier, sku_key, outcome, error_code}` per attempt, oldest first, as `OrderRepository.route`
+ * `{attempt, supplier, sku_key, outcome, error_code}` per attempt, oldest first, as `OrderReads.route`
  * reads it.
  */
 export const ORDER_ROUTE = '{{order_route}}';

@@ -25,7 +25,7 @@ import { overcharge, refusalCode } from './place-plan.js';
 import { upstreamKeptNothing, type EventSource, type ReportKind } from './order-state.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderSnapshot, OrderTx } from './order-tx.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { DomainEvents } from './domain-events.js';
 import { OrderUpdater, type UpstreamReport } from './order-updater.service.js';
 import type { RefusalFollowUp } from './offer-failover.service.js';
@@ -70,7 +70,7 @@ export class OrderSubmitter {
     private readonly clock: Clock,
     private readonly metrics: Metrics,
     private readonly suppliers: SupplierRegistry,
-    private readonly repo: OrderRepository,
+    private readonly writes: OrderWrites,
     private readonly updater: OrderUpdater,
     private readonly events: DomainEvents,
     private readonly monitor: UpstreamMonitor,
@@ -245,7 +245,7 @@ export class OrderSubmitter {
         }
       }
     };
-    const recorded = (snapshot ? await this.repo.fromSnapshot(snapshot, work) : null) ?? (await this.repo.transaction(work));
+    const recorded = (snapshot ? await this.writes.fromSnapshot(snapshot, work) : null) ?? (await this.writes.transaction(work));
     this.events.publish({ type: 'order_settled', orderId });
     if (!recorded) throw new Error(`order ${orderId} vanished`);
     return recorded;

@@ -1,11 +1,11 @@
 /**
  * The unit of work on orders (`OrderTx`): the statements of one transaction, its held writes and its
  * after-commit effects, or one optimistic statement checked against a snapshot of the rows. Every
- * statement on the orders' tables inside a transaction is here (one exception: OrderRepository's
+ * statement on the orders' tables inside a transaction is here (one exception: OrderWrites'
  * `flagStuck`): the locks, every insert into the orders' tables (orders, attempts, events, refunds)
- * and every move of an order's or an attempt's state. OrderRepository (order.repository.ts) opens the
- * unit of work and holds the reads, claims and schedule writes outside it (test/architecture-rules.spec.ts
- * checks the split).
+ * and every move of an order's or an attempt's state. OrderWrites (order-writes.repository.ts) opens
+ * the unit of work, and only it, and holds the claims and schedule writes outside it; OrderReads
+ * (order-reads.repository.ts) holds the reads outside it (test/architecture-rules.spec.ts checks the split).
  *
  * The locks of an order: `lockOrder` and `lockOrderByShopNo` (then the refund in a statement of its
  * own, for deciding on a refund or a new attempt: see refundOf), `lockOrderToApply` and
@@ -83,13 +83,13 @@ export const LAZY_COMMIT = "set_config('synchronous_commit', 'off', true)";
 export const ROW_CHANGED = 'RL001';
 
 /**
- * The operations of one transaction on orders. In a transaction (`OrderRepository.transaction`),
+ * The operations of one transaction on orders. In a transaction (`OrderWrites.transaction`),
  * attempt updates and event rows are held back and sent with the transaction's next statement (as
  * data-modifying CTEs of the order update, typically), so that an outcome costs one round trip rather
  * than three; they are always sent before the transaction commits, and before any other statement of
  * it (each of which goes after them, as before). Outside a transaction every write goes at once.
  *
- * With a snapshot (`OrderRepository.fromSnapshot`) there is no transaction at all: the snapshot stands
+ * With a snapshot (`OrderWrites.fromSnapshot`) there is no transaction at all: the snapshot stands
  * in for the locked rows, and every write goes in one statement that checks, under the row locks, that
  * neither row changed since (else it aborts, writing nothing). Work that needs another statement is
  * refused before anything is sent.
@@ -167,7 +167,7 @@ export class OrderTx {
   }
 
   /**
-   * Ends a transaction opened with its BEGIN held back (OrderRepository.pipelinedTransaction): the held
+   * Ends a transaction opened with its BEGIN held back (OrderWrites.pipelinedTransaction): the held
    * writes and the COMMIT in one exchange (see commitWith).
    */
   async commit(runner: QueryRunner): Promise<void> {

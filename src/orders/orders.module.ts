@@ -14,7 +14,8 @@ import { OrderQueryService } from './order-query.service.js';
 import { OrderRelayService } from './order-relay.service.js';
 import { PriceGuard } from './price-guard.service.js';
 import { QueuedOrderSender } from './queued-order-sender.service.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { OrdersController } from './orders.controller.js';
@@ -38,7 +39,8 @@ function domainEvents(): DomainEvents {
   imports: [CatalogModule, OffersModule],
   controllers: [OrdersController],
   providers: [
-    OrderRepository,
+    OrderReads,
+    OrderWrites,
     PayloadCipher,
     { provide: DomainEvents, useFactory: domainEvents },
     OrderUpdater,
@@ -57,6 +59,6 @@ function domainEvents(): DomainEvents {
     OrderQueue,
     WalletService,
   ],
-  exports: [OrderRepository, OrderFollowService, DomainEvents, OrderUpdater],
+  exports: [OrderReads, OrderWrites, OrderFollowService, DomainEvents, OrderUpdater],
 })
 export class OrdersModule {}

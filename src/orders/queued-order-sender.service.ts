@@ -17,7 +17,8 @@ import { OfferFailover, type RefusalFollowUp } from './offer-failover.service.js
 import type { PlaceOrderInput } from './order-request.js';
 import type { AttemptRecord, AttemptRequest, OrderRecord } from './order.records.js';
 import type { OrderTx } from './order-tx.js';
-import { OrderRepository } from './order.repository.js';
+import { OrderReads } from './order-reads.repository.js';
+import { OrderWrites } from './order-writes.repository.js';
 import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { expectedAmount, priceCeiling } from './place-plan.js';
@@ -38,7 +39,8 @@ export class QueuedOrderSender {
 
   constructor(
     private readonly clock: Clock,
-    private readonly repo: OrderRepository,
+    private readonly reads: OrderReads,
+    private readonly writes: OrderWrites,
     private readonly catalog: CatalogService,
     private readonly guard: PriceGuard,
     private readonly submitter: OrderSubmitter,
@@ -61,8 +63,8 @@ export class QueuedOrderSender {
   async placeQueued(orderId: string, attemptNo: number, send: QueuedSend = {}): Promise<boolean> {
     const { signal, caller = 'queue' } = send;
     const wait: BudgetWait = { signal, ...(send.deadline !== undefined ? { deadline: send.deadline } : {}) };
-    const order = await this.repo.findById(orderId);
-    const attempt = order && (await this.repo.findAttempt(orderId, attemptNo));
+    const order = await this.reads.findById(orderId);
+    const attempt = order && (await this.reads.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
     const { supplier } = order;
     // an offer order's failover: the same rule whoever sends the attempt (OfferFailover)
@@ -100,7 +102,7 @@ export class QueuedOrderSender {
     };
     // the SKU the order resolved to when it was accepted, at its supplier
     const ref = order.skuKey ?? order.skuCode;
-    const { found } = await this.repo.findSkuForOrder(ref, order.shopOrderNo, supplier);
+    const { found } = await this.reads.findSkuForOrder(ref, order.shopOrderNo, supplier);
     const local = this.catalog.skuForOrder(ref, found, supplier).sku;
     let sku: CheckedSku;
     try {
@@ -122,7 +124,7 @@ export class QueuedOrderSender {
     } catch {
       return leftQueued(); // shutdown, the request's deadline, or the ledger could not be asked: still queued
     }
-    const started = await this.repo.transaction(async (tx) => {
+    const started = await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(orderId, attemptNo);
       if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
       const dbNow = await tx.databaseNow();
@@ -196,7 +198,7 @@ export class QueuedOrderSender {
     e: AppError,
     onRefused?: RefusalFollowUp,
   ): Promise<OrderRecord | null> {
-    const recorded = await this.repo.transaction(async (tx) => {
+    const recorded = await this.writes.transaction(async (tx) => {
       const locked = await tx.lockOrderAndAttempt(order.id, attempt.attemptNo);
       if (!locked || locked.order.status !== 'queued' || locked.attempt.status !== 'queued') return null;
       return this.refuseInTx(tx, locked.order, locked.attempt.id, e, onRefused);

@@ -20,7 +20,8 @@ import { AppConfig } from '../config/app-config.js';
 import { OutboxWriter } from '../notifications/outbox.writer.js';
 import { Metrics } from '../ops/metrics.service.js';
 import type { OrderRecord } from '../orders/order.records.js';
-import { OrderRepository } from '../orders/order.repository.js';
+import { OrderReads } from '../orders/order-reads.repository.js';
+import { OrderWrites } from '../orders/order-writes.repository.js';
 import { OrderUpdater } from '../orders/order-updater.service.js';
 import { SupplierRegistry } from '../suppliers/supplier-registry.service.js';
 import { UpstreamDefinitiveError } from '../upstream/upstream.errors.js';
@@ -71,7 +72,8 @@ export class ReconciliationService implements OnModuleDestroy {
     private readonly metrics: Metrics,
     private readonly outbox: OutboxWriter,
     private readonly suppliers: SupplierRegistry,
-    private readonly orders: OrderRepository,
+    private readonly orderReads: OrderReads,
+    private readonly orderWrites: OrderWrites,
     private readonly updater: OrderUpdater,
     private readonly repo: ReconciliationRepository,
   ) {}
@@ -94,7 +96,7 @@ export class ReconciliationService implements OnModuleDestroy {
     runId: string | null,
     opts: { plannedAt?: Date; signal?: AbortSignal; maxWaitMs?: number },
   ): Promise<ReconcileOutcome> {
-    const order = await this.orders.findById(orderId);
+    const order = await this.orderReads.findById(orderId);
     // read at the order's supplier (none: the supplier was deleted, the order keeps its history as it is)
     const supplier = order && this.suppliers.find(order.supplier);
     if (!order || order.upstreamOrderId === null || !supplier) return { kind: 'missing' };
@@ -117,7 +119,7 @@ export class ReconciliationService implements OnModuleDestroy {
     runId: string | null,
     plannedAt: Date | undefined,
   ): Promise<ReconcileOutcome> {
-    return this.orders.transaction(async (tx): Promise<ReconcileOutcome> => {
+    return this.orderWrites.transaction(async (tx): Promise<ReconcileOutcome> => {
       const order = await tx.lockOrderToApply(orderId);
       if (!order) return { kind: 'missing' };
       const now = this.clock.now();

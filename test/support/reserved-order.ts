@@ -4,7 +4,7 @@
  * leases.
  */
 import type { OrderSnapshot } from '../../src/orders/order-tx.js';
-import type { OrderRepository } from '../../src/orders/order.repository.js';
+import type { OrderWrites } from '../../src/orders/order-writes.repository.js';
 
 /** What the order is of, when it matters (a real SKU, the fingerprint of the body the shop would send). */
 export interface ReservedOrderOf {
@@ -14,7 +14,7 @@ export interface ReservedOrderOf {
 }
 
 export async function reserveOrder(
-  repo: OrderRepository,
+  repo: OrderWrites,
   shopOrderNo: string,
   leaseMs = 60_000,
   of: ReservedOrderOf = {},
