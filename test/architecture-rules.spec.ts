@@ -19,8 +19,9 @@
  * - The section "Files over 500 lines" names every file of src/ and test/ over 500 lines, and only those.
  * - The orders' tables have one home for their writes: OrderTx (order-tx.ts) inserts and deletes every
  *   row of them and is the only one to move an order's or an attempt's state; outside it, an update
- *   sets only the lease, schedule and flag columns ORDERS_WRITES_OUTSIDE_TX lists, and OrderRepository
- *   runs a statement in a caller's transaction only in `flagStuck`.
+ *   sets only the lease, schedule and flag columns ORDERS_WRITES_OUTSIDE_TX lists; only OrderWrites opens
+ *   an OrderTx, and it runs a statement in a caller's transaction only in `flagStuck`. OrderReads only
+ *   reads: no statement of it writes or locks a row, and it opens no transaction.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
@@ -54,6 +55,18 @@ export function ordersWrites(file: string, text: string): string[] {
   return writes;
 }
 
+/** What makes `text` more than reads: a literal that writes or locks; a transaction, a caller's (`.em`), an OrderTx. */
+export function readsOnlyProblems(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const literal = /`([^`]*)`|'([^'\n]*)'|"([^"\n]*)"/g;
+  const problems = [...code.matchAll(literal)]
+    .map((m) => m[1] ?? m[2] ?? m[3])
+    .filter((l) => /\b(INSERT|UPDATE|DELETE|MERGE|TRUNCATE|LOCK|SHARE)\b|advisory|set_config/i.test(l));
+  const bare = code.replace(literal, "''");
+  for (const m of bare.matchAll(/\.(em\b|transaction\(|pipelinedTransaction\()|\bOrderTx\b/g)) problems.push(`code: ${m[0]}`);
+  return problems;
+}
+
 /**
  * The columns of the orders' tables written outside OrderTx, by file: leases, schedules and flags,
  * never a status, an amount, an item or a row of its own. Everything else on those tables is written
@@ -61,7 +74,7 @@ export function ordersWrites(file: string, text: string): string[] {
  */
 const ORDERS_WRITES_OUTSIDE_TX: Record<string, string[]> = {
   // the poll claim's lease, the poll schedule, the stuck flag; an attempt's sending lease (claims, re-sends)
-  'orders/order.repository.ts': [
+  'orders/order-writes.repository.ts': [
     'orders.poll_lease_until',
     'orders.next_poll_at',
     'orders.poll_interval_ms',
@@ -249,21 +262,49 @@ describe('the rules of docs/architecture.md', () => {
     const outside = files
       .filter((f) => !f.endsWith(join('orders', 'order-tx.ts')))
       .flatMap((f) => ordersWrites(relative(SRC, f), readFileSync(f, 'utf8')));
-    expect(outside).toEqual(expect.arrayContaining(['orders/order.repository.ts: UPDATE orders.poll_lease_until']));
+    expect(outside).toEqual(expect.arrayContaining(['orders/order-writes.repository.ts: UPDATE orders.poll_lease_until']));
     const allowed = new Set(Object.entries(ORDERS_WRITES_OUTSIDE_TX).flatMap(([file, cols]) => cols.map((c) => `${file}: UPDATE ${c}`)));
     expect(outside.filter((w) => !allowed.has(w))).toEqual([]);
     const inTx = ordersWrites('order-tx.ts', readFileSync(join(SRC, 'orders/order-tx.ts'), 'utf8'));
     expect(inTx).toEqual(expect.arrayContaining(['order-tx.ts: INSERT INTO orders', 'order-tx.ts: INSERT INTO order_refunds']));
   });
 
-  it("runs OrderRepository's statements outside a caller's transaction, except flagStuck's", () => {
-    const text = readFileSync(join(SRC, 'orders/order.repository.ts'), 'utf8');
+  it("opens an OrderTx only in OrderWrites, whose statements run outside a caller's transaction but flagStuck's", () => {
+    const opening = files.filter((f) => /\bnew OrderTx\(/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+    expect(opening).toEqual(['orders/order-writes.repository.ts']);
+    const text = readFileSync(join(SRC, 'orders/order-writes.repository.ts'), 'utf8');
     const start = text.indexOf('  async flagStuck(');
     expect(start).toBeGreaterThan(0);
     const end = text.indexOf('\n  }\n', start);
     const elsewhere = text.slice(0, start) + text.slice(end);
     expect(text.slice(start, end)).toMatch(/\btx\.em\b/);
     expect(elsewhere.match(/\b\w+\.em\b/g) ?? []).toEqual([]);
+  });
+
+  it('runs only reads in OrderReads: no write, no lock, no transaction', () => {
+    const text = readFileSync(join(SRC, 'orders/order-reads.repository.ts'), 'utf8');
+    expect(text).toMatch(/\bexport class OrderReads\b/);
+    expect(readsOnlyProblems(text)).toEqual([]);
+  });
+
+  it('tells a write, a lock or a transaction in a reads file', () => {
+    expect(readsOnlyProblems('const A = `SELECT o.* FROM orders o`; // update\n/** FOR UPDATE, in a comment */\n')).toEqual([]);
+    const text = [
+      "`UPDATE orders SET x = 1`; 'insert into order_events (a) VALUES (1)'; `SELECT 1 FROM orders FOR UPDATE SKIP LOCKED`;",
+      "`SELECT 1 FROM order_attempts FOR SHARE`; `DELETE FROM order_refunds`; 'SELECT pg_advisory_xact_lock(1)';",
+      'this.dataSource.transaction(async (em) => em); tx.em.query(`SELECT 1`); new OrderTx(m);',
+    ].join('\n');
+    expect(readsOnlyProblems(text)).toEqual([
+      'UPDATE orders SET x = 1',
+      'insert into order_events (a) VALUES (1)',
+      'SELECT 1 FROM orders FOR UPDATE SKIP LOCKED',
+      'SELECT 1 FROM order_attempts FOR SHARE',
+      'DELETE FROM order_refunds',
+      'SELECT pg_advisory_xact_lock(1)',
+      'code: .transaction(',
+      'code: .em',
+      'code: OrderTx',
+    ]);
   });
 
   it("reads the writes on the orders' tables and the columns an UPDATE sets", () => {
