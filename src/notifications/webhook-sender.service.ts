@@ -96,6 +96,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
+    // from here on nothing more is claimed (a test of the shutdown waits for this line)
+    if (this.loop) this.logger.debug({ msg: 'webhook delivery stopping: the deliveries in flight end, nothing more is claimed' });
     this.wake?.();
     await this.loop;
     this.running = false;
