@@ -169,7 +169,11 @@ describe('upstream request budget (service and ledger)', () => {
     // when the flag falls however slowly the machine runs, and a sync held back by the share would
     // wait for nearly all of it.
     // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
-    const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '100/60s', SYNC_BUDGET_SHARE: '0.05', RECONCILE_BUDGET_SHARE: '1' });
+    const { budget } = await replica('key-share', {
+      UPSTREAM_RATE_LIMIT: '100/60s',
+      SYNC_BUDGET_SHARE: '0.05',
+      RECONCILE_BUDGET_SHARE: '1',
+    });
     expect(budget.rule).toMatchObject({ limit: 95, syncShareLimit: 4, windowMs: 61_200 });
     await budget.take('create'); // creates the key's row
     // another replica's create waits: its flag stands for a minute

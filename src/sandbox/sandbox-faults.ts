@@ -137,7 +137,8 @@ export function validateFaultRule(input: unknown): FaultRule {
   }
   if (r.pathId !== undefined) {
     const id = typeof r.pathId === 'number' && Number.isInteger(r.pathId) && r.pathId > 0 ? String(r.pathId) : r.pathId;
-    if (typeof id !== 'string' || id === '' || id.includes('/')) throw new RangeError('pathId must be a positive integer or a non-empty string without "/"');
+    if (typeof id !== 'string' || id === '' || id.includes('/'))
+      throw new RangeError('pathId must be a positive integer or a non-empty string without "/"');
     rule.pathId = id;
   }
   if (r.times !== undefined) {
