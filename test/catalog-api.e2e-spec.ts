@@ -7,6 +7,7 @@ import { CatalogService } from '../src/catalog/catalog.service.js';
 import { UpstreamUnknownError } from '../src/upstream/upstream.errors.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { useAppSuite } from './support/app-suite.js';
+import { databaseMillisecondPassed } from './support/db-waits.js';
 import type { TestApp } from './support/test-app.js';
 
 type Sku = Record<string, unknown> & {
@@ -197,8 +198,8 @@ describe('catalog internal API', () => {
     expect(available.length + unavailable.length).toBe(all.length);
 
     const product = sandbox.catalog.listedProducts()[5];
-    const since = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 5));
+    // every write from here on is stamped after `since` (the database's clock, as the writes are)
+    const since = (await databaseMillisecondPassed(suite.db)).toISOString();
     sandbox.catalog.delistProduct(product.id);
     await app.relay.app.get(CatalogService).refreshProduct(product.id);
     expect((await allSkus({ listed: false })).map((s) => s.sku_code).sort()).toEqual(product.skus.map((s) => s.sku_code).sort());

@@ -16,6 +16,7 @@ import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import { PricingService } from '../src/catalog/pricing.service.js';
 import type { UpstreamProduct } from '../src/upstream/upstream.types.js';
 import { useAppSuite } from './support/app-suite.js';
+import { waitsForLock } from './support/db-waits.js';
 import type { TestDatabase } from './support/test-app.js';
 
 let nextId = 950_000;
@@ -68,24 +69,6 @@ function holdAfter(
   return { reached: reachedP, release, spy };
 }
 
-/**
- * Until the second write waits for a lock the first holds. PostgreSQL shows it; PGlite cannot be
- * asked while the first holds its transaction (its one backend runs one transaction at a time, and
- * the second waits for the first there in any case).
- */
-async function secondWaits(db: TestDatabase): Promise<void> {
-  if (db.kind === 'pglite') return new Promise((r) => setTimeout(r, 50));
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const [{ n }] = await db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    );
-    if (n > 0) return;
-    if (Date.now() > deadline) throw new Error('the second write never waited for the first');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Runs `first` until `held`, then `second` until it waits, then lets `first` commit; both outcomes. */
 async function interleave<A, B>(db: TestDatabase, first: () => Promise<A>, held: Held, second: () => Promise<B>): Promise<[A, B]> {
   const a = first();
@@ -97,7 +80,9 @@ async function interleave<A, B>(db: TestDatabase, first: () => Promise<A>, held:
   ]);
   const b = second();
   b.catch(() => undefined); // awaited below, after the first
-  await secondWaits(db);
+  // PostgreSQL shows the second waiting for the lock the first holds; PGlite runs one transaction at
+  // a time, so there the second runs after the first in any case (waitsForLock)
+  await waitsForLock(db, b, 'the second write');
   held.release();
   return [await a, await b];
 }

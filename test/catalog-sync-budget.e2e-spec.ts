@@ -4,11 +4,12 @@
  * a 1 s block), the relay's budget set by UPSTREAM_RATE_LIMIT. A sync is paced by the budget, never
  * failed by it, and its run says how long its requests waited. Under the dujiao-next profile the
  * listing carries the inactive products (`include_inactive=true`), which are unlisted without a read.
- * Each test has its own sandbox, database and relay.
+ * Each test has its own sandbox, database and relay: a describe block of its own on useAppSuite.
  */
 import type { SandboxRequestEvent, SandboxServer } from '../src/sandbox/sandbox.server.js';
 import type { SandboxProduct } from '../src/sandbox/sandbox.types.js';
-import { openTestDatabase, startSandbox, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { useAppSuite, type AppSuite } from './support/app-suite.js';
+import type { StartSandboxOptions, TestApp } from './support/test-app.js';
 import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
 
 /** Dujiao-Next's limiter scaled down in time (same ratios: a window of N requests, a block after it). */
@@ -49,33 +50,18 @@ async function skusOf(app: TestApp, productId: number): Promise<Sku[]> {
   }
 }
 
-describe('catalog sync under the request budget', () => {
-  let db: TestDatabase | undefined;
-  let sandbox: SandboxServer | undefined;
-  let app: TestApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.close();
-    app = undefined;
-    sandbox = undefined;
-    db = undefined;
+/** A sandbox under the dujiao-next profile with `products` and the limiter `rateLimit`, and the relay on it with `env`. */
+function budgetSuite(products: number, env: Record<string, string>, rateLimit: StartSandboxOptions['rateLimit'] | null): AppSuite {
+  return useAppSuite({
+    sandbox: { profile: 'dujiao-next', pageSizeCap: PAGE, rateLimit, catalog: { products, seed: 5 } },
+    env: { UPSTREAM_PROFILE: 'dujiao-next', SYNC_CONCURRENCY: '4', ...env },
   });
+}
 
-  async function start(
-    products: number,
-    env: Record<string, string>,
-    rateLimit: typeof LIMITER | null,
-  ): Promise<{ app: TestApp; sandbox: SandboxServer }> {
-    db = await openTestDatabase();
-    sandbox = await startSandbox({ profile: 'dujiao-next', pageSizeCap: PAGE, rateLimit, catalog: { products, seed: 5 } });
-    app = await startTestApp(db, sandbox, { UPSTREAM_PROFILE: 'dujiao-next', SYNC_CONCURRENCY: '4', ...env });
-    return { app, sandbox };
-  }
-
+describe("catalog sync under the request budget: within the upstream's limit", () => {
+  const t = budgetSuite(40 * PAGE, { UPSTREAM_RATE_LIMIT: '20/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' }, LIMITER);
   it('a full sync of 40 pages within the same limit as the upstream is paced: it completes, no request is refused, no page fails, and the run shows its wait', async () => {
-    const { app, sandbox } = await start(40 * PAGE, { UPSTREAM_RATE_LIMIT: '20/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' }, LIMITER);
+    const { app, sandbox } = t;
     const run = await startSync(app);
     expect(run).toMatchObject({ status: 'succeeded', error: null, pages_total: 40, pages_done: 40, products_seen: 40 * PAGE });
     expect(refused(sandbox)).toBe(0);
@@ -84,16 +70,15 @@ describe('catalog sync under the request budget', () => {
     expect(sandbox.stats.requests.products).toBe(40);
     expect(run.budget_wait_ms).toBeGreaterThan(0);
   });
+});
 
+describe("catalog sync under the request budget: a budget far above the upstream's limit", () => {
+  const t = budgetSuite(20 * PAGE, { UPSTREAM_RATE_LIMIT: '200/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' }, { ...LIMITER, requests: 8 });
   it('a 429 block in the middle of a sync does not fail it: the pages wait for the block and the run completes after it', async () => {
     // The relay's budget far above the sandbox's limit: the sandbox refuses once its window is full
     // (the ping, the categories and a few pages) and blocks the key; every page after it waits for the
     // block's end through the budget.
-    const { app, sandbox } = await start(
-      20 * PAGE,
-      { UPSTREAM_RATE_LIMIT: '200/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' },
-      { ...LIMITER, requests: 8 },
-    );
+    const { app, sandbox } = t;
     const answers: string[] = [];
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
       if (e.phase === 'done' && e.operation === 'products') answers.push(String(e.status));
@@ -108,15 +93,22 @@ describe('catalog sync under the request budget', () => {
     expect(answers.filter((a) => a === '200')).toHaveLength(20);
     expect(run.budget_wait_ms).toBeGreaterThan(0);
   });
+});
 
+describe('catalog sync under the request budget: the budget off', () => {
+  const t = budgetSuite(2 * PAGE, { UPSTREAM_RATE_LIMIT: 'off' }, null);
   it('with the budget off, a run waits for nothing: budget_wait_ms is 0', async () => {
-    const { app } = await start(2 * PAGE, { UPSTREAM_RATE_LIMIT: 'off' }, null);
+    const { app } = t;
     expect(await startSync(app)).toMatchObject({ status: 'succeeded', pages_done: 2, budget_wait_ms: 0 });
   });
 
   // UPSTREAM_LIST_INACTIVE (default on under dujiao-next): the listing asks include_inactive=true.
+});
+
+describe('catalog sync under the request budget: the listing with the inactive products', () => {
+  const t = budgetSuite(4 * PAGE, {}, null);
   it('under dujiao-next, the listing carries the inactive products: a full pass unlists them without reading any product, and lists them again once active', async () => {
-    const { app, sandbox } = await start(4 * PAGE, {}, null);
+    const { app, sandbox } = t;
     const queries: string[] = [];
     sandbox.events.on('request', (e: SandboxRequestEvent) => {
       if (e.phase === 'received' && e.operation === 'products') queries.push(e.query);
@@ -146,10 +138,13 @@ describe('catalog sync under the request budget', () => {
     expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_relisted: served(withdrawn[0]), skus_delisted: 0 });
     expect((await skusOf(app, withdrawn[0].id)).every((s) => s.listed)).toBe(true);
   });
+});
 
+describe('catalog sync under the request budget: the listing without the inactive products', () => {
+  const t = budgetSuite(2 * PAGE, { UPSTREAM_LIST_INACTIVE: 'false' }, null);
   it('a product missing from a complete pass is read: 200 with is_active false → unlisted (not deleted); 404 product_not_found → unlisted', async () => {
     // Without include_inactive the listing leaves a withdrawn product out: the pass reads it.
-    const { app, sandbox } = await start(2 * PAGE, { UPSTREAM_LIST_INACTIVE: 'false' }, null);
+    const { app, sandbox } = t;
     expect(await startSync(app)).toMatchObject({ status: 'succeeded' });
     const [withdrawn, deleted] = sandbox.catalog.listedProducts().slice(1, 3);
     sandbox.catalog.delistProduct(withdrawn.id);

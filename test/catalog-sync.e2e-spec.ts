@@ -12,6 +12,7 @@ import { SkuWriteRepository } from '../src/catalog/sku-write.repository.js';
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.server.js';
 import { UpstreamClient } from '../src/upstream/upstream.client.js';
 import { useAppSuite } from './support/app-suite.js';
+import { databaseMillisecondPassed } from './support/db-waits.js';
 import type { TestApp, TestDatabase } from './support/test-app.js';
 import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { waitRun, type SyncRunView as Run } from './support/sync-run.js';
@@ -155,8 +156,8 @@ describe('catalog sync', () => {
       .listedProducts()
       .slice(20, 23)
       .map((p) => p.skus[0]);
-    const since = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 5));
+    // every write from here on is stamped after `since` (the database's clock, as the writes are)
+    const since = (await databaseMillisecondPassed(db)).toISOString();
     sandbox.catalog.setPrice(a.sku_code, '123.45');
     sandbox.catalog.setStock(b.sku_code, 'out_of_stock');
     const newId = sandbox.catalog.changeSkuId(c.sku_code);

@@ -4,7 +4,7 @@
  * before it writes anything; a lock left by a process killed with SIGKILL is taken over; of openers
  * racing, exactly one wins.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -26,16 +26,20 @@ interface Ran {
   out: string;
 }
 
-/** A node process able to run `src/` modules (nodeEntry) with a clean environment; resolves with its exit code and output. */
-function runNode(args: string[], env: Record<string, string>, cwd: string): Promise<Ran> {
+/**
+ * A node process able to run `src/` modules (nodeEntry) with a clean environment; resolves with its exit code and output.
+ * `started`, when given, gets the process at once, its stdin a pipe the caller ends.
+ */
+function runNode(args: string[], env: Record<string, string>, cwd: string, started?: (child: ChildProcess) => void): Promise<Ran> {
   const child = spawn(process.execPath, [...LOCK.nodeArgs, ...args], {
     cwd,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...LOCK.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [started ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
+  started?.(child);
   let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, out })));
 }
 
@@ -207,13 +211,30 @@ onTheEmbeddedPass('one process at a time on an embedded data directory', () => {
         try {
           const lock = await DataDirLock.acquire(process.argv[2]);
           console.log('won ' + lock.holder.token);
-          setTimeout(() => process.exit(0), 5_000); // held until every other racer has tried
+          // held until every other racer has tried: the test ends this stdin then
+          process.stdin.on('end', () => process.exit(0)).resume();
         } catch (e) {
           console.log(e.code === 'data_dir_locked' ? 'refused' : 'error ' + e.stack);
           process.exit(3);
         }`;
+      // A racer has tried once it printed its outcome (or ended); once all have, every stdin is ended.
+      const children: ChildProcess[] = [];
+      let tried = 0;
+      const triedOnce = (child: ChildProcess) => {
+        let counted = false;
+        const count = () => {
+          if (counted) return;
+          counted = true;
+          if (++tried === 8) for (const c of children) c.stdin?.end();
+        };
+        child.stdout?.on('data', (c: Buffer) => c.includes('\n') && count());
+        child.on('exit', count);
+      };
       const racers = Array.from({ length: 8 }, () =>
-        runNode(['--input-type=module', '-e', script, LOCK.url, dir, String(at)], {}, scratch),
+        runNode(['--input-type=module', '-e', script, LOCK.url, dir, String(at)], {}, scratch, (child) => {
+          children.push(child);
+          triedOnce(child);
+        }),
       );
       return Promise.all(racers);
     };

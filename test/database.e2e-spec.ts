@@ -4,10 +4,12 @@
  */
 import axios from 'axios';
 import { DataSource } from 'typeorm';
+import type pg from 'pg';
 import { createRelayApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { migrateDown, migrateUp, pendingMigrations, readMigrations } from '../src/database/migrator.js';
 import { openTestDatabase, startTestApp, testEnv, type TestApp, type TestDatabase } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 describe('database', () => {
   let db: TestDatabase;
@@ -104,13 +106,41 @@ describe('database', () => {
   });
 
   describe('a lost connection', () => {
+    /**
+     * Counts the clients of the service's pool now; the function returned resolves once the pool has
+     * removed as many (each client open when the connections are cut is dead, and is removed once the
+     * pool notices: an idle one at its error, one in use when its query fails).
+     */
+    const deadConnectionsNoticed = (ds: DataSource): (() => Promise<void>) => {
+      const pool = (ds.driver as unknown as { master: pg.Pool }).master;
+      const open = pool.totalCount;
+      let removed = 0;
+      const onRemove = () => removed++;
+      pool.on('remove', onRemove);
+      return async () => {
+        await waitFor(
+          () => removed,
+          (n) => n >= open,
+          `the pool removing its ${open} dead clients`,
+        );
+        pool.off('remove', onRemove);
+      };
+    };
+
     let app: TestApp;
     beforeAll(async () => {
-      app = await startTestApp(db, null, {
-        UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
-        UPSTREAM_API_KEY: 'k',
-        UPSTREAM_API_SECRET: 's',
-      });
+      // no background work: the test's queries are the pool's only ones, so every client it holds
+      // when the connections are cut was connected before (and is dead)
+      app = await startTestApp(
+        db,
+        null,
+        {
+          UPSTREAM_BASE_URL: 'http://127.0.0.1:9/api/v1/upstream',
+          UPSTREAM_API_KEY: 'k',
+          UPSTREAM_API_SECRET: 's',
+        },
+        { workers: false },
+      );
     });
     afterAll(async () => {
       await app.close();
@@ -122,10 +152,11 @@ describe('database', () => {
       await Promise.all(Array.from({ length: 4 }, () => ds.query('SELECT 1')));
       expect((await app.http.get('/health')).status).toBe(200);
 
+      const noticed = deadConnectionsNoticed(ds);
       const cut = await db.terminateConnections();
       expect(cut).toBeGreaterThan(0);
-      // The pool notices the dead connections; the service keeps answering.
-      await new Promise((r) => setTimeout(r, 200));
+      // The pool notices the dead connections (each one removed); the service keeps answering.
+      await noticed();
       const [row] = await ds.query('SELECT 41 + 1 AS n');
       expect(Number(row.n)).toBe(42);
       const health = await app.http.get('/health');
@@ -135,17 +166,21 @@ describe('database', () => {
 
     it('keeps working when connections are cut while queries are in flight', async () => {
       const ds = app.relay.app.get(DataSource);
+      // six connected clients, which the queries below take (none is still connecting when the cut comes)
+      await Promise.all(Array.from({ length: 6 }, () => ds.query('SELECT 1')));
       const inflight = Array.from({ length: 6 }, (_, i) =>
         ds.query(`SELECT pg_sleep(0.05), ${i} AS i`).then(
           () => 'ok',
           () => 'failed',
         ),
       );
+      // (the cut may come before some of them reach the database: either outcome is allowed below)
       await new Promise((r) => setTimeout(r, 20));
+      const noticed = deadConnectionsNoticed(ds);
       await db.terminateConnections();
       const outcomes = await Promise.all(inflight);
       expect(outcomes.every((o) => o === 'ok' || o === 'failed')).toBe(true);
-      await new Promise((r) => setTimeout(r, 200));
+      await noticed();
       const rows = await Promise.all(Array.from({ length: 4 }, () => ds.query('SELECT 1 AS one')));
       expect(rows.map((r) => Number(r[0].one))).toEqual([1, 1, 1, 1]);
     });

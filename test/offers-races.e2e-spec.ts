@@ -3,15 +3,15 @@
  * first, the offer ends valued from the source's new state. The PUT holds its sources' SKU rows
  * (FOR SHARE) in its transaction, so a catalog write of one of them waits for it and then values the
  * new offer itself; a PUT that meets a catalog write in progress waits for it and reads what it wrote.
- * On PostgreSQL the second writer is seen waiting for the first's lock; PGlite runs one transaction
- * at a time, so there the second waits in any case.
+ * On PostgreSQL the second writer is seen waiting for the first's lock (waitsForLock: the race
+ * happened); PGlite runs one transaction at a time, so there the second waits in any case.
  */
 import { jest } from '@jest/globals';
 import { OfferValuation } from '../src/offers/offer-valuation.service.js';
 import { OfferRepository } from '../src/offers/offer.repository.js';
 import { useAppSuite } from './support/app-suite.js';
-import { waitFor } from './support/child-app.js';
-import type { TestDatabase } from './support/test-app.js';
+import { waitsForLock } from './support/db-waits.js';
+import { waitFor } from './support/wait.js';
 
 interface Held {
   reached: Promise<void>;
@@ -32,29 +32,6 @@ function holdAfter<T extends object>(obj: T, method: keyof T & string): Held & {
     return result;
   }) as never);
   return { reached: reachedP, release, restore: () => spy.mockRestore() };
-}
-
-/**
- * Until `second` waits for a lock (PostgreSQL shows it) or ends without waiting. PGlite cannot be asked
- * while a transaction is held, and needs no wait: it runs one statement stream at a time, so every
- * statement of `second`, already issued, runs after the held transaction ends.
- */
-async function waitsOrEnds(db: TestDatabase, second: Promise<unknown>): Promise<void> {
-  if (db.kind === 'pglite') return;
-  let ended = false;
-  void second.finally(() => (ended = true));
-  await waitFor(
-    async () =>
-      ended ||
-      (
-        await db.query<{ n: number }>(
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      )[0].n > 0,
-    Boolean,
-    'the second writer waiting for the lock, or ending',
-    10_000,
-  );
 }
 
 describe('offers and catalog writes at once', () => {
@@ -85,7 +62,7 @@ describe('offers and catalog writes at once', () => {
       const sync = startSync();
       await held.reached; // the SKU is written out of stock, not committed
       const put = http().put('/internal/offers/race-1', { routing: 'priority', sources: [{ supplier: 'main', sku_key: sku.key }] });
-      await waitsOrEnds(suite.db, put);
+      await waitsForLock(suite.db, put, 'the PUT');
       held.release();
       expect(await sync).toMatchObject({ status: 'succeeded' });
       expect((await put).status).toBe(201);
@@ -104,7 +81,7 @@ describe('offers and catalog writes at once', () => {
       await held.reached; // the offer is written available, not committed
       suite.sandbox.catalog.setStock(sku.code, 'out_of_stock');
       const sync = startSync();
-      await waitsOrEnds(suite.db, sync);
+      await waitsForLock(suite.db, sync, 'the catalog write');
       held.release();
       expect((await put).status).toBe(201);
       expect(await sync).toMatchObject({ status: 'succeeded' });

@@ -154,9 +154,13 @@ describe('orders under the request budget', () => {
   });
 });
 
-/** A service whose price reads are kept ORDER_PRICE_FRESH_S = `freshS`, with one product of one SKU `skuCode` at 3.00. */
-const priceSuite = (skuCode: string, freshS: string) =>
+/**
+ * A service whose price reads are kept ORDER_PRICE_FRESH_S = `freshS`, with one product of one SKU `skuCode` at 3.00
+ * (on `clock`, when given: a clock the test moves).
+ */
+const priceSuite = (skuCode: string, freshS: string, clock?: TestClock) =>
   useAppSuite({
+    clock,
     sandbox: { catalog: { products: 2 } },
     prepare: (sandbox) => sandbox.catalog.addProduct({ skus: [{ skuCode, price: '3.00' }] }),
     env: async () => ({ ORDER_PRICE_FRESH_S: freshS, PORT: String(await freePort()) }),
@@ -164,7 +168,8 @@ const priceSuite = (skuCode: string, freshS: string) =>
   });
 
 describe('the price read past ORDER_PRICE_FRESH_S', () => {
-  const t = priceSuite('F-1', '1');
+  const clock = new TestClock();
+  const t = priceSuite('F-1', '60', clock);
 
   it('is read again once the last read is older than it; concurrent orders of one product share one read', async () => {
     const reads = () => t.sandbox.stats.requests.product;
@@ -176,7 +181,7 @@ describe('the price read past ORDER_PRICE_FRESH_S', () => {
     for (const r of at) expect(r.status).toBe(201);
     expect(reads() - before).toBe(1);
     // past the freshness: the next order reads the product again
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    clock.advance(60_001);
     const later = await t.app.http.post('/internal/orders', { shop_order_no: 'SH-4', sku_code: 'F-1', quantity: 1 });
     expect(later.status).toBe(201);
     expect(reads() - before).toBe(2);

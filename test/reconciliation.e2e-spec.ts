@@ -247,14 +247,15 @@ describe('on-demand reconciliation runs', () => {
       "the clock past RUN-OLD's created_at",
     );
     const a = await placeDelivered(http, 'RUN-A', 'REC-2');
-    await placeDelivered(http, 'RUN-B', 'REC-2');
+    const b = await placeDelivered(http, 'RUN-B', 'REC-2');
     const c = await placeDelivered(http, 'RUN-C', 'REC-2');
     const to = new Date();
     t.sandbox.refundOrder(old.upstream_order_id!);
     t.sandbox.refundOrder(a.upstream_order_id!);
     t.sandbox.refundOrder(c.upstream_order_id!, '1.25');
-    // the run's first read is held until the test lets it go: the run is still running when it is asked for again
-    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', kind: 'hold_before', times: 1 }] });
+    // the run's read of RUN-B (an order of its range, and no other read) is held until the test lets it
+    // go: the run is still running when it is asked for again
+    t.sandbox.faults.set({ rules: [{ operation: 'getOrder', pathId: String(b.upstream_order_id), kind: 'hold_before', times: 1 }] });
 
     const started = await http.post('/internal/reconciliation', { from: from.toISOString(), to: to.toISOString() });
     expect(started.status).toBe(202);
@@ -276,7 +277,7 @@ describe('on-demand reconciliation runs', () => {
     await waitFor(
       () => t.sandbox.heldRequests,
       (n) => n === 1,
-      "the run's first read held",
+      "the run's read of RUN-B held",
     );
     t.sandbox.releaseHeld();
 

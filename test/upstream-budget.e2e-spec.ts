@@ -15,6 +15,7 @@ import { loadConfig } from '../src/config/app-config.js';
 import { Metrics } from '../src/ops/metrics.service.js';
 import { grantsOf, installGrantLog, maxInAnyWindow } from './support/budget-ledger.js';
 import { openTestDatabase, type TestDatabase } from './support/test-database.js';
+import { waitFor } from './support/wait.js';
 
 describe('upstream request budget (service and ledger)', () => {
   let db: TestDatabase;
@@ -96,16 +97,17 @@ describe('upstream request budget (service and ledger)', () => {
       ask('create', 'create-2'),
     ];
     expect(budget.waiting()).toEqual({ create: 2, deliver: 1, price: 1, poll: 1, sync: 1, reconcile: 1 });
-    // the create waits, and its wait is visible to the other replicas
-    await new Promise<void>((resolve) => {
-      const check = (): void =>
-        void db
-          .query<{ on: boolean }>(`SELECT demand_until > clock_timestamp() AS on FROM upstream_budget_keys WHERE key_id = $1`, [
+    // the create waits, and its wait is visible to the other replicas: the flag stands past the block's end
+    await waitFor(
+      async () =>
+        (
+          await db.query<{ on: boolean }>(`SELECT demand_until > blocked_until AS on FROM upstream_budget_keys WHERE key_id = $1`, [
             budget.keyId,
           ])
-          .then((r) => (r[0]?.on ? resolve() : setTimeout(check, 5)));
-      check();
-    });
+        )[0]?.on === true,
+      Boolean,
+      'the demand flag raised until past the block while the create waits',
+    );
     await Promise.all(all);
     expect(order).toEqual(['create-1', 'create-2', 'deliver', 'price', 'poll', 'sync', 'reconcile']);
   });
@@ -162,10 +164,17 @@ describe('upstream request budget (service and ledger)', () => {
   });
 
   it("while another replica's higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on", async () => {
-    // 10 per 5 s: N' 9, a share of 4, a pace of W'/N' between two sync grants
+    // 100 per 60 s: N' 95, a share of 4, a pace of W'/N' (644 ms) between two sync grants. The window
+    // (61.2 s) is long beside the test's few paced grants, so the share's first grant is still in it
+    // when the flag falls however slowly the machine runs, and a sync held back by the share would
+    // wait for nearly all of it.
     // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
-    const { budget } = await replica('key-share', { UPSTREAM_RATE_LIMIT: '10/5s', SYNC_BUDGET_SHARE: '0.5', RECONCILE_BUDGET_SHARE: '1' });
-    expect(budget.rule).toMatchObject({ limit: 9, syncShareLimit: 4 });
+    const { budget } = await replica('key-share', {
+      UPSTREAM_RATE_LIMIT: '100/60s',
+      SYNC_BUDGET_SHARE: '0.05',
+      RECONCILE_BUDGET_SHARE: '1',
+    });
+    expect(budget.rule).toMatchObject({ limit: 95, syncShareLimit: 4, windowMs: 61_200 });
     await budget.take('create'); // creates the key's row
     // another replica's create waits: its flag stands for a minute
     await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [
@@ -176,18 +185,21 @@ describe('upstream request budget (service and ledger)', () => {
     // the window still has room for the classes above the sync
     await budget.take('poll');
     // the other replica's create had its turn: its flag falls in 300 ms, and the sync goes on then,
-    // long before its first share grant leaves the window
+    // while its first share grant is still in the window. A sync that waited for the share instead
+    // would wait ~60 s: the ledger names that time at once, so a wait allowed half the window is
+    // refused at once rather than left to Jest's timeout.
     const [{ ms: flagEnd }] = await db.query<{ ms: number }>(
       `UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '300 milliseconds' WHERE key_id = $1
        RETURNING (extract(epoch FROM demand_until) * 1000)::float8 AS ms`,
       [budget.keyId],
     );
-    await budget.take('sync');
+    await budget.take('sync', { maxWaitMs: budget.rule!.windowMs / 2 });
     const grants = await grantsOf(db, budget.keyId);
     expect(grants.map((g) => g.cls)).toEqual(['create', 'sync', 'reconcile', 'sync', 'reconcile', 'poll', 'sync']);
+    // by the ledger's own times: granted once the flag fell, with the four share grants still in its window
     const last = grants[grants.length - 1].atMs;
     expect(last).toBeGreaterThanOrEqual(Number(flagEnd));
-    expect(last).toBeLessThan(grants[1].atMs + budget.rule!.windowMs);
+    expect(grants.slice(1, 5).every((g) => g.atMs >= last - budget.rule!.windowMs)).toBe(true);
   });
 
   it('an aborted wait rejects as aborted and takes nothing', async () => {

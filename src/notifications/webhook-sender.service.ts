@@ -114,6 +114,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
+    // from here on nothing more is claimed (a test of the shutdown waits for this line)
+    if (this.running) this.logger.debug({ msg: 'webhook delivery stopping: the deliveries in flight end, nothing more is claimed' });
     await this.loop.stop();
     this.running = false;
   }

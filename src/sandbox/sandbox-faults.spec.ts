@@ -62,6 +62,24 @@ describe('sandbox faults', () => {
     expect(sandbox.stats.requests.ping).toBe(3);
   });
 
+  it("pathId: a rule aimed at one order's path applies to that order's requests only, and never to a path without an id", async () => {
+    const idOf = async () => String(((await createOrder()).json as SandboxCreatedOrder).order_id);
+    const [other, aimed] = [await idOf(), await idOf()];
+    sandbox.faults.set({ rules: [{ operation: '*', kind: 'error_before', pathId: Number(aimed) as unknown as string, times: 1 }] });
+    expect(sandbox.faults.rules).toEqual([expect.objectContaining({ pathId: aimed })]);
+    expect((await api('GET', `/orders/${other}`)).status).toBe(200);
+    expect((await api('POST', '/ping')).status).toBe(200);
+    expect((await api('GET', '/orders')).status).toBe(404); // no such route: no rule is taken either
+    expect(sandbox.faults.rules).toHaveLength(1);
+    expect((await api('GET', `/orders/${aimed}`)).status).toBe(503);
+    expect(sandbox.faults.rules).toEqual([]);
+    expect((await api('GET', `/orders/${aimed}`)).status).toBe(200);
+    for (const pathId of ['', 'a/b', -1, 1.5, {}]) {
+      expect(() => sandbox.faults.set({ rules: [{ kind: 'error_before', pathId: pathId as string }] })).toThrow(/pathId/);
+    }
+    expect(sandbox.faults.rules).toEqual([]);
+  });
+
   it("a '*' rule applies to every operation", async () => {
     sandbox.faults.set({ rules: [{ operation: '*', kind: 'error_before', status: 502 }] });
     expect((await api('POST', '/ping')).status).toBe(502);

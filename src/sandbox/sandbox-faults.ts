@@ -2,7 +2,9 @@
  * Switchable faults of the sandbox upstream. Tests call `sandbox.faults.set({...})`, read the current
  * values back as plain properties, and `reset()` between tests.
  *
- * Rule kinds (each scoped to an operation or '*', optionally for `times` requests, then expired):
+ * Rule kinds (each scoped to an operation or '*', optionally to the requests whose path names one id
+ * (`pathId`: the product of GET /products/:id, the order of GET /orders/:id and POST
+ * /orders/:id/cancel), optionally for `times` requests, then expired):
  * - `error_before`  answer `status` (default 503) without doing the work
  * - `error_after`   do the work, then answer `status` (default 503)
  * - `hang_before`   never answer, do nothing (socket kept open until stop)
@@ -54,6 +56,12 @@ export interface FaultRule {
   kind: FaultKind;
   /** Default '*'. */
   operation?: FaultOperation;
+  /**
+   * Only the requests whose path names this id, as written in the path (an order's `order_id`, a
+   * product's `id`): a test aims a fault at one order while other requests of the operation (a
+   * background poller's) pass. Requests without an id in their path never match. Default: any.
+   */
+  pathId?: string;
   /** Applies to this many matching requests, then expires. Default: until reset. */
   times?: number;
   /** HTTP status for error_before / error_after (default 503) and coded_error (default 400). */
@@ -126,6 +134,12 @@ export function validateFaultRule(input: unknown): FaultRule {
       throw new RangeError(`fault operation must be one of ${OPERATIONS.join(', ')}`);
     }
     rule.operation = r.operation as FaultOperation;
+  }
+  if (r.pathId !== undefined) {
+    const id = typeof r.pathId === 'number' && Number.isInteger(r.pathId) && r.pathId > 0 ? String(r.pathId) : r.pathId;
+    if (typeof id !== 'string' || id === '' || id.includes('/'))
+      throw new RangeError('pathId must be a positive integer or a non-empty string without "/"');
+    rule.pathId = id;
   }
   if (r.times !== undefined) {
     rule.times = nonNegativeInt('times', r.times);
@@ -218,13 +232,15 @@ export class SandboxFaults implements FaultSettings {
   }
 
   /**
-   * The first rule that applies to a request of this operation, consumed (its `times` counted down,
-   * removed at zero). `payment_failed` applies to createOrder only.
+   * The first rule that applies to a request of this operation (and of this id in its path, null for
+   * none), consumed (its `times` counted down, removed at zero). `payment_failed` applies to
+   * createOrder only.
    */
-  take(operation: SandboxOperation): FaultRule | undefined {
+  take(operation: SandboxOperation, pathId: string | null = null): FaultRule | undefined {
     const index = this.rules.findIndex(
       (r) =>
         (r.operation === undefined || r.operation === '*' || r.operation === operation) &&
+        (r.pathId === undefined || r.pathId === pathId) &&
         (r.kind !== 'payment_failed' || operation === 'createOrder'),
     );
     if (index < 0) return undefined;

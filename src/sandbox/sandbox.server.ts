@@ -532,7 +532,7 @@ export class SandboxServer {
 
     if (!match) return answer({ status: 404, body: errorJson('not_found', `no route ${method} ${pathname}`) });
 
-    const rule = this.faults.take(match.operation);
+    const rule = this.faults.take(match.operation, match.id);
     if (rule) this.stats.faultsApplied++;
     switch (rule?.kind) {
       case 'error_before':
