@@ -118,13 +118,14 @@ describe('operator alerts', () => {
     sandbox = await startSandbox({ wallet: { balance: '50.00', currency: 'CNY' } });
     a = await startReplica();
     b = await startReplica();
-  });
+    // opening is setup, not what a test checks: as useAppSuite, beyond Jest's 60 s for a loaded machine
+  }, 120_000);
   afterAll(async () => {
     await a?.relay.close();
     await b?.relay.close();
     await sandbox?.stop();
     await db?.close();
-  });
+  }, 120_000);
   afterEach(() => sandbox.faults.reset());
 
   it('a failed sync run: one alert.sync_failed under sync_failed:<run_id>, its relay_state key, one log line, one count', async () => {
