@@ -15,7 +15,7 @@
  *   setInterval) is one of the one-shot or heartbeat timers TIMERS lists, each with its reason.
  * - No line over 140 characters (prettier's printWidth) in src/, test/, console/src/ and bench/, generated
  *   files (`*.generated.ts`) aside: what prettier cannot wrap (strings, templates, comments, test names) is
- *   split by hand or reworded. LONG_LINES_PENDING lists the paths not held to it yet.
+ *   split by hand or reworded.
  * - The section "Files over 500 lines" names every file of src/ and test/ over 500 lines, and only those.
  * - The orders' tables have one home for their writes: OrderTx (order-tx.ts) inserts and deletes every
  *   row of them and is the only one to move an order's or an attempt's state; outside it, an update
@@ -196,21 +196,6 @@ const TIMERS: Record<string, string> = {
   'cli/relay-cli.ts': 'the wait between two looks at a sync run',
   'main.ts': 'the forced exit when a shutdown hangs',
 };
-
-/**
- * Paths (prefixes) of src/, test/, console/src/ and bench/ whose lines over 140 characters are still to
- * be split: files being edited elsewhere while the rest were split.
- */
-const LONG_LINES_PENDING = [
-  'test/support/',
-  'test/upstream-budget.e2e-spec.ts',
-  'test/catalog-incremental-edges.e2e-spec.ts',
-  'test/retention.e2e-spec.ts',
-  'test/webhooks-shutdown.e2e-spec.ts',
-  'test/offers-races.e2e-spec.ts',
-  'test/reconciliation.e2e-spec.ts',
-  'test/catalog-sync-budget.e2e-spec.ts',
-];
 
 /** The files of docs/architecture.md's "Files over 500 lines": its bullets' `src/…` paths and the `test/` files of its last paragraph. */
 export function filesNamedLong(doc: string): string[] {
@@ -459,7 +444,7 @@ describe('the rules of docs/architecture.md', () => {
     expect(timers).toEqual(Object.keys(TIMERS).sort());
   });
 
-  it('has no line over 140 characters in src/, test/, console/src/ and bench/ (but generated files and the pending paths)', () => {
+  it('has no line over 140 characters in src/, test/, console/src/ and bench/ (but generated files)', () => {
     const tree = (dir: string): string[] =>
       readdirSync(dir).flatMap((name) => {
         const path = join(dir, name);
@@ -472,7 +457,6 @@ describe('the rules of docs/architecture.md', () => {
       .flatMap((dir) => tree(join(ROOT, dir)))
       .map((f) => relative(ROOT, f))
       .filter((f) => !f.endsWith('.generated.ts'))
-      .filter((f) => !LONG_LINES_PENDING.some((p) => f.startsWith(p)))
       .flatMap((f) =>
         readFileSync(join(ROOT, f), 'utf8')
           .split('\n')

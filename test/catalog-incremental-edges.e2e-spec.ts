@@ -47,7 +47,7 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
   let pinned: number | null = null;
   const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 40, seed: 13 }, clock: () => pinned ?? Date.now() } });
 
-  it('a product updated in the very second of updated_after, listed by an inclusive filter, is no proof that the filter was ignored', async () => {
+  it("a product updated in updated_after's very second, listed by an inclusive filter, is no proof the filter was ignored", async () => {
     const first = await sync(t.app.http);
     expect(first).toMatchObject({ status: 'succeeded', mode: 'full' });
     // The next run's updated_after is the start of this one minus 5 minutes; it is sent truncated to the second.
@@ -71,7 +71,13 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
         inc = await sync(t.app.http);
       })
     ).map((q) => q.get('updated_after'));
-    expect(inc).toMatchObject({ status: 'succeeded', planned_mode: 'incremental', mode: 'incremental', fallback: null, products_seen: 4 });
+    expect(inc).toMatchObject({
+      status: 'succeeded',
+      planned_mode: 'incremental',
+      mode: 'incremental',
+      fallback: null,
+      products_seen: 4,
+    });
     expect(inc!.updated_after).toBe(new Date(updatedAfter).toISOString());
     expect(filteredBy).toEqual([new Date(cutoff).toISOString().replace('.000Z', 'Z')]);
     // Not taken for a full pass: no product outside the window was read one by one.
@@ -113,7 +119,7 @@ describe('the updated_after boundary, and an upstream that ignores the filter', 
 describe('a listing that moves under an incremental pass', () => {
   const t = useAppSuite({ sandbox: { pageSizeCap: 10, catalog: { products: 40, seed: 17 } } });
 
-  it('a product withdrawn mid-pass shifts another onto a page already fetched: the listing is read again, and nothing is missed', async () => {
+  it('a product withdrawn mid-pass shifts another onto a fetched page: the listing is read again, and nothing is missed', async () => {
     expect(await sync(t.app.http)).toMatchObject({ status: 'succeeded', mode: 'full' });
     const touched = new Set(t.sandbox.catalog.touchProducts(15));
     const window = t.sandbox.catalog.listedProducts().filter((p) => touched.has(p.id));

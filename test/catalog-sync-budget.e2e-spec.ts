@@ -60,16 +60,20 @@ function budgetSuite(products: number, env: Record<string, string>, rateLimit: S
 
 describe("catalog sync under the request budget: within the upstream's limit", () => {
   const t = budgetSuite(40 * PAGE, { UPSTREAM_RATE_LIMIT: '20/2s', UPSTREAM_RATE_LIMIT_BLOCK_S: '1' }, LIMITER);
-  it('a full sync of 40 pages within the same limit as the upstream is paced: it completes, no request is refused, no page fails, and the run shows its wait', async () => {
-    const { app, sandbox } = t;
-    const run = await startSync(app);
-    expect(run).toMatchObject({ status: 'succeeded', error: null, pages_total: 40, pages_done: 40, products_seen: 40 * PAGE });
-    expect(refused(sandbox)).toBe(0);
-    expect(sandbox.stats.rateLimitBlocks).toBe(0);
-    // every page asked for once: none failed and was tried again
-    expect(sandbox.stats.requests.products).toBe(40);
-    expect(run.budget_wait_ms).toBeGreaterThan(0);
-  });
+  it(
+    'a full sync of 40 pages within the same limit as the upstream is paced: it completes, no request is refused, ' +
+      'no page fails, and the run shows its wait',
+    async () => {
+      const { app, sandbox } = t;
+      const run = await startSync(app);
+      expect(run).toMatchObject({ status: 'succeeded', error: null, pages_total: 40, pages_done: 40, products_seen: 40 * PAGE });
+      expect(refused(sandbox)).toBe(0);
+      expect(sandbox.stats.rateLimitBlocks).toBe(0);
+      // every page asked for once: none failed and was tried again
+      expect(sandbox.stats.requests.products).toBe(40);
+      expect(run.budget_wait_ms).toBeGreaterThan(0);
+    },
+  );
 });
 
 describe("catalog sync under the request budget: a budget far above the upstream's limit", () => {
@@ -107,61 +111,69 @@ describe('catalog sync under the request budget: the budget off', () => {
 
 describe('catalog sync under the request budget: the listing with the inactive products', () => {
   const t = budgetSuite(4 * PAGE, {}, null);
-  it('under dujiao-next, the listing carries the inactive products: a full pass unlists them without reading any product, and lists them again once active', async () => {
-    const { app, sandbox } = t;
-    const queries: string[] = [];
-    sandbox.events.on('request', (e: SandboxRequestEvent) => {
-      if (e.phase === 'received' && e.operation === 'products') queries.push(e.query);
-    });
-    expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_delisted: 0 });
-    expect(queries.length).toBeGreaterThan(0);
-    expect(queries.every((q) => new URLSearchParams(q).get('include_inactive') === 'true')).toBe(true);
+  it(
+    'under dujiao-next, the listing carries the inactive products: a full pass unlists them without reading ' +
+      'any product, and lists them again once active',
+    async () => {
+      const { app, sandbox } = t;
+      const queries: string[] = [];
+      sandbox.events.on('request', (e: SandboxRequestEvent) => {
+        if (e.phase === 'received' && e.operation === 'products') queries.push(e.query);
+      });
+      expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_delisted: 0 });
+      expect(queries.length).toBeGreaterThan(0);
+      expect(queries.every((q) => new URLSearchParams(q).get('include_inactive') === 'true')).toBe(true);
 
-    const withdrawn = sandbox.catalog.listedProducts().slice(3, 8);
-    const skuCount = withdrawn.reduce((n, p) => n + served(p), 0);
-    for (const p of withdrawn) sandbox.catalog.delistProduct(p.id);
-    const reads = sandbox.stats.requests.product;
-    const run = await startSync(app);
-    expect(run).toMatchObject({ status: 'succeeded', skus_delisted: skuCount, confirmed_live: 0, unconfirmed: 0 });
-    expect(sandbox.stats.requests.product - reads).toBe(0);
-    for (const p of withdrawn) {
-      const skus = await skusOf(app, p.id);
-      expect(skus).toHaveLength(served(p));
-      expect(skus.every((s) => !s.listed && !s.available)).toBe(true);
-    }
+      const withdrawn = sandbox.catalog.listedProducts().slice(3, 8);
+      const skuCount = withdrawn.reduce((n, p) => n + served(p), 0);
+      for (const p of withdrawn) sandbox.catalog.delistProduct(p.id);
+      const reads = sandbox.stats.requests.product;
+      const run = await startSync(app);
+      expect(run).toMatchObject({ status: 'succeeded', skus_delisted: skuCount, confirmed_live: 0, unconfirmed: 0 });
+      expect(sandbox.stats.requests.product - reads).toBe(0);
+      for (const p of withdrawn) {
+        const skus = await skusOf(app, p.id);
+        expect(skus).toHaveLength(served(p));
+        expect(skus.every((s) => !s.listed && !s.available)).toBe(true);
+      }
 
-    // unchanged inactive products cost nothing more and stay unlisted
-    expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_delisted: 0, skus_relisted: 0, skus_changed: 0 });
-    expect(sandbox.stats.requests.product - reads).toBe(0);
+      // unchanged inactive products cost nothing more and stay unlisted
+      expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_delisted: 0, skus_relisted: 0, skus_changed: 0 });
+      expect(sandbox.stats.requests.product - reads).toBe(0);
 
-    sandbox.catalog.relistProduct(withdrawn[0].id);
-    expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_relisted: served(withdrawn[0]), skus_delisted: 0 });
-    expect((await skusOf(app, withdrawn[0].id)).every((s) => s.listed)).toBe(true);
-  });
+      sandbox.catalog.relistProduct(withdrawn[0].id);
+      expect(await startSync(app)).toMatchObject({ status: 'succeeded', skus_relisted: served(withdrawn[0]), skus_delisted: 0 });
+      expect((await skusOf(app, withdrawn[0].id)).every((s) => s.listed)).toBe(true);
+    },
+  );
 });
 
 describe('catalog sync under the request budget: the listing without the inactive products', () => {
   const t = budgetSuite(2 * PAGE, { UPSTREAM_LIST_INACTIVE: 'false' }, null);
-  it('a product missing from a complete pass is read: 200 with is_active false → unlisted (not deleted); 404 product_not_found → unlisted', async () => {
-    // Without include_inactive the listing leaves a withdrawn product out: the pass reads it.
-    const { app, sandbox } = t;
-    expect(await startSync(app)).toMatchObject({ status: 'succeeded' });
-    const [withdrawn, deleted] = sandbox.catalog.listedProducts().slice(1, 3);
-    sandbox.catalog.delistProduct(withdrawn.id);
-    sandbox.catalog.deleteProduct(deleted.id);
-    const reads = sandbox.stats.requests.product;
-    const run = await startSync(app);
-    expect(run).toMatchObject({
-      status: 'succeeded',
-      skus_delisted: served(withdrawn) + served(deleted),
-      confirmed_live: 0,
-      unconfirmed: 0,
-    });
-    expect(sandbox.stats.requests.product - reads).toBe(2);
-    for (const p of [withdrawn, deleted]) {
-      const skus = await skusOf(app, p.id);
-      expect(skus).toHaveLength(served(p));
-      expect(skus.every((s) => !s.listed && !s.available)).toBe(true);
-    }
-  });
+  it(
+    'a product missing from a complete pass is read: 200 with is_active false → unlisted (not deleted); ' +
+      '404 product_not_found → unlisted',
+    async () => {
+      // Without include_inactive the listing leaves a withdrawn product out: the pass reads it.
+      const { app, sandbox } = t;
+      expect(await startSync(app)).toMatchObject({ status: 'succeeded' });
+      const [withdrawn, deleted] = sandbox.catalog.listedProducts().slice(1, 3);
+      sandbox.catalog.delistProduct(withdrawn.id);
+      sandbox.catalog.deleteProduct(deleted.id);
+      const reads = sandbox.stats.requests.product;
+      const run = await startSync(app);
+      expect(run).toMatchObject({
+        status: 'succeeded',
+        skus_delisted: served(withdrawn) + served(deleted),
+        confirmed_live: 0,
+        unconfirmed: 0,
+      });
+      expect(sandbox.stats.requests.product - reads).toBe(2);
+      for (const p of [withdrawn, deleted]) {
+        const skus = await skusOf(app, p.id);
+        expect(skus).toHaveLength(served(p));
+        expect(skus.every((s) => !s.listed && !s.available)).toBe(true);
+      }
+    },
+  );
 });

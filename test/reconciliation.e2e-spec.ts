@@ -401,7 +401,8 @@ describe('scheduled reconciliation on two replicas', () => {
     const orders = await Promise.all(nos.map((no) => placeDelivered(http, no, 'REC-3')));
     const states = () =>
       db.query<{ planned: number; read: number }>(
-        `SELECT count(*) FILTER (WHERE reconcile_planned_at IS NOT NULL)::int AS planned, count(*) FILTER (WHERE reconciled_at IS NOT NULL)::int AS read
+        `SELECT count(*) FILTER (WHERE reconcile_planned_at IS NOT NULL)::int AS planned,
+                count(*) FILTER (WHERE reconciled_at IS NOT NULL)::int AS read
          FROM orders WHERE shop_order_no LIKE 'REC-REP-%'`,
       );
     await waitFor(states, ([s]) => s.planned === nos.length, 'every order planned');

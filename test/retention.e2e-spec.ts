@@ -66,7 +66,8 @@ async function insertCallback(
   orderId: string | null = null,
 ) {
   await db.query(
-    `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, reported_status, state, order_id, next_try_at, received_at, processed_at)
+    `INSERT INTO callback_inbox (body_sha256, event, upstream_order_id, reported_status, state, order_id, next_try_at,
+                                 received_at, processed_at)
      VALUES ($1, 'order.status_changed', 42, 'delivered', $2, $3, now() + interval '1 day', ${ago(received)},
              CASE WHEN $4::int IS NULL THEN NULL ELSE now() - $4::int * interval '1 day' END)`,
     [id, state, orderId, processed],
@@ -91,8 +92,10 @@ async function insertEvent(
 /** A year-old refunded order with its attempt, event and refund: never the job's. */
 async function insertOldOrder(db: TestDatabase): Promise<string> {
   const [{ id }] = await db.query<{ id: string }>(
-    `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
-     VALUES ('year-old', 'SKU-1', 1, 'fp', 'trace', 'canceled', 'year-old', ${ago(400)}, ${ago(400)}, ${ago(400)}, ${ago(400)}) RETURNING id::text AS id`,
+    `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no,
+                         status_changed_at, progress_at, created_at, updated_at)
+     VALUES ('year-old', 'SKU-1', 1, 'fp', 'trace', 'canceled', 'year-old', ${ago(400)}, ${ago(400)}, ${ago(400)}, ${ago(400)})
+     RETURNING id::text AS id`,
   );
   await db.query(
     `INSERT INTO order_attempts (order_id, attempt_no, downstream_order_no, status, request, created_at, finished_at)
@@ -180,7 +183,7 @@ describe('the retention job', () => {
     await db.query('DELETE FROM relay_state WHERE key = $1', [RETENTION_CLAIM_KEY]);
   });
 
-  it('deletes exactly the final rows older than RETENTION_DAYS, in batches, and keeps the sync runs that planning and /health read', async () => {
+  it('deletes exactly the final rows past RETENTION_DAYS, in batches, and keeps the sync runs that planning and /health read', async () => {
     await seedChanges(db, MANY);
 
     // Every run is older than the cutoff but two; the four that something reads survive however old.
@@ -188,7 +191,8 @@ describe('the retention job', () => {
       { id: 'run-01', mode: 'full', planned: 'full', status: 'succeeded', started: 300, finished: 300 }, // an older full pass
       { id: 'run-02', mode: 'full', planned: 'full', status: 'succeeded', started: 200, finished: 200 }, // newest succeeded full: kept
       { id: 'run-03', mode: 'incremental', planned: 'incremental', status: 'succeeded', started: 180, finished: 180 },
-      { id: 'run-04', mode: 'incremental', planned: 'incremental', status: 'succeeded', started: 150, finished: 150 }, // newest succeeded: kept
+      // newest succeeded: kept
+      { id: 'run-04', mode: 'incremental', planned: 'incremental', status: 'succeeded', started: 150, finished: 150 },
       { id: 'run-05', mode: 'incremental', planned: 'incremental', status: 'failed', started: 145, finished: 145 },
       // newest finished run planned incremental (the upstream refused the filter): kept
       { id: 'run-06', mode: 'full', planned: 'incremental', status: 'failed', started: 130, finished: 130, fallback: 'filter_refused' },
@@ -226,14 +230,19 @@ describe('the retention job', () => {
       ['wallet:snapshot', 100],
     ] as const) {
       await db.query(
-        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{}'::jsonb, ${ago(days)}) ON CONFLICT (key) DO UPDATE SET updated_at = EXCLUDED.updated_at`,
+        `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{}'::jsonb, ${ago(days)})
+           ON CONFLICT (key) DO UPDATE SET updated_at = EXCLUDED.updated_at`,
         [key],
       );
     }
 
     const runsRepo = a.relay.app.get(SyncRunRepository);
     const health = async () => ((await a.http.get('/health')).data as { last_sync: unknown }).last_sync;
-    const before = { planning: await runsRepo.planningFacts('main'), lastFinished: await runsRepo.lastFinished(), health: await health() };
+    const before = {
+      planning: await runsRepo.planningFacts('main'),
+      lastFinished: await runsRepo.lastFinished(),
+      health: await health(),
+    };
 
     const linesBefore = retentionLines().length;
     const [{ now: startedAt }] = await db.query<{ now: Date }>('SELECT now() AS now');
@@ -260,7 +269,8 @@ describe('the retention job', () => {
     expect(
       await column(
         db,
-        "SELECT key AS v FROM relay_state WHERE key IN ('alert:order_stuck:SO-OLD', 'alert:sync_failed:run-old', 'alert:order_stuck:SO-NEW', 'alert:wallet_low:wallet', 'alert:order_stuckX:SO-OLD', 'wallet:snapshot')",
+        "SELECT key AS v FROM relay_state WHERE key IN ('alert:order_stuck:SO-OLD', 'alert:sync_failed:run-old', " +
+          "'alert:order_stuck:SO-NEW', 'alert:wallet_low:wallet', 'alert:order_stuckX:SO-OLD', 'wallet:snapshot')",
       ),
     ).toEqual(['alert:order_stuck:SO-NEW', 'alert:order_stuckX:SO-OLD', 'alert:wallet_low:wallet', 'wallet:snapshot']);
     const [money] = await db.query<Record<string, number>>(
@@ -295,10 +305,13 @@ describe('the retention job', () => {
     expect(await remainingRuns(db)).toEqual(['run-02', 'run-04', 'run-06', 'run-08', 'run-09', 'run-10']);
   });
 
-  it('keeps an old final callback while the attempt of its order is still unknown (it may be the only record of the upstream order)', async () => {
+  it("keeps an old final callback while its order's attempt is still unknown (it may be the upstream order's only record)", async () => {
     const [{ id: unknownId }] = await db.query<{ id: string }>(
-      `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no, status_changed_at, progress_at, created_at, updated_at)
-       VALUES ('still-unknown', 'SKU-1', 1, 'fp', 'trace', 'submit_unknown', 'still-unknown', ${ago(200)}, ${ago(200)}, ${ago(200)}, ${ago(200)}) RETURNING id::text AS id`,
+      `INSERT INTO orders (shop_order_no, sku_code, quantity, request_fingerprint, trace_id, status, downstream_order_no,
+                             status_changed_at, progress_at, created_at, updated_at)
+         VALUES ('still-unknown', 'SKU-1', 1, 'fp', 'trace', 'submit_unknown', 'still-unknown',
+                 ${ago(200)}, ${ago(200)}, ${ago(200)}, ${ago(200)})
+         RETURNING id::text AS id`,
     );
     const settledId = await insertOldOrder(db);
     await insertCallback(db, 'cb-of-unknown', 'read_failed', 150, 150, unknownId);
@@ -333,7 +346,8 @@ describe('the retention job', () => {
   it('takes over a claim whose holder stopped renewing it, never a live one', async () => {
     await seedSomeOfEach(db);
     await db.query(
-      `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, '{"token": "dead-process", "owner": "elsewhere"}'::jsonb, clock_timestamp())`,
+      `INSERT INTO relay_state (key, value, updated_at)
+       VALUES ($1, '{"token": "dead-process", "owner": "elsewhere"}'::jsonb, clock_timestamp())`,
       [RETENTION_CLAIM_KEY],
     );
     expect((await a.retention.runOnce()).outcome).toBe('skipped');

@@ -112,7 +112,7 @@ describe('upstream request budget (service and ledger)', () => {
     expect(order).toEqual(['create-1', 'create-2', 'deliver', 'price', 'poll', 'sync', 'reconcile']);
   });
 
-  it('maxWaitMs: refused with BudgetWaitExceeded (nothing granted) when the window stays full past it; 0 takes only a free token', async () => {
+  it('maxWaitMs: refused (BudgetWaitExceeded, nothing granted) when the window stays full past it; 0 takes only a free token', async () => {
     // 3 per 10 s, held as 2 per 10.2 s: the window stays full for the whole test
     const { budget, metrics } = await replica('key-maxwait', { UPSTREAM_RATE_LIMIT: '3/10s' });
     expect(budget.rule).toMatchObject({ limit: 2 });
@@ -163,44 +163,48 @@ describe('upstream request budget (service and ledger)', () => {
     expect(((await a.budget.blockedUntil())?.getTime() ?? 0) - until!.getTime()).toBeGreaterThan(1000);
   });
 
-  it("while another replica's higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; once it falls they go on", async () => {
-    // 100 per 60 s: N' 95, a share of 4, a pace of W'/N' (644 ms) between two sync grants. The window
-    // (61.2 s) is long beside the test's few paced grants, so the share's first grant is still in it
-    // when the flag falls however slowly the machine runs, and a sync held back by the share would
-    // wait for nearly all of it.
-    // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
-    const { budget } = await replica('key-share', {
-      UPSTREAM_RATE_LIMIT: '100/60s',
-      SYNC_BUDGET_SHARE: '0.05',
-      RECONCILE_BUDGET_SHARE: '1',
-    });
-    expect(budget.rule).toMatchObject({ limit: 95, syncShareLimit: 4, windowMs: 61_200 });
-    await budget.take('create'); // creates the key's row
-    // another replica's create waits: its flag stands for a minute
-    await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [
-      budget.keyId,
-    ]);
-    for (let i = 0; i < 4; i++) await budget.take(i % 2 === 0 ? 'sync' : 'reconcile');
-    expect(await budget.take('sync', { maxWaitMs: 100 }).catch((e: unknown) => e)).toBeInstanceOf(BudgetWaitExceeded);
-    // the window still has room for the classes above the sync
-    await budget.take('poll');
-    // the other replica's create had its turn: its flag falls in 300 ms, and the sync goes on then,
-    // while its first share grant is still in the window. A sync that waited for the share instead
-    // would wait ~60 s: the ledger names that time at once, so a wait allowed half the window is
-    // refused at once rather than left to Jest's timeout.
-    const [{ ms: flagEnd }] = await db.query<{ ms: number }>(
-      `UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '300 milliseconds' WHERE key_id = $1
+  it(
+    "while another replica's higher class waits (the demand flag), sync and reconcile keep to SYNC_BUDGET_SHARE; " +
+      'once it falls they go on',
+    async () => {
+      // 100 per 60 s: N' 95, a share of 4, a pace of W'/N' (644 ms) between two sync grants. The window
+      // (61.2 s) is long beside the test's few paced grants, so the share's first grant is still in it
+      // when the flag falls however slowly the machine runs, and a sync held back by the share would
+      // wait for nearly all of it.
+      // (reconcile's own share, RECONCILE_BUDGET_SHARE, is the whole window here: test/budget-reconcile-share.e2e-spec.ts)
+      const { budget } = await replica('key-share', {
+        UPSTREAM_RATE_LIMIT: '100/60s',
+        SYNC_BUDGET_SHARE: '0.05',
+        RECONCILE_BUDGET_SHARE: '1',
+      });
+      expect(budget.rule).toMatchObject({ limit: 95, syncShareLimit: 4, windowMs: 61_200 });
+      await budget.take('create'); // creates the key's row
+      // another replica's create waits: its flag stands for a minute
+      await db.query(`UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '1 minute' WHERE key_id = $1`, [
+        budget.keyId,
+      ]);
+      for (let i = 0; i < 4; i++) await budget.take(i % 2 === 0 ? 'sync' : 'reconcile');
+      expect(await budget.take('sync', { maxWaitMs: 100 }).catch((e: unknown) => e)).toBeInstanceOf(BudgetWaitExceeded);
+      // the window still has room for the classes above the sync
+      await budget.take('poll');
+      // the other replica's create had its turn: its flag falls in 300 ms, and the sync goes on then,
+      // while its first share grant is still in the window. A sync that waited for the share instead
+      // would wait ~60 s: the ledger names that time at once, so a wait allowed half the window is
+      // refused at once rather than left to Jest's timeout.
+      const [{ ms: flagEnd }] = await db.query<{ ms: number }>(
+        `UPDATE upstream_budget_keys SET demand_until = clock_timestamp() + interval '300 milliseconds' WHERE key_id = $1
        RETURNING (extract(epoch FROM demand_until) * 1000)::float8 AS ms`,
-      [budget.keyId],
-    );
-    await budget.take('sync', { maxWaitMs: budget.rule!.windowMs / 2 });
-    const grants = await grantsOf(db, budget.keyId);
-    expect(grants.map((g) => g.cls)).toEqual(['create', 'sync', 'reconcile', 'sync', 'reconcile', 'poll', 'sync']);
-    // by the ledger's own times: granted once the flag fell, with the four share grants still in its window
-    const last = grants[grants.length - 1].atMs;
-    expect(last).toBeGreaterThanOrEqual(Number(flagEnd));
-    expect(grants.slice(1, 5).every((g) => g.atMs >= last - budget.rule!.windowMs)).toBe(true);
-  });
+        [budget.keyId],
+      );
+      await budget.take('sync', { maxWaitMs: budget.rule!.windowMs / 2 });
+      const grants = await grantsOf(db, budget.keyId);
+      expect(grants.map((g) => g.cls)).toEqual(['create', 'sync', 'reconcile', 'sync', 'reconcile', 'poll', 'sync']);
+      // by the ledger's own times: granted once the flag fell, with the four share grants still in its window
+      const last = grants[grants.length - 1].atMs;
+      expect(last).toBeGreaterThanOrEqual(Number(flagEnd));
+      expect(grants.slice(1, 5).every((g) => g.atMs >= last - budget.rule!.windowMs)).toBe(true);
+    },
+  );
 
   it('an aborted wait rejects as aborted and takes nothing', async () => {
     const { budget } = await replica('key-abort');

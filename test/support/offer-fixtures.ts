@@ -34,7 +34,8 @@ export class SupplierSkuFixtures {
 
   async setCurrency(currency: string): Promise<void> {
     await this.db.query(
-      `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+      `INSERT INTO relay_state (key, value, updated_at) VALUES ($1, $2::jsonb, now())
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
       [supplierCurrencyKey(this.supplier), JSON.stringify({ currency })],
     );
   }

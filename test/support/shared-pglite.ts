@@ -53,14 +53,19 @@ const FINGERPRINT = `
 SELECT md5(string_agg(line, E'\\n' ORDER BY line)) AS digest FROM (
   SELECT 'rel ' || c.relname || ' ' || c.relkind::text || ' ' || coalesce(c.reloptions::text, '') AS line
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
-  UNION ALL SELECT 'col ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text || ' ' || a.attgenerated::text || ' ' || a.attidentity::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+  UNION ALL SELECT 'col ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+      || ' ' || a.attnotnull::text || ' ' || a.attgenerated::text || ' ' || a.attidentity::text
+      || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
     LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND a.attnum > 0 AND NOT a.attisdropped
-  UNION ALL SELECT 'con ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = 'public'::regnamespace
-  UNION ALL SELECT 'idx ' || indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace
+  UNION ALL SELECT 'con ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+    FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+  UNION ALL SELECT 'idx ' || indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid)
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace
   UNION ALL SELECT 'trg ' || tgrelid::regclass::text || ' ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
-  UNION ALL SELECT 'fn ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc) FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+  UNION ALL SELECT 'fn ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc)
+    FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
   UNION ALL SELECT 'typ ' || t.typname FROM pg_type t WHERE t.typnamespace = 'public'::regnamespace
   UNION ALL SELECT 'ns ' || nspname FROM pg_namespace
   UNION ALL SELECT 'ext ' || extname || ' ' || extversion FROM pg_extension
@@ -92,7 +97,8 @@ async function readState(c: pg.Client): Promise<MigratedState> {
     if (found[0].json === null) continue;
     const columns = (
       await c.query<{ name: string }>(
-        `SELECT attname AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum`,
+        `SELECT attname AS name FROM pg_attribute
+          WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum`,
         [ident(table)],
       )
     ).rows.map((r) => r.name);
@@ -123,7 +129,8 @@ async function reset(url: string, state: MigratedState): Promise<boolean> {
     for (const { table, columns, json } of state.rows) {
       const list = columns.map(ident).join(', ');
       await c.query(
-        `INSERT INTO ${ident(table)} (${list}) OVERRIDING SYSTEM VALUE SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1)`,
+        `INSERT INTO ${ident(table)} (${list}) OVERRIDING SYSTEM VALUE
+         SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1)`,
         [json],
       );
     }
