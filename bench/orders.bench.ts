@@ -388,8 +388,9 @@ async function run(kind: 'pglite' | 'postgres'): Promise<void> {
     };
     const dbStats = async (): Promise<{ commits: number; writes: number; tables: Record<string, number> } | null> => {
       if (!statsDb) return null;
-      // a backend flushes its counters at most once a second once idle
-      await sleep(1500);
+      // a backend flushes its counters at a transaction's end at most once a second; an idle backend
+      // with counters pending flushes them after PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s)
+      await sleep(11_000);
       const { rows } = await statsDb.query<{ c: string; w: string }>(
         'SELECT xact_commit AS c, tup_inserted + tup_updated + tup_deleted AS w FROM pg_stat_database WHERE datname = current_database()',
       );
