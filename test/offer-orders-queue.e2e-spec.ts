@@ -23,23 +23,7 @@ import type { SandboxServer } from '../src/sandbox/sandbox.server.js';
 import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitFor } from './support/wait.js';
-
-interface RouteView {
-  attempt: number;
-  supplier: string;
-  sku_key: string | null;
-  outcome: string;
-  error_code: string | null;
-}
-interface OfferOrder {
-  shop_order_no: string;
-  offer: string | null;
-  supplier: string;
-  status: string;
-  attempt: number;
-  upstream_order_id: number | null;
-  route?: RouteView[];
-}
+import type { OfferOrder, RouteView } from './support/offer-fixtures.js';
 
 const stockRefusal = { kind: 'coded_error' as const, operation: 'createOrder' as const, status: 409, errorCode: 'insufficient_stock' };
 

@@ -10,16 +10,10 @@ import { useAppSuite } from './support/app-suite.js';
 import { waitForOrder } from './support/child-app.js';
 import { FakeShop, type ReceivedWebhook } from './support/fake-shop.js';
 import { waitFor } from './support/wait.js';
+import type { RouteView } from './support/offer-fixtures.js';
 
 const SECRET = 'surface-webhook-secret';
 
-interface RouteView {
-  attempt: number;
-  supplier: string;
-  sku_key: string | null;
-  outcome: string;
-  error_code: string | null;
-}
 interface StatusChange {
   event: string;
   subject: string;

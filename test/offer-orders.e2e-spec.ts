@@ -12,24 +12,8 @@ import { SupplierRegistry } from '../src/suppliers/supplier-registry.service.js'
 import type { SandboxRequestEvent } from '../src/sandbox/sandbox.types.js';
 import { useAppSuite } from './support/app-suite.js';
 import { waitFor } from './support/wait.js';
+import type { OfferOrder, RouteView } from './support/offer-fixtures.js';
 
-interface RouteView {
-  attempt: number;
-  supplier: string;
-  sku_key: string | null;
-  outcome: string;
-  error_code: string | null;
-}
-interface OfferOrder {
-  shop_order_no: string;
-  offer: string | null;
-  supplier: string;
-  sku_key: string | null;
-  status: string;
-  attempt: number;
-  upstream_order_id: number | null;
-  route?: RouteView[];
-}
 interface SkuView {
   sku_key: string;
   sku_code: string;

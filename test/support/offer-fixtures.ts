@@ -2,11 +2,32 @@
  * SKUs of a supplier other than the `UPSTREAM_*` one for the offers' tests, as rows of its catalog
  * (`catalog_skus` of that supplier): a copy of one of the env supplier's SKUs under another product
  * id, at a given cost, priced by the pricing rules in force, and the supplier's currency in
- * `relay_state` (`catalog.currency:<supplier>`).
+ * `relay_state` (`catalog.currency:<supplier>`); and the shape of an offer order the tests read.
  */
 import { PricingContextService } from '../../src/catalog/pricing-context.service.js';
 import { supplierCurrencyKey } from '../../src/offers/offer.repository.js';
 import type { TestApp, TestDatabase } from './test-app.js';
+
+/** An offer order's route entry as the API answers it (CONTRACT §11). */
+export interface RouteView {
+  attempt: number;
+  supplier: string;
+  sku_key: string | null;
+  outcome: string;
+  error_code: string | null;
+}
+
+/** The fields of an offer order the tests read. */
+export interface OfferOrder {
+  shop_order_no: string;
+  offer: string | null;
+  supplier: string;
+  sku_key: string | null;
+  status: string;
+  attempt: number;
+  upstream_order_id: number | null;
+  route?: RouteView[];
+}
 
 export interface FixtureSource {
   sku_key: string;
