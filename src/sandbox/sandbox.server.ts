@@ -6,7 +6,8 @@
  *
  * This file is the transport (node:http, body reading, routing, fault answers), the authentication
  * and the composition; the order world is sandbox-orders.ts, the control API sandbox-control.ts, the
- * settings and their defaults sandbox-config.ts, the catalog sandbox-catalog.ts.
+ * settings and their defaults sandbox-config.ts, the catalog sandbox-catalog.ts, the limiter's place
+ * (admission, 429 answer, log) sandbox-limiter-gate.ts.
  *
  * API under `/api/v1/upstream` (every request signed, see src/signing):
  *   POST /ping · GET /categories · GET /products?page&page_size&updated_after&include_inactive · GET /products/{id}
@@ -20,13 +21,11 @@
  * an invalid body), for shop developers driving a standalone sandbox with curl: its routes are listed
  * in the header of sandbox-control.ts.
  */
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import { matchApiRoute, runOperation, type ApiContext } from './sandbox-api.js';
-import { authenticate, headerValue } from './sandbox-auth.js';
+import { authenticate } from './sandbox-auth.js';
 import { CallbackDispatcher, type CallbackLogEntry } from './sandbox-callbacks.js';
 import { SandboxCatalog } from './sandbox-catalog.js';
 import { SANDBOX_UPLOADS_PREFIX } from './sandbox-catalog-seed.js';
@@ -43,8 +42,8 @@ import { controlRoute, type SandboxControlTarget } from './sandbox-control.js';
 import { faultAnswer, SandboxFaults } from './sandbox-faults.js';
 import { BodyTooLargeError, errorJson, isPlainObject, MAX_BODY_BYTES, readBody, type Answer } from './sandbox-http.js';
 import { SandboxOrders } from './sandbox-orders.js';
-import { rateLimitedBody, RateLimiter, validRateLimit, type RateLimitKeyState } from './sandbox-rate-limit.js';
-import { signatureHeaderNames } from '../signing/signing.js';
+import { SandboxLimiterGate } from './sandbox-limiter-gate.js';
+import type { RateLimitKeyState } from './sandbox-rate-limit.js';
 import {
   emptySandboxStats,
   type SandboxOperation,
@@ -84,9 +83,6 @@ export {
   DUJIAO_NEXT_RATE_LIMIT,
 } from './sandbox-config.js';
 
-/** Entries kept in the limiter's log (the oldest half is dropped past it). */
-const LIMITER_LOG_MAX = 200_000;
-
 export class SandboxServer {
   readonly config: Readonly<SandboxConfig>;
   readonly faults = new SandboxFaults();
@@ -102,8 +98,7 @@ export class SandboxServer {
   private readonly world: SandboxOrders;
   private readonly api: ApiContext;
   private readonly control: SandboxControlTarget;
-  private limiter: RateLimiter | null;
-  private readonly limiterLog: SandboxRateLimitEntry[] = [];
+  private readonly limiter: SandboxLimiterGate;
 
   private readonly servers = new Set<http.Server>();
   private listener: http.Server | null = null;
@@ -124,7 +119,7 @@ export class SandboxServer {
     this.clock = options.clock ?? Date.now;
     this.catalog = new SandboxCatalog(cfg.catalogProducts, cfg.catalogSeed, this.clock, cfg.servesInactiveSkus);
     this.stats = emptySandboxStats();
-    this.limiter = cfg.rateLimit ? new RateLimiter(cfg.rateLimit) : null;
+    this.limiter = new SandboxLimiterGate(cfg.rateLimit, cfg.headerPrefix, this.stats);
     this.world = new SandboxOrders({
       config: cfg,
       clock: this.clock,
@@ -250,8 +245,7 @@ export class SandboxServer {
   /** Everything back to the start: catalog, wallet, orders, timetable, faults, limiter, stats, callback log. */
   reset(): void {
     this.world.reset();
-    this.limiter = this.config.rateLimit ? new RateLimiter(this.config.rateLimit) : null;
-    this.limiterLog.length = 0;
+    this.limiter.reset();
     this.userDisabled = false;
     this.catalog.regenerate();
     this.faults.reset();
@@ -282,31 +276,27 @@ export class SandboxServer {
 
   /** The limiter's rule now (null: off). */
   get rateLimit(): SandboxRateLimit | null {
-    return this.limiter ? { ...this.limiter.rule } : null;
+    return this.limiter.rule;
   }
 
   /** Switches the limiter on with a rule (its counters start empty) or off (null). */
   setRateLimit(rule: SandboxRateLimit | null): void {
-    this.limiter = rule ? new RateLimiter(validRateLimit(rule)) : null;
+    this.limiter.set(rule);
   }
 
-  /** The limiter's live counters (`expiresAt` on the performance.now() clock); [] when off. */
+  /** The limiter's live counters; [] when off (SandboxLimiterGate.state). */
   rateLimitState(): RateLimitKeyState[] {
-    return this.limiter ? this.limiter.state(performance.now()) : [];
+    return this.limiter.state();
   }
 
-  /**
-   * Every API request of a known route that reached the limiter's place (after the faults that
-   * answer before it), admitted or not, oldest first; with the limiter off every one is admitted.
-   * The newest LIMITER_LOG_MAX are kept.
-   */
+  /** Every API request that reached the limiter's place, admitted or not (SandboxLimiterGate.log). */
   rateLimitLog(): readonly SandboxRateLimitEntry[] {
-    return this.limiterLog;
+    return this.limiter.log;
   }
 
   /** performance.now() of every admitted API request in rateLimitLog(), oldest first. */
   admittedTimes(): number[] {
-    return this.limiterLog.filter((e) => e.admitted).map((e) => e.at);
+    return this.limiter.admittedTimes();
   }
 
   /** Every order, oldest first. */
@@ -556,7 +546,8 @@ export class SandboxServer {
         break;
     }
 
-    let result = this.limit(req, match.operation) ?? authenticate(this.config, this.clock(), req, method, pathname, raw, this.userDisabled);
+    let result =
+      this.limiter.admit(req, match.operation) ?? authenticate(this.config, this.clock(), req, method, pathname, raw, this.userDisabled);
     if (!result) {
       if (match.operation !== 'createOrder') {
         await this.sleep(this.faults.latencyMs);
@@ -579,24 +570,6 @@ export class SandboxServer {
       default:
         return answer(result);
     }
-  }
-
-  /**
-   * The limiter, before the authentication and any work (Dujiao-Next runs it as the first middleware
-   * of the upstream API's routes): null when admitted, else the 429 answer.
-   */
-  private limit(req: http.IncomingMessage, operation: SandboxOperation): Answer | null {
-    const headerKey = headerValue(req, signatureHeaderNames(this.config.headerPrefix).apiKey)?.trim();
-    const key = headerKey || (req.socket.remoteAddress ?? 'unknown');
-    const at = performance.now();
-    const verdict = this.limiter?.check(key, at);
-    const admitted = verdict?.admitted ?? true;
-    if (this.limiterLog.length >= LIMITER_LOG_MAX) this.limiterLog.splice(0, LIMITER_LOG_MAX / 2);
-    this.limiterLog.push({ at, key, operation, admitted });
-    if (!verdict || admitted) return null;
-    this.stats.rateLimited[operation]++;
-    if (verdict.blockStarted) this.stats.rateLimitBlocks++;
-    return { status: 429, body: rateLimitedBody(verdict.waitSeconds, headerValue(req, 'accept-language'), randomUUID()) };
   }
 
   private emitRequest(e: SandboxRequestEvent): void {
