@@ -1,4 +1,5 @@
 import {
+  mayCloseRejected,
   ATTEMPT_MOVES,
   MAX_SEND_TRIES,
   attemptMove,
@@ -313,5 +314,14 @@ describe('planOutcome: everything an outcome does to the attempt and its order',
         if (p.order.kind === 'move') expect(canTransition(p.order.trigger, attempt.status, p.order.to)).toBe(true);
       }
     }
+  });
+});
+
+describe("mayCloseRejected: the outcomes an offer order's failover can follow", () => {
+  it('is true for a refusal and for a create that reached nothing, false for the rest', () => {
+    expect((['accepted', 'rejected', 'unavailable', 'unknown', 'queued'] as const).filter(mayCloseRejected)).toEqual([
+      'rejected',
+      'unavailable',
+    ]);
   });
 });

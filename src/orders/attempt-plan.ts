@@ -167,6 +167,14 @@ export const ATTEMPT_MOVES: Readonly<Record<SendOutcomeKind, readonly [AttemptMo
   queued: [{ attempt: 'queued', order: 'queued' }, RESEND, LEFT],
 };
 
+/**
+ * Whether an outcome can close its order `rejected` (by the table: only then is there a refusal for an
+ * offer order's failover to follow, so its route is planned only for these).
+ */
+export function mayCloseRejected(outcome: SendOutcomeKind): boolean {
+  return ATTEMPT_MOVES[outcome].some((m) => m.order === 'rejected');
+}
+
 export function attemptMove(outcome: SendOutcomeKind, attempt: AttemptFacts): AttemptMove {
   if (!attempt.current || (attempt.status !== 'submitting' && attempt.status !== 'submit_unknown')) return ATTEMPT_MOVES[outcome][2];
   if (attempt.status === 'submitting') return ATTEMPT_MOVES[outcome][0];

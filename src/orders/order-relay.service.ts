@@ -63,6 +63,7 @@ import {
   type PriceCheck,
 } from './price-guard.service.js';
 import { QueuedOrderSender } from './queued-order-sender.service.js';
+import { mayCloseRejected } from './attempt-plan.js';
 
 export interface PlaceResult {
   /** 201 accepted, 202 outcome unknown, 200 the recorded order. */
@@ -246,9 +247,6 @@ export class OrderRelayService {
       this.announceQueued(order, 'budget_wait_exceeded');
       return { httpStatus: 202, order };
     }
-    // an offer order's failover (its route planned again) is prepared while the create is out
-    const followUp = this.offerFollowUp(input, supplier, rejected, sku.skuKey);
-    followUp.catch(() => undefined);
     const outcome = await this.submitter.send(
       supplier,
       attempt.downstreamOrderNo,
@@ -257,7 +255,9 @@ export class OrderRelayService {
       { maxWaitMs: waitLeft(wait) },
     );
     this.guard.noteOutcome(supplier, sku, input.quantity, outcome);
-    const onRefused = await followUp;
+    // an offer order's failover (its route planned again) only for an outcome that can be a refusal: an
+    // order placed is recorded without it (and, with a snapshot, in one statement)
+    const onRefused = mayCloseRejected(outcome.kind) ? await this.offerFollowUp(input, supplier, rejected, sku.skuKey) : undefined;
     const recorded = await this.submitter.record(order.id, attempt.attemptNo, outcome, 'api', snapshot ?? undefined, onRefused);
     this.failover.noteTaken(recorded, attempt.attemptNo);
     if (outcome.kind === 'queued' && recorded.status === 'queued') this.announceQueued(recorded, outcome.reason);

@@ -23,6 +23,7 @@ import { OrderSubmitter } from './order-submitter.service.js';
 import { OrderUpdater } from './order-updater.service.js';
 import { expectedAmount, priceCeiling } from './place-plan.js';
 import { PriceGuard, waitLeft, type BudgetWait, type CheckedSku } from './price-guard.service.js';
+import { mayCloseRejected } from './attempt-plan.js';
 
 /** How a queued attempt is sent: by the queue (as long as it takes), or by a request (until its `deadline`). */
 export interface QueuedSend {
@@ -67,19 +68,21 @@ export class QueuedOrderSender {
     const attempt = order && (await this.reads.findAttempt(orderId, attemptNo));
     if (!order || !attempt || order.status !== 'queued' || attempt.status !== 'queued' || order.attempt !== attemptNo) return true;
     const { supplier } = order;
-    // an offer order's failover: the same rule whoever sends the attempt (OfferFailover)
-    const onRefused = await this.failover.followUp(
-      {
-        offer: order.offer,
-        orderId,
-        passStart: attempt.request.route_from ?? attemptNo,
-        current: { supplier, sku_key: order.skuKey },
-        shopOrderNo: order.shopOrderNo,
-        maxUnitCost: order.maxUnitCost,
-        ...(attempt.request.manual_form_data !== undefined ? { manualFormData: attempt.request.manual_form_data } : {}),
-      },
-      (s) => this.submitter.withCallback(s),
-    );
+    // an offer order's failover: the same rule whoever sends the attempt (OfferFailover), planned when a
+    // refusal is to be recorded
+    const followUp = () =>
+      this.failover.followUp(
+        {
+          offer: order.offer,
+          orderId,
+          passStart: attempt.request.route_from ?? attemptNo,
+          current: { supplier, sku_key: order.skuKey },
+          shopOrderNo: order.shopOrderNo,
+          maxUnitCost: order.maxUnitCost,
+          ...(attempt.request.manual_form_data !== undefined ? { manualFormData: attempt.request.manual_form_data } : {}),
+        },
+        (s) => this.submitter.withCallback(s),
+      );
     // the order moved on to its next source's attempt: the queue of that supplier takes it up now
     // (the request that placed the order sends it itself)
     const movedOn = (recorded: OrderRecord | null): boolean => {
@@ -114,7 +117,7 @@ export class QueuedOrderSender {
       sku = checked.sku;
     } catch (e) {
       if (!(e instanceof AppError) || e.code === 'upstream_unavailable') return leftQueued();
-      movedOn(await this.refuseQueued(order, attempt, e, onRefused));
+      movedOn(await this.refuseQueued(order, attempt, e, await followUp()));
       return true;
     }
     const request: AttemptRequest = { ...attempt.request, sku_id: sku.skuId, with_callback: this.submitter.withCallback(supplier) };
@@ -158,6 +161,7 @@ export class QueuedOrderSender {
       { granted: true },
     );
     this.guard.noteOutcome(supplier, sku, order.quantity, outcome);
+    const onRefused = mayCloseRejected(outcome.kind) ? await followUp() : undefined;
     const recorded = await this.submitter.record(orderId, attemptNo, outcome, 'api', undefined, onRefused);
     this.failover.noteTaken(recorded, attemptNo);
     return movedOn(recorded) || recorded.status !== 'queued';
