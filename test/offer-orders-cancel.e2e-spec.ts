@@ -151,7 +151,9 @@ describe('offer orders: cancel and refund go to the supplier holding the order',
   it('the second refuses the cancel (409 cancel_not_allowed): the order unchanged, the first never asked', async () => {
     const { order, bystander } = await failedOver('NOT');
     const asked = cancelsAsked();
-    second.faults.set({ rules: [{ kind: 'coded_error', operation: 'cancelOrder', status: 409, errorCode: 'cancel_not_allowed', times: 2 }] });
+    second.faults.set({
+      rules: [{ kind: 'coded_error', operation: 'cancelOrder', status: 409, errorCode: 'cancel_not_allowed', times: 2 }],
+    });
     for (const call of [cancel, refund]) {
       const { result: r, ...seen } = await cancelPaths(() => call(order.shop_order_no));
       expect(r.status).toBe(409);
@@ -177,7 +179,11 @@ describe('offer orders: cancel and refund go to the supplier holding the order',
     const asked = cancelsAsked();
     const { result: r, ...seen } = await cancelPaths(() => cancel(shopNo));
     expect(r.status).toBe(200);
-    expect((r.data as { order: CancelView }).order).toMatchObject({ status: 'canceled', refund_state: 'refundable', upstream_order_id: null });
+    expect((r.data as { order: CancelView }).order).toMatchObject({
+      status: 'canceled',
+      refund_state: 'refundable',
+      upstream_order_id: null,
+    });
     expect(seen).toEqual({ main: [], second: [] });
     expect(cancelsAsked()).toEqual(asked);
   });
