@@ -36,26 +36,36 @@
  * ignore it), when several checkouts share node_modules. It must lie inside the checkout, so that the
  * build finds node_modules.
  */
-import { spawn, fork, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { budgetRule } from '../src/budget/request-budget.js';
-import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import type { SandboxStats } from '../src/sandbox/sandbox.types.js';
-import { printBenchSummary, SERVICE_PROCESS_ENV, type BenchRow } from './run-all.js';
+import {
+  arg,
+  buildRelay,
+  fmt,
+  freshPostgres,
+  hasFlag,
+  KEY,
+  log,
+  rateLimitedTotal,
+  Relay,
+  ROOT,
+  runSeconds,
+  Sandbox,
+  scaledLimit,
+  servedPglite,
+  sleep,
+  syncDone,
+  type Database,
+  type Json,
+  type SyncRun,
+} from './budget-bench-support.js';
+import { printBenchSummary, type BenchRow } from './run-all.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BUILD = process.env.BENCH_BUILD_DIR ?? join(ROOT, 'node_modules/.cache/upstream-relay-bench-budget');
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] && !args[i + 1].startsWith('--') ? args[i + 1] : def;
-};
-const QUICK = args.includes('--quick');
+const QUICK = hasFlag('quick');
 const DB = arg('db', 'pglite');
 const FIGURES = new Set(
   arg('figure', '1,2,3')
@@ -65,12 +75,8 @@ const FIGURES = new Set(
 const ORDER_PRODUCTS = Number(arg('products', '5'));
 const SCALE = Number(arg('scale', '10'));
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const TOKEN = 'bench-token';
-const KEY = 'sandbox-api-key';
-const SECRET = 'sandbox-api-secret';
 
-// Dujiao-Next's limiter (router.go upstreamAPIRule), scaled.
-const LIMIT = { requests: 60, windowMs: 60_000 / SCALE, blockMs: 30_000 / SCALE };
+const LIMIT = scaledLimit(SCALE);
 const SYNC_SHARE = 0.5;
 const RULE = budgetRule({ requests: LIMIT.requests, windowMs: LIMIT.windowMs }, SYNC_SHARE);
 /** N'/W': the requests a second the relay's budget grants at most (its safety margin included). */
@@ -86,10 +92,7 @@ const ORDER_INTERVAL_MS = LIMIT.windowMs / STEADY_PER_WINDOW;
 const BURST_AT_MS = LIMIT.windowMs;
 const PHASE_TIMEOUT_MS = 300_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (x: number | null | undefined, d = 1) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
 const pct = (x: number | null) => (x === null || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(1)} %`);
-const log = (line = '') => process.stdout.write(`${line}\n`);
 
 /** The relay's environment for the scaled limiter (the sandbox's timings are set in budget-bench-sandbox.ts). */
 function scaledEnv(): Record<string, string> {
@@ -108,266 +111,32 @@ function scaledEnv(): Record<string, string> {
 
 // --------------------------------------------------------------------------------------- processes
 
-/** Compiles src/ to JavaScript (the project's SWC settings) into BUILD, with the migrations beside it. */
-function buildRelay(): string {
-  rmSync(BUILD, { recursive: true, force: true });
-  mkdirSync(BUILD, { recursive: true });
-  execFileSync(
-    join(ROOT, 'node_modules/.bin/swc'),
-    ['src', '-d', join(BUILD, 'dist'), '--strip-leading-paths', '--config-file', '.swcrc', '-q'],
-    { cwd: ROOT, stdio: 'inherit' },
-  );
-  cpSync(join(ROOT, 'migrations'), join(BUILD, 'migrations'), { recursive: true });
-  writeFileSync(join(BUILD, 'package.json'), '{"type":"module","private":true}\n');
-  return join(BUILD, 'dist/main.js');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
+/** The sandbox with `products` products, ORDER_PRODUCTS of them the orders' (see budget-bench-sandbox.ts). */
+function startSandbox(products: number): Promise<Sandbox> {
+  return Sandbox.start({
+    products: products - ORDER_PRODUCTS,
+    orderProducts: ORDER_PRODUCTS,
+    rateLimit: LIMIT,
+    callbackRetryDelaysMs: [30_000, 60_000, 120_000, 300_000].map((ms) => ms / SCALE),
   });
 }
 
-/** The sandbox child, driven over IPC by id (see budget-bench-sandbox.ts). */
-class Sandbox {
-  private nextId = 1;
-  private readonly waiting = new Map<number, (m: Record<string, unknown>) => void>();
-  private logFrom = 0;
-  /** Every limiter entry read so far: [epoch ms, key, operation, admitted]. */
-  readonly log: Array<[number, string, string, boolean]> = [];
-
-  private constructor(
-    private readonly proc: ChildProcess,
-    readonly baseUrl: string,
-    readonly skuCodes: string[],
-    readonly products: number,
-  ) {
-    proc.on('message', (m: Record<string, unknown>) => {
-      const done = this.waiting.get(m.id as number);
-      if (done) {
-        this.waiting.delete(m.id as number);
-        done(m);
-      }
-    });
-  }
-
-  static async start(products: number): Promise<Sandbox> {
-    const settings = {
-      products: products - ORDER_PRODUCTS,
-      orderProducts: ORDER_PRODUCTS,
-      rateLimit: LIMIT,
-      callbackRetryDelaysMs: [30_000, 60_000, 120_000, 300_000].map((ms) => ms / SCALE),
-    };
-    const proc = fork(fileURLToPath(new URL('./budget-bench-sandbox.ts', import.meta.url)), [], {
-      execArgv: ['--no-warnings', '--import', '@swc-node/register/esm-register'],
-      env: { ...process.env, BUDGET_BENCH_SANDBOX: JSON.stringify(settings) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    const hello = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      proc.once('error', reject);
-      proc.once('exit', (code) => reject(new Error(`the sandbox exited (${code})`)));
-      proc.once('message', (m: Record<string, unknown>) => resolve(m));
-    });
-    proc.removeAllListeners('exit');
-    return new Sandbox(proc, hello.baseUrl as string, hello.skuCodes as string[], hello.products as number);
-  }
-
-  private async ask<T>(msg: Record<string, unknown>): Promise<T> {
-    const id = this.nextId++;
-    const answer = await new Promise<Record<string, unknown>>((resolve) => {
-      this.waiting.set(id, resolve);
-      this.proc.send({ id, ...msg });
-    });
-    if (typeof answer.error === 'string') throw new Error(answer.error);
-    return answer as T;
-  }
-
-  get pid(): number {
-    return this.proc.pid!;
-  }
-
-  async stats(): Promise<SandboxStats> {
-    return (await this.ask<{ stats: SandboxStats }>({ cmd: 'stats' })).stats;
-  }
-
-  /** Reads the limiter's new entries into `log`. */
-  async readLog(): Promise<void> {
-    const r = await this.ask<{ entries: Array<[number, string, string, boolean]>; next: number }>({ cmd: 'log', from: this.logFrom });
-    this.log.push(...r.entries);
-    this.logFrom = r.next;
-  }
-
-  /**
-   * The product reads received from index `from` ([epoch ms, 'product', path]), and every order
-   * ([created epoch ms, product id, downstream_order_no]).
-   */
-  async requests(
-    from = 0,
-  ): Promise<{ requests: Array<[number, string, string]>; next: number; orders: Array<[number, number, string | null]> }> {
-    return this.ask({ cmd: 'requests', from });
-  }
-
-  /** Creation time (epoch ms) of each upstream order by its downstream_order_no. */
-  async orderCreations(): Promise<Map<string, number>> {
-    const r = await this.ask<{ orders: Array<[string | null, number]> }>({ cmd: 'orders' });
-    return new Map(r.orders.filter((o): o is [string, number] => o[0] !== null));
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.proc.exitCode !== null) return resolve();
-      this.proc.once('exit', () => resolve());
-      this.proc.send({ cmd: 'stop' });
-    });
-  }
-}
-
-interface Json {
-  status: number;
-  data: Record<string, unknown>;
-}
-
-/** A relay process (`node main.js`, the compiled service), its log written to a file. */
-class Relay {
-  private constructor(
-    readonly name: string,
-    readonly url: string,
-    private readonly proc: ChildProcess,
-    readonly logFile: string,
-    private readonly dataDir: string,
-  ) {}
-
-  static async start(
-    name: string,
-    mainJs: string,
-    opts: { databaseUrl: string; sandbox: Sandbox; callbacks: boolean; syncOnStart: boolean },
-  ): Promise<Relay> {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-budget-'));
-    const logFile = join(dataDir, 'relay.log');
-    const out = openSync(logFile, 'a');
-    const { NODE_OPTIONS: _o, ...inherited } = process.env;
-    const proc = spawn(process.execPath, ['--no-warnings', mainJs], {
-      cwd: ROOT,
-      env: {
-        ...inherited,
-        ...SERVICE_PROCESS_ENV,
-        ...scaledEnv(),
-        NODE_ENV: 'test',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        DATABASE_URL: opts.databaseUrl,
-        DB_MIGRATE_ON_START: 'true',
-        UPSTREAM_BASE_URL: opts.sandbox.baseUrl,
-        UPSTREAM_API_KEY: KEY,
-        UPSTREAM_API_SECRET: SECRET,
-        INTERNAL_API_TOKEN: TOKEN,
-        PAYLOAD_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
-        SYNC_CRON: 'off',
-        SYNC_ON_START: String(opts.syncOnStart),
-        DATA_DIR: dataDir,
-        ...(opts.callbacks ? { CALLBACK_PUBLIC_URL: `${url}/callbacks/upstream` } : {}),
-      },
-      stdio: ['ignore', out, out],
-    });
-    closeSync(out);
-    const relay = new Relay(name, url, proc, logFile, dataDir);
-    const deadline = Date.now() + 120_000;
-    while (
-      !(await relay.get('/health').then(
-        (r) => r.status === 200,
-        () => false,
-      ))
-    ) {
-      if (proc.exitCode !== null)
-        throw new Error(`relay ${name} exited (${proc.exitCode}); its log: ${logFile}\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
-      if (Date.now() > deadline) throw new Error(`relay ${name} did not start; its log: ${logFile}`);
-      await sleep(200);
-    }
-    return relay;
-  }
-
-  async request(method: string, path: string, body?: unknown): Promise<Json> {
-    const r = await fetch(`${this.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await r.text();
-    let data: Record<string, unknown>;
-    try {
-      data = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    } catch {
-      data = { text };
-    }
-    return { status: r.status, data };
-  }
-
-  get(path: string): Promise<Json> {
-    return this.request('GET', path);
-  }
-
-  post(path: string, body: unknown = {}): Promise<Json> {
-    return this.request('POST', path, body);
-  }
-
-  /** Warnings and errors the relay logged (pino levels 40, 50, 60), the most frequent messages first. */
-  logSummary(): string {
-    let text: string;
-    try {
-      text = readFileSync(this.logFile, 'utf8');
-    } catch {
-      return 'no log';
-    }
-    const counts = new Map<string, number>();
-    let warn = 0;
-    let error = 0;
-    for (const line of text.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      try {
-        const j = JSON.parse(line) as { level?: number; msg?: string };
-        if ((j.level ?? 0) >= 50) error++;
-        else if ((j.level ?? 0) >= 40) warn++;
-        else continue;
-        const msg = String(j.msg ?? '')
-          .replace(/[0-9a-f-]{8,}|\d+/gi, '#')
-          .slice(0, 110);
-        counts.set(msg, (counts.get(msg) ?? 0) + 1);
-      } catch {
-        // not a JSON line
-      }
-    }
-    const top = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3);
-    return `${warn} warnings, ${error} errors${top.length ? `: ${top.map(([m, n]) => `${n} × "${m}"`).join('; ')}` : ''}`;
-  }
-
-  async stop(): Promise<void> {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) {
-      await new Promise<void>((resolve) => {
-        this.proc.once('exit', () => resolve());
-        this.proc.kill('SIGTERM');
-      });
-    }
-    rmSync(this.dataDir, { recursive: true, force: true });
-  }
+function startRelay(
+  name: string,
+  mainJs: string,
+  opts: { databaseUrl: string; sandbox: Sandbox; callbacks: boolean; syncOnStart: boolean },
+): Promise<Relay> {
+  return Relay.start(name, mainJs, {
+    databaseUrl: opts.databaseUrl,
+    upstreamUrl: opts.sandbox.baseUrl,
+    callbacks: opts.callbacks,
+    syncOnStart: opts.syncOnStart,
+    env: scaledEnv(),
+    dataDirPrefix: 'relay-bench-budget-',
+  });
 }
 
 // --------------------------------------------------------------------------------------- databases
-
-interface Database {
-  /** What the relays get as DATABASE_URL. */
-  url: string;
-  describe: string;
-  drop(): Promise<void>;
-}
 
 /**
  * A fresh database. `shared`: one that two relay processes can both use (PGlite: an embedded database
@@ -376,26 +145,9 @@ interface Database {
 async function openDatabase(kind: 'pglite' | 'postgres', shared: boolean): Promise<Database> {
   if (kind === 'pglite') {
     if (!shared) return { url: 'pglite://memory', describe: 'PGlite (in the relay)', drop: async () => {} };
-    const embedded = await EmbeddedPostgres.start({ path: 'memory' });
-    return { url: embedded.url, describe: 'one PGlite served over its socket from the bench process', drop: () => embedded.stop() };
+    return servedPglite();
   }
-  const name = `relay_bench_budget_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const u = new URL(PG_URL);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    describe: `PostgreSQL database ${name}`,
-    drop: async () => {
-      const a = new pg.Client({ connectionString: PG_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await a.end();
-    },
-  };
+  return freshPostgres(PG_URL, 'relay_bench_budget');
 }
 
 async function postgresAnswers(): Promise<boolean> {
@@ -494,18 +246,6 @@ async function readDeliveries(relay: Relay, placed: Placed[]): Promise<void> {
   );
 }
 
-interface SyncRun {
-  run_id: string;
-  status: string;
-  started_at: string;
-  finished_at: string | null;
-  pages_total: number | null;
-  pages_done: number | null;
-  products_seen: number | null;
-  error: string | null;
-  budget_wait_ms?: number;
-}
-
 /** Starts a full sync (or finds the running one) and returns its id. */
 async function startSync(relay: Relay): Promise<string> {
   const r = await relay.post('/internal/catalog/sync', { mode: 'full' });
@@ -513,20 +253,6 @@ async function startSync(relay: Relay): Promise<string> {
   if (!id) throw new Error(`the sync did not start: ${r.status} ${JSON.stringify(r.data)}`);
   return id;
 }
-
-async function syncDone(relay: Relay, runId: string | null): Promise<SyncRun> {
-  const deadline = Date.now() + PHASE_TIMEOUT_MS;
-  for (;;) {
-    let run: SyncRun | undefined;
-    if (runId) run = (await relay.get(`/internal/catalog/sync-runs/${runId}`)).data.run as SyncRun | undefined;
-    else run = ((await relay.get('/internal/catalog/sync-runs')).data.items as SyncRun[] | undefined)?.[0];
-    if (run && run.status !== 'running') return run;
-    if (Date.now() > deadline) throw new Error(`the sync ${runId ?? ''} did not finish in ${PHASE_TIMEOUT_MS / 1000} s`);
-    await sleep(250);
-  }
-}
-
-const runSeconds = (r: SyncRun) => (r.finished_at ? (Date.parse(r.finished_at) - Date.parse(r.started_at)) / 1000 : NaN);
 
 // ------------------------------------------------------------------------------------------ figures
 
@@ -550,11 +276,10 @@ function statsDiff(
     const d = b.requests[k as keyof SandboxStats['requests']] - (a.requests[k as keyof SandboxStats['requests']] ?? 0);
     if (d) requests[k] = d;
   }
-  const sum = (s: SandboxStats) => Object.values(s.rateLimited).reduce((x, y) => x + y, 0);
   return {
     requests,
     total: b.totalRequests - a.totalRequests,
-    rateLimited: sum(b) - sum(a),
+    rateLimited: rateLimitedTotal(b) - rateLimitedTotal(a),
     blocks: b.rateLimitBlocks - a.rateLimitBlocks,
   };
 }
@@ -685,18 +410,18 @@ async function figureRequestsPerOrder(kind: 'pglite' | 'postgres', mainJs: strin
       `${LIMIT.windowMs / 1000} s window, over ${ORDER_PRODUCTS} products`,
   );
   log(`  reproduce: ${cmd(kind, 1)}`);
-  const sandbox = await Sandbox.start(50);
+  const sandbox = await startSandbox(50);
   try {
     for (const callbacks of [true, false]) {
       const db = await openDatabase(kind, false);
-      const relay = await Relay.start(`fig1-${callbacks ? 'on' : 'off'}`, mainJs, {
+      const relay = await startRelay(`fig1-${callbacks ? 'on' : 'off'}`, mainJs, {
         databaseUrl: db.url,
         sandbox,
         callbacks,
         syncOnStart: true,
       });
       try {
-        await syncDone(relay, null);
+        await syncDone(relay, null, PHASE_TIMEOUT_MS);
         await sleep(RULE.windowMs);
         const before = await sandbox.stats();
         const requestsFrom = (await sandbox.requests()).next;
@@ -782,7 +507,7 @@ async function phase(sandbox: Sandbox, relays: Relay[], tag: string, sync: boole
   }
   const placed = await runLoad(relays, sandbox.skuCodes, tag, STEADY_PER_WINDOW * STEADY_WINDOWS, BURST);
   const delivered = await waitDelivered(relays[0], placed, deliveredBefore);
-  const run = runId ? await syncDone(relays[0], runId) : null;
+  const run = runId ? await syncDone(relays[0], runId, PHASE_TIMEOUT_MS) : null;
   const seconds = (Date.now() - t0) / 1000;
   await sleep(500);
   const diff = statsDiff(before, await sandbox.stats());
@@ -854,9 +579,9 @@ async function figureSyncBesideOrders(kind: 'pglite' | 'postgres', mainJs: strin
   );
   log(`  reproduce: ${cmd(kind, 2)}`);
   const db = await openDatabase(kind, false);
-  const relay = await Relay.start('fig2', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: true });
+  const relay = await startRelay('fig2', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: true });
   try {
-    const first = await syncDone(relay, null);
+    const first = await syncDone(relay, null, PHASE_TIMEOUT_MS);
     const firstPages = first.pages_done ?? first.pages_total ?? 0;
     const aloneBound = firstPages / BUDGET_PER_S;
     log(
@@ -968,11 +693,11 @@ async function figureReplicas(kind: 'pglite' | 'postgres', mainJs: string, tag: 
   const db = await openDatabase(kind, true);
   log(`\n[${kind}] 3. two replicas on ${db.describe}, one API key: the same load spread over both, a full sync asked of both`);
   log(`  reproduce: ${cmd(kind, 3)}`);
-  const a = await Relay.start('fig3-a', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: true });
+  const a = await startRelay('fig3-a', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: true });
   let b: Relay | null = null;
   try {
-    await syncDone(a, null);
-    b = await Relay.start('fig3-b', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: false });
+    await syncDone(a, null, PHASE_TIMEOUT_MS);
+    b = await startRelay('fig3-b', mainJs, { databaseUrl: db.url, sandbox, callbacks: true, syncOnStart: false });
     await sleep(RULE.windowMs);
     const r = await phase(sandbox, [a, b], `${tag}-f3`, true);
     printPhase('both replicas', r);
@@ -1009,7 +734,7 @@ async function run(kind: 'pglite' | 'postgres', mainJs: string): Promise<void> {
   const tag = `${kind === 'postgres' ? 'pg' : 'pgl'}${Date.now().toString(36)}`;
   if (FIGURES.has('1')) await figureRequestsPerOrder(kind, mainJs, tag);
   if (FIGURES.has('2') || FIGURES.has('3')) {
-    const sandbox = await Sandbox.start(CATALOG_PRODUCTS);
+    const sandbox = await startSandbox(CATALOG_PRODUCTS);
     try {
       if (FIGURES.has('2')) await figureSyncBesideOrders(kind, mainJs, tag, sandbox);
       if (FIGURES.has('2') && FIGURES.has('3')) await sleep(RULE.windowMs);
@@ -1041,7 +766,7 @@ async function main(): Promise<void> {
       `${loadavg()[0].toFixed(2)}${QUICK ? '; --quick' : ''}`,
   );
   log(`  reproduce everything: ${cmd(DB)}`);
-  const mainJs = buildRelay();
+  const mainJs = buildRelay(BUILD);
   if (DB === 'pglite' || DB === 'both') await run('pglite', mainJs);
   if (DB === 'postgres' || DB === 'both') await run('postgres', mainJs);
   log(`\nbench:budget took ${fmt((Date.now() - started) / 1000, 0)} s; load average (1 min) at the end ${loadavg()[0].toFixed(2)}`);
