@@ -1,5 +1,5 @@
-/** Small shared pieces: loading hooks, badges, money, times, errors, a confirmation dialog, a pager. */
-import type { ComponentChildren } from 'preact';
+/** Small shared pieces: loading hooks, badges, money, times, errors, a confirmation dialog, a pager, a list's table. */
+import { Fragment, type ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.js';
 import { html } from './html.js';
@@ -256,6 +256,67 @@ export function Pager({ page, pageSize, total, onPage }: { page: number; pageSiz
     <span>page ${page} / ${pages}</span>
     <button class="btn small" disabled=${page >= pages} onClick=${() => onPage(page + 1)}>Next ›</button>
   </nav>`;
+}
+
+/** A column of a list's table: its heading, or its heading and the class of its `<th>` (e.g. `num`). */
+export type Column = string | [label: string, cls: string];
+
+export interface ListTableProps<T> {
+  /** The table's `data-testid`. */
+  testid: string;
+  /** What the loading line says is loading. */
+  what: string;
+  columns: Column[];
+  /** The rows' items; undefined until they are read (the table shows once they are). */
+  items: T[] | undefined;
+  error: unknown;
+  /** Whether the loading line shows; by default while there are neither items nor an error. */
+  loading?: boolean;
+  row: (item: T) => ComponentChildren;
+  /** The text of the one row an empty list shows; none: an empty body. */
+  empty?: ComponentChildren;
+  /** Where the items are in the whole list: with `onPage`, a pager under the table. */
+  paging?: { page: number; page_size: number; total: number };
+  onPage?: (page: number) => void;
+  /** false: the table without its scrolling wrapper. */
+  wrap?: boolean;
+  /** Shown between the loading line and the table. */
+  children?: ComponentChildren;
+}
+
+/** A list's body in its card: the error as it came, the loading line, the table of the items, the pager. */
+export function ListTable<T>(props: ListTableProps<T>) {
+  const { items, paging, onPage } = props;
+  const loading = props.loading ?? (!items && !props.error);
+  const table = items
+    ? html`<table class="table" data-testid=${props.testid}>
+        <thead>
+          <tr>
+            ${props.columns.map((c) => (typeof c === 'string' ? html`<th>${c}</th>` : html`<th class=${c[1]}>${c[0]}</th>`))}
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            items.length === 0 && props.empty !== undefined
+              ? html`<tr>
+                  <td colspan=${props.columns.length} class="muted">${props.empty}</td>
+                </tr>`
+              : null
+          }
+          ${items.map((item) => props.row(item))}
+        </tbody>
+      </table>`
+    : null;
+  return html`<${Fragment}>
+    <${ErrorBox} error=${props.error} />
+    ${loading ? html`<${Loading} what=${props.what} />` : null}${props.children}
+    ${table && props.wrap !== false ? html`<div class="table-wrap">${table}</div>` : table}
+    ${
+      items && paging && onPage
+        ? html`<${Pager} page=${paging.page} pageSize=${paging.page_size} total=${paging.total} onPage=${onPage} />`
+        : null
+    }
+  <//>`;
 }
 
 /** A definition list from [label, value] pairs; a `testid` for each value helps the tests. */

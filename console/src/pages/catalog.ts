@@ -4,11 +4,23 @@ import { api } from '../api.js';
 import { loadCategories, Margin, skuTitle } from '../catalog-data.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
-import { supplierOf, type SkuList } from '../types.js';
-import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, useLoad } from '../ui.js';
+import { supplierOf, type Sku, type SkuList } from '../types.js';
+import { ago, Badge, Card, type Column, ListTable, Money, useLoad } from '../ui.js';
 import { SupplierFilter, useSupplierNames } from './supplier-filter.js';
 
 const PAGE_SIZE = 100;
+const SKU_COLUMNS: Column[] = [
+  'SKU',
+  'Supplier',
+  'Product',
+  'Category',
+  ['Cost', 'num'],
+  ['Sale price', 'num'],
+  ['Margin', 'num'],
+  'Stock',
+  'State',
+  'Updated',
+];
 
 export function CatalogPage({ query }: { query: URLSearchParams }) {
   const supplier = query.get('supplier') ?? '';
@@ -52,6 +64,27 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
         <option value="false">no</option>
       </select></label
     >`;
+  const row = (s: Sku) =>
+    html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key}>
+      <td>
+        <a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a>
+      </td>
+      <td data-field="supplier">${supplierOf(s) ?? html`<span class="muted">—</span>`}</td>
+      <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
+      <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>${names.get(Number(s.category_id)) ?? s.category_id}</td>
+      <td class="num"><${Money} amount=${s.cost_price} /></td>
+      <td class="num" data-field="sale_price"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
+      <td class="num"><${Margin} cost=${s.cost_price} sale=${s.sale_price} /></td>
+      <td class="nowrap">
+        <${Badge} value=${s.stock_status} />${s.stock_status !== 'unlimited' ? html` <span class="small">${s.stock_quantity}</span>` : null}
+      </td>
+      <td>
+        ${
+          s.available ? html`<${Badge} value="available" tone="good" />` : html`<${Badge} value="unavailable" tone="bad" />`
+        }${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}
+      </td>
+      <td class="nowrap" title=${s.updated_at}>${ago(s.updated_at)}</td>
+    </tr>`;
 
   return html`<div class="page catalog">
     <h1>Catalog</h1>
@@ -101,74 +134,17 @@ export function CatalogPage({ query }: { query: URLSearchParams }) {
       </form>
     <//>
     <${Card}>
-      <${ErrorBox} error=${list.error} />
-      ${!list.data && !list.error ? html`<${Loading} what="SKUs" />` : null}
-      ${
-        list.data
-          ? html`<div class="table-wrap">
-                <table class="table" data-testid="skus-table">
-                  <thead>
-                    <tr>
-                      <th>SKU</th>
-                      <th>Supplier</th>
-                      <th>Product</th>
-                      <th>Category</th>
-                      <th class="num">Cost</th>
-                      <th class="num">Sale price</th>
-                      <th class="num">Margin</th>
-                      <th>Stock</th>
-                      <th>State</th>
-                      <th>Updated</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${
-                      list.data.items.length === 0
-                        ? html`<tr>
-                            <td colspan="10" class="muted">No SKUs match.</td>
-                          </tr>`
-                        : null
-                    }
-                    ${list.data.items.map(
-                      (s) =>
-                        html`<tr data-sku=${s.sku_code} data-sku-key=${s.sku_key}>
-                          <td>
-                            <a href=${href(`/catalog/${encodeURIComponent(s.sku_key)}`)} title=${s.sku_key}><code>${s.sku_code}</code></a>
-                          </td>
-                          <td data-field="supplier">${supplierOf(s) ?? html`<span class="muted">—</span>`}</td>
-                          <td class="title" title=${skuTitle(s)}>${skuTitle(s)}</td>
-                          <td class="clip" title=${names.get(Number(s.category_id)) ?? ''}>
-                            ${names.get(Number(s.category_id)) ?? s.category_id}
-                          </td>
-                          <td class="num"><${Money} amount=${s.cost_price} /></td>
-                          <td class="num" data-field="sale_price"><${Money} amount=${s.sale_price} currency=${s.currency} /></td>
-                          <td class="num"><${Margin} cost=${s.cost_price} sale=${s.sale_price} /></td>
-                          <td class="nowrap">
-                            <${Badge}
-                              value=${s.stock_status}
-                            />${s.stock_status !== 'unlimited' ? html` <span class="small">${s.stock_quantity}</span>` : null}
-                          </td>
-                          <td>
-                            ${
-                              s.available
-                                ? html`<${Badge} value="available" tone="good" />`
-                                : html`<${Badge} value="unavailable" tone="bad" />`
-                            }${s.listed ? null : html` <${Badge} value="unlisted" tone="muted" />`}
-                          </td>
-                          <td class="nowrap" title=${s.updated_at}>${ago(s.updated_at)}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>
-              <${Pager}
-                page=${list.data.page}
-                pageSize=${list.data.page_size}
-                total=${list.data.total}
-                onPage=${(p: number) => go({ page: p })}
-              />`
-          : null
-      }
+      <${ListTable}
+        testid="skus-table"
+        what="SKUs"
+        columns=${SKU_COLUMNS}
+        items=${list.data?.items}
+        error=${list.error}
+        row=${row}
+        empty="No SKUs match."
+        paging=${list.data}
+        onPage=${(p: number) => go({ page: p })}
+      />
     <//>
   </div>`;
 }

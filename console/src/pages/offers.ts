@@ -14,11 +14,22 @@ import { html } from '../html.js';
 import { compareDec, isDecimal } from '../money.js';
 import { href, navigate } from '../router.js';
 import type { Offer, OfferAnswer, OfferList, OfferSource, PutOfferBody, Sku, SkuList } from '../types.js';
-import { ago, Badge, Card, Confirm, ErrorBox, Loading, Money, Pager, useLoad } from '../ui.js';
+import { ago, Badge, Card, type Column, Confirm, ErrorBox, ListTable, Loading, Money, useLoad } from '../ui.js';
 
 const PAGE_SIZE = 100;
 const MAX_SOURCES = 10;
 const CODE_RE = /^[A-Za-z0-9._:-]{1,64}$/;
+const OFFER_COLUMNS: Column[] = [
+  'Code',
+  'Title',
+  'Routing',
+  'Sources',
+  ['Cost', 'num'],
+  ['Sale price', 'num'],
+  ['Margin', 'num'],
+  'State',
+  'Updated',
+];
 
 /** The lowest and highest known cost of the sources. */
 function costRange(sources: OfferSource[]): [string, string] | null {
@@ -80,45 +91,17 @@ export function OffersPage({ query }: { query: URLSearchParams }) {
       </form>
     <//>
     <${Card}>
-      <${ErrorBox} error=${list.error} />
-      ${!list.data && !list.error ? html`<${Loading} what="offers" />` : null}
-      ${
-        list.data
-          ? html`<div class="table-wrap">
-                <table class="table" data-testid="offers-table">
-                  <thead>
-                    <tr>
-                      <th>Code</th>
-                      <th>Title</th>
-                      <th>Routing</th>
-                      <th>Sources</th>
-                      <th class="num">Cost</th>
-                      <th class="num">Sale price</th>
-                      <th class="num">Margin</th>
-                      <th>State</th>
-                      <th>Updated</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${
-                      list.data.items.length === 0
-                        ? html`<tr>
-                            <td colspan="9" class="muted">No offers.</td>
-                          </tr>`
-                        : null
-                    }
-                    ${list.data.items.map((o) => OfferRow({ offer: o }))}
-                  </tbody>
-                </table>
-              </div>
-              <${Pager}
-                page=${list.data.page}
-                pageSize=${list.data.page_size}
-                total=${list.data.total}
-                onPage=${(p: number) => go({ page: p })}
-              />`
-          : null
-      }
+      <${ListTable}
+        testid="offers-table"
+        what="offers"
+        columns=${OFFER_COLUMNS}
+        items=${list.data?.items}
+        error=${list.error}
+        row=${(o: Offer) => OfferRow({ offer: o })}
+        empty="No offers."
+        paging=${list.data}
+        onPage=${(p: number) => go({ page: p })}
+      />
     <//>
   </div>`;
 }

@@ -4,10 +4,11 @@ import { api } from '../api.js';
 import { html } from '../html.js';
 import { href, navigate } from '../router.js';
 import { ORDER_STATUSES, supplierOf, type OrderList } from '../types.js';
-import { ago, Badge, Card, ErrorBox, Loading, Money, Pager, Time, useLoad } from '../ui.js';
+import { ago, Badge, Card, type Column, ListTable, Money, Time, useLoad } from '../ui.js';
 import { SupplierFilter, useSupplierNames } from './supplier-filter.js';
 
 const PAGE_SIZE = 50;
+const ORDER_COLUMNS: Column[] = ['Order', 'Supplier', 'Status', 'SKU × qty', ['Amount', 'num'], 'Refund', 'Created', 'Updated'];
 
 export function OrdersPage({ query }: { query: URLSearchParams }) {
   const status = query.get('status') ?? '';
@@ -36,6 +37,25 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
         page: next.page && next.page > 1 ? next.page : undefined,
       }),
     );
+  const row = (o: OrderList['items'][number]) =>
+    html`<tr data-order=${o.shop_order_no}>
+      <td>
+        <a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a
+        >${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}
+      </td>
+      <td data-field="supplier">${supplierOf(o) ?? html`<span class="muted">—</span>`}</td>
+      <td><${Badge} value=${o.status} /></td>
+      <td>
+        <a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}
+          ><code>${o.sku_code}</code></a
+        >
+        × ${o.quantity}
+      </td>
+      <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
+      <td>${o.refund_state === 'not_refundable' ? html`<span class="muted">—</span>` : html`<${Badge} value=${o.refund_state} />`}</td>
+      <td><${Time} at=${o.created_at} /></td>
+      <td><span title=${o.updated_at}>${ago(o.updated_at)}</span></td>
+    </tr>`;
 
   return html`<div class="page orders">
     <h1>Orders</h1>
@@ -79,73 +99,18 @@ export function OrdersPage({ query }: { query: URLSearchParams }) {
       </form>
     <//>
     <${Card}>
-      <${ErrorBox} error=${list.error} />
-      ${!list.data && !list.error ? html`<${Loading} what="orders" />` : null}
-      ${
-        list.data
-          ? html`<table class="table" data-testid="orders-table">
-                <thead>
-                  <tr>
-                    <th>Order</th>
-                    <th>Supplier</th>
-                    <th>Status</th>
-                    <th>SKU × qty</th>
-                    <th class="num">Amount</th>
-                    <th>Refund</th>
-                    <th>Created</th>
-                    <th>Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${
-                    list.data.items.length === 0
-                      ? html`<tr>
-                          <td colspan="8" class="muted">
-                            No
-                            orders${supplier ? ` at ${supplier}` : ''}${
-                              status ? ` with status ${status}` : ''
-                            }${stuck ? ' that are stuck' : ''}.
-                          </td>
-                        </tr>`
-                      : null
-                  }
-                  ${list.data.items.map(
-                    (o) =>
-                      html`<tr data-order=${o.shop_order_no}>
-                        <td>
-                          <a href=${href(`/orders/${encodeURIComponent(o.shop_order_no)}`)}>${o.shop_order_no}</a
-                          >${o.stuck ? html` <${Badge} value="stuck" tone="warn" />` : null}
-                        </td>
-                        <td data-field="supplier">${supplierOf(o) ?? html`<span class="muted">—</span>`}</td>
-                        <td><${Badge} value=${o.status} /></td>
-                        <td>
-                          <a href=${href(`/catalog/${encodeURIComponent(o.sku_key ?? o.sku_code)}`)} title=${o.sku_key ?? undefined}
-                            ><code>${o.sku_code}</code></a
-                          >
-                          × ${o.quantity}
-                        </td>
-                        <td class="num"><${Money} amount=${o.amount} currency=${o.currency} /></td>
-                        <td>
-                          ${
-                            o.refund_state === 'not_refundable'
-                              ? html`<span class="muted">—</span>`
-                              : html`<${Badge} value=${o.refund_state} />`
-                          }
-                        </td>
-                        <td><${Time} at=${o.created_at} /></td>
-                        <td><span title=${o.updated_at}>${ago(o.updated_at)}</span></td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-              <${Pager}
-                page=${list.data.page}
-                pageSize=${list.data.page_size}
-                total=${list.data.total}
-                onPage=${(p: number) => go({ page: p })}
-              />`
-          : null
-      }
+      <${ListTable}
+        testid="orders-table"
+        what="orders"
+        columns=${ORDER_COLUMNS}
+        items=${list.data?.items}
+        error=${list.error}
+        row=${row}
+        empty=${`No orders${supplier ? ` at ${supplier}` : ''}${status ? ` with status ${status}` : ''}${stuck ? ' that are stuck' : ''}.`}
+        paging=${list.data}
+        onPage=${(p: number) => go({ page: p })}
+        wrap=${false}
+      />
     <//>
   </div>`;
 }

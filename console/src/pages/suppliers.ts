@@ -10,9 +10,10 @@ import { api, ApiError, enc } from '../api.js';
 import { html } from '../html.js';
 import { href } from '../router.js';
 import type { Health, Supplier, SupplierAnswer, SupplierBody, SupplierHealth, SupplierList } from '../types.js';
-import { ago, Badge, Card, Confirm, ErrorBox, Loading, Money, Time, useInterval, useLoad } from '../ui.js';
+import { ago, Badge, Card, type Column, Confirm, ErrorBox, ListTable, Money, Time, useInterval, useLoad } from '../ui.js';
 
 const PROFILES = ['spec', 'dujiao-next'];
+const SUPPLIER_COLUMNS: Column[] = ['Supplier', 'State', 'Upstream', 'Budget', ['Wallet', 'num'], 'Last sync', 'Callback URL', ''];
 
 /**
  * A red banner for each supplier whose upstream refuses our credentials (`auth_failed` in `/health`):
@@ -142,80 +143,60 @@ export function SuppliersPage() {
   const envName = Object.keys(health.data?.suppliers ?? {})[0];
   const isEnv = (name: string) => byName.get(name)?.managed_by_env ?? name === envName;
   const rows = names.map((name) => ({ name, s: byName.get(name) ?? { name }, h: health.data?.suppliers?.[name] }));
+  const row = ({ name, s, h }: (typeof rows)[number]) => {
+    const enabled = s.enabled ?? h?.enabled ?? true;
+    const wallet = h?.wallet ?? (s.wallet?.balance ? s.wallet : null);
+    return html`<tr data-supplier=${name} data-upstream=${h?.upstream ?? ''}>
+      <td>
+        <strong>${name}</strong>${isEnv(name) ? html` <${Badge} value="env" tone="info" />` : null}
+        ${s.base_url ? html`<div class="small muted clip" title=${s.base_url}>${s.base_url}</div>` : null}
+        ${s.api_key_hint ? html`<div class="small muted">key …${s.api_key_hint}</div>` : null}
+      </td>
+      <td><${Badge} value=${enabled ? 'enabled' : 'disabled'} /></td>
+      <td data-field="upstream"><${UpstreamCell} h=${h} /></td>
+      <td>${h ? html`<${BudgetUse} budget=${h.budget} />` : html`<span class="muted">—</span>`}</td>
+      <td class="num" data-field="wallet">
+        ${wallet ? html`<${Money} amount=${wallet.balance} currency=${wallet.currency} />` : html`<span class="muted">—</span>`}
+      </td>
+      <td><${LastSyncCell} h=${h} /></td>
+      <td class="small">${s.callback_url ? html`<code>${s.callback_url}</code>` : html`<span class="muted">—</span>`}</td>
+      <td class="nowrap">
+        <a class="btn small" href=${href('/catalog', { supplier: name })}>SKUs</a>
+        <a class="btn small" href=${href('/orders', { supplier: name })}>Orders</a>
+        ${
+          list.data && !isEnv(name)
+            ? html`<button class="btn small" onClick=${() => setPending({ kind: 'edit', supplier: s })}>Edit</button>
+                <button class="btn small" onClick=${() => setPending({ kind: 'toggle', supplier: { ...s, enabled } })}>
+                  ${enabled ? 'Disable' : 'Enable'}
+                </button>
+                <button class="btn small danger" onClick=${() => setPending({ kind: 'delete', supplier: s })}>Delete</button>`
+            : null
+        }
+      </td>
+    </tr>`;
+  };
 
   return html`<div class="page suppliers">
     <h1>Suppliers</h1>
     <${AuthFailedBanner} health=${health.data} />
     <${Card} title="Suppliers" actions=${html`<button class="btn" onClick=${() => void reload()}>Reload</button>`}>
-      <${ErrorBox} error=${health.error ?? list.error} />
-      ${!health.data && !health.error ? html`<${Loading} what="suppliers" />` : null}
-      ${
-        list.data === null
-          ? html`<p class="muted small" data-testid="suppliers-api-missing">
-              This service does not offer <code>/internal/suppliers</code>: the suppliers are shown from <code>/health</code>.
-            </p>`
-          : null
-      }
-      ${
-        health.data
-          ? html`<div class="table-wrap">
-              <table class="table" data-testid="suppliers-table">
-                <thead>
-                  <tr>
-                    <th>Supplier</th>
-                    <th>State</th>
-                    <th>Upstream</th>
-                    <th>Budget</th>
-                    <th class="num">Wallet</th>
-                    <th>Last sync</th>
-                    <th>Callback URL</th>
-                    <th></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${rows.map(({ name, s, h }) => {
-                    const enabled = s.enabled ?? h?.enabled ?? true;
-                    const wallet = h?.wallet ?? (s.wallet?.balance ? s.wallet : null);
-                    return html`<tr data-supplier=${name} data-upstream=${h?.upstream ?? ''}>
-                      <td>
-                        <strong>${name}</strong>${isEnv(name) ? html` <${Badge} value="env" tone="info" />` : null}
-                        ${s.base_url ? html`<div class="small muted clip" title=${s.base_url}>${s.base_url}</div>` : null}
-                        ${s.api_key_hint ? html`<div class="small muted">key …${s.api_key_hint}</div>` : null}
-                      </td>
-                      <td><${Badge} value=${enabled ? 'enabled' : 'disabled'} /></td>
-                      <td data-field="upstream"><${UpstreamCell} h=${h} /></td>
-                      <td>${h ? html`<${BudgetUse} budget=${h.budget} />` : html`<span class="muted">—</span>`}</td>
-                      <td class="num" data-field="wallet">
-                        ${
-                          wallet
-                            ? html`<${Money} amount=${wallet.balance} currency=${wallet.currency} />`
-                            : html`<span class="muted">—</span>`
-                        }
-                      </td>
-                      <td><${LastSyncCell} h=${h} /></td>
-                      <td class="small">${s.callback_url ? html`<code>${s.callback_url}</code>` : html`<span class="muted">—</span>`}</td>
-                      <td class="nowrap">
-                        <a class="btn small" href=${href('/catalog', { supplier: name })}>SKUs</a>
-                        <a class="btn small" href=${href('/orders', { supplier: name })}>Orders</a>
-                        ${
-                          list.data && !isEnv(name)
-                            ? html`<button class="btn small" onClick=${() => setPending({ kind: 'edit', supplier: s })}>Edit</button>
-                                <button class="btn small" onClick=${() => setPending({ kind: 'toggle', supplier: { ...s, enabled } })}>
-                                  ${enabled ? 'Disable' : 'Enable'}
-                                </button>
-                                <button class="btn small danger" onClick=${() => setPending({ kind: 'delete', supplier: s })}>
-                                  Delete
-                                </button>`
-                            : null
-                        }
-                      </td>
-                    </tr>`;
-                  })}
-                </tbody>
-              </table>
-            </div>`
-          : null
-      }
+      <${ListTable}
+        testid="suppliers-table"
+        what="suppliers"
+        columns=${SUPPLIER_COLUMNS}
+        items=${health.data ? rows : undefined}
+        error=${health.error ?? list.error}
+        loading=${!health.data && !health.error}
+        row=${row}
+      >
+        ${
+          list.data === null
+            ? html`<p class="muted small" data-testid="suppliers-api-missing">
+                This service does not offer <code>/internal/suppliers</code>: the suppliers are shown from <code>/health</code>.
+              </p>`
+            : null
+        }
+      <//>
     <//>
     ${
       list.data
